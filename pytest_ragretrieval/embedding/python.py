@@ -1,0 +1,35 @@
+"""`python:<module>:<attr>`: a user's callable from list[str] to an n x d array-like."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from ..errors import ConfigError, RagError
+from ..retrievers.python import load_object
+from . import check_vectors
+
+
+class PythonEmbedder:
+    """Imports the callable on first embed(), so a fully cached run never imports user code."""
+
+    def __init__(self, target: str, *, id: str, root: Path) -> None:
+        if target.count(":") != 1 or not all(target.split(":")):
+            raise ConfigError(f"embedding 'python:{target}' must look like 'python:package.module:function'")
+        self.target = target
+        self.id = id
+        self.root = root
+        self._function: Callable[..., Any] | None = None
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        if self._function is None:
+            self._function = load_object(self.target, self.root, "embedding")
+        try:
+            result = self._function(list(texts))
+        except RagError:
+            raise
+        except Exception as exc:
+            detail = (str(exc).strip().splitlines() or [""])[0]
+            raise RagError(f"embedder {self.id!r} ({self.target}) raised {type(exc).__name__}: {detail}") from exc
+        return check_vectors(self.id, result, len(texts))

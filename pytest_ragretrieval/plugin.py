@@ -1,0 +1,200 @@
+"""pytest glue: options, collection of the gate's items and the hooks that hand off to RagSession.
+
+Nothing heavy is imported unless `--rag-eval` or `--rag-update-baseline` is given.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterator
+
+import pytest
+
+if TYPE_CHECKING:
+    from .compare import Outcome
+    from .session import ItemKey, RagSession
+
+SESSION = pytest.StashKey["RagSession"]()
+MARKER = "rag_eval"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("ragretrieval", "retrieval evaluation gate (pytest-ragretrieval)")
+    group.addoption("--rag-eval", action="store_true", dest="rag_eval", default=False,
+                    help="run the retrieval gate: one item per retriever x metric, failing below the baseline")
+    group.addoption("--rag-update-baseline", action="store_true", dest="rag_update_baseline", default=False,
+                    help="run the selected retrievers and record their values as the new baseline")
+    group.addoption("--rag-config", action="store", dest="rag_config", default=None, metavar="PATH",
+                    help="TOML file with the [tool.ragretrieval] keys at top level (default: pyproject.toml)")
+    group.addoption("--rag-json", action="store", dest="rag_json", default=None, metavar="PATH",
+                    help="write this run's results, in the baseline's format, to PATH")
+    group.addoption("--rag-report", action="store", dest="rag_report", default=None, metavar="PATH",
+                    help="write the evaluation report as Markdown to PATH")
+    group.addoption("--rag-html", action="store", dest="rag_html", default=None, metavar="PATH",
+                    help="write the evaluation report as one self-contained HTML page to PATH")
+    group.addoption("--rag-db", action="store", dest="rag_db", default=None,
+                    choices=("auto", "docker", "embedded", "url"),
+                    help="database for vector retrievers (default: the config's db, else auto)")
+    group.addoption("--rag-db-url", action="store", dest="rag_db_url", default=None, metavar="DSN",
+                    help="server for --rag-db=url (default: $RAG_EVAL_DATABASE_URL)")
+    group.addoption("--rag-cache", action="store", dest="rag_cache", default="readwrite",
+                    choices=("readwrite", "readonly", "off"),
+                    help="embedding and rerank cache: readonly turns a miss into an error (CI without keys)")
+    group.addoption("--rag-allow-regression", action="store_true", dest="rag_allow_regression", default=False,
+                    help="with --rag-update-baseline, record values lower than the baseline's")
+
+
+def _path(value: str | None) -> Path | None:
+    if value is None:
+        return None
+    path = Path(value)
+    if path.is_dir():
+        raise pytest.UsageError(f"{value} is a directory; give a file path")
+    return path.resolve()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", f"{MARKER}: an item of the retrieval gate (pytest-ragretrieval)")
+    option = config.option
+    if not (option.rag_eval or option.rag_update_baseline):
+        return
+    from .errors import RagError
+    from .session import Options, RagSession
+
+    options = Options(
+        rootpath=config.rootpath,
+        config_path=option.rag_config,
+        update=option.rag_update_baseline,
+        json_path=_path(option.rag_json),
+        report_path=_path(option.rag_report),
+        html_path=_path(option.rag_html),
+        db=option.rag_db,
+        db_url=option.rag_db_url,
+        cache_mode=option.rag_cache,
+        allow_regression=option.rag_allow_regression,
+    )
+    session = RagSession(options)
+    try:
+        session.load()
+    except RagError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    config.stash[SESSION] = session
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    session = config.stash.get(SESSION, None)
+    return session.header_lines() if session is not None else []
+
+
+class RagFailure(Exception):
+    """The gate's verdict: reported as its own lines, never as a traceback."""
+
+    def __init__(self, outcome: "Outcome") -> None:
+        super().__init__(outcome.summary)
+        self.outcome = outcome
+
+
+class RagItem(pytest.Item):
+    def __init__(self, *, key: "ItemKey", **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.key = key
+        self.add_marker(MARKER)
+
+    def runtest(self) -> None:
+        from .session import Skip
+
+        try:
+            outcome = self.config.stash[SESSION].outcome(self.key)
+        except Skip as exc:
+            pytest.skip(str(exc))
+        if not outcome.passed:
+            raise RagFailure(outcome)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
+        if isinstance(excinfo.value, RagFailure):
+            return "\n".join(excinfo.value.outcome.lines)
+        return super().repr_failure(excinfo, style=style)
+
+    def reportinfo(self) -> tuple[Any, int | None, str]:
+        return self.config.stash[SESSION].config.source, None, self.nodeid
+
+
+class RetrieverNode(pytest.Collector):
+    def __init__(self, *, keys: list["ItemKey"], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.keys = keys
+
+    def collect(self) -> Iterator[RagItem]:
+        for key in self.keys:
+            yield RagItem.from_parent(self, name=key.nodeid_name, key=key)
+
+
+class RagNode(pytest.Collector):
+    def collect(self) -> Iterator[RetrieverNode]:
+        keys = self.config.stash[SESSION].item_keys()
+        for name in dict.fromkeys(key.retriever for key in keys):
+            yield RetrieverNode.from_parent(self, name=name, keys=[k for k in keys if k.retriever == name])
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Add the gate's items first, so that -k and -m (which run after) select among them."""
+    if SESSION not in config.stash:
+        return
+    root = RagNode.from_parent(session, name="rag", nodeid="rag")
+    items[:0] = list(session.genitems(root))
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    rag = session.config.stash.get(SESSION, None)
+    if rag is not None:
+        rag.select([item.key for item in session.items if isinstance(item, RagItem)])
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtestloop(session: pytest.Session) -> Any:
+    """Run the selected retrievers before the first item, outside output capture, with progress."""
+    rag = session.config.stash.get(SESSION, None)
+    if rag is not None and not session.config.option.collectonly:
+        rag.prepare(_output(session.config))
+    return (yield)
+
+
+def _output(config: pytest.Config) -> Any:
+    from .progress import CallbackOutput, PlainOutput
+
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is None:
+        return PlainOutput()
+    reporter.ensure_newline()
+    return CallbackOutput(
+        write=reporter.write_line,
+        redraw=lambda text: reporter.rewrite(text, erase=True),
+        isatty=reporter.isatty,
+    )
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    rag = session.config.stash.get(SESSION, None)
+    if rag is None:
+        return
+    from .errors import RagError
+
+    try:
+        rag.finish()
+    except RagError as exc:
+        rag.update_lines.append(f"rag: error: {exc}")
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    rag = terminalreporter.config.stash.get(SESSION, None)
+    if rag is None or not rag.runs and not rag.update_lines:
+        return
+    terminalreporter.section("rag retrieval")
+    for line in rag.summary_lines():
+        terminalreporter.write_line(line)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    rag = config.stash.get(SESSION, None)
+    if rag is not None:
+        rag.close()

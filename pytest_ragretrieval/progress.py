@@ -1,0 +1,76 @@
+"""Progress for long steps: a bar redrawn in place on a terminal, one line per step otherwise."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Protocol
+
+
+class Output(Protocol):
+    isatty: bool
+
+    def line(self, text: str) -> None: ...
+
+    def rewrite(self, text: str) -> None: ...
+
+
+@dataclass
+class PlainOutput:
+    """Collects lines; the default when nobody watches (tests, the CLI with --quiet)."""
+
+    isatty: bool = False
+    lines: list[str] = field(default_factory=list)
+
+    def line(self, text: str) -> None:
+        self.lines.append(text)
+
+    def rewrite(self, text: str) -> None:
+        pass
+
+
+@dataclass
+class CallbackOutput:
+    """Adapts two callables, such as pytest's terminal reporter `write_line` and `rewrite`."""
+
+    write: Callable[[str], None]
+    redraw: Callable[[str], None]
+    isatty: bool
+
+    def line(self, text: str) -> None:
+        self.write(text)
+
+    def rewrite(self, text: str) -> None:
+        self.redraw(text)
+
+
+BAR = 24
+
+
+class Progress:
+    """`with Progress(out, "embedding corpus", 212) as bar: bar.advance(n)`; the final line gives the time."""
+
+    def __init__(self, out: Output, label: str, total: int) -> None:
+        self.out = out
+        self.label = label
+        self.total = total
+        self.done = 0
+        self.note = ""
+        self.started = time.perf_counter()
+        self.seconds = 0.0
+
+    def advance(self, count: int = 1) -> None:
+        self.done += count
+        if self.out.isatty and self.total:
+            filled = BAR * min(self.done, self.total) // self.total
+            self.out.rewrite(f"rag: {self.label} [{'#' * filled}{'.' * (BAR - filled)}] {self.done}/{self.total}")
+
+    def __enter__(self) -> "Progress":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.seconds = time.perf_counter() - self.started
+        if self.out.isatty:
+            self.out.rewrite("")
+        note = f" ({self.note})" if self.note else ""
+        status = "stopped after" if exc[0] is not None else "in"
+        self.out.line(f"rag: {self.label}: {self.done}/{self.total}{note} {status} {self.seconds:.2f}s")

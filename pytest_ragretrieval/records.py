@@ -1,0 +1,38 @@
+"""Plain records shared by every layer: chunks and questions as loaded from the fixtures."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One retrievable unit of the corpus."""
+
+    id: str
+    text: str
+    doc: str | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
+
+
+@dataclass(frozen=True)
+class Question:
+    """One eval-set question with its judged chunks.
+
+    `relevance` maps chunk id to grade; a chunk counts as relevant when its grade is >= 1,
+    so a question whose map holds no such grade is a no-answer question.
+    """
+
+    id: str
+    query: str
+    relevance: Mapping[str, int] = field(hash=False)
+    tags: tuple[str, ...] = ()
+    line: int = 0
+
+    @property
+    def answerable(self) -> bool:
+        return any(grade >= 1 for grade in self.relevance.values())
+
+    @property
+    def relevant_ids(self) -> frozenset[str]:
+        return frozenset(cid for cid, grade in self.relevance.items() if grade >= 1)

@@ -1,0 +1,85 @@
+"""The terminal summary as pure lines: one row per retriever, one column per metric."""
+from __future__ import annotations
+
+import unicodedata
+from typing import Any, Mapping, Sequence
+
+from .baseline import Baseline
+from .compare import fmt, signed
+from .config import Config
+from .evaluate import RetrieverResult, percentile
+
+
+def width(text: str) -> int:
+    """Display width: CJK characters take two terminal cells."""
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    widths = [max(width(str(row[i])) for row in [headers, *rows]) for i in range(len(headers))]
+
+    def line(cells: Sequence[str]) -> str:
+        return "  ".join(str(c) + " " * (w - width(str(c))) for c, w in zip(cells, widths)).rstrip()
+
+    return [line(headers), line(["-" * w for w in widths]), *(line(row) for row in rows)]
+
+
+def cell(value: float, before: float | None) -> str:
+    if before is None:
+        return fmt(value)
+    return f"{fmt(value)} ({signed(value - before)})"
+
+
+def latency_summary(result: RetrieverResult) -> dict[str, float]:
+    latencies = result.latencies
+    return {"p50": round(percentile(latencies, 0.50), 3), "p95": round(percentile(latencies, 0.95), 3)}
+
+
+def summary_lines(config: Config, runs: Mapping[str, Any], baseline: Baseline | None, comparable: bool) -> list[str]:
+    """The summary table, the per-tag table and the no-answer and latency lines."""
+    labels = [spec.label for spec in config.metrics]
+    answerable = None
+    rows: list[list[str]] = []
+    tag_rows: list[list[str]] = []
+    notes: list[str] = []
+    no_answer: list[str] = []
+    latency: list[str] = []
+    for spec in config.retrievers:
+        run = runs.get(spec.name)
+        if run is None:
+            continue
+        if run.skipped is not None:
+            notes.append(f"{spec.name}: skipped: {run.skipped}")
+            continue
+        if run.error is not None:
+            notes.append(f"{spec.name}: error: {run.error}")
+            continue
+        result: RetrieverResult = run.result
+        answerable = sum(1 for q in result.questions if q.values)
+        recorded = baseline.retrievers.get(spec.name) if baseline is not None and comparable else None
+        rows.append(
+            [spec.name]
+            + [cell(result.metrics[label], recorded.metrics.get(label) if recorded else None) for label in labels]
+        )
+        for tag, values in result.tags.items():
+            old = recorded.tags.get(tag, {}) if recorded else {}
+            tag_rows.append([spec.name, tag] + [cell(values[label], old.get(label)) for label in labels])
+        if result.no_answer_total:
+            no_answer.append(f"{spec.name} {result.no_answer_empty}/{result.no_answer_total}")
+        summary = latency_summary(result)
+        latency.append(f"{spec.name} {summary['p50']:.1f}/{summary['p95']:.1f}")
+    lines = [f"k={config.k}" + (f", {answerable} answerable questions" if answerable is not None else "")]
+    if rows:
+        lines.extend(table(["retriever", *labels], rows))
+    if tag_rows:
+        lines.append("")
+        lines.append("per tag:")
+        lines.extend(table(["retriever", "tag", *labels], tag_rows))
+    lines.extend(notes)
+    if no_answer:
+        lines.append("no-answer questions that got an empty result: " + ", ".join(no_answer))
+    if latency:
+        lines.append("latency per question p50/p95 ms: " + ", ".join(latency))
+    if baseline is not None and not comparable:
+        lines.append("deltas not shown: the baseline's fingerprint differs from this run's")
+    return lines

@@ -1,0 +1,45 @@
+"""Reciprocal Rank Fusion of named sources, the tutorial's hybrid: sum of 1 / (rrf_k + rank)."""
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any, Callable, Sequence
+
+from ..tables import Table
+
+
+def parse(table: Table) -> dict[str, Any]:
+    sources_ = table.str_list("sources", ["vector", "bm25"])
+    if len(sources_) < 2:
+        raise table.error("sources", "must name at least two retrievers to fuse")
+    return {
+        "sources": sources_,
+        "depth": table.int("depth", 10, minimum=1),
+        "rrf_k": table.int("rrf_k", 60, minimum=0),
+    }
+
+
+def sources(params: dict[str, Any]) -> list[str]:
+    return list(params["sources"])
+
+
+def fuse(rankings: Sequence[Sequence[str]], rrf_k: int) -> list[str]:
+    """RRF with exact arithmetic, so that equal sums tie exactly and ties go to the smaller id."""
+    scores: dict[str, Fraction] = {}
+    for ranking in rankings:
+        for rank, chunk_id in enumerate(ranking, start=1):
+            scores[chunk_id] = scores.get(chunk_id, Fraction(0)) + Fraction(1, rrf_k + rank)
+    return sorted(scores, key=lambda chunk_id: (-scores[chunk_id], chunk_id))
+
+
+class HybridRetriever:
+    def __init__(self, inputs: Sequence[Callable[[str, int], Sequence[str]]], depth: int, rrf_k: int) -> None:
+        self.inputs = list(inputs)
+        self.depth = depth
+        self.rrf_k = rrf_k
+
+    def __call__(self, query: str, k: int) -> list[str]:
+        return fuse([list(source(query, self.depth)) for source in self.inputs], self.rrf_k)[:k]
+
+
+def build(params: dict[str, Any], ctx: Any) -> HybridRetriever:
+    return HybridRetriever([ctx.retriever(name) for name in params["sources"]], params["depth"], params["rrf_k"])

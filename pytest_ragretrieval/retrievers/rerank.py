@@ -1,0 +1,150 @@
+"""Cross-encoder reranking of another retriever's top `depth`, the tutorial's Hybrid+Rerank."""
+from __future__ import annotations
+
+import os
+import socket
+import struct
+from pathlib import Path
+from typing import Any, Callable, Sequence
+from urllib.parse import urlparse
+
+from ..errors import RetrieverUnavailable
+from ..tables import Table
+
+DEFAULT_MODEL = "BAAI/bge-reranker-base"
+
+
+def parse(table: Table) -> dict[str, Any]:
+    return {
+        "source": table.str("source", "hybrid"),
+        "depth": table.int("depth", 20, minimum=1),
+        "model": table.str("model", DEFAULT_MODEL),
+        "batch_size": table.int("batch_size", 32, minimum=1),
+        "min_score": table.number("min_score", None),
+    }
+
+
+def sources(params: dict[str, Any]) -> list[str]:
+    return [params["source"]]
+
+
+def _truthy(value: str | None) -> bool:
+    return (value or "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def hub_reachable(timeout: float = 3.0) -> bool:
+    """Whether the model hub (HF_ENDPOINT or huggingface.co) accepts a TCP connection.
+
+    Checked before loading a hub model, because without a network huggingface_hub retries
+    for over a minute before it gives up; offline we go straight to the local cache.
+    """
+    endpoint = urlparse(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+    port = endpoint.port or (443 if endpoint.scheme == "https" else 80)
+    try:
+        with socket.create_connection((endpoint.hostname or "huggingface.co", port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+class CrossEncoderScorer:
+    """Loads the model on the first pair the cache does not know; never when all are cached."""
+
+    def __init__(self, model: str, root: Any, batch_size: int) -> None:
+        self.model = model
+        self.root = root
+        self.batch_size = batch_size
+        self._encoder: Any = None
+
+    def _load(self) -> Any:
+        if self._encoder is None:
+            local = (Path(self.root) / self.model).expanduser()
+            target = str(local) if local.exists() else self.model
+            offline = local.exists() or _truthy(os.environ.get("HF_HUB_OFFLINE")) or not hub_reachable()
+            try:
+                from sentence_transformers import CrossEncoder
+
+                self._encoder = CrossEncoder(target, device="cpu", local_files_only=offline)
+            except Exception as exc:
+                where = "no local copy and no Hugging Face hub reachable" if offline else type(exc).__name__
+                raise RetrieverUnavailable(
+                    f"cross-encoder {self.model!r} could not be loaded ({where}); "
+                    "give a local folder in `model`, or run where the model can be downloaded"
+                ) from None
+        return self._encoder
+
+    def __call__(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
+        scores = self._load().predict(list(pairs), batch_size=self.batch_size, show_progress_bar=False)
+        return [float(score) for score in scores]
+
+
+class RerankRetriever:
+    """Reorders the source's candidates by score, ties by id; scores go through the cache."""
+
+    def __init__(
+        self,
+        source: Callable[[str, int], Sequence[str]],
+        texts: dict[str, str],
+        scorer: Callable[[Sequence[tuple[str, str]]], list[float]],
+        cache: Any,
+        depth: int,
+        min_score: float | None,
+    ) -> None:
+        self.source = source
+        self.texts = texts
+        self.scorer = scorer
+        self.cache = cache
+        self.depth = depth
+        self.min_score = min_score
+        self.pools: dict[str, list[str]] = {}
+        self.scored = 0
+
+    def scores(self, query: str, candidates: Sequence[str]) -> list[float]:
+        keys = [f"{query}\0{self.texts[chunk_id]}" for chunk_id in candidates]
+        known: dict[int, float] = {}
+        for i, key in enumerate(keys):
+            data = self.cache.get(key)
+            if data is not None:
+                known[i] = struct.unpack("<d", data)[0]
+        missing = [i for i in range(len(keys)) if i not in known]
+        if missing and self.cache.mode == "readonly":
+            raise self.cache.miss_error(len(missing), "query-chunk pairs")
+        if missing:
+            fresh = self.scorer([(query, self.texts[candidates[i]]) for i in missing])
+            self.scored += len(missing)
+            for i, value in zip(missing, fresh):
+                known[i] = value
+                self.cache.put(keys[i], struct.pack("<d", value))
+        return [known[i] for i in range(len(keys))]
+
+    def diagnostics(self, questions: Sequence[Any]) -> dict[str, float]:
+        """Recall@depth of the candidate pools: the ceiling no reranker can pass."""
+        from ..evaluate import mean
+        from ..metrics import recall
+
+        scored = [q for q in questions if q.answerable and q.query in self.pools]
+        if not scored:
+            return {}
+        return {f"pool_recall@{self.depth}": mean([recall(self.pools[q.query], q.relevance, self.depth) for q in scored])}
+
+    def __call__(self, query: str, k: int) -> list[str]:
+        candidates = list(self.source(query, self.depth))
+        self.pools[query] = candidates
+        if not candidates:
+            return []
+        ranked = sorted(zip(candidates, self.scores(query, candidates)), key=lambda item: (-item[1], item[0]))
+        if self.min_score is not None:
+            ranked = [item for item in ranked if item[1] >= self.min_score]
+        return [chunk_id for chunk_id, _ in ranked[:k]]
+
+
+def build(params: dict[str, Any], ctx: Any) -> RerankRetriever:
+    scorer = CrossEncoderScorer(params["model"], ctx.root, params["batch_size"])
+    return RerankRetriever(
+        ctx.retriever(params["source"]),
+        {chunk.id: chunk.text for chunk in ctx.chunks},
+        scorer,
+        ctx.score_cache("rerank", params["model"]),
+        params["depth"],
+        params["min_score"],
+    )

@@ -1,0 +1,57 @@
+"""BM25 over jieba tokens: zero scores dropped, ties by id, independent of load order."""
+from __future__ import annotations
+
+import random
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pytest_ragretrieval.records import Chunk
+from pytest_ragretrieval.retrievers.bm25 import BM25Retriever
+from pytest_ragretrieval.tokens import describe, tokenizer
+
+CHUNKS = [
+    Chunk("t-1", "一线城市住宿标准为每晚600元"),
+    Chunk("t-2", "出差结束后提交报销单并附发票"),
+    Chunk("e-1", "ORDER-2024 表示订单已超时关闭"),
+    Chunk("e-2", "PAY-3001 表示支付渠道不可用"),
+    Chunk("s-1", "客服工作时间为周一至周五"),
+]
+
+
+def bm25(chunks, **params) -> BM25Retriever:
+    merged = {"k1": 1.5, "b": 0.75, "epsilon": 0.25, "min_score": 0.0, **params}
+    return BM25Retriever(chunks, tokenizer("jieba"), **merged)
+
+
+def test_jieba_tokens_are_lower_cased_without_blanks() -> None:
+    tokens = tokenizer("jieba")("ORDER-2024 是 什么  错误")
+    assert "order" in tokens and all(t.strip() for t in tokens) and all(t == t.lower() for t in tokens)
+    assert describe("jieba").startswith("jieba 0.")
+
+
+def test_chunks_scoring_zero_are_not_returned() -> None:
+    retriever = bm25(CHUNKS)
+    assert retriever("ORDER-2024", 5)[0] == "e-1"
+    assert retriever("量子计算", 5) == []
+    assert retriever("   ", 5) == []
+
+
+def test_min_score_drops_weak_matches() -> None:
+    scores = dict(bm25(CHUNKS).scores("订单超时 支付"))
+    assert len(scores) == 2
+    cut = max(scores.values())
+    assert bm25(CHUNKS, min_score=cut)("订单超时 支付", 5) == [max(scores, key=scores.get)]
+
+
+def test_ties_are_broken_by_chunk_id() -> None:
+    twins = [Chunk("b", "同样的文本"), Chunk("a", "同样的文本"), Chunk("c", "同样的文本"), *CHUNKS]
+    assert bm25(twins)("文本", 3) == ["a", "b", "c"]
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.randoms(use_true_random=False), st.sampled_from(["住宿 发票", "订单", "客服 时间", "表示 不可用"]))
+def test_results_do_not_depend_on_load_order(rng: random.Random, query: str) -> None:
+    shuffled = list(CHUNKS)
+    rng.shuffle(shuffled)
+    assert bm25(shuffled).scores(query) == bm25(CHUNKS).scores(query)

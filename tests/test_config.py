@@ -1,0 +1,117 @@
+"""Config parsing: defaults, every key checked, errors that name the file, table and key."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_ragretrieval.config import Tolerance, load_config
+from pytest_ragretrieval.errors import ConfigError
+from pytest_ragretrieval.metrics import MetricSpec
+
+MINIMAL = """
+[tool.ragretrieval]
+chunks = "data/chunks.jsonl"
+evalset = "data/evalset.jsonl"
+
+[tool.ragretrieval.retrievers.bm25]
+type = "bm25"
+"""
+
+
+def config_at(tmp_path: Path, text: str):
+    (tmp_path / "pyproject.toml").write_text(text, encoding="utf-8")
+    return load_config(None, tmp_path)
+
+
+def error_of(tmp_path: Path, text: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError) as error:
+        config_at(tmp_path, text)
+    assert "\n" not in str(error.value)
+    return str(error.value)
+
+
+def test_defaults(tmp_path: Path) -> None:
+    config = config_at(tmp_path, MINIMAL)
+    assert config.chunks == tmp_path / "data" / "chunks.jsonl"
+    assert config.baseline == tmp_path / "baselines" / "retrieval.json"
+    assert config.k == 5 and config.depth == 5
+    assert [spec.label for spec in config.metrics] == ["precision@5", "recall@5", "f1@5", "ndcg@5"]
+    assert config.tokenizer == "jieba" and config.tolerance == Tolerance()
+    assert config.retriever("bm25").params == {"k1": 1.5, "b": 0.75, "epsilon": 0.25, "min_score": 0.0}
+    assert config.db == "auto" and config.index.kind == "exact" and config.significance == "none"
+
+
+def test_metric_cutoffs_and_depth(tmp_path: Path) -> None:
+    config = config_at(tmp_path, MINIMAL.replace("[tool.ragretrieval.retrievers", 'k = 3\nmetrics = ["ndcg", "recall@20", "mrr@1"]\n[tool.ragretrieval.retrievers'))
+    assert [spec.label for spec in config.metrics] == ["ndcg@3", "recall@20", "mrr@1"]
+    assert config.depth == 20
+
+
+def test_tolerance_per_metric_by_name_or_label(tmp_path: Path) -> None:
+    text = MINIMAL.replace("[tool.ragretrieval.retrievers", 'tolerance = {default = 0.02, ndcg = 0.01, "recall@5" = 0.05}\n[tool.ragretrieval.retrievers')
+    tolerance = config_at(tmp_path, text).tolerance
+    assert tolerance.for_metric(MetricSpec("ndcg", 5)) == 0.01
+    assert tolerance.for_metric(MetricSpec("recall", 5)) == 0.05
+    assert tolerance.for_metric(MetricSpec("recall", 10)) == 0.02
+    assert tolerance.for_metric(MetricSpec("precision", 5)) == 0.02
+
+
+def test_a_dependency_graph_of_retrievers(tmp_path: Path) -> None:
+    text = MINIMAL + '\n[tool.ragretrieval.retrievers.mine]\ntype = "python"\nfactory = "pkg.mod:make"\nsources = ["bm25"]\noptions = {alpha = 1}\n'
+    config = config_at(tmp_path, text)
+    assert config.retriever("mine").sources == ("bm25",)
+    assert config.retriever("mine").params == {"factory": "pkg.mod:make", "options": {"alpha": 1}, "sources": ["bm25"]}
+    assert config.closure("mine") == ["mine", "bm25"]
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (("[tool.ragretrieval]\n", "[tool.ragretrieval]\nkay = 5\n"), "pyproject.toml [tool.ragretrieval]: unknown key 'kay'; known keys: "),
+        (("[tool.ragretrieval]\n", "[tool.ragretrieval]\nk = 2.5\n"), "pyproject.toml [tool.ragretrieval] key 'k': must be an integer, got 2.5"),
+        (("[tool.ragretrieval]\n", "[tool.ragretrieval]\nk = true\n"), "pyproject.toml [tool.ragretrieval] key 'k': must be an integer, got True"),
+        (('chunks = "data/chunks.jsonl"\n', ""), "pyproject.toml [tool.ragretrieval]: missing key 'chunks'"),
+        (("[tool.ragretrieval]\n", '[tool.ragretrieval]\nmetrics = []\n'), "pyproject.toml [tool.ragretrieval] key 'metrics': must not be empty"),
+        (("[tool.ragretrieval]\n", '[tool.ragretrieval]\nmetrics = ["ndcg", "ndcg@5"]\n'), "pyproject.toml [tool.ragretrieval] key 'metrics': names the same metric and cutoff twice"),
+        (("[tool.ragretrieval]\n", '[tool.ragretrieval]\ntokenizer = "spacy"\n'), "pyproject.toml [tool.ragretrieval] key 'tokenizer': must be one of 'jieba', 'whitespace', got 'spacy'"),
+        (("[tool.ragretrieval]\n", "[tool.ragretrieval]\ntolerance = -0.1\n"), "pyproject.toml [tool.ragretrieval] key 'tolerance': must be >= 0.0, got -0.1"),
+        (("[tool.ragretrieval]\n", '[tool.ragretrieval]\ntolerance = "small"\n'), "pyproject.toml [tool.ragretrieval] key 'tolerance': must be a number, got 'small'"),
+        (("[tool.ragretrieval]\n", '[tool.ragretrieval]\ndb = "sqlite"\n'), "pyproject.toml [tool.ragretrieval] key 'db': must be one of 'auto', 'docker', 'embedded', 'url', got 'sqlite'"),
+        (("[tool.ragretrieval]\n", '[tool.ragretrieval]\nembedding = "cohere:x"\n'), "pyproject.toml [tool.ragretrieval] key 'embedding': must start with"),
+        (("[tool.ragretrieval]\n", '[tool.ragretrieval]\nembedding = "python:m:f"\n'), "pyproject.toml [tool.ragretrieval] key 'embedding_id': is required with a python: embedder"),
+        (("[tool.ragretrieval]\n", '[tool.ragretrieval]\nfail_on = ["metrics"]\n'), "pyproject.toml [tool.ragretrieval] key 'fail_on': entries must be 'metric' or 'question', got 'metrics'"),
+        (("[tool.ragretrieval]\n", "[tool.ragretrieval]\nhnsw = {m = 1}\n"), "pyproject.toml [tool.ragretrieval] hnsw key 'm': must be >= 2, got 1"),
+        (('type = "bm25"', 'type = "bm25"\nk1 = "high"'), "pyproject.toml [tool.ragretrieval.retrievers.bm25] key 'k1': must be a number, got 'high'"),
+        (('type = "bm25"', 'kind = "bm25"'), "pyproject.toml [tool.ragretrieval.retrievers.bm25]: missing key 'type'"),
+        (("retrievers.bm25]", 'retrievers."my retriever"]'), "pyproject.toml [tool.ragretrieval.retrievers.my retriever]: retriever names may hold letters, digits"),
+        (('type = "bm25"', 'type = "python"\nfactory = "nocolon"'), "pyproject.toml [tool.ragretrieval.retrievers.bm25] key 'factory': must look like 'package.module:function', got 'nocolon'"),
+        (('type = "bm25"', 'type = "python"\nfactory = "m:f"\nsources = ["bm25"]'), "pyproject.toml [tool.ragretrieval.retrievers.bm25]: a retriever cannot read from itself"),
+        (("[tool.ragretrieval.retrievers.bm25]\ntype = \"bm25\"\n", ""), "pyproject.toml [tool.ragretrieval]: missing key 'retrievers'"),
+    ],
+)
+def test_bad_values_name_the_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, edit: tuple[str, str], message: str) -> None:
+    assert error_of(tmp_path, MINIMAL.replace(*edit), monkeypatch).startswith(message)
+
+
+def test_a_cycle_of_sources_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    text = MINIMAL + "".join(
+        f'\n[tool.ragretrieval.retrievers.{name}]\ntype = "python"\nfactory = "m:f"\nsources = ["{source}"]\n'
+        for name, source in (("a", "b"), ("b", "c"), ("c", "a"))
+    )
+    assert error_of(tmp_path, text, monkeypatch) == "pyproject.toml [tool.ragretrieval.retrievers.a]: sources form a cycle (a -> b -> c -> a)"
+
+
+def test_missing_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError, match=r"^no pyproject.toml in \.; add a \[tool.ragretrieval\] table there or pass --rag-config PATH$"):
+        load_config(None, tmp_path)
+
+
+def test_a_config_file_holds_the_keys_at_top_level(tmp_path: Path) -> None:
+    (tmp_path / "eval").mkdir()
+    (tmp_path / "eval" / "rag.toml").write_text('chunks = "c.jsonl"\nevalset = "e.jsonl"\n[retrievers.x]\ntype = "bm25"\n', encoding="utf-8")
+    config = load_config(str(tmp_path / "eval" / "rag.toml"), tmp_path)
+    assert config.chunks == tmp_path / "eval" / "c.jsonl"
+    assert config.baseline == tmp_path / "eval" / "baselines" / "retrieval.json"

@@ -1,0 +1,345 @@
+"""Embedders and the cache in front of them: the packaged MiniLM, python: callables, validation."""
+from __future__ import annotations
+
+import itertools
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from pytest_ragretrieval.cache import Cache
+from pytest_ragretrieval.config import load_config
+from pytest_ragretrieval.embedding import CachedEmbedder, EmbedStats, check_vectors, make_embedder
+from pytest_ragretrieval.embedding.python import PythonEmbedder
+from pytest_ragretrieval.embedding.sentence_transformers import SentenceTransformerEmbedder
+from pytest_ragretrieval.errors import ConfigError, RagError
+from pytest_ragretrieval.progress import PlainOutput
+
+TEXTS = [
+    "The cat sat on the mat.",
+    "A cat was sitting on the rug.",
+    "Quarterly revenue grew by twelve percent.",
+]
+
+
+@pytest.fixture(scope="module")
+def minilm() -> SentenceTransformerEmbedder:
+    """The packaged model, loaded once for the module: loading takes seconds."""
+    embedder = SentenceTransformerEmbedder()
+    embedder.load()
+    return embedder
+
+
+def cosine(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.dot(a, b) / (np.linalg.norm(a) * np.linalg.norm(b)))
+
+
+class Counting:
+    """An in-process embedder that records what reaches it."""
+
+    def __init__(self, id: str = "test:counting", dimension: int = 4) -> None:
+        self.id = id
+        self.dimension = dimension
+        self.calls: list[list[str]] = []
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        self.calls.append(list(texts))
+        rows = [[len(t), t.count("a"), 1.0, float(i)][: self.dimension] for i, t in enumerate(texts)]
+        return np.array(rows, dtype=np.float32)
+
+
+def write_config(tmp_path: Path, **settings: Any) -> Path:
+    lines = ['chunks = "chunks.jsonl"', 'evalset = "evalset.jsonl"']
+    lines += [f"{key} = {value!r}".replace("'", '"') for key, value in settings.items()]
+    lines += ["[retrievers.bm25]", 'type = "bm25"']
+    path = tmp_path / "rag.toml"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def user_module(tmp_path: Path, body: str) -> str:
+    """A fresh importable module in tmp_path; unique names keep sys.modules from serving an old one."""
+    name = f"user_embedder_{next(_counter)}"
+    (tmp_path / f"{name}.py").write_text(body, encoding="utf-8")
+    return name
+
+
+_counter = itertools.count()
+
+
+# The packaged sentence-transformers model
+
+
+def test_minilm_shape_dtype_and_determinism(minilm: SentenceTransformerEmbedder) -> None:
+    vectors = minilm.embed(TEXTS)
+    assert vectors.shape == (3, 384)
+    assert vectors.dtype == np.float32
+    again = minilm.embed([TEXTS[2], TEXTS[0]])
+    np.testing.assert_allclose(again, vectors[[2, 0]], rtol=1e-5, atol=1e-6)
+
+
+def test_the_packaged_model_loads_offline_and_leaves_the_hub_switch_alone() -> None:
+    """Local files only, with the hub unreachable; HF_HUB_OFFLINE stays unset for a later reranker."""
+    script = (
+        "import os; from pytest_ragretrieval.embedding.sentence_transformers import SentenceTransformerEmbedder\n"
+        "print(SentenceTransformerEmbedder().embed(['hi']).shape)\n"
+        "import huggingface_hub.constants as c; print(os.environ.get('HF_HUB_OFFLINE', 'unset'), c.HF_HUB_OFFLINE)\n"
+    )
+    env = {key: value for key, value in os.environ.items() if key not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
+    env["HF_ENDPOINT"] = "http://127.0.0.1:9"
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["(1,", "384)", "unset", "False"]
+
+
+def test_minilm_paraphrases_are_closer_than_unrelated_text(minilm: SentenceTransformerEmbedder) -> None:
+    cat, rug, revenue = minilm.embed(TEXTS)
+    assert cosine(cat, rug) > cosine(cat, revenue) + 0.2
+
+
+def test_minilm_ids_for_both_aliases() -> None:
+    assert SentenceTransformerEmbedder().id == "sentence-transformers:all-MiniLM-L6-v2"
+    assert SentenceTransformerEmbedder("sentence-transformers/all-MiniLM-L6-v2").id == "sentence-transformers:all-MiniLM-L6-v2"
+    assert SentenceTransformerEmbedder("models/mini").id == "sentence-transformers:models/mini"
+
+
+def test_fully_cached_run_never_loads_the_model(
+    minilm: SentenceTransformerEmbedder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache = Cache(tmp_path / ".rag-cache")
+    first = CachedEmbedder(minilm, cache)
+    recorded = first.embed(TEXTS)
+    assert first.stats == EmbedStats(hits=0, embedded=3, total_hits=0, total_embedded=3)
+    assert first.dimension == 384
+
+    def never(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("SentenceTransformer was constructed")
+
+    import sentence_transformers
+
+    monkeypatch.setattr(sentence_transformers, "SentenceTransformer", never)
+    cold = SentenceTransformerEmbedder()
+    for mode in ("readwrite", "readonly"):
+        second = CachedEmbedder(cold, Cache(tmp_path / ".rag-cache", mode))
+        np.testing.assert_array_equal(second.embed(TEXTS), recorded)
+        assert second.stats.embedded == 0 and second.stats.hits == 3
+        assert second.dimension == 384
+    assert not cold.loaded
+
+
+def test_a_missing_local_folder_is_a_clear_error(tmp_path: Path) -> None:
+    embedder = SentenceTransformerEmbedder("./models/missing", root=tmp_path)
+    with pytest.raises(RagError, match=r"'sentence-transformers:./models/missing': no model folder at .*models/missing"):
+        embedder.embed(["x"])
+
+
+def test_an_unavailable_hub_model_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    embedder = SentenceTransformerEmbedder("no-such-org/no-such-model")
+    with pytest.raises(RagError) as caught:
+        embedder.embed(["x"])
+    message = str(caught.value)
+    assert "cannot load model 'no-such-org/no-such-model'" in message
+    assert "must be available offline" in message and "downloadable" in message
+    assert "\n" not in message
+
+
+def test_make_embedder_loads_nothing(tmp_path: Path) -> None:
+    config = load_config(str(write_config(tmp_path)), tmp_path)
+    embedder = make_embedder(config)
+    assert isinstance(embedder, SentenceTransformerEmbedder)
+    assert embedder.id == "sentence-transformers:all-MiniLM-L6-v2"
+    assert not embedder.loaded
+
+
+def test_embedding_id_overrides_the_derived_id(tmp_path: Path) -> None:
+    config = load_config(
+        str(write_config(
+            tmp_path, embedding="sentence-transformers:models/mini", embedding_id="mini@v3", embedding_batch_size=8
+        )),
+        tmp_path,
+    )
+    embedder = make_embedder(config)
+    assert isinstance(embedder, SentenceTransformerEmbedder)
+    assert (embedder.id, embedder.batch_size, embedder.root) == ("mini@v3", 8, tmp_path.resolve())
+
+
+# The cache in front of any embedder
+
+
+def test_only_misses_reach_the_model_in_one_call(tmp_path: Path) -> None:
+    model = Counting()
+    cached = CachedEmbedder(model, Cache(tmp_path))
+    first = cached.embed(["a", "bb", "a"])
+    assert model.calls == [["a", "bb"]]
+    np.testing.assert_array_equal(first[0], first[2])
+    second = cached.embed(["bb", "ccc", "a", "dddd"])
+    assert model.calls[1] == ["ccc", "dddd"]
+    assert cached.stats == EmbedStats(hits=2, embedded=2, total_hits=2, total_embedded=4)
+    np.testing.assert_array_equal(second[0], first[1])
+    assert second.dtype == np.float32 and second.shape == (4, 4)
+
+
+def test_empty_input_embeds_nothing(tmp_path: Path) -> None:
+    model = Counting()
+    result = CachedEmbedder(model, Cache(tmp_path)).embed([])
+    assert result.shape == (0, 0) and model.calls == []
+
+
+def test_cache_entries_are_npy_float32_under_the_embedder_id(tmp_path: Path) -> None:
+    cached = CachedEmbedder(Counting(id="test:npy"), Cache(tmp_path))
+    cached.embed(["hello"])
+    path = cached.namespace.path("hello")
+    assert path.suffix == ".npy" and path.parent.parent.parent == tmp_path / "embeddings"
+    stored = np.load(path)
+    assert stored.dtype == np.float32 and stored.shape == (4,)
+    assert (path.parent.parent / "id.txt").read_text(encoding="utf-8").strip() == "test:npy"
+
+
+def test_readonly_miss_names_count_embedder_and_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    CachedEmbedder(Counting(), Cache(tmp_path / ".rag-cache")).embed(["a"])
+    model = Counting()
+    readonly = CachedEmbedder(model, Cache(tmp_path / ".rag-cache", "readonly"), what="chunks")
+    with pytest.raises(RagError) as caught:
+        readonly.embed(["a", "b", "c", "b"])
+    message = str(caught.value)
+    assert "lacks embeddings for 2 chunks from 'test:counting'" in message
+    assert "run pytest --rag-eval --rag-cache=readwrite where the model (or API key) is available" in message
+    assert model.calls == []
+
+
+def test_off_mode_embeds_every_time_and_writes_nothing(tmp_path: Path) -> None:
+    model = Counting()
+    cached = CachedEmbedder(model, Cache(tmp_path, "off"))
+    cached.embed(["a"])
+    cached.embed(["a"])
+    assert model.calls == [["a"], ["a"]]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_progress_line_when_there_are_misses(tmp_path: Path) -> None:
+    out = PlainOutput()
+    cached = CachedEmbedder(Counting(), Cache(tmp_path), out=out)
+    cached.embed(["a", "b"], label="embedding corpus")
+    cached.embed(["a", "b", "c"], label="embedding queries")
+    cached.embed(["a"], label="embedding again")
+    assert len(out.lines) == 2
+    assert out.lines[0].startswith("rag: embedding corpus with test:counting: 2/2 in ")
+    assert out.lines[1].startswith("rag: embedding queries with test:counting: 1/1 (2 cached) in ")
+
+
+def test_cached_vectors_of_another_dimension_are_an_error(tmp_path: Path) -> None:
+    CachedEmbedder(Counting(dimension=4), Cache(tmp_path)).embed(["a"])
+    cached = CachedEmbedder(Counting(dimension=3), Cache(tmp_path))
+    with pytest.raises(RagError, match=r"'test:counting' returned vectors of dimension 3, but .* have dimension 4"):
+        cached.embed(["a", "b"])
+
+
+def test_a_corrupt_cache_entry_is_a_miss(tmp_path: Path) -> None:
+    model = Counting()
+    cached = CachedEmbedder(model, Cache(tmp_path))
+    cached.embed(["a"])
+    cached.namespace.path("a").write_bytes(b"not npy")
+    cached.embed(["a"])
+    assert model.calls == [["a"], ["a"]]
+    assert np.load(cached.namespace.path("a")).shape == (4,)
+
+
+def test_an_invalid_cached_vector_is_an_error(tmp_path: Path) -> None:
+    cached = CachedEmbedder(Counting(), Cache(tmp_path))
+    cached.embed(["a"])
+    np.save(cached.namespace.path("a"), np.array([np.nan, 1, 2, 3], dtype=np.float32))
+    with pytest.raises(RagError, match=r"holds an invalid vector for embedder 'test:counting'.*delete that folder"):
+        CachedEmbedder(Counting(), Cache(tmp_path)).embed(["a"])
+
+
+def test_unexpected_exceptions_become_one_line_errors(tmp_path: Path) -> None:
+    class Broken:
+        id = "test:broken"
+
+        def embed(self, texts: list[str]) -> np.ndarray:
+            raise RuntimeError("out of memory\nmore detail")
+
+    with pytest.raises(RagError, match=r"^embedder 'test:broken' raised RuntimeError: out of memory$"):
+        CachedEmbedder(Broken(), Cache(tmp_path)).embed(["a"])
+
+
+@pytest.mark.parametrize(
+    ("vectors", "rows", "dimension", "message"),
+    [
+        ([[1.0, 2.0]], 2, None, "returned 1 vectors for 2 texts"),
+        ([1.0, 2.0], 2, None, r"returned an array of shape \(2,\) for 2 texts"),
+        ([[1.0, 2.0], [3.0]], 2, None, "returned a list that is not an n x d array of numbers"),
+        ([[1.0, 2.0], [3.0, 4.0]], 2, 3, "returned vectors of dimension 2, but earlier or cached vectors have dimension 3"),
+        ([[1.0, float("inf")], [3.0, 4.0]], 2, None, "returned NaN or infinite values for 1 of 2 texts"),
+        ([[1.0, 2.0], [1e300, 4.0]], 2, None, r"returned NaN or infinite values for 1 of 2 texts \(first at position 1\)"),
+    ],
+)
+def test_check_vectors(vectors: Any, rows: int, dimension: int | None, message: str) -> None:
+    with pytest.raises(RagError, match=rf"^embedder 'test:x' {message}"):
+        check_vectors("test:x", vectors, rows, dimension)
+
+
+# python: embedders
+
+
+COUNTING_MODULE = """
+CALLS = []
+
+def embed(texts):
+    CALLS.append(list(texts))
+    return [[float(len(t)), 1.0, 2.0] for t in texts]
+"""
+
+
+def test_python_embedder_is_imported_lazily_and_counts_calls(tmp_path: Path) -> None:
+    name = user_module(tmp_path, COUNTING_MODULE)
+    config = load_config(str(write_config(tmp_path, embedding=f"python:{name}:embed", embedding_id="mine@1")), tmp_path)
+    embedder = make_embedder(config)
+    assert isinstance(embedder, PythonEmbedder) and embedder.id == "mine@1"
+    assert name not in sys.modules
+    cached = CachedEmbedder(embedder, Cache(tmp_path / ".rag-cache"))
+    vectors = cached.embed(["a", "bb", "a"])
+    cached.embed(["bb", "ccc"])
+    assert sys.modules[name].CALLS == [["a", "bb"], ["ccc"]]
+    assert vectors.dtype == np.float32 and vectors.shape == (3, 3)
+    np.testing.assert_array_equal(vectors[:, 0], [1, 2, 1])
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ("def embed(texts):\n    return [[1.0, 2.0]] * (len(texts) + 1)\n", "returned 3 vectors for 2 texts"),
+        ("def embed(texts):\n    return [[float('nan'), 2.0] for t in texts]\n", "returned NaN or infinite values for 2 of 2 texts"),
+        ("def embed(texts):\n    return [[1.0] * len(t) for t in texts]\n", "returned a list that is not an n x d array"),
+        ("def embed(texts):\n    return None\n", r"returned an array of shape \(\) for 2 texts"),
+        ("def embed(texts):\n    raise KeyError('token')\n", r"\(.*:embed\) raised KeyError: 'token'"),
+    ],
+)
+def test_python_embedder_errors_name_the_embedder(tmp_path: Path, body: str, message: str) -> None:
+    name = user_module(tmp_path, body)
+    cached = CachedEmbedder(PythonEmbedder(f"{name}:embed", id="mine@1", root=tmp_path), Cache(tmp_path / "c"))
+    with pytest.raises(RagError, match=rf"^embedder 'mine@1' {message}"):
+        cached.embed(["a", "bb"])
+
+
+def test_python_embedder_changing_dimension_is_an_error(tmp_path: Path) -> None:
+    body = "SIZE = [2]\n\ndef embed(texts):\n    SIZE[0] += 1\n    return [[1.0] * SIZE[0] for t in texts]\n"
+    name = user_module(tmp_path, body)
+    cached = CachedEmbedder(PythonEmbedder(f"{name}:embed", id="mine@1", root=tmp_path), Cache(tmp_path / "c"))
+    cached.embed(["a"])
+    with pytest.raises(RagError, match=r"^embedder 'mine@1' returned vectors of dimension 4, but .* have dimension 3"):
+        cached.embed(["b"])
+
+
+def test_python_embedder_bad_target(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="must look like 'python:package.module:function'"):
+        PythonEmbedder("nomodule", id="x", root=tmp_path)
+    embedder = PythonEmbedder("no_such_module_here:embed", id="x", root=tmp_path)
+    with pytest.raises(ConfigError, match="cannot import module 'no_such_module_here'"):
+        embedder.embed(["a"])

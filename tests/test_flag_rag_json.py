@@ -1,0 +1,45 @@
+"""`--rag-json PATH`: this run's results in the baseline's shape, plus timings."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from projects import GOLD, baseline, set_rankings, write_project
+
+RUN = ("-p", "no:cacheprovider")
+
+
+def test_results_have_the_baseline_shape_and_latency(pytester: pytest.Pytester) -> None:
+    write_project(pytester.path)
+    pytester.runpytest("--rag-update-baseline", *RUN)
+    set_rankings(pytester.path, dict(GOLD, q01=[]))
+    result = pytester.runpytest("--rag-eval", "--rag-json", "out/results.json", *RUN)
+    result.assert_outcomes(passed=4, failed=4)
+    result.stdout.fnmatch_lines(["rag: wrote out/results.json"])
+    results = json.loads((pytester.path / "out" / "results.json").read_text(encoding="utf-8"))
+    recorded = baseline(pytester.path)
+    assert results["format_version"] == recorded["format_version"]
+    assert results["fingerprint"] == recorded["fingerprint"]
+    assert results["retrievers"]["bm25"]["metrics"] == recorded["retrievers"]["bm25"]["metrics"]
+    assert results["retrievers"]["table"]["questions"]["q01"] == {
+        "ranking": [],
+        "metrics": {"precision@3": 0.0, "recall@3": 0.0, "f1@3": 0.0, "ndcg@3": 0.0},
+    }
+    latency = results["retrievers"]["table"]["latency_ms"]
+    assert set(latency) == {"p50", "p95"} and 0 <= latency["p50"] <= latency["p95"]
+
+
+def test_only_the_retrievers_that_ran_are_written(pytester: pytest.Pytester) -> None:
+    write_project(pytester.path)
+    pytester.runpytest("--rag-eval", "-k", "bm25", "--rag-json", "results.json", *RUN)
+    results = json.loads((pytester.path / "results.json").read_text(encoding="utf-8"))
+    assert list(results["retrievers"]) == ["bm25"]
+
+
+def test_a_directory_is_refused(pytester: pytest.Pytester) -> None:
+    write_project(pytester.path)
+    (pytester.path / "out").mkdir()
+    result = pytester.runpytest("--rag-eval", "--rag-json", "out", *RUN)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: out is a directory; give a file path"])

@@ -1,0 +1,130 @@
+"""`--rag-update-baseline`: what is written, when, and what the run says about it."""
+from __future__ import annotations
+
+import pytest
+
+from projects import GOLD, baseline, baseline_bytes, set_rankings, write_project
+
+RUN = ("-p", "no:cacheprovider")
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester):
+    write_project(pytester.path)
+    return pytester
+
+
+def test_records_every_retriever_and_metric(project: pytest.Pytester) -> None:
+    result = project.runpytest("--rag-update-baseline", *RUN)
+    result.assert_outcomes(passed=8)
+    doc = baseline(project.path)
+    assert doc["format_version"] == 1
+    assert sorted(doc["retrievers"]) == ["bm25", "table"]
+    assert doc["retrievers"]["table"]["metrics"] == {"f1@3": 0.56, "ndcg@3": 1.0, "precision@3": 0.4, "recall@3": 1.0}
+    assert doc["retrievers"]["table"]["questions"]["q03"]["ranking"] == ["travel-002", "travel-003"]
+    assert doc["retrievers"]["table"]["no_answer"] == {"empty": 1, "questions": 1}
+    assert set(doc["fingerprint"]) == {"chunks_sha256", "evalset_sha256", "k", "metrics_version", "tokenizer", "retrievers"}
+    result.stdout.fnmatch_lines(["rag: baseline changes in retrieval.json:", "  table ndcg@3: new 1.0000", "rag: wrote baselines/retrieval.json"])
+
+
+def test_recording_twice_gives_a_byte_identical_file(project: pytest.Pytester) -> None:
+    project.runpytest("--rag-update-baseline", *RUN)
+    first = baseline_bytes(project.path)
+    result = project.runpytest("--rag-update-baseline", *RUN)
+    assert baseline_bytes(project.path) == first
+    result.stdout.fnmatch_lines(["rag: baselines/retrieval.json is already up to date"])
+    text = first.decode("utf-8")
+    assert text.endswith("}\n") and '\n  "fingerprint": {' in text
+
+
+def test_prints_every_change_old_to_new(project: pytest.Pytester) -> None:
+    project.runpytest("--rag-update-baseline", *RUN)
+    set_rankings(project.path, dict(GOLD, q01=["travel-002", "travel-001"]))
+    result = project.runpytest("--rag-update-baseline", *RUN)
+    result.stdout.fnmatch_lines(["  table ndcg@3: 1.0000 -> 0.9262", "  7 values unchanged"])
+    assert baseline(project.path)["retrievers"]["table"]["metrics"]["ndcg@3"] == 0.926186
+
+
+def test_minus_k_changes_only_the_selected_entries(project: pytest.Pytester) -> None:
+    project.runpytest("--rag-update-baseline", *RUN)
+    before = baseline(project.path)
+    set_rankings(project.path, dict(GOLD, q01=[], q02=[]))
+    project.runpytest("--rag-update-baseline", "-k", "table and ndcg", *RUN).assert_outcomes(passed=1)
+    after = baseline(project.path)
+    assert after["retrievers"]["bm25"] == before["retrievers"]["bm25"]
+    assert after["retrievers"]["table"]["metrics"]["ndcg@3"] == 0.6
+    assert after["retrievers"]["table"]["metrics"]["recall@3"] == before["retrievers"]["table"]["metrics"]["recall@3"]
+    assert after["retrievers"]["table"]["questions"]["q01"]["metrics"]["ndcg@3"] == 0.0
+    assert after["retrievers"]["table"]["questions"]["q01"]["metrics"]["recall@3"] == 1.0
+
+
+def test_entries_no_longer_configured_are_removed_and_listed(project: pytest.Pytester) -> None:
+    project.runpytest("--rag-update-baseline", *RUN)
+    write_project(
+        project.path,
+        retrievers='[tool.ragretrieval.retrievers.bm25]\ntype = "bm25"\n',
+        settings='metrics = ["precision", "recall", "ndcg"]',
+    )
+    result = project.runpytest("--rag-update-baseline", *RUN)
+    result.stdout.fnmatch_lines(["rag: table is no longer configured: removed", "  bm25 f1@3: removed (*)", "  table: removed"])
+    doc = baseline(project.path)
+    assert list(doc["retrievers"]) == ["bm25"]
+    assert sorted(doc["retrievers"]["bm25"]["metrics"]) == ["ndcg@3", "precision@3", "recall@3"]
+    assert list(doc["fingerprint"]["retrievers"]) == ["bm25"]
+
+
+def test_nothing_is_written_when_a_selected_retriever_fails(project: pytest.Pytester) -> None:
+    project.runpytest("--rag-update-baseline", *RUN)
+    before = baseline_bytes(project.path)
+    set_rankings(project.path, dict(GOLD, q02=["error-001", "error-001"]))
+    result = project.runpytest("--rag-update-baseline", *RUN)
+    result.assert_outcomes(passed=4, failed=4)
+    result.stdout.fnmatch_lines(["rag: baseline not written: retriever 'table' failed; fix it and run again"])
+    assert baseline_bytes(project.path) == before
+
+
+def test_a_changed_fingerprint_needs_every_retriever_re_recorded(project: pytest.Pytester) -> None:
+    project.runpytest("--rag-update-baseline", *RUN)
+    before = baseline_bytes(project.path)
+    evalset = project.path / "fixtures" / "evalset.jsonl"
+    evalset.write_text(evalset.read_text(encoding="utf-8").replace('"travel-003": 1', '"travel-003": 2'), encoding="utf-8")
+    result = project.runpytest("--rag-update-baseline", "-k", "bm25", *RUN)
+    result.stdout.fnmatch_lines(
+        ["rag: baseline not written: evalset_sha256 changed, so every retriever must be re-recorded but 'table' was not selected;*"]
+    )
+    assert baseline_bytes(project.path) == before
+    result = project.runpytest("--rag-update-baseline", *RUN)
+    result.stdout.fnmatch_lines(["rag: evalset_sha256 changed: every retriever re-recorded"])
+    project.runpytest("--rag-eval", *RUN).assert_outcomes(passed=8)
+
+
+def test_no_write_happens_with_collect_only(project: pytest.Pytester) -> None:
+    project.runpytest("--rag-update-baseline", "--collect-only", *RUN)
+    assert not (project.path / "baselines").exists()
+
+
+def test_a_new_source_reading_a_changed_retriever_is_detected(project: pytest.Pytester) -> None:
+    write_project(
+        project.path,
+        retrievers="""
+[tool.ragretrieval.retrievers.bm25]
+type = "bm25"
+
+[tool.ragretrieval.retrievers.table]
+type = "python"
+factory = "table_retriever:make"
+
+[tool.ragretrieval.retrievers.wrapped]
+type = "python"
+factory = "wrap:make"
+sources = ["bm25"]
+""",
+    )
+    project.makepyfile(wrap="def make(ctx):\n    inner = ctx.retriever('bm25')\n    return lambda q, k: list(inner(q, k))\n")
+    project.runpytest("--rag-update-baseline", *RUN).assert_outcomes(passed=12)
+    pyproject = project.path / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text(encoding="utf-8").replace('type = "bm25"', 'type = "bm25"\nb = 0.5'), encoding="utf-8")
+    project.runpytest("--rag-update-baseline", "-k", "bm25 and not wrapped", *RUN).assert_outcomes(passed=4)
+    result = project.runpytest("--rag-eval", *RUN)
+    result.assert_outcomes(passed=8, failed=4)
+    result.stdout.fnmatch_lines(["the fingerprint of 'wrapped' changed since the baseline was recorded (reads.bm25.b)*"])

@@ -1,0 +1,130 @@
+"""Reading chunks and eval sets: formats, resolution of snippets and one-line errors."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_ragretrieval.errors import FixtureError
+from pytest_ragretrieval.loading import load_chunks, load_evalset
+from pytest_ragretrieval.records import Chunk
+
+
+def write(path: Path, *rows: object) -> Path:
+    path.write_text("".join((r if isinstance(r, str) else json.dumps(r, ensure_ascii=False)) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+CORPUS = (
+    Chunk("a-1", "一线城市住宿标准每晚600元"),
+    Chunk("a-2", "二线城市住宿标准每晚450元"),
+    Chunk("b-1", "ORDER-2024 表示订单超时"),
+)
+
+
+def test_chunks_keep_doc_and_metadata(tmp_path: Path) -> None:
+    path = write(tmp_path / "c.jsonl", {"id": "x", "text": "t", "doc": "d.md", "metadata": {"section": "s"}}, "", {"id": "y", "text": "u"})
+    chunks = load_chunks(path)
+    assert [c.id for c in chunks] == ["x", "y"]
+    assert chunks[0].doc == "d.md" and chunks[0].metadata == {"section": "s"}
+    assert chunks[1].doc is None and chunks[1].metadata == {}
+
+
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        ('{"id": "x", "text": ', "c.jsonl:2: invalid JSON"),
+        ('["x"]', "c.jsonl:2: expected a JSON object, got list"),
+        ({"id": "", "text": "t"}, "c.jsonl:2: field 'id' must be a non-empty string"),
+        ({"id": 7, "text": "t"}, "c.jsonl:2: field 'id' must be a non-empty string"),
+        ({"id": "x2", "text": " "}, "c.jsonl:2: field 'text' must be a non-empty string"),
+        ({"id": "x2", "text": "t", "metadata": []}, "c.jsonl:2: field 'metadata' must be an object"),
+        ({"id": "x2", "txt": "t"}, "c.jsonl:2: unknown field 'txt'"),
+        ({"id": "x", "text": "t"}, "c.jsonl:2: duplicate chunk id 'x' (first at c.jsonl:1)"),
+    ],
+)
+def test_bad_chunk_lines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, row: object, message: str) -> None:
+    monkeypatch.chdir(tmp_path)
+    path = write(tmp_path / "c.jsonl", {"id": "x", "text": "t"}, row)
+    with pytest.raises(FixtureError) as error:
+        load_chunks(path)
+    assert str(error.value).startswith(message)
+    assert "\n" not in str(error.value)
+
+
+def test_a_missing_file_and_an_empty_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(FixtureError, match=r"^nope.jsonl: file not found$"):
+        load_chunks(tmp_path / "nope.jsonl")
+    with pytest.raises(FixtureError, match=r"^empty.jsonl: no chunks$"):
+        load_chunks(write(tmp_path / "empty.jsonl", ""))
+    (tmp_path / "latin.jsonl").write_bytes(b'{"id": "x", "text": "\xe9"}\n')
+    with pytest.raises(FixtureError, match=r"^latin.jsonl: not UTF-8"):
+        load_chunks(tmp_path / "latin.jsonl")
+
+
+def test_binary_graded_and_no_answer_relevance(tmp_path: Path) -> None:
+    path = write(
+        tmp_path / "e.jsonl",
+        {"id": "q1", "query": "住宿", "relevant": ["a-1", "a-2"], "tags": ["semantic"]},
+        {"id": "q2", "query": "订单", "relevant": {"b-1": 2, "a-1": 0}},
+        {"id": "q3", "query": "年会", "relevant": []},
+    )
+    q1, q2, q3 = load_evalset(path, CORPUS)
+    assert q1.relevance == {"a-1": 1, "a-2": 1} and q1.tags == ("semantic",) and q1.line == 1
+    assert q2.relevance == {"b-1": 2, "a-1": 0} and q2.relevant_ids == {"b-1"}
+    assert q3.answerable is False and q3.relevance == {}
+
+
+def test_relevant_text_resolves_to_every_chunk_containing_the_snippet(tmp_path: Path) -> None:
+    path = write(tmp_path / "e.jsonl", {"id": "q1", "query": "住宿", "relevant_text": ["住宿标准"], "relevant": {"b-1": 2}})
+    (question,) = load_evalset(path, CORPUS)
+    assert question.relevance == {"a-1": 1, "a-2": 1, "b-1": 2}
+
+
+def test_a_line_of_only_zero_grades_is_a_no_answer_question(tmp_path: Path) -> None:
+    path = write(tmp_path / "e.jsonl", {"id": "q1", "query": "a", "relevant": {"a-1": 0}}, {"id": "q2", "query": "b", "relevant": ["b-1"]})
+    assert [q.answerable for q in load_evalset(path, CORPUS)] == [False, True]
+
+
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        ({"id": "q2", "query": "x", "relevant": ["zz"]}, "e.jsonl:2: unknown chunk id 'zz' in 'relevant'"),
+        ({"id": "q2", "query": "x", "relevant": {"zz": 1}}, "e.jsonl:2: unknown chunk id 'zz' in 'relevant'"),
+        ({"id": "q2", "query": "x", "relevant": ["a-1", "a-1"]}, "e.jsonl:2: chunk id 'a-1' listed twice in 'relevant'"),
+        ({"id": "q2", "query": "x", "relevant": {"a-1": -1}}, "e.jsonl:2: grade of 'a-1' must be an integer >= 0, got -1"),
+        ({"id": "q2", "query": "x", "relevant": {"a-1": 1.5}}, "e.jsonl:2: grade of 'a-1' must be an integer >= 0, got 1.5"),
+        ({"id": "q2", "query": "x", "relevant": {"a-1": True}}, "e.jsonl:2: grade of 'a-1' must be an integer >= 0, got true"),
+        ({"id": "q2", "query": "x", "relevant": "a-1"}, "e.jsonl:2: 'relevant' must be a list of chunk ids or an object"),
+        ({"id": "q2", "query": "x", "relevant_text": ["没有这段"]}, "e.jsonl:2: snippet '没有这段' in 'relevant_text' matches no chunk"),
+        ({"id": "q2", "query": "x", "relevant_text": "住宿"}, "e.jsonl:2: 'relevant_text' must be a list of non-empty strings"),
+        ({"id": "q2", "query": "x"}, "e.jsonl:2: missing field 'relevant'"),
+        ({"id": "q2", "query": "", "relevant": []}, "e.jsonl:2: field 'query' must be a non-empty string"),
+        ({"id": "q2", "relevant": []}, "e.jsonl:2: missing field 'query'"),
+        ({"id": "q1", "query": "x", "relevant": []}, "e.jsonl:2: duplicate question id 'q1' (first at e.jsonl:1)"),
+        ({"id": "q2", "query": "x", "relevant": [], "tags": "kw"}, "e.jsonl:2: 'tags' must be a list of non-empty strings"),
+        ({"id": "q2", "query": "x", "relevant": [], "tags": ["a", "a"]}, "e.jsonl:2: a tag is listed twice in 'tags'"),
+        ({"id": "q2", "query": "x", "relevant": [], "answer": "y"}, "e.jsonl:2: unknown field 'answer'"),
+    ],
+)
+def test_bad_question_lines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, row: object, message: str) -> None:
+    monkeypatch.chdir(tmp_path)
+    path = write(tmp_path / "e.jsonl", {"id": "q1", "query": "住宿", "relevant": ["a-1"]}, row)
+    with pytest.raises(FixtureError) as error:
+        load_evalset(path, CORPUS)
+    assert str(error.value).startswith(message)
+
+
+def test_an_eval_set_without_answerable_questions_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    path = write(tmp_path / "e.jsonl", {"id": "q1", "query": "年会", "relevant": []})
+    with pytest.raises(FixtureError, match="every question is a no-answer question"):
+        load_evalset(path, CORPUS)
+
+
+def test_a_json_string_holding_a_line_separator_stays_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "c.jsonl"
+    path.write_text('{"id": "x", "text": "a\u2028b"}\n', encoding="utf-8")
+    assert load_chunks(path)[0].text == "a\u2028b"
