@@ -51,7 +51,11 @@ def retriever_entry(result: RetrieverResult) -> dict[str, Any]:
     return {
         "metrics": dict(result.metrics),
         "tags": {tag: dict(values) for tag, values in result.tags.items()},
-        "no_answer": {"questions": result.no_answer_total, "empty": result.no_answer_empty},
+        "no_answer": {
+            "questions": result.no_answer_total,
+            "empty": result.no_answer_empty,
+            "answerable_empty": result.answerable_empty,
+        },
         "questions": {
             q.id: {"ranking": list(q.ranking), "metrics": dict(q.values)} for q in result.questions
         },

@@ -78,8 +78,8 @@ class Config:
 
     @property
     def depth(self) -> int:
-        """How many ids each retriever is asked for: the largest cutoff of any metric."""
-        return max(spec.k for spec in self.metrics)
+        """How many ids each retriever is asked for: k, or the largest cutoff of any metric."""
+        return max([self.k, *(spec.k for spec in self.metrics)])
 
     def retriever(self, name: str) -> RetrieverSpec:
         for spec in self.retrievers:

@@ -37,6 +37,7 @@ class RetrieverResult:
     questions: tuple[QuestionResult, ...]
     no_answer_total: int
     no_answer_empty: int
+    answerable_empty: int = 0
 
     def question(self, question_id: str) -> QuestionResult | None:
         for result in self.questions:
@@ -102,6 +103,11 @@ def run_retriever(
     return rankings, latencies
 
 
+def _in_scope(spec: MetricSpec, question: Question) -> bool:
+    """Answer metrics score answerable questions; abstention scores the no-answer ones."""
+    return question.answerable != spec.on_no_answer
+
+
 def score(
     name: str,
     questions: Sequence[Question],
@@ -114,10 +120,8 @@ def score(
     raw: dict[str, dict[str, float]] = {}
     for question in questions:
         ranking = tuple(rankings.get(question.id, ()))
-        values: dict[str, float] = {}
-        if question.answerable:
-            values = {spec.label: spec.score(ranking, question.relevance) for spec in specs}
-            raw[question.id] = values
+        values = {spec.label: spec.score(ranking, question.relevance) for spec in specs if _in_scope(spec, question)}
+        raw[question.id] = values
         per_question.append(
             QuestionResult(
                 id=question.id,
@@ -126,18 +130,23 @@ def score(
                 latency_ms=(latencies or {}).get(question.id, 0.0),
             )
         )
-    answerable = [q for q in questions if q.answerable]
-    means = {spec.label: mean([raw[q.id][spec.label] for q in answerable]) for spec in specs}
-    tags: dict[str, dict[str, float]] = {}
-    for tag in sorted({tag for q in answerable for tag in q.tags}):
-        tagged = [q for q in answerable if tag in q.tags]
-        tags[tag] = {spec.label: mean([raw[q.id][spec.label] for q in tagged]) for spec in specs}
+
+    def means(subset: Sequence[Question]) -> dict[str, float]:
+        found = {}
+        for spec in specs:
+            scoped = [raw[q.id][spec.label] for q in subset if _in_scope(spec, q)]
+            if scoped:
+                found[spec.label] = mean(scoped)
+        return found
+
+    tags = {tag: means([q for q in questions if tag in q.tags]) for tag in sorted({t for q in questions for t in q.tags})}
     no_answer = [q for q in questions if not q.answerable]
     return RetrieverResult(
         name=name,
-        metrics=means,
-        tags=tags,
+        metrics=means(questions),
+        tags={tag: values for tag, values in tags.items() if values},
         questions=tuple(per_question),
         no_answer_total=len(no_answer),
         no_answer_empty=sum(1 for q in no_answer if not rankings.get(q.id)),
+        answerable_empty=sum(1 for q in questions if q.answerable and not rankings.get(q.id)),
     )

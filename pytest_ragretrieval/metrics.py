@@ -84,6 +84,11 @@ def average_precision(ranking: Ranking, relevance: Relevance, k: int) -> float:
     return summed / total
 
 
+def abstention(ranking: Ranking, relevance: Relevance, k: int) -> float:
+    """1 when a no-answer question got an empty result (the honest answer), else 0."""
+    return 0.0 if ranking[:k] else 1.0
+
+
 METRICS: dict[str, Callable[[Ranking, Relevance, int], float]] = {
     "precision": precision,
     "recall": recall,
@@ -92,7 +97,11 @@ METRICS: dict[str, Callable[[Ranking, Relevance, int], float]] = {
     "hit_rate": hit_rate,
     "mrr": mrr,
     "map": average_precision,
+    "abstention": abstention,
 }
+
+NO_ANSWER_METRICS = frozenset({"abstention"})
+"""Metrics scored on no-answer questions only; they take no cutoff."""
 
 DEFINITIONS: dict[str, str] = {
     "precision": "relevant chunks in the top k / k",
@@ -102,6 +111,7 @@ DEFINITIONS: dict[str, str] = {
     "hit_rate": "1 if any relevant chunk is in the top k, else 0",
     "mrr": "1 / rank of the first relevant chunk within the top k, else 0",
     "map": "sum of precision@rank at each relevant hit within k / all relevant chunks",
+    "abstention": "share of no-answer questions that got an empty result",
 }
 
 _LABEL = re.compile(r"^([a-z_0-9]+)(?:@([0-9]+))?$")
@@ -116,7 +126,12 @@ class MetricSpec:
 
     @property
     def label(self) -> str:
-        return f"{self.name}@{self.k}"
+        return self.name if self.name in NO_ANSWER_METRICS else f"{self.name}@{self.k}"
+
+    @property
+    def on_no_answer(self) -> bool:
+        """Whether this metric is averaged over no-answer questions instead of answerable ones."""
+        return self.name in NO_ANSWER_METRICS
 
     def score(self, ranking: Ranking, relevance: Relevance) -> float:
         return METRICS[self.name](ranking, relevance, self.k)
@@ -129,6 +144,10 @@ class MetricSpec:
             raise ValueError(
                 f"unknown metric {text!r}; known metrics: {', '.join(METRICS)} (optionally as name@k)"
             )
+        if match.group(1) in NO_ANSWER_METRICS:
+            if match.group(2):
+                raise ValueError(f"metric {text!r}: {match.group(1)} takes no cutoff")
+            return cls(match.group(1), default_k)
         k = int(match.group(2)) if match.group(2) else default_k
         if k < 1:
             raise ValueError(f"metric {text!r}: the cutoff must be >= 1")

@@ -24,7 +24,9 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     return [line(headers), line(["-" * w for w in widths]), *(line(row) for row in rows)]
 
 
-def cell(value: float, before: float | None) -> str:
+def cell(value: float | None, before: float | None) -> str:
+    if value is None:
+        return "-"
     if before is None:
         return fmt(value)
     return f"{fmt(value)} ({signed(value - before)})"
@@ -43,6 +45,7 @@ def summary_lines(config: Config, runs: Mapping[str, Any], baseline: Baseline | 
     tag_rows: list[list[str]] = []
     notes: list[str] = []
     no_answer: list[str] = []
+    wrongly_empty: list[str] = []
     latency: list[str] = []
     for spec in config.retrievers:
         run = runs.get(spec.name)
@@ -55,7 +58,7 @@ def summary_lines(config: Config, runs: Mapping[str, Any], baseline: Baseline | 
             notes.append(f"{spec.name}: error: {run.error}")
             continue
         result: RetrieverResult = run.result
-        answerable = sum(1 for q in result.questions if q.values)
+        answerable = len(result.questions) - result.no_answer_total
         recorded = baseline.retrievers.get(spec.name) if baseline is not None and comparable else None
         rows.append(
             [spec.name]
@@ -63,9 +66,11 @@ def summary_lines(config: Config, runs: Mapping[str, Any], baseline: Baseline | 
         )
         for tag, values in result.tags.items():
             old = recorded.tags.get(tag, {}) if recorded else {}
-            tag_rows.append([spec.name, tag] + [cell(values[label], old.get(label)) for label in labels])
+            tag_rows.append([spec.name, tag] + [cell(values.get(label), old.get(label)) for label in labels])
         if result.no_answer_total:
             no_answer.append(f"{spec.name} {result.no_answer_empty}/{result.no_answer_total}")
+        if result.answerable_empty:
+            wrongly_empty.append(f"{spec.name} {result.answerable_empty}/{answerable}")
         summary = latency_summary(result)
         latency.append(f"{spec.name} {summary['p50']:.1f}/{summary['p95']:.1f}")
     lines = [f"k={config.k}" + (f", {answerable} answerable questions" if answerable is not None else "")]
@@ -78,6 +83,8 @@ def summary_lines(config: Config, runs: Mapping[str, Any], baseline: Baseline | 
     lines.extend(notes)
     if no_answer:
         lines.append("no-answer questions that got an empty result: " + ", ".join(no_answer))
+    if wrongly_empty:
+        lines.append("answerable questions that wrongly got an empty result: " + ", ".join(wrongly_empty))
     if latency:
         lines.append("latency per question p50/p95 ms: " + ", ".join(latency))
     if baseline is not None and not comparable:

@@ -6,18 +6,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .baseline import RERECORD, Baseline, document, dumps, retriever_entry, write_atomic
+from .baseline import RERECORD, Baseline, Recorded, document, dumps, retriever_entry, write_atomic
 from .baseline import load as load_baseline
-from .compare import MetricCheck, Outcome, fmt
+from .compare import EPSILON, LatencyCheck, MetricCheck, Outcome, QuestionCheck, compare, fmt
 from .config import Config, load_config
 from .context import Workbench
-from .errors import RagError, RetrieverError, RetrieverUnavailable
+from .errors import ConfigError, RagError, RetrieverError, RetrieverUnavailable
 from .evaluate import RetrieverResult, run_retriever, score
 from .fingerprint import chunks_digest, evalset_digest, global_changes, retriever_changes
 from .loading import display, load_chunks, load_evalset
 from .metrics import METRICS_VERSION
 from .progress import Output, PlainOutput, Progress
 from .records import Chunk, Question
+from .reportdata import Comparison
 from .report import latency_summary, summary_lines
 from .resources import Resources, database_mode, database_url
 from .tokens import describe
@@ -50,7 +51,11 @@ class ItemKey:
 
     @property
     def nodeid_name(self) -> str:
-        return self.name if self.kind == "metric" else f"{self.kind}::{self.name}"
+        if self.kind == "metric":
+            return self.name
+        if self.kind == "latency":
+            return "latency"
+        return f"{self.kind}::{self.name}"
 
 
 class Skip(Exception):
@@ -79,6 +84,7 @@ class RagSession:
         self.selected: list[ItemKey] = []
         self.written: list[str] = []
         self.update_lines: list[str] = []
+        self._comparisons: dict[tuple[str, str], Comparison | None] = {}
         self._fingerprint: dict[str, Any] | None = None
         self._bench: Workbench | None = None
         self._resources: Resources
@@ -88,6 +94,11 @@ class RagSession:
         self.config = load_config(self.options.config_path, self.options.rootpath)
         self.chunks = load_chunks(self.config.chunks)
         self.questions = load_evalset(self.config.evalset, self.chunks)
+        if any(spec.on_no_answer for spec in self.config.metrics) and all(q.answerable for q in self.questions):
+            raise ConfigError(
+                f"{self.config.where} key 'metrics': abstention is scored on no-answer questions and "
+                f"{display(self.config.evalset)} has none; add some (\"relevant\": []) or drop abstention"
+            )
         self.baseline = load_baseline(self.config.baseline)
         self._resources = Resources(
             self.config,
@@ -111,12 +122,33 @@ class RagSession:
             lines.append(f"rag: baseline {display(self.config.baseline)}")
         if self.options.update:
             lines.append("rag: recording a new baseline (--rag-update-baseline)")
-        return lines
+        if self.config.significance != "none":
+            lines.append(
+                f"rag: a drop fails only when a paired {self.config.significance} test gives p < {self.config.alpha:g}"
+            )
+        return lines + [f"rag: warning: {note}" for note in self.notes()]
+
+    def notes(self) -> list[str]:
+        """Warnings every report repeats: today, an eval set too small for its verdicts."""
+        answerable = sum(1 for q in self.questions if q.answerable)
+        if answerable >= self.config.min_questions:
+            return []
+        return [
+            f"the eval set has {answerable} answerable questions, fewer than min_questions = "
+            f"{self.config.min_questions}: a single question can move a mean by up to {1 / answerable:.2f}, "
+            "too little data for a verdict to mean much"
+        ]
 
     def item_keys(self) -> list[ItemKey]:
+        """Per retriever: one item per metric, per answerable question with fail_on "question",
+        and a latency item when `max_latency_ms` is set."""
         keys = []
         for spec in self.config.retrievers:
             keys.extend(ItemKey(spec.name, "metric", metric.label) for metric in self.config.metrics)
+            if "question" in self.config.fail_on:
+                keys.extend(ItemKey(spec.name, "question", q.id) for q in self.questions if q.answerable)
+            if spec.max_latency_ms is not None:
+                keys.append(ItemKey(spec.name, "latency", "p95"))
         return keys
 
     def select(self, keys: list[ItemKey]) -> None:
@@ -199,6 +231,25 @@ class RagSession:
             )
         return None
 
+    def recorded(self, name: str) -> Recorded | None:
+        """The baseline entry of `name` when it can be compared with this run, else None."""
+        if self.baseline is None or self.comparable() is not None:
+            return None
+        if retriever_changes(self.baseline.fingerprint, self.fingerprint(), name):
+            return None
+        return self.baseline.retrievers.get(name)
+
+    def comparison(self, name: str, label: str) -> Comparison | None:
+        """Baseline, value, delta (and p, CI in significance mode), computed once per entry."""
+        if (name, label) not in self._comparisons:
+            run = self.runs.get(name)
+            recorded = self.recorded(name)
+            found = None
+            if run is not None and run.result is not None and recorded is not None and label in recorded.metrics:
+                found = compare(label, recorded, run.result, self.config.significance)
+            self._comparisons[(name, label)] = found
+        return self._comparisons[(name, label)]
+
     def outcome(self, key: ItemKey) -> Outcome:
         run = self.run(key.retriever)
         if run.skipped is not None:
@@ -206,37 +257,73 @@ class RagSession:
         if run.error is not None:
             return Outcome(False, str(run.error))
         assert run.result is not None
+        if key.kind == "latency":
+            spec = self.config.retriever(key.retriever)
+            assert spec.max_latency_ms is not None
+            summary = latency_summary(run.result)
+            return LatencyCheck(key.retriever, spec.max_latency_ms).evaluate(summary["p50"], summary["p95"])
         if self.options.update:
             return self._recording_outcome(key, run.result)
+        blocked = self._blocked(key.retriever)
+        if blocked is not None:
+            return blocked
+        recorded = self.recorded(key.retriever)
+        assert recorded is not None
+        if key.kind == "question":
+            question = next(q for q in self.questions if q.id == key.name)
+            return QuestionCheck(key.retriever, question, self.config.k).evaluate(recorded, run.result)
+        spec = next(s for s in self.config.metrics if s.label == key.name)
+        check = MetricCheck(
+            key.retriever, spec, self.config.tolerance.for_metric(spec), self.config.significance, self.config.alpha
+        )
+        return check.evaluate(recorded, run.result, self.comparison(key.retriever, key.name))
+
+    def _blocked(self, name: str) -> Outcome | None:
+        """Why `name` cannot be compared with the baseline, as a failing outcome (or a Skip)."""
         blocked = self.comparable()
         if blocked is not None:
             return blocked
         assert self.baseline is not None
-        recorded = self.baseline.retrievers.get(key.retriever)
-        if recorded is None and key.retriever in self.baseline.unavailable:
+        if name not in self.baseline.retrievers and name in self.baseline.unavailable:
             raise Skip(
-                f"{key.retriever} has no baseline value: it could not run where the baseline was recorded "
-                f"({self.baseline.unavailable[key.retriever]}); record it with "
-                f"`pytest --rag-update-baseline -k {key.retriever}` where it runs"
+                f"{name} has no baseline value: it could not run where the baseline was recorded "
+                f"({self.baseline.unavailable[name]}); record it with "
+                f"`pytest --rag-update-baseline -k {name}` where it runs"
             )
-        if recorded is None:
+        if name not in self.baseline.retrievers:
             return Outcome(
                 False,
-                f"retriever {key.retriever!r} is not in the baseline; record it with "
-                f"`pytest --rag-update-baseline -k {key.retriever}`",
+                f"retriever {name!r} is not in the baseline; record it with `pytest --rag-update-baseline -k {name}`",
             )
-        changed = retriever_changes(self.baseline.fingerprint, self.fingerprint(), key.retriever)
+        changed = retriever_changes(self.baseline.fingerprint, self.fingerprint(), name)
         if changed:
             return Outcome(
                 False,
-                f"the fingerprint of {key.retriever!r} changed since the baseline was recorded "
-                f"({', '.join(changed)}); re-record with `pytest --rag-update-baseline -k {key.retriever}`",
+                f"the fingerprint of {name!r} changed since the baseline was recorded "
+                f"({', '.join(changed)}); re-record with `pytest --rag-update-baseline -k {name}`",
             )
-        spec = next(s for s in self.config.metrics if s.label == key.name)
-        return MetricCheck(key.retriever, spec, self.config.tolerance.for_metric(spec)).evaluate(recorded, run.result)
+        return None
 
     def _recording_outcome(self, key: ItemKey, result: RetrieverResult) -> Outcome:
-        return Outcome(True, f"{key.name} of {key.retriever!r}: {fmt(result.metrics[key.name])} to be recorded")
+        if key.kind == "question":
+            return Outcome(True, f"question {key.name} of {key.retriever!r}: its ranking is recorded")
+        value = result.metrics[key.name]
+        refused = self.refused(key)
+        if refused is not None:
+            return Outcome(False, refused)
+        return Outcome(True, f"{key.name} of {key.retriever!r}: {fmt(value)} to be recorded")
+
+    def refused(self, key: ItemKey) -> str | None:
+        """The ratchet: why a lower value than the comparable baseline's will not be recorded."""
+        if self.options.allow_regression or key.kind != "metric":
+            return None
+        comparison = self.comparison(key.retriever, key.name)
+        if comparison is None or comparison.baseline is None or comparison.value >= comparison.baseline - EPSILON:
+            return None
+        return (
+            f"refused to record {key.name} of {key.retriever!r}: {fmt(comparison.value)} is below the baseline's "
+            f"{fmt(comparison.baseline)}; pass --rag-allow-regression to record it"
+        )
 
     def finish(self) -> None:
         """Write the requested files; the baseline only when every selected retriever ran cleanly."""
@@ -264,19 +351,38 @@ class RagSession:
             entry["latency_ms"] = latency_summary(run.result)
             if run.diagnostics:
                 entry["diagnostics"] = run.diagnostics
+            comparisons = {
+                label: comparison for label in run.result.metrics
+                if (comparison := self.comparison(name, label)) is not None
+            }
+            if comparisons:
+                entry["comparison"] = {
+                    label: {
+                        "baseline": c.baseline, "value": c.value, "delta": c.delta,
+                        "p_value": c.p_value, "ci95": list(c.ci95) if c.ci95 is not None else None,
+                    }
+                    for label, c in comparisons.items()
+                }
             entries[name] = entry
         return document(self.config.k, self.fingerprint(), entries)
 
     def _update_baseline(self) -> None:
         selected: dict[str, set[str]] = {}
+        refused: list[str] = []
         for key in self.selected:
-            if key.kind == "metric":
-                selected.setdefault(key.retriever, set()).add(key.name)
+            if key.kind != "metric":
+                continue
+            selected.setdefault(key.retriever, set())
+            reason = self.refused(key)
+            if reason is None:
+                selected[key.retriever].add(key.name)
+            else:
+                refused.append(f"rag: {reason}")
         states = {
             name: RunState(run.result, run.error is not None, run.skipped) for name, run in self.runs.items()
         }
         plan = plan_update(self.config, self.baseline, self.fingerprint(), states, selected)
-        self.update_lines = plan.lines
+        self.update_lines = refused + plan.lines
         if plan.document is None:
             return
         text = dumps(plan.document)
@@ -288,7 +394,8 @@ class RagSession:
     def summary_lines(self) -> list[str]:
         comparable = self.baseline is not None and not global_changes(self.baseline.fingerprint, self.fingerprint())
         lines = summary_lines(self.config, self.runs, self.baseline, comparable)
-        return [*lines, *self.update_lines, *self.written]
+        notes = [f"warning: {note}" for note in self.notes()]
+        return [*lines, *notes, *self.update_lines, *self.written]
 
 
 def _describe(exc: BaseException) -> str:

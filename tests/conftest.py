@@ -5,6 +5,31 @@ modules first imported inside a test, and numpy cannot be imported twice in one 
 """
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import jieba  # noqa: F401
 import numpy  # noqa: F401
+import pytest
 import rank_bm25  # noqa: F401
+
+
+@pytest.fixture(scope="session")
+def minilm() -> Any:
+    """The packaged MiniLM, loaded once per session, before any pytester fixture exists.
+
+    Loading it imports torch, transformers and sentence-transformers outside the inline runs;
+    imported inside one, pytester would drop them afterwards and torch cannot load twice.
+    Only the end-to-end tests ask for it, so other sessions never pay for torch.
+    """
+    from pytest_ragretrieval.embedding.sentence_transformers import SentenceTransformerEmbedder
+
+    embedder = SentenceTransformerEmbedder()
+    embedder.embed(["预热"])
+    return embedder
+
+
+@pytest.fixture(scope="session")
+def e2e_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One embedding cache for end-to-end runs that do not test the cache: MiniLM embeds the corpus once."""
+    return tmp_path_factory.mktemp("rag-cache")

@@ -70,7 +70,9 @@ def write_project(
     (folder / "fixtures" / "chunks.jsonl").write_text(jsonl(chunks), encoding="utf-8")
     (folder / "fixtures" / "evalset.jsonl").write_text(jsonl(questions), encoding="utf-8")
     (folder / "table_retriever.py").write_text(TABLE_RETRIEVER, encoding="utf-8")
-    set_rankings(folder, rankings if rankings is not None else GOLD, questions)
+    if rankings is None:
+        rankings = GOLD if questions is QUESTIONS else {}
+    set_rankings(folder, rankings, questions)
     if retrievers is None:
         retrievers = """
 [tool.ragretrieval.retrievers.bm25]
@@ -108,3 +110,65 @@ def baseline_bytes(folder: Path) -> bytes:
 
 def baseline(folder: Path) -> dict[str, Any]:
     return json.loads(baseline_bytes(folder))
+
+
+E2E_CHUNKS = [*CHUNKS, {"id": "faq-001", "doc": "常见问题.md", "text": CHUNKS[3]["text"]}]
+"""The corpus plus refund-001's text again under an id that sorts first: equal vectors must tie, broken by id."""
+
+E2E_DEPTH = len(E2E_CHUNKS)
+"""The largest metric cutoff: every retriever is asked for, and records, its full ranking."""
+
+QUERIES = {q["id"]: q["query"] for q in QUESTIONS}
+
+
+def toml_string(value: object) -> str:
+    """A TOML basic string; JSON's escaping is valid TOML for the paths and names we write."""
+    return json.dumps(str(value), ensure_ascii=False)
+
+
+def e2e_settings(cache: Path | str, *lines: str) -> str:
+    """Settings of an end-to-end project: the embedded database, a test-owned cache, full-depth metrics."""
+    return "\n".join(
+        ['db = "embedded"', f"cache = {toml_string(cache)}", f'metrics = ["ndcg", "recall@{E2E_DEPTH}"]', *lines]
+    )
+
+
+def write_e2e_project(folder: Path, retrievers: str, cache: Path | str, *lines: str) -> Path:
+    """A project over E2E_CHUNKS with the given retriever tables."""
+    return write_project(folder, retrievers=retrievers, settings=e2e_settings(cache, *lines), chunks=E2E_CHUNKS)
+
+
+def read_results(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def rankings(results: Mapping[str, Any], retriever: str) -> dict[str, list[str]]:
+    """Question id -> ranking of one retriever in a results (or baseline) document."""
+    return {qid: q["ranking"] for qid, q in results["retrievers"][retriever]["questions"].items()}
+
+
+def synthetic(count: int, no_answer: int = 0) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, list[str]]]:
+    """`count` questions, each answered by two chunks of its own (grades 2 and 1), plus no-answer ones.
+
+    Returns (chunks, questions, perfect rankings by question id).
+    """
+    chunks = []
+    questions = []
+    gold: dict[str, list[str]] = {}
+    for i in range(1, count + 1):
+        best, second = f"c{i:03d}a", f"c{i:03d}b"
+        chunks += [{"id": best, "text": f"第{i}条制度的主要内容"}, {"id": second, "text": f"第{i}条制度的补充说明"}]
+        questions.append({"id": f"q{i:02d}", "query": f"问题{i}", "relevant": {best: 2, second: 1}, "tags": ["semantic"]})
+        gold[f"q{i:02d}"] = [best, second]
+    for j in range(1, no_answer + 1):
+        questions.append({"id": f"n{j:02d}", "query": f"无答案问题{j}", "relevant": [], "tags": ["no-answer"]})
+        gold[f"n{j:02d}"] = []
+    chunks.append({"id": "z-noise", "text": "与任何问题无关的内容"})
+    return chunks, questions, gold
+
+
+TABLE_ONLY = """
+[tool.ragretrieval.retrievers.table]
+type = "python"
+factory = "table_retriever:make"
+"""

@@ -72,7 +72,7 @@ def test_gate_fails_on_a_worse_retriever_and_passes_again_after_update(project: 
             "  q01: 1.0000 -> 0.6309 (-0.3691)",
         ]
     )
-    record(project)
+    record(project, "--rag-allow-regression")
     project.runpytest("--rag-eval", *RUN).assert_outcomes(passed=8)
 
 

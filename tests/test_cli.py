@@ -1,0 +1,327 @@
+"""The `ragretrieval` command line: find, suspects and diff on a small hand-made project."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Mapping
+
+import pytest
+
+from pytest_ragretrieval.baseline import document, dumps
+from pytest_ragretrieval.cli import main
+
+LONG = "差旅费用须在出差结束后十五个工作日内提交报销单并附发票原件逾期不予受理特殊情况需部门负责人签字"
+
+CHUNKS = [
+    {"id": "c1", "text": "ORDER-2024 表示订单已超时关闭"},
+    {"id": "c2", "text": "order-2024 的处理办法：重新下单"},
+    {"id": "c3", "text": "住宿标准每晚600元\n二线城市450元"},
+    {"id": "c4", "text": "退款3个工作日内原路退回"},
+    {"id": "c5", "text": LONG},
+]
+
+QUESTIONS = [
+    {"id": "q1", "query": "ORDER-2024 是什么错误", "relevant": ["c1"]},
+    {"id": "q2", "query": "住宿标准", "relevant": {"c3": 2, "c4": 0}},
+    {"id": "q3", "query": "年会在哪", "relevant": []},
+]
+
+SETTINGS = """\
+chunks = "fixtures/chunks.jsonl"
+evalset = "fixtures/evalset.jsonl"
+k = 2
+
+[retrievers.bm25]
+type = "bm25"
+"""
+
+FINGERPRINT = {"k": 2, "tokenizer": "jieba 0.42.1", "retrievers": {"bm25": {"k1": 1.5}}}
+
+
+def jsonl(rows: list[dict[str, Any]]) -> str:
+    return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+
+
+def write_fixtures(folder: Path) -> None:
+    (folder / "fixtures").mkdir(parents=True, exist_ok=True)
+    (folder / "fixtures" / "chunks.jsonl").write_text(jsonl(CHUNKS), encoding="utf-8")
+    (folder / "fixtures" / "evalset.jsonl").write_text(jsonl(QUESTIONS), encoding="utf-8")
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A project whose pyproject.toml holds the settings under [tool.ragretrieval]."""
+    write_fixtures(tmp_path)
+    tool = SETTINGS.replace("[retrievers.", "[tool.ragretrieval.retrievers.")
+    (tmp_path / "pyproject.toml").write_text("[tool.ragretrieval]\n" + tool, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def entry(questions: Mapping[str, tuple[list[str], Mapping[str, float]]], metrics: Mapping[str, float]) -> dict[str, Any]:
+    return {
+        "metrics": dict(metrics),
+        "questions": {qid: {"ranking": ranking, "metrics": dict(values)} for qid, (ranking, values) in questions.items()},
+    }
+
+
+def write_results(path: Path, retrievers: Mapping[str, Any], fingerprint: Mapping[str, Any] = FINGERPRINT, k: int = 2) -> str:
+    path.write_text(dumps(document(k, fingerprint, retrievers)), encoding="utf-8")
+    return path.name
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, list[str], list[str]]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out.splitlines(), captured.err.splitlines()
+
+
+# find
+
+
+def test_find_ignores_ascii_case_and_keeps_corpus_order(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "find", "Order-2024")
+    assert (code, err) == (0, [])
+    assert out == ["c1\tORDER-2024 表示订单已超时关闭", "c2\torder-2024 的处理办法：重新下单"]
+
+
+def test_find_cjk_keyword_prints_one_line_of_40_characters(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(capsys, "find", "住宿")[1] == ["c3\t住宿标准每晚600元 二线城市450元"]
+    code, out, _ = run(capsys, "find", "逾期")
+    assert code == 0
+    assert out == ["c5\t" + LONG[:40]]
+    assert len(out[0].split("\t")[1]) == 40
+
+
+def test_find_without_hits_exits_1(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "find", "年会")
+    assert (code, out) == (1, [])
+    assert err == ["ragretrieval: no chunk contains '年会' in fixtures/chunks.jsonl"]
+
+
+# suspects
+
+
+@pytest.fixture
+def results(project: Path) -> str:
+    """Two retrievers; c4 is ranked for q2 but judged grade 0, so it is no suspect."""
+    return write_results(project / "results.json", {
+        "bm25": entry({"q1": (["c1", "c2", "c5"], {}), "q2": (["c3", "c4"], {}), "q3": (["c2"], {})}, {}),
+        "vector": entry({"q1": (["c2", "c1"], {}), "q2": (["c5", "c3"], {}), "q3": ([], {})}, {}),
+    })
+
+
+HEADER = "count  retrievers    question        query                  chunk  text"
+RULE = "-----  ------------  --------------  ---------------------  -----  " + "-" * 80
+Q1_C2 = "2      bm25, vector  q1              ORDER-2024 是什么错误  c2     order-2024 的处理办法：重新下单"
+Q2_C5 = "1      vector        q2              住宿标准               c5     " + LONG[:40]
+Q3_C2 = "1      bm25          q3 (no-answer)  年会在哪               c2     order-2024 的处理办法：重新下单"
+ADVICE = ": ranked but not labelled relevant; check each and add it to 'relevant' or give it grade 0"
+
+
+def test_suspects_most_frequent_first_then_by_question(results: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(capsys, "suspects", results) == (0, [
+        "1 ranked chunk judged grade 0 left out",
+        "3 suspects in the top 2 of results.json" + ADVICE,
+        HEADER, RULE, Q1_C2, Q2_C5, Q3_C2,
+    ], [])
+
+
+def test_suspects_k_option_widens_the_cutoff(results: str, capsys: pytest.CaptureFixture[str]) -> None:
+    q1_c5 = "1      bm25          q1              ORDER-2024 是什么错误  c5     " + LONG[:40]
+    expected = ["4 suspects in the top 3 of results.json" + ADVICE, HEADER, RULE, Q1_C2, q1_c5, Q2_C5, Q3_C2]
+    assert run(capsys, "suspects", results, "--k", "3") == (0, ["1 ranked chunk judged grade 0 left out", *expected], [])
+    code, out, _ = run(capsys, "suspects", results, "--k", "4")
+    assert out[0] == "note: results.json holds at most 3 ids per ranking; --k 4 reads all of them"
+    assert out[2:] == [expected[0].replace("top 3", "top 4"), *expected[1:]]
+
+
+def test_suspects_none_when_everything_is_labelled(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    name = write_results(project / "r.json", {"bm25": entry({"q1": (["c1"], {}), "q3": ([], {})}, {})})
+    assert run(capsys, "suspects", name) == (
+        0, ["no suspects: every chunk in the top 2 of r.json is labelled for its question"], [],
+    )
+
+
+# diff
+
+
+def bm25(q1: list[str], q2: list[str], p1: float, p2: float, n1: float, n2: float) -> dict[str, Any]:
+    """Per-question precision@2 and ndcg@2 as the plugin scores them; the means over q1 and q2."""
+    values = {"q1": (q1, {"precision@2": p1, "ndcg@2": n1}), "q2": (q2, {"precision@2": p2, "ndcg@2": n2})}
+    return entry(values, {"ndcg@2": round((n1 + n2) / 2, 6), "precision@2": (p1 + p2) / 2})
+
+
+# q1 labels c1, q2 labels c3 (grade 2): [c2, c1] scores ndcg@2 = (1/log2 3) / 1 = 0.630930.
+OLD = {"bm25": bm25(["c1", "c2"], ["c3", "c4"], 0.5, 0.5, 1.0, 1.0), "hybrid": bm25(["c2", "c5"], ["c3"], 0.0, 0.5, 0.0, 1.0)}
+NEW = {"bm25": bm25(["c2", "c1"], ["c4", "c5"], 0.5, 0.0, 0.630930, 0.0), "hybrid": bm25(["c1", "c2"], ["c3"], 0.5, 0.5, 1.0, 1.0)}
+
+
+def test_diff_table_per_question_changes_and_added_retriever(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    old = write_results(project / "old.json", OLD)
+    new = write_results(project / "new.json", {**NEW, "vector": NEW["hybrid"]})
+    code, out, err = run(capsys, "diff", old, new)
+    assert (code, err) == (1, [])
+    assert out == [
+        "old: old.json (k=2)  new: new.json (k=2)",
+        "retriever  metric       old     new     delta",
+        "---------  -----------  ------  ------  -------",
+        "bm25       precision@2  0.5000  0.2500  -0.2500",
+        "bm25       ndcg@2       1.0000  0.3155  -0.6845",
+        "hybrid     precision@2  0.2500  0.5000  +0.2500",
+        "hybrid     ndcg@2       0.5000  1.0000  +0.5000",
+        "retriever 'vector': added (only in new.json)",
+        "",
+        "per-question changes, worst drop first:",
+        "bm25 precision@2:",
+        "  q2: 0.5000 -> 0.0000 (-0.5000)  [c3, c4] -> [c4, c5]",
+        "bm25 ndcg@2:",
+        "  q2: 1.0000 -> 0.0000 (-1.0000)  [c3, c4] -> [c4, c5]",
+        "  q1: 1.0000 -> 0.6309 (-0.3691)  [c1, c2] -> [c2, c1]",
+        "hybrid precision@2:",
+        "  q1: 0.0000 -> 0.5000 (+0.5000)  [c2, c5] -> [c1, c2]",
+        "hybrid ndcg@2:",
+        "  q1: 0.0000 -> 1.0000 (+1.0000)  [c2, c5] -> [c1, c2]",
+        "2 metrics dropped, 2 improved",
+    ]
+
+
+def test_diff_improvement_only_exits_0_and_lists_removed(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    old = write_results(project / "old.json", OLD)
+    new = write_results(project / "new.json", {"hybrid": NEW["hybrid"]})
+    code, out, _ = run(capsys, "diff", old, new)
+    assert code == 0
+    assert "retriever 'bm25': removed (only in old.json)" in out
+    assert out[-1] == "0 metrics dropped, 2 improved"
+
+
+def test_diff_added_and_removed_metric(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    old = write_results(project / "old.json", {"bm25": entry({}, {"recall@2": 0.5, "mrr@2": 1.0})})
+    new = write_results(project / "new.json", {"bm25": entry({}, {"recall@2": 0.5, "ndcg@2": 0.75})})
+    code, out, _ = run(capsys, "diff", old, new)
+    assert code == 0
+    assert out[3:] == [
+        "bm25       recall@2  0.5000  0.5000  +0.0000",
+        "bm25       ndcg@2    -       0.7500  added",
+        "bm25       mrr@2     1.0000  -       removed",
+        "0 metrics dropped, 0 improved",
+    ]
+
+
+def test_diff_of_different_fingerprints_names_the_fields_and_exits_1(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    old = write_results(project / "old.json", {"hybrid": OLD["hybrid"]})
+    changed = {"k": 2, "tokenizer": "char", "retrievers": {"bm25": {"k1": 1.2}}}
+    new = write_results(project / "new.json", {"hybrid": NEW["hybrid"]}, fingerprint=changed)
+    code, out, _ = run(capsys, "diff", old, new)
+    assert code == 1
+    assert out[1] == (
+        "not comparable: the fingerprints differ in retrievers.bm25.k1, tokenizer; "
+        "the numbers below come from different set-ups (pitfalls 3-4)"
+    )
+    assert "hybrid     ndcg@2       0.5000  1.0000  +0.5000" in out
+    assert out[-1] == "0 metrics dropped, 2 improved; not comparable: the fingerprints differ"
+
+
+def test_diff_names_questions_in_one_file_only(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    old = write_results(project / "old.json", {"bm25": entry({"q1": (["c1"], {}), "q2": (["c3"], {})}, {})})
+    new = write_results(project / "new.json", {"bm25": entry({"q1": (["c1"], {}), "q3": ([], {})}, {})})
+    code, out, _ = run(capsys, "diff", old, new)
+    assert code == 0
+    assert out[-4:] == [
+        "per-question changes, worst drop first:",
+        "bm25: questions only in the old file: q2",
+        "bm25: questions only in the new file: q3",
+        "0 metrics dropped, 0 improved",
+    ]
+
+
+def test_diff_of_a_file_with_itself_is_clean(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    old = write_results(project / "old.json", OLD)
+    code, out, _ = run(capsys, "diff", old, old)
+    assert code == 0
+    assert "per-question changes, worst drop first:" not in out
+    assert out[-1] == "0 metrics dropped, 0 improved"
+
+
+# --config
+
+
+@pytest.mark.parametrize("before_command", [False, True])
+def test_config_option_reads_a_toml_file_with_keys_at_top_level(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], before_command: bool
+) -> None:
+    write_fixtures(tmp_path / "gate")
+    (tmp_path / "gate" / "rag.toml").write_text(SETTINGS, encoding="utf-8")
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    option = ["--config", "../gate/rag.toml"]
+    argv = [*option, "find", "退款"] if before_command else ["find", "退款", *option]
+    assert run(capsys, *argv) == (0, ["c4\t退款3个工作日内原路退回"], [])
+
+
+# errors: one line, exit 2, nothing on stdout
+
+
+def broken_chunks(folder: Path) -> None:
+    (folder / "fixtures" / "chunks.jsonl").write_text(jsonl(CHUNKS[:1]) + "{oops\n", encoding="utf-8")
+
+
+def stale_results(folder: Path) -> None:
+    write_results(folder / "results.json", {"bm25": entry({"q9": (["c1"], {})}, {})})
+
+
+def stale_chunk(folder: Path) -> None:
+    write_results(folder / "results.json", {"bm25": entry({"q1": (["c9"], {})}, {})})
+
+
+def broken_results(folder: Path) -> None:
+    (folder / "results.json").write_text('{"format_version": 1,', encoding="utf-8")
+
+
+def no_project(folder: Path) -> None:
+    (folder / "pyproject.toml").unlink()
+
+
+def nothing(folder: Path) -> None:
+    """The command line alone is wrong."""
+
+
+ERRORS = [
+    (no_project, ["find", "x"], "no pyproject.toml in .; add a [tool.ragretrieval] table there or pass --config PATH"),
+    (nothing, ["find", "x", "--config", "missing.toml"], "missing.toml: config file not found"),
+    (broken_chunks, ["find", "x"], "fixtures/chunks.jsonl:2: invalid JSON (Expecting property name enclosed in double quotes at column 2)"),
+    (nothing, ["suspects", "missing.json"], "missing.json: file not found"),
+    (broken_results, ["diff", "results.json", "results.json"], "results.json: not valid JSON (Expecting property name enclosed in double quotes at line 1 column 22); fix it, or delete it and run `pytest --rag-update-baseline` to record a new one"),
+    (stale_results, ["suspects", "results.json"], "results.json: question 'q9' is not in fixtures/evalset.jsonl; the eval set changed since the results were written; rerun `pytest --rag-eval --rag-json results.json`"),
+    (stale_chunk, ["suspects", "results.json"], "results.json: chunk 'c9' (retriever 'bm25', question 'q1') is not in fixtures/chunks.jsonl; the corpus changed since the results were written; rerun `pytest --rag-eval --rag-json results.json`"),
+    (nothing, ["suspects", "fixtures"], "fixtures: Is a directory"),
+    (stale_results, ["suspects", "results.json", "--k", "0"], "argument --k: expected a whole number >= 1, got '0'"),
+    (nothing, ["find", ""], "KEYWORD must not be empty"),
+    (nothing, ["find"], "the following arguments are required: KEYWORD"),
+    (nothing, [], "the following arguments are required: COMMAND"),
+]
+
+
+@pytest.mark.parametrize(("setup", "argv", "message"), ERRORS, ids=[" ".join(e[1]) + f" [{e[0].__name__}]" for e in ERRORS])
+def test_errors_are_one_line_and_exit_2(
+    project: Path, capsys: pytest.CaptureFixture[str], setup: Any, argv: list[str], message: str
+) -> None:
+    setup(project)
+    assert run(capsys, *argv) == (2, [], [f"ragretrieval: error: {message}"])
+
+
+def test_help_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "suspects", "--help")
+    assert (code, err) == (0, [])
+    assert out[0] == "usage: ragretrieval suspects [-h] [--config PATH] [--k N] RESULTS.json"
+
+
+def test_console_script_help() -> None:
+    script = Path(sys.executable).parent / "ragretrieval"
+    done = subprocess.run([str(script), "--help"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("usage: ragretrieval [-h] COMMAND ...")
+    for text in ("find", "suspects", "diff", "exit status:", "2  usage error"):
+        assert text in done.stdout

@@ -1,0 +1,107 @@
+"""The vector retriever through the plugin on the embedded database, against brute-force cosine."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy
+import pytest
+
+from projects import E2E_CHUNKS, E2E_DEPTH, QUERIES, read_results, rankings, write_e2e_project
+
+pytestmark = pytest.mark.usefixtures("minilm")
+
+RUN = ("-p", "no:cacheprovider")
+VECTOR = '[tool.ragretrieval.retrievers.vector]\ntype = "vector"\n'
+HNSW = 'index = "hnsw"\nhnsw = {m = 8, ef_construction = 32, ef_search = 10}'
+MIN_SCORE = 0.45
+GAP = 1e-4
+"""Similarities closer than this could swap between pgvector's float32 sums and ours."""
+
+
+@pytest.fixture(scope="module")
+def similarities(minilm: Any) -> dict[str, list[tuple[str, float]]]:
+    """Question id -> (chunk id, cosine similarity) for every chunk, embedded as the plugin embeds.
+
+    The corpus goes in one call of its distinct texts, each query alone, so the vectors match
+    the plugin's; the similarity, in float64, is one per distinct text, so equal texts tie
+    exactly (a matrix product may round identical rows differently).
+    """
+    texts = list(dict.fromkeys(chunk["text"] for chunk in E2E_CHUNKS))
+    matrix = minilm.embed(texts).astype(numpy.float64)
+    matrix /= numpy.linalg.norm(matrix, axis=1, keepdims=True)
+    found = {}
+    for qid, query in QUERIES.items():
+        vector = minilm.embed([query])[0].astype(numpy.float64)
+        by_text = dict(zip(texts, (matrix @ (vector / numpy.linalg.norm(vector))).tolist()))
+        found[qid] = [(chunk["id"], by_text[chunk["text"]]) for chunk in E2E_CHUNKS]
+    return found
+
+
+def brute_force(scored: list[tuple[str, float]], k: int, min_score: float | None = None) -> list[str]:
+    ranked = sorted(scored, key=lambda item: (-item[1], item[0]))
+    return [cid for cid, score in ranked if min_score is None or score >= min_score][:k]
+
+
+def assert_separated(scored: list[tuple[str, float]], *edges: float) -> None:
+    """Premise: distinct texts never score within GAP of each other or of a threshold."""
+    values = sorted({round(score, 9) for _, score in scored} | set(edges))
+    assert all(b - a > GAP for a, b in zip(values, values[1:])), values
+
+
+def run(pytester: pytest.Pytester, *args: str) -> tuple[Any, dict[str, Any]]:
+    result = pytester.runpytest("--rag-update-baseline", "--rag-json", "results.json", *RUN, *args)
+    return result, read_results(pytester.path / "results.json")
+
+
+def test_rankings_equal_brute_force_cosine_with_ties_by_id(
+    pytester: pytest.Pytester, similarities: dict[str, list[tuple[str, float]]]
+) -> None:
+    write_e2e_project(pytester.path, VECTOR, "cache")
+    result, results = run(pytester)
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["rag: database embedded: PostgreSQL * (embedded: *", "rag: seeded 9 chunks (384 *"])
+    for scored in similarities.values():
+        assert_separated(scored)
+    expected = {qid: brute_force(scored, E2E_DEPTH) for qid, scored in similarities.items()}
+    assert rankings(results, "vector") == expected
+    assert all(r.index("faq-001") + 1 == r.index("refund-001") for r in expected.values())
+    assert results["fingerprint"]["retrievers"]["vector"]["index"] == {"kind": "exact"}
+    assert "diagnostics" not in results["retrievers"]["vector"]
+
+
+def test_min_score_drops_chunks_below_the_cosine_threshold(
+    pytester: pytest.Pytester, similarities: dict[str, list[tuple[str, float]]]
+) -> None:
+    write_e2e_project(pytester.path, VECTOR + f"min_score = {MIN_SCORE}\n", "cache")
+    result, results = run(pytester)
+    result.assert_outcomes(passed=2)
+    for scored in similarities.values():
+        assert_separated(scored, MIN_SCORE)
+    expected = {qid: brute_force(scored, E2E_DEPTH, MIN_SCORE) for qid, scored in similarities.items()}
+    assert rankings(results, "vector") == expected
+    lengths = {len(ranking) for ranking in expected.values()}
+    assert 0 < min(lengths) and max(lengths) < E2E_DEPTH
+
+
+def test_hnsw_reports_ann_recall_and_records_the_index(
+    pytester: pytest.Pytester, similarities: dict[str, list[tuple[str, float]]]
+) -> None:
+    write_e2e_project(pytester.path, VECTOR, "cache", HNSW)
+    result, results = run(pytester)
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["rag: seeded 9 chunks (384 dimensions, *, hnsw index) in *s"])
+    assert results["fingerprint"]["retrievers"]["vector"]["index"] == {
+        "kind": "hnsw",
+        "m": 8,
+        "ef_construction": 32,
+        "ef_search": 10,
+    }
+    diagnostics = results["retrievers"]["vector"]["diagnostics"]
+    assert list(diagnostics) == [f"ann_recall@{E2E_DEPTH}"]
+    overlaps = [
+        len(set(found) & set(brute_force(similarities[qid], E2E_DEPTH))) / E2E_DEPTH
+        for qid, found in rankings(results, "vector").items()
+    ]
+    assert 0.0 <= diagnostics[f"ann_recall@{E2E_DEPTH}"] <= 1.0
+    assert diagnostics[f"ann_recall@{E2E_DEPTH}"] == pytest.approx(sum(overlaps) / len(overlaps), abs=1e-6)

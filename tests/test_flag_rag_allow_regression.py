@@ -1,0 +1,55 @@
+"""The ratchet: `--rag-update-baseline` will not record a lower value without `--rag-allow-regression`."""
+from __future__ import annotations
+
+import pytest
+
+from projects import GOLD, baseline, baseline_bytes, set_rankings, write_project
+
+RUN = ("-p", "no:cacheprovider")
+
+
+@pytest.fixture
+def worse(pytester: pytest.Pytester) -> pytest.Pytester:
+    write_project(pytester.path)
+    assert pytester.runpytest("--rag-update-baseline", *RUN).ret == 0
+    set_rankings(pytester.path, dict(GOLD, q01=["travel-002", "travel-001"], q03=["travel-002", "travel-003", "refund-001"]))
+    return pytester
+
+
+def test_lower_values_are_refused_and_named(worse: pytest.Pytester) -> None:
+    before = baseline(worse.path)
+    result = worse.runpytest("--rag-update-baseline", "-k", "table", *RUN)
+    result.assert_outcomes(passed=3, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "refused to record ndcg@3 of 'table': 0.9262 is below the baseline's 1.0000; "
+            "pass --rag-allow-regression to record it",
+            "rag: refused to record ndcg@3 of 'table'*",
+        ]
+    )
+    after = baseline(worse.path)
+    assert after["retrievers"]["table"]["metrics"]["ndcg@3"] == before["retrievers"]["table"]["metrics"]["ndcg@3"]
+    assert after["retrievers"]["table"]["questions"]["q01"]["metrics"]["ndcg@3"] == 1.0
+
+
+def test_improvements_and_equal_values_are_recorded_beside_a_refusal(worse: pytest.Pytester) -> None:
+    set_rankings(worse.path, dict(GOLD, q01=["travel-002", "travel-001"], q05=["refund-002"]))
+    result = worse.runpytest("--rag-update-baseline", *RUN)
+    result.assert_outcomes(passed=7, failed=1)
+    result.stdout.fnmatch_lines(["rag: wrote baselines/retrieval.json"])
+
+
+def test_the_flag_records_the_regression(worse: pytest.Pytester) -> None:
+    result = worse.runpytest("--rag-update-baseline", "--rag-allow-regression", *RUN)
+    result.assert_outcomes(passed=8)
+    result.stdout.fnmatch_lines(["  table ndcg@3: 1.0000 -> 0.9262"])
+    assert baseline(worse.path)["retrievers"]["table"]["metrics"]["ndcg@3"] == 0.926186
+
+
+def test_a_changed_fingerprint_is_not_a_regression(worse: pytest.Pytester) -> None:
+    chunks = worse.path / "fixtures" / "chunks.jsonl"
+    chunks.write_text(chunks.read_text(encoding="utf-8").replace("周末休息", "周末值班"), encoding="utf-8")
+    before = baseline_bytes(worse.path)
+    result = worse.runpytest("--rag-update-baseline", *RUN)
+    result.assert_outcomes(passed=8)
+    assert baseline_bytes(worse.path) != before
