@@ -192,6 +192,8 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     terminalreporter.section("rag retrieval")
     for line in rag.summary_lines():
         terminalreporter.write_line(line)
+    for line in rag.annotations:
+        terminalreporter.write_line(line)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -107,6 +107,19 @@ class Resources:
         assert self._table is not None
         return self._table
 
+    @property
+    def embedder_description(self) -> str:
+        if self._embedder is None:
+            return f"{self.config.embedding} (not used by the selected retrievers)"
+        dimension = self._embedder.dimension
+        return f"{self._embedder.id}" + (f", {dimension} dimensions" if dimension else "")
+
+    @property
+    def database_description(self) -> str:
+        if self._database is None:
+            return "not started (no selected retriever needed it)"
+        return self._database.describe()
+
     def close(self) -> None:
         if self._database is not None:
             self._database.close()

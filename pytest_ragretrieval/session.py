@@ -1,6 +1,7 @@
 """The session object the pytest glue hands off to: load, run lazily, judge, record, report."""
 from __future__ import annotations
 
+import os
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,10 +16,10 @@ from .errors import ConfigError, RagError, RetrieverError, RetrieverUnavailable
 from .evaluate import RetrieverResult, run_retriever, score
 from .fingerprint import chunks_digest, evalset_digest, global_changes, retriever_changes
 from .loading import display, load_chunks, load_evalset
-from .metrics import METRICS_VERSION
+from .metrics import DEFINITIONS, METRICS_VERSION
 from .progress import Output, PlainOutput, Progress
 from .records import Chunk, Question
-from .reportdata import Comparison
+from .reportdata import ChunkView, Comparison, Failure, QuestionView, ReportInput, RetrieverView
 from .report import latency_summary, summary_lines
 from .resources import Resources, database_mode, database_url
 from .tokens import describe
@@ -85,6 +86,8 @@ class RagSession:
         self.written: list[str] = []
         self.update_lines: list[str] = []
         self._comparisons: dict[tuple[str, str], Comparison | None] = {}
+        self.failures: dict[ItemKey, Outcome] = {}
+        self.annotations: list[str] = []
         self._fingerprint: dict[str, Any] | None = None
         self._bench: Workbench | None = None
         self._resources: Resources
@@ -251,6 +254,13 @@ class RagSession:
         return self._comparisons[(name, label)]
 
     def outcome(self, key: ItemKey) -> Outcome:
+        """The verdict of one item; failing ones are kept for the reports and annotations."""
+        found = self._outcome(key)
+        if not found.passed:
+            self.failures[key] = found
+        return found
+
+    def _outcome(self, key: ItemKey) -> Outcome:
         run = self.run(key.retriever)
         if run.skipped is not None:
             raise Skip(run.skipped)
@@ -329,10 +339,81 @@ class RagSession:
         """Write the requested files; the baseline only when every selected retriever ran cleanly."""
         if self.options.json_path is not None and self.runs:
             self._write(self.options.json_path, dumps(self.results_document()))
+        if self.runs and (self.options.report_path or self.options.html_path or in_github_actions()):
+            self._write_reports(self.report_input())
         if self.options.update and self.runs:
             self._update_baseline()
         if self._bench is not None:
             self._bench.close()
+
+    def _write_reports(self, data: ReportInput) -> None:
+        if self.options.report_path is not None:
+            from .report_markdown import render_markdown
+
+            self._write(self.options.report_path, render_markdown(data))
+        if self.options.html_path is not None:
+            from .report_html import render_html
+
+            self._write(self.options.html_path, render_html(data))
+        if in_github_actions():
+            from .github import annotations, step_summary
+
+            self.annotations = annotations(data)
+            summary = os.environ.get("GITHUB_STEP_SUMMARY")
+            if summary:
+                with open(summary, "a", encoding="utf-8") as stream:
+                    stream.write(step_summary(data) + "\n")
+
+    def report_input(self) -> ReportInput:
+        """Everything the Markdown, HTML and GitHub reports show, from this session's runs."""
+        views = tuple(self._view(spec.name, spec.type) for spec in self.config.retrievers if spec.name in self.runs)
+        rerankers = tuple(spec.params["model"] for spec in self.config.retrievers if spec.type == "rerank")
+        failures = tuple(
+            Failure(f"rag::{key.retriever}::{key.nodeid_name}", key.retriever, key.name, "\n".join(outcome.lines))
+            for key, outcome in sorted(self.failures.items())
+        )
+        return ReportInput(
+            k=self.config.k,
+            metrics=tuple(spec.label for spec in self.config.metrics),
+            definitions={spec.label: DEFINITIONS[spec.name] for spec in self.config.metrics},
+            questions=tuple(QuestionView(q.id, q.query, q.tags, dict(q.relevance)) for q in self.questions),
+            chunks={c.id: ChunkView(c.id, c.text, c.doc) for c in self.chunks},
+            retrievers=views,
+            embedder=self._resources.embedder_description,
+            rerankers=rerankers,
+            database=self._resources.database_description,
+            baseline_path=display(self.config.baseline),
+            comparable=self.baseline is not None and self.comparable() is None,
+            notes=tuple(self.notes()),
+            failures=failures,
+        )
+
+    def _view(self, name: str, kind: str) -> RetrieverView:
+        run = self.runs[name]
+        if run.skipped is not None:
+            return RetrieverView(name, kind, "skipped", run.skipped)
+        if run.error is not None or run.result is None:
+            return RetrieverView(name, kind, "error", str(run.error))
+        result = run.result
+        recorded = self.recorded(name)
+        latency = latency_summary(result)
+        comparisons = {label: c for label in result.metrics if (c := self.comparison(name, label)) is not None}
+        return RetrieverView(
+            name, kind, "ran",
+            metrics=dict(result.metrics),
+            tags={tag: dict(values) for tag, values in result.tags.items()},
+            rankings={q.id: q.ranking for q in result.questions},
+            values={q.id: dict(q.values) for q in result.questions},
+            comparisons=comparisons,
+            baseline_tags=dict(recorded.tags) if recorded else {},
+            baseline_rankings={qid: q.ranking for qid, q in recorded.questions.items()} if recorded else {},
+            baseline_values={qid: dict(q.metrics) for qid, q in recorded.questions.items()} if recorded else {},
+            no_answer_total=result.no_answer_total,
+            no_answer_empty=result.no_answer_empty,
+            latency_p50=latency["p50"],
+            latency_p95=latency["p95"],
+            diagnostics=dict(run.diagnostics),
+        )
 
     def close(self) -> None:
         if hasattr(self, "_resources"):
@@ -396,6 +477,10 @@ class RagSession:
         lines = summary_lines(self.config, self.runs, self.baseline, comparable)
         notes = [f"warning: {note}" for note in self.notes()]
         return [*lines, *notes, *self.update_lines, *self.written]
+
+
+def in_github_actions() -> bool:
+    return os.environ.get("GITHUB_ACTIONS") == "true"
 
 
 def _describe(exc: BaseException) -> str:

@@ -10,7 +10,7 @@ from projects import E2E_DEPTH, read_results, rankings, write_e2e_project
 from pytest_ragretrieval.retrievers.hybrid import fuse
 
 RUN = ("-p", "no:cacheprovider")
-DEPTH = 4
+DEPTH = 6
 RRF_K = 0
 RETRIEVERS = f"""
 [tool.ragretrieval.retrievers.vector]
@@ -55,6 +55,7 @@ def test_fuse_of_nothing_is_nothing() -> None:
 
 
 def test_hybrid_through_the_plugin_is_rrf_of_its_sources_at_its_depth(pytester: pytest.Pytester, minilm: Any) -> None:
+    """The last two checks are premises: on this corpus both the depth and rrf_k change the result."""
     write_e2e_project(pytester.path, RETRIEVERS, "cache")
     result = pytester.runpytest("--rag-update-baseline", "--rag-json", "results.json", *RUN)
     result.assert_outcomes(passed=6)
@@ -62,5 +63,6 @@ def test_hybrid_through_the_plugin_is_rrf_of_its_sources_at_its_depth(pytester: 
     vector, bm25, hybrid = (rankings(results, name) for name in ("vector", "bm25", "hybrid"))
     expected = {qid: rrf([vector[qid][:DEPTH], bm25[qid][:DEPTH]], RRF_K)[:E2E_DEPTH] for qid in hybrid}
     assert hybrid == expected
+    assert any(len(hybrid[qid]) < len(set(vector[qid]) | set(bm25[qid])) for qid in hybrid)
     assert any(rrf([vector[qid][:DEPTH], bm25[qid][:DEPTH]], 60)[:E2E_DEPTH] != expected[qid] for qid in hybrid)
     assert results["fingerprint"]["retrievers"]["hybrid"]["reads"]["vector"]["type"] == "vector"
