@@ -6,8 +6,6 @@ byte-identical file; `--rag-json` results add each retriever's latency and compa
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -15,6 +13,7 @@ from typing import Any, Mapping
 from . import __version__
 from .errors import BaselineError
 from .evaluate import RetrieverResult
+from .files import write_atomic
 from .loading import display
 
 FORMAT_VERSION = 1
@@ -84,22 +83,6 @@ def document(
 def dumps(doc: Mapping[str, Any]) -> str:
     """Sorted keys, two-space indent, real UTF-8 and a final newline: diffs well in review."""
     return json.dumps(doc, ensure_ascii=False, sort_keys=True, indent=2) + "\n"
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write beside the target, flush to disk, then rename: readers see the old file or the new."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as stream:
-            stream.write(text)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
 
 
 def _fail(path: Path, problem: str) -> BaselineError:

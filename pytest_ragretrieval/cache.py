@@ -8,12 +8,11 @@ half-written entry behind.
 from __future__ import annotations
 
 import hashlib
-import os
 import re
-import tempfile
 from pathlib import Path
 
 from .errors import RagError
+from .files import write_atomic
 from .loading import display
 
 MODES = ("readwrite", "readonly", "off")
@@ -31,22 +30,6 @@ def sha256(text: str) -> str:
 def slug(model_id: str) -> str:
     """A readable folder name; the hash suffix added by the caller keeps distinct ids apart."""
     return _UNSAFE.sub("_", model_id).strip("._")[:60] or "model"
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write beside the target, then rename over it: readers see the old file or the new one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(data)
-        os.replace(temporary, path)
-    except BaseException:
-        try:
-            os.unlink(temporary)
-        except FileNotFoundError:
-            pass
-        raise
 
 
 class Cache:

@@ -87,20 +87,6 @@ class Config:
                 return spec
         raise KeyError(name)
 
-    def closure(self, name: str) -> list[str]:
-        """`name` and every retriever it reads from, depth first, each once."""
-        order: list[str] = []
-
-        def visit(current: str) -> None:
-            if current in order:
-                return
-            order.append(current)
-            for source in self.retriever(current).sources:
-                visit(source)
-
-        visit(name)
-        return order
-
 
 def _read_toml(path: Path) -> dict[str, Any]:
     try:

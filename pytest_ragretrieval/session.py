@@ -7,13 +7,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .baseline import RERECORD, Baseline, Recorded, document, dumps, retriever_entry, write_atomic
+from .baseline import RERECORD, Baseline, Recorded, document, dumps, retriever_entry
 from .baseline import load as load_baseline
 from .compare import EPSILON, LatencyCheck, MetricCheck, Outcome, QuestionCheck, compare, fmt
 from .config import Config, load_config
 from .context import Workbench
 from .errors import ConfigError, RagError, RetrieverError, RetrieverUnavailable
 from .evaluate import RetrieverResult, run_retriever, score
+from .files import write_atomic
 from .fingerprint import chunks_digest, evalset_digest, global_changes, retriever_changes
 from .loading import display, load_chunks, load_evalset
 from .metrics import DEFINITIONS, METRICS_VERSION

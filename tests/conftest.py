@@ -5,7 +5,6 @@ modules first imported inside a test, and numpy cannot be imported twice in one 
 """
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import jieba  # noqa: F401
@@ -27,9 +26,3 @@ def minilm() -> Any:
     embedder = SentenceTransformerEmbedder()
     embedder.embed(["预热"])
     return embedder
-
-
-@pytest.fixture(scope="session")
-def e2e_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One embedding cache for end-to-end runs that do not test the cache: MiniLM embeds the corpus once."""
-    return tmp_path_factory.mktemp("rag-cache")

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from pytest_ragretrieval import cache as cache_module
+from pytest_ragretrieval import files as files_module
 from pytest_ragretrieval.cache import RECORD_COMMAND, Cache
 from pytest_ragretrieval.errors import RagError
 
@@ -52,7 +53,7 @@ def test_failed_put_keeps_the_old_entry(tmp_path: Path, monkeypatch: pytest.Monk
     def broken_replace(src: str, dst: str) -> None:
         raise OSError("disk full")
 
-    monkeypatch.setattr(cache_module.os, "replace", broken_replace)
+    monkeypatch.setattr(files_module.os, "replace", broken_replace)
     with pytest.raises(OSError, match="disk full"):
         space.put("k", b"new")
     monkeypatch.undo()

@@ -22,8 +22,21 @@ TEXTS = len({chunk["text"] for chunk in E2E_CHUNKS})
 EMBEDDER = "sentence-transformers:all-MiniLM-L6-v2"
 
 
+def seeded(hits: int, computed: int) -> str:
+    """The line resources.py prints once the table is seeded."""
+    return (
+        f"rag: seeded {len(E2E_CHUNKS)} chunks (384 dimensions, {hits} embeddings from the cache, "
+        f"{computed} computed, exact search) in *s"
+    )
+
+
 def vectors(cache: Path) -> list[Path]:
     return sorted((cache / "embeddings").rglob("*.npy"))
+
+
+def entries(cache: Path) -> dict[Path, tuple[int, int]]:
+    """Each cached vector's inode and modification time: a rewrite changes both."""
+    return {path: (path.stat().st_ino, path.stat().st_mtime_ns) for path in vectors(cache)}
 
 
 def test_a_second_run_embeds_nothing(pytester: pytest.Pytester) -> None:
@@ -31,23 +44,16 @@ def test_a_second_run_embeds_nothing(pytester: pytest.Pytester) -> None:
     write_e2e_project(pytester.path, RETRIEVERS, "cache")
     first = pytester.runpytest("--rag-update-baseline", "--rag-json", "first.json", *RUN)
     first.assert_outcomes(passed=4)
-    first.stdout.fnmatch_lines(
-        [
-            f"rag: embedding corpus with {EMBEDDER}: {TEXTS}/{TEXTS} in *s",
-            f"rag: seeded {len(E2E_CHUNKS)} chunks (384 dimensions, 0 embeddings from the cache, {TEXTS} computed, exact search) in *s",
-        ]
-    )
+    first.stdout.fnmatch_lines([f"rag: embedding corpus with {EMBEDDER}: {TEXTS}/{TEXTS} in *s", seeded(0, TEXTS)])
     stored = vectors(pytester.path / "cache")
     assert len(stored) == TEXTS + len(set(QUERIES.values()))
 
     second = pytester.runpytest("--rag-eval", "--rag-cache=readonly", "--rag-json", "second.json", *RUN)
     second.assert_outcomes(passed=4)
-    second.stdout.fnmatch_lines(
-        [f"rag: seeded {len(E2E_CHUNKS)} chunks (384 dimensions, {TEXTS} embeddings from the cache, 0 computed, exact search) in *s"]
-    )
+    second.stdout.fnmatch_lines([seeded(TEXTS, 0)])
     second.stdout.no_fnmatch_line("rag: embedding *")
     assert vectors(pytester.path / "cache") == stored
-    first_results, second_results = (read_results(pytester.path / name) for name in ("first.json", "second.json"))
+    first_results, second_results = (read_results(pytester.path / f"{run}.json") for run in ("first", "second"))
     assert rankings(second_results, "vector") == rankings(first_results, "vector")
 
 
@@ -57,9 +63,9 @@ def test_readonly_on_a_cold_cache_fails_vector_items_with_the_count_and_the_comm
     result.assert_outcomes(passed=2, failed=2)
     result.stdout.fnmatch_lines(
         [
-            f"cache cache/embeddings/sentence-transformers_all-MiniLM-L6-v2-* is readonly and lacks embeddings for {TEXTS} "
-            f"texts from '{EMBEDDER}'; run pytest --rag-eval --rag-cache=readwrite where the model (or API key) is available, "
-            "and commit/cache .rag-cache/"
+            f"cache cache/embeddings/sentence-transformers_all-MiniLM-L6-v2-* is readonly and lacks embeddings "
+            f"for {TEXTS} texts from '{EMBEDDER}'; run pytest --rag-eval --rag-cache=readwrite "
+            "where the model (or API key) is available, and commit/cache .rag-cache/"
         ]
     )
     result.stdout.fnmatch_lines(["FAILED rag::vector::ndcg@3*", "FAILED rag::vector::recall@9*"])
@@ -68,16 +74,14 @@ def test_readonly_on_a_cold_cache_fails_vector_items_with_the_count_and_the_comm
 
 
 def test_cache_off_neither_reads_nor_writes(pytester: pytest.Pytester) -> None:
-    """On a warm cache: off embeds every text again and leaves every entry untouched (a write replaces the file)."""
+    """On a warm cache, off embeds every text again and leaves every entry as it was (a write replaces the file)."""
     write_e2e_project(pytester.path, RETRIEVERS, "cache")
     pytester.runpytest("--rag-update-baseline", *RUN).assert_outcomes(passed=4)
-    before = {path: (path.stat().st_ino, path.stat().st_mtime_ns) for path in vectors(pytester.path / "cache")}
+    before = entries(pytester.path / "cache")
     result = pytester.runpytest("--rag-eval", "--rag-cache=off", *RUN)
     result.assert_outcomes(passed=4)
-    result.stdout.fnmatch_lines(
-        [f"rag: seeded {len(E2E_CHUNKS)} chunks (384 dimensions, 0 embeddings from the cache, {TEXTS} computed, exact search) in *s"]
-    )
-    assert {path: (path.stat().st_ino, path.stat().st_mtime_ns) for path in vectors(pytester.path / "cache")} == before
+    result.stdout.fnmatch_lines([seeded(0, TEXTS)])
+    assert entries(pytester.path / "cache") == before
 
 
 def test_cache_off_creates_no_cache_folder(pytester: pytest.Pytester) -> None:

@@ -92,7 +92,7 @@ def assert_left_as_it_was(dsn: str, before: dict[str, list[tuple[Any, ...]]]) ->
 def assert_password_hidden(result: pytest.RunResult) -> None:
     shown = result.stdout.str() + result.stderr.str()
     assert PASSWORD not in shown and quote(PASSWORD, safe="") not in shown
-    result.stdout.fnmatch_lines(["rag: database url: PostgreSQL * working schema rag_eval_* (url: existing server *) in *s"])
+    result.stdout.fnmatch_lines(["rag: database url: PostgreSQL * working schema rag_eval_* (url: existing server *)*"])
     assert "(url: existing server postgresql://postgres:***@/postgres?host=" in shown
 
 
@@ -118,7 +118,10 @@ def test_a_python_factory_queries_the_seeded_table_itself(pytester: pytest.Pytes
     assert all(len(ranking) == len(E2E_CHUNKS) for ranking in rankings(results, "own").values())
 
 
-def test_url_mode_leaves_the_server_as_it_was_when_a_retriever_raises(pytester: pytest.Pytester, server_dsn: str) -> None:
+def test_url_mode_leaves_the_server_as_it_was_when_a_retriever_raises(
+    pytester: pytest.Pytester, server_dsn: str
+) -> None:
+    """The raising retriever holds row locks in an open transaction when the run ends."""
     before = snapshot(server_dsn)
     pytester.makepyfile(broken=BROKEN)
     broken = '\n[tool.ragretrieval.retrievers.broken]\ntype = "python"\nfactory = "broken:make"\n'
@@ -149,7 +152,8 @@ def test_docker_mode_without_docker_fails_vector_items_only(pytester: pytest.Pyt
     result.stdout.fnmatch_lines(
         [
             f"--rag-db=docker: no Docker engine answered at {no_docker} (from DOCKER_HOST); start Docker, or use "
-            "--rag-db=embedded (a local Postgres from pgserver) or --rag-db=url with --rag-db-url DSN or RAG_EVAL_DATABASE_URL"
+            "--rag-db=embedded (a local Postgres from pgserver) or --rag-db=url with --rag-db-url DSN "
+            "or RAG_EVAL_DATABASE_URL"
         ]
     )
     result.stdout.fnmatch_lines(["FAILED rag::vector::ndcg@3*", "FAILED rag::vector::recall@9*"])
@@ -161,5 +165,5 @@ def test_auto_without_docker_says_it_used_embedded_and_why(pytester: pytest.Pyte
     result = pytester.runpytest("--rag-update-baseline", "--rag-db=auto", *RUN)
     result.assert_outcomes(passed=4)
     result.stdout.fnmatch_lines(
-        [f"rag: database embedded: PostgreSQL * (auto: no Docker engine answered at {no_docker} (from DOCKER_HOST)) in *s"]
+        [f"rag: database embedded: PostgreSQL * (auto: no Docker engine answered at {no_docker} (from DOCKER_HOST))*"]
     )

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from projects import E2E_CHUNKS, QUERIES, QUESTIONS, read_results, rankings, write_e2e_project
+from projects import E2E_CHUNKS, QUERIES, QUESTIONS, read_results, rankings, set_rankings, write_e2e_project
 from tiny_models import build_cross_encoder, cross_encoder_scores
 
 pytestmark = pytest.mark.usefixtures("minilm")
@@ -16,28 +16,40 @@ RUN = ("-p", "no:cacheprovider")
 DEPTH = 5
 TEXTS = {chunk["id"]: chunk["text"] for chunk in E2E_CHUNKS}
 MISSING = "nobody/no-such-reranker"
-SOURCES = """
+VECTOR_AND_BM25 = """
 [tool.ragretrieval.retrievers.vector]
 type = "vector"
 
 [tool.ragretrieval.retrievers.bm25]
 type = "bm25"
-
+"""
+SOURCES = VECTOR_AND_BM25 + """
 [tool.ragretrieval.retrievers.hybrid]
 type = "hybrid"
 sources = ["vector", "bm25"]
 depth = 6
+
+[tool.ragretrieval.retrievers.table]
+type = "python"
+factory = "table_retriever:make"
 """
+TABLE_POOL = ["refund-001", "travel-001", "faq-001", "error-002", "refund-002"]
+"""refund-001 before faq-001, its twin: ties must come out by id, against the pool's order."""
 
 
-def rerank_table(source: str, model: str, depth: int = DEPTH) -> str:
-    return f'\n[tool.ragretrieval.retrievers.rerank]\ntype = "rerank"\nsource = "{source}"\ndepth = {depth}\nmodel = "{model}"\n'
+def reranker(name: str, source: str, model: str, depth: int = DEPTH) -> str:
+    """A `[retrievers.NAME]` table of type rerank."""
+    return (
+        f'\n[tool.ragretrieval.retrievers.{name}]\ntype = "rerank"\n'
+        f'source = "{source}"\ndepth = {depth}\nmodel = "{model}"\n'
+    )
 
 
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Built once; scoring once here also imports CrossEncoder's modules before any inline run."""
-    folder = build_cross_encoder(tmp_path_factory.mktemp("models") / "tiny-ce", [*TEXTS.values(), *QUERIES.values()])
+    texts = [*TEXTS.values(), *QUERIES.values()]
+    folder = build_cross_encoder(tmp_path_factory.mktemp("models") / "tiny-ce", texts)
     cross_encoder_scores(folder, "预热", ["预热"])
     return folder
 
@@ -66,35 +78,48 @@ def score_files(cache: Path) -> list[Path]:
 
 @pytest.mark.usefixtures("no_hub")
 def test_rerank_reorders_the_pool_by_cross_encoder_scores_and_reruns_from_the_cache(project: pytest.Pytester) -> None:
-    write_e2e_project(project.path, SOURCES + rerank_table("hybrid", "reranker"), "cache")
+    """The second run has no model folder at all: it passes only if every score comes from the cache."""
+    retrievers = SOURCES + reranker("rerank", "hybrid", "reranker") + reranker("rerank_table", "table", "reranker")
+    write_e2e_project(project.path, retrievers, "cache")
+    set_rankings(project.path, {qid: TABLE_POOL for qid in QUERIES})
     first = project.runpytest("--rag-update-baseline", "--rag-json", "first.json", *RUN)
-    first.assert_outcomes(passed=8)
+    first.assert_outcomes(passed=12)
     results = read_results(project.path / "first.json")
-    pools = {qid: ranking[:DEPTH] for qid, ranking in rankings(results, "hybrid").items()}
-    expected = {}
-    for qid, pool in pools.items():
-        scores = cross_encoder_scores(project.path / "reranker", QUERIES[qid], [TEXTS[cid] for cid in pool])
-        expected[qid] = [cid for cid, _ in sorted(zip(pool, scores), key=lambda item: (-item[1], item[0]))]
-    assert rankings(results, "rerank") == expected
-    assert any(r.index("faq-001") + 1 == r.index("refund-001") for r in expected.values() if "faq-001" in r)
+    pools = {
+        "rerank": {qid: ranking[:DEPTH] for qid, ranking in rankings(results, "hybrid").items()},
+        "rerank_table": {qid: TABLE_POOL for qid in QUERIES},
+    }
+    for name, by_question in pools.items():
+        expected = {}
+        for qid, pool in by_question.items():
+            scores = cross_encoder_scores(project.path / "reranker", QUERIES[qid], [TEXTS[cid] for cid in pool])
+            expected[qid] = [cid for cid, _ in sorted(zip(pool, scores), key=lambda item: (-item[1], item[0]))]
+        assert rankings(results, name) == expected
+    assert all(r.index("faq-001") + 1 == r.index("refund-001") for r in rankings(results, "rerank_table").values())
     answerable = [q for q in QUESTIONS if relevant(q)]
-    pool_recall = sum(len(relevant(q) & set(pools[q["id"]])) / len(relevant(q)) for q in answerable) / len(answerable)
-    assert results["retrievers"]["rerank"]["diagnostics"] == {f"pool_recall@{DEPTH}": pytest.approx(pool_recall, abs=1e-6)}
+    recalls = [len(relevant(q) & set(pools["rerank"][q["id"]])) / len(relevant(q)) for q in answerable]
+    diagnostics = {f"pool_recall@{DEPTH}": pytest.approx(sum(recalls) / len(recalls), abs=1e-6)}
+    assert results["retrievers"]["rerank"]["diagnostics"] == diagnostics
     stored = score_files(project.path / "cache")
-    assert len(stored) == sum(len({TEXTS[cid] for cid in pool}) for pool in pools.values())
+    pairs = {(qid, TEXTS[cid]) for by_question in pools.values() for qid, pool in by_question.items() for cid in pool}
+    assert len(stored) == len(pairs)
 
     shutil.rmtree(project.path / "reranker")
     second = project.runpytest("--rag-eval", "--rag-json", "second.json", *RUN)
-    second.assert_outcomes(passed=8)
-    assert rankings(read_results(project.path / "second.json"), "rerank") == expected
+    second.assert_outcomes(passed=12)
+    again = read_results(project.path / "second.json")
+    assert {name: rankings(again, name) for name in pools} == {name: rankings(results, name) for name in pools}
     assert score_files(project.path / "cache") == stored
 
 
 def test_readonly_cache_without_the_scores_fails_the_reranker_with_the_pair_count(project: pytest.Pytester) -> None:
-    write_e2e_project(project.path, '[tool.ragretrieval.retrievers.bm25]\ntype = "bm25"\n' + rerank_table("bm25", "reranker", 3), "cache")
+    """The first question with candidates is where the run stops: its pool is the count of missing pairs."""
+    bm25 = '[tool.ragretrieval.retrievers.bm25]\ntype = "bm25"\n'
+    write_e2e_project(project.path, bm25 + reranker("rerank", "bm25", "reranker", depth=3), "cache")
     result = project.runpytest("--rag-update-baseline", "--rag-cache=readonly", "--rag-json", "results.json", *RUN)
     result.assert_outcomes(passed=2, failed=2)
-    first_pool = next(ranking[:3] for ranking in rankings(read_results(project.path / "results.json"), "bm25").values() if ranking)
+    bm25_rankings = rankings(read_results(project.path / "results.json"), "bm25")
+    first_pool = next(bm25_rankings[qid][:3] for qid in QUERIES if bm25_rankings[qid])
     result.stdout.fnmatch_lines(
         [
             f"cache cache/rerank/reranker-* is readonly and lacks rerank for {len(first_pool)} query-chunk pairs "
@@ -106,9 +131,11 @@ def test_readonly_cache_without_the_scores_fails_the_reranker_with_the_pair_coun
 
 @pytest.mark.usefixtures("no_hub")
 def test_a_model_that_cannot_load_skips_only_the_reranker(pytester: pytest.Pytester) -> None:
-    retrievers = SOURCES.split("[tool.ragretrieval.retrievers.hybrid]")[0] + rerank_table("bm25", MISSING)
-    write_e2e_project(pytester.path, retrievers, "cache")
-    reason = f"*SKIPPED [[]2[]] *cross-encoder '{MISSING}' could not be loaded (no local copy and no Hugging Face hub reachable)*"
+    write_e2e_project(pytester.path, VECTOR_AND_BM25 + reranker("rerank", "bm25", MISSING), "cache")
+    reason = (
+        f"*SKIPPED [[]2[]] *cross-encoder '{MISSING}' could not be loaded "
+        "(no local copy and no Hugging Face hub reachable)*"
+    )
     recorded = pytester.runpytest("--rag-update-baseline", "-rs", *RUN)
     recorded.assert_outcomes(passed=4, skipped=2)
     recorded.stdout.fnmatch_lines([reason])

@@ -1,7 +1,6 @@
 """The vector retriever through the plugin on the embedded database, against brute-force cosine."""
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import numpy

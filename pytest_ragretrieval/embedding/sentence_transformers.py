@@ -14,14 +14,11 @@ from typing import Any
 import numpy as np
 
 from ..errors import RagError
+from ..files import truthy
 from ..loading import display
 
 PACKAGED_NAME = "all-MiniLM-L6-v2"
 PACKAGED_ALIASES = (PACKAGED_NAME, f"sentence-transformers/{PACKAGED_NAME}")
-
-
-def _truthy(value: str | None) -> bool:
-    return (value or "").strip().lower() in ("1", "true", "yes", "on")
 
 
 class SentenceTransformerEmbedder:
@@ -71,7 +68,7 @@ class SentenceTransformerEmbedder:
             raise RagError(
                 f"embedder {self.id!r} needs sentence-transformers ({exc}); pip install 'pytest-ragretrieval[local]'"
             ) from None
-        local_only = local or _truthy(os.environ.get("HF_HUB_OFFLINE"))
+        local_only = local or truthy(os.environ.get("HF_HUB_OFFLINE"))
         try:
             return SentenceTransformer(source, device=self.device, local_files_only=local_only)
         except Exception as exc:

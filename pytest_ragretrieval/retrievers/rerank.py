@@ -9,6 +9,7 @@ from typing import Any, Callable, Sequence
 from urllib.parse import urlparse
 
 from ..errors import RetrieverUnavailable
+from ..files import truthy
 from ..tables import Table
 
 DEFAULT_MODEL = "BAAI/bge-reranker-base"
@@ -26,10 +27,6 @@ def parse(table: Table) -> dict[str, Any]:
 
 def sources(params: dict[str, Any]) -> list[str]:
     return [params["source"]]
-
-
-def _truthy(value: str | None) -> bool:
-    return (value or "").strip().lower() in ("1", "true", "yes", "on")
 
 
 def hub_reachable(timeout: float = 3.0) -> bool:
@@ -60,7 +57,7 @@ class CrossEncoderScorer:
         if self._encoder is None:
             local = (Path(self.root) / self.model).expanduser()
             target = str(local) if local.exists() else self.model
-            offline = local.exists() or _truthy(os.environ.get("HF_HUB_OFFLINE")) or not hub_reachable()
+            offline = local.exists() or truthy(os.environ.get("HF_HUB_OFFLINE")) or not hub_reachable()
             try:
                 from sentence_transformers import CrossEncoder
 

@@ -1,0 +1,99 @@
+"""`--rag-report PATH` and `--rag-html PATH` write the evaluation report from a real run."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from projects import GOLD, set_rankings, write_project
+
+RUN = ("-p", "no:cacheprovider")
+
+
+@pytest.fixture
+def regressed(pytester: pytest.Pytester) -> pytest.Pytester:
+    write_project(pytester.path)
+    assert pytester.runpytest("--rag-update-baseline", *RUN).ret == 0
+    set_rankings(pytester.path, dict(GOLD, q01=["travel-002", "travel-001"], q05=[], q06=["service-001"]))
+    return pytester
+
+
+def test_markdown_report_of_a_regression(regressed: pytest.Pytester) -> None:
+    result = regressed.runpytest("--rag-eval", "--rag-report", "reports/eval.md", *RUN)
+    result.assert_outcomes(passed=4, failed=4)
+    result.stdout.fnmatch_lines(["rag: wrote reports/eval.md"])
+    text = (regressed.path / "reports" / "eval.md").read_text(encoding="utf-8")
+    assert "结果 / result：❌" in text
+    assert "| table " in text and "0.7262 (-0.2738)" in text
+    assert "q05" in text and "q01" in text
+    assert "rag::table::ndcg@3" in text
+    assert "公司年会在哪里办" in text and "service-001" in text
+    assert "(error 2" not in text
+
+
+class Collector(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.bars: list[dict[str, str | None]] = []
+        self.rows: list[str | None] = []
+        self.gold: int = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        found = dict(attrs)
+        classes = (found.get("class") or "").split()
+        if tag == "rect" and "bar" in classes:
+            self.bars.append(found)
+        if tag == "tr" and "question" in classes:
+            self.rows.append(found.get("data-question"))
+        if tag == "li" and {"chunk", "gold"} <= set(classes):
+            self.gold += 1
+
+
+def test_html_report_of_a_real_run(regressed: pytest.Pytester) -> None:
+    regressed.runpytest("--rag-eval", "--rag-html", "reports/eval.html", *RUN)
+    page = (regressed.path / "reports" / "eval.html").read_text(encoding="utf-8")
+    parsed = Collector()
+    parsed.feed(page)
+    assert len(parsed.bars) == 2 * 4
+    assert {bar["data-retriever"] for bar in parsed.bars} == {"bm25", "table"}
+    assert parsed.rows == ["q01", "q02", "q03", "q04", "q05", "q06"]
+    assert parsed.gold > 0
+    assert "http://" not in page and "https://" not in page
+
+
+def test_html_report_renders_in_chromium(regressed: pytest.Pytester) -> None:
+    browser = next((shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome") if shutil.which(b)), None)
+    if browser is None:
+        pytest.skip("install Debian's chromium to run it")
+    regressed.runpytest("--rag-eval", "--rag-html", "eval.html", *RUN)
+    with tempfile.TemporaryDirectory() as profile:
+        dom = subprocess.run(
+            [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             f"--user-data-dir={profile}", "--dump-dom", (regressed.path / "eval.html").as_uri()],
+            capture_output=True, text=True, timeout=60,
+        ).stdout
+    parsed = Collector()
+    parsed.feed(dom)
+    assert len(parsed.bars) == 8
+    assert f'data-gold-count="{parsed.gold}"' in dom
+
+
+def test_github_actions_summary_and_annotations(regressed: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    summary = regressed.path / "summary.md"
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    result = regressed.runpytest("--rag-eval", *RUN)
+    result.stdout.fnmatch_lines(["::error file=baselines/retrieval.json,title=rag%3A table ndcg@3::ndcg@3 of 'table' fell*"])
+    assert sum(1 for line in result.stdout.lines if line.startswith("::error ")) == 4
+    assert "table" in summary.read_text(encoding="utf-8")
+
+
+def test_no_github_output_outside_actions(regressed: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    result = regressed.runpytest("--rag-eval", *RUN)
+    assert not any(line.startswith("::error") for line in result.stdout.lines)
