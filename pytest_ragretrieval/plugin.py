@@ -189,8 +189,14 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     rag = terminalreporter.config.stash.get(SESSION, None)
     if rag is None or not rag.runs and not rag.update_lines:
         return
+    from .errors import RagError
+
     terminalreporter.section("rag retrieval")
-    for line in rag.summary_lines():
+    try:
+        lines = rag.summary_lines()
+    except RagError as exc:
+        lines = [f"rag: error: {exc}"]
+    for line in lines:
         terminalreporter.write_line(line)
     for line in rag.annotations:
         terminalreporter.write_line(line)

@@ -17,13 +17,14 @@ from .evaluate import RetrieverResult, run_retriever, score
 from .files import write_atomic
 from .fingerprint import chunks_digest, evalset_digest, global_changes, retriever_changes
 from .loading import display, load_chunks, load_evalset
-from .metrics import DEFINITIONS, METRICS_VERSION
+from .metrics import METRICS_VERSION
 from .progress import Output, PlainOutput, Progress
 from .records import Chunk, Question
-from .reportdata import ChunkView, Comparison, Failure, QuestionView, ReportInput, RetrieverView
+from .reportdata import Comparison, ReportInput
 from .report import latency_summary, summary_lines
 from .resources import Resources, database_mode, database_url
 from .tokens import describe
+from .views import report_input
 from .update import RunState, plan_update
 
 
@@ -160,6 +161,10 @@ class RagSession:
         self.selected = list(keys)
 
     @property
+    def resources(self) -> Resources:
+        return self._resources
+
+    @property
     def bench(self) -> Workbench:
         if self._bench is None:
             self._bench = Workbench(self.config, self.chunks, self._resources)
@@ -214,7 +219,10 @@ class RagSession:
         spec = self.config.retriever(name)
         fp = dict(spec.fingerprint)
         if spec.type == "vector":
-            fp["embedding"] = self._resources.embedding_fingerprint()
+            try:
+                fp["embedding"] = self._resources.embedding_fingerprint()
+            except RagError as exc:
+                fp["embedding"] = {"id": self.config.embedding_id or self.config.embedding, "error": str(exc)}
             fp["index"] = self.config.index.fingerprint
         if spec.type == "python":
             fp["embedding"] = self.config.embedding_id or self.config.embedding
@@ -256,7 +264,10 @@ class RagSession:
 
     def outcome(self, key: ItemKey) -> Outcome:
         """The verdict of one item; failing ones are kept for the reports and annotations."""
-        found = self._outcome(key)
+        try:
+            found = self._outcome(key)
+        except RagError as exc:
+            found = Outcome(False, str(exc))
         if not found.passed:
             self.failures[key] = found
         return found
@@ -341,7 +352,7 @@ class RagSession:
         if self.options.json_path is not None and self.runs:
             self._write(self.options.json_path, dumps(self.results_document()))
         if self.runs and (self.options.report_path or self.options.html_path or in_github_actions()):
-            self._write_reports(self.report_input())
+            self._write_reports(report_input(self))
         if self.options.update and self.runs:
             self._update_baseline()
         if self._bench is not None:
@@ -364,57 +375,6 @@ class RagSession:
             if summary:
                 with open(summary, "a", encoding="utf-8") as stream:
                     stream.write(step_summary(data) + "\n")
-
-    def report_input(self) -> ReportInput:
-        """Everything the Markdown, HTML and GitHub reports show, from this session's runs."""
-        views = tuple(self._view(spec.name, spec.type) for spec in self.config.retrievers if spec.name in self.runs)
-        rerankers = tuple(spec.params["model"] for spec in self.config.retrievers if spec.type == "rerank")
-        failures = tuple(
-            Failure(f"rag::{key.retriever}::{key.nodeid_name}", key.retriever, key.name, "\n".join(outcome.lines))
-            for key, outcome in sorted(self.failures.items())
-        )
-        return ReportInput(
-            k=self.config.k,
-            metrics=tuple(spec.label for spec in self.config.metrics),
-            definitions={spec.label: DEFINITIONS[spec.name] for spec in self.config.metrics},
-            questions=tuple(QuestionView(q.id, q.query, q.tags, dict(q.relevance)) for q in self.questions),
-            chunks={c.id: ChunkView(c.id, c.text, c.doc) for c in self.chunks},
-            retrievers=views,
-            embedder=self._resources.embedder_description,
-            rerankers=rerankers,
-            database=self._resources.database_description,
-            baseline_path=display(self.config.baseline),
-            comparable=self.baseline is not None and self.comparable() is None,
-            notes=tuple(self.notes()),
-            failures=failures,
-        )
-
-    def _view(self, name: str, kind: str) -> RetrieverView:
-        run = self.runs[name]
-        if run.skipped is not None:
-            return RetrieverView(name, kind, "skipped", run.skipped)
-        if run.error is not None or run.result is None:
-            return RetrieverView(name, kind, "error", str(run.error))
-        result = run.result
-        recorded = self.recorded(name)
-        latency = latency_summary(result)
-        comparisons = {label: c for label in result.metrics if (c := self.comparison(name, label)) is not None}
-        return RetrieverView(
-            name, kind, "ran",
-            metrics=dict(result.metrics),
-            tags={tag: dict(values) for tag, values in result.tags.items()},
-            rankings={q.id: q.ranking for q in result.questions},
-            values={q.id: dict(q.values) for q in result.questions},
-            comparisons=comparisons,
-            baseline_tags=dict(recorded.tags) if recorded else {},
-            baseline_rankings={qid: q.ranking for qid, q in recorded.questions.items()} if recorded else {},
-            baseline_values={qid: dict(q.metrics) for qid, q in recorded.questions.items()} if recorded else {},
-            no_answer_total=result.no_answer_total,
-            no_answer_empty=result.no_answer_empty,
-            latency_p50=latency["p50"],
-            latency_p95=latency["p95"],
-            diagnostics=dict(run.diagnostics),
-        )
 
     def close(self) -> None:
         if hasattr(self, "_resources"):
