@@ -18,7 +18,7 @@ from .baseline import Baseline, Recorded, parse
 from .compare import EPSILON, fmt, signed
 from .config import Config, load_config
 from .errors import BaselineError, ConfigError, RagError
-from .fingerprint import changed_paths
+from .fingerprint import changed_paths, global_changes
 from .loading import display, load_chunks, load_evalset
 from .metrics import METRICS
 from .records import Chunk, Question
@@ -222,11 +222,16 @@ def metric_order(label: str) -> tuple[int, int, str]:
 
 
 def fingerprint_lines(old: Baseline, new: Baseline) -> list[str]:
-    changed = changed_paths(old.fingerprint, new.fingerprint)
+    """The global fields, and the retrievers both files hold, whose fingerprints differ."""
+    changed = global_changes(old.fingerprint, new.fingerprint)
+    before = old.fingerprint.get("retrievers", {})
+    after = new.fingerprint.get("retrievers", {})
+    for name in sorted(set(before) & set(after)):
+        changed += changed_paths(before[name], after[name], f"retrievers.{name}")
     if not changed:
         return []
     return [
-        f"not comparable: the fingerprints differ in {', '.join(changed)}; "
+        f"not comparable: the fingerprints differ in {', '.join(sorted(changed))}; "
         "the numbers below come from different set-ups (pitfalls 3-4)"
     ]
 

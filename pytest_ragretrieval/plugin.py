@@ -57,6 +57,13 @@ def pytest_configure(config: pytest.Config) -> None:
     option = config.option
     if not (option.rag_eval or option.rag_update_baseline):
         return
+    if getattr(option, "numprocesses", None) and (
+        option.rag_update_baseline or option.rag_json or option.rag_report or option.rag_html
+    ):
+        raise pytest.UsageError(
+            "--rag-update-baseline, --rag-json, --rag-report and --rag-html need every item in one process; "
+            "run them without pytest-xdist's -n (plain --rag-eval works with -n)"
+        )
     from .errors import RagError
     from .session import Options, RagSession
 

@@ -245,6 +245,16 @@ def test_diff_of_a_file_with_itself_is_clean(project: Path, capsys: pytest.Captu
     assert out[-1] == "0 metrics dropped, 0 improved"
 
 
+def test_diff_ignores_fingerprints_of_retrievers_only_one_file_holds(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A baseline leaves out a retriever that could not run; results name every configured one."""
+    old = write_results(project / "old.json", OLD)
+    wider = {**FINGERPRINT, "retrievers": {**FINGERPRINT["retrievers"], "rerank": {"model": "m"}}}
+    new = write_results(project / "new.json", OLD, fingerprint=wider)
+    code, out, _ = run(capsys, "diff", old, new)
+    assert code == 0
+    assert not any(line.startswith("not comparable") for line in out)
+
+
 # --config
 
 
