@@ -151,7 +151,7 @@ def configuration(data: ReportInput) -> list[str]:
 
 
 def metrics_row(data: ReportInput, view: RetrieverView) -> str:
-    head = el("td", e(view.name)) + el("td", e(view.type)) + el("td", e(status_text(view)), cls="status")
+    head = el("td", e(view.name)) + el("td", e(view.type)) + el("td", e(view.status), cls="status", title=view.reason or None)
     if view.status != "ran":
         cells = "".join(el("td", "—", cls="num", data_metric=label) for label in data.metrics)
         tail = num_td("—") + num_td("—")
@@ -181,6 +181,10 @@ def significance(data: ReportInput) -> list[str]:
 def metrics(data: ReportInput) -> list[str]:
     headers = ["retriever", "type", "status", *data.metrics, "no-answer empty", "latency p50/p95 ms"]
     body = html_table(headers, [metrics_row(data, view) for view in data.retrievers], id="metrics")
+    reasons = [el("li", e(f"{view.name}: {status_text(view)}"), data_retriever=view.name)
+               for view in data.retrievers if view.status != "ran"]
+    if reasons:
+        body.append(el("ul", "".join(reasons), cls="reasons"))
     if any(metric_cell(view, label)[1] is not None for view in ran(data) for label in data.metrics):
         body.append(el("p", e(DELTA_HINT)))
     body += chart(data)

@@ -195,7 +195,7 @@ def metrics_table(data: ReportInput) -> list[str]:
     rows = []
     for view in data.retrievers:
         if view.status != "ran":
-            rows.append([esc(view.name), esc(view.type), esc(status_text(view)), *["—"] * (len(data.metrics) + 2)])
+            rows.append([esc(view.name), esc(view.type), esc(view.status), *["—"] * (len(data.metrics) + 2)])
             continue
         cells = [with_delta(*metric_cell(view, label)) for label in data.metrics]
         empty = f"{view.no_answer_empty}/{view.no_answer_total}" if view.no_answer_total else "—"
@@ -217,6 +217,9 @@ def significance_table(data: ReportInput) -> list[str]:
 
 def metrics_section(data: ReportInput) -> list[str]:
     lines = [f"## {HEADINGS['metrics']}", "", *metrics_table(data)]
+    reasons = [f"- {esc(view.name)}: {esc(status_text(view))}" for view in data.retrievers if view.status != "ran"]
+    if reasons:
+        lines += ["", *reasons]
     if any(metric_cell(view, label)[1] is not None for view in ran(data) for label in data.metrics):
         lines += ["", DELTA_HINT]
     if has_significance(data):

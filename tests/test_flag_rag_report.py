@@ -1,14 +1,12 @@
 """`--rag-report PATH` and `--rag-html PATH` write the evaluation report from a real run."""
 from __future__ import annotations
 
-import shutil
-import subprocess
-import tempfile
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
 
+from browser import MISSING, browser, dump_dom
 from projects import GOLD, set_rankings, write_project
 
 RUN = ("-p", "no:cacheprovider")
@@ -66,17 +64,11 @@ def test_html_report_of_a_real_run(regressed: pytest.Pytester) -> None:
 
 
 def test_html_report_renders_in_chromium(regressed: pytest.Pytester) -> None:
-    browser = next((shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome") if shutil.which(b)), None)
-    if browser is None:
-        pytest.skip("install Debian's chromium to run it")
+    executable = browser()
+    if executable is None:
+        pytest.skip(MISSING)
     regressed.runpytest("--rag-eval", "--rag-html", "eval.html", *RUN)
-    with tempfile.TemporaryDirectory() as profile:
-        dom = subprocess.run(
-            [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-             "--disable-background-networking", "--disable-component-update", "--disable-sync",
-             f"--user-data-dir={profile}", "--dump-dom", (regressed.path / "eval.html").as_uri()],
-            capture_output=True, text=True, timeout=60,
-        ).stdout
+    dom = dump_dom(executable, regressed.path / "eval.html").stdout
     parsed = Collector()
     parsed.feed(dom)
     assert len(parsed.bars) == 8

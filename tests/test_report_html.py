@@ -2,13 +2,12 @@
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
 from dataclasses import dataclass, field, replace
 from html.parser import HTMLParser
 
 import pytest
 
+from browser import MISSING, browser, dump_dom
 from pytest_ragretrieval.report_html import render_html
 from pytest_ragretrieval.reportdata import Comparison, ReportInput, RetrieverView, sample_input
 
@@ -101,7 +100,9 @@ def check_metrics_table(doc: Node) -> None:
     assert hybrid.one("td", data_metric="precision@5").text == "0.3000 (+0.0000)"
     skipped = body.one("tr", data_retriever="hybrid_rerank")
     assert skipped.attrs["data-status"] == "skipped"
-    assert skipped.one("td", "status").text == "skipped: cross-encoder not available"
+    assert skipped.one("td", "status").text == "skipped"
+    assert skipped.one("td", "status").attrs["title"] == "cross-encoder not available"
+    assert doc.one("ul", "reasons").text == "hybrid_rerank: skipped: cross-encoder not available"
 
 
 def check_chart(doc: Node) -> None:
@@ -204,7 +205,8 @@ def test_error_retriever_row_and_no_failures() -> None:
     broken = RetrieverView(name="bm25", type="bm25", status="error", reason="index <missing>")
     doc = parse(render_html(replace(data, retrievers=(*data.retrievers, broken), failures=())))
     row = doc.one("table", id="metrics").one("tr", data_retriever="bm25")
-    assert row.attrs["data-status"] == "error" and row.one("td", "status").text == "error: index <missing>"
+    assert row.attrs["data-status"] == "error" and row.one("td", "status").text == "error"
+    assert "bm25: error: index <missing>" in doc.one("ul", "reasons").text
     assert not doc.find("ul", id="failures") and doc.one("p", id="verdict").attrs["data-failures"] == "0"
     assert len(doc.find("rect", "bar")) == 2
 
@@ -237,26 +239,15 @@ def test_same_input_same_bytes() -> None:
     assert render_html(sample_input()).encode() == render_html(sample_input()).encode()
 
 
-CHROMIUM_FLAGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-]
-
-
 @pytest.fixture(scope="module")
 def browser_dom(tmp_path_factory: pytest.TempPathFactory) -> Node:
     """The DOM headless Chromium built from the sample page, after its inline script ran."""
-    chromium = shutil.which("chromium")
-    if chromium is None:
-        pytest.skip("install Debian's chromium to run it")
-    tmp = tmp_path_factory.mktemp("chromium")
-    page = tmp / "report.html"
+    executable = browser()
+    if executable is None:
+        pytest.skip(MISSING)
+    page = tmp_path_factory.mktemp("chromium") / "report.html"
     page.write_text(render_html(sample_input()), encoding="utf-8")
-    profile = tmp / "profile"
-    done = subprocess.run(
-        [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--dump-dom", page.as_uri()],
-        capture_output=True, text=True, timeout=60, check=False,
-    )
+    done = dump_dom(executable, page)
     assert done.returncode == 0, done.stderr[-2000:]
     return parse(done.stdout)
 
