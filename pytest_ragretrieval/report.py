@@ -47,6 +47,7 @@ def summary_lines(config: Config, runs: Mapping[str, Any], baseline: Baseline | 
     no_answer: list[str] = []
     wrongly_empty: list[str] = []
     latency: list[str] = []
+    diagnostics: list[str] = []
     for spec in config.retrievers:
         run = runs.get(spec.name)
         if run is None:
@@ -71,6 +72,7 @@ def summary_lines(config: Config, runs: Mapping[str, Any], baseline: Baseline | 
             no_answer.append(f"{spec.name} {result.no_answer_empty}/{result.no_answer_total}")
         if result.answerable_empty:
             wrongly_empty.append(f"{spec.name} {result.answerable_empty}/{answerable}")
+        diagnostics.extend(f"{spec.name} {label} {fmt(value)}" for label, value in sorted(run.diagnostics.items()))
         summary = latency_summary(result)
         latency.append(f"{spec.name} {summary['p50']:.1f}/{summary['p95']:.1f}")
     lines = [f"k={config.k}" + (f", {answerable} answerable questions" if answerable is not None else "")]
@@ -87,6 +89,11 @@ def summary_lines(config: Config, runs: Mapping[str, Any], baseline: Baseline | 
         lines.append("answerable questions that wrongly got an empty result: " + ", ".join(wrongly_empty))
     if latency:
         lines.append("latency per question p50/p95 ms: " + ", ".join(latency))
+    if diagnostics:
+        lines.append(
+            "diagnostics (ann_recall: the ANN index against exact search; pool_recall: the ceiling of a reranker): "
+            + ", ".join(diagnostics)
+        )
     if baseline is not None and not comparable:
         lines.append("deltas not shown: the baseline's fingerprint differs from this run's")
     return lines

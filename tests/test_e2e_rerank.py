@@ -100,6 +100,7 @@ def test_rerank_reorders_the_pool_by_cross_encoder_scores_and_reruns_from_the_ca
     recalls = [len(relevant(q) & set(pools["rerank"][q["id"]])) / len(relevant(q)) for q in answerable]
     diagnostics = {f"pool_recall@{DEPTH}": pytest.approx(sum(recalls) / len(recalls), abs=1e-6)}
     assert results["retrievers"]["rerank"]["diagnostics"] == diagnostics
+    first.stdout.fnmatch_lines([f"diagnostics (ann_recall: *): rerank pool_recall@{DEPTH} *, rerank_table pool_recall@{DEPTH} *"])
     stored = score_files(project.path / "cache")
     pairs = {(qid, TEXTS[cid]) for by_question in pools.values() for qid, pool in by_question.items() for cid in pool}
     assert len(stored) == len(pairs)
