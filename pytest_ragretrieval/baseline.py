@@ -13,7 +13,6 @@ from typing import Any, Mapping
 from . import __version__
 from .errors import BaselineError
 from .evaluate import RetrieverResult
-from .files import write_atomic
 from .loading import display
 
 FORMAT_VERSION = 1

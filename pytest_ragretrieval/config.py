@@ -144,16 +144,16 @@ def _tolerance(table: Table) -> Tolerance:
 
 
 def _index(table: Table) -> IndexSettings:
-    kind = table.str("index", "exact", choices=("exact", "hnsw"))
+    kind = table.text("index", "exact", choices=("exact", "hnsw"))
     hnsw = table.raw("hnsw", {})
     if not isinstance(hnsw, dict):
         raise table.error("hnsw", "must be a table with m, ef_construction, ef_search")
     sub = Table(hnsw, f"{table.where} hnsw")
     settings = IndexSettings(
         kind=kind,
-        m=sub.int("m", 16, minimum=2),
-        ef_construction=sub.int("ef_construction", 64, minimum=4),
-        ef_search=sub.int("ef_search", 40, minimum=1),
+        m=sub.integer("m", 16, minimum=2),
+        ef_construction=sub.integer("ef_construction", 64, minimum=4),
+        ef_search=sub.integer("ef_search", 40, minimum=1),
     )
     sub.finish()
     return settings
@@ -212,11 +212,11 @@ def load_config(config_option: str | None, rootpath: Path) -> Config:
         return place(source, f"{dotted}.retrievers.{name}" if dotted else f"retrievers.{name}")
 
     def path(key: str, default: Any = None) -> Path:
-        value = table.str(key) if default is None else table.str(key, default)
+        value = table.text(key) if default is None else table.text(key, default)
         return (root / value).resolve()
 
-    k = table.int("k", 5, minimum=1)
-    metric_names = table.str_list("metrics", list(DEFAULT_METRICS))
+    k = table.integer("k", 5, minimum=1)
+    metric_names = table.texts("metrics", list(DEFAULT_METRICS))
     metrics = []
     for text in metric_names:
         try:
@@ -225,12 +225,12 @@ def load_config(config_option: str | None, rootpath: Path) -> Config:
             raise table.error("metrics", str(exc)) from None
     if len({spec.label for spec in metrics}) != len(metrics):
         raise table.error("metrics", "names the same metric and cutoff twice")
-    embedding = table.str("embedding", DEFAULT_EMBEDDING)
+    embedding = table.text("embedding", DEFAULT_EMBEDDING)
     if not embedding.startswith(("sentence-transformers:", "openai:", "python:")):
         raise table.error(
             "embedding", "must start with 'sentence-transformers:', 'openai:' or 'python:', got " + repr(embedding)
         )
-    embedding_id = table.str("embedding_id", None)
+    embedding_id = table.text("embedding_id", None)
     if embedding.startswith("python:") and embedding_id is None:
         raise table.error("embedding_id", "is required with a python: embedder, so the fingerprint can name it")
     config = Config(
@@ -242,20 +242,20 @@ def load_config(config_option: str | None, rootpath: Path) -> Config:
         baseline=path("baseline", "baselines/retrieval.json"),
         k=k,
         metrics=tuple(metrics),
-        tokenizer=table.str("tokenizer", "jieba", choices=TOKENIZERS),
+        tokenizer=table.text("tokenizer", "jieba", choices=TOKENIZERS),
         tolerance=_tolerance(table),
         retrievers=_retrievers(table, label),
-        db=table.str("db", "auto", choices=DB_MODES),
+        db=table.text("db", "auto", choices=DB_MODES),
         embedding=embedding,
         embedding_id=embedding_id,
-        embedding_base_url=table.str("embedding_base_url", None),
-        embedding_batch_size=table.int("embedding_batch_size", 64, minimum=1),
+        embedding_base_url=table.text("embedding_base_url", None),
+        embedding_batch_size=table.integer("embedding_batch_size", 64, minimum=1),
         cache_dir=path("cache", ".rag-cache"),
         index=_index(table),
-        significance=table.str("significance", "none", choices=SIGNIFICANCE),
+        significance=table.text("significance", "none", choices=SIGNIFICANCE),
         alpha=table.number("alpha", 0.05, minimum=0.0, maximum=1.0),
-        min_questions=table.int("min_questions", 20, minimum=1),
-        fail_on=tuple(table.str_list("fail_on", ["metric"])),
+        min_questions=table.integer("min_questions", 20, minimum=1),
+        fail_on=tuple(table.texts("fail_on", ["metric"])),
     )
     for entry in config.fail_on:
         if entry not in FAIL_ON:

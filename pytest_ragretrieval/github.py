@@ -58,5 +58,5 @@ def annotation(failure: Failure, baseline_path: str) -> str:
     return f"::error {','.join(properties)}::{escape_data(failure.message or failure.nodeid)}"
 
 
-def annotations(data: ReportInput) -> list[str]:
+def error_annotations(data: ReportInput) -> list[str]:
     return [annotation(failure, data.baseline_path) for failure in data.failures]

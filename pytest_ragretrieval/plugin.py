@@ -11,7 +11,7 @@ import pytest
 
 if TYPE_CHECKING:
     from .compare import Outcome
-    from .session import ItemKey, RagSession
+    from .session import ItemKey, RagSession  # noqa: F401 (named in SESSION's string annotation)
 
 SESSION = pytest.StashKey["RagSession"]()
 MARKER = "rag_eval"

@@ -147,7 +147,7 @@ class RagSession:
     def item_keys(self) -> list[ItemKey]:
         """Per retriever: one item per metric, per answerable question with fail_on "question",
         and a latency item when `max_latency_ms` is set."""
-        keys = []
+        keys: list[ItemKey] = []
         for spec in self.config.retrievers:
             keys.extend(ItemKey(spec.name, "metric", metric.label) for metric in self.config.metrics)
             if "question" in self.config.fail_on:
@@ -294,9 +294,9 @@ class RagSession:
         if key.kind == "question":
             question = next(q for q in self.questions if q.id == key.name)
             return QuestionCheck(key.retriever, question, self.config.k).evaluate(recorded, run.result)
-        spec = next(s for s in self.config.metrics if s.label == key.name)
+        metric = next(s for s in self.config.metrics if s.label == key.name)
         check = MetricCheck(
-            key.retriever, spec, self.config.tolerance.for_metric(spec), self.config.significance, self.config.alpha
+            key.retriever, metric, self.config.tolerance.for_metric(metric), self.config.significance, self.config.alpha
         )
         return check.evaluate(recorded, run.result, self.comparison(key.retriever, key.name))
 
@@ -368,9 +368,9 @@ class RagSession:
 
             self._write(self.options.html_path, render_html(data))
         if in_github_actions():
-            from .github import annotations, step_summary
+            from .github import error_annotations, step_summary
 
-            self.annotations = annotations(data)
+            self.annotations = error_annotations(data)
             summary = os.environ.get("GITHUB_STEP_SUMMARY")
             if summary:
                 with open(summary, "a", encoding="utf-8") as stream:

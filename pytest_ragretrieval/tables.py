@@ -31,7 +31,7 @@ class Table:
     def has(self, key: str) -> bool:
         return key in self.data
 
-    def str(self, key: str, default: Any = _MISSING, choices: Iterable[str] | None = None) -> Any:
+    def text(self, key: str, default: Any = _MISSING, choices: Iterable[str] | None = None) -> Any:
         given, value = self._get(key, default)
         if not given:
             return value
@@ -42,7 +42,7 @@ class Table:
             raise self.error(key, f"must be one of {', '.join(map(repr, options))}, got {value!r}")
         return value
 
-    def int(self, key: str, default: Any = _MISSING, minimum: int | None = None) -> Any:
+    def integer(self, key: str, default: Any = _MISSING, minimum: int | None = None) -> Any:
         given, value = self._get(key, default)
         if not given:
             return value
@@ -69,7 +69,7 @@ class Table:
             raise self.error(key, f"must be <= {maximum}, got {value}")
         return float(value)
 
-    def str_list(self, key: str, default: Any = _MISSING, non_empty: bool = True) -> Any:
+    def texts(self, key: str, default: Any = _MISSING, non_empty: bool = True) -> Any:
         given, value = self._get(key, default)
         if not given:
             return value

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
 from .baseline import Baseline, document, retriever_entry
 from .compare import fmt
@@ -127,7 +127,7 @@ def plan_update(
         same_params = comparable_old is not None and old_fp.get(name) == fingerprint["retrievers"][name]
         if name in selected and state is not None and state.result is not None:
             fresh = retriever_entry(state.result)
-            if same_params and selected[name] != all_labels:
+            if comparable_old is not None and same_params and selected[name] != all_labels:
                 entries[name] = _merge(comparable_old, fresh, selected[name], all_labels)
             else:
                 entries[name] = _restrict(fresh, selected[name])

@@ -5,6 +5,7 @@ modules first imported inside a test, and numpy cannot be imported twice in one 
 """
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import jieba  # noqa: F401
@@ -26,3 +27,13 @@ def minilm() -> Any:
     embedder = SentenceTransformerEmbedder()
     embedder.embed(["预热"])
     return embedder
+
+
+@pytest.fixture
+def no_docker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """DOCKER_HOST at a socket nobody listens on: "no Docker engine", whatever this machine has."""
+    host = f"unix://{tmp_path}/absent.sock"
+    monkeypatch.setenv("DOCKER_HOST", host)
+    for name in ("DOCKER_TLS_VERIFY", "DOCKER_CERT_PATH", "DOCKER_CONTEXT"):
+        monkeypatch.delenv(name, raising=False)
+    return host

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from projects import GOLD, set_rankings, synthetic, write_project
+from projects import set_rankings, synthetic, write_project
 
 RUN = ("-p", "no:cacheprovider")
 

@@ -252,15 +252,6 @@ def test_unknown_modes() -> None:
         open_database(Choice("auto", "test"))
 
 
-@pytest.fixture
-def no_docker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    host = f"unix://{tmp_path}/absent.sock"
-    monkeypatch.setenv("DOCKER_HOST", host)
-    for name in ("DOCKER_TLS_VERIFY", "DOCKER_CERT_PATH", "DOCKER_CONTEXT"):
-        monkeypatch.delenv(name, raising=False)
-    return host
-
-
 def test_docker_mode_without_docker_names_the_alternatives(no_docker: str) -> None:
     with pytest.raises(DatabaseError) as caught:
         choose("docker", None)

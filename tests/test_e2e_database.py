@@ -4,7 +4,6 @@ from __future__ import annotations
 import json
 import re
 import warnings
-from pathlib import Path
 from typing import Any, Iterator
 from urllib.parse import quote
 
@@ -94,15 +93,6 @@ def assert_password_hidden(result: pytest.RunResult) -> None:
     assert PASSWORD not in shown and quote(PASSWORD, safe="") not in shown
     result.stdout.fnmatch_lines(["rag: database url: PostgreSQL * working schema rag_eval_* (url: existing server *)*"])
     assert "(url: existing server postgresql://postgres:***@/postgres?host=" in shown
-
-
-@pytest.fixture
-def no_docker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    host = f"unix://{tmp_path}/absent.sock"
-    monkeypatch.setenv("DOCKER_HOST", host)
-    for name in ("DOCKER_TLS_VERIFY", "DOCKER_CERT_PATH", "DOCKER_CONTEXT"):
-        monkeypatch.delenv(name, raising=False)
-    return host
 
 
 def test_a_python_factory_queries_the_seeded_table_itself(pytester: pytest.Pytester) -> None:

@@ -3,13 +3,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from pytest_ragretrieval.github import SUMMARY_CHANGES, annotations, escape_data, escape_property, step_summary
+from pytest_ragretrieval.github import SUMMARY_CHANGES, error_annotations, escape_data, escape_property, step_summary
 from pytest_ragretrieval.report_markdown import HEADINGS
 from pytest_ragretrieval.reportdata import Failure, QuestionView, sample_input
 
 
 def test_one_error_line_per_failure_on_the_baseline_file() -> None:
-    assert annotations(sample_input()) == [
+    assert error_annotations(sample_input()) == [
         "::error file=baselines/retrieval.json,title=rag%3A hybrid ndcg@5::"
         "ndcg@5 of 'hybrid' fell from 0.8500 to 0.7500"
     ]
@@ -18,7 +18,7 @@ def test_one_error_line_per_failure_on_the_baseline_file() -> None:
 def test_multi_line_messages_and_odd_names_are_escaped() -> None:
     failure = Failure("rag::a,b::ndcg@5", "a,b:c", "ndcg@5", "fell 10%\r\nq01: 1.0 -> 0.5\nq02")
     data = replace(sample_input(), failures=(failure,), baseline_path="base,lines/r:1.json")
-    (line,) = annotations(data)
+    (line,) = error_annotations(data)
     assert line == (
         "::error file=base%2Clines/r%3A1.json,title=rag%3A a%2Cb%3Ac ndcg@5::"
         "fell 10%25%0D%0Aq01: 1.0 -> 0.5%0Aq02"
@@ -33,9 +33,9 @@ def test_escaping_rules() -> None:
 
 
 def test_no_failures_no_annotations_and_no_file_without_a_baseline_path() -> None:
-    assert annotations(replace(sample_input(), failures=())) == []
+    assert error_annotations(replace(sample_input(), failures=())) == []
     data = replace(sample_input(), baseline_path="", failures=(Failure("rag::startup", "", "", ""),))
-    assert annotations(data) == ["::error title=rag%3A rag%3A%3Astartup::rag::startup"]
+    assert error_annotations(data) == ["::error title=rag%3A rag%3A%3Astartup::rag::startup"]
 
 
 def test_step_summary_is_the_short_report() -> None:

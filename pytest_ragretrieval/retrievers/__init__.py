@@ -53,7 +53,7 @@ def parse_spec(name: str, data: Mapping[str, Any], where: str) -> RetrieverSpec:
     if not isinstance(data, dict):
         raise ConfigError(f"{where}: must be a table")
     table = Table(data, where)
-    kind = table.str("type", choices=TYPES)
+    kind = table.text("type", choices=TYPES)
     max_latency = table.number("max_latency_ms", None, minimum=0)
     module = type_module(kind)
     params = module.parse(table)

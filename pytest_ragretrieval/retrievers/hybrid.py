@@ -8,13 +8,13 @@ from ..tables import Table
 
 
 def parse(table: Table) -> dict[str, Any]:
-    sources_ = table.str_list("sources", ["vector", "bm25"])
+    sources_ = table.texts("sources", ["vector", "bm25"])
     if len(sources_) < 2:
         raise table.error("sources", "must name at least two retrievers to fuse")
     return {
         "sources": sources_,
-        "depth": table.int("depth", 10, minimum=1),
-        "rrf_k": table.int("rrf_k", 60, minimum=0),
+        "depth": table.integer("depth", 10, minimum=1),
+        "rrf_k": table.integer("rrf_k", 60, minimum=0),
     }
 
 

@@ -11,17 +11,17 @@ from ..tables import Table
 
 
 def parse(table: Table) -> dict[str, Any]:
-    factory = table.str("factory")
+    factory = table.text("factory")
     if factory.count(":") != 1 or not all(factory.split(":")):
         raise table.error("factory", f"must look like 'package.module:function', got {factory!r}")
     options = table.raw("options", {})
     if not isinstance(options, dict):
         raise table.error("options", "must be a table")
     params: dict[str, Any] = {"factory": factory, "options": options}
-    sources_ = table.str_list("sources", [], non_empty=False)
+    sources_ = table.texts("sources", [], non_empty=False)
     if sources_:
         params["sources"] = sources_
-    version = table.str("version", None)
+    version = table.text("version", None)
     if version is not None:
         params["version"] = version
     return params

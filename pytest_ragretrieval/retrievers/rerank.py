@@ -17,10 +17,10 @@ DEFAULT_MODEL = "BAAI/bge-reranker-base"
 
 def parse(table: Table) -> dict[str, Any]:
     return {
-        "source": table.str("source", "hybrid"),
-        "depth": table.int("depth", 20, minimum=1),
-        "model": table.str("model", DEFAULT_MODEL),
-        "batch_size": table.int("batch_size", 32, minimum=1),
+        "source": table.text("source", "hybrid"),
+        "depth": table.integer("depth", 20, minimum=1),
+        "model": table.text("model", DEFAULT_MODEL),
+        "batch_size": table.integer("batch_size", 32, minimum=1),
         "min_score": table.number("min_score", None),
     }
 
