@@ -142,6 +142,8 @@ def plan_update(
             if name in old_doc:
                 lines.append(f"rag: {name} skipped here and its recorded values belong to another fingerprint: removed")
             lines.append(f"rag: {name} recorded as unavailable: {state.skipped}")
+        elif baseline is not None and not changed and name in baseline.unavailable:
+            unavailable[name] = baseline.unavailable[name]
     configured = {spec.name for spec in config.retrievers}
     for name in sorted(set(old_doc) - configured):
         lines.append(f"rag: {name} is no longer configured: removed")
