@@ -1,7 +1,7 @@
 """Everything a report shows, gathered once by the session; the renderers are pure functions of it."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Mapping
 
 EPSILON = 1e-9
@@ -193,3 +193,13 @@ def sample_input() -> ReportInput:
         comparable=True, notes=("the eval set has 2 answerable questions, fewer than 20",),
         failures=(Failure("rag::hybrid::ndcg@5", "hybrid", "ndcg@5", "ndcg@5 of 'hybrid' fell from 0.8500 to 0.7500"),),
     )
+
+
+def without_baseline(data: ReportInput) -> ReportInput:
+    """The same run with no comparable baseline: no recorded values anywhere."""
+    views = tuple(
+        replace(view, comparisons={label: Comparison(None, c.value, None) for label, c in view.comparisons.items()},
+                baseline_tags={}, baseline_rankings={}, baseline_values={})
+        for view in data.retrievers
+    )
+    return replace(data, retrievers=views, comparable=False)

@@ -172,3 +172,11 @@ TABLE_ONLY = """
 type = "python"
 factory = "table_retriever:make"
 """
+
+VECTOR_AND_BM25 = """
+[tool.ragretrieval.retrievers.vector]
+type = "vector"
+
+[tool.ragretrieval.retrievers.bm25]
+type = "bm25"
+"""

@@ -10,19 +10,12 @@ from urllib.parse import quote
 import psycopg
 import pytest
 
-from projects import E2E_CHUNKS, read_results, rankings, write_e2e_project
+from projects import E2E_CHUNKS, VECTOR_AND_BM25, read_results, rankings, write_e2e_project
 
 pytestmark = pytest.mark.usefixtures("minilm")
 
 RUN = ("-p", "no:cacheprovider")
 PASSWORD = "c4nary-S3cret"
-VECTOR_AND_BM25 = """
-[tool.ragretrieval.retrievers.vector]
-type = "vector"
-
-[tool.ragretrieval.retrievers.bm25]
-type = "bm25"
-"""
 OWN_SQL = '''
 import json
 from pathlib import Path

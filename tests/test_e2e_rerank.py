@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from projects import E2E_CHUNKS, QUERIES, QUESTIONS, read_results, rankings, set_rankings, write_e2e_project
+from projects import E2E_CHUNKS, QUERIES, QUESTIONS, VECTOR_AND_BM25, read_results, rankings, set_rankings, write_e2e_project
 from tiny_models import build_cross_encoder, cross_encoder_scores
 
 pytestmark = pytest.mark.usefixtures("minilm")
@@ -16,13 +16,6 @@ RUN = ("-p", "no:cacheprovider")
 DEPTH = 5
 TEXTS = {chunk["id"]: chunk["text"] for chunk in E2E_CHUNKS}
 MISSING = "nobody/no-such-reranker"
-VECTOR_AND_BM25 = """
-[tool.ragretrieval.retrievers.vector]
-type = "vector"
-
-[tool.ragretrieval.retrievers.bm25]
-type = "bm25"
-"""
 SOURCES = VECTOR_AND_BM25 + """
 [tool.ragretrieval.retrievers.hybrid]
 type = "hybrid"

@@ -9,7 +9,7 @@ import pytest
 
 from browser import MISSING, browser, dump_dom
 from pytest_ragretrieval.report_html import render_html
-from pytest_ragretrieval.reportdata import Comparison, ReportInput, RetrieverView, sample_input
+from pytest_ragretrieval.reportdata import RetrieverView, sample_input, without_baseline
 
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
 
@@ -78,15 +78,6 @@ def parse(page: str) -> Node:
     builder.feed(page)
     builder.close()
     return builder.root
-
-
-def without_baseline(data: ReportInput) -> ReportInput:
-    views = tuple(
-        replace(view, comparisons={label: Comparison(None, c.value, None) for label, c in view.comparisons.items()},
-                baseline_tags={}, baseline_rankings={}, baseline_values={})
-        for view in data.retrievers
-    )
-    return replace(data, retrievers=views, comparable=False)
 
 
 def check_metrics_table(doc: Node) -> None:

@@ -5,17 +5,7 @@ import re
 from dataclasses import replace
 
 from pytest_ragretrieval.report_markdown import HEADINGS, render_markdown
-from pytest_ragretrieval.reportdata import Comparison, Failure, ReportInput, RetrieverView, sample_input
-
-
-def without_baseline(data: ReportInput) -> ReportInput:
-    """The same run with no comparable baseline: no recorded values anywhere."""
-    views = tuple(
-        replace(view, comparisons={label: Comparison(None, c.value, None) for label, c in view.comparisons.items()},
-                baseline_tags={}, baseline_rankings={}, baseline_values={})
-        for view in data.retrievers
-    )
-    return replace(data, retrievers=views, comparable=False)
+from pytest_ragretrieval.reportdata import Failure, RetrieverView, sample_input, without_baseline
 
 
 def section(text: str, key: str) -> str:
