@@ -13,7 +13,7 @@ from typing import Any, Mapping
 from . import __version__
 from .errors import BaselineError
 from .evaluate import RetrieverResult
-from .loading import display
+from .paths import display
 
 FORMAT_VERSION = 1
 RERECORD = "run `pytest --rag-update-baseline` to record one"
@@ -156,12 +156,19 @@ def parse(path: Path, text: str) -> Baseline:
     )
 
 
-def load(path: Path) -> Baseline | None:
-    """The baseline at `path`, or None when there is none yet."""
+def read(path: Path) -> Baseline:
+    """The results or baseline file at `path`; a missing file is an error."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        return None
+        raise BaselineError(f"{display(path)}: file not found") from None
     except UnicodeDecodeError:
         raise _fail(path, "not UTF-8 text") from None
     return parse(path, text)
+
+
+def load(path: Path) -> Baseline | None:
+    """The baseline at `path`, or None when there is none yet."""
+    if not path.exists():
+        return None
+    return read(path)

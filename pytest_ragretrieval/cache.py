@@ -12,8 +12,7 @@ import re
 from pathlib import Path
 
 from .errors import RagError
-from .files import write_atomic
-from .loading import display
+from .paths import display, write_atomic
 
 MODES = ("readwrite", "readonly", "off")
 RECORD_COMMAND = (

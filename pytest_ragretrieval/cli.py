@@ -14,15 +14,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, NoReturn, Sequence
 
-from .baseline import Baseline, Recorded, parse
-from .compare import EPSILON, fmt, signed
+from .baseline import Baseline, Recorded, read
 from .config import Config, load_config
 from .errors import BaselineError, ConfigError, RagError
 from .fingerprint import changed_paths, global_changes
-from .loading import display, load_chunks, load_evalset
+from .loading import load_chunks, load_evalset
 from .metrics import METRICS
+from .paths import display
 from .records import Chunk, Question
-from .report import table
+from .report_terminal import table
+from .values import EPSILON, fmt, signed
 
 PROG = "ragretrieval"
 OK, FAILED, USAGE = 0, 1, 2
@@ -109,18 +110,6 @@ class Suspect:
         return len(self.retrievers)
 
 
-def read_results(path_text: str) -> Baseline:
-    """A results file parsed as the plugin parses baselines; a missing file is an error here."""
-    path = Path(path_text)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise BaselineError(f"{display(path)}: file not found") from None
-    except UnicodeDecodeError:
-        raise BaselineError(f"{display(path)}: not UTF-8 text") from None
-    return parse(path, text)
-
-
 def _check_known(results: Baseline, questions: Mapping[str, Question], chunks: Mapping[str, Chunk], config: Config) -> None:
     """Results must match today's fixtures by id; otherwise they describe another eval set or corpus."""
     rerun = f"rerun `pytest --rag-eval --rag-json {display(results.path)}`"
@@ -195,7 +184,7 @@ def run_suspects(config: Config, results_path: str, k: int | None) -> Result:
     chunks = load_chunks(config.chunks)
     questions = {q.id: q for q in load_evalset(config.evalset, chunks)}
     by_id = {chunk.id: chunk for chunk in chunks}
-    results = read_results(results_path)
+    results = read(Path(results_path))
     _check_known(results, questions, by_id, config)
     cutoff = k if k is not None else results.k
     found, judged = find_suspects(results, questions, by_id, cutoff)
@@ -313,7 +302,7 @@ def per_question_lines(old: Baseline, new: Baseline, shared: Sequence[str]) -> l
 
 
 def run_diff(old_path: str, new_path: str) -> Result:
-    old, new = read_results(old_path), read_results(new_path)
+    old, new = read(Path(old_path)), read(Path(new_path))
     lines = [f"old: {display(old.path)} (k={old.k})  new: {display(new.path)} (k={new.k})"]
     lines.extend(fingerprint_lines(old, new))
     comparable = len(lines) == 1

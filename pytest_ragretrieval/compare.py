@@ -7,19 +7,21 @@ from .baseline import Recorded, RecordedQuestion
 from .evaluate import QuestionResult, RetrieverResult
 from .metrics import MetricSpec, hit_rate
 from .records import Question
-from .reportdata import Comparison
+from .values import DIGITS, EPSILON, fmt, signed
 
-EPSILON = 1e-9
-"""Values are rounded to 6 decimals; this only absorbs the float error of `baseline - tolerance`."""
 MAX_LISTED = 10
 
 
-def fmt(value: float) -> str:
-    return f"{value:.4f}"
+@dataclass(frozen=True)
+class Comparison:
+    """One retriever x metric against the baseline; `p_value`/`ci95` only in significance mode."""
 
+    baseline: float | None
+    value: float
+    delta: float | None
+    p_value: float | None = None
+    ci95: tuple[float, float] | None = None
 
-def signed(value: float) -> str:
-    return f"{value:+.4f}"
 
 
 @dataclass(frozen=True)
@@ -87,7 +89,7 @@ def compare(label: str, recorded: Recorded, result: RetrieverResult, significanc
     """Baseline, value, delta and, in significance mode, the paired test's p and 95% interval."""
     before = recorded.metrics[label]
     after = result.metrics[label]
-    delta = round(after - before, 6)
+    delta = round(after - before, DIGITS)
     if significance == "none":
         return Comparison(before, after, delta)
     from .stats import paired_test

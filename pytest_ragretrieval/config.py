@@ -2,14 +2,17 @@
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+import tomllib
+
+from .embedding import check_spec
+from .embedding.base import EmbedderSettings
 from .errors import ConfigError
-from .loading import display
 from .metrics import MetricSpec
+from .paths import display
 from .retrievers import RetrieverSpec, parse_spec
 from .tables import Table
 from .tokens import TOKENIZERS
@@ -80,6 +83,12 @@ class Config:
     def depth(self) -> int:
         """How many ids each retriever is asked for: k, or the largest cutoff of any metric."""
         return max([self.k, *(spec.k for spec in self.metrics)])
+
+    @property
+    def embedder_settings(self) -> EmbedderSettings:
+        return EmbedderSettings(
+            root=self.root, batch_size=self.embedding_batch_size, id=self.embedding_id, base_url=self.embedding_base_url
+        )
 
     def retriever(self, name: str) -> RetrieverSpec:
         for spec in self.retrievers:
@@ -226,13 +235,10 @@ def load_config(config_option: str | None, rootpath: Path) -> Config:
     if len({spec.label for spec in metrics}) != len(metrics):
         raise table.error("metrics", "names the same metric and cutoff twice")
     embedding = table.text("embedding", DEFAULT_EMBEDDING)
-    if not embedding.startswith(("sentence-transformers:", "openai:", "python:")):
-        raise table.error(
-            "embedding", "must start with 'sentence-transformers:', 'openai:' or 'python:', got " + repr(embedding)
-        )
     embedding_id = table.text("embedding_id", None)
-    if embedding.startswith("python:") and embedding_id is None:
-        raise table.error("embedding_id", "is required with a python: embedder, so the fingerprint can name it")
+    problem = check_spec(embedding, embedding_id is not None)
+    if problem is not None:
+        raise table.error(*problem)
     config = Config(
         source=source,
         where=where,

@@ -4,20 +4,22 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from .cache import Namespace
 from .config import Config
 from .errors import RagError, RetrieverError
 from .records import Chunk
-from .retrievers import Retriever, type_module
+from .resources import Resources
+from .retrievers import TYPES, Closing, Retriever
 from .tokens import tokenizer
 
 
-class Context:
-    """What a retriever's factory may use: the corpus, k, its sources, the database, the embedder."""
+class RetrieverContext:
+    """The `Context` a retriever type's `build` and a user's factory get."""
 
-    def __init__(self, bench: "Workbench", name: str, options: Mapping[str, Any]) -> None:
+    def __init__(self, bench: Workbench, name: str, options: Mapping[str, Any]) -> None:
         self._bench = bench
         self.name = name
-        self.options = dict(options)
+        self.options: Mapping[str, Any] = dict(options)
 
     @property
     def chunks(self) -> tuple[Chunk, ...]:
@@ -37,7 +39,6 @@ class Context:
 
     @property
     def retrievers(self) -> Mapping[str, Retriever]:
-        """The sources this retriever declared, by name, built on first use."""
         return {name: self.retriever(name) for name in self._bench.config.retriever(self.name).sources}
 
     def retriever(self, name: str) -> Retriever:
@@ -50,32 +51,27 @@ class Context:
         return self._bench.get(name)
 
     def connect(self) -> Any:
-        """A psycopg connection to the seeded database, its search_path set to our schema."""
         return self._bench.resources.connect()
 
     @property
     def index_kind(self) -> str:
-        """`exact` or `hnsw`: how the seeded table is searched."""
         return self._bench.config.index.kind
 
     @property
     def table(self) -> str:
-        """The quoted, schema-qualified name of the chunks table."""
         return self._bench.resources.table
 
-    def score_cache(self, kind: str, model_id: str) -> Any:
-        """A namespace of the content-addressed cache, for scores a retriever computes."""
+    def score_cache(self, kind: str, model_id: str) -> Namespace:
         return self._bench.resources.score_cache(kind, model_id)
 
     def embed(self, texts: Sequence[str]) -> Any:
-        """Vectors (n x d numpy array) from the configured embedder, through the cache."""
         return self._bench.resources.embed(list(texts))
 
 
 class Workbench:
     """Builds each retriever on first use; a build error is kept and re-raised for every user."""
 
-    def __init__(self, config: Config, chunks: tuple[Chunk, ...], resources: Any) -> None:
+    def __init__(self, config: Config, chunks: tuple[Chunk, ...], resources: Resources) -> None:
         self.config = config
         self.chunks = chunks
         self.resources = resources
@@ -93,7 +89,7 @@ class Workbench:
         spec = self.config.retriever(name)
         self._building.append(name)
         try:
-            built = type_module(spec.type).build(dict(spec.params), Context(self, name, spec.params.get("options", {})))
+            built = TYPES[spec.type].build(dict(spec.params), RetrieverContext(self, name, spec.params.get("options", {})))
         except RagError as exc:
             self._failed[name] = exc
             raise
@@ -104,7 +100,6 @@ class Workbench:
 
     def close(self) -> None:
         for retriever in self._built.values():
-            close = getattr(retriever, "close", None)
-            if callable(close):
-                close()
+            if isinstance(retriever, Closing):
+                retriever.close()
         self._built.clear()

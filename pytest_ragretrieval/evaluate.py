@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import math
 import time
+import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable, Collection, Mapping, Sequence
 
-from .errors import RetrieverError
+from .errors import RagError, RetrieverError, RetrieverUnavailable
 from .metrics import MetricSpec
+from .progress import Output, PlainOutput, Progress
 from .records import Question
-
-DIGITS = 6
-"""Values are rounded to 6 decimals once, here, so files and comparisons agree exactly."""
+from .values import DIGITS
 
 
 @dataclass(frozen=True)
@@ -57,6 +57,12 @@ def percentile(values: Sequence[float], share: float) -> float:
     ordered = sorted(values)
     index = max(0, math.ceil(share * len(ordered)) - 1)
     return ordered[index]
+
+
+def latency_summary(result: RetrieverResult) -> dict[str, float]:
+    """p50 and p95 of the per-question latency in ms, nearest rank, rounded to microseconds."""
+    latencies = result.latencies
+    return {"p50": round(percentile(latencies, 0.50), 3), "p95": round(percentile(latencies, 0.95), 3)}
 
 
 def mean(values: Sequence[float]) -> float:
@@ -150,3 +156,47 @@ def score(
         no_answer_empty=sum(1 for q in no_answer if not rankings.get(q.id)),
         answerable_empty=sum(1 for q in questions if q.answerable and not rankings.get(q.id)),
     )
+
+
+@dataclass(frozen=True)
+class Run:
+    """What happened to one retriever this session: a result, an error, or why it was skipped."""
+
+    result: RetrieverResult | None = None
+    error: RagError | None = None
+    skipped: str | None = None
+    diagnostics: Mapping[str, float] = field(default_factory=dict, hash=False)
+
+
+def execute(
+    name: str,
+    build: Callable[[], Any],
+    questions: Sequence[Question],
+    specs: Sequence[MetricSpec],
+    depth: int,
+    known: Collection[str],
+    out: Output | None = None,
+) -> Run:
+    """Build a retriever, run it over every question with progress, and score it; never raises."""
+    try:
+        retrieve = build()
+        with Progress(out or PlainOutput(), f"{name} over {len(questions)} questions", len(questions)) as bar:
+            rankings, latencies = run_retriever(name, retrieve, questions, depth, known, tick=bar.advance)
+        result = score(name, questions, rankings, specs, latencies)
+        from .retrievers import Diagnosing
+
+        diagnostics = dict(retrieve.diagnostics(questions)) if isinstance(retrieve, Diagnosing) else {}
+        return Run(result=result, diagnostics=diagnostics)
+    except RetrieverUnavailable as exc:
+        return Run(skipped=str(exc))
+    except RagError as exc:
+        return Run(error=exc)
+    except Exception as exc:
+        return Run(error=RetrieverError(f"retriever {name!r} raised {describe_exception(exc)}"))
+
+
+def describe_exception(exc: BaseException) -> str:
+    """`Type: message (file:line)` for the innermost frame, enough to find a user's bug."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f" ({frames[-1].filename}:{frames[-1].lineno})" if frames else ""
+    return f"{type(exc).__name__}: {exc}{where}"

@@ -9,7 +9,11 @@ import hashlib
 import json
 from typing import Any, Mapping, Sequence
 
+from .config import Config
+from .metrics import METRICS_VERSION
 from .records import Chunk, Question
+from .retrievers import Setup
+from .tokens import describe
 
 GLOBAL_FIELDS = ("chunks_sha256", "evalset_sha256", "k", "metrics_version", "tokenizer")
 
@@ -57,3 +61,24 @@ def retriever_changes(old: Mapping[str, Any], new: Mapping[str, Any], name: str)
     if name not in before:
         return []
     return changed_paths(before[name], new.get("retrievers", {}).get(name, {}))
+
+
+def fingerprint(config: Config, chunks: Sequence[Chunk], questions: Sequence[Question], setup: Setup) -> dict[str, Any]:
+    """This run's fingerprint: the global fields and one entry per configured retriever."""
+    return {
+        "chunks_sha256": chunks_digest(chunks),
+        "evalset_sha256": evalset_digest(questions),
+        "k": config.k,
+        "metrics_version": METRICS_VERSION,
+        "tokenizer": describe(config.tokenizer),
+        "retrievers": {spec.name: retriever_fingerprint(config, spec.name, setup) for spec in config.retrievers},
+    }
+
+
+def retriever_fingerprint(config: Config, name: str, setup: Setup) -> dict[str, Any]:
+    """Own parameters, what the type adds (embedder, index) and, under `reads`, every source's."""
+    spec = config.retriever(name)
+    found = {**spec.fingerprint, **spec.module.fingerprint(spec.params, setup)}
+    if spec.sources:
+        found["reads"] = {source: retriever_fingerprint(config, source, setup) for source in spec.sources}
+    return found

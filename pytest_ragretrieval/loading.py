@@ -10,22 +10,15 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
 from .errors import FixtureError
+from .paths import display
 from .records import Chunk, Question
 
 CHUNK_KEYS = frozenset({"id", "text", "doc", "metadata"})
 QUESTION_KEYS = frozenset({"id", "query", "relevant", "relevant_text", "tags", "metadata"})
 
 
-def display(path: Path) -> str:
-    """A path as the user would type it: relative to the working directory when below it."""
-    try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return str(path)
-
-
-def _records(path: Path) -> Iterator[tuple[str, int, dict[str, Any]]]:
-    """Yield (`file:line`, line number, object) for each non-blank line."""
+def _records(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Yield (`file:line`, object) for each non-blank line."""
     name = display(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -43,7 +36,7 @@ def _records(path: Path) -> Iterator[tuple[str, int, dict[str, Any]]]:
             raise FixtureError(f"{where}: invalid JSON ({exc.msg} at column {exc.colno})") from None
         if not isinstance(record, dict):
             raise FixtureError(f"{where}: expected a JSON object, got {type(record).__name__}")
-        yield where, number, record
+        yield where, record
 
 
 def _check_keys(where: str, record: Mapping[str, Any], allowed: frozenset[str]) -> None:
@@ -69,7 +62,7 @@ def load_chunks(path: Path) -> tuple[Chunk, ...]:
     """Read the corpus; ids must be unique non-empty strings and texts non-empty."""
     chunks: list[Chunk] = []
     seen: dict[str, str] = {}
-    for where, number, record in _records(path):
+    for where, record in _records(path):
         _check_keys(where, record, CHUNK_KEYS)
         chunk_id = _string(where, record, "id")
         text = _string(where, record, "text")
@@ -131,7 +124,7 @@ def load_evalset(path: Path, chunks: Sequence[Chunk]) -> tuple[Question, ...]:
     known = {chunk.id: chunk for chunk in chunks}
     questions: list[Question] = []
     seen: dict[str, str] = {}
-    for where, number, record in _records(path):
+    for where, record in _records(path):
         _check_keys(where, record, QUESTION_KEYS)
         question_id = _string(where, record, "id")
         query = _string(where, record, "query")
@@ -151,7 +144,7 @@ def load_evalset(path: Path, chunks: Sequence[Chunk]) -> tuple[Question, ...]:
         if len(set(tags)) != len(tags):
             raise FixtureError(f"{where}: a tag is listed twice in 'tags'")
         questions.append(
-            Question(id=question_id, query=query, relevance=grades, tags=tuple(tags), line=number)
+            Question(id=question_id, query=query, relevance=grades, tags=tuple(tags))
         )
     if not questions:
         raise FixtureError(f"{display(path)}: no questions")

@@ -89,30 +89,38 @@ def abstention(ranking: Ranking, relevance: Relevance, k: int) -> float:
     return 0.0 if ranking[:k] else 1.0
 
 
-METRICS: dict[str, Callable[[Ranking, Relevance, int], float]] = {
-    "precision": precision,
-    "recall": recall,
-    "f1": f1,
-    "ndcg": ndcg,
-    "hit_rate": hit_rate,
-    "mrr": mrr,
-    "map": average_precision,
-    "abstention": abstention,
+@dataclass(frozen=True)
+class Metric:
+    """One metric: its function, the definition every report prints, and the questions it scores.
+
+    A new metric is one function and one `Metric` line in METRICS.
+    """
+
+    name: str
+    function: Callable[[Ranking, Relevance, int], float]
+    definition: str
+    no_answer: bool = False
+    """True for metrics scored on no-answer questions only; they take no cutoff."""
+
+    def __call__(self, ranking: Ranking, relevance: Relevance, k: int) -> float:
+        return self.function(ranking, relevance, k)
+
+
+METRICS: dict[str, Metric] = {
+    metric.name: metric
+    for metric in (
+        Metric("precision", precision, "relevant chunks in the top k / k"),
+        Metric("recall", recall, "relevant chunks in the top k / all relevant chunks"),
+        Metric("f1", f1, "2PR/(P+R) of the question's own precision@k and recall@k"),
+        Metric("ndcg", ndcg, "DCG@k / ideal DCG@k, gain = grade, discount = log2(rank + 1)"),
+        Metric("hit_rate", hit_rate, "1 if any relevant chunk is in the top k, else 0"),
+        Metric("mrr", mrr, "1 / rank of the first relevant chunk within the top k, else 0"),
+        Metric("map", average_precision, "sum of precision@rank at each relevant hit within k / all relevant chunks"),
+        Metric("abstention", abstention, "share of no-answer questions that got an empty result", no_answer=True),
+    )
 }
 
-NO_ANSWER_METRICS = frozenset({"abstention"})
-"""Metrics scored on no-answer questions only; they take no cutoff."""
-
-DEFINITIONS: dict[str, str] = {
-    "precision": "relevant chunks in the top k / k",
-    "recall": "relevant chunks in the top k / all relevant chunks",
-    "f1": "2PR/(P+R) of the question's own precision@k and recall@k",
-    "ndcg": "DCG@k / ideal DCG@k, gain = grade, discount = log2(rank + 1)",
-    "hit_rate": "1 if any relevant chunk is in the top k, else 0",
-    "mrr": "1 / rank of the first relevant chunk within the top k, else 0",
-    "map": "sum of precision@rank at each relevant hit within k / all relevant chunks",
-    "abstention": "share of no-answer questions that got an empty result",
-}
+NO_ANSWER_METRICS = frozenset(name for name, metric in METRICS.items() if metric.no_answer)
 
 _LABEL = re.compile(r"^([a-z_0-9]+)(?:@([0-9]+))?$")
 
@@ -125,16 +133,24 @@ class MetricSpec:
     k: int
 
     @property
+    def metric(self) -> Metric:
+        return METRICS[self.name]
+
+    @property
     def label(self) -> str:
-        return self.name if self.name in NO_ANSWER_METRICS else f"{self.name}@{self.k}"
+        return self.name if self.on_no_answer else f"{self.name}@{self.k}"
 
     @property
     def on_no_answer(self) -> bool:
         """Whether this metric is averaged over no-answer questions instead of answerable ones."""
-        return self.name in NO_ANSWER_METRICS
+        return self.metric.no_answer
+
+    @property
+    def definition(self) -> str:
+        return self.metric.definition
 
     def score(self, ranking: Ranking, relevance: Relevance) -> float:
-        return METRICS[self.name](ranking, relevance, self.k)
+        return self.metric(ranking, relevance, self.k)
 
     @classmethod
     def parse(cls, text: str, default_k: int) -> "MetricSpec":
@@ -144,7 +160,7 @@ class MetricSpec:
             raise ValueError(
                 f"unknown metric {text!r}; known metrics: {', '.join(METRICS)} (optionally as name@k)"
             )
-        if match.group(1) in NO_ANSWER_METRICS:
+        if METRICS[match.group(1)].no_answer:
             if match.group(2):
                 raise ValueError(f"metric {text!r}: {match.group(1)} takes no cutoff")
             return cls(match.group(1), default_k)

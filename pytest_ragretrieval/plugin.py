@@ -9,11 +9,14 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 import pytest
 
+from .report_formats import FORMATS
+
 if TYPE_CHECKING:
     from .compare import Outcome
-    from .session import ItemKey, RagSession  # noqa: F401 (named in SESSION's string annotation)
+    from .items import ItemKey
+    from .session import RagSession
 
-SESSION = pytest.StashKey["RagSession"]()
+SESSION: pytest.StashKey[RagSession] = pytest.StashKey()
 MARKER = "rag_eval"
 
 
@@ -27,10 +30,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="TOML file with the [tool.ragretrieval] keys at top level (default: pyproject.toml)")
     group.addoption("--rag-json", action="store", dest="rag_json", default=None, metavar="PATH",
                     help="write this run's results, in the baseline's format, to PATH")
-    group.addoption("--rag-report", action="store", dest="rag_report", default=None, metavar="PATH",
-                    help="write the evaluation report as Markdown to PATH")
-    group.addoption("--rag-html", action="store", dest="rag_html", default=None, metavar="PATH",
-                    help="write the evaluation report as one self-contained HTML page to PATH")
+    for fmt in FORMATS:
+        group.addoption(fmt.flag, action="store", dest=fmt.dest, default=None, metavar="PATH", help=fmt.help)
     group.addoption("--rag-db", action="store", dest="rag_db", default=None,
                     choices=("auto", "docker", "embedded", "url"),
                     help="database for vector retrievers (default: the config's db, else auto)")
@@ -57,11 +58,11 @@ def pytest_configure(config: pytest.Config) -> None:
     option = config.option
     if not (option.rag_eval or option.rag_update_baseline):
         return
-    if getattr(option, "numprocesses", None) and (
-        option.rag_update_baseline or option.rag_json or option.rag_report or option.rag_html
-    ):
+    reports = {fmt.name: path for fmt in FORMATS if (path := _path(getattr(option, fmt.dest))) is not None}
+    if getattr(option, "numprocesses", None) and (option.rag_update_baseline or option.rag_json or reports):
+        flags = ", ".join(["--rag-update-baseline", "--rag-json", *(fmt.flag for fmt in FORMATS[:-1])])
         raise pytest.UsageError(
-            "--rag-update-baseline, --rag-json, --rag-report and --rag-html need every item in one process; "
+            f"{flags} and {FORMATS[-1].flag} need every item in one process; "
             "run them without pytest-xdist's -n (plain --rag-eval works with -n)"
         )
     from .errors import RagError
@@ -72,8 +73,7 @@ def pytest_configure(config: pytest.Config) -> None:
         config_path=option.rag_config,
         update=option.rag_update_baseline,
         json_path=_path(option.rag_json),
-        report_path=_path(option.rag_report),
-        html_path=_path(option.rag_html),
+        reports=reports,
         db=option.rag_db,
         db_url=option.rag_db_url,
         cache_mode=option.rag_cache,
@@ -107,7 +107,7 @@ class RagItem(pytest.Item):
         self.add_marker(MARKER)
 
     def runtest(self) -> None:
-        from .session import Skip
+        from .items import Skip
 
         try:
             outcome = self.config.stash[SESSION].outcome(self.key)

@@ -16,7 +16,7 @@ class Output(Protocol):
 
 @dataclass
 class PlainOutput:
-    """Collects lines; the default when nobody watches (tests, the CLI with --quiet)."""
+    """Collects lines; the default when nobody watches (unit tests, code run outside pytest)."""
 
     isatty: bool = False
     lines: list[str] = field(default_factory=list)

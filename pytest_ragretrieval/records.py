@@ -27,7 +27,6 @@ class Question:
     query: str
     relevance: Mapping[str, int] = field(hash=False)
     tags: tuple[str, ...] = ()
-    line: int = 0
 
     @property
     def answerable(self) -> bool:

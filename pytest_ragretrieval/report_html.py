@@ -10,8 +10,15 @@ from __future__ import annotations
 from html import escape
 from typing import Sequence
 
-from .report import width
-from .report_markdown import (
+from .report_model import (
+    QuestionChange,
+    QuestionView,
+    ReportInput,
+    RetrieverView,
+    no_answer_rows,
+    question_changes,
+)
+from .report_wording import (
     DELTA_HINT,
     EMPTY,
     HEADINGS,
@@ -20,7 +27,9 @@ from .report_markdown import (
     config_items,
     diagnostic_meaning,
     format_ci,
+    format_delta,
     format_p,
+    format_value,
     gold,
     has_significance,
     metric_cell,
@@ -29,18 +38,9 @@ from .report_markdown import (
     status_text,
     tag_cell,
     verdict,
+    width,
 )
-from .reportdata import (
-    EPSILON,
-    QuestionChange,
-    QuestionView,
-    ReportInput,
-    RetrieverView,
-    format_delta,
-    format_value,
-    no_answer_rows,
-    question_changes,
-)
+from .values import EPSILON
 
 PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac")
 PLOT_HEIGHT = 200.0
@@ -72,12 +72,6 @@ pre { background: #f5f5f5; padding: 0.5rem; white-space: pre-wrap; }
 svg text { font-size: 11px; fill: #333; } svg .grid { stroke: #ddd; } svg .axis { stroke: #888; }
 svg .baseline-mark { stroke: #000; stroke-width: 2; stroke-dasharray: 3 2; }
 """.strip()
-
-GOLD_COUNT_SCRIPT = (
-    'document.body.setAttribute("data-gold-count", '
-    'String(document.querySelectorAll("li.chunk.gold").length));'
-)
-"""Runs only in a browser: the dumped DOM of a headless Chromium proves the page was really loaded."""
 
 
 def e(text: object) -> str:
@@ -456,7 +450,7 @@ def failures(data: ReportInput) -> list[str]:
     return section("failures", ['<ul id="failures">', *items, "</ul>"])
 
 
-def render_html(data: ReportInput) -> str:
+def render(data: ReportInput) -> str:
     """The whole page; deterministic (same input, same bytes) and free of any URL or external asset."""
     body = [
         el("h1", e(TITLE)),
@@ -467,4 +461,4 @@ def render_html(data: ReportInput) -> str:
     head = ['<meta charset="utf-8">', '<meta name="viewport" content="width=device-width, initial-scale=1">',
             el("title", e(TITLE)), f"<style>\n{STYLE}\n</style>"]
     return "\n".join(["<!DOCTYPE html>", '<html lang="zh-CN">', "<head>", *head, "</head>", "<body>",
-                      *body, el("script", GOLD_COUNT_SCRIPT), "</body>", "</html>"]) + "\n"
+                      *body, "</body>", "</html>"]) + "\n"

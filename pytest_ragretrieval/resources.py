@@ -7,6 +7,7 @@ from typing import Any, Sequence
 
 from .cache import Cache, Namespace
 from .config import Config
+from .errors import RagError
 from .progress import Output, PlainOutput
 from .records import Chunk
 
@@ -21,7 +22,6 @@ class Resources:
         self.dsn = dsn
         self.cache = Cache(config.cache_dir, cache_mode)
         self.out: Output = PlainOutput()
-        self.lines: list[str] = []
         self._embedder: Any = None
         self._database: Any = None
         self._table: str | None = None
@@ -30,7 +30,8 @@ class Resources:
     @property
     def embedder(self) -> Any:
         if self._embedder is None:
-            from .embedding import CachedEmbedder, make_embedder
+            from .embedding import make_embedder
+            from .embedding.cached import CachedEmbedder
 
             self._embedder = CachedEmbedder(make_embedder(self.config), self.cache, self.out)
         return self._embedder
@@ -39,11 +40,27 @@ class Resources:
         """Vectors through the cache; only labelled (bulk) calls print a progress line."""
         return self.embedder.embed(texts, label)
 
-    def embedding_fingerprint(self) -> dict[str, Any]:
-        """Embedder id and dimension; the dimension comes from the corpus, through the cache."""
-        first = min(self.chunks, key=lambda chunk: chunk.id)
-        dimension = self.embedder.dimension or self.embed([first.text], "embedding one chunk").shape[1]
+    @property
+    def embedding_id(self) -> str:
+        """The id the config gives the embedder, known without loading anything."""
+        return self.config.embedding_id or self.config.embedding
+
+    def embedding(self) -> dict[str, Any]:
+        """Embedder id and dimension; the dimension comes from the corpus, through the cache.
+
+        When the embedder cannot say (no model, no key), the error takes the dimension's place:
+        the fingerprint then differs from any recorded one, and the item shows the error.
+        """
+        try:
+            first = min(self.chunks, key=lambda chunk: chunk.id)
+            dimension = self.embedder.dimension or self.embed([first.text], "embedding one chunk").shape[1]
+        except RagError as exc:
+            return {"id": self.embedding_id, "error": str(exc)}
         return {"id": self.embedder.id, "dimension": int(dimension)}
+
+    @property
+    def index(self) -> dict[str, Any]:
+        return self.config.index.fingerprint
 
     def score_cache(self, kind: str, model_id: str) -> Namespace:
         return self.cache.namespace(kind, model_id, ext="f64")
@@ -56,8 +73,7 @@ class Resources:
         choice = choose(self.db_mode, self.dsn)
         database = open_database(choice, self.dsn)
         self._database = database
-        self.lines.append(f"rag: database {database.describe()} ({choice.reason}) in {time.perf_counter() - started:.2f}s")
-        self.out.line(self.lines[-1])
+        self.out.line(f"rag: database {database.describe()} ({choice.reason}) in {time.perf_counter() - started:.2f}s")
         vectors = self.embed([chunk.text for chunk in self.chunks], "embedding corpus")
         stats = self.embedder.stats
         started = time.perf_counter()
@@ -68,12 +84,11 @@ class Resources:
             conn.close()
         self._table = table_label(database.schema)
         index = "exact search" if self.config.index.kind == "exact" else f"{self.config.index.kind} index"
-        self.lines.append(
+        self.out.line(
             f"rag: seeded {len(self.chunks)} chunks ({vectors.shape[1]} dimensions, {stats.hits} embeddings "
             f"from the cache, {stats.embedded} computed, {index}) "
             f"in {time.perf_counter() - started:.2f}s"
         )
-        self.out.line(self.lines[-1])
         return database
 
     @property

@@ -49,8 +49,12 @@ def _as_array(vectors: Any) -> numpy.ndarray:
         raise VectorError(f"embeddings must be a 2-D array, one row per chunk ({exc})") from None
 
 
-def check_vectors(chunks: Sequence[Chunk], vectors: Any, index: IndexSettings) -> numpy.ndarray:
-    """The embeddings as float32 rows, or a VectorError naming the first problem."""
+def storable(chunks: Sequence[Chunk], vectors: Any, index: IndexSettings) -> numpy.ndarray:
+    """The embeddings as pgvector will store them (float32 rows within its limits), or a VectorError naming the chunk.
+
+    The embedder's own output is checked by `embedding.base.check_vectors`; this is the storage check, for
+    callers (and factories) that seed vectors from anywhere.
+    """
     array = _as_array(vectors)
     if array.ndim != 2:
         raise VectorError(f"embeddings must be a 2-D array, one row per chunk; got shape {array.shape}")
@@ -109,7 +113,7 @@ def seed(
     """
     import psycopg
 
-    stored = check_vectors(chunks, vectors, index)
+    stored = storable(chunks, vectors, index)
     create, copy_sql, *after = _statements(schema, stored.shape[1], index)
     try:
         with conn.cursor() as cursor:

@@ -10,9 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
+from .values import DIGITS
+
 SEED = 20260917
 RESAMPLES = 9999
-DIGITS = 6
 
 
 @dataclass(frozen=True)

@@ -5,19 +5,10 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from .baseline import Baseline, document, retriever_entry
-from .compare import fmt
 from .config import Config
-from .evaluate import RetrieverResult
+from .evaluate import Run
 from .fingerprint import global_changes
-
-
-@dataclass(frozen=True)
-class RunState:
-    """What the update needs to know of one retriever's run."""
-
-    result: RetrieverResult | None
-    failed: bool
-    skipped: str | None = None
+from .values import fmt
 
 
 @dataclass(frozen=True)
@@ -81,11 +72,11 @@ def plan_update(
     config: Config,
     baseline: Baseline | None,
     fingerprint: Mapping[str, Any],
-    runs: Mapping[str, RunState],
+    runs: Mapping[str, Run],
     selected: Mapping[str, set[str]],
 ) -> UpdatePlan:
     """Decide the new baseline from this run, the old baseline and the items `-k`/`-m` selected."""
-    failed = sorted(name for name in selected if runs.get(name) is not None and runs[name].failed)
+    failed = sorted(name for name in selected if name in runs and runs[name].error is not None)
     if failed:
         return UpdatePlan(
             None,
@@ -103,7 +94,7 @@ def plan_update(
         partial = [
             spec.name
             for spec in config.retrievers
-            if not runs.get(spec.name, RunState(None, False)).skipped and selected.get(spec.name) != all_labels
+            if not runs.get(spec.name, Run()).skipped and selected.get(spec.name) != all_labels
         ]
         if partial:
             return UpdatePlan(

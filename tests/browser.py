@@ -13,6 +13,11 @@ FLAGS = (
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
 )
 MISSING = "install Debian's chromium (or Google Chrome) to run it"
+PROBE = (
+    '<script>document.body.setAttribute("data-gold-count", '
+    'String(document.querySelectorAll("li.chunk.gold").length));</script>'
+)
+"""Injected by the tests, never shipped: the dumped DOM proves a browser really loaded the page."""
 
 
 def browser() -> str | None:
@@ -20,9 +25,11 @@ def browser() -> str | None:
 
 
 def dump_dom(executable: str, page: Path) -> subprocess.CompletedProcess[str]:
-    """The DOM the browser built from `page`, after its scripts ran, in a fresh profile."""
+    """The DOM the browser built from a copy of `page` carrying PROBE, after the probe ran, in a fresh profile."""
     with tempfile.TemporaryDirectory() as profile:
+        probed = Path(profile) / f"probed-{page.name}"
+        probed.write_text(page.read_text(encoding="utf-8").replace("</body>", PROBE + "</body>"), encoding="utf-8")
         return subprocess.run(
-            [executable, *FLAGS, f"--user-data-dir={profile}", "--dump-dom", page.as_uri()],
+            [executable, *FLAGS, f"--user-data-dir={profile}", "--dump-dom", probed.as_uri()],
             capture_output=True, text=True, timeout=60, check=False,
         )

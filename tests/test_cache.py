@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pytest_ragretrieval import cache as cache_module
-from pytest_ragretrieval import files as files_module
+from pytest_ragretrieval import paths as files_module
 from pytest_ragretrieval.cache import RECORD_COMMAND, Cache
 from pytest_ragretrieval.errors import RagError
 

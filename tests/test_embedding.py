@@ -13,7 +13,9 @@ import pytest
 
 from pytest_ragretrieval.cache import Cache
 from pytest_ragretrieval.config import load_config
-from pytest_ragretrieval.embedding import CachedEmbedder, EmbedStats, check_vectors, make_embedder
+from pytest_ragretrieval.embedding import make_embedder
+from pytest_ragretrieval.embedding.base import check_vectors
+from pytest_ragretrieval.embedding.cached import CachedEmbedder, EmbedStats
 from pytest_ragretrieval.embedding.python import PythonEmbedder
 from pytest_ragretrieval.embedding.sentence_transformers import SentenceTransformerEmbedder
 from pytest_ragretrieval.errors import ConfigError, RagError

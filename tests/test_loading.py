@@ -72,7 +72,7 @@ def test_binary_graded_and_no_answer_relevance(tmp_path: Path) -> None:
         {"id": "q3", "query": "年会", "relevant": []},
     )
     q1, q2, q3 = load_evalset(path, CORPUS)
-    assert q1.relevance == {"a-1": 1, "a-2": 1} and q1.tags == ("semantic",) and q1.line == 1
+    assert q1.relevance == {"a-1": 1, "a-2": 1} and q1.tags == ("semantic",)
     assert q2.relevance == {"b-1": 2, "a-1": 0} and q2.relevant_ids == {"b-1"}
     assert q3.answerable is False and q3.relevance == {}
 

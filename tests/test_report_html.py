@@ -8,8 +8,9 @@ from html.parser import HTMLParser
 import pytest
 
 from browser import MISSING, browser, dump_dom
-from pytest_ragretrieval.report_html import render_html
-from pytest_ragretrieval.reportdata import RetrieverView, sample_input, without_baseline
+from pytest_ragretrieval.report_html import render as render_html
+from pytest_ragretrieval.report_model import RetrieverView
+from report_samples import sample_input, without_baseline
 
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
 
@@ -232,7 +233,7 @@ def test_same_input_same_bytes() -> None:
 
 @pytest.fixture(scope="module")
 def browser_dom(tmp_path_factory: pytest.TempPathFactory) -> Node:
-    """The DOM headless Chromium built from the sample page, after its inline script ran."""
+    """The DOM headless Chromium built from the sample page, after the injected probe script ran."""
     executable = browser()
     if executable is None:
         pytest.skip(MISSING)
@@ -247,7 +248,7 @@ def test_chromium_dom_has_the_same_structure(browser_dom: Node) -> None:
     check_page(browser_dom)
 
 
-def test_chromium_ran_the_inline_script(browser_dom: Node) -> None:
+def test_chromium_ran_the_probe_script(browser_dom: Node) -> None:
     body = browser_dom.one("body")
     gold = [li for li in body.find("li", "chunk") if "gold" in li.classes]
     assert len(gold) == 5 and body.attrs.get("data-gold-count") == "5"

@@ -15,7 +15,7 @@ from pytest_ragretrieval.errors import ConfigError, RagError
 from pytest_ragretrieval.records import Chunk
 from pytest_ragretrieval.seed import (
     VectorError,
-    check_vectors,
+    storable,
     configure_search,
     seed,
     table_label,
@@ -169,10 +169,10 @@ def test_database_errors_are_one_line(conn: psycopg.Connection, schema: str) -> 
 )
 def test_bad_vectors_are_named(vectors: object, index: IndexSettings, message: str) -> None:
     with pytest.raises(VectorError, match=message) as caught:
-        check_vectors(CHUNKS, vectors, index)
+        storable(CHUNKS, vectors, index)
     assert isinstance(caught.value, RagError)
 
 
-def test_check_vectors_gives_float32() -> None:
-    stored = check_vectors(CHUNKS, VECTORS, EXACT)
+def test_storable_vectors_are_float32() -> None:
+    stored = storable(CHUNKS, VECTORS, EXACT)
     assert stored.dtype == numpy.float32 and stored.shape == (5, 3)

@@ -14,187 +14,71 @@ Constructing an embedder loads nothing: models, clients and user modules load on
 """
 from __future__ import annotations
 
-import io
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, Sequence
+from importlib import import_module
+from typing import TYPE_CHECKING, Protocol, cast
 
-import numpy as np
-
-from ..cache import Cache
-from ..errors import ConfigError, RagError
-from ..loading import display
-from ..progress import Output, Progress
+from ..errors import ConfigError
 
 if TYPE_CHECKING:
-    from ..config import Config
+    from .base import Embedder, EmbedderSettings
 
 
-class Embedder(Protocol):
-    id: str
+class EmbedderModule(Protocol):
+    """A module under `embedding/`: `make(model, settings)` builds its embedder without loading anything."""
 
-    def embed(self, texts: list[str]) -> np.ndarray: ...
-
-
-def make_embedder(config: Config) -> Embedder:
-    """The embedder the config names; nothing is imported or loaded until its first embed()."""
-    kind, _, rest = config.embedding.partition(":")
-    if kind == "sentence-transformers":
-        from .sentence_transformers import SentenceTransformerEmbedder
-
-        return SentenceTransformerEmbedder(
-            rest, root=config.root, batch_size=config.embedding_batch_size, id=config.embedding_id
-        )
-    if kind == "openai":
-        from .openai import OpenAIEmbedder
-
-        return OpenAIEmbedder(
-            rest, base_url=config.embedding_base_url, batch_size=config.embedding_batch_size, id=config.embedding_id
-        )
-    if kind == "python":
-        from .python import PythonEmbedder
-
-        if config.embedding_id is None:
-            raise ConfigError(f"{config.where}: embedding_id is required with a python: embedder")
-        return PythonEmbedder(rest, id=config.embedding_id, root=config.root)
-    raise ConfigError(
-        f"{config.where}: embedding must start with 'sentence-transformers:', 'openai:' or 'python:', "
-        f"got {config.embedding!r}"
-    )
-
-
-def check_vectors(embedder_id: str, vectors: object, rows: int, dimension: int | None = None) -> np.ndarray:
-    """`vectors` as a float32 rows x d array, or a RagError naming the embedder and the flaw."""
-    try:
-        with np.errstate(over="ignore", invalid="ignore"):
-            array = np.asarray(vectors, dtype=np.float32)
-    except (TypeError, ValueError):
-        raise RagError(
-            f"embedder {embedder_id!r} returned a {type(vectors).__name__} that is not an n x d array of numbers; "
-            "every text needs one vector of the same length"
-        ) from None
-    if array.ndim != 2 or array.shape[1] == 0:
-        raise RagError(
-            f"embedder {embedder_id!r} returned an array of shape {array.shape} for {rows} texts; "
-            f"it must return one vector per text, shape ({rows}, d)"
-        )
-    if array.shape[0] != rows:
-        raise RagError(
-            f"embedder {embedder_id!r} returned {array.shape[0]} vectors for {rows} texts; "
-            "it must return one vector per text, in order"
-        )
-    if dimension is not None and array.shape[1] != dimension:
-        raise RagError(
-            f"embedder {embedder_id!r} returned vectors of dimension {array.shape[1]}, "
-            f"but earlier or cached vectors have dimension {dimension}; one embedder id must always give one dimension"
-        )
-    finite = np.isfinite(array).all(axis=1)
-    if not finite.all():
-        first = int(np.argmin(finite))
-        raise RagError(
-            f"embedder {embedder_id!r} returned NaN or infinite values for {int((~finite).sum())} of {rows} texts "
-            f"(first at position {first}); it must return finite numbers"
-        )
-    return array
+    def make(self, model: str, settings: EmbedderSettings) -> Embedder: ...
 
 
 @dataclass(frozen=True)
-class EmbedStats:
-    """Distinct texts served from the cache and sent to the model: the last call, and in total."""
+class EmbedderKind:
+    """A prefix of `embedding = "<prefix>:<model>"`: the module that builds it, and whether it needs `embedding_id`."""
 
-    hits: int = 0
-    embedded: int = 0
-    total_hits: int = 0
-    total_embedded: int = 0
+    module: str
+    needs_id: bool = False
 
 
-class CachedEmbedder:
-    """Embeds through the cache: only misses reach the model, in one batched call per embed().
-
-    Entries live in the `embeddings` namespace of the embedder's id, keyed by the text itself
-    (the file name is its sha256), as `.npy` float32; so each text embeds once per embedder.
-    """
-
-    def __init__(self, embedder: Embedder, cache: Cache, out: Output | None = None, what: str = "texts") -> None:
-        self.embedder = embedder
-        self.id = embedder.id
-        self.namespace = cache.namespace("embeddings", embedder.id, ext="npy")
-        self.out = out
-        self.what = what
-        self.dimension: int | None = None
-        self.stats = EmbedStats()
-
-    def embed(self, texts: Sequence[str], label: str | None = "embedding") -> np.ndarray:
-        """Vectors for `texts`, in order; `label` names the progress line, None keeps it quiet."""
-        texts = list(texts)
-        unique = list(dict.fromkeys(texts))
-        vectors: dict[str, np.ndarray] = {}
-        for text in unique:
-            cached = self._read(text)
-            if cached is not None:
-                vectors[text] = cached
-        misses = [text for text in unique if text not in vectors]
-        if misses and self.namespace.mode == "readonly":
-            raise self.namespace.miss_error(len(misses), self.what)
-        if misses:
-            fresh = check_vectors(self.id, self._run(misses, len(vectors), label), len(misses), self.dimension)
-            self.dimension = fresh.shape[1]
-            for text, vector in zip(misses, fresh):
-                vectors[text] = vector
-                self.namespace.put(text, _to_bytes(vector))
-        self.stats = EmbedStats(
-            hits=len(unique) - len(misses),
-            embedded=len(misses),
-            total_hits=self.stats.total_hits + len(unique) - len(misses),
-            total_embedded=self.stats.total_embedded + len(misses),
-        )
-        if not texts:
-            return np.zeros((0, self.dimension or 0), dtype=np.float32)
-        return np.stack([vectors[text] for text in texts])
-
-    def _read(self, text: str) -> np.ndarray | None:
-        """A cached vector, checked against the others; an unreadable entry counts as a miss."""
-        data = self.namespace.get(text)
-        if data is None:
-            return None
-        try:
-            vector = np.load(io.BytesIO(data), allow_pickle=False)
-        except (ValueError, OSError, EOFError):
-            return None
-        if (
-            vector.ndim != 1
-            or vector.dtype != np.float32
-            or (self.dimension is not None and vector.shape[0] != self.dimension)
-            or not np.isfinite(vector).all()
-        ):
-            raise RagError(
-                f"cache {display(self.namespace.folder)} holds an invalid vector for embedder {self.id!r} "
-                f"(shape {vector.shape}, dtype {vector.dtype}, expected dimension {self.dimension or 'd'}); "
-                "delete that folder to embed again"
-            )
-        self.dimension = vector.shape[0]
-        return vector
-
-    def _run(self, misses: list[str], hits: int, label: str | None) -> object:
-        if self.out is None or label is None:
-            return self._call(misses)
-        with Progress(self.out, f"{label} with {self.id}", len(misses)) as bar:
-            if hits:
-                bar.note = f"{hits} cached"
-            vectors = self._call(misses)
-            bar.advance(len(misses))
-        return vectors
-
-    def _call(self, misses: list[str]) -> object:
-        try:
-            return self.embedder.embed(misses)
-        except RagError:
-            raise
-        except Exception as exc:
-            detail = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-            raise RagError(f"embedder {self.id!r} raised {type(exc).__name__}: {detail}") from exc
+EMBEDDERS: dict[str, EmbedderKind] = {
+    "sentence-transformers": EmbedderKind("sentence_transformers"),
+    "openai": EmbedderKind("openai"),
+    "python": EmbedderKind("python", needs_id=True),
+}
+"""The registry: a new embedder is one module with `make` and one line here."""
 
 
-def _to_bytes(vector: np.ndarray) -> bytes:
-    buffer = io.BytesIO()
-    np.save(buffer, np.ascontiguousarray(vector, dtype=np.float32), allow_pickle=False)
-    return buffer.getvalue()
+def prefixes() -> str:
+    return ", ".join(repr(f"{prefix}:") for prefix in EMBEDDERS)
+
+
+class EmbedderConfig(Protocol):
+    """The part of the config an embedder is built from (Config satisfies it)."""
+
+    @property
+    def where(self) -> str: ...
+
+    @property
+    def embedding(self) -> str: ...
+
+    @property
+    def embedder_settings(self) -> EmbedderSettings: ...
+
+
+def check_spec(embedding: str, has_id: bool) -> tuple[str, str] | None:
+    """(config key, problem) when `embedding` (with or without `embedding_id`) names no embedder, else None."""
+    kind = embedding.partition(":")[0]
+    if kind not in EMBEDDERS or ":" not in embedding:
+        return "embedding", f"must start with {prefixes()}, got {embedding!r}"
+    if EMBEDDERS[kind].needs_id and not has_id:
+        return "embedding_id", f"is required with a {kind}: embedder, so the fingerprint can name it"
+    return None
+
+
+def make_embedder(config: EmbedderConfig) -> Embedder:
+    """The embedder the config names; nothing is imported or loaded until its first embed()."""
+    settings = config.embedder_settings
+    problem = check_spec(config.embedding, settings.id is not None)
+    if problem is not None:
+        raise ConfigError(f"{config.where} key {problem[0]!r}: {problem[1]}")
+    kind, _, rest = config.embedding.partition(":")
+    module = cast(EmbedderModule, import_module(f"{__name__}.{EMBEDDERS[kind].module}"))
+    return module.make(rest, settings)

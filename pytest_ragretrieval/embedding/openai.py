@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from ..errors import RagError
-from . import check_vectors
+from .base import EmbedderSettings, check_vectors
 
 DEFAULT_MODEL = "text-embedding-3-small"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -154,6 +154,10 @@ class OpenAIEmbedder:
         if self._secret:
             text = text.replace(self._secret, "***")
         return " ".join(_KEY_LIKE.sub("sk-***", text).split())
+
+
+def make(model: str, settings: EmbedderSettings) -> OpenAIEmbedder:
+    return OpenAIEmbedder(model, base_url=settings.base_url, batch_size=settings.batch_size, id=settings.id)
 
 
 def retry_after(headers: Any) -> float | None:

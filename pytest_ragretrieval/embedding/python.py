@@ -7,8 +7,8 @@ from typing import Any, Callable
 import numpy as np
 
 from ..errors import ConfigError, RagError
-from ..retrievers.python import load_object
-from . import check_vectors
+from ..loader import load_object
+from .base import EmbedderSettings, check_vectors
 
 
 class PythonEmbedder:
@@ -33,3 +33,8 @@ class PythonEmbedder:
             detail = (str(exc).strip().splitlines() or [""])[0]
             raise RagError(f"embedder {self.id!r} ({self.target}) raised {type(exc).__name__}: {detail}") from exc
         return check_vectors(self.id, result, len(texts))
+
+
+def make(target: str, settings: EmbedderSettings) -> PythonEmbedder:
+    assert settings.id is not None, "the registry requires embedding_id for python: embedders"
+    return PythonEmbedder(target, id=settings.id, root=settings.root)

@@ -13,9 +13,10 @@ from typing import Any
 
 import numpy as np
 
+from ..env import truthy
 from ..errors import RagError
-from ..files import truthy
-from ..loading import display
+from ..paths import display
+from .base import EmbedderSettings
 
 PACKAGED_NAME = "all-MiniLM-L6-v2"
 PACKAGED_ALIASES = (PACKAGED_NAME, f"sentence-transformers/{PACKAGED_NAME}")
@@ -100,3 +101,7 @@ class SentenceTransformerEmbedder:
                 "the path is relative to the config's folder and must exist offline"
             )
         return self.model, False
+
+
+def make(model: str, settings: EmbedderSettings) -> SentenceTransformerEmbedder:
+    return SentenceTransformerEmbedder(model, root=settings.root, batch_size=settings.batch_size, id=settings.id)

@@ -1,32 +1,27 @@
-"""The retriever contract and the registry of built-in retriever types.
+"""The registry of retriever types and the parsed form of a `[retrievers.NAME]` table.
 
-A retriever is the tutorial's unified signature: a query and a depth in, chunk ids out, best
-first. Each built-in type lives in its own module exposing `parse(table) -> params` and
-`build(params, ctx) -> Retriever`, and `sources(params)` when it reads other retrievers; modules import their heavy dependencies only in `build`.
+A new type is one module (implementing `RetrieverType`) and one line in `TYPES`.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from importlib import import_module
-from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
+from typing import Any, Mapping
 
 from ..errors import ConfigError
 from ..tables import Table
+from . import bm25, hybrid, python, rerank, vector
+from .protocol import Closing, Context, Diagnosing, Retriever, RetrieverType, Setup
 
-TYPES: dict[str, str] = {
-    "bm25": "bm25",
-    "vector": "vector",
-    "hybrid": "hybrid",
-    "rerank": "rerank",
-    "python": "python",
+__all__ = ["TYPES", "Closing", "Context", "Diagnosing", "Retriever", "RetrieverSpec", "RetrieverType", "Setup",
+           "parse_spec", "type_module"]
+
+TYPES: dict[str, RetrieverType] = {
+    "bm25": bm25,
+    "vector": vector,
+    "hybrid": hybrid,
+    "rerank": rerank,
+    "python": python,
 }
-
-
-@runtime_checkable
-class Retriever(Protocol):
-    """Return up to `k` chunk ids for `query`, most relevant first, without duplicates."""
-
-    def __call__(self, query: str, k: int) -> Sequence[str]: ...
 
 
 @dataclass(frozen=True)
@@ -43,9 +38,13 @@ class RetrieverSpec:
     def fingerprint(self) -> dict[str, Any]:
         return {"type": self.type, **self.params}
 
+    @property
+    def module(self) -> RetrieverType:
+        return TYPES[self.type]
 
-def type_module(kind: str) -> Any:
-    return import_module(f"{__name__}.{TYPES[kind]}")
+
+def type_module(kind: str) -> RetrieverType:
+    return TYPES[kind]
 
 
 def parse_spec(name: str, data: Mapping[str, Any], where: str) -> RetrieverSpec:
@@ -55,8 +54,8 @@ def parse_spec(name: str, data: Mapping[str, Any], where: str) -> RetrieverSpec:
     table = Table(data, where)
     kind = table.text("type", choices=TYPES)
     max_latency = table.number("max_latency_ms", None, minimum=0)
-    module = type_module(kind)
+    module = TYPES[kind]
     params = module.parse(table)
     table.finish()
-    sources = tuple(module.sources(params)) if hasattr(module, "sources") else ()
-    return RetrieverSpec(name=name, type=kind, params=params, sources=sources, max_latency_ms=max_latency)
+    return RetrieverSpec(name=name, type=kind, params=params, sources=tuple(module.sources(params)),
+                         max_latency_ms=max_latency)

@@ -1,9 +1,11 @@
 """BM25 (rank-bm25's BM25Okapi) over the configured tokenizer."""
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
+from ..records import Chunk
 from ..tables import Table
+from .protocol import Context, Setup
 
 
 def parse(table: Table) -> dict[str, Any]:
@@ -22,7 +24,10 @@ class BM25Retriever:
     corpus file's order nor dict order can change a ranking.
     """
 
-    def __init__(self, chunks: Sequence[Any], tokenize: Any, k1: float, b: float, epsilon: float, min_score: float) -> None:
+    def __init__(
+        self, chunks: Sequence[Chunk], tokenize: Callable[[str], list[str]], k1: float, b: float, epsilon: float,
+        min_score: float,
+    ) -> None:
         from rank_bm25 import BM25Okapi
 
         ordered = sorted(chunks, key=lambda chunk: chunk.id)
@@ -46,5 +51,17 @@ class BM25Retriever:
         return [chunk_id for chunk_id, _ in self.scores(query)[:k]]
 
 
-def build(params: dict[str, Any], ctx: Any) -> BM25Retriever:
+def build(params: Mapping[str, Any], ctx: Context) -> BM25Retriever:
     return BM25Retriever(ctx.chunks, ctx.tokenize, **params)
+
+
+def sources(params: Mapping[str, Any]) -> list[str]:
+    return []
+
+
+def fingerprint(params: Mapping[str, Any], setup: Setup) -> dict[str, Any]:
+    return {}
+
+
+def details(params: Mapping[str, Any]) -> dict[str, str]:
+    return {}

@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Any, Callable, Sequence
+from typing import Any, Mapping, Sequence
 
 from ..tables import Table
+from .protocol import Context, Retriever, Setup
 
 
 def parse(table: Table) -> dict[str, Any]:
@@ -18,7 +19,7 @@ def parse(table: Table) -> dict[str, Any]:
     }
 
 
-def sources(params: dict[str, Any]) -> list[str]:
+def sources(params: Mapping[str, Any]) -> list[str]:
     return list(params["sources"])
 
 
@@ -32,7 +33,7 @@ def fuse(rankings: Sequence[Sequence[str]], rrf_k: int) -> list[str]:
 
 
 class HybridRetriever:
-    def __init__(self, inputs: Sequence[Callable[[str, int], Sequence[str]]], depth: int, rrf_k: int) -> None:
+    def __init__(self, inputs: Sequence[Retriever], depth: int, rrf_k: int) -> None:
         self.inputs = list(inputs)
         self.depth = depth
         self.rrf_k = rrf_k
@@ -41,5 +42,13 @@ class HybridRetriever:
         return fuse([list(source(query, self.depth)) for source in self.inputs], self.rrf_k)[:k]
 
 
-def build(params: dict[str, Any], ctx: Any) -> HybridRetriever:
+def build(params: Mapping[str, Any], ctx: Context) -> HybridRetriever:
     return HybridRetriever([ctx.retriever(name) for name in params["sources"]], params["depth"], params["rrf_k"])
+
+
+def fingerprint(params: Mapping[str, Any], setup: Setup) -> dict[str, Any]:
+    return {}
+
+
+def details(params: Mapping[str, Any]) -> dict[str, str]:
+    return {}

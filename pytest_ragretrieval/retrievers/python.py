@@ -1,13 +1,12 @@
 """A user's own retriever, built by a factory named by import path (`module:attribute`)."""
 from __future__ import annotations
 
-import importlib
-import sys
-from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Mapping
 
-from ..errors import ConfigError, RetrieverError
+from ..errors import RetrieverError
+from ..loader import load_object
 from ..tables import Table
+from .protocol import Context, Retriever, Setup
 
 
 def parse(table: Table) -> dict[str, Any]:
@@ -27,37 +26,26 @@ def parse(table: Table) -> dict[str, Any]:
     return params
 
 
-def sources(params: dict[str, Any]) -> list[str]:
+def sources(params: Mapping[str, Any]) -> list[str]:
     """The retrievers this factory may read through `ctx.retriever(name)`."""
     return list(params.get("sources", []))
 
 
-def load_object(path: str, root: Path, what: str) -> Callable[..., Any]:
-    """Import `module:attribute`, looking in the config's folder first as pytest's rootdir would."""
-    module_name, _, attribute = path.partition(":")
-    if str(root) not in sys.path:
-        sys.path.insert(0, str(root))
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ConfigError(f"{what} {path!r}: cannot import module {module_name!r} ({exc})") from None
-    try:
-        target = module
-        for part in attribute.split("."):
-            target = getattr(target, part)
-    except AttributeError:
-        raise ConfigError(f"{what} {path!r}: module {module_name!r} has no attribute {attribute!r}") from None
-    if not callable(target):
-        raise ConfigError(f"{what} {path!r}: {attribute!r} is not callable")
-    return target
-
-
-def build(params: dict[str, Any], ctx: Any) -> Callable[[str, int], Any]:
+def build(params: Mapping[str, Any], ctx: Context) -> Retriever:
     factory = load_object(params["factory"], ctx.root, "factory")
     retriever = factory(ctx)
-    if not callable(retriever):
+    if not isinstance(retriever, Retriever):
         raise RetrieverError(
             f"factory {params['factory']!r} returned {type(retriever).__name__}, "
             "expected a callable (query: str, k: int) -> sequence of chunk ids"
         )
     return retriever
+
+
+def fingerprint(params: Mapping[str, Any], setup: Setup) -> dict[str, Any]:
+    """The embedder's id: a factory may call `ctx.embed`, so its rankings may depend on it."""
+    return {"embedding": setup.embedding_id}
+
+
+def details(params: Mapping[str, Any]) -> dict[str, str]:
+    return {}

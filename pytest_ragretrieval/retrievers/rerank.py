@@ -5,12 +5,15 @@ import os
 import socket
 import struct
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 from urllib.parse import urlparse
 
+from ..cache import Namespace
+from ..env import truthy
 from ..errors import RetrieverUnavailable
-from ..files import truthy
+from ..records import Question
 from ..tables import Table
+from .protocol import Context, Retriever, Setup
 
 DEFAULT_MODEL = "BAAI/bge-reranker-base"
 
@@ -25,7 +28,7 @@ def parse(table: Table) -> dict[str, Any]:
     }
 
 
-def sources(params: dict[str, Any]) -> list[str]:
+def sources(params: Mapping[str, Any]) -> list[str]:
     return [params["source"]]
 
 
@@ -47,7 +50,7 @@ def hub_reachable(timeout: float = 3.0) -> bool:
 class CrossEncoderScorer:
     """Loads the model on the first pair the cache does not know; never when all are cached."""
 
-    def __init__(self, model: str, root: Any, batch_size: int) -> None:
+    def __init__(self, model: str, root: Path, batch_size: int) -> None:
         self.model = model
         self.root = root
         self.batch_size = batch_size
@@ -80,10 +83,10 @@ class RerankRetriever:
 
     def __init__(
         self,
-        source: Callable[[str, int], Sequence[str]],
+        source: Retriever,
         texts: dict[str, str],
         scorer: Callable[[Sequence[tuple[str, str]]], list[float]],
-        cache: Any,
+        cache: Namespace,
         depth: int,
         min_score: float | None,
     ) -> None:
@@ -114,7 +117,7 @@ class RerankRetriever:
                 self.cache.put(keys[i], struct.pack("<d", value))
         return [known[i] for i in range(len(keys))]
 
-    def diagnostics(self, questions: Sequence[Any]) -> dict[str, float]:
+    def diagnostics(self, questions: Sequence[Question]) -> dict[str, float]:
         """Recall@depth of the candidate pools: the ceiling no reranker can pass."""
         from ..evaluate import mean
         from ..metrics import recall
@@ -135,7 +138,7 @@ class RerankRetriever:
         return [chunk_id for chunk_id, _ in ranked[:k]]
 
 
-def build(params: dict[str, Any], ctx: Any) -> RerankRetriever:
+def build(params: Mapping[str, Any], ctx: Context) -> RerankRetriever:
     scorer = CrossEncoderScorer(params["model"], ctx.root, params["batch_size"])
     return RerankRetriever(
         ctx.retriever(params["source"]),
@@ -145,3 +148,11 @@ def build(params: dict[str, Any], ctx: Any) -> RerankRetriever:
         params["depth"],
         params["min_score"],
     )
+
+
+def fingerprint(params: Mapping[str, Any], setup: Setup) -> dict[str, Any]:
+    return {}
+
+
+def details(params: Mapping[str, Any]) -> dict[str, str]:
+    return {"reranker": params["model"]}

@@ -1,9 +1,11 @@
 """Pure vector search in pgvector: cosine distance `<=>`, ties by id, one connection reused."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping, Sequence
 
+from ..records import Question
 from ..tables import Table
+from .protocol import Context, Setup
 
 
 def parse(table: Table) -> dict[str, Any]:
@@ -19,7 +21,7 @@ class VectorRetriever:
     `min_score` drops chunks whose cosine similarity (1 - distance) is below it.
     """
 
-    def __init__(self, ctx: Any, min_score: float | None, approximate: bool) -> None:
+    def __init__(self, ctx: Context, min_score: float | None, approximate: bool) -> None:
         from psycopg import sql
 
         self.ctx = ctx
@@ -55,7 +57,7 @@ class VectorRetriever:
             self.overlaps.setdefault(k, []).append(len(set(found) & set(exact)) / len(exact))
         return found
 
-    def diagnostics(self, questions: Any) -> dict[str, float]:
+    def diagnostics(self, questions: Sequence[Question]) -> dict[str, float]:
         """The ANN index's recall against exact search at each depth asked, over the queries asked."""
         return {f"ann_recall@{k}": round(sum(v) / len(v), 6) for k, v in sorted(self.overlaps.items())}
 
@@ -63,5 +65,18 @@ class VectorRetriever:
         self.conn.close()
 
 
-def build(params: dict[str, Any], ctx: Any) -> VectorRetriever:
+def build(params: Mapping[str, Any], ctx: Context) -> VectorRetriever:
     return VectorRetriever(ctx, params["min_score"], ctx.index_kind == "hnsw")
+
+
+def sources(params: Mapping[str, Any]) -> list[str]:
+    return []
+
+
+def fingerprint(params: Mapping[str, Any], setup: Setup) -> dict[str, Any]:
+    """Rankings depend on the embedder (id and dimension) and on how the table is searched."""
+    return {"embedding": setup.embedding(), "index": setup.index}
+
+
+def details(params: Mapping[str, Any]) -> dict[str, str]:
+    return {}

@@ -1,9 +1,17 @@
-"""Small helpers shared by the layers that write files or read switches from the environment."""
+"""Paths as the user sees them, and files written so that readers never see half of one."""
 from __future__ import annotations
 
 import os
 import tempfile
 from pathlib import Path
+
+
+def display(path: Path) -> str:
+    """A path as the user would type it: relative to the working directory when below it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
 
 
 def write_atomic(path: Path, data: bytes | str) -> None:
@@ -25,8 +33,3 @@ def write_atomic(path: Path, data: bytes | str) -> None:
         if os.path.exists(temporary):
             os.unlink(temporary)
         raise
-
-
-def truthy(value: str | None) -> bool:
-    """How environment switches such as HF_HUB_OFFLINE are read: 1, true, yes or on."""
-    return (value or "").strip().lower() in ("1", "true", "yes", "on")

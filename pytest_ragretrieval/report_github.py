@@ -1,16 +1,17 @@
 """GitHub Actions output: the job summary's Markdown and one `::error` workflow command per failure."""
 from __future__ import annotations
 
+import os
+
 from .report_markdown import (
-    TITLE,
     changes_section,
     esc,
     failures_section,
     metrics_section,
     tags_section,
-    verdict,
 )
-from .reportdata import Failure, ReportInput
+from .report_model import Failure, ReportInput
+from .report_wording import TITLE, verdict
 
 SUMMARY_CHANGES = 10
 """Questions listed per retriever and direction in the job summary; the full report lists them all."""
@@ -60,3 +61,12 @@ def annotation(failure: Failure, baseline_path: str) -> str:
 
 def error_annotations(data: ReportInput) -> list[str]:
     return [annotation(failure, data.baseline_path) for failure in data.failures]
+
+
+def emit(data: ReportInput) -> list[str]:
+    """Append the step summary to `$GITHUB_STEP_SUMMARY` (when set); the annotations, for the terminal."""
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary:
+        with open(summary, "a", encoding="utf-8") as stream:
+            stream.write(step_summary(data) + "\n")
+    return error_annotations(data)

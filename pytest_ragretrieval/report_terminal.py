@@ -1,18 +1,13 @@
 """The terminal summary as pure lines: one row per retriever, one column per metric."""
 from __future__ import annotations
 
-import unicodedata
-from typing import Any, Mapping, Sequence
+from typing import Mapping, Sequence
 
 from .baseline import Baseline
-from .compare import fmt, signed
 from .config import Config
-from .evaluate import RetrieverResult, percentile
-
-
-def width(text: str) -> int:
-    """Display width: CJK characters take two terminal cells."""
-    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+from .evaluate import RetrieverResult, Run, latency_summary
+from .report_wording import width
+from .values import fmt, signed
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
@@ -32,12 +27,7 @@ def cell(value: float | None, before: float | None) -> str:
     return f"{fmt(value)} ({signed(value - before)})"
 
 
-def latency_summary(result: RetrieverResult) -> dict[str, float]:
-    latencies = result.latencies
-    return {"p50": round(percentile(latencies, 0.50), 3), "p95": round(percentile(latencies, 0.95), 3)}
-
-
-def summary_lines(config: Config, runs: Mapping[str, Any], baseline: Baseline | None, comparable: bool) -> list[str]:
+def summary_lines(config: Config, runs: Mapping[str, Run], baseline: Baseline | None, comparable: bool) -> list[str]:
     """The summary table, the per-tag table and the no-answer and latency lines."""
     labels = [spec.label for spec in config.metrics]
     answerable = None
@@ -58,7 +48,8 @@ def summary_lines(config: Config, runs: Mapping[str, Any], baseline: Baseline | 
         if run.error is not None:
             notes.append(f"{spec.name}: error: {run.error}")
             continue
-        result: RetrieverResult = run.result
+        result: RetrieverResult | None = run.result
+        assert result is not None
         answerable = len(result.questions) - result.no_answer_total
         recorded = baseline.retrievers.get(spec.name) if baseline is not None and comparable else None
         rows.append(

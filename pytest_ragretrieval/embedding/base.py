@@ -1,0 +1,63 @@
+"""The embedder contract, the settings every embedder is built from, and the check of what it returns."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+from ..errors import RagError
+
+
+class Embedder(Protocol):
+    """Texts in, one float32 row per text out; `id` names the model in fingerprints and the cache."""
+
+    id: str
+
+    def embed(self, texts: list[str]) -> np.ndarray: ...
+
+
+@dataclass(frozen=True)
+class EmbedderSettings:
+    """The config's embedder keys; `id` (embedding_id) replaces the derived id of any embedder."""
+
+    root: Path
+    batch_size: int = 64
+    id: str | None = None
+    base_url: str | None = None
+
+
+def check_vectors(embedder_id: str, vectors: object, rows: int, dimension: int | None = None) -> np.ndarray:
+    """`vectors` as a float32 rows x d array, or a RagError naming the embedder and the flaw."""
+    try:
+        with np.errstate(over="ignore", invalid="ignore"):
+            array = np.asarray(vectors, dtype=np.float32)
+    except (TypeError, ValueError):
+        raise RagError(
+            f"embedder {embedder_id!r} returned a {type(vectors).__name__} that is not an n x d array of numbers; "
+            "every text needs one vector of the same length"
+        ) from None
+    if array.ndim != 2 or array.shape[1] == 0:
+        raise RagError(
+            f"embedder {embedder_id!r} returned an array of shape {array.shape} for {rows} texts; "
+            f"it must return one vector per text, shape ({rows}, d)"
+        )
+    if array.shape[0] != rows:
+        raise RagError(
+            f"embedder {embedder_id!r} returned {array.shape[0]} vectors for {rows} texts; "
+            "it must return one vector per text, in order"
+        )
+    if dimension is not None and array.shape[1] != dimension:
+        raise RagError(
+            f"embedder {embedder_id!r} returned vectors of dimension {array.shape[1]}, "
+            f"but earlier or cached vectors have dimension {dimension}; one embedder id must always give one dimension"
+        )
+    finite = np.isfinite(array).all(axis=1)
+    if not finite.all():
+        first = int(np.argmin(finite))
+        raise RagError(
+            f"embedder {embedder_id!r} returned NaN or infinite values for {int((~finite).sum())} of {rows} texts "
+            f"(first at position {first}); it must return finite numbers"
+        )
+    return array

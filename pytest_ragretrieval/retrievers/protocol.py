@@ -1,0 +1,112 @@
+"""The contracts of the retriever plug-in point: what a type module offers, what a retriever is,
+and what a retriever's factory may use (`Context`).
+
+A retriever is the tutorial's unified signature: a query and a depth in, chunk ids out, best
+first. Optional abilities are their own protocols, checked with isinstance, never by name.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
+
+from ..cache import Namespace
+from ..records import Chunk, Question
+from ..tables import Table
+
+
+@runtime_checkable
+class Retriever(Protocol):
+    """Return up to `k` chunk ids for `query`, most relevant first, without duplicates."""
+
+    def __call__(self, query: str, k: int) -> Sequence[str]: ...
+
+
+@runtime_checkable
+class Diagnosing(Protocol):
+    """A retriever that reports numbers about itself after the run (ANN recall, a rerank pool's recall)."""
+
+    def diagnostics(self, questions: Sequence[Question]) -> Mapping[str, float]: ...
+
+
+@runtime_checkable
+class Closing(Protocol):
+    """A retriever holding a resource (a connection) to release when the session ends."""
+
+    def close(self) -> None: ...
+
+
+class Context(Protocol):
+    """What a retriever's factory may use: the corpus, k, its sources, the database, the embedder."""
+
+    name: str
+    options: Mapping[str, Any]
+
+    @property
+    def chunks(self) -> tuple[Chunk, ...]: ...
+
+    @property
+    def k(self) -> int: ...
+
+    @property
+    def root(self) -> Path:
+        """The config's folder: relative paths in a retriever's table are relative to it."""
+
+    @property
+    def tokenize(self) -> Callable[[str], list[str]]: ...
+
+    @property
+    def retrievers(self) -> Mapping[str, Retriever]:
+        """The sources this retriever declared, by name, built on first use."""
+
+    def retriever(self, name: str) -> Retriever: ...
+
+    def connect(self) -> Any:
+        """A psycopg connection to the seeded database, its search_path set to the plugin's schema."""
+
+    @property
+    def index_kind(self) -> str:
+        """`exact` or `hnsw`: how the seeded table is searched."""
+
+    @property
+    def table(self) -> str:
+        """The quoted, schema-qualified name of the chunks table."""
+
+    def score_cache(self, kind: str, model_id: str) -> Namespace:
+        """A namespace of the content-addressed cache, for scores a retriever computes."""
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        """Vectors (n x d numpy array) from the configured embedder, through the cache."""
+
+
+class Setup(Protocol):
+    """What this run embeds and searches with, for the types whose fingerprint depends on it."""
+
+    @property
+    def embedding_id(self) -> str: ...
+
+    def embedding(self) -> dict[str, Any]:
+        """Embedder id and dimension (or the error that kept us from knowing the dimension)."""
+
+    @property
+    def index(self) -> dict[str, Any]: ...
+
+
+class RetrieverType(Protocol):
+    """A module under `retrievers/`: one per `type = "..."`, registered in `retrievers.TYPES`.
+
+    Modules import their heavy dependencies only in `build`, so reading a config stays cheap.
+    """
+
+    def parse(self, table: Table) -> dict[str, Any]:
+        """The table's parameters, defaults filled in: they are what the fingerprint records."""
+
+    def sources(self, params: Mapping[str, Any]) -> list[str]:
+        """The retrievers this one reads from (their fingerprints nest under `reads`)."""
+
+    def build(self, params: Mapping[str, Any], ctx: Context) -> Retriever: ...
+
+    def fingerprint(self, params: Mapping[str, Any], setup: Setup) -> dict[str, Any]:
+        """What besides the parameters decides this type's rankings (the embedder, the index)."""
+
+    def details(self, params: Mapping[str, Any]) -> dict[str, str]:
+        """Named facts for the report's configuration section, such as {"reranker": model}."""
