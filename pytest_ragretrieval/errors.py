@@ -24,3 +24,7 @@ class RetrieverError(RagError):
 
 class RetrieverUnavailable(RagError):
     """A retriever whose model or service is absent here: its items are skipped, not failed."""
+
+
+class DatabaseError(RagError):
+    """The database could not be chosen, started, reached or cleaned up."""

@@ -66,7 +66,8 @@ class Resources:
         return self.cache.namespace(kind, model_id, ext="f64")
 
     def _start(self) -> Any:
-        from .db import choose, open_database
+        from .db_handle import open_database
+        from .db_servers import choose
         from .seed import seed, table_label
 
         started = time.perf_counter()
@@ -151,6 +152,6 @@ def database_mode(option: str | None, configured: str, url_option: str | None) -
 
 
 def database_url(url_option: str | None) -> str | None:
-    from .db import URL_ENV
+    from .db_servers import URL_ENV
 
     return url_option or os.environ.get(URL_ENV) or None

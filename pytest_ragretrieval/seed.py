@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy
 
-from .db import DatabaseError, scrub
-from .errors import ConfigError, RagError
+from .db_dsn import scrub
+from .errors import ConfigError, DatabaseError, RagError
 from .records import Chunk
 
 if TYPE_CHECKING:

@@ -22,7 +22,9 @@ def minilm() -> Any:
     imported inside one, pytester would drop them afterwards and torch cannot load twice.
     Only the end-to-end tests ask for it, so other sessions never pay for torch.
     """
-    from pytest_ragretrieval.embedding.sentence_transformers import SentenceTransformerEmbedder
+    from pytest_ragretrieval.embedding.sentence_transformers import (
+        SentenceTransformerEmbedder,
+    )
 
     embedder = SentenceTransformerEmbedder()
     embedder.embed(["预热"])

@@ -4,7 +4,13 @@ from __future__ import annotations
 from dataclasses import replace
 
 from pytest_ragretrieval.compare import Comparison
-from pytest_ragretrieval.report_model import ChunkView, Failure, QuestionView, ReportInput, RetrieverView
+from pytest_ragretrieval.report_model import (
+    ChunkView,
+    Failure,
+    QuestionView,
+    ReportInput,
+    RetrieverView,
+)
 
 
 def sample_input() -> ReportInput:

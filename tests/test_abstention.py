@@ -4,7 +4,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from projects import set_rankings, synthetic, write_project
 
 RUN = ("-p", "no:cacheprovider")

@@ -4,7 +4,6 @@ from __future__ import annotations
 import re
 
 import pytest
-
 from projects import baseline_bytes, write_project
 
 RUN = ("-p", "no:cacheprovider")

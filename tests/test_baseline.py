@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from pytest_ragretrieval.baseline import document, dumps, load, parse, retriever_entry
-from pytest_ragretrieval.paths import write_atomic
 from pytest_ragretrieval.errors import BaselineError
 from pytest_ragretrieval.evaluate import score
 from pytest_ragretrieval.metrics import MetricSpec
+from pytest_ragretrieval.paths import write_atomic
 from pytest_ragretrieval.records import Question
 
 

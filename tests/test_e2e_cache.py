@@ -4,8 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from projects import E2E_CHUNKS, QUERIES, read_results, rankings, write_e2e_project
+from projects import E2E_CHUNKS, QUERIES, rankings, read_results, write_e2e_project
 
 pytestmark = pytest.mark.usefixtures("minilm")
 

@@ -9,8 +9,13 @@ from urllib.parse import quote
 
 import psycopg
 import pytest
-
-from projects import E2E_CHUNKS, VECTOR_AND_BM25, read_results, rankings, write_e2e_project
+from projects import (
+    E2E_CHUNKS,
+    VECTOR_AND_BM25,
+    rankings,
+    read_results,
+    write_e2e_project,
+)
 
 pytestmark = pytest.mark.usefixtures("minilm")
 

@@ -5,8 +5,8 @@ from fractions import Fraction
 from typing import Any, Sequence
 
 import pytest
+from projects import E2E_DEPTH, rankings, read_results, write_e2e_project
 
-from projects import E2E_DEPTH, read_results, rankings, write_e2e_project
 from pytest_ragretrieval.retrievers.hybrid import fuse
 
 RUN = ("-p", "no:cacheprovider")

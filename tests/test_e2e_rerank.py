@@ -6,8 +6,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from projects import E2E_CHUNKS, QUERIES, QUESTIONS, VECTOR_AND_BM25, read_results, rankings, set_rankings, write_e2e_project
+from projects import (
+    E2E_CHUNKS,
+    QUERIES,
+    QUESTIONS,
+    VECTOR_AND_BM25,
+    rankings,
+    read_results,
+    set_rankings,
+    write_e2e_project,
+)
 from tiny_models import build_cross_encoder, cross_encoder_scores
 
 pytestmark = pytest.mark.usefixtures("minilm")

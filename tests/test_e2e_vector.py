@@ -5,8 +5,14 @@ from typing import Any
 
 import numpy
 import pytest
-
-from projects import E2E_CHUNKS, E2E_DEPTH, QUERIES, read_results, rankings, write_e2e_project
+from projects import (
+    E2E_CHUNKS,
+    E2E_DEPTH,
+    QUERIES,
+    rankings,
+    read_results,
+    write_e2e_project,
+)
 
 pytestmark = pytest.mark.usefixtures("minilm")
 

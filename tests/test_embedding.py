@@ -17,7 +17,9 @@ from pytest_ragretrieval.embedding import make_embedder
 from pytest_ragretrieval.embedding.base import check_vectors
 from pytest_ragretrieval.embedding.cached import CachedEmbedder, EmbedStats
 from pytest_ragretrieval.embedding.python import PythonEmbedder
-from pytest_ragretrieval.embedding.sentence_transformers import SentenceTransformerEmbedder
+from pytest_ragretrieval.embedding.sentence_transformers import (
+    SentenceTransformerEmbedder,
+)
 from pytest_ragretrieval.errors import ConfigError, RagError
 from pytest_ragretrieval.progress import PlainOutput
 

@@ -4,7 +4,13 @@ from __future__ import annotations
 import pytest
 
 from pytest_ragretrieval.errors import RetrieverError
-from pytest_ragretrieval.evaluate import checked_ranking, mean, percentile, run_retriever, score
+from pytest_ragretrieval.evaluate import (
+    checked_ranking,
+    mean,
+    percentile,
+    run_retriever,
+    score,
+)
 from pytest_ragretrieval.metrics import MetricSpec
 from pytest_ragretrieval.records import Question
 

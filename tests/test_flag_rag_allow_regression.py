@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import pytest
-
 from projects import GOLD, baseline, baseline_bytes, set_rankings, write_project
 
 RUN = ("-p", "no:cacheprovider")

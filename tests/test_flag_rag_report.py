@@ -4,7 +4,6 @@ from __future__ import annotations
 from html.parser import HTMLParser
 
 import pytest
-
 from browser import MISSING, browser, dump_dom
 from projects import GOLD, set_rankings, write_project
 

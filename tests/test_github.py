@@ -3,10 +3,17 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from pytest_ragretrieval.report_github import SUMMARY_CHANGES, error_annotations, escape_data, escape_property, step_summary
+from report_samples import sample_input
+
+from pytest_ragretrieval.report_github import (
+    SUMMARY_CHANGES,
+    error_annotations,
+    escape_data,
+    escape_property,
+    step_summary,
+)
 from pytest_ragretrieval.report_model import Failure, QuestionView
 from pytest_ragretrieval.report_wording import HEADINGS
-from report_samples import sample_input
 
 
 def test_one_error_line_per_failure_on_the_baseline_file() -> None:

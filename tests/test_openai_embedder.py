@@ -7,8 +7,8 @@ from typing import Iterator
 
 import numpy as np
 import pytest
-
 from openai_server import FakeOpenAI, Reply, fake_vector
+
 from pytest_ragretrieval.cache import Cache
 from pytest_ragretrieval.config import load_config
 from pytest_ragretrieval.embedding import make_embedder

@@ -6,11 +6,11 @@ from dataclasses import dataclass, field, replace
 from html.parser import HTMLParser
 
 import pytest
-
 from browser import MISSING, browser, dump_dom
+from report_samples import sample_input, without_baseline
+
 from pytest_ragretrieval.report_html import render as render_html
 from pytest_ragretrieval.report_model import RetrieverView
-from report_samples import sample_input, without_baseline
 
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
 

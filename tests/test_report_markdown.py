@@ -4,10 +4,11 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
+from report_samples import sample_input, without_baseline
+
 from pytest_ragretrieval.report_markdown import render as render_markdown
 from pytest_ragretrieval.report_model import Failure, RetrieverView
 from pytest_ragretrieval.report_wording import HEADINGS
-from report_samples import sample_input, without_baseline
 
 
 def section(text: str, key: str) -> str:

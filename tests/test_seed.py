@@ -10,14 +10,15 @@ import pytest
 from psycopg import sql
 
 from pytest_ragretrieval.config import IndexSettings
-from pytest_ragretrieval.db import Choice, Database, DatabaseError, open_database
-from pytest_ragretrieval.errors import ConfigError, RagError
+from pytest_ragretrieval.db_handle import Database, open_database
+from pytest_ragretrieval.db_servers import Choice
+from pytest_ragretrieval.errors import ConfigError, DatabaseError, RagError
 from pytest_ragretrieval.records import Chunk
 from pytest_ragretrieval.seed import (
     VectorError,
-    storable,
     configure_search,
     seed,
+    storable,
     table_label,
     table_name,
 )

@@ -5,9 +5,9 @@ import json
 
 import numpy as np
 import pytest
+from projects import TABLE_ONLY, baseline, set_rankings, synthetic, write_project
 from scipy import stats as scipy_stats
 
-from projects import TABLE_ONLY, baseline, set_rankings, synthetic, write_project
 from pytest_ragretrieval.stats import RESAMPLES, SEED, paired_test
 
 RUN = ("-p", "no:cacheprovider")

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import pytest
-
 from projects import baseline, write_project
 
 RUN = ("-p", "no:cacheprovider")

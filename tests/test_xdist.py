@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import pytest
-
 from projects import GOLD, set_rankings, write_project
 
 pytest.importorskip("xdist")

@@ -24,7 +24,11 @@ def build_cross_encoder(folder: Path, texts: Iterable[str], seed: int = 0) -> Pa
     pair nearly the same score, and the rankings would hang on rounding.
     """
     import torch
-    from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast
+    from transformers import (
+        BertConfig,
+        BertForSequenceClassification,
+        BertTokenizerFast,
+    )
 
     folder.mkdir(parents=True, exist_ok=True)
     vocab = vocabulary(texts)
