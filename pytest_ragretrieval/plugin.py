@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 import pytest
 
-from .report_formats import FORMATS
+from .report.formats import FORMATS
 
 if TYPE_CHECKING:
-    from .compare import Outcome
-    from .items import ItemKey
+    from .gate.checks import Outcome
+    from .gate.items import ItemKey
     from .session import RagSession
 
 SESSION: pytest.StashKey[RagSession] = pytest.StashKey()
@@ -107,7 +107,7 @@ class RagItem(pytest.Item):
         self.add_marker(MARKER)
 
     def runtest(self) -> None:
-        from .items import Skip
+        from .gate.items import Skip
 
         try:
             outcome = self.config.stash[SESSION].outcome(self.key)

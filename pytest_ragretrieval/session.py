@@ -10,26 +10,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
-from .baseline import Baseline, dumps
-from .baseline import load as load_baseline
-from .compare import Outcome
-from .config import Config, load_config
-from .context import Workbench
+from .baseline.format import Baseline, dumps
+from .baseline.format import load as load_baseline
+from .baseline.record import results_document, update_baseline
+from .config.settings import Config, load_config
+from .database.resources import Resources, database_mode, database_url
 from .env import in_github_actions
 from .errors import ConfigError
-from .evaluate import Run, execute
-from .fingerprint import fingerprint, global_changes
-from .items import ItemKey, item_keys
-from .judge import Judge, small_set_notes
-from .loading import load_chunks, load_evalset
+from .evalset.jsonl import load_chunks, load_evalset
+from .evalset.records import Chunk, Question
+from .gate.checks import Outcome
+from .gate.fingerprint import fingerprint, global_changes
+from .gate.items import ItemKey, item_keys
+from .gate.judge import Judge, small_set_notes
 from .paths import display, write_atomic
 from .progress import Output
-from .recording import results_document, update_baseline
-from .records import Chunk, Question
-from .report_build import build_report
-from .report_model import ReportInput
-from .report_terminal import summary_lines
-from .resources import Resources, database_mode, database_url
+from .report.build import build_report
+from .report.model import ReportInput
+from .report.terminal import summary_lines
+from .retrievers.context import Workbench
+from .scoring.evaluate import Run, execute
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,7 @@ class Options:
     update: bool = False
     json_path: Path | None = None
     reports: Mapping[str, Path] = field(default_factory=dict, hash=False)
-    """Report format name (see report_formats.FORMATS) -> where to write it."""
+    """Report format name (see report.formats.FORMATS) -> where to write it."""
     db: str | None = None
     db_url: str | None = None
     cache_mode: str = "readwrite"
@@ -175,11 +175,11 @@ class RagSession:
             self._bench.close()
 
     def _report(self, data: ReportInput) -> None:
-        from .report_formats import write_reports
+        from .report.formats import write_reports
 
         self.written.extend(f"rag: wrote {display(path)}" for path in write_reports(self.options.reports, data))
         if in_github_actions():
-            from .report_github import emit
+            from .report.github import emit
 
             self.annotations = emit(data)
 

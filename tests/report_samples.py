@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from pytest_ragretrieval.compare import Comparison
-from pytest_ragretrieval.report_model import (
+from pytest_ragretrieval.gate.checks import Comparison
+from pytest_ragretrieval.report.model import (
     ChunkView,
     Failure,
     QuestionView,

@@ -7,12 +7,18 @@ from pathlib import Path
 
 import pytest
 
-from pytest_ragretrieval.baseline import document, dumps, load, parse, retriever_entry
+from pytest_ragretrieval.baseline.format import (
+    document,
+    dumps,
+    load,
+    parse,
+    retriever_entry,
+)
 from pytest_ragretrieval.errors import BaselineError
-from pytest_ragretrieval.evaluate import score
-from pytest_ragretrieval.metrics import MetricSpec
+from pytest_ragretrieval.evalset.records import Question
 from pytest_ragretrieval.paths import write_atomic
-from pytest_ragretrieval.records import Question
+from pytest_ragretrieval.scoring.evaluate import score
+from pytest_ragretrieval.scoring.metrics import MetricSpec
 
 
 def sample_document() -> dict:

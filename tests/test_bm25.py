@@ -6,9 +6,9 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_ragretrieval.records import Chunk
+from pytest_ragretrieval.evalset.records import Chunk
 from pytest_ragretrieval.retrievers.bm25 import BM25Retriever
-from pytest_ragretrieval.tokens import describe, tokenizer
+from pytest_ragretrieval.retrievers.tokens import describe, tokenizer
 
 CHUNKS = [
     Chunk("t-1", "一线城市住宿标准为每晚600元"),

@@ -9,7 +9,7 @@ from typing import Any, Mapping
 
 import pytest
 
-from pytest_ragretrieval.baseline import document, dumps
+from pytest_ragretrieval.baseline.format import document, dumps
 from pytest_ragretrieval.cli import main
 
 LONG = "差旅费用须在出差结束后十五个工作日内提交报销单并附发票原件逾期不予受理特殊情况需部门负责人签字"

@@ -1,10 +1,10 @@
 """MetricCheck: the tolerance boundary and the list of questions that dropped."""
 from __future__ import annotations
 
-from pytest_ragretrieval.baseline import Recorded, RecordedQuestion
-from pytest_ragretrieval.compare import MetricCheck, drops
-from pytest_ragretrieval.evaluate import QuestionResult, RetrieverResult
-from pytest_ragretrieval.metrics import MetricSpec
+from pytest_ragretrieval.baseline.format import Recorded, RecordedQuestion
+from pytest_ragretrieval.gate.checks import MetricCheck, drops
+from pytest_ragretrieval.scoring.evaluate import QuestionResult, RetrieverResult
+from pytest_ragretrieval.scoring.metrics import MetricSpec
 
 SPEC = MetricSpec("ndcg", 5)
 

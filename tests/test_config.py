@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_ragretrieval.config import Tolerance, load_config
+from pytest_ragretrieval.config.settings import Tolerance, load_config
 from pytest_ragretrieval.errors import ConfigError
-from pytest_ragretrieval.metrics import MetricSpec
+from pytest_ragretrieval.scoring.metrics import MetricSpec
 
 MINIMAL = """
 [tool.ragretrieval]

@@ -21,13 +21,18 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from pytest_ragretrieval.config import IndexSettings
-from pytest_ragretrieval.db_dsn import redact, scrub
-from pytest_ragretrieval.db_handle import open_database
-from pytest_ragretrieval.db_servers import DOCKER_IMAGE, Choice, choose, docker_answers
+from pytest_ragretrieval.config.settings import IndexSettings
+from pytest_ragretrieval.database.dsn import redact, scrub
+from pytest_ragretrieval.database.handle import open_database
+from pytest_ragretrieval.database.seed import seed, table_name
+from pytest_ragretrieval.database.servers import (
+    DOCKER_IMAGE,
+    Choice,
+    choose,
+    docker_answers,
+)
 from pytest_ragretrieval.errors import DatabaseError, RagError
-from pytest_ragretrieval.records import Chunk
-from pytest_ragretrieval.seed import seed, table_name
+from pytest_ragretrieval.evalset.records import Chunk
 
 PASSWORD = "S3cr3t-p@ss:w/rd"
 ROLE = "rag_user"
@@ -406,7 +411,7 @@ def test_scrub_masks_echoes_and_joins_lines() -> None:
 
 def test_import_costs_nothing() -> None:
     code = (
-        "import sys, pytest_ragretrieval.db_handle, pytest_ragretrieval.seed; "
+        "import sys, pytest_ragretrieval.database.handle, pytest_ragretrieval.database.seed; "
         "print(sorted(m for m in ('psycopg', 'pgserver', 'testcontainers', 'docker', 'pgvector') if m in sys.modules))"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from pytest_ragretrieval.cache import Cache
-from pytest_ragretrieval.config import load_config
+from pytest_ragretrieval.config.settings import load_config
 from pytest_ragretrieval.embedding import make_embedder
 from pytest_ragretrieval.embedding.base import check_vectors
 from pytest_ragretrieval.embedding.cached import CachedEmbedder, EmbedStats

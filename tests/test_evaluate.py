@@ -4,15 +4,15 @@ from __future__ import annotations
 import pytest
 
 from pytest_ragretrieval.errors import RetrieverError
-from pytest_ragretrieval.evaluate import (
+from pytest_ragretrieval.evalset.records import Question
+from pytest_ragretrieval.scoring.evaluate import (
     checked_ranking,
     mean,
     percentile,
     run_retriever,
     score,
 )
-from pytest_ragretrieval.metrics import MetricSpec
-from pytest_ragretrieval.records import Question
+from pytest_ragretrieval.scoring.metrics import MetricSpec
 
 QUESTIONS = (
     Question("q1", "a", {"c1": 1, "c2": 1}, ("semantic",)),

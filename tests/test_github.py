@@ -5,15 +5,15 @@ from dataclasses import replace
 
 from report_samples import sample_input
 
-from pytest_ragretrieval.report_github import (
+from pytest_ragretrieval.report.github import (
     SUMMARY_CHANGES,
     error_annotations,
     escape_data,
     escape_property,
     step_summary,
 )
-from pytest_ragretrieval.report_model import Failure, QuestionView
-from pytest_ragretrieval.report_wording import HEADINGS
+from pytest_ragretrieval.report.model import Failure, QuestionView
+from pytest_ragretrieval.report.wording import HEADINGS
 
 
 def test_one_error_line_per_failure_on_the_baseline_file() -> None:

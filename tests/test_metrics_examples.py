@@ -9,7 +9,7 @@ import math
 
 import pytest
 
-from pytest_ragretrieval.metrics import (
+from pytest_ragretrieval.scoring.metrics import (
     MetricSpec,
     average_precision,
     f1,

@@ -13,7 +13,7 @@ import pytrec_eval
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_ragretrieval.metrics import (
+from pytest_ragretrieval.scoring.metrics import (
     METRICS,
     NO_ANSWER_METRICS,
     average_precision,

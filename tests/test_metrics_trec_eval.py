@@ -12,7 +12,7 @@ from typing import Callable, Mapping, NamedTuple, Sequence
 
 import pytest
 
-from pytest_ragretrieval.metrics import (
+from pytest_ragretrieval.scoring.metrics import (
     average_precision,
     hit_rate,
     mrr,

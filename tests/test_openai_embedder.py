@@ -10,7 +10,7 @@ import pytest
 from openai_server import FakeOpenAI, Reply, fake_vector
 
 from pytest_ragretrieval.cache import Cache
-from pytest_ragretrieval.config import load_config
+from pytest_ragretrieval.config.settings import load_config
 from pytest_ragretrieval.embedding import make_embedder
 from pytest_ragretrieval.embedding.cached import CachedEmbedder
 from pytest_ragretrieval.embedding.openai import OpenAIEmbedder, retry_after, where

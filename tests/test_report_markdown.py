@@ -6,9 +6,9 @@ from dataclasses import replace
 
 from report_samples import sample_input, without_baseline
 
-from pytest_ragretrieval.report_markdown import render as render_markdown
-from pytest_ragretrieval.report_model import Failure, RetrieverView
-from pytest_ragretrieval.report_wording import HEADINGS
+from pytest_ragretrieval.report.markdown import render as render_markdown
+from pytest_ragretrieval.report.model import Failure, RetrieverView
+from pytest_ragretrieval.report.wording import HEADINGS
 
 
 def section(text: str, key: str) -> str:

@@ -9,12 +9,9 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from pytest_ragretrieval.config import IndexSettings
-from pytest_ragretrieval.db_handle import Database, open_database
-from pytest_ragretrieval.db_servers import Choice
-from pytest_ragretrieval.errors import ConfigError, DatabaseError, RagError
-from pytest_ragretrieval.records import Chunk
-from pytest_ragretrieval.seed import (
+from pytest_ragretrieval.config.settings import IndexSettings
+from pytest_ragretrieval.database.handle import Database, open_database
+from pytest_ragretrieval.database.seed import (
     VectorError,
     configure_search,
     seed,
@@ -22,6 +19,9 @@ from pytest_ragretrieval.seed import (
     table_label,
     table_name,
 )
+from pytest_ragretrieval.database.servers import Choice
+from pytest_ragretrieval.errors import ConfigError, DatabaseError, RagError
+from pytest_ragretrieval.evalset.records import Chunk
 
 EXACT = IndexSettings()
 HNSW = IndexSettings(kind="hnsw", m=8, ef_construction=32, ef_search=55)

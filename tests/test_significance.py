@@ -8,7 +8,7 @@ import pytest
 from projects import TABLE_ONLY, baseline, set_rankings, synthetic, write_project
 from scipy import stats as scipy_stats
 
-from pytest_ragretrieval.stats import RESAMPLES, SEED, paired_test
+from pytest_ragretrieval.scoring.stats import RESAMPLES, SEED, paired_test
 
 RUN = ("-p", "no:cacheprovider")
 

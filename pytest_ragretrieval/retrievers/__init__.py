@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from ..config.toml import Table
 from ..errors import ConfigError
-from ..tables import Table
 from . import bm25, hybrid, python, rerank, vector
 from .protocol import Closing, Context, Diagnosing, Retriever, RetrieverType, Setup
 

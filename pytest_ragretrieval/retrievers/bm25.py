@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping, Sequence
 
-from ..records import Chunk
-from ..tables import Table
+from ..config.toml import Table
+from ..evalset.records import Chunk
 from .protocol import Context, Setup
 
 

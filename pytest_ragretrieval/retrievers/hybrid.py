@@ -4,7 +4,7 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any, Mapping, Sequence
 
-from ..tables import Table
+from ..config.toml import Table
 from .protocol import Context, Retriever, Setup
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
 
 from ..cache import Namespace
-from ..records import Chunk, Question
-from ..tables import Table
+from ..config.toml import Table
+from ..evalset.records import Chunk, Question
 
 
 @runtime_checkable

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from ..config.toml import Table
 from ..errors import RetrieverError
 from ..loader import load_object
-from ..tables import Table
 from .protocol import Context, Retriever, Setup
 
 

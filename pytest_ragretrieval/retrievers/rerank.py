@@ -9,10 +9,10 @@ from typing import Any, Callable, Mapping, Sequence
 from urllib.parse import urlparse
 
 from ..cache import Namespace
+from ..config.toml import Table
 from ..env import truthy
 from ..errors import RetrieverUnavailable
-from ..records import Question
-from ..tables import Table
+from ..evalset.records import Question
 from .protocol import Context, Retriever, Setup
 
 DEFAULT_MODEL = "BAAI/bge-reranker-base"
@@ -119,8 +119,8 @@ class RerankRetriever:
 
     def diagnostics(self, questions: Sequence[Question]) -> dict[str, float]:
         """Recall@depth of the candidate pools: the ceiling no reranker can pass."""
-        from ..evaluate import mean
-        from ..metrics import recall
+        from ..scoring.evaluate import mean
+        from ..scoring.metrics import recall
 
         scored = [q for q in questions if q.answerable and q.query in self.pools]
         if not scored:

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from ..records import Question
-from ..tables import Table
+from ..config.toml import Table
+from ..evalset.records import Question
 from .protocol import Context, Setup
 
 

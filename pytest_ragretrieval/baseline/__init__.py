@@ -1,0 +1,1 @@
+"""Record: the results and baseline file format, and the baseline update."""

@@ -1,0 +1,145 @@
+"""Planning a baseline update: which entries change, which stay, which go, and why not at all."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from ..config.settings import Config
+from ..gate.fingerprint import global_changes
+from ..scoring.evaluate import Run
+from ..values import fmt
+from .format import Baseline, document, retriever_entry
+
+
+@dataclass(frozen=True)
+class UpdatePlan:
+    """The document to write (None: write nothing) and the lines that explain it."""
+
+    document: dict[str, Any] | None
+    lines: list[str] = field(default_factory=list)
+
+
+def _restrict(entry: Mapping[str, Any], labels: set[str]) -> dict[str, Any]:
+    """An entry holding only the metric labels in `labels`, at every level."""
+    return {
+        **entry,
+        "metrics": {k: v for k, v in entry["metrics"].items() if k in labels},
+        "tags": {t: {k: v for k, v in m.items() if k in labels} for t, m in entry.get("tags", {}).items()},
+        "questions": {
+            qid: {**q, "metrics": {k: v for k, v in q.get("metrics", {}).items() if k in labels}}
+            for qid, q in entry.get("questions", {}).items()
+        },
+    }
+
+
+def _merge(old: Mapping[str, Any], fresh: Mapping[str, Any], selected: set[str], configured: set[str]) -> dict[str, Any]:
+    """Fresh values for the selected labels over the old ones for the rest; rankings are fresh."""
+    kept = _restrict(old, configured - selected)
+    new = _restrict(fresh, selected)
+    tags = {t: {**kept["tags"].get(t, {}), **m} for t, m in new["tags"].items()}
+    questions = {
+        qid: {**q, "metrics": {**kept["questions"].get(qid, {}).get("metrics", {}), **q["metrics"]}}
+        for qid, q in new["questions"].items()
+    }
+    return {**new, "metrics": {**kept["metrics"], **new["metrics"]}, "tags": tags, "questions": questions}
+
+
+def change_lines(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    """`retriever label: old -> new` for every value that differs, new and removed ones included."""
+    lines: list[str] = []
+    unchanged = 0
+    for name in sorted(set(old) | set(new)):
+        before = old.get(name, {}).get("metrics", {})
+        after = new.get(name, {}).get("metrics", {})
+        if name not in new:
+            lines.append(f"  {name}: removed")
+            continue
+        for label in sorted(set(before) | set(after)):
+            if label not in after:
+                lines.append(f"  {name} {label}: removed ({fmt(before[label])})")
+            elif label not in before:
+                lines.append(f"  {name} {label}: new {fmt(after[label])}")
+            elif before[label] != after[label]:
+                lines.append(f"  {name} {label}: {fmt(before[label])} -> {fmt(after[label])}")
+            else:
+                unchanged += 1
+    if unchanged:
+        lines.append(f"  {unchanged} value{'s' if unchanged != 1 else ''} unchanged")
+    return lines
+
+
+def plan_update(
+    config: Config,
+    baseline: Baseline | None,
+    fingerprint: Mapping[str, Any],
+    runs: Mapping[str, Run],
+    selected: Mapping[str, set[str]],
+) -> UpdatePlan:
+    """Decide the new baseline from this run, the old baseline and the items `-k`/`-m` selected."""
+    failed = sorted(name for name in selected if name in runs and runs[name].error is not None)
+    if failed:
+        return UpdatePlan(
+            None,
+            [f"rag: baseline not written: retriever {', '.join(map(repr, failed))} failed; fix it and run again"],
+        )
+    missing = sorted(name for name in selected if name not in runs)
+    if missing:
+        return UpdatePlan(
+            None, [f"rag: baseline not written: retriever {', '.join(map(repr, missing))} did not run (interrupted?)"]
+        )
+    all_labels = {spec.label for spec in config.metrics}
+    changed = global_changes(baseline.fingerprint, fingerprint) if baseline is not None else []
+    lines: list[str] = []
+    if changed:
+        partial = [
+            spec.name
+            for spec in config.retrievers
+            if not runs.get(spec.name, Run()).skipped and selected.get(spec.name) != all_labels
+        ]
+        if partial:
+            return UpdatePlan(
+                None,
+                [
+                    f"rag: baseline not written: {', '.join(changed)} changed, so every retriever must be re-recorded "
+                    f"but {', '.join(map(repr, partial))} {'was' if len(partial) == 1 else 'were'} not selected; "
+                    "run `pytest --rag-update-baseline` without -k or -m"
+                ],
+            )
+        lines.append(f"rag: {', '.join(changed)} changed: every retriever re-recorded")
+    old_doc = baseline.document.get("retrievers", {}) if baseline is not None else {}
+    old_fp = baseline.fingerprint.get("retrievers", {}) if baseline is not None and not changed else {}
+    entries: dict[str, Any] = {}
+    recorded_fp: dict[str, Any] = {}
+    unavailable: dict[str, str] = {}
+    for spec in config.retrievers:
+        name = spec.name
+        state = runs.get(name)
+        comparable_old = old_doc.get(name) if not changed and name in old_fp else None
+        same_params = comparable_old is not None and old_fp.get(name) == fingerprint["retrievers"][name]
+        if name in selected and state is not None and state.result is not None:
+            fresh = retriever_entry(state.result)
+            if comparable_old is not None and same_params and selected[name] != all_labels:
+                entries[name] = _merge(comparable_old, fresh, selected[name], all_labels)
+            else:
+                entries[name] = _restrict(fresh, selected[name])
+            recorded_fp[name] = fingerprint["retrievers"][name]
+        elif comparable_old is not None:
+            entries[name] = _restrict(comparable_old, all_labels)
+            recorded_fp[name] = old_fp[name]
+            if state is not None and state.skipped:
+                lines.append(f"rag: {name} skipped here: its recorded values are kept")
+        elif state is not None and state.skipped:
+            unavailable[name] = state.skipped
+            if name in old_doc:
+                lines.append(f"rag: {name} skipped here and its recorded values belong to another fingerprint: removed")
+            lines.append(f"rag: {name} recorded as unavailable: {state.skipped}")
+        elif baseline is not None and not changed and name in baseline.unavailable:
+            unavailable[name] = baseline.unavailable[name]
+    configured = {spec.name for spec in config.retrievers}
+    for name in sorted(set(old_doc) - configured):
+        lines.append(f"rag: {name} is no longer configured: removed")
+    new_fp = {**fingerprint, "retrievers": recorded_fp}
+    doc = document(config.k, new_fp, entries, unavailable)
+    lines.append(f"rag: baseline changes in {config.baseline.name}:")
+    lines.extend(change_lines(old_doc, entries) or ["  none"])
+    return UpdatePlan(doc, lines)

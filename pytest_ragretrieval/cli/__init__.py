@@ -1,0 +1,82 @@
+"""`ragretrieval`: the labelling and review helpers that sit beside the pytest gate.
+
+`find` is the tutorial's `find_ids`, `suspects` hunts for missing gold labels (pitfall 2) and
+`diff` compares two results files, checking first that they are comparable (pitfalls 3-4).
+Nothing here runs a retriever, so no model, database or numpy is loaded.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from ..errors import ConfigError, RagError
+from ..paths import display
+from . import diff, find, suspects
+from .common import FAILED, OK, PROG, USAGE, Command, Parser, Result, UsageError
+
+COMMANDS: dict[str, Command] = {"find": find, "suspects": suspects, "diff": diff}
+"""The registry: a command is one module with `register(commands, common)` and `run(args)`, and one line here."""
+
+
+EPILOG = """\
+exit status:
+  0  success (find: a chunk matched; suspects: listed, even when none;
+     diff: comparable and no metric dropped)
+  1  find: no chunk matched; diff: a retriever's metric dropped, or the two
+     fingerprints differ so the numbers are not comparable
+  2  usage error, or a bad config, fixture line or results file
+
+every command reads [tool.ragretrieval] of ./pyproject.toml, or the TOML file
+given with --config (keys at top level, as with pytest --rag-config).
+"""
+
+
+def build_parser() -> Parser:
+    common = Parser(add_help=False)
+    common.add_argument(
+        "--config", metavar="PATH", default=argparse.SUPPRESS,
+        help="TOML file with the settings at top level (default: [tool.ragretrieval] of ./pyproject.toml)",
+    )
+    parser = Parser(
+        prog=PROG, description="Labelling and review helpers for pytest-ragretrieval.",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--config", metavar="PATH", default=None, help=argparse.SUPPRESS)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=Parser)
+    for module in COMMANDS.values():
+        module.register(commands, common)
+    return parser
+
+
+def dispatch(args: argparse.Namespace) -> Result:
+    return COMMANDS[args.command].run(args)
+
+
+def emit(result: Result) -> int:
+    for line in result.out:
+        print(line)
+    for line in result.err:
+        print(line, file=sys.stderr)
+    sys.stdout.flush()
+    return result.code
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one command; every error is one `ragretrieval: error: ...` line and exit status 2."""
+    try:
+        return emit(dispatch(build_parser().parse_args(argv)))
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else OK
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return FAILED
+    except ConfigError as exc:
+        message = str(exc).replace("--rag-config PATH", "--config PATH")
+    except (UsageError, RagError) as exc:
+        message = str(exc)
+    except OSError as exc:
+        message = f"{display(Path(exc.filename))}: {exc.strerror}" if exc.filename else str(exc)
+    print(f"{PROG}: error: {message}", file=sys.stderr)
+    return USAGE

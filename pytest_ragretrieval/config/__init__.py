@@ -1,0 +1,1 @@
+"""Settings: `[tool.ragretrieval]` (or a --rag-config file) read and validated at the boundary."""

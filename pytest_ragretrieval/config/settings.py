@@ -1,0 +1,270 @@
+"""`[tool.ragretrieval]` (or a `--rag-config` file) parsed into one frozen Config."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import tomllib
+
+from ..embedding import check_spec
+from ..embedding.base import EmbedderSettings
+from ..errors import ConfigError
+from ..paths import display
+from ..retrievers import RetrieverSpec, parse_spec
+from ..retrievers.tokens import TOKENIZERS
+from ..scoring.metrics import MetricSpec
+from .toml import Table
+
+DEFAULT_METRICS = ("precision", "recall", "f1", "ndcg")
+DEFAULT_EMBEDDING = "sentence-transformers:all-MiniLM-L6-v2"
+DB_MODES = ("auto", "docker", "embedded", "url")
+SIGNIFICANCE = ("none", "randomization", "bootstrap")
+FAIL_ON = ("metric", "question")
+_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """How far below the baseline a value may fall before its item fails."""
+
+    default: float = 0.0
+    per_metric: Mapping[str, float] = field(default_factory=dict, hash=False)
+
+    def for_metric(self, spec: MetricSpec) -> float:
+        if spec.label in self.per_metric:
+            return self.per_metric[spec.label]
+        return self.per_metric.get(spec.name, self.default)
+
+
+@dataclass(frozen=True)
+class IndexSettings:
+    """`exact` scans every row (deterministic); `hnsw` evaluates an ANN index like production."""
+
+    kind: str = "exact"
+    m: int = 16
+    ef_construction: int = 64
+    ef_search: int = 40
+
+    @property
+    def fingerprint(self) -> dict[str, Any]:
+        if self.kind == "exact":
+            return {"kind": "exact"}
+        return {"kind": self.kind, "m": self.m, "ef_construction": self.ef_construction, "ef_search": self.ef_search}
+
+
+@dataclass(frozen=True)
+class Config:
+    source: Path
+    where: str
+    root: Path
+    chunks: Path
+    evalset: Path
+    baseline: Path
+    k: int
+    metrics: tuple[MetricSpec, ...]
+    tokenizer: str
+    tolerance: Tolerance
+    retrievers: tuple[RetrieverSpec, ...]
+    db: str = "auto"
+    embedding: str = DEFAULT_EMBEDDING
+    embedding_id: str | None = None
+    embedding_base_url: str | None = None
+    embedding_batch_size: int = 64
+    cache_dir: Path = Path(".rag-cache")
+    index: IndexSettings = IndexSettings()
+    significance: str = "none"
+    alpha: float = 0.05
+    min_questions: int = 20
+    fail_on: tuple[str, ...] = ("metric",)
+
+    @property
+    def depth(self) -> int:
+        """How many ids each retriever is asked for: k, or the largest cutoff of any metric."""
+        return max([self.k, *(spec.k for spec in self.metrics)])
+
+    @property
+    def embedder_settings(self) -> EmbedderSettings:
+        return EmbedderSettings(
+            root=self.root, batch_size=self.embedding_batch_size, id=self.embedding_id, base_url=self.embedding_base_url
+        )
+
+    def retriever(self, name: str) -> RetrieverSpec:
+        for spec in self.retrievers:
+            if spec.name == name:
+                return spec
+        raise KeyError(name)
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as handle:
+            return tomllib.load(handle)
+    except FileNotFoundError:
+        raise ConfigError(f"{display(path)}: config file not found") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{display(path)}: invalid TOML ({exc})") from None
+
+
+def find_settings(config_option: str | None, rootpath: Path) -> tuple[Path, str, dict[str, Any]]:
+    """(file, dotted name of the settings table, table) from `--rag-config` or pyproject.toml."""
+    if config_option:
+        path = Path(config_option)
+        if not path.is_absolute():
+            path = Path.cwd() / path
+        return path, "", _read_toml(path)
+    path = rootpath / "pyproject.toml"
+    if not path.exists():
+        raise ConfigError(
+            f"no pyproject.toml in {display(rootpath)}; add a [tool.ragretrieval] table there "
+            "or pass --rag-config PATH"
+        )
+    data = _read_toml(path).get("tool", {}).get("ragretrieval")
+    if data is None:
+        raise ConfigError(
+            f"{display(path)} has no [tool.ragretrieval] table; add one (see the README) or pass --rag-config PATH"
+        )
+    return path, "tool.ragretrieval", data
+
+
+def place(source: Path, dotted: str) -> str:
+    """How messages name a table: `pyproject.toml [tool.ragretrieval.retrievers.bm25]`."""
+    return f"{display(source)} [{dotted}]" if dotted else display(source)
+
+
+def _tolerance(table: Table) -> Tolerance:
+    value = table.raw("tolerance", 0.0)
+    if not isinstance(value, dict):
+        return Tolerance(default=table.check_number("tolerance", value, 0.0, 1.0))
+    per_metric: dict[str, float] = {}
+    default = 0.0
+    for key, number in value.items():
+        amount = table.check_number(f"tolerance.{key}", number, 0.0, 1.0)
+        if key == "default":
+            default = amount
+            continue
+        try:
+            MetricSpec.parse(key, 1)
+        except ValueError as exc:
+            raise table.error(f"tolerance.{key}", str(exc)) from None
+        per_metric[key] = amount
+    return Tolerance(default=default, per_metric=per_metric)
+
+
+def _index(table: Table) -> IndexSettings:
+    kind = table.text("index", "exact", choices=("exact", "hnsw"))
+    hnsw = table.raw("hnsw", {})
+    if not isinstance(hnsw, dict):
+        raise table.error("hnsw", "must be a table with m, ef_construction, ef_search")
+    sub = Table(hnsw, f"{table.where} hnsw")
+    settings = IndexSettings(
+        kind=kind,
+        m=sub.integer("m", 16, minimum=2),
+        ef_construction=sub.integer("ef_construction", 64, minimum=4),
+        ef_search=sub.integer("ef_search", 40, minimum=1),
+    )
+    sub.finish()
+    return settings
+
+
+def _retrievers(table: Table, label: Callable[[str], str]) -> tuple[RetrieverSpec, ...]:
+    data = table.raw("retrievers")
+    if not isinstance(data, dict) or not data:
+        raise table.error("retrievers", "must hold at least one [retrievers.NAME] table")
+    specs = []
+    for name, body in data.items():
+        if not _NAME.match(name):
+            raise ConfigError(f"{label(name)}: retriever names may hold letters, digits, '_', '-' and '.' only")
+        specs.append(parse_spec(name, body, label(name)))
+    names = {spec.name for spec in specs}
+    for spec in specs:
+        for source in spec.sources:
+            if source == spec.name:
+                raise ConfigError(f"{label(spec.name)}: a retriever cannot read from itself")
+            if source not in names:
+                raise ConfigError(
+                    f"{label(spec.name)}: source {source!r} is not a configured retriever; "
+                    f"configured: {', '.join(sorted(names))}"
+                )
+    _reject_cycles(specs, label)
+    return tuple(specs)
+
+
+def _reject_cycles(specs: list[RetrieverSpec], label: Callable[[str], str]) -> None:
+    graph = {spec.name: spec.sources for spec in specs}
+    state: dict[str, int] = {}
+
+    def visit(name: str, path: list[str]) -> None:
+        if state.get(name) == 2:
+            return
+        if state.get(name) == 1:
+            cycle = " -> ".join(path[path.index(name):] + [name])
+            raise ConfigError(f"{label(name)}: sources form a cycle ({cycle})")
+        state[name] = 1
+        for source in graph[name]:
+            visit(source, path + [name])
+        state[name] = 2
+
+    for name in graph:
+        visit(name, [])
+
+
+def load_config(config_option: str | None, rootpath: Path) -> Config:
+    """Read and validate everything; any problem is a ConfigError naming the file and key."""
+    source, dotted, data = find_settings(config_option, rootpath)
+    root = source.parent.resolve()
+    where = place(source, dotted)
+    table = Table(data, where)
+
+    def label(name: str) -> str:
+        return place(source, f"{dotted}.retrievers.{name}" if dotted else f"retrievers.{name}")
+
+    def path(key: str, default: Any = None) -> Path:
+        value = table.text(key) if default is None else table.text(key, default)
+        return (root / value).resolve()
+
+    k = table.integer("k", 5, minimum=1)
+    metric_names = table.texts("metrics", list(DEFAULT_METRICS))
+    metrics = []
+    for text in metric_names:
+        try:
+            metrics.append(MetricSpec.parse(text, k))
+        except ValueError as exc:
+            raise table.error("metrics", str(exc)) from None
+    if len({spec.label for spec in metrics}) != len(metrics):
+        raise table.error("metrics", "names the same metric and cutoff twice")
+    embedding = table.text("embedding", DEFAULT_EMBEDDING)
+    embedding_id = table.text("embedding_id", None)
+    problem = check_spec(embedding, embedding_id is not None)
+    if problem is not None:
+        raise table.error(*problem)
+    config = Config(
+        source=source,
+        where=where,
+        root=root,
+        chunks=path("chunks"),
+        evalset=path("evalset"),
+        baseline=path("baseline", "baselines/retrieval.json"),
+        k=k,
+        metrics=tuple(metrics),
+        tokenizer=table.text("tokenizer", "jieba", choices=TOKENIZERS),
+        tolerance=_tolerance(table),
+        retrievers=_retrievers(table, label),
+        db=table.text("db", "auto", choices=DB_MODES),
+        embedding=embedding,
+        embedding_id=embedding_id,
+        embedding_base_url=table.text("embedding_base_url", None),
+        embedding_batch_size=table.integer("embedding_batch_size", 64, minimum=1),
+        cache_dir=path("cache", ".rag-cache"),
+        index=_index(table),
+        significance=table.text("significance", "none", choices=SIGNIFICANCE),
+        alpha=table.number("alpha", 0.05, minimum=0.0, maximum=1.0),
+        min_questions=table.integer("min_questions", 20, minimum=1),
+        fail_on=tuple(table.texts("fail_on", ["metric"])),
+    )
+    for entry in config.fail_on:
+        if entry not in FAIL_ON:
+            raise table.error("fail_on", f"entries must be {' or '.join(map(repr, FAIL_ON))}, got {entry!r}")
+    table.finish()
+    return config

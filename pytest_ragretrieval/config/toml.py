@@ -1,0 +1,93 @@
+"""Reading TOML tables at the boundary: every value is checked, every leftover key is an error."""
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping
+
+from ..errors import ConfigError
+
+_MISSING = object()
+
+
+class Table:
+    """One TOML table being read; `where` names the file and table in every error."""
+
+    def __init__(self, data: Mapping[str, Any], where: str) -> None:
+        self.data = dict(data)
+        self.where = where
+        self.known: list[str] = []
+
+    def error(self, key: str, problem: str) -> ConfigError:
+        return ConfigError(f"{self.where} key {key!r}: {problem}")
+
+    def _get(self, key: str, default: Any) -> tuple[bool, Any]:
+        """(given, value): `given` is False when the default stands in for an absent key."""
+        self.known.append(key)
+        if key in self.data:
+            return True, self.data[key]
+        if default is _MISSING:
+            raise ConfigError(f"{self.where}: missing key {key!r}")
+        return False, default
+
+    def has(self, key: str) -> bool:
+        return key in self.data
+
+    def text(self, key: str, default: Any = _MISSING, choices: Iterable[str] | None = None) -> Any:
+        given, value = self._get(key, default)
+        if not given:
+            return value
+        if not isinstance(value, str) or not value.strip():
+            raise self.error(key, f"must be a non-empty string, got {value!r}")
+        options = list(choices) if choices is not None else None
+        if options is not None and value not in options:
+            raise self.error(key, f"must be one of {', '.join(map(repr, options))}, got {value!r}")
+        return value
+
+    def integer(self, key: str, default: Any = _MISSING, minimum: int | None = None) -> Any:
+        given, value = self._get(key, default)
+        if not given:
+            return value
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.error(key, f"must be an integer, got {value!r}")
+        if minimum is not None and value < minimum:
+            raise self.error(key, f"must be >= {minimum}, got {value}")
+        return value
+
+    def number(
+        self, key: str, default: Any = _MISSING, minimum: float | None = None, maximum: float | None = None
+    ) -> Any:
+        given, value = self._get(key, default)
+        if not given:
+            return value
+        return self.check_number(key, value, minimum, maximum)
+
+    def check_number(self, key: str, value: Any, minimum: float | None, maximum: float | None) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+            raise self.error(key, f"must be a number, got {value!r}")
+        if minimum is not None and value < minimum:
+            raise self.error(key, f"must be >= {minimum}, got {value}")
+        if maximum is not None and value > maximum:
+            raise self.error(key, f"must be <= {maximum}, got {value}")
+        return float(value)
+
+    def texts(self, key: str, default: Any = _MISSING, non_empty: bool = True) -> Any:
+        given, value = self._get(key, default)
+        if not given:
+            return value
+        if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+            raise self.error(key, f"must be a list of non-empty strings, got {value!r}")
+        if non_empty and not value:
+            raise self.error(key, "must not be empty")
+        if len(set(value)) != len(value):
+            raise self.error(key, "lists an entry twice")
+        return list(value)
+
+    def raw(self, key: str, default: Any = _MISSING) -> Any:
+        return self._get(key, default)[1]
+
+    def finish(self) -> None:
+        """Reject keys nobody asked for: a typo must not silently fall back to a default."""
+        unknown = sorted(set(self.data) - set(self.known))
+        if unknown:
+            raise ConfigError(
+                f"{self.where}: unknown key {unknown[0]!r}; known keys: {', '.join(sorted(set(self.known)))}"
+            )

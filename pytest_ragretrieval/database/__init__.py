@@ -1,0 +1,1 @@
+"""Seed: the Postgres + pgvector server, our schema in it, and the chunks table filled."""

@@ -1,0 +1,202 @@
+"""The database handle: our schema on a started server, connections into it, and a clean close.
+
+A `url` server is someone else's: we work only inside our own `rag_eval_<random>` schema and
+drop it at the end, so a run leaves that server exactly as it found it.
+"""
+from __future__ import annotations
+
+import secrets
+import time
+from contextlib import suppress
+from typing import TYPE_CHECKING
+
+from ..errors import DatabaseError
+from .dsn import one_line, redact, scrub
+from .servers import ALTERNATIVES, STARTERS, URL_ENV, Choice, Server, open_connection
+
+if TYPE_CHECKING:
+    import psycopg
+
+SCHEMA_PREFIX = "rag_eval_"
+DROP_LOCK_TIMEOUT = "30s"
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+class Database:
+    """A started server plus our schema; `close()` undoes everything `open_database` did."""
+
+    def __init__(self, mode: str, server: Server) -> None:
+        self.mode = mode
+        self.schema = SCHEMA_PREFIX + secrets.token_hex(6)
+        self._server = server
+        self._connections: list[psycopg.Connection] = []
+        self._created_schema = False
+        self._closed = False
+        self.vector_schema = self.schema
+        self.server_version = "?"
+        self.vector_version = "?"
+        self.where = "?"
+
+    @property
+    def dsn_safe(self) -> str:
+        return redact(self._server.dsn)
+
+    @property
+    def _hint(self) -> str:
+        if self.mode == "url":
+            return f"check that the server is running and that the DSN from --rag-db-url or {URL_ENV} is right"
+        return f"the {self.mode} server started but refuses connections; {ALTERNATIVES}"
+
+    def _fail(self, what: str, exc: Exception) -> DatabaseError:
+        return DatabaseError(f"{what} on {self.dsn_safe}: {scrub(str(exc), self._server.dsn)}")
+
+    def _wait_ready(self) -> psycopg.Connection:
+        """Connect, retrying while a server we just started finishes booting."""
+        deadline = time.monotonic() + self._server.ready_seconds
+        while True:
+            try:
+                return open_connection(self._server.dsn, self._hint, autocommit=True)
+            except DatabaseError:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.5)
+
+    def _vector_row(self, conn: psycopg.Connection) -> tuple[str, str] | None:
+        row = conn.execute(
+            "SELECT n.nspname, e.extversion FROM pg_extension e"
+            " JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'vector'"
+        ).fetchone()
+        return None if row is None else (row[0], row[1])
+
+    def _ensure_vector(self, conn: psycopg.Connection) -> tuple[str, str]:
+        """On a shared server use an installed `vector` where it is, else install it in our schema."""
+        from psycopg import sql
+
+        row = self._vector_row(conn)
+        if row is None:
+            if self._server.owned:
+                conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            else:
+                conn.execute(sql.SQL("CREATE EXTENSION vector SCHEMA {}").format(sql.Identifier(self.schema)))
+            row = self._vector_row(conn)
+            assert row is not None
+        elif not self._server.owned and row[0].startswith(SCHEMA_PREFIX):
+            raise DatabaseError(
+                f"the vector extension on {self.dsn_safe} lives in schema {row[0]}, left by another run "
+                f"and dropped with it; if no run is active drop it (DROP SCHEMA {_quote(row[0])} CASCADE), "
+                "or install vector once for everyone (CREATE EXTENSION vector)"
+            )
+        return row
+
+    def _prepare(self) -> None:
+        import psycopg
+        from psycopg import sql
+
+        with self._wait_ready() as conn:
+            try:
+                conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(self.schema)))
+                self._created_schema = True
+            except psycopg.Error as exc:
+                what = f"cannot create schema {self.schema} (the role needs CREATE on the database)"
+                raise self._fail(what, exc) from None
+            try:
+                self.vector_schema, self.vector_version = self._ensure_vector(conn)
+            except psycopg.Error as exc:
+                raise self._fail(
+                    "cannot install the vector extension (ask an administrator to run CREATE EXTENSION vector,"
+                    " or use --rag-db=embedded)",
+                    exc,
+                ) from None
+            self.server_version = conn.info.parameter_status("server_version") or "?"
+            host = conn.info.host
+            self.where = f"{host}:{conn.info.port}/{conn.info.dbname}" if host else f"/{conn.info.dbname}"
+
+    def connect(self) -> psycopg.Connection:
+        """A new connection: search_path is our schema then vector's, pgvector's adapter registered."""
+        import psycopg
+        from pgvector.psycopg import register_vector
+        from psycopg import sql
+
+        if self._closed:
+            raise DatabaseError(f"the {self.mode} database is already closed; connect before the run ends")
+        conn = open_connection(self._server.dsn, self._hint)
+        path = [self.schema] + ([self.vector_schema] if self.vector_schema != self.schema else [])
+        try:
+            conn.execute(
+                sql.SQL("SET search_path TO {}").format(sql.SQL(", ").join(map(sql.Identifier, path)))
+            )
+            register_vector(conn)
+            conn.commit()
+        except psycopg.Error as exc:
+            conn.close()
+            raise self._fail("cannot prepare a connection", exc) from None
+        self._connections.append(conn)
+        return conn
+
+    def describe(self) -> str:
+        """One line for the run header; never holds the password."""
+        return (
+            f"{self.mode}: PostgreSQL {self.server_version}, pgvector {self.vector_version} "
+            f"(schema {self.vector_schema}) at {self.where}, working schema {self.schema}"
+        )
+
+    def _drop_schema(self) -> None:
+        import psycopg
+        from psycopg import sql
+
+        with open_connection(self._server.dsn, self._hint, autocommit=True) as conn:
+            try:
+                conn.execute("SELECT set_config('lock_timeout', %s, false)", (DROP_LOCK_TIMEOUT,))
+                conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(self.schema)))
+            except psycopg.Error as exc:
+                raise DatabaseError(
+                    f"could not drop schema {self.schema} on {self.dsn_safe}: {scrub(str(exc), self._server.dsn)}; "
+                    f"drop it by hand (DROP SCHEMA {_quote(self.schema)} CASCADE)"
+                ) from None
+
+    def close(self) -> None:
+        """Idempotent: closes our connections, drops our schema (url) or stops the server."""
+        if self._closed:
+            return
+        self._closed = True
+        for conn in self._connections:
+            with suppress(Exception):
+                conn.close()
+        self._connections.clear()
+        errors: list[Exception] = []
+        if self._created_schema and not self._server.owned:
+            try:
+                self._drop_schema()
+            except DatabaseError as exc:
+                errors.append(exc)
+        try:
+            self._server.stop()
+        except DatabaseError as exc:
+            errors.append(exc)
+        except Exception as exc:
+            errors.append(DatabaseError(f"could not stop the {self.mode} server: {one_line(str(exc))}"))
+        if errors:
+            raise errors[0]
+
+    def __enter__(self) -> Database:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def open_database(choice: Choice, dsn: str | None = None) -> Database:
+    """Start the server, wait until it answers, create our schema, make sure `vector` is there."""
+    if choice.mode not in STARTERS:
+        raise DatabaseError(f"cannot open mode {choice.mode!r}; resolve it with choose() first")
+    database = Database(choice.mode, STARTERS[choice.mode](dsn))
+    try:
+        database._prepare()
+    except BaseException:
+        with suppress(Exception):
+            database.close()
+        raise
+    return database

@@ -1,0 +1,157 @@
+"""The database and the embedder, started only when a selected retriever first needs them."""
+from __future__ import annotations
+
+import os
+import time
+from typing import Any, Sequence
+
+from ..cache import Cache, Namespace
+from ..config.settings import Config
+from ..errors import RagError
+from ..evalset.records import Chunk
+from ..progress import Output, PlainOutput
+
+
+class Resources:
+    """One database and one cached embedder per session; `close()` is safe at any point."""
+
+    def __init__(self, config: Config, chunks: Sequence[Chunk], db_mode: str, dsn: str | None, cache_mode: str) -> None:
+        self.config = config
+        self.chunks = list(chunks)
+        self.db_mode = db_mode
+        self.dsn = dsn
+        self.cache = Cache(config.cache_dir, cache_mode)
+        self.out: Output = PlainOutput()
+        self._embedder: Any = None
+        self._database: Any = None
+        self._table: str | None = None
+        self._failure: Exception | None = None
+
+    @property
+    def embedder(self) -> Any:
+        if self._embedder is None:
+            from ..embedding import make_embedder
+            from ..embedding.cached import CachedEmbedder
+
+            self._embedder = CachedEmbedder(make_embedder(self.config), self.cache, self.out)
+        return self._embedder
+
+    def embed(self, texts: list[str], label: str | None = None) -> Any:
+        """Vectors through the cache; only labelled (bulk) calls print a progress line."""
+        return self.embedder.embed(texts, label)
+
+    @property
+    def embedding_id(self) -> str:
+        """The id the config gives the embedder, known without loading anything."""
+        return self.config.embedding_id or self.config.embedding
+
+    def embedding(self) -> dict[str, Any]:
+        """Embedder id and dimension; the dimension comes from the corpus, through the cache.
+
+        When the embedder cannot say (no model, no key), the error takes the dimension's place:
+        the fingerprint then differs from any recorded one, and the item shows the error.
+        """
+        try:
+            first = min(self.chunks, key=lambda chunk: chunk.id)
+            dimension = self.embedder.dimension or self.embed([first.text], "embedding one chunk").shape[1]
+        except RagError as exc:
+            return {"id": self.embedding_id, "error": str(exc)}
+        return {"id": self.embedder.id, "dimension": int(dimension)}
+
+    @property
+    def index(self) -> dict[str, Any]:
+        return self.config.index.fingerprint
+
+    def score_cache(self, kind: str, model_id: str) -> Namespace:
+        return self.cache.namespace(kind, model_id, ext="f64")
+
+    def _start(self) -> Any:
+        from .handle import open_database
+        from .seed import seed, table_label
+        from .servers import choose
+
+        started = time.perf_counter()
+        choice = choose(self.db_mode, self.dsn)
+        database = open_database(choice, self.dsn)
+        self._database = database
+        self.out.line(f"rag: database {database.describe()} ({choice.reason}) in {time.perf_counter() - started:.2f}s")
+        vectors = self.embed([chunk.text for chunk in self.chunks], "embedding corpus")
+        stats = self.embedder.stats
+        started = time.perf_counter()
+        conn = database.connect()
+        try:
+            seed(conn, database.schema, self.chunks, vectors, self.config.index)
+        finally:
+            conn.close()
+        self._table = table_label(database.schema)
+        index = "exact search" if self.config.index.kind == "exact" else f"{self.config.index.kind} index"
+        self.out.line(
+            f"rag: seeded {len(self.chunks)} chunks ({vectors.shape[1]} dimensions, {stats.hits} embeddings "
+            f"from the cache, {stats.embedded} computed, {index}) "
+            f"in {time.perf_counter() - started:.2f}s"
+        )
+        return database
+
+    @property
+    def database(self) -> Any:
+        return self._ready()
+
+    def _ready(self) -> Any:
+        """The seeded database; a failure to start or seed is kept and raised for every caller."""
+        if self._failure is not None:
+            raise self._failure
+        if self._table is None:
+            try:
+                self._start()
+            except Exception as exc:
+                self._failure = exc
+                raise
+        return self._database
+
+    def connect(self) -> Any:
+        """A new connection to the seeded table; the HNSW search setting applied when indexed."""
+        from .seed import configure_search
+
+        conn = self.database.connect()
+        if self.config.index.kind != "exact":
+            configure_search(conn, self.config.index)
+        return conn
+
+    @property
+    def table(self) -> str:
+        self._ready()
+        assert self._table is not None
+        return self._table
+
+    @property
+    def embedder_description(self) -> str:
+        if self._embedder is None:
+            return f"{self.config.embedding} (not used by the selected retrievers)"
+        dimension = self._embedder.dimension
+        return f"{self._embedder.id}" + (f", {dimension} dimensions" if dimension else "")
+
+    @property
+    def database_description(self) -> str:
+        if self._database is None:
+            return "not started (no selected retriever needed it)"
+        return self._database.describe()
+
+    def close(self) -> None:
+        if self._database is not None:
+            self._database.close()
+            self._database = None
+
+
+def database_mode(option: str | None, configured: str, url_option: str | None) -> str:
+    """`--rag-db` wins; else `--rag-db-url` alone means url; else the config's `db`."""
+    if option is not None:
+        return option
+    if url_option:
+        return "url"
+    return configured
+
+
+def database_url(url_option: str | None) -> str | None:
+    from .servers import URL_ENV
+
+    return url_option or os.environ.get(URL_ENV) or None

@@ -1,0 +1,1 @@
+"""Load: the corpus and the eval set, read from JSON Lines into plain records."""

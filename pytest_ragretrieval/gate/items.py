@@ -1,0 +1,46 @@
+"""The gate's items: which exist for a config and eval set, and how their node ids read."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from ..config.settings import Config
+from ..evalset.records import Question
+
+
+@dataclass(frozen=True, order=True)
+class ItemKey:
+    """One collected item: `rag::<retriever>::<name>`, where name is a metric label or `question::<id>`."""
+
+    retriever: str
+    kind: str
+    name: str
+
+    @property
+    def nodeid_name(self) -> str:
+        if self.kind == "metric":
+            return self.name
+        if self.kind == "latency":
+            return "latency"
+        return f"{self.kind}::{self.name}"
+
+    @property
+    def nodeid(self) -> str:
+        return f"rag::{self.retriever}::{self.nodeid_name}"
+
+
+class Skip(Exception):
+    """Raised for an item whose retriever cannot run here: pytest reports it skipped, not failed."""
+
+
+def item_keys(config: Config, questions: Sequence[Question]) -> list[ItemKey]:
+    """Per retriever: one item per metric, per answerable question with fail_on "question",
+    and a latency item when `max_latency_ms` is set."""
+    keys: list[ItemKey] = []
+    for spec in config.retrievers:
+        keys.extend(ItemKey(spec.name, "metric", metric.label) for metric in config.metrics)
+        if "question" in config.fail_on:
+            keys.extend(ItemKey(spec.name, "question", q.id) for q in questions if q.answerable)
+        if spec.max_latency_ms is not None:
+            keys.append(ItemKey(spec.name, "latency", "p95"))
+    return keys

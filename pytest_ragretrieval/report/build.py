@@ -1,0 +1,75 @@
+"""Building the reports' input from explicit parts of a finished run: what ran, what it scored, what changed."""
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+from ..config.settings import Config
+from ..evalset.records import Chunk, Question
+from ..gate.checks import Outcome
+from ..gate.items import ItemKey
+from ..gate.judge import Judge, small_set_notes
+from ..paths import display
+from ..scoring.evaluate import Run, latency_summary
+from .model import ChunkView, Failure, QuestionView, ReportInput, RetrieverView
+
+
+def build_report(
+    config: Config,
+    chunks: Sequence[Chunk],
+    questions: Sequence[Question],
+    runs: Mapping[str, Run],
+    judge: Judge,
+    failures: Mapping[ItemKey, Outcome],
+    embedder: str,
+    database: str,
+) -> ReportInput:
+    """Everything the Markdown, HTML and GitHub reports show; `embedder` and `database` are descriptions."""
+    views = tuple(_view(spec.name, spec.type, runs[spec.name], judge) for spec in config.retrievers if spec.name in runs)
+    rerankers = tuple(
+        found for spec in config.retrievers if (found := spec.module.details(spec.params).get("reranker")) is not None
+    )
+    return ReportInput(
+        k=config.k,
+        metrics=tuple(spec.label for spec in config.metrics),
+        definitions={spec.label: spec.definition for spec in config.metrics},
+        questions=tuple(QuestionView(q.id, q.query, q.tags, dict(q.relevance)) for q in questions),
+        chunks={c.id: ChunkView(c.id, c.text, c.doc) for c in chunks},
+        retrievers=views,
+        embedder=embedder,
+        rerankers=rerankers,
+        database=database,
+        baseline_path=display(config.baseline),
+        comparable=judge.baseline is not None and judge.comparable() is None,
+        notes=tuple(small_set_notes(config, questions)),
+        failures=tuple(
+            Failure(key.nodeid, key.retriever, key.name, "\n".join(outcome.lines))
+            for key, outcome in sorted(failures.items())
+        ),
+    )
+
+
+def _view(name: str, kind: str, run: Run, judge: Judge) -> RetrieverView:
+    if run.skipped is not None:
+        return RetrieverView(name, kind, "skipped", run.skipped)
+    if run.error is not None or run.result is None:
+        return RetrieverView(name, kind, "error", str(run.error))
+    result = run.result
+    recorded = judge.recorded(name)
+    latency = latency_summary(result)
+    comparisons = {label: c for label in result.metrics if (c := judge.comparison(name, label)) is not None}
+    return RetrieverView(
+        name, kind, "ran",
+        metrics=dict(result.metrics),
+        tags={tag: dict(values) for tag, values in result.tags.items()},
+        rankings={q.id: q.ranking for q in result.questions},
+        values={q.id: dict(q.values) for q in result.questions},
+        comparisons=comparisons,
+        baseline_tags=dict(recorded.tags) if recorded else {},
+        baseline_rankings={qid: q.ranking for qid, q in recorded.questions.items()} if recorded else {},
+        baseline_values={qid: dict(q.metrics) for qid, q in recorded.questions.items()} if recorded else {},
+        no_answer_total=result.no_answer_total,
+        no_answer_empty=result.no_answer_empty,
+        latency_p50=latency["p50"],
+        latency_p95=latency["p95"],
+        diagnostics=dict(run.diagnostics),
+    )

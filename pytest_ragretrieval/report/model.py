@@ -1,0 +1,135 @@
+"""Everything a report shows, gathered once by `report.build`; the renderers are pure functions of it."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from ..gate.checks import Comparison
+from ..values import EPSILON
+
+
+@dataclass(frozen=True)
+class QuestionView:
+    id: str
+    query: str
+    tags: tuple[str, ...]
+    relevance: Mapping[str, int] = field(hash=False)
+
+    @property
+    def answerable(self) -> bool:
+        return any(grade >= 1 for grade in self.relevance.values())
+
+
+@dataclass(frozen=True)
+class ChunkView:
+    id: str
+    text: str
+    doc: str | None
+
+
+@dataclass(frozen=True)
+class RetrieverView:
+    """One retriever's results and, when the baseline is comparable, its recorded counterpart."""
+
+    name: str
+    type: str
+    status: str  # "ran", "skipped" or "error"
+    reason: str = ""
+    metrics: Mapping[str, float] = field(default_factory=dict, hash=False)
+    tags: Mapping[str, Mapping[str, float]] = field(default_factory=dict, hash=False)
+    rankings: Mapping[str, tuple[str, ...]] = field(default_factory=dict, hash=False)
+    values: Mapping[str, Mapping[str, float]] = field(default_factory=dict, hash=False)
+    comparisons: Mapping[str, Comparison] = field(default_factory=dict, hash=False)
+    baseline_tags: Mapping[str, Mapping[str, float]] = field(default_factory=dict, hash=False)
+    baseline_rankings: Mapping[str, tuple[str, ...]] = field(default_factory=dict, hash=False)
+    baseline_values: Mapping[str, Mapping[str, float]] = field(default_factory=dict, hash=False)
+    no_answer_total: int = 0
+    no_answer_empty: int = 0
+    latency_p50: float = 0.0
+    latency_p95: float = 0.0
+    diagnostics: Mapping[str, float] = field(default_factory=dict, hash=False)
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A failed item of the gate, as pytest reported it."""
+
+    nodeid: str
+    retriever: str
+    metric: str
+    message: str
+
+
+@dataclass(frozen=True)
+class ReportInput:
+    k: int
+    metrics: tuple[str, ...]
+    definitions: Mapping[str, str] = field(hash=False)
+    questions: tuple[QuestionView, ...]
+    chunks: Mapping[str, ChunkView] = field(hash=False)
+    retrievers: tuple[RetrieverView, ...]
+    embedder: str
+    rerankers: tuple[str, ...]
+    database: str
+    baseline_path: str
+    comparable: bool
+    notes: tuple[str, ...] = ()
+    failures: tuple[Failure, ...] = ()
+
+    @property
+    def primary(self) -> str:
+        """The metric that decides which questions regressed or improved: nDCG when gated, else the first."""
+        return next((label for label in self.metrics if label.startswith("ndcg@")), self.metrics[0])
+
+    @property
+    def tag_counts(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for question in self.questions:
+            for tag in question.tags:
+                counts[tag] = counts.get(tag, 0) + 1
+        return dict(sorted(counts.items()))
+
+    @property
+    def gold_count(self) -> int:
+        return sum(1 for q in self.questions for grade in q.relevance.values() if grade >= 1)
+
+
+@dataclass(frozen=True)
+class QuestionChange:
+    question: QuestionView
+    before: float
+    after: float
+    ranking_before: tuple[str, ...]
+    ranking_after: tuple[str, ...]
+
+    @property
+    def delta(self) -> float:
+        return self.after - self.before
+
+
+def question_changes(data: ReportInput, view: RetrieverView) -> tuple[list[QuestionChange], list[QuestionChange]]:
+    """(regressed worst first, improved best first) on the primary metric, ties by question id."""
+    label = data.primary
+    regressed: list[QuestionChange] = []
+    improved: list[QuestionChange] = []
+    for question in data.questions:
+        now = view.values.get(question.id, {})
+        then = view.baseline_values.get(question.id, {})
+        if label not in now or label not in then:
+            continue
+        change = QuestionChange(
+            question, then[label], now[label],
+            view.baseline_rankings.get(question.id, ()), view.rankings.get(question.id, ()),
+        )
+        if change.delta < -EPSILON:
+            regressed.append(change)
+        elif change.delta > EPSILON:
+            improved.append(change)
+    regressed.sort(key=lambda c: (c.delta, c.question.id))
+    improved.sort(key=lambda c: (-c.delta, c.question.id))
+    return regressed, improved
+
+
+def no_answer_rows(data: ReportInput, view: RetrieverView) -> list[tuple[QuestionView, tuple[str, ...]]]:
+    """Each no-answer question with what the retriever returned for it (empty is the right answer)."""
+    return [(q, view.rankings.get(q.id, ())) for q in data.questions if not q.answerable]

@@ -1,0 +1,90 @@
+"""The terminal summary as pure lines: one row per retriever, one column per metric."""
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+from ..baseline.format import Baseline
+from ..config.settings import Config
+from ..scoring.evaluate import RetrieverResult, Run, latency_summary
+from ..values import fmt, signed
+from .wording import width
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    widths = [max(width(str(row[i])) for row in [headers, *rows]) for i in range(len(headers))]
+
+    def line(cells: Sequence[str]) -> str:
+        return "  ".join(str(c) + " " * (w - width(str(c))) for c, w in zip(cells, widths)).rstrip()
+
+    return [line(headers), line(["-" * w for w in widths]), *(line(row) for row in rows)]
+
+
+def cell(value: float | None, before: float | None) -> str:
+    if value is None:
+        return "-"
+    if before is None:
+        return fmt(value)
+    return f"{fmt(value)} ({signed(value - before)})"
+
+
+def summary_lines(config: Config, runs: Mapping[str, Run], baseline: Baseline | None, comparable: bool) -> list[str]:
+    """The summary table, the per-tag table and the no-answer and latency lines."""
+    labels = [spec.label for spec in config.metrics]
+    answerable = None
+    rows: list[list[str]] = []
+    tag_rows: list[list[str]] = []
+    notes: list[str] = []
+    no_answer: list[str] = []
+    wrongly_empty: list[str] = []
+    latency: list[str] = []
+    diagnostics: list[str] = []
+    for spec in config.retrievers:
+        run = runs.get(spec.name)
+        if run is None:
+            continue
+        if run.skipped is not None:
+            notes.append(f"{spec.name}: skipped: {run.skipped}")
+            continue
+        if run.error is not None:
+            notes.append(f"{spec.name}: error: {run.error}")
+            continue
+        result: RetrieverResult | None = run.result
+        assert result is not None
+        answerable = len(result.questions) - result.no_answer_total
+        recorded = baseline.retrievers.get(spec.name) if baseline is not None and comparable else None
+        rows.append(
+            [spec.name]
+            + [cell(result.metrics[label], recorded.metrics.get(label) if recorded else None) for label in labels]
+        )
+        for tag, values in result.tags.items():
+            old = recorded.tags.get(tag, {}) if recorded else {}
+            tag_rows.append([spec.name, tag] + [cell(values.get(label), old.get(label)) for label in labels])
+        if result.no_answer_total:
+            no_answer.append(f"{spec.name} {result.no_answer_empty}/{result.no_answer_total}")
+        if result.answerable_empty:
+            wrongly_empty.append(f"{spec.name} {result.answerable_empty}/{answerable}")
+        diagnostics.extend(f"{spec.name} {label} {fmt(value)}" for label, value in sorted(run.diagnostics.items()))
+        summary = latency_summary(result)
+        latency.append(f"{spec.name} {summary['p50']:.1f}/{summary['p95']:.1f}")
+    lines = [f"k={config.k}" + (f", {answerable} answerable questions" if answerable is not None else "")]
+    if rows:
+        lines.extend(table(["retriever", *labels], rows))
+    if tag_rows:
+        lines.append("")
+        lines.append("per tag:")
+        lines.extend(table(["retriever", "tag", *labels], tag_rows))
+    lines.extend(notes)
+    if no_answer:
+        lines.append("no-answer questions that got an empty result: " + ", ".join(no_answer))
+    if wrongly_empty:
+        lines.append("answerable questions that wrongly got an empty result: " + ", ".join(wrongly_empty))
+    if latency:
+        lines.append("latency per question p50/p95 ms: " + ", ".join(latency))
+    if diagnostics:
+        lines.append(
+            "diagnostics (ann_recall: the ANN index against exact search; pool_recall: the ceiling of a reranker): "
+            + ", ".join(diagnostics)
+        )
+    if baseline is not None and not comparable:
+        lines.append("deltas not shown: the baseline's fingerprint differs from this run's")
+    return lines

@@ -1,0 +1,137 @@
+"""The reports' shared wording and cell helpers: Markdown, HTML and the GitHub summary say the same thing."""
+from __future__ import annotations
+
+import unicodedata
+
+from .model import QuestionView, ReportInput, RetrieverView
+
+TITLE = "RAG 检索层评估报告 / RAG retrieval evaluation report"
+HEADINGS = {
+    "configuration": "评估配置 / Configuration",
+    "metrics": "指标结果 / Metrics",
+    "significance": "显著性 / Significance",
+    "tags": "分标签 / Per tag",
+    "diagnostics": "诊断 / Diagnostics",
+    "changes": "逐题升降 / Questions that changed",
+    "no-answer": "无答案题 / No-answer questions",
+    "questions": "逐题明细 / Per question",
+    "failures": "失败项 / Failures",
+}
+EMPTY = "（空 / empty）"
+NO_ANSWER_HINT = "无答案题的正确结果是空列表 / for a no-answer question the right result is an empty list."
+DELTA_HINT = "括号内为相对基线的差值 / in brackets: the change against the baseline."
+MEANINGS = {
+    "ann_recall": (
+        "ANN 索引前 {depth} 条与精确检索的重合率，低于 1 说明近似索引漏了结果 / "
+        "share of the exact top {depth} that the ANN index returned"
+    ),
+    "pool_recall": (
+        "重排候选池（前 {depth} 条）的召回，任何重排都无法超过这个上限 / "
+        "recall of the top-{depth} candidate pool: the ceiling no reranker can pass"
+    ),
+}
+
+
+def width(text: str) -> int:
+    """Display width: CJK characters take two terminal cells."""
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+
+def format_value(value: float | None) -> str:
+    return "—" if value is None else f"{value:.4f}"
+
+
+def format_delta(value: float | None) -> str:
+    return "" if value is None else f"{value:+.4f}"
+
+
+def ran(data: ReportInput) -> list[RetrieverView]:
+    return [view for view in data.retrievers if view.status == "ran"]
+
+
+def status_text(view: RetrieverView) -> str:
+    return f"{view.status}: {view.reason}" if view.reason else view.status
+
+
+def verdict(data: ReportInput) -> str:
+    count = len(data.failures)
+    return f"❌ {count} 项未通过 / {count} failed" if count else "✅ 无失败项 / no failures"
+
+
+def with_delta(value: float | None, delta: float | None) -> str:
+    text = format_value(value)
+    return text if delta is None else f"{text} ({format_delta(delta)})"
+
+
+def difference(value: float | None, before: float | None) -> float | None:
+    return None if value is None or before is None else value - before
+
+
+def metric_cell(view: RetrieverView, label: str) -> tuple[float | None, float | None]:
+    """(value, delta against the baseline) of one retriever x metric."""
+    comparison = view.comparisons.get(label)
+    value = view.metrics.get(label, comparison.value if comparison else None)
+    return value, comparison.delta if comparison else None
+
+
+def tag_cell(view: RetrieverView, tag: str, label: str) -> tuple[float | None, float | None]:
+    value = view.tags.get(tag, {}).get(label)
+    return value, difference(value, view.baseline_tags.get(tag, {}).get(label))
+
+
+def question_cell(view: RetrieverView, question: str, label: str) -> tuple[float | None, float | None]:
+    value = view.values.get(question, {}).get(label)
+    return value, difference(value, view.baseline_values.get(question, {}).get(label))
+
+
+def has_significance(data: ReportInput) -> bool:
+    return any(c.p_value is not None for view in ran(data) for c in view.comparisons.values())
+
+
+def format_p(p: float | None) -> str:
+    if p is None:
+        return "—"
+    return "<0.0001" if p < 0.0001 else f"{p:.4f}"
+
+
+def format_ci(ci: tuple[float, float] | None) -> str:
+    return "—" if ci is None else f"[{format_delta(ci[0])}, {format_delta(ci[1])}]"
+
+
+def diagnostic_meaning(label: str) -> str:
+    name, _, depth = label.partition("@")
+    template = MEANINGS.get(name)
+    return template.format(depth=depth) if template else ""
+
+
+def gold(question: QuestionView) -> list[tuple[str, int]]:
+    """The question's relevant chunks, best grade first, then by id."""
+    return sorted(((cid, g) for cid, g in question.relevance.items() if g >= 1), key=lambda item: (-item[1], item[0]))
+
+
+def baseline_text(data: ReportInput) -> str:
+    if data.comparable:
+        return f"{data.baseline_path}（可比 / comparable）"
+    reason = "不可比或不存在，不显示差值 / missing or recorded under another configuration: no deltas"
+    return f"{data.baseline_path}（{reason}）" if data.baseline_path else f"无 / none（{reason}）"
+
+
+def config_items(data: ReportInput) -> list[tuple[str, str, str]]:
+    """(key, label, value) of the configuration, in report order; the metric definitions come apart."""
+    counts = data.tag_counts
+    per_tag = " / ".join(f"{tag} {n}" for tag, n in counts.items())
+    answerable = sum(1 for q in data.questions if q.answerable)
+    return [
+        ("evalset", "评估集 / eval set", f"{len(data.questions)} 题 / questions" + (f"（{per_tag}）" if per_tag else "")),
+        ("answerable", "可回答 / answerable", str(answerable)),
+        ("no-answer", "无答案 / no-answer", str(len(data.questions) - answerable)),
+        ("gold", "金标准相关块 / gold chunks", str(data.gold_count)),
+        ("k", "k", str(data.k)),
+        ("embedder", "embedding", data.embedder),
+        ("rerankers", "重排模型 / rerankers", ", ".join(data.rerankers) or "无 / none"),
+        ("chunks", "切块数 / chunks", str(len(data.chunks))),
+        ("database", "数据库 / database", data.database),
+        ("baseline", "基线 / baseline", baseline_text(data)),
+    ]
+
+

@@ -1,0 +1,1 @@
+"""Score: metrics as trec_eval defines them, rankings scored per question, paired tests."""
