@@ -4,12 +4,13 @@ Nothing heavy is imported unless `--rag-eval` or `--rag-update-baseline` is give
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .report.formats import FORMATS
+from .report import formats
 
 if TYPE_CHECKING:
     from .gate.checks import Outcome
@@ -30,7 +31,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="TOML file with the [tool.ragretrieval] keys at top level (default: pyproject.toml)")
     group.addoption("--rag-json", action="store", dest="rag_json", default=None, metavar="PATH",
                     help="write this run's results, in the baseline's format, to PATH")
-    for fmt in FORMATS:
+    for fmt in formats.FORMATS:
         group.addoption(fmt.flag, action="store", dest=fmt.dest, default=None, metavar="PATH", help=fmt.help)
     group.addoption("--rag-db", action="store", dest="rag_db", default=None,
                     choices=("auto", "docker", "embedded", "url"),
@@ -58,11 +59,11 @@ def pytest_configure(config: pytest.Config) -> None:
     option = config.option
     if not (option.rag_eval or option.rag_update_baseline):
         return
-    reports = {fmt.name: path for fmt in FORMATS if (path := _path(getattr(option, fmt.dest))) is not None}
+    reports = {fmt.name: path for fmt in formats.FORMATS if (path := _path(getattr(option, fmt.dest))) is not None}
     if getattr(option, "numprocesses", None) and (option.rag_update_baseline or option.rag_json or reports):
-        flags = ", ".join(["--rag-update-baseline", "--rag-json", *(fmt.flag for fmt in FORMATS[:-1])])
+        flags = ", ".join(["--rag-update-baseline", "--rag-json", *(fmt.flag for fmt in formats.FORMATS[:-1])])
         raise pytest.UsageError(
-            f"{flags} and {FORMATS[-1].flag} need every item in one process; "
+            f"{flags} and {formats.FORMATS[-1].flag} need every item in one process; "
             "run them without pytest-xdist's -n (plain --rag-eval works with -n)"
         )
     from .errors import RagError
@@ -95,13 +96,13 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 class RagFailure(Exception):
     """The gate's verdict: reported as its own lines, never as a traceback."""
 
-    def __init__(self, outcome: "Outcome") -> None:
+    def __init__(self, outcome: Outcome) -> None:
         super().__init__(outcome.summary)
         self.outcome = outcome
 
 
 class RagItem(pytest.Item):
-    def __init__(self, *, key: "ItemKey", **kwargs: Any) -> None:
+    def __init__(self, *, key: ItemKey, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.key = key
         self.add_marker(MARKER)
@@ -126,7 +127,7 @@ class RagItem(pytest.Item):
 
 
 class RetrieverNode(pytest.Collector):
-    def __init__(self, *, keys: list["ItemKey"], **kwargs: Any) -> None:
+    def __init__(self, *, keys: list[ItemKey], **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.keys = keys
 

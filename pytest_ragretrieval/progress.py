@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Protocol
+from typing import Protocol
 
 
 class Output(Protocol):
@@ -64,7 +65,7 @@ class Progress:
             filled = BAR * min(self.done, self.total) // self.total
             self.out.rewrite(f"rag: {self.label} [{'#' * filled}{'.' * (BAR - filled)}] {self.done}/{self.total}")
 
-    def __enter__(self) -> "Progress":
+    def __enter__(self) -> Progress:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -6,9 +6,9 @@ modules; this object only remembers what happened.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
 
 from .baseline.format import Baseline, dumps
 from .baseline.format import load as load_baseline

@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 CHUNKS = [
     {"id": "travel-001", "doc": "差旅报销制度.md", "text": "一线城市住宿标准为每晚不超过600元，二线城市每晚不超过450元。"},

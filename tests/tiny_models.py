@@ -1,8 +1,8 @@
 """A tiny cross-encoder the tests build and save themselves: no hub, no download, under a second."""
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Iterable, Sequence
 
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 

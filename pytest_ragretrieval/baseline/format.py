@@ -6,9 +6,10 @@ byte-identical file; `--rag-json` results add each retriever's latency and compa
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from .. import __version__
 from ..errors import BaselineError

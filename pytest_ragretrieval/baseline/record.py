@@ -1,8 +1,9 @@
 """Recording a session: the `--rag-json` results document and the baseline update."""
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from ..config.settings import Config
 from ..gate.items import ItemKey
@@ -13,7 +14,9 @@ from .format import Baseline, document, dumps, retriever_entry
 from .update import plan_update
 
 
-def results_document(config: Config, fingerprint: Mapping[str, Any], runs: Mapping[str, Run], judge: Judge) -> dict[str, Any]:
+def results_document(
+    config: Config, fingerprint: Mapping[str, Any], runs: Mapping[str, Run], judge: Judge
+) -> dict[str, Any]:
     """The baseline's format plus latency, diagnostics and the comparison with the baseline."""
     entries = {}
     for name, run in runs.items():

@@ -1,8 +1,9 @@
 """Planning a baseline update: which entries change, which stay, which go, and why not at all."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from ..config.settings import Config
 from ..gate.fingerprint import global_changes
@@ -32,7 +33,9 @@ def _restrict(entry: Mapping[str, Any], labels: set[str]) -> dict[str, Any]:
     }
 
 
-def _merge(old: Mapping[str, Any], fresh: Mapping[str, Any], selected: set[str], configured: set[str]) -> dict[str, Any]:
+def _merge(
+    old: Mapping[str, Any], fresh: Mapping[str, Any], selected: set[str], configured: set[str]
+) -> dict[str, Any]:
     """Fresh values for the selected labels over the old ones for the rest; rankings are fresh."""
     kept = _restrict(old, configured - selected)
     new = _restrict(fresh, selected)

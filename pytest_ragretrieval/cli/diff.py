@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from ..baseline.format import Baseline, Recorded, read
 from ..gate.fingerprint import changed_paths, global_changes
@@ -111,7 +112,8 @@ def question_lines(name: str, label: str, old: Recorded, new: Recorded) -> list[
 
 def question_set_lines(name: str, old: Recorded, new: Recorded) -> list[str]:
     lines = []
-    for side, only in (("old", set(old.questions) - set(new.questions)), ("new", set(new.questions) - set(old.questions))):
+    before, after = set(old.questions), set(new.questions)
+    for side, only in (("old", before - after), ("new", after - before)):
         if only:
             lines.append(f"{name}: questions only in the {side} file: {', '.join(sorted(only))}")
     return lines

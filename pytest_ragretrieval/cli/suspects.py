@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from ..baseline.format import Baseline, read
 from ..config.settings import Config, load_config
@@ -44,7 +45,9 @@ class Suspect:
         return len(self.retrievers)
 
 
-def _check_known(results: Baseline, questions: Mapping[str, Question], chunks: Mapping[str, Chunk], config: Config) -> None:
+def _check_known(
+    results: Baseline, questions: Mapping[str, Question], chunks: Mapping[str, Chunk], config: Config
+) -> None:
     """Results must match today's fixtures by id; otherwise they describe another eval set or corpus."""
     rerun = f"rerun `pytest --rag-eval --rag-json {display(results.path)}`"
     for name, recorded in sorted(results.retrievers.items()):

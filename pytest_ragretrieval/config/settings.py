@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 import re
+import tomllib
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
-
-import tomllib
+from typing import Any
 
 from ..embedding import check_spec
 from ..embedding.base import EmbedderSettings
@@ -221,7 +221,7 @@ def load_config(config_option: str | None, rootpath: Path) -> Config:
         return place(source, f"{dotted}.retrievers.{name}" if dotted else f"retrievers.{name}")
 
     def path(key: str, default: Any = None) -> Path:
-        value = table.text(key) if default is None else table.text(key, default)
+        value: str = table.text(key) if default is None else table.text(key, default)
         return (root / value).resolve()
 
     k = table.integer("k", 5, minimum=1)

@@ -1,7 +1,8 @@
 """Reading TOML tables at the boundary: every value is checked, every leftover key is an error."""
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from ..errors import ConfigError
 

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from ..cache import Cache, Namespace
 from ..config.settings import Config
@@ -134,7 +135,7 @@ class Resources:
     def database_description(self) -> str:
         if self._database is None:
             return "not started (no selected retriever needed it)"
-        return self._database.describe()
+        return str(self._database.describe())
 
     def close(self) -> None:
         if self._database is not None:

@@ -5,7 +5,8 @@ the ANN index production would use, so its recall loss shows up in the metrics t
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy
 
@@ -120,7 +121,7 @@ def seed(
             cursor.execute(create)
             with cursor.copy(copy_sql) as copy:
                 copy.set_types(COLUMN_TYPES)
-                for chunk, row in zip(chunks, stored):
+                for chunk, row in zip(chunks, stored, strict=True):
                     copy.write_row((chunk.id, chunk.doc, chunk.text, dict(chunk.metadata), row))
             for statement in after:
                 cursor.execute(statement)

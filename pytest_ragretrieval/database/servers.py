@@ -11,10 +11,11 @@ import shutil
 import socket
 import tempfile
 import warnings
+from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from ..errors import DatabaseError
 from .dsn import one_line, redact, scrub
@@ -79,7 +80,7 @@ def _pings(timeout: float) -> bool:
     client = docker.from_env(timeout=timeout, version=MINIMUM_DOCKER_API_VERSION)
     try:
         with client.api.get(f"{client.api.base_url}/_ping", timeout=timeout) as response:
-            return response.ok and response.text.strip() == "OK"
+            return bool(response.ok) and str(response.text).strip() == "OK"
     finally:
         client.close()
 
@@ -115,18 +116,20 @@ def choose(mode: str, dsn: str | None) -> Choice:
     raise DatabaseError(f"unknown database mode {mode!r}; use auto, docker, embedded or url")
 
 
-def import_psycopg() -> Any:
+def require_psycopg() -> None:
+    """psycopg and pgvector's adapter, or one line saying how to install them."""
     try:
-        import psycopg
+        import psycopg  # noqa: F401
         from pgvector.psycopg import register_vector  # noqa: F401
     except ImportError:
         raise DatabaseError(f"vector retrievers need psycopg and pgvector; {INSTALL_HINT}") from None
-    return psycopg
 
 
 def open_connection(dsn: str, hint: str, *, autocommit: bool = False) -> psycopg.Connection:
     """A psycopg connection, or a one-line DatabaseError that never shows the password."""
-    psycopg = import_psycopg()
+    require_psycopg()
+    import psycopg
+
     try:
         return psycopg.connect(dsn, autocommit=autocommit, connect_timeout=10)
     except psycopg.Error as exc:
@@ -146,12 +149,12 @@ def _start_embedded(dsn: str | None) -> Server:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            import pgserver
+            from pgserver import get_server  # type: ignore[attr-defined]
     except ImportError:
         raise DatabaseError(f"--rag-db=embedded needs pgserver; {INSTALL_HINT}") from None
     folder = Path(tempfile.mkdtemp(prefix="rag-eval-pg-"))
     try:
-        server = pgserver.get_server(folder / "data", cleanup_mode="delete")
+        server = get_server(folder / "data", cleanup_mode="delete")
         socket_dir = server.get_postmaster_info().socket_dir
         uri = server.get_uri()
     except Exception as exc:

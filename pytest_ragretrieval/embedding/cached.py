@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import io
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
@@ -55,7 +55,7 @@ class CachedEmbedder:
         if misses:
             fresh = check_vectors(self.id, self._run(misses, len(vectors), label), len(misses), self.dimension)
             self.dimension = fresh.shape[1]
-            for text, vector in zip(misses, fresh):
+            for text, vector in zip(misses, fresh, strict=True):
                 vectors[text] = vector
                 self.namespace.put(text, _to_bytes(vector))
         self.stats = EmbedStats(
@@ -89,7 +89,7 @@ class CachedEmbedder:
                 "delete that folder to embed again"
             )
         self.dimension = vector.shape[0]
-        return vector
+        return np.asarray(vector, dtype=np.float32)
 
     def _run(self, misses: list[str], hits: int, label: str | None) -> object:
         if self.out is None or label is None:

@@ -11,7 +11,8 @@ import email.utils
 import os
 import re
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 from urllib.parse import urlsplit
 
 import numpy as np

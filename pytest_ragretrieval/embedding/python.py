@@ -1,8 +1,9 @@
 """`python:<module>:<attr>`: a user's callable from list[str] to an n x d array-like."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 

@@ -6,8 +6,9 @@ fixture never produces half a result or touches the baseline.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any
 
 from ..errors import FixtureError
 from ..paths import display

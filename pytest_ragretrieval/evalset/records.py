@@ -1,8 +1,9 @@
 """Plain records shared by every layer: chunks and questions as loaded from the fixtures."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 
 @dataclass(frozen=True)

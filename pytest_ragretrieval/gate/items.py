@@ -1,8 +1,8 @@
 """The gate's items: which exist for a config and eval set, and how their node ids read."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from ..config.settings import Config
 from ..evalset.records import Question

@@ -5,7 +5,8 @@ so every verdict can be tested without pytest, a database or a model.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ..baseline.format import RERECORD, Baseline, Recorded
 from ..config.settings import Config

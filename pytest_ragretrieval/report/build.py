@@ -1,7 +1,7 @@
 """Building the reports' input from explicit parts of a finished run: what ran, what it scored, what changed."""
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from ..config.settings import Config
 from ..evalset.records import Chunk, Question
@@ -24,7 +24,9 @@ def build_report(
     database: str,
 ) -> ReportInput:
     """Everything the Markdown, HTML and GitHub reports show; `embedder` and `database` are descriptions."""
-    views = tuple(_view(spec.name, spec.type, runs[spec.name], judge) for spec in config.retrievers if spec.name in runs)
+    views = tuple(
+        _view(spec.name, spec.type, runs[spec.name], judge) for spec in config.retrievers if spec.name in runs
+    )
     rerankers = tuple(
         found for spec in config.retrievers if (found := spec.module.details(spec.params).get("reranker")) is not None
     )

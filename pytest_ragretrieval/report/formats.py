@@ -4,10 +4,11 @@ Kept free of heavy imports: the plugin reads it to add one `--rag-*` option per 
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import import_module
 from pathlib import Path
-from typing import TYPE_CHECKING, Mapping, Protocol, cast
+from typing import TYPE_CHECKING, Protocol, cast
 
 from ..paths import write_atomic
 

@@ -7,10 +7,11 @@ carries a stable id, class or data- attribute.
 """
 from __future__ import annotations
 
-from html import escape
-from typing import Sequence
+from collections.abc import Sequence
 
 from ..values import EPSILON
+from .chart import chart
+from .markup import attrs, e, el, number
 from .model import (
     QuestionChange,
     QuestionView,
@@ -39,16 +40,7 @@ from .wording import (
     status_text,
     tag_cell,
     verdict,
-    width,
 )
-
-PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac")
-PLOT_HEIGHT = 200.0
-BAR_WIDTH = 18.0
-BAR_GAP = 4.0
-GROUP_GAP = 28.0
-LEFT, TOP = 44.0, 16.0
-LEGEND_STEP = 18.0
 
 STYLE = """
 body { font-family: system-ui, "PingFang SC", "Microsoft YaHei", sans-serif; margin: 2rem; color: #222; }
@@ -72,37 +64,6 @@ pre { background: #f5f5f5; padding: 0.5rem; white-space: pre-wrap; }
 svg text { font-size: 11px; fill: #333; } svg .grid { stroke: #ddd; } svg .axis { stroke: #888; }
 svg .baseline-mark { stroke: #000; stroke-width: 2; stroke-dasharray: 3 2; }
 """.strip()
-
-
-def e(text: object) -> str:
-    return escape(str(text), quote=True)
-
-
-def attrs(**values: object) -> str:
-    """Escaped attributes; `data_x` becomes `data-x`, `cls` becomes `class`, None is left out."""
-    parts = []
-    for key, value in values.items():
-        name = "class" if key == "cls" else key.replace("_", "-")
-        if value is not None:
-            parts.append(f' {name}="{e(value)}"')
-    return "".join(parts)
-
-
-def el(name: str, content: str = "", **values: object) -> str:
-    """An element around already escaped content."""
-    return f"<{name}{attrs(**values)}>{content}</{name}>"
-
-
-def void(name: str, **values: object) -> str:
-    return f"<{name}{attrs(**values)}/>"
-
-
-def number(value: float | None) -> str | None:
-    return None if value is None else f"{value:.6f}"
-
-
-def fmt2(x: float) -> str:
-    return f"{x:.2f}"
 
 
 def delta_span(delta: float | None) -> str:
@@ -145,7 +106,8 @@ def configuration(data: ReportInput) -> list[str]:
 
 
 def metrics_row(data: ReportInput, view: RetrieverView) -> str:
-    head = el("td", e(view.name)) + el("td", e(view.type)) + el("td", e(view.status), cls="status", title=view.reason or None)
+    status = el("td", e(view.status), cls="status", title=view.reason or None)
+    head = el("td", e(view.name)) + el("td", e(view.type)) + status
     if view.status != "ran":
         cells = "".join(el("td", "—", cls="num", data_metric=label) for label in data.metrics)
         tail = num_td("—") + num_td("—")
@@ -185,94 +147,6 @@ def metrics(data: ReportInput) -> list[str]:
     if has_significance(data):
         body += significance(data)
     return section("metrics", body)
-
-
-def bars_width(count: int) -> float:
-    return count * BAR_WIDTH + (count - 1) * BAR_GAP
-
-
-def slot_width(data: ReportInput, count: int) -> float:
-    """A group's width: its bars, or its metric label when that is wider."""
-    return max(bars_width(count), 7.0 * max(width(label) for label in data.metrics))
-
-
-def slot_x(slot: float, metric: int) -> float:
-    return LEFT + GROUP_GAP + metric * (slot + GROUP_GAP)
-
-
-def bar_x(slot: float, metric: int, series: int, count: int) -> float:
-    return slot_x(slot, metric) + (slot - bars_width(count)) / 2 + series * (BAR_WIDTH + BAR_GAP)
-
-
-def bar_y(value: float) -> float:
-    """The y of a value on the fixed 0–1 axis; values outside it are clipped."""
-    return TOP + PLOT_HEIGHT * (1.0 - min(1.0, max(0.0, value)))
-
-
-def chart_axis(plot_width: float) -> list[str]:
-    right, bottom = fmt2(LEFT + plot_width), fmt2(TOP + PLOT_HEIGHT)
-    lines = []
-    for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
-        y = fmt2(bar_y(tick))
-        lines.append(void("line", cls="grid", x1=fmt2(LEFT), x2=right, y1=y, y2=y))
-        lines.append(el("text", f"{tick:.2f}", cls="tick", x=fmt2(LEFT - 6), y=y,
-                        text_anchor="end", dominant_baseline="middle"))
-    lines.append(void("line", cls="axis", x1=fmt2(LEFT), x2=fmt2(LEFT), y1=fmt2(TOP), y2=bottom))
-    lines.append(void("line", cls="axis", x1=fmt2(LEFT), x2=right, y1=bottom, y2=bottom))
-    return lines
-
-
-def chart_bar(view: RetrieverView, label: str, series: int, x: float) -> list[str]:
-    """One bar with a tooltip and, when there is a baseline, a dashed mark at its value."""
-    value = metric_cell(view, label)[0] or 0.0
-    y = bar_y(value)
-    tooltip = el("title", e(f"{view.name} {label} {format_value(value)}"))
-    lines = [el("rect", tooltip, cls=f"bar series-{series}", data_retriever=view.name, data_metric=label,
-                data_value=number(value), x=fmt2(x), y=fmt2(y), width=fmt2(BAR_WIDTH),
-                height=fmt2(TOP + PLOT_HEIGHT - y), fill=PALETTE[series % len(PALETTE)])]
-    comparison = view.comparisons.get(label)
-    if comparison is not None and comparison.baseline is not None:
-        mark = fmt2(bar_y(comparison.baseline))
-        lines.append(void("line", cls="baseline-mark", data_retriever=view.name, data_metric=label,
-                          data_value=number(comparison.baseline), x1=fmt2(x - 2), x2=fmt2(x + BAR_WIDTH + 2),
-                          y1=mark, y2=mark))
-    return lines
-
-
-def chart_bars(data: ReportInput, views: Sequence[RetrieverView]) -> list[str]:
-    slot = slot_width(data, len(views))
-    lines = []
-    for m, label in enumerate(data.metrics):
-        for s, view in enumerate(views):
-            lines += chart_bar(view, label, s, bar_x(slot, m, s, len(views)))
-        lines.append(el("text", e(label), cls="metric-label", x=fmt2(slot_x(slot, m) + slot / 2),
-                        y=fmt2(TOP + PLOT_HEIGHT + 16), text_anchor="middle"))
-    return lines
-
-
-def chart_legend(views: Sequence[RetrieverView], x: float) -> list[str]:
-    lines = ['<g class="legend">']
-    for s, view in enumerate(views):
-        y = TOP + s * LEGEND_STEP
-        lines.append(void("rect", cls="legend-swatch", data_retriever=view.name, x=fmt2(x), y=fmt2(y),
-                          width="12", height="12", fill=PALETTE[s % len(PALETTE)]))
-        lines.append(el("text", e(view.name), x=fmt2(x + 18), y=fmt2(y + 10)))
-    return lines + ["</g>"]
-
-
-def chart(data: ReportInput) -> list[str]:
-    """Grouped bars: a group per metric, a bar per ran retriever, on a fixed 0–1 axis; dashes mark the baseline."""
-    views = ran(data)
-    if not views or not data.metrics:
-        return []
-    plot_width = len(data.metrics) * (slot_width(data, len(views)) + GROUP_GAP) + GROUP_GAP
-    legend_x = LEFT + plot_width + 16
-    total_width = fmt2(legend_x + 24 + 7 * max(width(view.name) for view in views))
-    total_height = fmt2(max(TOP + PLOT_HEIGHT + 32, TOP + LEGEND_STEP * len(views) + 8))
-    svg = (f"<svg{attrs(id='metrics-chart', role='img', aria_label=HEADINGS['metrics'])}"
-           f'{attrs(width=total_width, height=total_height, viewBox=f"0 0 {total_width} {total_height}")}'
-           f"{attrs(data_plot_height=fmt2(PLOT_HEIGHT))}>")
-    return [svg, *chart_axis(plot_width), *chart_bars(data, views), *chart_legend(views, legend_x), "</svg>"]
 
 
 def tags(data: ReportInput) -> list[str]:
@@ -367,9 +241,9 @@ def no_answer(data: ReportInput) -> list[str]:
     questions = [q for q in data.questions if not q.answerable]
     if not questions or not views:
         return section("no-answer", [el("p", "无 / none")])
-    columns = [dict((q.id, ranking) for q, ranking in no_answer_rows(data, view)) for view in views]
+    columns = [{q.id: ranking for q, ranking in no_answer_rows(data, view)} for view in views]
     rows = [el("tr", el("td", e(q.id)) + el("td", e(q.query))
-               + "".join(no_answer_td(view, col[q.id]) for view, col in zip(views, columns)),
+               + "".join(no_answer_td(view, col[q.id]) for view, col in zip(views, columns, strict=True)),
                data_question=q.id)
             for q in questions]
     totals = "".join(num_td(f"{sum(1 for q in questions if not col[q.id])}/{len(questions)}") for col in columns)
@@ -462,3 +336,4 @@ def render(data: ReportInput) -> str:
             el("title", e(TITLE)), f"<style>\n{STYLE}\n</style>"]
     return "\n".join(["<!DOCTYPE html>", '<html lang="zh-CN">', "<head>", *head, "</head>", "<body>",
                       *body, "</body>", "</html>"]) + "\n"
+

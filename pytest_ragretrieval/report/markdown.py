@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 from .model import (
     QuestionChange,
@@ -193,7 +193,7 @@ def no_answer_section(data: ReportInput) -> list[str]:
     questions = [q for q in data.questions if not q.answerable]
     if not questions or not views:
         return lines + ["无 / none"]
-    columns = [dict((q.id, ranking) for q, ranking in no_answer_rows(data, view)) for view in views]
+    columns = [{q.id: ranking for q, ranking in no_answer_rows(data, view)} for view in views]
     rows = [[esc(q.id), esc(q.query), *(no_answer_cell(col[q.id]) for col in columns)] for q in questions]
     totals = [f"{sum(1 for q in questions if not col[q.id])}/{len(questions)}" for col in columns]
     rows.append(["空返回 / empty", "", *totals])

@@ -1,8 +1,8 @@
 """Everything a report shows, gathered once by `report.build`; the renderers are pure functions of it."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
 from ..gate.checks import Comparison
 from ..values import EPSILON

@@ -1,7 +1,7 @@
 """The terminal summary as pure lines: one row per retriever, one column per metric."""
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from ..baseline.format import Baseline
 from ..config.settings import Config
@@ -14,7 +14,7 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     widths = [max(width(str(row[i])) for row in [headers, *rows]) for i in range(len(headers))]
 
     def line(cells: Sequence[str]) -> str:
-        return "  ".join(str(c) + " " * (w - width(str(c))) for c, w in zip(cells, widths)).rstrip()
+        return "  ".join(str(c) + " " * (w - width(str(c))) for c, w in zip(cells, widths, strict=True)).rstrip()
 
     return [line(headers), line(["-" * w for w in widths]), *(line(row) for row in rows)]
 

@@ -122,7 +122,8 @@ def config_items(data: ReportInput) -> list[tuple[str, str, str]]:
     per_tag = " / ".join(f"{tag} {n}" for tag, n in counts.items())
     answerable = sum(1 for q in data.questions if q.answerable)
     return [
-        ("evalset", "评估集 / eval set", f"{len(data.questions)} 题 / questions" + (f"（{per_tag}）" if per_tag else "")),
+        ("evalset", "评估集 / eval set",
+         f"{len(data.questions)} 题 / questions" + (f"（{per_tag}）" if per_tag else "")),
         ("answerable", "可回答 / answerable", str(answerable)),
         ("no-answer", "无答案 / no-answer", str(len(data.questions) - answerable)),
         ("gold", "金标准相关块 / gold chunks", str(data.gold_count)),

@@ -4,8 +4,9 @@ A new type is one module (implementing `RetrieverType`) and one line in `TYPES`.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from ..config.toml import Table
 from ..errors import ConfigError

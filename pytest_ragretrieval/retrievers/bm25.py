@@ -1,7 +1,8 @@
 """BM25 (rank-bm25's BM25Okapi) over the configured tokenizer."""
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from ..config.toml import Table
 from ..evalset.records import Chunk
@@ -43,7 +44,7 @@ class BM25Retriever:
         if not tokens:
             return []
         raw = self.index.get_scores(tokens)
-        scored = [(cid, float(s)) for cid, s in zip(self.ids, raw) if s > 0 and s >= self.min_score]
+        scored = [(cid, float(s)) for cid, s in zip(self.ids, raw, strict=True) if s > 0 and s >= self.min_score]
         scored.sort(key=lambda item: (-item[1], item[0]))
         return scored
 

@@ -1,8 +1,9 @@
 """Building configured retrievers, once each, and the `ctx` their factories see."""
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from ..cache import Namespace
 from ..config.settings import Config
@@ -89,7 +90,8 @@ class Workbench:
         spec = self.config.retriever(name)
         self._building.append(name)
         try:
-            built = TYPES[spec.type].build(dict(spec.params), RetrieverContext(self, name, spec.params.get("options", {})))
+            ctx = RetrieverContext(self, name, spec.params.get("options", {}))
+            built = TYPES[spec.type].build(dict(spec.params), ctx)
         except RagError as exc:
             self._failed[name] = exc
             raise

@@ -1,8 +1,9 @@
 """Reciprocal Rank Fusion of named sources, the tutorial's hybrid: sum of 1 / (rrf_k + rank)."""
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from fractions import Fraction
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from ..config.toml import Table
 from .protocol import Context, Retriever, Setup

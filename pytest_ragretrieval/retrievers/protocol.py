@@ -6,8 +6,9 @@ first. Optional abilities are their own protocols, checked with isinstance, neve
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from ..cache import Namespace
 from ..config.toml import Table

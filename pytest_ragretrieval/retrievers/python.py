@@ -1,7 +1,8 @@
 """A user's own retriever, built by a factory named by import path (`module:attribute`)."""
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ..config.toml import Table
 from ..errors import RetrieverError

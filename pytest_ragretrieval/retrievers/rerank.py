@@ -4,8 +4,9 @@ from __future__ import annotations
 import os
 import socket
 import struct
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 from urllib.parse import urlparse
 
 from ..cache import Namespace
@@ -112,7 +113,7 @@ class RerankRetriever:
         if missing:
             fresh = self.scorer([(query, self.texts[candidates[i]]) for i in missing])
             self.scored += len(missing)
-            for i, value in zip(missing, fresh):
+            for i, value in zip(missing, fresh, strict=True):
                 known[i] = value
                 self.cache.put(keys[i], struct.pack("<d", value))
         return [known[i] for i in range(len(keys))]
@@ -125,14 +126,16 @@ class RerankRetriever:
         scored = [q for q in questions if q.answerable and q.query in self.pools]
         if not scored:
             return {}
-        return {f"pool_recall@{self.depth}": mean([recall(self.pools[q.query], q.relevance, self.depth) for q in scored])}
+        pools = [recall(self.pools[q.query], q.relevance, self.depth) for q in scored]
+        return {f"pool_recall@{self.depth}": mean(pools)}
 
     def __call__(self, query: str, k: int) -> list[str]:
         candidates = list(self.source(query, self.depth))
         self.pools[query] = candidates
         if not candidates:
             return []
-        ranked = sorted(zip(candidates, self.scores(query, candidates)), key=lambda item: (-item[1], item[0]))
+        scored = zip(candidates, self.scores(query, candidates), strict=True)
+        ranked = sorted(scored, key=lambda item: (-item[1], item[0]))
         if self.min_score is not None:
             ranked = [item for item in ranked if item[1] >= self.min_score]
         return [chunk_id for chunk_id, _ in ranked[:k]]

@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import logging
-from functools import lru_cache
-from typing import Callable
+from collections.abc import Callable
+from functools import cache
 
 TOKENIZERS = ("jieba", "whitespace")
 
@@ -23,7 +23,7 @@ def _whitespace(text: str) -> list[str]:
     return [token.lower() for token in text.split()]
 
 
-@lru_cache(maxsize=None)
+@cache
 def tokenizer(name: str) -> Callable[[str], list[str]]:
     """The tokenizer called `name`: lower-cased tokens, blank tokens dropped."""
     if name == "jieba":

@@ -1,7 +1,8 @@
 """Pure vector search in pgvector: cosine distance `<=>`, ties by id, one connection reused."""
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ..config.toml import Table
 from ..evalset.records import Question

@@ -9,8 +9,9 @@ from __future__ import annotations
 import math
 import time
 import traceback
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Collection, Mapping, Sequence
+from typing import Any
 
 from ..errors import RagError, RetrieverError, RetrieverUnavailable
 from ..evalset.records import Question
@@ -145,7 +146,8 @@ def score(
                 found[spec.label] = mean(scoped)
         return found
 
-    tags = {tag: means([q for q in questions if tag in q.tags]) for tag in sorted({t for q in questions for t in q.tags})}
+    every_tag = sorted({tag for q in questions for tag in q.tags})
+    tags = {tag: means([q for q in questions if tag in q.tags]) for tag in every_tag}
     no_answer = [q for q in questions if not q.answerable]
     return RetrieverResult(
         name=name,
@@ -183,7 +185,7 @@ def execute(
         with Progress(out or PlainOutput(), f"{name} over {len(questions)} questions", len(questions)) as bar:
             rankings, latencies = run_retriever(name, retrieve, questions, depth, known, tick=bar.advance)
         result = score(name, questions, rankings, specs, latencies)
-        from ..retrievers import Diagnosing
+        from ..retrievers.protocol import Diagnosing
 
         diagnostics = dict(retrieve.diagnostics(questions)) if isinstance(retrieve, Diagnosing) else {}
         return Run(result=result, diagnostics=diagnostics)

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Callable, Mapping, Sequence
 
 METRICS_VERSION = 1
 """Bumped whenever a definition changes, so old baselines stop comparing (pitfall 3)."""
@@ -153,7 +153,7 @@ class MetricSpec:
         return self.metric(ranking, relevance, self.k)
 
     @classmethod
-    def parse(cls, text: str, default_k: int) -> "MetricSpec":
+    def parse(cls, text: str, default_k: int) -> MetricSpec:
         """Parse `ndcg` or `recall@20`; raises ValueError with the accepted forms."""
         match = _LABEL.match(text.strip())
         if not match or match.group(1) not in METRICS:

@@ -7,8 +7,8 @@ only here, and only when a config asks for significance.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from ..values import DIGITS
 

@@ -7,8 +7,9 @@ the run, and the result must print the same as trec_eval printed it (4 decimals)
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Callable, Mapping, NamedTuple, Sequence
+from typing import NamedTuple
 
 import pytest
 

@@ -10,18 +10,17 @@ import json
 import re
 import shutil
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 WORKFLOWS = ROOT / ".github" / "workflows"
 RAG_EVAL = WORKFLOWS / "rag-eval.yml"
 TESTS = WORKFLOWS / "tests.yml"
-TOOLS = Path(__file__).resolve().parent / "tools"
+TOOLS = Path(__file__).resolve().parents[1] / "tools"
 NPM_INSTALL = "npm ci --prefix tests/tools"
 
 # Two deliberate mistakes, each of which a working linter must report.
@@ -130,10 +129,7 @@ def uses(action: str) -> Callable[[dict[str, Any]], bool]:
 
 
 def reranker_model() -> str:
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:
-        tomllib = pytest.importorskip("tomli")
+    import tomllib
     config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     return next(r["model"] for r in config["tool"]["ragretrieval"]["retrievers"].values() if r["type"] == "rerank")
 

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import secrets
-from typing import Iterator
+from collections.abc import Iterator
 
 import numpy
 import psycopg

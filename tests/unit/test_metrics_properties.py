@@ -6,7 +6,8 @@ arbitrary judgments, rankings and cutoffs is agreeing with trec_eval beyond its 
 from __future__ import annotations
 
 import math
-from typing import Callable, Mapping, NamedTuple, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import NamedTuple
 
 import pytest
 import pytrec_eval

@@ -82,13 +82,13 @@ def test_rerank_reorders_the_pool_by_cross_encoder_scores_and_reruns_from_the_ca
     """The second run has no model folder at all: it passes only if every score comes from the cache."""
     retrievers = SOURCES + reranker("rerank", "hybrid", "reranker") + reranker("rerank_table", "table", "reranker")
     write_e2e_project(project.path, retrievers, "cache")
-    set_rankings(project.path, {qid: TABLE_POOL for qid in QUERIES})
+    set_rankings(project.path, dict.fromkeys(QUERIES, TABLE_POOL))
     first = project.runpytest("--rag-update-baseline", "--rag-json", "first.json", *RUN)
     first.assert_outcomes(passed=12)
     results = read_results(project.path / "first.json")
     pools = {
         "rerank": {qid: ranking[:DEPTH] for qid, ranking in rankings(results, "hybrid").items()},
-        "rerank_table": {qid: TABLE_POOL for qid in QUERIES},
+        "rerank_table": dict.fromkeys(QUERIES, TABLE_POOL),
     }
     for name, by_question in pools.items():
         expected = {}

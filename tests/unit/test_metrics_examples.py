@@ -81,7 +81,7 @@ def test_ranking_shorter_than_k() -> None:
 
 def test_ideal_dcg_is_cut_at_k() -> None:
     """With more relevant chunks than k, a top k full of them is already ideal."""
-    relevance = {c: 1 for c in "abcdef"}
+    relevance = dict.fromkeys("abcdef", 1)
     assert ndcg(["a", "b"], relevance, 2) == pytest.approx(1.0, abs=1e-12)
     # IDCG@2 = 1 + 1/log2(3), never the 6-document ideal: one of two slots filled scores 0.6131.
     assert ndcg(["a"], relevance, 2) == pytest.approx(1 / (1 + 1 / math.log2(3)), abs=1e-12)

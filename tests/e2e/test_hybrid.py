@@ -1,8 +1,9 @@
 """Hybrid retrieval is Reciprocal Rank Fusion, exactly: by hand, in fuse() and through the plugin."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from fractions import Fraction
-from typing import Any, Sequence
+from typing import Any
 
 import pytest
 from projects import E2E_DEPTH, rankings, read_results, write_e2e_project

@@ -1,0 +1,51 @@
+"""Building blocks for the unit tests of the judge, the report builder and the update plan."""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pytest_ragretrieval.baseline.format import Baseline, document, dumps, parse, retriever_entry
+from pytest_ragretrieval.config.settings import Config, load_config
+from pytest_ragretrieval.evalset.records import Question
+from pytest_ragretrieval.scoring.evaluate import Run, score
+
+QUESTIONS = (
+    Question("q1", "住宿标准", {"a": 2, "b": 1}, ("semantic",)),
+    Question("q2", "ORDER-2024", {"c": 1}, ("keyword",)),
+    Question("q3", "年会", {}, ("no-answer",)),
+)
+GOOD = {"q1": ["a", "b", "x"], "q2": ["c", "x"], "q3": []}
+WORSE = {"q1": ["x", "b", "a"], "q2": ["x", "c"], "q3": ["x"]}
+
+
+def config(tmp_path: Path, *lines: str) -> Config:
+    """A config with retrievers `one` and `two` (bm25) and `fused` (hybrid of both), metrics ndcg and recall at 3."""
+    text = "\n".join([
+        'chunks = "c.jsonl"', 'evalset = "e.jsonl"', "k = 3", 'metrics = ["ndcg", "recall"]', *lines,
+        "[retrievers.one]", 'type = "bm25"', "[retrievers.two]", 'type = "bm25"', "k1 = 1.2",
+        "[retrievers.fused]", 'type = "hybrid"', 'sources = ["one", "two"]',
+    ])
+    (tmp_path / "rag.toml").write_text(text + "\n", encoding="utf-8")
+    return load_config(str(tmp_path / "rag.toml"), tmp_path)
+
+
+def ran(cfg: Config, name: str, rankings: Mapping[str, Sequence[str]], latency: float = 1.0) -> Run:
+    latencies = {q.id: latency for q in QUESTIONS}
+    return Run(result=score(name, QUESTIONS, rankings, cfg.metrics, latencies))
+
+
+def fingerprint(cfg: Config, **changes: Any) -> dict[str, Any]:
+    """A stand-in for this run's fingerprint: the real shape, values that only need to compare."""
+    found: dict[str, Any] = {
+        "chunks_sha256": "c", "evalset_sha256": "e", "k": cfg.k, "metrics_version": 1, "tokenizer": "jieba",
+        "retrievers": {spec.name: spec.fingerprint for spec in cfg.retrievers},
+    }
+    found.update(changes)
+    return found
+
+
+def baseline(cfg: Config, runs: Mapping[str, Run], fp: Mapping[str, Any], unavailable: Mapping[str, str] | None = None) -> Baseline:
+    """The baseline these runs would record, parsed back as the plugin reads it."""
+    entries = {name: retriever_entry(run.result) for name, run in runs.items() if run.result is not None}
+    return parse(cfg.baseline, dumps(document(cfg.k, fp, entries, unavailable)))

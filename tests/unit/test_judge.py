@@ -1,0 +1,107 @@
+"""The judge without pytest: comparability, per-retriever fingerprints, skips, checks and the ratchet."""
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from stages import GOOD, QUESTIONS, WORSE, baseline, config, fingerprint, ran
+
+from pytest_ragretrieval.errors import RetrieverError
+from pytest_ragretrieval.gate.items import ItemKey, Skip
+from pytest_ragretrieval.gate.judge import Judge, small_set_notes
+from pytest_ragretrieval.scoring.evaluate import Run
+
+NDCG = ItemKey("one", "metric", "ndcg@3")
+
+
+def test_without_a_baseline_every_item_fails_with_the_command(tmp_path: Path) -> None:
+    cfg = config(tmp_path)
+    judge = Judge(cfg, QUESTIONS, None, fingerprint(cfg), {"one": ran(cfg, "one", GOOD)})
+    outcome = judge.outcome(NDCG)
+    assert not outcome.passed
+    assert outcome.summary.startswith("no baseline at ") and "pytest --rag-update-baseline" in outcome.summary
+
+
+def test_same_rankings_pass_and_worse_ones_fail_with_the_questions_that_dropped(tmp_path: Path) -> None:
+    cfg = config(tmp_path)
+    recorded = baseline(cfg, {"one": ran(cfg, "one", GOOD)}, fingerprint(cfg))
+    assert Judge(cfg, QUESTIONS, recorded, fingerprint(cfg), {"one": ran(cfg, "one", GOOD)}).outcome(NDCG).passed
+    failed = Judge(cfg, QUESTIONS, recorded, fingerprint(cfg), {"one": ran(cfg, "one", WORSE)}).outcome(NDCG)
+    assert not failed.passed and failed.summary.startswith("ndcg@3 of 'one' fell from 1.0000 to ")
+    assert failed.details[0] == "questions that dropped, worst first:"
+    # q1: nDCG 1 -> (1/log2 3 + 2/log2 4) / (2 + 1/log2 3) = 0.6199; q2: 1 -> 1/log2 3 = 0.6309
+    assert [line.split(":")[0].strip() for line in failed.details[1:]] == ["q1", "q2"]
+
+
+def test_tolerance_absorbs_a_small_drop(tmp_path: Path) -> None:
+    cfg = config(tmp_path, "tolerance = 0.5")
+    recorded = baseline(cfg, {"one": ran(cfg, "one", GOOD)}, fingerprint(cfg))
+    assert Judge(cfg, QUESTIONS, recorded, fingerprint(cfg), {"one": ran(cfg, "one", WORSE)}).outcome(NDCG).passed
+
+
+def test_a_global_change_fails_every_retriever(tmp_path: Path) -> None:
+    cfg = config(tmp_path)
+    recorded = baseline(cfg, {"one": ran(cfg, "one", GOOD)}, fingerprint(cfg))
+    judge = Judge(cfg, QUESTIONS, recorded, fingerprint(cfg, chunks_sha256="other"), {"one": ran(cfg, "one", GOOD)})
+    outcome = judge.outcome(NDCG)
+    assert not outcome.passed and "chunks_sha256 changed since it was recorded" in outcome.summary
+    assert judge.recorded("one") is None and judge.comparison("one", "ndcg@3") is None
+
+
+def test_a_changed_source_fails_only_the_retrievers_that_read_it(tmp_path: Path) -> None:
+    cfg = config(tmp_path)
+    runs = {name: ran(cfg, name, GOOD) for name in ("one", "two", "fused")}
+    recorded_fp = fingerprint(cfg)
+    recorded_fp["retrievers"]["fused"] = {**recorded_fp["retrievers"]["fused"], "reads": {"two": {"k1": 1.5}}}
+    now = fingerprint(cfg)
+    now["retrievers"]["fused"] = {**now["retrievers"]["fused"], "reads": {"two": {"k1": 1.2}}}
+    judge = Judge(cfg, QUESTIONS, baseline(cfg, runs, recorded_fp), now, runs)
+    assert judge.outcome(ItemKey("two", "metric", "ndcg@3")).passed
+    fused = judge.outcome(ItemKey("fused", "metric", "ndcg@3"))
+    assert not fused.passed and "(reads.two.k1)" in fused.summary
+
+
+def test_a_retriever_unavailable_where_recorded_is_skipped(tmp_path: Path) -> None:
+    cfg = config(tmp_path)
+    recorded = baseline(cfg, {"one": ran(cfg, "one", GOOD)}, fingerprint(cfg), {"two": "no model here"})
+    judge = Judge(cfg, QUESTIONS, recorded, fingerprint(cfg), {"two": ran(cfg, "two", GOOD)})
+    with pytest.raises(Skip, match=r"could not run where the baseline was recorded \(no model here\)"):
+        judge.outcome(ItemKey("two", "metric", "ndcg@3"))
+
+
+def test_skipped_and_failed_runs(tmp_path: Path) -> None:
+    cfg = config(tmp_path)
+    runs = {"one": Run(skipped="model absent"), "two": Run(error=RetrieverError("retriever 'two' raised X"))}
+    judge = Judge(cfg, QUESTIONS, None, fingerprint(cfg), runs)
+    with pytest.raises(Skip, match="model absent"):
+        judge.outcome(NDCG)
+    failed = judge.outcome(ItemKey("two", "metric", "recall@3"))
+    assert not failed.passed and failed.summary == "retriever 'two' raised X"
+
+
+def test_the_ratchet_refuses_lower_values_unless_allowed(tmp_path: Path) -> None:
+    cfg = config(tmp_path)
+    recorded = baseline(cfg, {"one": ran(cfg, "one", GOOD)}, fingerprint(cfg))
+    runs = {"one": ran(cfg, "one", WORSE)}
+    strict = Judge(cfg, QUESTIONS, recorded, fingerprint(cfg), runs, update=True)
+    assert "refused to record ndcg@3 of 'one'" in (strict.refused(NDCG) or "")
+    assert not strict.outcome(NDCG).passed
+    lenient = Judge(cfg, QUESTIONS, recorded, fingerprint(cfg), runs, update=True, allow_regression=True)
+    assert lenient.refused(NDCG) is None and lenient.outcome(NDCG).passed
+
+
+def test_latency_items_compare_p95_with_the_limit(tmp_path: Path) -> None:
+    cfg = config(tmp_path)
+    limited = replace(cfg, retrievers=(replace(cfg.retriever("one"), max_latency_ms=5.0),))
+    key = ItemKey("one", "latency", "p95")
+    slow = Judge(limited, QUESTIONS, None, fingerprint(limited), {"one": ran(limited, "one", GOOD, latency=9.0)})
+    assert not slow.outcome(key).passed and "above max_latency_ms = 5" in slow.outcome(key).summary
+    fast = Judge(limited, QUESTIONS, None, fingerprint(limited), {"one": ran(limited, "one", GOOD, latency=2.0)})
+    assert fast.outcome(key).passed
+
+
+def test_small_eval_sets_are_flagged(tmp_path: Path) -> None:
+    (note,) = small_set_notes(config(tmp_path), QUESTIONS)
+    assert note.startswith("the eval set has 2 answerable questions, fewer than min_questions = 20")
+    assert small_set_notes(config(tmp_path, "min_questions = 2"), QUESTIONS) == []

@@ -1,0 +1,46 @@
+"""The report builder from explicit inputs: statuses, comparisons, rerankers, failures in node-id order."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from stages import GOOD, QUESTIONS, WORSE, baseline, config, fingerprint, ran
+
+from pytest_ragretrieval.errors import RetrieverError
+from pytest_ragretrieval.gate.checks import Outcome
+from pytest_ragretrieval.gate.items import ItemKey
+from pytest_ragretrieval.gate.judge import Judge
+from pytest_ragretrieval.report.build import build_report
+from pytest_ragretrieval.scoring.evaluate import Run
+
+
+def test_views_carry_each_run_and_its_baseline(tmp_path: Path) -> None:
+    cfg = config(tmp_path)
+    recorded = baseline(cfg, {"one": ran(cfg, "one", GOOD)}, fingerprint(cfg))
+    runs = {"one": ran(cfg, "one", WORSE), "two": Run(skipped="no model"), "fused": Run(error=RetrieverError("boom"))}
+    judge = Judge(cfg, QUESTIONS, recorded, fingerprint(cfg), runs)
+    failures = {ItemKey("one", "metric", "recall@3"): Outcome(False, "b"), ItemKey("one", "metric", "ndcg@3"): Outcome(False, "a")}
+    data = build_report(cfg, (), QUESTIONS, runs, judge, failures, "embedder x", "database y")
+    assert [(v.name, v.status, v.reason) for v in data.retrievers] == [
+        ("one", "ran", ""), ("two", "skipped", "no model"), ("fused", "error", "boom"),
+    ]
+    one = data.retrievers[0]
+    assert one.comparisons["ndcg@3"].baseline == 1.0 and one.comparisons["ndcg@3"].value < 1.0
+    assert one.baseline_rankings["q1"] == ("a", "b", "x") and one.rankings["q1"] == ("x", "b", "a")
+    assert data.comparable and data.metrics == ("ndcg@3", "recall@3")
+    assert data.definitions["ndcg@3"].startswith("DCG@k / ideal DCG@k")
+    assert [f.nodeid for f in data.failures] == ["rag::one::ndcg@3", "rag::one::recall@3"]
+    assert (data.embedder, data.database, data.rerankers) == ("embedder x", "database y", ())
+
+
+def test_without_a_comparable_baseline_nothing_is_compared(tmp_path: Path) -> None:
+    cfg = config(tmp_path)
+    runs = {"one": ran(cfg, "one", GOOD)}
+    data = build_report(cfg, (), QUESTIONS, runs, Judge(cfg, QUESTIONS, None, fingerprint(cfg), runs), {}, "e", "d")
+    assert not data.comparable and data.retrievers[0].comparisons == {} and data.retrievers[0].baseline_values == {}
+    assert data.notes and data.notes[0].startswith("the eval set has 2 answerable questions")
+
+
+def test_rerankers_come_from_the_types_details(tmp_path: Path) -> None:
+    cfg = config(tmp_path, "[retrievers.reranked]", 'type = "rerank"', 'source = "fused"', 'model = "acme/ce"')
+    data = build_report(cfg, (), QUESTIONS, {}, Judge(cfg, QUESTIONS, None, fingerprint(cfg), {}), {}, "e", "d")
+    assert data.rerankers == ("acme/ce",)
