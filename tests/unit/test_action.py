@@ -105,3 +105,36 @@ def test_the_project_workflow_uses_the_action() -> None:
     assert checkout["uses"].startswith("actions/checkout@") and action["uses"] == "./"
     assert set(action["with"]) <= set(INPUTS)
     assert action["with"]["model-cache-key"] == "${{ env.RERANKER_MODEL }}"
+
+
+# The README's promises about the action.
+
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def test_the_readme_adopts_the_action_in_one_step_with_a_marked_placeholder() -> None:
+    snippet = README.split("### One step in your repository", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
+    lines = snippet.splitlines()
+    (step,) = [line for line in lines if "pytest-ragretrieval@" in line]
+    assert step.strip() == "- uses: your-org/pytest-ragretrieval@v1"
+    assert any("your-org is a placeholder: replace it" in line for line in lines)
+    assert "types: [opened, synchronize, reopened, labeled, unlabeled]" in snippet
+    assert "pull-requests: write" in snippet
+
+
+def test_the_readme_lists_every_input_with_its_default() -> None:
+    action = load(ACTION)
+    table = README.split("| input | default | meaning |", 1)[1].split("\n\n", 1)[0]
+    rows = {cells[1].strip("` "): cells[2].strip() for cells in (line.split("|") for line in table.splitlines()[2:])}
+    assert tuple(rows) == INPUTS
+    for name, spec in action["inputs"].items():
+        default = str(spec["default"])
+        expected = "—" if default == "" else "`github.token`" if default == "${{ github.token }}" else f"`{default}`"
+        assert rows[name] == expected, name
+
+
+def test_the_readme_shows_the_comment_picture() -> None:
+    picture = ROOT / "docs" / "pr-comment.png"
+    assert "](docs/pr-comment.png)" in README
+    assert picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert picture.stat().st_size < 300_000
