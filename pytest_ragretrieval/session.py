@@ -160,7 +160,7 @@ class RagSession:
     def finish(self) -> None:
         """Write the requested files; the baseline only when every selected retriever ran cleanly."""
         if self.options.json_path is not None and self.runs:
-            document = results_document(self.config, self.judge.fingerprint, self.runs, self.judge)
+            document = results_document(self.config, self.judge.fingerprint, self.runs, self.judge, self.failures)
             self._wrote(self.options.json_path, dumps(document))
         if self.runs and (self.options.reports or in_github_actions()):
             self._report(self.report_input())

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config.settings import Config
+from ..gate.checks import Outcome
 from ..gate.items import ItemKey
 from ..gate.judge import Judge
 from ..paths import display, write_atomic
@@ -15,9 +16,15 @@ from .update import plan_update
 
 
 def results_document(
-    config: Config, fingerprint: Mapping[str, Any], runs: Mapping[str, Run], judge: Judge
+    config: Config,
+    fingerprint: Mapping[str, Any],
+    runs: Mapping[str, Run],
+    judge: Judge,
+    failures: Mapping[ItemKey, Outcome],
 ) -> dict[str, Any]:
-    """The baseline's format plus latency, diagnostics and the comparison with the baseline."""
+    """The baseline's format plus latency, diagnostics, the comparison with the baseline, the
+    retrievers skipped here (`unavailable`) and the gate's failed items (`failures`), so that
+    `ragretrieval comment` can say what failed without judging again."""
     entries = {}
     for name, run in runs.items():
         if run.result is None:
@@ -39,7 +46,14 @@ def results_document(
                 for label, c in comparisons.items()
             }
         entries[name] = entry
-    return document(config.k, fingerprint, entries)
+    skipped = {name: run.skipped for name, run in runs.items() if run.skipped is not None}
+    doc = document(config.k, fingerprint, entries, skipped)
+    doc["failures"] = [
+        {"item": key.nodeid, "retriever": key.retriever, "metric": key.nodeid_name,
+         "summary": outcome.summary, "details": list(outcome.details)}
+        for key, outcome in sorted(failures.items())
+    ]
+    return doc
 
 
 def update_baseline(

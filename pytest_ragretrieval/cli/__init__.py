@@ -1,7 +1,9 @@
-"""`ragretrieval`: the labelling and review helpers that sit beside the pytest gate.
+"""`ragretrieval`: the labelling, review and pull-request helpers that sit beside the pytest gate.
 
 `find` is the tutorial's `find_ids`, `suspects` hunts for missing gold labels (pitfall 2) and
-`diff` compares two results files, checking first that they are comparable (pitfalls 3-4).
+`diff` compares two results files, checking first that they are comparable (pitfalls 3-4), or
+says whether a pull request's baseline lowers the bar (`--fail-on-lower`). `pr-check` decides
+the pull request's baseline check (label, fork) and `comment` prints its sticky comment.
 Nothing here runs a retriever, so no model, database or numpy is loaded.
 """
 from __future__ import annotations
@@ -13,20 +15,25 @@ from pathlib import Path
 
 from ..errors import ConfigError, RagError
 from ..paths import display
-from . import diff, find, suspects
+from . import comment, diff, find, pr_check, suspects
 from .common import FAILED, OK, PROG, USAGE, Command, Parser, Result, UsageError
 
-COMMANDS: dict[str, Command] = {"find": find, "suspects": suspects, "diff": diff}
+COMMANDS: dict[str, Command] = {
+    "find": find, "suspects": suspects, "diff": diff, "pr-check": pr_check, "comment": comment,
+}
 """The registry: a command is one module with `register(commands, common)` and `run(args)`, and one line here."""
 
 
 EPILOG = """\
 exit status:
   0  success (find: a chunk matched; suspects: listed, even when none;
-     diff: comparable and no metric dropped)
+     diff: comparable and no metric dropped, or with --fail-on-lower: the bar
+     was not lowered; pr-check: the baseline check passed; comment: printed)
   1  find: no chunk matched; diff: a retriever's metric dropped, or the two
-     fingerprints differ so the numbers are not comparable
-  2  usage error, or a bad config, fixture line or results file
+     fingerprints differ so the numbers are not comparable; with
+     --fail-on-lower: a value lowered, an entry removed or a setting loosened;
+     pr-check: the bar was lowered without the approval label
+  2  usage error, or a bad config, fixture line, results or event file
 
 every command reads [tool.ragretrieval] of ./pyproject.toml, or the TOML file
 given with --config (keys at top level, as with pytest --rag-config).
@@ -40,7 +47,7 @@ def build_parser() -> Parser:
         help="TOML file with the settings at top level (default: [tool.ragretrieval] of ./pyproject.toml)",
     )
     parser = Parser(
-        prog=PROG, description="Labelling and review helpers for pytest-ragretrieval.",
+        prog=PROG, description="Labelling, review and pull-request helpers for pytest-ragretrieval.",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--config", metavar="PATH", default=None, help=argparse.SUPPRESS)

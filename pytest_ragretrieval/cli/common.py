@@ -2,9 +2,13 @@
 from __future__ import annotations
 
 import argparse
+import json
 import string
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, NoReturn, Protocol
+
+from ..paths import display
 
 PROG = "ragretrieval"
 OK, FAILED, USAGE = 0, 1, 2
@@ -62,3 +66,15 @@ def positive(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
     return value
+
+
+def read_json(path: Path, fix: str) -> Any:
+    """A JSON file the workflow hands over; any problem is one line naming it and `fix`."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UsageError(f"{display(path)}: file not found; {fix}") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"{display(path)}: not UTF-8 text; {fix}") from None
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"{display(path)}: not valid JSON ({exc.msg} at line {exc.lineno}); {fix}") from None

@@ -1,4 +1,12 @@
-"""`ragretrieval diff OLD.json NEW.json`: two results files compared, once they are comparable (pitfalls 3-4)."""
+"""`ragretrieval diff`: two results files or baselines side by side, and what the change does to the bar.
+
+Plain `diff OLD NEW` is the review view: the metric table and the per-question changes, exit 1
+when a metric dropped or the fingerprints differ (pitfalls 3-4). `--fail-on-lower` asks the
+pull-request question instead: does the new side lower the bar? Exit 1 exactly when it does,
+whatever the fingerprints say. The gate's settings live in the config, so they are compared
+only when both configs are known: `--old-config`/`--new-config`, or `--against REV`, which
+takes the old side (the config and the baseline it names) from a git revision.
+"""
 from __future__ import annotations
 
 import argparse
@@ -6,35 +14,51 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..baseline.format import Baseline, Recorded, read
+from ..baseline.changes import Changes, classify, dumps_changes, metric_order
+from ..baseline.format import Baseline, Recorded
 from ..gate.fingerprint import changed_paths, global_changes
-from ..paths import display
+from ..paths import display, write_atomic
 from ..report.terminal import table
-from ..scoring.metrics import METRICS
 from ..values import EPSILON, fmt, signed
-from .common import FAILED, OK, Result
+from .common import FAILED, OK, Result, UsageError
+from .sides import Sides, from_files, from_revision
 
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
     diff = commands.add_parser(
-        "diff", parents=[common], help="compare two results files, metric by metric and question by question",
+        "diff", parents=[common], help="compare two results files, or a baseline with the base branch's",
         description="Compare two results or baseline files. Exit 0 when they are comparable and no metric "
-        "dropped, 1 when a metric dropped or the fingerprints differ, 2 on errors. --config is not read.",
+        "dropped, 1 when a metric dropped or the fingerprints differ, 2 on errors. With --fail-on-lower, exit 1 "
+        "exactly when the new side lowers the bar: a value lowered, a retriever or metric removed, a setting "
+        "(tolerance, significance, alpha, fail_on, max_latency_ms) loosened. --config is read with --against only.",
     )
-    diff.add_argument("old", metavar="OLD.json")
-    diff.add_argument("new", metavar="NEW.json")
+    diff.add_argument("old", metavar="OLD.json", nargs="?")
+    diff.add_argument("new", metavar="NEW.json", nargs="?")
+    diff.add_argument("--fail-on-lower", action="store_true", help="exit 1 when the new side lowers the bar")
+    diff.add_argument("--old-config", metavar="PATH", default=None, help="the old side's pyproject.toml or config TOML")
+    diff.add_argument("--new-config", metavar="PATH", default=None, help="the new side's pyproject.toml or config TOML")
+    diff.add_argument("--against", metavar="REV", default=None,
+                      help="compare the config's baseline and settings at git revision REV with the work tree's")
+    diff.add_argument("--json", metavar="PATH", default=None, dest="json_path",
+                      help="also write the classified changes here (read by pr-check and comment)")
 
 
 def run(args: argparse.Namespace) -> Result:
-    return run_diff(args.old, args.new)
+    if args.against is not None:
+        if args.old is not None or args.old_config or args.new_config:
+            raise UsageError("diff takes OLD.json NEW.json (with --old-config/--new-config), or --against REV alone")
+        sides = from_revision(args.against, getattr(args, "config", None), Path.cwd())
+    else:
+        if args.new is None:
+            raise UsageError("diff takes OLD.json NEW.json, or --against REV")
+        if bool(args.old_config) != bool(args.new_config):
+            raise UsageError("--old-config and --new-config go together: the settings of both sides are compared")
+        sides = from_files(args.old, args.new, args.old_config, args.new_config)
+    return run_diff(sides, fail_on_lower=args.fail_on_lower, json_path=args.json_path,
+                    with_changes=args.against is not None)
 
 
-def metric_order(label: str) -> tuple[int, int, str]:
-    """The plugin's metric order (precision, recall, f1, ndcg, ...), then by cutoff."""
-    name, _, cutoff = label.partition("@")
-    names = list(METRICS)
-    position = names.index(name) if name in names else len(names)
-    return position, int(cutoff) if cutoff.isdigit() else 0, label
+# The review view.
 
 
 def fingerprint_lines(old: Baseline, new: Baseline) -> list[str]:
@@ -129,8 +153,8 @@ def per_question_lines(old: Baseline, new: Baseline, shared: Sequence[str]) -> l
     return ["", "per-question changes, worst drop first:", *body] if body else []
 
 
-def run_diff(old_path: str, new_path: str) -> Result:
-    old, new = read(Path(old_path)), read(Path(new_path))
+def review(old: Baseline, new: Baseline) -> tuple[list[str], int]:
+    """The review view's lines and status: 1 when a metric dropped or the fingerprints differ."""
     lines = [f"old: {display(old.path)} (k={old.k})  new: {display(new.path)} (k={new.k})"]
     lines.extend(fingerprint_lines(old, new))
     comparable = len(lines) == 1
@@ -150,4 +174,72 @@ def run_diff(old_path: str, new_path: str) -> Result:
     lines.extend(per_question_lines(old, new, shared))
     verdict = f"{dropped} metric{'s' if dropped != 1 else ''} dropped, {improved} improved"
     lines.append(verdict if comparable else verdict + "; not comparable: the fingerprints differ")
-    return Result(out=lines, code=OK if comparable and not dropped else FAILED)
+    return lines, OK if comparable and not dropped else FAILED
+
+
+# The pull-request view: does the new side lower the bar?
+
+
+def _count(count: int, one: str, many: str) -> str:
+    return f"{count} {one if count == 1 else many}"
+
+
+def subject(retriever: str, metric: str) -> str:
+    if retriever and metric:
+        return f"{metric} of {retriever!r}"
+    return f"retriever {retriever!r}" if retriever else f"{metric} (every retriever)"
+
+
+def verdict_line(changes: Changes) -> str:
+    if not changes.lowers_the_bar:
+        return "the baseline does not lower the bar"
+    parts = [
+        _count(len(changes.lowered), "value", "values") + " lowered" if changes.lowered else "",
+        _count(len(changes.removed), "entry", "entries") + " removed" if changes.removed else "",
+        _count(len(changes.loosened), "setting", "settings") + " loosened" if changes.loosened else "",
+        _count(len(changes.lost_hits), "question", "questions") + " no longer a hit" if changes.lost_hits else "",
+    ]
+    return "the baseline lowers the bar: " + ", ".join(part for part in parts if part)
+
+
+def _moved(kind: str, retriever: str, metric: str, old: float, new: float) -> str:
+    return f"  {kind}: {subject(retriever, metric)} {fmt(old)} -> {fmt(new)} ({signed(new - old)})"
+
+
+def change_lines(changes: Changes) -> list[str]:
+    """Every classified difference, one line each, what lowers the bar first, the verdict last."""
+    lines = [f"baseline changes: {changes.old_path or '(none at the base)'} -> {changes.new_path}"]
+    lines += [f"  note: {note}" for note in changes.notes]
+    if changes.fingerprint:
+        lines.append(f"  fingerprint changed: {', '.join(changes.fingerprint)}; those values were re-recorded")
+    lines += [_moved("lowered", c.retriever, c.metric, c.old, c.new) for c in changes.lowered]
+    lines += [f"  removed: {subject(e.retriever, e.metric)} ({e.reason})" for e in changes.removed]
+    lines += [f"  loosened: {s.setting}{' of ' + s.subject if s.subject else ''} {s.old} -> {s.new}"
+              for s in changes.loosened]
+    lines += [f"  no longer a hit: {h.question} of {h.retriever!r} (fail_on question)" for h in changes.lost_hits]
+    lines += [_moved("raised", c.retriever, c.metric, c.old, c.new) for c in changes.raised]
+    lines += [f"  added: {subject(e.retriever, e.metric)} ({e.reason})" for e in changes.added]
+    lines += [f"  tightened: {s.setting}{' of ' + s.subject if s.subject else ''} {s.old} -> {s.new}"
+              for s in changes.tightened]
+    if changes.tags_lowered or changes.tags_raised:
+        lines.append(f"  per-tag values (not gated): {len(changes.tags_lowered)} lower, "
+                     f"{len(changes.tags_raised)} higher")
+    return lines + [verdict_line(changes)]
+
+
+def run_diff(sides: Sides, *, fail_on_lower: bool = False, json_path: str | None = None,
+             with_changes: bool = False) -> Result:
+    """The review view, then (with --fail-on-lower, --json or --against) the classified changes.
+
+    Without --fail-on-lower the status is the review view's; with it, 1 exactly when the change lowers the bar.
+    """
+    lines, code = review(sides.old, sides.new) if sides.old is not None else ([], OK)
+    if not (fail_on_lower or json_path is not None or with_changes):
+        return Result(out=lines, code=code)
+    changes = classify(sides.old, sides.new, sides.old_settings, sides.new_settings, sides.notes)
+    if json_path is not None:
+        write_atomic(Path(json_path), dumps_changes(changes))
+    lines = [*lines, "", *change_lines(changes)] if lines else change_lines(changes)
+    if fail_on_lower:
+        return Result(out=lines, code=FAILED if changes.lowers_the_bar else OK)
+    return Result(out=lines, code=code)

@@ -6,6 +6,9 @@ import json
 import pytest
 from projects import GOLD, baseline, set_rankings, write_project
 
+from pytest_ragretrieval.cli import main
+from pytest_ragretrieval.report.comment import MARKER
+
 RUN = ("-p", "no:cacheprovider")
 
 
@@ -27,6 +30,38 @@ def test_results_have_the_baseline_shape_and_latency(pytester: pytest.Pytester) 
     }
     latency = results["retrievers"]["table"]["latency_ms"]
     assert set(latency) == {"p50", "p95"} and 0 <= latency["p50"] <= latency["p95"]
+
+
+def test_results_list_the_gate_s_failures_and_the_comment_renders_them(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_project(pytester.path)
+    pytester.runpytest("--rag-update-baseline", *RUN)
+    set_rankings(pytester.path, dict(GOLD, q01=[]))
+    pytester.runpytest("--rag-eval", "--rag-json", "results.json", *RUN).assert_outcomes(passed=4, failed=4)
+    results = json.loads((pytester.path / "results.json").read_text(encoding="utf-8"))
+    assert [f["item"] for f in results["failures"]] == [
+        "rag::table::f1@3", "rag::table::ndcg@3", "rag::table::precision@3", "rag::table::recall@3"]
+    ndcg = results["failures"][1]
+    assert (ndcg["retriever"], ndcg["metric"]) == ("table", "ndcg@3")
+    assert ndcg["summary"].startswith("ndcg@3 of 'table' fell from 1.0000 to ")
+    assert ndcg["details"] == ["questions that dropped, worst first:", "  q01: 1.0000 -> 0.0000 (-1.0000)"]
+    assert "unavailable" not in results  # every retriever ran
+
+    capsys.readouterr()
+    assert main(["comment", "results.json"]) == 0
+    comment = capsys.readouterr().out.splitlines()
+    assert comment[0] == MARKER
+    assert "- **门禁 / gate**：❌ 4 项未通过 / 4 failed" in comment
+    assert "- ❌ **table · ndcg@3** — rag::table::ndcg@3" in comment
+    assert "    q01: 1.0000 -> 0.0000 (-1.0000)" in comment
+
+
+def test_a_passing_run_records_no_failures(pytester: pytest.Pytester) -> None:
+    write_project(pytester.path)
+    pytester.runpytest("--rag-update-baseline", *RUN)
+    pytester.runpytest("--rag-eval", "--rag-json", "results.json", *RUN).assert_outcomes(passed=8)
+    assert json.loads((pytester.path / "results.json").read_text(encoding="utf-8"))["failures"] == []
 
 
 def test_only_the_retrievers_that_ran_are_written(pytester: pytest.Pytester) -> None:

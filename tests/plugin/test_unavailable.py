@@ -1,6 +1,8 @@
 """A retriever that cannot run where the baseline is recorded: skipped, remembered, never a false pass."""
 from __future__ import annotations
 
+import json
+
 import pytest
 from projects import baseline, write_project
 
@@ -57,3 +59,10 @@ def test_where_it_runs_its_items_are_skipped_until_recorded(recorded_offline: py
 def test_an_update_that_does_not_select_it_keeps_the_record(recorded_offline: pytest.Pytester) -> None:
     recorded_offline.runpytest("--rag-update-baseline", "-k", "bm25", *RUN).assert_outcomes(passed=4)
     assert baseline(recorded_offline.path)["unavailable"] == {"remote": "model 'acme/reranker' is not available here"}
+
+
+def test_results_name_the_retrievers_that_could_not_run(recorded_offline: pytest.Pytester) -> None:
+    recorded_offline.runpytest("--rag-eval", "--rag-json", "results.json", *RUN).assert_outcomes(passed=4, skipped=4)
+    results = json.loads((recorded_offline.path / "results.json").read_text(encoding="utf-8"))
+    assert results["unavailable"] == {"remote": "model 'acme/reranker' is not available here"}
+    assert list(results["retrievers"]) == ["bm25"] and results["failures"] == []

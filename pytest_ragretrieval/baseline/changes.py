@@ -1,0 +1,328 @@
+"""What a change of baseline (and of the gate's settings) does to the bar a pull request is judged by.
+
+A pull request can lower its own bar: `--rag-update-baseline --rag-allow-regression` and a
+commit make any regression pass, and a raised tolerance does the same without touching the
+baseline. `classify` compares the base branch's baseline and settings with the pull request's
+and sorts every difference into what lowers the bar (lowered values, removed entries, loosened
+settings, lost hits under per-question gating) and what does not (raised values, new entries,
+tightened settings). Per-tag values are listed but never lower the bar: the gate does not judge
+them. Pure: files and git are the callers' business.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..config.settings import Config
+from ..errors import BaselineError
+from ..gate.fingerprint import changed_paths, global_changes
+from ..paths import display
+from ..scoring.metrics import METRICS
+from ..values import EPSILON
+from .format import Baseline, Recorded
+
+KIND = "ragretrieval-baseline-changes"
+VERSION = 1
+HIT_METRICS = ("hit_rate", "recall", "precision", "ndcg", "mrr", "map", "f1")
+"""Per-question metrics that are above 0 exactly when a relevant chunk is within the cutoff."""
+
+
+@dataclass(frozen=True)
+class GateSettings:
+    """The parts of `[tool.ragretrieval]` that decide whether an item fails, besides the baseline."""
+
+    metrics: tuple[str, ...]
+    tolerances: Mapping[str, float] = field(hash=False)
+    significance: str = "none"
+    alpha: float = 0.05
+    fail_on: tuple[str, ...] = ("metric",)
+    retrievers: tuple[str, ...] = ()
+    max_latency_ms: Mapping[str, float] = field(default_factory=dict, hash=False)
+
+
+def gate_settings(config: Config) -> GateSettings:
+    return GateSettings(
+        metrics=tuple(spec.label for spec in config.metrics),
+        tolerances={spec.label: config.tolerance.for_metric(spec) for spec in config.metrics},
+        significance=config.significance,
+        alpha=config.alpha,
+        fail_on=config.fail_on,
+        retrievers=tuple(spec.name for spec in config.retrievers),
+        max_latency_ms={s.name: s.max_latency_ms for s in config.retrievers if s.max_latency_ms is not None},
+    )
+
+
+@dataclass(frozen=True)
+class ValueChange:
+    """One recorded value that moved; `tag` is set for per-tag values."""
+
+    retriever: str
+    metric: str
+    old: float
+    new: float
+    tag: str = ""
+
+    @property
+    def delta(self) -> float:
+        return self.new - self.old
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A retriever (`metric` empty) or one of its metrics (`retriever` empty: every retriever's)."""
+
+    retriever: str
+    metric: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class SettingChange:
+    """A setting that makes items fail less (loosened) or more (tightened) often."""
+
+    setting: str
+    subject: str
+    old: str
+    new: str
+
+
+@dataclass(frozen=True)
+class LostHit:
+    """Under `fail_on = ["question"]`: a question recorded as a hit within k at the base, not any more."""
+
+    retriever: str
+    question: str
+
+
+@dataclass(frozen=True)
+class Changes:
+    old_path: str  # "" when the base branch has no baseline yet
+    new_path: str
+    fingerprint: tuple[str, ...] = ()
+    lowered: tuple[ValueChange, ...] = ()
+    raised: tuple[ValueChange, ...] = ()
+    removed: tuple[Entry, ...] = ()
+    added: tuple[Entry, ...] = ()
+    loosened: tuple[SettingChange, ...] = ()
+    tightened: tuple[SettingChange, ...] = ()
+    lost_hits: tuple[LostHit, ...] = ()
+    tags_lowered: tuple[ValueChange, ...] = ()
+    tags_raised: tuple[ValueChange, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def lowers_the_bar(self) -> bool:
+        """What `--fail-on-lower` exits 1 for, and what the pull-request label must approve."""
+        return bool(self.lowered or self.removed or self.loosened or self.lost_hits)
+
+    @property
+    def unchanged(self) -> bool:
+        return not (self.lowers_the_bar or self.raised or self.added or self.tightened or self.fingerprint
+                    or self.tags_lowered or self.tags_raised)
+
+
+def metric_order(label: str) -> tuple[int, int, str]:
+    """The plugin's metric order (precision, recall, f1, ndcg, ...), then by cutoff."""
+    name, _, cutoff = label.partition("@")
+    names = list(METRICS)
+    return (names.index(name) if name in names else len(names)), int(cutoff) if cutoff.isdigit() else 0, label
+
+
+def _values(
+    old: Mapping[str, float], new: Mapping[str, float], retriever: str, tag: str = ""
+) -> tuple[list[ValueChange], list[ValueChange]]:
+    """(lowered, raised) among the labels both sides hold; a move within EPSILON is no move."""
+    lowered, raised = [], []
+    for label in sorted(set(old) & set(new), key=metric_order):
+        change = ValueChange(retriever, label, old[label], new[label], tag)
+        if change.delta < -EPSILON:
+            lowered.append(change)
+        elif change.delta > EPSILON:
+            raised.append(change)
+    return lowered, raised
+
+
+def _hit(values: Mapping[str, float], k: int) -> bool | None:
+    """Whether a question's recorded values say a relevant chunk was within k; None when none says."""
+    for name in HIT_METRICS:
+        if f"{name}@{k}" in values:
+            return values[f"{name}@{k}"] > EPSILON
+    return None
+
+
+def _lost_hits(name: str, old: Recorded, new: Recorded, old_k: int, new_k: int) -> list[LostHit]:
+    lost = []
+    for qid in sorted(set(old.questions) & set(new.questions)):
+        if _hit(old.questions[qid].metrics, old_k) and _hit(new.questions[qid].metrics, new_k) is False:
+            lost.append(LostHit(name, qid))
+    return lost
+
+
+def _fingerprint(old: Baseline, new: Baseline) -> list[str]:
+    changed = global_changes(old.fingerprint, new.fingerprint)
+    before, after = old.fingerprint.get("retrievers", {}), new.fingerprint.get("retrievers", {})
+    for name in sorted(set(before) & set(after)):
+        changed += changed_paths(before[name], after[name], f"retrievers.{name}")
+    return sorted(changed)
+
+
+def _baseline_entries(old: Baseline, new: Baseline) -> tuple[list[Entry], list[Entry]]:
+    """(removed, added) retrievers and metrics; one recorded as unavailable is removed: its items would be skipped."""
+    removed, added = [], []
+    for name in sorted(set(old.retrievers) - set(new.retrievers)):
+        reason = f"recorded as unavailable: {new.unavailable[name]}" if name in new.unavailable else ""
+        removed.append(Entry(name, "", reason or "no longer in the baseline"))
+    for name in sorted(set(new.retrievers) - set(old.retrievers)):
+        added.append(Entry(name, "", "new in the baseline"))
+    for name in sorted(set(old.retrievers) & set(new.retrievers)):
+        before, after = old.retrievers[name].metrics, new.retrievers[name].metrics
+        removed += [Entry(name, m, "no longer in the baseline")
+                    for m in sorted(set(before) - set(after), key=metric_order)]
+        added += [Entry(name, m, "new in the baseline") for m in sorted(set(after) - set(before), key=metric_order)]
+    return removed, added
+
+
+def _settings(old: GateSettings, new: GateSettings) -> tuple[list[SettingChange], list[SettingChange], list[Entry]]:
+    """(loosened, tightened, entries no longer gated) between two configurations."""
+    loosened: list[SettingChange] = []
+    tightened: list[SettingChange] = []
+    for label in sorted(set(old.metrics) & set(new.metrics), key=metric_order):
+        before, after = old.tolerances[label], new.tolerances[label]
+        change = SettingChange("tolerance", label, f"{before:g}", f"{after:g}")
+        if after > before + EPSILON:
+            loosened.append(change)
+        elif after < before - EPSILON:
+            tightened.append(change)
+    if old.significance != new.significance:
+        change = SettingChange("significance", "", old.significance, new.significance)
+        (tightened if new.significance == "none" else loosened).append(change)
+    elif new.significance != "none" and abs(new.alpha - old.alpha) > EPSILON:
+        change = SettingChange("alpha", "", f"{old.alpha:g}", f"{new.alpha:g}")
+        (loosened if new.alpha < old.alpha else tightened).append(change)
+    if ("question" in old.fail_on) != ("question" in new.fail_on):
+        change = SettingChange("fail_on", "question", ", ".join(old.fail_on), ", ".join(new.fail_on))
+        (loosened if "question" in old.fail_on else tightened).append(change)
+    for name in sorted(set(old.max_latency_ms) | set(new.max_latency_ms)):
+        if name not in new.retrievers:
+            continue
+        before_ms, after_ms = old.max_latency_ms.get(name), new.max_latency_ms.get(name)
+        change = SettingChange("max_latency_ms", name, _ms(before_ms), _ms(after_ms))
+        if before_ms is not None and (after_ms is None or after_ms > before_ms):
+            loosened.append(change)
+        elif after_ms is not None and (before_ms is None or after_ms < before_ms):
+            tightened.append(change)
+    gone = [Entry(name, "", "no longer configured") for name in old.retrievers if name not in new.retrievers]
+    gone += [Entry("", label, "no longer in the configured metrics")
+             for label in old.metrics if label not in new.metrics]
+    return loosened, tightened, gone
+
+
+def _ms(value: float | None) -> str:
+    return "none" if value is None else f"{value:g}"
+
+
+def _merge(entries: Sequence[Entry]) -> tuple[Entry, ...]:
+    """One entry per (retriever, metric); the config's and the baseline's reasons joined."""
+    merged: dict[tuple[str, str], Entry] = {}
+    for entry in entries:
+        key = (entry.retriever, entry.metric)
+        if key in merged and entry.reason not in merged[key].reason:
+            entry = Entry(entry.retriever, entry.metric, f"{merged[key].reason}; {entry.reason}")
+        merged[key] = entry
+    return tuple(sorted(merged.values(), key=lambda e: (e.retriever, metric_order(e.metric))))
+
+
+def classify(
+    old: Baseline | None,
+    new: Baseline,
+    old_settings: GateSettings | None = None,
+    new_settings: GateSettings | None = None,
+    notes: Sequence[str] = (),
+) -> Changes:
+    """Sort every difference between the base's baseline and settings and the pull request's.
+
+    `old` None means the base branch has no baseline yet: everything is new. Settings are
+    compared only when both sides are given; per-question hits only when the base gates them.
+    """
+    new_path = display(new.path)
+    if old is None:
+        added = [Entry(name, "", "new in the baseline (the base branch has none)") for name in sorted(new.retrievers)]
+        return Changes("", new_path, added=tuple(added), notes=tuple(notes))
+    lowered: list[ValueChange] = []
+    raised: list[ValueChange] = []
+    tags_lowered: list[ValueChange] = []
+    tags_raised: list[ValueChange] = []
+    lost: list[LostHit] = []
+    question_gated = old_settings is not None and "question" in old_settings.fail_on
+    for name in sorted(set(old.retrievers) & set(new.retrievers)):
+        before, after = old.retrievers[name], new.retrievers[name]
+        down, up = _values(before.metrics, after.metrics, name)
+        lowered, raised = lowered + down, raised + up
+        for tag in sorted(set(before.tags) & set(after.tags)):
+            down, up = _values(before.tags[tag], after.tags[tag], name, tag)
+            tags_lowered, tags_raised = tags_lowered + down, tags_raised + up
+        if question_gated:
+            lost += _lost_hits(name, before, after, old.k, new.k)
+    removed, added = _baseline_entries(old, new)
+    loosened: list[SettingChange] = []
+    tightened: list[SettingChange] = []
+    if old_settings is not None and new_settings is not None:
+        loosened, tightened, gone = _settings(old_settings, new_settings)
+        removed += gone
+    return Changes(
+        old_path=display(old.path), new_path=new_path, fingerprint=tuple(_fingerprint(old, new)),
+        lowered=tuple(lowered), raised=tuple(raised), removed=_merge(removed), added=_merge(added),
+        loosened=tuple(loosened), tightened=tuple(tightened), lost_hits=tuple(lost),
+        tags_lowered=tuple(tags_lowered), tags_raised=tuple(tags_raised), notes=tuple(notes),
+    )
+
+
+# The file `ragretrieval diff --json` writes and `pr-check` and `comment` read.
+
+_LISTS = {
+    "lowered": ValueChange, "raised": ValueChange, "removed": Entry, "added": Entry,
+    "loosened": SettingChange, "tightened": SettingChange, "lost_hits": LostHit,
+    "tags_lowered": ValueChange, "tags_raised": ValueChange,
+}
+
+
+def changes_document(changes: Changes) -> dict[str, Any]:
+    doc: dict[str, Any] = {"kind": KIND, "version": VERSION, "lowers_the_bar": changes.lowers_the_bar}
+    doc.update(asdict(changes))
+    return doc
+
+
+def dumps_changes(changes: Changes) -> str:
+    return json.dumps(changes_document(changes), ensure_ascii=False, sort_keys=True, indent=2) + "\n"
+
+
+def read_changes(path: Path) -> Changes:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise BaselineError(f"{display(path)}: file not found; write it with `ragretrieval diff --json PATH`") from None
+    except UnicodeDecodeError:
+        raise BaselineError(f"{display(path)}: not UTF-8 text; write it with `ragretrieval diff --json PATH`") from None
+    return parse_changes(path, text)
+
+
+def parse_changes(path: Path, text: str) -> Changes:
+    """A file written by `ragretrieval diff --json`; anything else is one line naming the file."""
+    fix = "write it with `ragretrieval diff OLD NEW --json PATH`"
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise BaselineError(f"{display(path)}: not valid JSON ({exc.msg} at line {exc.lineno}); {fix}") from None
+    if not isinstance(doc, dict) or doc.get("kind") != KIND or doc.get("version") != VERSION:
+        raise BaselineError(f"{display(path)}: not a baseline-changes file of version {VERSION}; {fix}")
+    try:
+        lists = {key: tuple(kind(**item) for item in doc[key]) for key, kind in _LISTS.items()}
+        return Changes(
+            old_path=str(doc["old_path"]), new_path=str(doc["new_path"]),
+            fingerprint=tuple(map(str, doc["fingerprint"])), notes=tuple(map(str, doc["notes"])), **lists,
+        )
+    except (KeyError, TypeError) as exc:
+        raise BaselineError(f"{display(path)}: malformed baseline-changes file ({exc}); {fix}") from None

@@ -1,0 +1,82 @@
+"""`ragretrieval comment RESULTS.json`: print the sticky pull-request comment as Markdown.
+
+It reads the gate's `--rag-json` results and, for the baseline part, either the base branch's
+baseline (`--baseline-diff OLD`, compared with the config's baseline: values only) or the
+changes `ragretrieval diff --json` classified (`--baseline-changes`, values and settings), and
+optionally `pr-check`'s decision (label, fork). It prints; the workflow posts with `gh`.
+"""
+from __future__ import annotations
+
+import argparse
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from ..baseline.changes import Changes, classify, read_changes
+from ..baseline.format import read
+from ..config.settings import load_config
+from ..gate.approval import Decision, parse_decision
+from ..paths import display
+from ..report.comment import CommentInput, render
+from ..report.results import comparisons, failures, report_input
+from .common import OK, Result, UsageError, read_json
+
+OUTCOMES = ("success", "failure", "cancelled", "skipped", "")
+
+
+def register(commands: Any, common: argparse.ArgumentParser) -> None:
+    comment = commands.add_parser(
+        "comment", parents=[common], help="print the pull-request comment for a --rag-json results file",
+        description="Print the sticky pull-request comment as Markdown, starting with the marker "
+        "<!-- pytest-ragretrieval -->, at most 65,536 bytes (question lists are cut first, with a note). "
+        "Without RESULTS.json it says that the gate wrote no results and shows the baseline check alone. "
+        "--config is read with --baseline-diff only.",
+    )
+    comment.add_argument("results", metavar="RESULTS.json", nargs="?",
+                         help="the gate's --rag-json results; left out when the gate wrote none")
+    source = comment.add_mutually_exclusive_group()
+    source.add_argument("--baseline-diff", metavar="OLD.json", default=None,
+                        help="the base branch's baseline, compared with the config's baseline (values only)")
+    source.add_argument("--baseline-changes", metavar="CHANGES.json", default=None,
+                        help="the changes `ragretrieval diff --json` wrote (values and settings)")
+    comment.add_argument("--decision", metavar="DECISION.json", default=None,
+                         help="the decision `ragretrieval pr-check --json` wrote (label, fork)")
+    comment.add_argument("--gate-outcome", choices=OUTCOMES, default="",
+                         help="the gate step's outcome, for results files that do not list their failures")
+    comment.add_argument("--artifact-url", default="", help="where the uploaded reports are")
+    comment.add_argument("--run-url", default="", help="the workflow run")
+
+
+def run(args: argparse.Namespace) -> Result:
+    data = CommentInput(
+        report=None, failures_recorded=False, gate_outcome=args.gate_outcome, changes=load_changes(args),
+        decision=load_decision(args.decision), artifact_url=args.artifact_url, run_url=args.run_url,
+    )
+    if args.results is not None:
+        results = read(Path(args.results))
+        pairs, left_out = comparisons(results)
+        data = replace(data, report=report_input(results), failures_recorded=failures(results) is not None,
+                       comparisons=pairs, comparisons_left_out=left_out)
+    return Result(out=render(data).rstrip("\n").split("\n"), code=OK)
+
+
+def load_changes(args: argparse.Namespace) -> Changes | None:
+    """The baseline's changes, read from `diff --json`, or classified here from `--baseline-diff OLD`."""
+    if args.baseline_changes is not None:
+        return read_changes(Path(args.baseline_changes))
+    if args.baseline_diff is None:
+        return None
+    config = load_config(getattr(args, "config", None), Path.cwd())
+    note = ("settings (tolerance, ...) not compared: use `ragretrieval diff --against REV --json C` "
+            "and --baseline-changes C")
+    return classify(read(Path(args.baseline_diff)), read(config.baseline), notes=[note])
+
+
+def load_decision(path: str | None) -> Decision | None:
+    if path is None:
+        return None
+    doc = read_json(Path(path), "write it with `ragretrieval pr-check --json PATH`")
+    try:
+        return parse_decision(doc)
+    except (KeyError, TypeError):
+        raise UsageError(f"{display(Path(path))}: not a decision written by `ragretrieval pr-check --json`") from None

@@ -1,0 +1,100 @@
+"""`ragretrieval pr-check CHANGES.json`: the pull request's baseline check, from `diff --json` and the event.
+
+Pass when the changes do not lower the bar, or when the pull request carries the approval
+label; fail (exit 1) otherwise. It also decides whether the comment can be posted: not on pull
+requests from forks, whose token is read-only. Under GitHub Actions it writes `check=` and
+`comment=` to `$GITHUB_OUTPUT` before exiting (so later steps can read them after a failure),
+an annotation per lowered value on the baseline file, and the changes to the job summary.
+No network: the workflow posts the comment with `gh`.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ..baseline.changes import Changes, read_changes
+from ..gate.approval import DEFAULT_LABEL, Decision, decide, decision_document, pull_request
+from ..paths import display, write_atomic
+from ..report.comment import baseline_summary
+from ..report.github import escape_data, escape_property
+from ..values import fmt
+from .common import FAILED, OK, Result, UsageError, read_json
+
+
+def register(commands: Any, common: argparse.ArgumentParser) -> None:
+    check = commands.add_parser(
+        "pr-check", help="decide the pull request's baseline check from `diff --json` and the event",
+        description="Pass when CHANGES.json (written by `diff --json`) does not lower the bar, or when the pull "
+        "request carries the approval label; fail (exit 1) otherwise. Says whether a comment can be posted "
+        "(not on forks: their token is read-only). Under GitHub Actions also writes check= and comment= to "
+        "$GITHUB_OUTPUT, annotations, and the changes to the job summary. --config is not read.",
+    )
+    check.add_argument("changes", metavar="CHANGES.json")
+    check.add_argument("--event", metavar="PATH", default=None,
+                       help="the event's JSON payload (default: $GITHUB_EVENT_PATH)")
+    check.add_argument("--label", default=DEFAULT_LABEL, help=f"the approval label (default: {DEFAULT_LABEL})")
+    check.add_argument("--actor", default=None, help="who triggered the run (default: $GITHUB_ACTOR)")
+    check.add_argument("--no-comment", action="store_false", dest="comment", help="never plan a comment")
+    check.add_argument("--json", metavar="PATH", default=None, dest="json_path",
+                       help="write the decision here (read by comment)")
+
+
+def run(args: argparse.Namespace) -> Result:
+    event_path = args.event or os.environ.get("GITHUB_EVENT_PATH")
+    actor = args.actor if args.actor is not None else os.environ.get("GITHUB_ACTOR", "")
+    return run_pr_check(read_changes(Path(args.changes)), event_path, args.label, actor, args.comment, args.json_path)
+
+
+def read_event(path: str | None) -> Mapping[str, Any]:
+    if not path:
+        return {}
+    event = read_json(Path(path), "GITHUB_EVENT_PATH (or --event) must name the event's JSON payload")
+    if not isinstance(event, Mapping):
+        raise UsageError(f"{display(Path(path))}: not an event payload (expected a JSON object)")
+    return event
+
+
+def github_lines(decision: Decision, changes: Changes) -> list[str]:
+    """Workflow commands: an error per lowered value when the check fails (a warning when approved),
+    and a notice saying why there is no comment."""
+    lines = []
+    if decision.check in ("fail", "approved"):
+        level = "error" if decision.failed else "warning"
+        title = "rag: baseline lowered" + ("" if decision.failed else " (approved)")
+        where = f"file={escape_property(changes.new_path)},title={escape_property(title)}"
+        lines.append(f"::{level} {where}::{escape_data(decision.reason)}")
+        lines += [f"::{level} {where}::" + escape_data(f"{c.metric} of {c.retriever!r}: {fmt(c.old)} -> {fmt(c.new)}")
+                  for c in changes.lowered]
+    if not decision.comment:
+        lines.append(f"::notice title=rag%3A no comment::{escape_data(decision.comment_reason)}")
+    return lines
+
+
+def _append(variable: str, text: str) -> None:
+    target = os.environ.get(variable)
+    if target:
+        with open(target, "a", encoding="utf-8") as stream:
+            stream.write(text)
+
+
+def run_pr_check(changes: Changes, event_path: str | None, label: str, actor: str, comment: bool,
+                 json_path: str | None) -> Result:
+    """Decide, print the verdict (and workflow commands under GitHub Actions), write outputs for later steps."""
+    try:
+        pr = pull_request(read_event(event_path))
+    except (KeyError, TypeError, ValueError, AttributeError):
+        raise UsageError(f"{event_path}: not a pull_request event payload (pull_request.number missing or not a "
+                         "number); pass the file GitHub names in GITHUB_EVENT_PATH") from None
+    decision = decide(changes, pr, label, actor, comment)
+    if json_path is not None:
+        write_atomic(Path(json_path), json.dumps(decision_document(decision), ensure_ascii=False, indent=2) + "\n")
+    _append("GITHUB_OUTPUT", f"check={decision.check}\ncomment={'true' if decision.comment else 'false'}\n")
+    lines = [f"baseline check: {decision.check}: {decision.reason}", f"comment: {decision.comment_reason}"]
+    if os.environ.get("GITHUB_ACTIONS") == "true":
+        lines += github_lines(decision, changes)
+        _append("GITHUB_STEP_SUMMARY", baseline_summary(changes, decision) + "\n")
+    return Result(out=lines, code=FAILED if decision.failed else OK)

@@ -1,0 +1,260 @@
+"""The sticky pull-request comment: what a reviewer needs, in the conversation, under GitHub's size limit.
+
+The same content as the job summary, rendered with the Markdown report's own sections: the
+verdicts, the metrics table with deltas (and significance), the failures with their worst
+questions; then the baseline's changes against the base branch, the comparisons between
+configurations when the results hold them, and links to the reports. The first line is the
+hidden marker the workflow finds its earlier comment by, so one comment is edited on every push.
+GitHub refuses a body over 65,536 characters: `render` cuts the question lists first, then the
+change lists, each with a note saying how many lines the report artifact holds.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from ..baseline.changes import Changes, Entry, SettingChange, ValueChange
+from ..gate.approval import Decision, what_lowered
+from .markdown import esc, failures_section, metrics_section, table
+from .model import Failure, ReportInput
+from .results import PairComparison
+from .wording import TITLE, format_ci, format_delta, format_p, format_value, verdict
+
+MARKER = "<!-- pytest-ragretrieval -->"
+LIMIT = 65_536
+"""GitHub's limit on a comment body. Counted here in UTF-8 bytes, never fewer than characters
+however GitHub counts them, so a CJK-heavy comment is cut a little early, never refused."""
+OWN_BASELINE = ("基线为本 PR 中的基线 / the baseline is the one in this pull request; its changes against the "
+                "base branch are listed under Baseline changes.")
+STEPS = (None, 10, 5, 3, 1, 0)
+"""Cuts tried in turn: every line, then at most this many per list."""
+HEADING = re.compile(r"^#{1,5} ")
+
+
+@dataclass(frozen=True)
+class CommentInput:
+    report: ReportInput | None  # None: the gate wrote no results
+    failures_recorded: bool  # False: a results file written before the plugin recorded its failures
+    gate_outcome: str = ""  # the gate step's outcome as the workflow saw it: success, failure or ""
+    comparisons: tuple[PairComparison, ...] = ()
+    comparisons_left_out: int = 0
+    changes: Changes | None = None
+    decision: Decision | None = None
+    artifact_url: str = ""
+    run_url: str = ""
+
+
+def _demote(lines: Sequence[str]) -> list[str]:
+    """The report's `##` sections one level down, under the comment's `##` title."""
+    return ["#" + line if HEADING.match(line) else line for line in lines]
+
+
+def _cut(lines: Sequence[str], limit: int | None, unit: tuple[str, str]) -> list[str]:
+    """At most `limit` lines, then one saying how many the report artifact still holds."""
+    if limit is None or len(lines) <= limit:
+        return list(lines)
+    rest = len(lines) - limit
+    return [*lines[:limit], f"…另有 {rest} {unit[0]} / {rest} more {unit[1]} in the report artifact"]
+
+
+def _more(total: int, shown: int) -> list[str]:
+    rest = total - shown
+    return ["", f"…另有 {rest} 项 / {rest} more in the report artifact"] if rest else []
+
+
+def gate_line(data: CommentInput) -> str:
+    if data.report is not None and data.failures_recorded:
+        return verdict(data.report)
+    if data.gate_outcome == "success":
+        return "✅ 通过 / passed"
+    if data.gate_outcome == "failure":
+        return "❌ 未通过 / failed (see the job log)"
+    return "— 未知 / unknown"
+
+
+def baseline_line(changes: Changes | None, decision: Decision | None) -> str:
+    if changes is None or (decision is not None and decision.check == "skipped"):
+        return "— 未与目标分支比较 / not compared with a base branch"
+    better = len(changes.raised) + len(changes.added) + len(changes.tightened)
+    if not changes.lowers_the_bar:
+        return "✅ 未降低 / not lowered" + (f" ({better} improvements)" if better else "")
+    if decision is None:
+        return f"❌ 降低 / lowered ({what_lowered(changes)}): the pull-request check needs the approval label"
+    label = f"`{esc(decision.label)}`"
+    if decision.check == "approved":
+        return f"⚠️ 已批准降低 / lowered ({what_lowered(changes)}), approved with the label {label}"
+    return (f"❌ 降低且无标签 / lowered ({what_lowered(changes)}) without the label {label}: "
+            "a maintainer who approves the lower bar adds it")
+
+
+def header(data: CommentInput) -> list[str]:
+    return [MARKER, f"## {TITLE}", "", f"- **门禁 / gate**：{gate_line(data)}",
+            f"- **基线 / baseline**：{baseline_line(data.changes, data.decision)}"]
+
+
+def results_sections(data: CommentInput, limit: int | None) -> list[list[str]]:
+    """The Markdown report's metrics and failures sections, the failures' detail lines cut to `limit`."""
+    if data.report is None:
+        return [["### 指标结果 / Metrics", "",
+                 "门禁没有写出结果 / the gate wrote no results (it stopped before any retriever ran): see the job log"]]
+    metrics = _demote(metrics_section(data.report))
+    if data.changes is not None and any(view.comparisons for view in data.report.retrievers):
+        metrics += ["", OWN_BASELINE]
+    if not data.report.failures:
+        return [metrics]
+    cut = tuple(replace(failure, message=_cut_message(failure, limit)) for failure in data.report.failures)
+    return [metrics, _demote(failures_section(replace(data.report, failures=cut)))]
+
+
+def _cut_message(failure: Failure, limit: int | None) -> str:
+    summary, *details = failure.message.split("\n")
+    return "\n".join([summary, *_cut([line for line in details if line.strip()], limit, ("行", "lines"))])
+
+
+def _values_table(changes: Sequence[ValueChange], limit: int | None) -> list[str]:
+    shown = list(changes) if limit is None else list(changes)[:limit]
+    rows = [[esc(c.retriever), esc(c.tag), esc(c.metric), format_value(c.old), format_value(c.new),
+             format_delta(c.delta)] for c in shown]
+    headers = ["retriever", "tag", "metric", "base", "this PR", "delta"]
+    if not any(c.tag for c in changes):
+        headers, rows = [headers[0], *headers[2:]], [[row[0], *row[2:]] for row in rows]
+    return table(headers, rows, numeric=3) + _more(len(changes), len(shown))
+
+
+def _entry(entry: Entry) -> str:
+    if entry.retriever and entry.metric:
+        what = f"{esc(entry.metric)} of `{esc(entry.retriever)}`"
+    else:
+        what = f"retriever `{esc(entry.retriever)}`" if entry.retriever else f"{esc(entry.metric)} (every retriever)"
+    return f"- {what}: {esc(entry.reason)}"
+
+
+def _setting(change: SettingChange) -> str:
+    of = f" of {esc(change.subject)}" if change.subject else ""
+    return f"- `{esc(change.setting)}`{of}: {esc(change.old)} → {esc(change.new)}"
+
+
+def _block(title: str, count: int, body: list[str]) -> list[str]:
+    return ["", f"**{title} ({count})**", "", *body]
+
+
+def _lowering(changes: Changes, limit: int | None) -> list[str]:
+    lines: list[str] = []
+    if changes.lowered:
+        lines += _block("⬇️ 降低 / lowered", len(changes.lowered), _values_table(changes.lowered, limit))
+    if changes.removed:
+        lines += _block("🗑️ 移除 / removed", len(changes.removed),
+                        _cut([_entry(e) for e in changes.removed], limit, ("项", "entries")))
+    if changes.loosened:
+        lines += _block("🔓 放宽 / loosened", len(changes.loosened), [_setting(s) for s in changes.loosened])
+    if changes.lost_hits:
+        hits = [f"- {esc(h.question)} of `{esc(h.retriever)}`" for h in changes.lost_hits]
+        lines += _block('❓ 不再命中 / no longer a hit within k (`fail_on = ["question"]`)', len(hits),
+                        _cut(hits, limit, ("题", "questions")))
+    return lines
+
+
+def _improvements(changes: Changes, limit: int | None) -> list[str]:
+    body: list[str] = []
+    if changes.raised:
+        body += _block("⬆️ 提高 / raised", len(changes.raised), _values_table(changes.raised, limit))
+    if changes.added:
+        body += _block("🆕 新增 / added", len(changes.added),
+                       _cut([_entry(e) for e in changes.added], limit, ("项", "entries")))
+    if changes.tightened:
+        body += _block("🔒 收紧 / tightened", len(changes.tightened), [_setting(s) for s in changes.tightened])
+    if not body:
+        return []
+    better = len(changes.raised) + len(changes.added) + len(changes.tightened)
+    return ["", f"<details><summary>改进 / improvements ({better})</summary>", *body, "", "</details>"]
+
+
+def changes_section(changes: Changes | None, limit: int | None) -> list[str]:
+    """The baseline's changes against the base branch: what lowers the bar in full, the rest folded."""
+    if changes is None:
+        return []
+    against = f"`{esc(changes.old_path)}`" if changes.old_path else "the base branch (no baseline there yet)"
+    lines = [f"### 基线变化 / Baseline changes against {against}"]
+    info = [f"- ℹ️ {esc(note)}" for note in changes.notes]
+    if changes.fingerprint:
+        paths = ", ".join(f"`{esc(p)}`" for p in changes.fingerprint)
+        info.append(f"- ℹ️ fingerprint changed ({paths}): these values were re-recorded under another set-up")
+    if changes.unchanged:
+        info.append("- 无变化 / the baseline and the gate's settings are unchanged")
+    if info:
+        lines += ["", *info]
+    lines += _lowering(changes, limit) + _improvements(changes, limit)
+    tags = [*changes.tags_lowered, *changes.tags_raised]
+    if tags:
+        summary = (f"分标签 / per-tag values, not gated ({len(changes.tags_lowered)} lower, "
+                   f"{len(changes.tags_raised)} higher)")
+        lines += ["", f"<details><summary>{summary}</summary>", "", *_values_table(tags, limit), "", "</details>"]
+    return lines
+
+
+def comparisons_section(data: CommentInput, limit: int | None) -> list[str]:
+    if not data.comparisons and not data.comparisons_left_out:
+        return []
+    lines = ["### 配置对比 / Comparisons between configurations", ""]
+    shown = data.comparisons if limit is None else data.comparisons[:limit]
+    rows = []
+    for c in shown:
+        record = "—" if None in (c.wins, c.ties, c.losses) else f"{c.wins}/{c.ties}/{c.losses}"
+        rows.append([f"{esc(c.a)} vs {esc(c.b)}", esc(c.metric), format_delta(c.delta) or "—", format_p(c.p_value),
+                     format_ci(c.ci95), record])
+    if rows:
+        lines += table(["pair", "metric", "delta", "p", "95% CI", "win/tie/loss"], rows, numeric=4)
+        lines += _more(len(data.comparisons), len(shown)) + [""]
+    if data.comparisons_left_out:
+        count = data.comparisons_left_out
+        lines.append(f"{count} 项无法读取 / {count} left out: each needs a, b and metric")
+    return lines[:-1] if lines[-1] == "" else lines
+
+
+def baseline_summary(changes: Changes | None, decision: Decision) -> str:
+    """The job summary's part for the baseline check: where the results go when no comment can."""
+    sections = [["## 基线检查 / Baseline check", "", baseline_line(changes, decision)], changes_section(changes, 10)]
+    return "\n\n".join("\n".join(section) for section in sections if section) + "\n"
+
+
+def footer(data: CommentInput) -> list[str]:
+    links = []
+    if data.artifact_url:
+        links.append(f"📦 [完整报告 / full report (Markdown + HTML)]({data.artifact_url})")
+    if data.run_url:
+        links.append(f"[运行记录 / run]({data.run_url})")
+    return ["---", " · ".join(links)] if links else []
+
+
+def _assemble(data: CommentInput, questions: int | None, entries: int | None) -> str:
+    sections = [header(data), *results_sections(data, questions), changes_section(data.changes, entries),
+                comparisons_section(data, entries), footer(data)]
+    return "\n\n".join("\n".join(section) for section in sections if section) + "\n"
+
+
+def size(body: str) -> int:
+    return len(body.encode("utf-8"))
+
+
+def render(data: CommentInput, limit: int = LIMIT) -> str:
+    """The comment's Markdown, marker first, at most `limit` bytes; the same input gives the same bytes.
+
+    Question lists are cut first (every line, then 10, 5, 3, 1, none), then the lists of
+    baseline changes; each cut says how many lines the report artifact still holds. A
+    comment still too long after that (thousands of retrievers) is cut at a line with a note.
+    """
+    body = ""
+    for questions, entries in [*((q, None) for q in STEPS), *((0, e) for e in STEPS[1:])]:
+        body = _assemble(data, questions, entries)
+        if size(body) <= limit:
+            return body
+    note = "\n\n…评论过长已截断 / comment cut at GitHub's size limit: the report artifact has everything\n"
+    kept: list[str] = []
+    used = size(note)
+    for line in body.split("\n"):
+        used += size(line) + 1
+        if used > limit:
+            break
+        kept.append(line)
+    return "\n".join(kept) + note

