@@ -101,6 +101,8 @@ class Metric:
     definition: str
     no_answer: bool = False
     """True for metrics scored on no-answer questions only; they take no cutoff."""
+    bounds: tuple[float, float] = (0.0, 1.0)
+    """The values a question's score or a mean can take; a baseline value outside them is an error."""
 
     def __call__(self, ranking: Ranking, relevance: Relevance, k: int) -> float:
         return self.function(ranking, relevance, k)

@@ -307,7 +307,7 @@ ERRORS = [
     (broken_results, ["diff", "results.json", "results.json"], "results.json: not valid JSON (Expecting property name enclosed in double quotes at line 1 column 22); fix it, or delete it and run `pytest --rag-update-baseline` to record a new one"),
     (stale_results, ["suspects", "results.json"], "results.json: question 'q9' is not in fixtures/evalset.jsonl; the eval set changed since the results were written; rerun `pytest --rag-eval --rag-json results.json`"),
     (stale_chunk, ["suspects", "results.json"], "results.json: chunk 'c9' (retriever 'bm25', question 'q1') is not in fixtures/chunks.jsonl; the corpus changed since the results were written; rerun `pytest --rag-eval --rag-json results.json`"),
-    (nothing, ["suspects", "fixtures"], "fixtures: Is a directory"),
+    (nothing, ["suspects", "fixtures"], "fixtures: is a directory; give a file path"),
     (stale_results, ["suspects", "results.json", "--k", "0"], "argument --k: expected a whole number >= 1, got '0'"),
     (nothing, ["find", ""], "KEYWORD must not be empty"),
     (nothing, ["find"], "the following arguments are required: KEYWORD"),
