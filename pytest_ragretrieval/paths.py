@@ -19,11 +19,15 @@ def absolute(path: Path) -> Path:
 
 
 def display(path: Path) -> str:
-    """A path as the user would type it: relative to the working directory when below it."""
+    """A path as the user would type it: relative to the working directory when below it, on one line.
+
+    A name holding a line break or another unprintable character is shown escaped, as Python writes it.
+    """
     try:
-        return str(absolute(path).relative_to(absolute(Path.cwd())))
+        shown = str(absolute(path).relative_to(absolute(Path.cwd())))
     except ValueError:
-        return str(path)
+        shown = str(path)
+    return shown if shown.isprintable() else repr(shown)[1:-1]
 
 
 class Unreadable(Exception):

@@ -142,7 +142,8 @@ def find_settings(config_option: str | None, rootpath: Path) -> tuple[Path, str,
 
 def place(source: Path, dotted: str) -> str:
     """How messages name a table: `pyproject.toml [tool.ragretrieval.retrievers.bm25]`."""
-    return f"{display(source)} [{dotted}]" if dotted else display(source)
+    shown = dotted if dotted.isprintable() else repr(dotted)[1:-1]
+    return f"{display(source)} [{shown}]" if dotted else display(source)
 
 
 def _tolerance(table: Table) -> Tolerance:

@@ -145,7 +145,7 @@ def damage(draw: st.DrawFn, pristine: dict[str, bytes]) -> dict[str, bytes]:
             index = at % len(lines)
             lines.insert(draw(st.integers(0, len(lines))), lines[index])
             text = "\n".join(lines)
-        elif name != "pyproject.toml":
+        elif name != "pyproject.toml":  # a JSON value replaced
             text = json_edit(draw, name, text)
         else:
             text = toml_edit(draw, text, at)
@@ -159,13 +159,13 @@ def json_edit(draw: st.DrawFn, name: str, text: str) -> str:
     if name == BASELINE:
         try:
             return spliced(json.dumps(mutate_json(json.loads(text), path, replacement), ensure_ascii=False, indent=1))
-        except ValueError:
+        except (ValueError, RecursionError):
             return text
     lines = text.split("\n")
     index = path[0] % len(lines)
     try:
         lines[index] = spliced(json.dumps(mutate_json(json.loads(lines[index]), path[1:], replacement), ensure_ascii=False))
-    except ValueError:
+    except (ValueError, RecursionError):
         pass
     return "\n".join(lines)
 
@@ -177,7 +177,10 @@ def spliced(text: str) -> str:
 
 
 def toml_edit(draw: st.DrawFn, text: str, at: int) -> str:
-    """A `key = value` line of the config given another value."""
+    """A `key = value` line of the config given another value, or a retriever another name."""
+    if draw(st.booleans()):
+        name = draw(st.sampled_from(['"bm\\n25"', '"a b"', '"ü"', '"bm25\\u0000"', '"table"', '"x::y"', '""']))
+        return text.replace("retrievers.bm25]", f"retrievers.{name}]")
     lines = text.split("\n")
     assignments = [index for index, line in enumerate(lines) if " = " in line]
     index = assignments[at % len(assignments)]
