@@ -115,8 +115,12 @@ def _same(one: Path, other: Path) -> bool:
         return False
 
 
-def write_problem(exc: OSError) -> str:
-    """An OSError from writing, as the reason a user can act on (`No space left on device`)."""
+def write_problem(path: Path, exc: OSError) -> str:
+    """An OSError from writing `path`, as the reason a user can act on (`No space left on device`)."""
+    if isinstance(exc, FileExistsError):  # making the folders met a file where a folder belongs
+        exc = NotADirectoryError(errno.ENOTDIR, "Not a directory")
+    if isinstance(exc, (NotADirectoryError, IsADirectoryError)) or exc.errno == errno.ELOOP:
+        return _kind_problem(path, exc)
     return exc.strerror or str(exc)
 
 

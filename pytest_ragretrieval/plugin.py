@@ -127,7 +127,9 @@ class RagItem(pytest.Item):
         return super().repr_failure(excinfo, style=style)
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
-        return self.config.stash[SESSION].config.source, None, self.nodeid
+        """The node id as the domain, plus a space: pytest shows a domain that ends the node id with its
+        '.' turned into '::' (for Python's dotted names), which would print `q1.2` as `q1::2`."""
+        return self.config.stash[SESSION].config.source, None, self.nodeid + " "
 
 
 class RetrieverNode(pytest.Collector):

@@ -204,7 +204,7 @@ class RagSession:
         try:
             write_atomic(path, text)
         except OSError as exc:
-            self.written.append(f"rag: error: could not write {display(path)}: {write_problem(exc)}")
+            self.written.append(f"rag: error: could not write {display(path)}: {write_problem(path, exc)}")
             self.write_failed = True
         else:
             self.written.append(f"rag: wrote {display(path)}")

@@ -39,7 +39,7 @@ def check_outputs(config: Config, outputs: Mapping[str, Path], update: bool) -> 
         others = {what: path for what, path in read.items() if what != "the baseline"}
         problem = output_problem(config.baseline, others)
         if problem is not None:
-            raise ConfigError(f"{config.where} key 'baseline': {display(config.baseline)} {problem}")
+            raise ConfigError(f"{config.where} key 'baseline': {display(config.baseline)}: {problem}")
     blocking = file_above(config.cache_dir / "entry")
     if blocking is not None:
         raise ConfigError(f"{config.where} key 'cache': {display(blocking)} is a file; give a folder")

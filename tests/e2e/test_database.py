@@ -10,7 +10,6 @@ from urllib.parse import quote
 
 import psycopg
 import pytest
-from pytest_ragretrieval.database.schemas import RUN_SCHEMA
 from projects import (
     E2E_CHUNKS,
     VECTOR_AND_BM25,
@@ -18,6 +17,8 @@ from projects import (
     read_results,
     write_e2e_project,
 )
+
+from pytest_ragretrieval.database.schemas import RUN_SCHEMA
 
 pytestmark = pytest.mark.usefixtures("minilm")
 

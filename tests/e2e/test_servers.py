@@ -23,8 +23,8 @@ import pytest
 from psycopg import sql
 
 from pytest_ragretrieval.config.settings import IndexSettings
-from pytest_ragretrieval.database.dsn import redact, scrub
 from pytest_ragretrieval.database import handle
+from pytest_ragretrieval.database.dsn import redact, scrub
 from pytest_ragretrieval.database.handle import open_database
 from pytest_ragretrieval.database.schemas import lock_key
 from pytest_ragretrieval.database.seed import seed, table_name
