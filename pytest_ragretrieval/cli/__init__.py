@@ -13,8 +13,9 @@ from pathlib import Path
 
 from ..errors import ConfigError, RagError
 from ..paths import display
+from ..scoring.evaluate import describe_exception
 from . import diff, find, suspects
-from .common import FAILED, OK, PROG, USAGE, Command, Parser, Result, UsageError
+from .common import BUG, FAILED, OK, PROG, USAGE, Command, Parser, Result, UsageError
 
 COMMANDS: dict[str, Command] = {"find": find, "suspects": suspects, "diff": diff}
 """The registry: a command is one module with `register(commands, common)` and `run(args)`, and one line here."""
@@ -27,6 +28,7 @@ exit status:
   1  find: no chunk matched; diff: a retriever's metric dropped, or the two
      fingerprints differ so the numbers are not comparable
   2  usage error, or a bad config, fixture line or results file
+  3  an unexpected error: a bug of ragretrieval (please report the line)
 
 every command reads [tool.ragretrieval] of ./pyproject.toml, or the TOML file
 given with --config (keys at top level, as with pytest --rag-config).
@@ -78,5 +80,8 @@ def main(argv: list[str] | None = None) -> int:
         message = str(exc)
     except OSError as exc:
         message = f"{display(Path(exc.filename))}: {exc.strerror}" if exc.filename else str(exc)
+    except Exception as exc:
+        print(f"{PROG}: internal error: {' '.join(describe_exception(exc).split())}; please report it", file=sys.stderr)
+        return BUG
     print(f"{PROG}: error: {message}", file=sys.stderr)
     return USAGE

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, NoReturn, Protocol
 
 PROG = "ragretrieval"
-OK, FAILED, USAGE = 0, 1, 2
+OK, FAILED, USAGE, BUG = 0, 1, 2, 3
 PREVIEW = 40
 """Characters of chunk text shown, as the tutorial's `find_ids` prints them."""
 
