@@ -13,9 +13,11 @@ import pytest
 from projects import (
     E2E_CHUNKS,
     VECTOR_AND_BM25,
+    e2e_settings,
     rankings,
     read_results,
     write_e2e_project,
+    write_project,
 )
 
 from pytest_ragretrieval.database.schemas import RUN_SCHEMA
@@ -152,7 +154,8 @@ def test_auto_takes_the_url_from_the_environment(
     """RAG_EVAL_DATABASE_URL names the user's server as plainly as --rag-db=url: auto uses it, and says so."""
     before = snapshot(server_dsn)
     monkeypatch.setenv("RAG_EVAL_DATABASE_URL", server_dsn)
-    write_e2e_project(pytester.path, VECTOR_AND_BM25, "cache")
+    settings = e2e_settings("cache").replace('db = "embedded"', "")
+    write_project(pytester.path, retrievers=VECTOR_AND_BM25, settings=settings, chunks=E2E_CHUNKS)
     result = pytester.runpytest("--rag-update-baseline", *RUN)
     result.assert_outcomes(passed=4)
     result.stdout.fnmatch_lines(
