@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -95,9 +96,32 @@ def run_gate(folder: Path, update: bool) -> tuple[str | None, list[str]]:
 
 
 @pytest.fixture(scope="module")
-def pristine(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
+def projects_imported(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A folder for this module's projects; the modules imported from it are forgotten afterwards.
+
+    Runs here are in-process without pytester, so the `table` retriever's module would stay
+    imported (and answer from this folder's rankings.json) in the pytester runs that follow.
+    """
+    root = tmp_path_factory.mktemp("fuzz-projects")
+    path = list(sys.path)
+    yield root
+    sys.path[:] = path
+    for name, module in list(sys.modules.items()):
+        if root in Path(getattr(module, "__file__", None) or "/").parents:
+            del sys.modules[name]
+
+
+@pytest.fixture(scope="module")
+def folder(projects_imported: Path) -> Path:
+    """One folder for every example: the python retriever's module is imported once, from here."""
+    found = projects_imported / "project"
+    found.mkdir()
+    return found
+
+
+@pytest.fixture(scope="module")
+def pristine(folder: Path) -> dict[str, bytes]:
     """The files of a project with a recorded baseline, as bytes."""
-    folder = tmp_path_factory.mktemp("pristine")
     write_project(folder, settings='fail_on = ["metric", "question"]')
     with chdir(folder):
         assert run_gate(folder, update=True) == (None, ["passed"] * 18)
@@ -186,12 +210,6 @@ def toml_edit(draw: st.DrawFn, text: str, at: int) -> str:
     index = assignments[at % len(assignments)]
     lines[index] = lines[index].partition(" = ")[0] + " = " + draw(st.sampled_from(TOML_VALUES))
     return "\n".join(lines)
-
-
-@pytest.fixture(scope="module")
-def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One folder for every example: the python retriever's module is imported once, from here."""
-    return tmp_path_factory.mktemp("fuzz")
 
 
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
