@@ -10,6 +10,10 @@ class ConfigError(RagError):
     """A bad key or value in `[tool.ragretrieval]` or the file given with `--rag-config`."""
 
 
+class OptionError(RagError):
+    """A command-line option that cannot be honoured, such as an output path that is an input."""
+
+
 class FixtureError(RagError):
     """A bad line in the chunks or eval-set JSON Lines files."""
 

@@ -1,30 +1,164 @@
-"""Paths as the user sees them, and files written so that readers never see half of one."""
+"""Paths as the user sees them, inputs read with one-line reasons, files written so readers never see half of one."""
 from __future__ import annotations
 
+import errno
+import functools
 import os
+import stat
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
 
-def display(path: Path) -> str:
-    """A path as the user would type it: relative to the working directory when below it."""
+def absolute(path: Path) -> Path:
+    """`path` resolved; a symbolic link loop (which resolve() refuses) is only made absolute."""
     try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
+        return path.resolve()
+    except (OSError, RuntimeError):
+        return Path(os.path.abspath(path))
+
+
+def display(path: Path) -> str:
+    """A path as the user would type it: relative to the working directory when below it, on one line.
+
+    A name holding a line break or another unprintable character is shown escaped, as Python writes it.
+    """
+    try:
+        shown = str(absolute(path).relative_to(absolute(Path.cwd())))
     except ValueError:
-        return str(path)
+        shown = str(path)
+    return shown if shown.isprintable() else repr(shown)[1:-1]
+
+
+class Unreadable(Exception):
+    """An input path that cannot be read as a file; the message completes `<path>: ...`."""
+
+    def __init__(self, problem: str, *, missing: bool = False) -> None:
+        super().__init__(problem)
+        self.missing = missing
+
+
+def file_above(path: Path) -> Path | None:
+    """The nearest ancestor of `path` that exists and is not a folder, if any."""
+    for parent in path.parents:
+        try:
+            if parent.exists() and not parent.is_dir():
+                return parent
+        except OSError:
+            return None
+    return None
+
+
+def _kind_problem(path: Path, exc: OSError) -> str:
+    """Why an OSError happened on `path`, in the words a user needs to fix it."""
+    if isinstance(exc, FileNotFoundError):
+        return "file not found"
+    if isinstance(exc, IsADirectoryError):
+        return "is a directory; give a file path"
+    if isinstance(exc, NotADirectoryError) or exc.errno == errno.ENOTDIR:
+        above = file_above(path)
+        return f"{display(above)} is a file, not a folder" if above is not None else "a part of it is not a folder"
+    if exc.errno == errno.ELOOP:
+        return "is a symbolic link loop"
+    if isinstance(exc, PermissionError):
+        return "permission denied"
+    return exc.strerror or str(exc)
+
+
+def read_input(path: Path) -> bytes:
+    """The bytes of a regular file, or Unreadable naming what is wrong (missing, a directory, a loop, under a file).
+
+    The kind is checked before opening, so a FIFO or a device never blocks the run.
+    """
+    try:
+        mode = path.stat().st_mode
+        if stat.S_ISDIR(mode):
+            raise Unreadable("is a directory; give a file path")
+        if not stat.S_ISREG(mode):
+            raise Unreadable("is not a regular file")
+        return path.read_bytes()
+    except OSError as exc:
+        raise Unreadable(_kind_problem(path, exc), missing=isinstance(exc, FileNotFoundError)) from None
+    except ValueError:
+        raise Unreadable("is not a valid path (it holds a NUL character)") from None
+
+
+def output_problem(path: Path, inputs: Mapping[str, Path]) -> str | None:
+    """Why a file the run will write cannot be written safely (None: it can).
+
+    `inputs` maps a description (`the baseline`, `the chunks file`) to a path the run reads; an
+    output that is one of them would overwrite it.
+    """
+    for what, source in inputs.items():
+        if _same(path, source):
+            return f"is {what}, which writing would overwrite; give another path"
+    try:
+        if path.is_dir():
+            return "is a directory; give a file path"
+    except OSError as exc:
+        return f"{_kind_problem(path, exc)}; give another path"
+    above = file_above(path)
+    if above is not None:
+        return f"{display(above)} is a file, not a folder; give another path"
+    folder = next((parent for parent in path.parents if parent.exists()), None)
+    if folder is not None and not os.access(folder, os.W_OK | os.X_OK):
+        return f"{display(folder)} is not writable; give another path"
+    return None
+
+
+def _same(one: Path, other: Path) -> bool:
+    if absolute(one) == absolute(other):
+        return True
+    try:
+        return os.path.samefile(one, other)
+    except OSError:
+        return False
+
+
+def write_problem(path: Path, exc: OSError) -> str:
+    """An OSError from writing `path`, as the reason a user can act on (`No space left on device`)."""
+    if isinstance(exc, FileExistsError):  # making the folders met a file where a folder belongs
+        exc = NotADirectoryError(errno.ENOTDIR, "Not a directory")
+    if isinstance(exc, (NotADirectoryError, IsADirectoryError)) or exc.errno == errno.ELOOP:
+        return _kind_problem(path, exc)
+    return exc.strerror or str(exc)
+
+
+@functools.cache
+def _umask() -> int:
+    """The process umask, read without changing it where Linux shows it, else set and restored once."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _mode_for(path: Path) -> int:
+    """An existing file keeps its mode; a new one gets what open() would give it (0644 under umask 022)."""
+    try:
+        return stat.S_IMODE(path.stat().st_mode)
+    except OSError:
+        return 0o666 & ~_umask()
 
 
 def write_atomic(path: Path, data: bytes | str) -> None:
     """Write beside the target, flush to disk, then rename: readers see the old file or the new.
 
     Used for baselines, results, reports and cache entries, so a crash or a parallel run never
-    leaves a half-written file behind. Text is written as UTF-8 with `\\n` line ends.
+    leaves a half-written file behind. Text is written as UTF-8 with `\\n` line ends. The file
+    gets the mode a plain write would give it, not the temporary file's 0600.
     """
     payload = data.encode("utf-8") if isinstance(data, str) else data
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(handle, "wb") as stream:
+            os.fchmod(stream.fileno(), _mode_for(path))
             stream.write(payload)
             stream.flush()
             os.fsync(stream.fileno())

@@ -46,12 +46,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def _path(value: str | None) -> Path | None:
+    """An output path made absolute now, so a later chdir cannot move it; checked by the session."""
     if value is None:
         return None
-    path = Path(value)
-    if path.is_dir():
-        raise pytest.UsageError(f"{value} is a directory; give a file path")
-    return path.resolve()
+    from .paths import absolute
+
+    return absolute(Path(value))
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -60,6 +60,9 @@ def pytest_configure(config: pytest.Config) -> None:
     if not (option.rag_eval or option.rag_update_baseline):
         return
     reports = {fmt.name: path for fmt in formats.FORMATS if (path := _path(getattr(option, fmt.dest))) is not None}
+    json_path = _path(option.rag_json)
+    outputs = {"--rag-json": json_path} if json_path is not None else {}
+    outputs.update((fmt.flag, reports[fmt.name]) for fmt in formats.FORMATS if fmt.name in reports)
     if getattr(option, "numprocesses", None) and (option.rag_update_baseline or option.rag_json or reports):
         flags = ", ".join(["--rag-update-baseline", "--rag-json", *(fmt.flag for fmt in formats.FORMATS[:-1])])
         raise pytest.UsageError(
@@ -73,8 +76,9 @@ def pytest_configure(config: pytest.Config) -> None:
         rootpath=config.rootpath,
         config_path=option.rag_config,
         update=option.rag_update_baseline,
-        json_path=_path(option.rag_json),
+        json_path=json_path,
         reports=reports,
+        outputs=outputs,
         db=option.rag_db,
         db_url=option.rag_db_url,
         cache_mode=option.rag_cache,
@@ -123,7 +127,9 @@ class RagItem(pytest.Item):
         return super().repr_failure(excinfo, style=style)
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
-        return self.config.stash[SESSION].config.source, None, self.nodeid
+        """The node id as the domain, plus a space: pytest shows a domain that ends the node id with its
+        '.' turned into '::' (for Python's dotted names), which would print `q1.2` as `q1::2`."""
+        return self.config.stash[SESSION].config.source, None, self.nodeid + " "
 
 
 class RetrieverNode(pytest.Collector):
@@ -191,6 +197,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         rag.finish()
     except RagError as exc:
         rag.update_lines.append(f"rag: error: {exc}")
+    if rag.write_failed and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:

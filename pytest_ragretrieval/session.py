@@ -12,7 +12,9 @@ from pathlib import Path
 
 from .baseline.format import Baseline, dumps
 from .baseline.format import load as load_baseline
-from .baseline.record import results_document, update_baseline
+from .baseline.record import baseline_update, results_document
+from .baseline.verify import verify
+from .config.outputs import check_outputs
 from .config.settings import Config, load_config
 from .database.resources import Resources, database_mode, database_url
 from .env import in_github_actions
@@ -23,7 +25,7 @@ from .gate.checks import Outcome
 from .gate.fingerprint import fingerprint, global_changes
 from .gate.items import ItemKey, item_keys
 from .gate.judge import Judge, small_set_notes
-from .paths import display, write_atomic
+from .paths import display, write_atomic, write_problem
 from .progress import Output
 from .report.build import build_report
 from .report.model import ReportInput
@@ -44,6 +46,8 @@ class Options:
     """Report format name (see report.formats.FORMATS) -> where to write it."""
     db: str | None = None
     db_url: str | None = None
+    outputs: Mapping[str, Path] = field(default_factory=dict, hash=False)
+    """Option (`--rag-json`, `--rag-report`, ...) -> the file it writes: checked before the run."""
     cache_mode: str = "readwrite"
     allow_regression: bool = False
 
@@ -65,12 +69,14 @@ class RagSession:
         self.update_lines: list[str] = []
         self.written: list[str] = []
         self.annotations: list[str] = []
+        self.write_failed = False
         self._judge: Judge | None = None
         self._bench: Workbench | None = None
 
     def load(self) -> None:
         """Read config, fixtures and baseline; any RagError here stops the run before it starts."""
         self.config = load_config(self.options.config_path, self.options.rootpath)
+        check_outputs(self.config, self.options.outputs, self.options.update)
         self.chunks = load_chunks(self.config.chunks)
         self.questions = load_evalset(self.config.evalset, self.chunks)
         if any(spec.on_no_answer for spec in self.config.metrics) and all(q.answerable for q in self.questions):
@@ -79,6 +85,8 @@ class RagSession:
                 f"{display(self.config.evalset)} has none; add some (\"relevant\": []) or drop abstention"
             )
         self.baseline = load_baseline(self.config.baseline)
+        if self.baseline is not None:
+            verify(self.baseline, self.config.k, self.chunks, self.questions)
         mode = database_mode(self.options.db, self.config.db, self.options.db_url)
         self.resources = Resources(
             self.config, self.chunks, mode, database_url(self.options.db_url), self.options.cache_mode
@@ -96,6 +104,12 @@ class RagSession:
             lines.append(f"rag: no baseline yet at {display(self.config.baseline)}")
         else:
             lines.append(f"rag: baseline {display(self.config.baseline)}")
+        empty = sum(1 for chunk in self.chunks if not chunk.text.strip())
+        if empty:
+            lines.append(
+                f"rag: warning: {empty} chunk{'s' if empty != 1 else ''} in {display(self.config.chunks)} "
+                f"{'have' if empty != 1 else 'has'} an empty text; ranked and scored like any other"
+            )
         if self.options.update:
             lines.append("rag: recording a new baseline (--rag-update-baseline)")
         if self.config.significance != "none":
@@ -124,7 +138,7 @@ class RagSession:
             found = fingerprint(self.config, self.chunks, self.questions, self.resources)
             self._judge = Judge(
                 self.config, self.questions, self.baseline, found, self.runs,
-                update=self.options.update, allow_regression=self.options.allow_regression,
+                update=self.options.update, allow_regression=self.options.allow_regression, selected=self.selected,
             )
         return self._judge
 
@@ -161,31 +175,39 @@ class RagSession:
         """Write the requested files; the baseline only when every selected retriever ran cleanly."""
         if self.options.json_path is not None and self.runs:
             document = results_document(self.config, self.judge.fingerprint, self.runs, self.judge, self.failures)
-            self._wrote(self.options.json_path, dumps(document))
+            self._write(self.options.json_path, dumps(document))
         if self.runs and (self.options.reports or in_github_actions()):
             self._report(self.report_input())
         if self.options.update and self.runs:
-            lines, written = update_baseline(
+            plan = baseline_update(
                 self.config, self.baseline, self.judge.fingerprint, self.runs, self.selected, self.judge
             )
-            self.update_lines = lines
-            if written is not None:
-                self.written.append(f"rag: wrote {display(written)}")
+            self.update_lines = plan.lines
+            if plan.document is not None:
+                self._write(self.config.baseline, dumps(plan.document))
         if self._bench is not None:
             self._bench.close()
 
     def _report(self, data: ReportInput) -> None:
         from .report.formats import write_reports
 
-        self.written.extend(f"rag: wrote {display(path)}" for path in write_reports(self.options.reports, data))
+        write_reports(self.options.reports, data, self._write)
         if in_github_actions():
-            from .report.github import emit
+            from .report.github import append_summary, error_annotations
 
-            self.annotations = emit(data)
+            warning = append_summary(data)
+            self.written.extend([warning] if warning else [])
+            self.annotations = error_annotations(data)
 
-    def _wrote(self, path: Path, text: str) -> None:
-        write_atomic(path, text)
-        self.written.append(f"rag: wrote {display(path)}")
+    def _write(self, path: Path, text: str) -> None:
+        """Write one requested file; a failure is one line after the verdict table and fails the run."""
+        try:
+            write_atomic(path, text)
+        except OSError as exc:
+            self.written.append(f"rag: error: could not write {display(path)}: {write_problem(path, exc)}")
+            self.write_failed = True
+        else:
+            self.written.append(f"rag: wrote {display(path)}")
 
     def summary_lines(self) -> list[str]:
         comparable = self.baseline is not None and not global_changes(self.baseline.fingerprint, self.judge.fingerprint)

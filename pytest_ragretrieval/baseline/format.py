@@ -6,6 +6,7 @@ byte-identical file; `--rag-json` results add each retriever's latency and compa
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,11 +14,14 @@ from typing import Any
 
 from .. import __version__
 from ..errors import BaselineError
-from ..paths import display
+from ..jsontext import JSONProblem, control_character, loads, unstorable
+from ..paths import Unreadable, display, read_input
 from ..scoring.evaluate import RetrieverResult
+from ..scoring.metrics import METRICS
 
 FORMAT_VERSION = 1
 RERECORD = "run `pytest --rag-update-baseline` to record one"
+NO_ANSWER_KEYS = ("questions", "empty", "answerable_empty")
 
 
 @dataclass(frozen=True)
@@ -33,6 +37,8 @@ class Recorded:
     metrics: Mapping[str, float] = field(hash=False)
     questions: Mapping[str, RecordedQuestion] = field(hash=False)
     tags: Mapping[str, Mapping[str, float]] = field(default_factory=dict, hash=False)
+    no_answer: Mapping[str, int] | None = field(default=None, hash=False)
+    """The no-answer counts, when the file holds them (files of 0.1.0 lack `answerable_empty`)."""
 
 
 @dataclass(frozen=True)
@@ -85,68 +91,157 @@ def dumps(doc: Mapping[str, Any]) -> str:
     return json.dumps(doc, ensure_ascii=False, sort_keys=True, indent=2) + "\n"
 
 
-def _fail(path: Path, problem: str) -> BaselineError:
+def damaged(path: Path, problem: str) -> BaselineError:
+    """The one line for a file that is not a baseline we can trust, with the two ways out."""
     return BaselineError(
         f"{display(path)}: {problem}; fix it, or delete it and run `pytest --rag-update-baseline` to record a new one"
     )
+
+
+def _shown(value: Any) -> str:
+    """A bad number as JSON would spell it: NaN, Infinity, or the first digits of a huge integer."""
+    if isinstance(value, float) and math.isnan(value):
+        return "NaN"
+    if isinstance(value, float) and math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    text = str(value)
+    return text if len(text) <= 24 else f"{text[:20]}... ({len(text)} digits)"
+
+
+def _number(path: Path, where: str, value: Any) -> float:
+    """A finite float in range for the metric its label names (any finite value for an unknown metric)."""
+    metric = METRICS.get(where.rpartition(".")[2].partition("@")[0])
+    bounds = metric.bounds if metric is not None else None
+    try:
+        number = float(value)
+    except OverflowError:
+        number = math.inf
+    if math.isfinite(number) and (bounds is None or bounds[0] <= number <= bounds[1]):
+        return number
+    scope = "" if bounds is None else f" in [{bounds[0]:g}, {bounds[1]:g}]"
+    raise damaged(path, f"{where} = {_shown(value)} is not a finite number{scope}")
 
 
 def _numbers(path: Path, where: str, value: Any) -> dict[str, float]:
     if not isinstance(value, dict) or not all(
         isinstance(v, (int, float)) and not isinstance(v, bool) for v in value.values()
     ):
-        raise _fail(path, f"{where} must map metric names to numbers")
-    return {str(k): float(v) for k, v in value.items()}
+        raise damaged(path, f"{where} must map metric names to numbers")
+    return {str(k): _number(path, f"{where}.{k}", v) for k, v in value.items()}
+
+
+def _counts(path: Path, where: str, value: Any) -> dict[str, int]:
+    if not isinstance(value, dict) or not all(
+        isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**31 for v in value.values()
+    ):
+        raise damaged(path, f"{where} must map {', '.join(NO_ANSWER_KEYS)} to counts")
+    unknown = sorted(set(value) - set(NO_ANSWER_KEYS))
+    if unknown:
+        raise damaged(path, f"{where} holds unknown key {unknown[0]!r}; known keys: {', '.join(NO_ANSWER_KEYS)}")
+    return dict(value)
+
+
+def _ranking(path: Path, where: str, value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(c, str) and c for c in value):
+        raise damaged(path, f"{where} must be a list of chunk ids")
+    seen: set[str] = set()
+    for chunk_id in value:
+        if chunk_id in seen:
+            raise damaged(path, f"{where} lists chunk id {chunk_id!r} twice")
+        seen.add(chunk_id)
+    return tuple(value)
 
 
 def _recorded(path: Path, name: str, entry: Any) -> Recorded:
     where = f"retrievers.{name}"
     if not isinstance(entry, dict):
-        raise _fail(path, f"{where} must be an object")
+        raise damaged(path, f"{where} must be an object")
     metrics = _numbers(path, f"{where}.metrics", entry.get("metrics"))
     questions_raw = entry.get("questions", {})
     if not isinstance(questions_raw, dict):
-        raise _fail(path, f"{where}.questions must be an object")
+        raise damaged(path, f"{where}.questions must be an object")
     questions = {}
     for qid, body in questions_raw.items():
         if not isinstance(body, dict):
-            raise _fail(path, f"{where}.questions.{qid} must be an object")
-        ranking = body.get("ranking", [])
-        if not isinstance(ranking, list) or not all(isinstance(c, str) for c in ranking):
-            raise _fail(path, f"{where}.questions.{qid}.ranking must be a list of chunk ids")
+            raise damaged(path, f"{where}.questions.{qid} must be an object")
         questions[qid] = RecordedQuestion(
-            ranking=tuple(ranking), metrics=_numbers(path, f"{where}.questions.{qid}.metrics", body.get("metrics", {}))
+            ranking=_ranking(path, f"{where}.questions.{qid}.ranking", body.get("ranking", [])),
+            metrics=_numbers(path, f"{where}.questions.{qid}.metrics", body.get("metrics", {})),
         )
     tags_raw = entry.get("tags", {})
     if not isinstance(tags_raw, dict):
-        raise _fail(path, f"{where}.tags must be an object")
+        raise damaged(path, f"{where}.tags must be an object")
     tags = {tag: _numbers(path, f"{where}.tags.{tag}", values) for tag, values in tags_raw.items()}
-    return Recorded(metrics=metrics, questions=questions, tags=tags)
+    no_answer = _counts(path, f"{where}.no_answer", entry["no_answer"]) if "no_answer" in entry else None
+    return Recorded(metrics=metrics, questions=questions, tags=tags, no_answer=no_answer)
+
+
+def _text_problem(doc: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(JSON path, problem) of the first key or string that holds a control character or unstorable text."""
+    stack: list[tuple[str, Any]] = [("", doc)]
+    while stack:
+        where, value = stack.pop()
+        if isinstance(value, dict):
+            for key, child in value.items():
+                inside = f"{where}.{key}" if where else str(key)
+                problem = _one_text(key)
+                if problem is not None:
+                    return f"{where or 'the document'} key {key!r}", problem
+                stack.append((inside, child))
+        elif isinstance(value, list):
+            stack.extend((f"{where}[{index}]", child) for index, child in enumerate(value))
+        elif isinstance(value, str) and (problem := _one_text(value)) is not None:
+            return where, problem
+    return None
+
+
+def _one_text(text: str) -> str | None:
+    control = control_character(text)
+    return f"a control character ({control})" if control is not None else unstorable(text)
+
+
+def _fingerprint(path: Path, value: Any) -> dict[str, Any]:
+    """The fingerprint: an object whose `retrievers`, when present, maps names to objects."""
+    if not isinstance(value, dict):
+        raise damaged(path, "fingerprint must be an object")
+    retrievers = value.get("retrievers", {})
+    if not isinstance(retrievers, dict):
+        raise damaged(path, f"fingerprint.retrievers must be an object, got {_json_type(retrievers)}")
+    for name, entry in retrievers.items():
+        if not isinstance(entry, dict):
+            raise damaged(path, f"fingerprint.retrievers.{name} must be an object, got {_json_type(entry)}")
+    return value
+
+
+def _json_type(value: Any) -> str:
+    names = {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "an array"}
+    return names.get(type(value), "an object" if isinstance(value, dict) else "null")
 
 
 def parse(path: Path, text: str) -> Baseline:
-    """Validate a results document; every problem is one line naming the file."""
+    """Validate a results document; every problem is one line naming the file and the JSON path."""
     try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise _fail(path, f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+        doc = loads(text, allow_nan=True)
+    except JSONProblem as exc:
+        raise damaged(path, f"not valid JSON ({exc})") from None
     if not isinstance(doc, dict):
-        raise _fail(path, "not a results document (expected a JSON object)")
+        raise damaged(path, "not a results document (expected a JSON object)")
     version = doc.get("format_version")
     if version != FORMAT_VERSION:
-        raise _fail(path, f"format_version is {version!r}, this plugin reads format_version {FORMAT_VERSION}")
-    fingerprint = doc.get("fingerprint")
-    if not isinstance(fingerprint, dict):
-        raise _fail(path, "fingerprint must be an object")
+        raise damaged(path, f"format_version is {_shown(version)}, this plugin reads format_version {FORMAT_VERSION}")
+    bad_text = _text_problem(doc)
+    if bad_text is not None:
+        raise damaged(path, f"{bad_text[0]} holds {bad_text[1]}")
+    fingerprint = _fingerprint(path, doc.get("fingerprint"))
     retrievers = doc.get("retrievers")
     if not isinstance(retrievers, dict):
-        raise _fail(path, "retrievers must be an object")
+        raise damaged(path, "retrievers must be an object")
     k = doc.get("k")
-    if isinstance(k, bool) or not isinstance(k, int):
-        raise _fail(path, "k must be an integer")
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise damaged(path, "k must be an integer >= 1")
     unavailable = doc.get("unavailable", {})
     if not isinstance(unavailable, dict) or not all(isinstance(v, str) for v in unavailable.values()):
-        raise _fail(path, "unavailable must map retriever names to reasons")
+        raise damaged(path, "unavailable must map retriever names to reasons")
     return Baseline(
         path=path,
         k=k,
@@ -160,16 +255,26 @@ def parse(path: Path, text: str) -> Baseline:
 def read(path: Path) -> Baseline:
     """The results or baseline file at `path`; a missing file is an error."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise BaselineError(f"{display(path)}: file not found") from None
+        data = read_input(path)
+    except Unreadable as exc:
+        raise BaselineError(f"{display(path)}: {exc}") from None
+    return _decoded(path, data)
+
+
+def _decoded(path: Path, data: bytes) -> Baseline:
+    try:
+        text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
-        raise _fail(path, "not UTF-8 text") from None
+        raise damaged(path, "not UTF-8 text") from None
     return parse(path, text)
 
 
 def load(path: Path) -> Baseline | None:
-    """The baseline at `path`, or None when there is none yet."""
-    if not path.exists():
-        return None
-    return read(path)
+    """The baseline at `path`, or None when there is none yet; a path that is no file is an error."""
+    try:
+        data = read_input(path)
+    except Unreadable as exc:
+        if exc.missing:
+            return None
+        raise BaselineError(f"{display(path)}: {exc}") from None
+    return _decoded(path, data)

@@ -2,17 +2,15 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from ..config.settings import Config
 from ..gate.checks import Outcome
 from ..gate.items import ItemKey
 from ..gate.judge import Judge
-from ..paths import display, write_atomic
 from ..scoring.evaluate import Run, latency_summary
-from .format import Baseline, document, dumps, retriever_entry
-from .update import plan_update
+from .format import Baseline, document, retriever_entry
+from .update import UpdatePlan, plan_update
 
 
 def results_document(
@@ -56,32 +54,23 @@ def results_document(
     return doc
 
 
-def update_baseline(
+def baseline_update(
     config: Config,
     baseline: Baseline | None,
     fingerprint: Mapping[str, Any],
     runs: Mapping[str, Run],
     selected: Sequence[ItemKey],
     judge: Judge,
-) -> tuple[list[str], Path | None]:
-    """Plan the update from the selected items, write it atomically: (lines that explain it, path written)."""
+) -> UpdatePlan:
+    """The update the selected items ask for, with the ratchet's refusals first among its lines."""
     chosen: dict[str, set[str]] = {}
-    refused: list[str] = []
+    refused: dict[str, list[str]] = {}
     for key in selected:
         if key.kind != "metric":
             continue
-        chosen.setdefault(key.retriever, set())
+        chosen.setdefault(key.retriever, set()).add(key.name)
         reason = judge.refused(key)
-        if reason is None:
-            chosen[key.retriever].add(key.name)
-        else:
-            refused.append(f"rag: {reason}")
-    plan = plan_update(config, baseline, fingerprint, runs, chosen)
-    lines = refused + plan.lines
-    if plan.document is None:
-        return lines, None
-    text = dumps(plan.document)
-    if config.baseline.exists() and config.baseline.read_text(encoding="utf-8") == text:
-        return [*lines, f"rag: {display(config.baseline)} is already up to date"], None
-    write_atomic(config.baseline, text)
-    return lines, config.baseline
+        if reason is not None:
+            refused.setdefault(key.retriever, []).append(f"rag: {reason}")
+    plan = plan_update(config, baseline, fingerprint, runs, chosen, refused)
+    return UpdatePlan(plan.document, [line for reasons in refused.values() for line in reasons] + plan.lines)

@@ -1,12 +1,13 @@
 """Planning a baseline update: which entries change, which stay, which go, and why not at all."""
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..config.settings import Config
 from ..gate.fingerprint import global_changes
+from ..paths import display
 from ..scoring.evaluate import Run
 from ..values import fmt
 from .format import Baseline, document, retriever_entry
@@ -33,20 +34,6 @@ def _restrict(entry: Mapping[str, Any], labels: set[str]) -> dict[str, Any]:
     }
 
 
-def _merge(
-    old: Mapping[str, Any], fresh: Mapping[str, Any], selected: set[str], configured: set[str]
-) -> dict[str, Any]:
-    """Fresh values for the selected labels over the old ones for the rest; rankings are fresh."""
-    kept = _restrict(old, configured - selected)
-    new = _restrict(fresh, selected)
-    tags = {t: {**kept["tags"].get(t, {}), **m} for t, m in new["tags"].items()}
-    questions = {
-        qid: {**q, "metrics": {**kept["questions"].get(qid, {}).get("metrics", {}), **q["metrics"]}}
-        for qid, q in new["questions"].items()
-    }
-    return {**new, "metrics": {**kept["metrics"], **new["metrics"]}, "tags": tags, "questions": questions}
-
-
 def change_lines(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
     """`retriever label: old -> new` for every value that differs, new and removed ones included."""
     lines: list[str] = []
@@ -71,14 +58,37 @@ def change_lines(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def partial_lines(config: Config, selected: Mapping[str, set[str]]) -> dict[str, str]:
+    """Retrievers whose metric items -k/-m selected only in part, with the line that says why they are not recorded.
+
+    A retriever's values, per-question values and rankings are recorded together or not at all:
+    fresh rankings beside old values of unselected metrics would be values no ranking gives.
+    """
+    every = [spec.label for spec in config.metrics]
+    found = {}
+    for name, labels in selected.items():
+        left = [label for label in every if label not in labels]
+        if labels and left:
+            found[name] = (
+                f"rag: {name} not recorded: -k/-m selected {', '.join(sorted(labels))} but not {', '.join(left)}; "
+                f"a retriever's values and rankings are recorded together, so select all its items (-k {name})"
+            )
+    return found
+
+
 def plan_update(
     config: Config,
     baseline: Baseline | None,
     fingerprint: Mapping[str, Any],
     runs: Mapping[str, Run],
     selected: Mapping[str, set[str]],
+    refused: Collection[str] = (),
 ) -> UpdatePlan:
-    """Decide the new baseline from this run, the old baseline and the items `-k`/`-m` selected."""
+    """Decide the new baseline from this run, the old baseline and the items `-k`/`-m` selected.
+
+    `selected` maps each retriever to its selected metric labels; a retriever in `refused` (the
+    ratchet refused one of its values) or selected in part keeps its old entry whole.
+    """
     failed = sorted(name for name in selected if name in runs and runs[name].error is not None)
     if failed:
         return UpdatePlan(
@@ -109,6 +119,11 @@ def plan_update(
                 ],
             )
         lines.append(f"rag: {', '.join(changed)} changed: every retriever re-recorded")
+    held = partial_lines(config, selected)
+    lines.extend(held.values())
+    for name in sorted(set(refused) - set(held)):
+        lines.append(f"rag: {name} not recorded: a value was refused, so its whole entry is left as it was")
+        held[name] = ""
     old_doc = baseline.document.get("retrievers", {}) if baseline is not None else {}
     old_fp = baseline.fingerprint.get("retrievers", {}) if baseline is not None and not changed else {}
     entries: dict[str, Any] = {}
@@ -118,13 +133,8 @@ def plan_update(
         name = spec.name
         state = runs.get(name)
         comparable_old = old_doc.get(name) if not changed and name in old_fp else None
-        same_params = comparable_old is not None and old_fp.get(name) == fingerprint["retrievers"][name]
-        if name in selected and state is not None and state.result is not None:
-            fresh = retriever_entry(state.result)
-            if comparable_old is not None and same_params and selected[name] != all_labels:
-                entries[name] = _merge(comparable_old, fresh, selected[name], all_labels)
-            else:
-                entries[name] = _restrict(fresh, selected[name])
+        if name in selected and name not in held and state is not None and state.result is not None:
+            entries[name] = retriever_entry(state.result)
             recorded_fp[name] = fingerprint["retrievers"][name]
         elif comparable_old is not None:
             entries[name] = _restrict(comparable_old, all_labels)
@@ -143,6 +153,9 @@ def plan_update(
         lines.append(f"rag: {name} is no longer configured: removed")
     new_fp = {**fingerprint, "retrievers": recorded_fp}
     doc = document(config.k, new_fp, entries, unavailable)
+    if baseline is not None and doc == baseline.document:
+        verdict = "left as it was, byte for byte" if held else "already up to date"
+        return UpdatePlan(None, [*lines, f"rag: {display(config.baseline)} is {verdict}"])
     lines.append(f"rag: baseline changes in {config.baseline.name}:")
     lines.extend(change_lines(old_doc, entries) or ["  none"])
     return UpdatePlan(doc, lines)

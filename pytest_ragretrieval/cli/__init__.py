@@ -15,8 +15,9 @@ from pathlib import Path
 
 from ..errors import ConfigError, RagError
 from ..paths import display
+from ..scoring.evaluate import describe_exception
 from . import comment, diff, find, pr_check, suspects
-from .common import FAILED, OK, PROG, USAGE, Command, Parser, Result, UsageError
+from .common import BUG, FAILED, OK, PROG, USAGE, Command, Parser, Result, UsageError
 
 COMMANDS: dict[str, Command] = {
     "find": find, "suspects": suspects, "diff": diff, "pr-check": pr_check, "comment": comment,
@@ -34,6 +35,7 @@ exit status:
      --fail-on-lower: a value lowered, an entry removed or a setting loosened;
      pr-check: the bar was lowered without the approval label
   2  usage error, or a bad config, fixture line, results or event file
+  3  an unexpected error: a bug of ragretrieval (please report the line)
 
 every command reads [tool.ragretrieval] of ./pyproject.toml, or the TOML file
 given with --config (keys at top level, as with pytest --rag-config).
@@ -85,5 +87,8 @@ def main(argv: list[str] | None = None) -> int:
         message = str(exc)
     except OSError as exc:
         message = f"{display(Path(exc.filename))}: {exc.strerror}" if exc.filename else str(exc)
+    except Exception as exc:
+        print(f"{PROG}: internal error: {' '.join(describe_exception(exc).split())}; please report it", file=sys.stderr)
+        return BUG
     print(f"{PROG}: error: {message}", file=sys.stderr)
     return USAGE

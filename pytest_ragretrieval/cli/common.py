@@ -11,7 +11,7 @@ from typing import Any, NoReturn, Protocol
 from ..paths import display
 
 PROG = "ragretrieval"
-OK, FAILED, USAGE = 0, 1, 2
+OK, FAILED, USAGE, BUG = 0, 1, 2, 3
 PREVIEW = 40
 """Characters of chunk text shown, as the tutorial's `find_ids` prints them."""
 

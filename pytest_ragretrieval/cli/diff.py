@@ -68,6 +68,8 @@ def fingerprint_lines(old: Baseline, new: Baseline) -> list[str]:
     after = new.fingerprint.get("retrievers", {})
     for name in sorted(set(before) & set(after)):
         changed += changed_paths(before[name], after[name], f"retrievers.{name}")
+    for name in sorted(set(old.retrievers) & set(new.retrievers) & (set(before) ^ set(after))):
+        changed.append(f"retrievers.{name} (recorded in one file only)")
     if not changed:
         return []
     return [

@@ -11,7 +11,7 @@ from typing import Any
 from ..embedding import check_spec
 from ..embedding.base import EmbedderSettings
 from ..errors import ConfigError
-from ..paths import display
+from ..paths import Unreadable, absolute, display, read_input
 from ..retrievers import RetrieverSpec, parse_spec
 from ..retrievers.tokens import TOKENIZERS
 from ..scoring.metrics import MetricSpec
@@ -22,7 +22,7 @@ DEFAULT_EMBEDDING = "sentence-transformers:all-MiniLM-L6-v2"
 DB_MODES = ("auto", "docker", "embedded", "url")
 SIGNIFICANCE = ("none", "randomization", "bootstrap")
 FAIL_ON = ("metric", "question")
-_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 
 
 @dataclass(frozen=True)
@@ -98,13 +98,22 @@ class Config:
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
+    """The file's TOML; every way of failing (not a file, not UTF-8, nested too deeply) is one line."""
     try:
-        with path.open("rb") as handle:
-            return tomllib.load(handle)
-    except FileNotFoundError:
-        raise ConfigError(f"{display(path)}: config file not found") from None
+        data = read_input(path)
+    except Unreadable as exc:
+        problem = "config file not found" if exc.missing else str(exc)
+        raise ConfigError(f"{display(path)}: {problem}") from None
+    try:
+        return tomllib.loads(data.decode("utf-8-sig"))
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{display(path)}: not UTF-8 ({exc.reason} at byte {exc.start})") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{display(path)}: invalid TOML ({exc})") from None
+    except RecursionError:
+        raise ConfigError(f"{display(path)}: invalid TOML (arrays or tables nested too deeply)") from None
+    except ValueError as exc:
+        raise ConfigError(f"{display(path)}: invalid TOML ({str(exc).splitlines()[0]})") from None
 
 
 def find_settings(config_option: str | None, rootpath: Path) -> tuple[Path, str, dict[str, Any]]:
@@ -120,17 +129,21 @@ def find_settings(config_option: str | None, rootpath: Path) -> tuple[Path, str,
             f"no pyproject.toml in {display(rootpath)}; add a [tool.ragretrieval] table there "
             "or pass --rag-config PATH"
         )
-    data = _read_toml(path).get("tool", {}).get("ragretrieval")
+    tool = _read_toml(path).get("tool", {})
+    data = tool.get("ragretrieval") if isinstance(tool, dict) else None
     if data is None:
         raise ConfigError(
             f"{display(path)} has no [tool.ragretrieval] table; add one (see the README) or pass --rag-config PATH"
         )
+    if not isinstance(data, dict):
+        raise ConfigError(f"{display(path)}: tool.ragretrieval must be a table, got {type(data).__name__}")
     return path, "tool.ragretrieval", data
 
 
 def place(source: Path, dotted: str) -> str:
     """How messages name a table: `pyproject.toml [tool.ragretrieval.retrievers.bm25]`."""
-    return f"{display(source)} [{dotted}]" if dotted else display(source)
+    shown = dotted if dotted.isprintable() else repr(dotted)[1:-1]
+    return f"{display(source)} [{shown}]" if dotted else display(source)
 
 
 def _tolerance(table: Table) -> Tolerance:
@@ -174,7 +187,7 @@ def _retrievers(table: Table, label: Callable[[str], str]) -> tuple[RetrieverSpe
         raise table.error("retrievers", "must hold at least one [retrievers.NAME] table")
     specs = []
     for name, body in data.items():
-        if not _NAME.match(name):
+        if not _NAME.fullmatch(name):
             raise ConfigError(f"{label(name)}: retriever names may hold letters, digits, '_', '-' and '.' only")
         specs.append(parse_spec(name, body, label(name)))
     names = {spec.name for spec in specs}
@@ -213,7 +226,7 @@ def _reject_cycles(specs: list[RetrieverSpec], label: Callable[[str], str]) -> N
 def load_config(config_option: str | None, rootpath: Path) -> Config:
     """Read and validate everything; any problem is a ConfigError naming the file and key."""
     source, dotted, data = find_settings(config_option, rootpath)
-    root = source.parent.resolve()
+    root = absolute(source.parent)
     where = place(source, dotted)
     table = Table(data, where)
 
@@ -222,7 +235,9 @@ def load_config(config_option: str | None, rootpath: Path) -> Config:
 
     def path(key: str, default: Any = None) -> Path:
         value: str = table.text(key) if default is None else table.text(key, default)
-        return (root / value).resolve()
+        if "\x00" in value:
+            raise table.error(key, "must not hold a NUL character")
+        return absolute(root / value)
 
     k = table.integer("k", 5, minimum=1)
     metric_names = table.texts("metrics", list(DEFAULT_METRICS))

@@ -1,28 +1,32 @@
 """The database handle: our schema on a started server, connections into it, and a clean close.
 
-A `url` server is someone else's: we work only inside our own `rag_eval_<random>` schema and
-drop it at the end, so a run leaves that server exactly as it found it.
+A `url` server is someone else's: we work only inside our own `rag_eval_<random>` schema, held
+by an advisory lock for the run's life, and drop it at the end; a killed run's schema is
+reclaimed by the next run (see database.schemas). The only thing a run may leave is `vector`,
+installed once into `rag_eval_ext` when the server had none.
 """
 from __future__ import annotations
 
-import secrets
 import time
 from contextlib import suppress
 from typing import TYPE_CHECKING
 
 from ..errors import DatabaseError
 from .dsn import one_line, redact, scrub
+from .schemas import (
+    DROP_LOCK_TIMEOUT,
+    RUN_SCHEMA,
+    hold,
+    install_vector,
+    new_schema,
+    quoted,
+    reclaim,
+    vector_row,
+)
 from .servers import ALTERNATIVES, STARTERS, URL_ENV, Choice, Server, open_connection
 
 if TYPE_CHECKING:
     import psycopg
-
-SCHEMA_PREFIX = "rag_eval_"
-DROP_LOCK_TIMEOUT = "30s"
-
-
-def _quote(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
 
 
 class Database:
@@ -30,9 +34,12 @@ class Database:
 
     def __init__(self, mode: str, server: Server) -> None:
         self.mode = mode
-        self.schema = SCHEMA_PREFIX + secrets.token_hex(6)
+        self.schema = new_schema()
         self._server = server
         self._connections: list[psycopg.Connection] = []
+        self._lock: psycopg.Connection | None = None
+        self.reclaimed: list[str] = []
+        self.not_reclaimed: list[str] = []
         self._created_schema = False
         self._closed = False
         self.vector_schema = self.schema
@@ -64,50 +71,48 @@ class Database:
                     raise
                 time.sleep(0.5)
 
-    def _vector_row(self, conn: psycopg.Connection) -> tuple[str, str] | None:
-        row = conn.execute(
-            "SELECT n.nspname, e.extversion FROM pg_extension e"
-            " JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'vector'"
-        ).fetchone()
-        return None if row is None else (row[0], row[1])
-
     def _ensure_vector(self, conn: psycopg.Connection) -> tuple[str, str]:
-        """On a shared server use an installed `vector` where it is, else install it in our schema."""
-        from psycopg import sql
-
-        row = self._vector_row(conn)
+        """Use an installed `vector` where it is; else install it (ours: anywhere; shared: in rag_eval_ext)."""
+        row = vector_row(conn)
         if row is None:
             if self._server.owned:
                 conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
             else:
-                conn.execute(sql.SQL("CREATE EXTENSION vector SCHEMA {}").format(sql.Identifier(self.schema)))
-            row = self._vector_row(conn)
+                install_vector(conn)
+            row = vector_row(conn)
             assert row is not None
-        elif not self._server.owned and row[0].startswith(SCHEMA_PREFIX):
+        elif not self._server.owned and RUN_SCHEMA.fullmatch(row[0]):
             raise DatabaseError(
-                f"the vector extension on {self.dsn_safe} lives in schema {row[0]}, left by another run "
-                f"and dropped with it; if no run is active drop it (DROP SCHEMA {_quote(row[0])} CASCADE), "
-                "or install vector once for everyone (CREATE EXTENSION vector)"
+                f"the vector extension on {self.dsn_safe} lives in schema {row[0]}, which a run still holds "
+                "(runs of pytest-ragretrieval 0.1 put it there); when that run has ended, the next run reclaims "
+                "the schema, or install vector once for everyone (CREATE EXTENSION vector)"
             )
         return row
 
+    def _claim(self, conn: psycopg.Connection) -> None:
+        """On a shared server: hold our lock on a connection of its own, then reclaim what killed runs left."""
+        import psycopg
+
+        try:
+            self._lock = open_connection(self._server.dsn, self._hint, autocommit=True)
+            hold(self._lock, self.schema)
+            self.reclaimed, self.not_reclaimed = reclaim(conn, self.schema, self._server.dsn)
+        except psycopg.errors.QueryCanceled:
+            raise
+        except psycopg.Error as exc:
+            raise self._fail(f"cannot take the lock of schema {self.schema}", exc) from None
+
     def _prepare(self) -> None:
         import psycopg
-        from psycopg import sql
 
         with self._wait_ready() as conn:
             try:
-                conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(self.schema)))
-                self._created_schema = True
-            except psycopg.Error as exc:
-                what = f"cannot create schema {self.schema} (the role needs CREATE on the database)"
-                raise self._fail(what, exc) from None
-            try:
-                self.vector_schema, self.vector_version = self._ensure_vector(conn)
-            except psycopg.Error as exc:
+                self._set_up(conn)
+            except psycopg.errors.QueryCanceled as exc:
+                user = conn.info.user
                 raise self._fail(
-                    "cannot install the vector extension (ask an administrator to run CREATE EXTENSION vector,"
-                    " or use --rag-db=embedded)",
+                    f"setting up schema {self.schema} was cancelled by the server, not refused: the statement_timeout "
+                    f"of role {user} is too short (raise it: ALTER ROLE {quoted(user)} SET statement_timeout = '5min')",
                     exc,
                 ) from None
             self.server_version = conn.info.parameter_status("server_version") or "?"
@@ -136,12 +141,44 @@ class Database:
         self._connections.append(conn)
         return conn
 
+    def _set_up(self, conn: psycopg.Connection) -> None:
+        import psycopg
+        from psycopg import sql
+
+        if not self._server.owned:
+            self._claim(conn)
+        try:
+            conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(self.schema)))
+            self._created_schema = True
+        except psycopg.errors.QueryCanceled:
+            raise
+        except psycopg.Error as exc:
+            what = f"cannot create schema {self.schema} (the role needs CREATE on the database)"
+            raise self._fail(what, exc) from None
+        try:
+            self.vector_schema, self.vector_version = self._ensure_vector(conn)
+        except psycopg.errors.QueryCanceled:
+            raise
+        except psycopg.Error as exc:
+            raise self._fail(
+                "cannot install the vector extension (ask an administrator to run CREATE EXTENSION vector,"
+                " or use --rag-db=embedded)",
+                exc,
+            ) from None
+
     def describe(self) -> str:
         """One line for the run header; never holds the password."""
-        return (
+        line = (
             f"{self.mode}: PostgreSQL {self.server_version}, pgvector {self.vector_version} "
             f"(schema {self.vector_schema}) at {self.where}, working schema {self.schema}"
         )
+        if self.reclaimed:
+            count = len(self.reclaimed)
+            names = ", ".join(self.reclaimed)
+            line += f"; dropped {count} schema{'s' if count != 1 else ''} left by killed runs ({names})"
+        if self.not_reclaimed:
+            line += f"; could not drop schemas left by killed runs: {', '.join(self.not_reclaimed)}"
+        return line
 
     def _drop_schema(self) -> None:
         import psycopg
@@ -154,7 +191,7 @@ class Database:
             except psycopg.Error as exc:
                 raise DatabaseError(
                     f"could not drop schema {self.schema} on {self.dsn_safe}: {scrub(str(exc), self._server.dsn)}; "
-                    f"drop it by hand (DROP SCHEMA {_quote(self.schema)} CASCADE)"
+                    f"drop it by hand (DROP SCHEMA {quoted(self.schema)} CASCADE)"
                 ) from None
 
     def close(self) -> None:
@@ -172,6 +209,10 @@ class Database:
                 self._drop_schema()
             except DatabaseError as exc:
                 errors.append(exc)
+        if self._lock is not None:
+            with suppress(Exception):
+                self._lock.close()
+            self._lock = None
         try:
             self._server.stop()
         except DatabaseError as exc:

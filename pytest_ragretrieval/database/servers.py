@@ -98,7 +98,11 @@ def docker_answers(timeout: float = 2.0) -> tuple[bool, str]:
 
 
 def choose(mode: str, dsn: str | None) -> Choice:
-    """Resolve `auto` and check each mode's precondition before anything starts."""
+    """Resolve `auto` and check each mode's precondition before anything starts.
+
+    `auto` takes a given server first: a DSN from --rag-db-url or RAG_EVAL_DATABASE_URL is the
+    user's choice of database as plainly as `--rag-db=url`, and ignoring it would be silent.
+    """
     if mode == "url":
         if not dsn:
             raise DatabaseError(f"--rag-db=url needs a server: pass --rag-db-url DSN or set {URL_ENV}")
@@ -111,6 +115,8 @@ def choose(mode: str, dsn: str | None) -> Choice:
             raise DatabaseError(f"--rag-db=docker: {seen}; start Docker, or {ALTERNATIVES}")
         return Choice("docker", f"docker: {seen}")
     if mode == "auto":
+        if dsn:
+            return Choice("url", f"auto: a server is given (--rag-db-url or {URL_ENV}): {redact(dsn)}")
         answers, seen = docker_answers()
         return Choice("docker" if answers else "embedded", f"auto: {seen}")
     raise DatabaseError(f"unknown database mode {mode!r}; use auto, docker, embedded or url")

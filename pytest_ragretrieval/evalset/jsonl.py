@@ -6,25 +6,33 @@ fixture never produces half a result or touches the baseline.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..errors import FixtureError
-from ..paths import display
+from ..jsontext import JSONProblem, control_character, first_unstorable, loads, unstorable
+from ..paths import Unreadable, display, read_input
 from .records import Chunk, Question
 
 CHUNK_KEYS = frozenset({"id", "text", "doc", "metadata"})
 QUESTION_KEYS = frozenset({"id", "query", "relevant", "relevant_text", "tags", "metadata"})
+MAX_GRADE = 100
+"""Grades are integers from 0 to this: enough for any judging scale, small enough for every float sum."""
+QUESTION_ID = re.compile(r"[\w.+/\[\]:-]+")
+"""What a -k expression can name (pytest's identifier characters, less the backslash)."""
 
 
 def _records(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
-    """Yield (`file:line`, object) for each non-blank line."""
+    """Yield (`file:line`, object) for each non-blank line; a UTF-8 byte-order mark is skipped."""
     name = display(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise FixtureError(f"{name}: file not found") from None
+        data = read_input(path)
+    except Unreadable as exc:
+        raise FixtureError(f"{name}: {exc}") from None
+    try:
+        text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise FixtureError(f"{name}: not UTF-8 ({exc.reason} at byte {exc.start})") from None
     for number, line in enumerate(text.split("\n"), start=1):
@@ -32,12 +40,21 @@ def _records(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
             continue
         where = f"{name}:{number}"
         try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise FixtureError(f"{where}: invalid JSON ({exc.msg} at column {exc.colno})") from None
+            record = loads(line)
+        except JSONProblem as exc:
+            raise FixtureError(f"{where}: invalid JSON ({_columns_only(str(exc))})") from None
         if not isinstance(record, dict):
             raise FixtureError(f"{where}: expected a JSON object, got {type(record).__name__}")
+        for key, value in record.items():
+            problem = unstorable(key) or first_unstorable(value)
+            if problem is not None:
+                raise FixtureError(f"{where}: field {key!r} holds {problem}; remove it")
         yield where, record
+
+
+def _columns_only(message: str) -> str:
+    """A one-line record's position is its column: `... at line 1 column 7` reads `... at column 7`."""
+    return message.replace(" at line 1 column ", " at column ")
 
 
 def _check_keys(where: str, record: Mapping[str, Any], allowed: frozenset[str]) -> None:
@@ -48,30 +65,51 @@ def _check_keys(where: str, record: Mapping[str, Any], allowed: frozenset[str]) 
         )
 
 
-def _string(where: str, record: Mapping[str, Any], key: str, *, required: bool = True) -> str | None:
+def _string(
+    where: str, record: Mapping[str, Any], key: str, *, required: bool = True, empty: bool = False
+) -> str | None:
     if key not in record:
         if required:
             raise FixtureError(f"{where}: missing field {key!r}")
         return None
     value = record[key]
-    if not isinstance(value, str) or not value.strip():
-        raise FixtureError(f"{where}: field {key!r} must be a non-empty string")
+    if not isinstance(value, str) or not (empty or value.strip()):
+        raise FixtureError(f"{where}: field {key!r} must be a{'' if empty else ' non-empty'} string")
     return value
 
 
+def _one_line(where: str, what: str, text: str) -> None:
+    """Ids and tags are printed in reports and verdicts: a line break in one could forge a line."""
+    found = control_character(text)
+    if found is not None:
+        raise FixtureError(f"{where}: {what} {text!r} holds a control character ({found}); remove it")
+
+
+def _question_id(where: str, text: str) -> None:
+    """A question id becomes part of a node id (`rag::NAME::question::ID`) that -k must be able to select."""
+    _one_line(where, "question id", text)
+    if QUESTION_ID.fullmatch(text) is None or "::" in text:
+        bad = "::" if "::" in text else next(char for char in text if QUESTION_ID.fullmatch(char) is None)
+        raise FixtureError(
+            f"{where}: question id {text!r} holds {bad!r}, which pytest node ids and -k cannot carry; "
+            "use letters, digits and _ . - / + [ ] : (not '::')"
+        )
+
+
 def load_chunks(path: Path) -> tuple[Chunk, ...]:
-    """Read the corpus; ids must be unique non-empty strings and texts non-empty."""
+    """Read the corpus; ids must be unique non-empty one-line strings; texts may be empty."""
     chunks: list[Chunk] = []
     seen: dict[str, str] = {}
     for where, record in _records(path):
         _check_keys(where, record, CHUNK_KEYS)
         chunk_id = _string(where, record, "id")
-        text = _string(where, record, "text")
+        text = _string(where, record, "text", empty=True)
         doc = _string(where, record, "doc", required=False)
         metadata = record.get("metadata", {})
         if not isinstance(metadata, dict):
             raise FixtureError(f"{where}: field 'metadata' must be an object")
         assert chunk_id is not None and text is not None
+        _one_line(where, "chunk id", chunk_id)
         if chunk_id in seen:
             raise FixtureError(f"{where}: duplicate chunk id {chunk_id!r} (first at {seen[chunk_id]})")
         seen[chunk_id] = where
@@ -92,9 +130,11 @@ def _relevance(where: str, value: Any, known: Mapping[str, Chunk]) -> dict[str, 
             grades[chunk_id] = 1
     elif isinstance(value, dict):
         for chunk_id, grade in value.items():
-            if isinstance(grade, bool) or not isinstance(grade, int) or grade < 0:
+            if isinstance(grade, bool) or not isinstance(grade, int) or not 0 <= grade <= MAX_GRADE:
+                shown = json.dumps(grade, ensure_ascii=False)
                 raise FixtureError(
-                    f"{where}: grade of {chunk_id!r} must be an integer >= 0, got {json.dumps(grade)}"
+                    f"{where}: grade of {chunk_id!r} must be an integer from 0 to {MAX_GRADE}, "
+                    f"got {shown if len(shown) <= 40 else shown[:37] + '...'}"
                 )
             grades[chunk_id] = grade
     else:
@@ -130,6 +170,7 @@ def load_evalset(path: Path, chunks: Sequence[Chunk]) -> tuple[Question, ...]:
         question_id = _string(where, record, "id")
         query = _string(where, record, "query")
         assert question_id is not None and query is not None
+        _question_id(where, question_id)
         if question_id in seen:
             raise FixtureError(f"{where}: duplicate question id {question_id!r} (first at {seen[question_id]})")
         seen[question_id] = where
@@ -144,6 +185,8 @@ def load_evalset(path: Path, chunks: Sequence[Chunk]) -> tuple[Question, ...]:
             raise FixtureError(f"{where}: 'tags' must be a list of non-empty strings")
         if len(set(tags)) != len(tags):
             raise FixtureError(f"{where}: a tag is listed twice in 'tags'")
+        for tag in tags:
+            _one_line(where, "tag", tag)
         questions.append(
             Question(id=question_id, query=query, relevance=grades, tags=tuple(tags))
         )

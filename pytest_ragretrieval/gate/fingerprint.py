@@ -56,11 +56,19 @@ def changed_paths(old: Any, new: Any, prefix: str = "") -> list[str]:
     return [] if old == new else [prefix]
 
 
+UNRECORDED = "its fingerprint (none recorded)"
+"""What `retriever_changes` reports for an entry recorded without a fingerprint: nothing proves it comparable."""
+
+
 def retriever_changes(old: Mapping[str, Any], new: Mapping[str, Any], name: str) -> list[str]:
-    """What changed in a retriever's recorded fingerprint (its parameters, embedder, sources)."""
+    """What changed in a retriever's recorded fingerprint (its parameters, embedder, sources).
+
+    A retriever the old fingerprint does not describe counts as changed ([UNRECORDED]): values
+    recorded without a fingerprint cannot be shown to come from today's set-up.
+    """
     before = old.get("retrievers", {})
-    if name not in before:
-        return []
+    if not isinstance(before, Mapping) or name not in before:
+        return [UNRECORDED]
     return changed_paths(before[name], new.get("retrievers", {}).get(name, {}))
 
 

@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..baseline.format import RERECORD, Baseline, Recorded
+from ..baseline.update import partial_lines
 from ..config.settings import Config
 from ..errors import RagError
 from ..evalset.records import Question
@@ -23,7 +24,7 @@ from .checks import (
     QuestionCheck,
     compare,
 )
-from .fingerprint import global_changes, retriever_changes
+from .fingerprint import UNRECORDED, global_changes, retriever_changes
 from .items import ItemKey, Skip
 
 
@@ -52,6 +53,7 @@ class Judge:
         *,
         update: bool = False,
         allow_regression: bool = False,
+        selected: Sequence[ItemKey] = (),
     ) -> None:
         self.config = config
         self.questions = tuple(questions)
@@ -60,6 +62,10 @@ class Judge:
         self.runs = runs
         self.update = update
         self.allow_regression = allow_regression
+        self.selected: dict[str, set[str]] = {}
+        for key in selected:
+            if key.kind == "metric":
+                self.selected.setdefault(key.retriever, set()).add(key.name)
         self._comparisons: dict[tuple[str, str], Comparison | None] = {}
 
     def comparable(self) -> Outcome | None:
@@ -147,6 +153,12 @@ class Judge:
                 f"retriever {name!r} is not in the baseline; record it with `pytest --rag-update-baseline -k {name}`",
             )
         changed = retriever_changes(self.baseline.fingerprint, self.fingerprint, name)
+        if changed == [UNRECORDED]:
+            return Outcome(
+                False,
+                f"the baseline holds values of {name!r} but no fingerprint for them, so nothing shows they are "
+                f"comparable; re-record with `pytest --rag-update-baseline -k {name}`",
+            )
         if changed:
             return Outcome(
                 False,
@@ -158,6 +170,9 @@ class Judge:
     def _recording_outcome(self, key: ItemKey, metrics: Mapping[str, float]) -> Outcome:
         if key.kind == "question":
             return Outcome(True, f"question {key.name} of {key.retriever!r}: its ranking is recorded")
+        partial = partial_lines(self.config, self.selected).get(key.retriever)
+        if partial is not None:
+            return Outcome(False, partial.removeprefix("rag: "))
         refused = self.refused(key)
         if refused is not None:
             return Outcome(False, refused)

@@ -4,13 +4,11 @@ Kept free of heavy imports: the plugin reads it to add one `--rag-*` option per 
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, cast
-
-from ..paths import write_atomic
 
 if TYPE_CHECKING:
     from .model import ReportInput
@@ -45,11 +43,11 @@ def render(fmt: FileFormat, data: ReportInput) -> str:
     return cast(Renderer, import_module(fmt.module)).render(data)
 
 
-def write_reports(targets: Mapping[str, Path], data: ReportInput) -> list[Path]:
-    """Write each requested format (by name) to its path, atomically, in registry order; the paths written."""
-    written = []
+def write_reports(targets: Mapping[str, Path], data: ReportInput, write: Callable[[Path, str], None]) -> None:
+    """Render each requested format (by name) and hand it to `write` with its path, in registry order.
+
+    The caller writes, so that one file that cannot be written is one line and the others still are.
+    """
     for fmt in FORMATS:
         if fmt.name in targets:
-            write_atomic(targets[fmt.name], render(fmt, data))
-            written.append(targets[fmt.name])
-    return written
+            write(targets[fmt.name], render(fmt, data))

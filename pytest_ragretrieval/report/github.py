@@ -63,10 +63,18 @@ def error_annotations(data: ReportInput) -> list[str]:
     return [annotation(failure, data.baseline_path) for failure in data.failures]
 
 
-def emit(data: ReportInput) -> list[str]:
-    """Append the step summary to `$GITHUB_STEP_SUMMARY` (when set); the annotations, for the terminal."""
+def append_summary(data: ReportInput) -> str | None:
+    """Append the step summary to `$GITHUB_STEP_SUMMARY` (when set); a warning line when that fails.
+
+    The summary is a convenience: a missing folder or a full disk there never changes the verdict.
+    """
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
-    if summary:
+    if not summary:
+        return None
+    try:
         with open(summary, "a", encoding="utf-8") as stream:
             stream.write(step_summary(data) + "\n")
-    return error_annotations(data)
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        return f"rag: warning: could not append the step summary to $GITHUB_STEP_SUMMARY ({summary}): {reason}"
+    return None

@@ -101,6 +101,8 @@ class Metric:
     definition: str
     no_answer: bool = False
     """True for metrics scored on no-answer questions only; they take no cutoff."""
+    bounds: tuple[float, float] = (0.0, 1.0)
+    """The values a question's score or a mean can take; a baseline value outside them is an error."""
 
     def __call__(self, ranking: Ranking, relevance: Relevance, k: int) -> float:
         return self.function(ranking, relevance, k)
@@ -122,7 +124,7 @@ METRICS: dict[str, Metric] = {
 
 NO_ANSWER_METRICS = frozenset(name for name, metric in METRICS.items() if metric.no_answer)
 
-_LABEL = re.compile(r"^([a-z_0-9]+)(?:@([0-9]+))?$")
+_LABEL = re.compile(r"([a-z_0-9]+)(?:@([0-9]+))?")
 
 
 @dataclass(frozen=True, order=True)
@@ -155,7 +157,7 @@ class MetricSpec:
     @classmethod
     def parse(cls, text: str, default_k: int) -> MetricSpec:
         """Parse `ndcg` or `recall@20`; raises ValueError with the accepted forms."""
-        match = _LABEL.match(text.strip())
+        match = _LABEL.fullmatch(text)
         if not match or match.group(1) not in METRICS:
             raise ValueError(
                 f"unknown metric {text!r}; known metrics: {', '.join(METRICS)} (optionally as name@k)"

@@ -13,10 +13,14 @@ import pytest
 from projects import (
     E2E_CHUNKS,
     VECTOR_AND_BM25,
+    e2e_settings,
     rankings,
     read_results,
     write_e2e_project,
+    write_project,
 )
+
+from pytest_ragretrieval.database.schemas import RUN_SCHEMA
 
 pytestmark = pytest.mark.usefixtures("minilm")
 
@@ -56,7 +60,7 @@ def make(ctx):
 '''
 SNAPSHOT = {
     "schemas": "SELECT nspname FROM pg_namespace WHERE nspname NOT LIKE 'pg_%' ORDER BY 1",
-    "extensions": "SELECT extname, extversion FROM pg_extension ORDER BY 1",
+    "extensions": "SELECT e.extname, n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace ORDER BY 1",
     "canary": "SELECT * FROM public.canary ORDER BY id",
 }
 
@@ -80,11 +84,21 @@ def snapshot(dsn: str) -> dict[str, list[tuple[Any, ...]]]:
         return {key: conn.execute(query).fetchall() for key, query in SNAPSHOT.items()}
 
 
+def but_vector(found: dict[str, list[tuple[Any, ...]]]) -> dict[str, list[tuple[Any, ...]]]:
+    """A snapshot without what the first url run may leave for good: vector, in a schema of its own."""
+    return {
+        **found,
+        "schemas": [row for row in found["schemas"] if row != ("rag_eval_ext",)],
+        "extensions": [row for row in found["extensions"] if row != ("vector", "rag_eval_ext")],
+    }
+
+
 def assert_left_as_it_was(dsn: str, before: dict[str, list[tuple[Any, ...]]]) -> None:
     after = snapshot(dsn)
-    assert after == before
+    assert but_vector(after) == but_vector(before)
     assert after["canary"] == [(1, "tweety"), (2, "sylvester")]
-    assert not [name for (name,) in after["schemas"] if name.startswith("rag_eval_")]
+    assert ("vector", "rag_eval_ext") in after["extensions"]
+    assert not [name for (name,) in after["schemas"] if RUN_SCHEMA.fullmatch(name)]
 
 
 def assert_password_hidden(result: pytest.RunResult) -> None:
@@ -132,6 +146,25 @@ def test_the_url_can_come_from_the_environment(
     result.assert_outcomes(passed=4)
     assert_password_hidden(result)
     assert_left_as_it_was(server_dsn, before)
+
+
+def test_auto_takes_the_url_from_the_environment(
+    pytester: pytest.Pytester, server_dsn: str, monkeypatch: pytest.MonkeyPatch, no_docker: str
+) -> None:
+    """RAG_EVAL_DATABASE_URL names the user's server as plainly as --rag-db=url: auto uses it, and says so."""
+    before = snapshot(server_dsn)
+    monkeypatch.setenv("RAG_EVAL_DATABASE_URL", server_dsn)
+    settings = e2e_settings("cache").replace('db = "embedded"', "")
+    write_project(pytester.path, retrievers=VECTOR_AND_BM25, settings=settings, chunks=E2E_CHUNKS)
+    result = pytester.runpytest("--rag-update-baseline", *RUN)
+    result.assert_outcomes(passed=4)
+    result.stdout.fnmatch_lines(
+        ["rag: database url: * (auto: a server is given (--rag-db-url or RAG_EVAL_DATABASE_URL): postgresql://postgres:***@*)*"]
+    )
+    assert_left_as_it_was(server_dsn, before)
+    monkeypatch.setenv("RAG_EVAL_DATABASE_URL", "")
+    result = pytester.runpytest("--rag-eval", *RUN)
+    result.stdout.fnmatch_lines(["rag: database embedded: *"])
 
 
 def test_docker_mode_without_docker_fails_vector_items_only(pytester: pytest.Pytester, no_docker: str) -> None:

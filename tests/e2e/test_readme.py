@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -66,3 +67,20 @@ def test_the_gate_passes_on_the_sample_and_prints_the_readme_table() -> None:
     start = printed.index(table[0])
     assert printed[start : start + len(table)] == table
     assert "rag: seeded 215 chunks (384 dimensions, 215 embeddings from the cache, 0 computed, exact search)" in done.stdout
+
+
+@pytest.mark.slow
+def test_re_recording_the_sample_on_an_unchanged_checkout_changes_no_byte(tmp_path: Path) -> None:
+    """The README's promise, on the sample itself: recording the same inputs twice gives a byte-identical file."""
+    for name in ("pyproject.toml", "fixtures", "baselines", ".rag-cache"):
+        source = ROOT / name
+        (shutil.copytree if source.is_dir() else shutil.copy2)(source, tmp_path / name)
+    before = (tmp_path / "baselines" / "retrieval.json").read_bytes()
+    env = dict(os.environ, HF_HUB_OFFLINE="1")
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "--rag-update-baseline", "-m", "rag_eval", "--rag-db=embedded", "-p", "no:cacheprovider"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert "rag: baselines/retrieval.json is already up to date" in done.stdout
+    assert (tmp_path / "baselines" / "retrieval.json").read_bytes() == before

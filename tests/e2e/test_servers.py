@@ -23,8 +23,10 @@ import pytest
 from psycopg import sql
 
 from pytest_ragretrieval.config.settings import IndexSettings
+from pytest_ragretrieval.database import handle
 from pytest_ragretrieval.database.dsn import redact, scrub
 from pytest_ragretrieval.database.handle import open_database
+from pytest_ragretrieval.database.schemas import lock_key
 from pytest_ragretrieval.database.seed import seed, table_name
 from pytest_ragretrieval.database.servers import (
     DOCKER_IMAGE,
@@ -139,16 +141,22 @@ def test_embedded_lifecycle() -> None:
         db.connect()
 
 
-def test_url_mode_leaves_the_server_as_it_was(target: Target) -> None:
+def test_url_mode_leaves_the_server_as_it_was_but_for_vector_in_a_schema_of_its_own(target: Target) -> None:
     before = snapshot(target.uri(), canary=True)
     assert "vector" not in [row[0] for row in before["extensions"]]
     with open_database(choose("url", target.uri()), target.uri()) as db:
-        assert db.vector_schema == db.schema
+        assert db.vector_schema == "rag_eval_ext"
         assert seed_and_rank(db) == EXPECTED_RANKING
         during = snapshot(target.uri())
-        assert (db.schema,) in during["schemas"] and ("vector", db.schema, "0.6.2") in during["extensions"]
-    assert snapshot(target.uri(), canary=True) == before
+        assert (db.schema,) in during["schemas"] and ("vector", "rag_eval_ext", "0.6.2") in during["extensions"]
+    after = snapshot(target.uri(), canary=True)
+    assert after["schemas"] == sorted([*before["schemas"], ("rag_eval_ext",)])
+    assert after["extensions"] == sorted([*before["extensions"], ("vector", "rag_eval_ext", "0.6.2")])
+    assert {key: after[key] for key in ("columns", *CANARY)} == {key: before[key] for key in ("columns", *CANARY)}
     assert before["canary"] == [(1, "tweety")] and before["other"] == [(7,)]
+    with open_database(choose("url", target.uri()), target.uri()) as again:
+        assert again.vector_schema == "rag_eval_ext" and seed_and_rank(again) == EXPECTED_RANKING
+    assert snapshot(target.uri(), canary=True) == after
 
 
 def test_url_mode_uses_vector_where_it_is(target: Target) -> None:
@@ -161,6 +169,7 @@ def test_url_mode_uses_vector_where_it_is(target: Target) -> None:
 
 
 def test_failure_inside_the_run_still_drops_the_schema(target: Target) -> None:
+    open_database(Choice("url", "test"), target.uri()).close()
     before = snapshot(target.uri(), canary=True)
     with pytest.raises(RuntimeError, match="boom"):
         with open_database(Choice("url", "test"), target.uri()) as db:
@@ -170,11 +179,72 @@ def test_failure_inside_the_run_still_drops_the_schema(target: Target) -> None:
     db.close()
 
 
-def test_vector_left_in_another_runs_schema_is_refused(target: Target) -> None:
-    before = snapshot(target.uri("stale"))
-    with pytest.raises(DatabaseError, match=r"schema rag_eval_000000000000, left by another run.*DROP SCHEMA"):
-        open_database(Choice("url", "test"), target.uri("stale"))
-    assert snapshot(target.uri("stale")) == before
+def test_a_killed_runs_schema_is_reclaimed_with_the_vector_it_held(target: Target) -> None:
+    """rag_eval_000000000000 holds vector, as runs of 0.1 left it, and nobody holds its lock."""
+    with open_database(Choice("url", "test"), target.uri("stale")) as db:
+        assert db.reclaimed == ["rag_eval_000000000000"] and db.vector_schema == "rag_eval_ext"
+        assert "dropped 1 schema left by killed runs (rag_eval_000000000000)" in db.describe()
+        assert seed_and_rank(db) == EXPECTED_RANKING
+    schemas = [name for (name,) in snapshot(target.uri("stale"))["schemas"]]
+    assert schemas == ["information_schema", "public", "rag_eval_ext"]
+
+
+def _held(uri: str, schema: str, *statements: str) -> psycopg.Connection:
+    """A schema as a live run holds it: created, with its advisory lock held on a connection kept open."""
+    conn = psycopg.connect(uri, autocommit=True)
+    conn.execute("SELECT pg_advisory_lock(%s)", (lock_key(schema),))
+    conn.execute(f"CREATE SCHEMA {schema}")
+    for statement in statements:
+        conn.execute(statement)
+    return conn
+
+
+def test_a_schema_whose_lock_is_held_is_never_dropped(target: Target) -> None:
+    _run(target.uri(), "CREATE DATABASE inuse")
+    live = _held(target.uri("inuse"), "rag_eval_111111111111", "CREATE TABLE rag_eval_111111111111.chunks (id text)")
+    try:
+        with open_database(Choice("url", "test"), target.uri("inuse")) as db, open_database(
+            Choice("url", "test"), target.uri("inuse")
+        ) as other:
+            assert db.reclaimed == [] and other.reclaimed == []
+            assert seed_and_rank(db) == EXPECTED_RANKING and seed_and_rank(other) == EXPECTED_RANKING
+        schemas = [name for (name,) in snapshot(target.uri("inuse"))["schemas"]]
+        assert schemas == ["information_schema", "public", "rag_eval_111111111111", "rag_eval_ext"]
+    finally:
+        live.close()
+    with open_database(Choice("url", "test"), target.uri("inuse")) as db:
+        assert db.reclaimed == ["rag_eval_111111111111"]
+
+
+def test_vector_in_a_schema_a_run_still_holds_is_refused(target: Target) -> None:
+    _run(target.uri(), "CREATE DATABASE oldrun")
+    live = _held(target.uri("oldrun"), "rag_eval_222222222222", "CREATE EXTENSION vector SCHEMA rag_eval_222222222222")
+    try:
+        before = snapshot(target.uri("oldrun"))
+        with pytest.raises(DatabaseError, match=r"lives in schema rag_eval_222222222222, which a run still holds"):
+            open_database(Choice("url", "test"), target.uri("oldrun"))
+        assert snapshot(target.uri("oldrun")) == before
+    finally:
+        live.close()
+
+
+def test_a_tiny_statement_timeout_is_named_as_the_cause(target: Target, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The extension is installed; a statement cancelled by the role's statement_timeout must not read as 'cannot install'."""
+    _run(target.uri(), "CREATE ROLE hasty LOGIN", "ALTER ROLE hasty SET statement_timeout = '50ms'",
+         "GRANT CREATE ON DATABASE withvec TO hasty")
+    real = handle.vector_row
+
+    def slow(conn: psycopg.Connection) -> Any:
+        conn.execute("SELECT pg_sleep(0.5)")
+        return real(conn)
+
+    monkeypatch.setattr(handle, "vector_row", slow)
+    dsn = f"postgresql://hasty@/withvec?host={target.socket_dir}"
+    with pytest.raises(DatabaseError) as caught:
+        open_database(Choice("url", "test"), dsn)
+    message = str(caught.value)
+    assert "cancelled by the server, not refused: the statement_timeout of role hasty is too short" in message
+    assert "canceling statement due to statement timeout" in message and "cannot install" not in message
 
 
 @pytest.mark.parametrize(

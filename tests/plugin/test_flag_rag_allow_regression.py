@@ -31,11 +31,17 @@ def test_lower_values_are_refused_and_named(worse: pytest.Pytester) -> None:
     assert after["retrievers"]["table"]["questions"]["q01"]["metrics"]["ndcg@3"] == 1.0
 
 
-def test_improvements_and_equal_values_are_recorded_beside_a_refusal(worse: pytest.Pytester) -> None:
+def test_a_refusal_holds_the_whole_entry_of_its_retriever(worse: pytest.Pytester) -> None:
+    """Values, per-question values and rankings are recorded together: none of them, beside a refusal."""
+    before = baseline_bytes(worse.path)
     set_rankings(worse.path, dict(GOLD, q01=["travel-002", "travel-001"], q05=["refund-002"]))
     result = worse.runpytest("--rag-update-baseline", *RUN)
     result.assert_outcomes(passed=7, failed=1)
-    result.stdout.fnmatch_lines(["rag: wrote baselines/retrieval.json"])
+    result.stdout.fnmatch_lines([
+        "rag: table not recorded: a value was refused, so its whole entry is left as it was",
+        "rag: baselines/retrieval.json is left as it was, byte for byte",
+    ])
+    assert baseline_bytes(worse.path) == before
 
 
 def test_the_flag_records_the_regression(worse: pytest.Pytester) -> None:

@@ -76,4 +76,4 @@ def test_a_directory_is_refused(pytester: pytest.Pytester) -> None:
     (pytester.path / "out").mkdir()
     result = pytester.runpytest("--rag-eval", "--rag-json", "out", *RUN)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["ERROR: out is a directory; give a file path"])
+    result.stderr.fnmatch_lines(["ERROR: --rag-json out: is a directory; give a file path"])

@@ -44,17 +44,33 @@ def test_prints_every_change_old_to_new(project: pytest.Pytester) -> None:
     assert baseline(project.path)["retrievers"]["table"]["metrics"]["ndcg@3"] == 0.926186
 
 
-def test_minus_k_changes_only_the_selected_entries(project: pytest.Pytester) -> None:
+def test_minus_k_changes_only_the_selected_retrievers(project: pytest.Pytester) -> None:
     project.runpytest("--rag-update-baseline", *RUN)
     before = baseline(project.path)
     set_rankings(project.path, dict(GOLD, q01=[], q02=[]))
-    project.runpytest("--rag-update-baseline", "--rag-allow-regression", "-k", "table and ndcg", *RUN).assert_outcomes(passed=1)
+    project.runpytest("--rag-update-baseline", "--rag-allow-regression", "-k", "table", *RUN).assert_outcomes(passed=4)
     after = baseline(project.path)
     assert after["retrievers"]["bm25"] == before["retrievers"]["bm25"]
     assert after["retrievers"]["table"]["metrics"]["ndcg@3"] == 0.6
-    assert after["retrievers"]["table"]["metrics"]["recall@3"] == before["retrievers"]["table"]["metrics"]["recall@3"]
-    assert after["retrievers"]["table"]["questions"]["q01"]["metrics"]["ndcg@3"] == 0.0
-    assert after["retrievers"]["table"]["questions"]["q01"]["metrics"]["recall@3"] == 1.0
+    assert after["retrievers"]["table"]["metrics"]["recall@3"] == 0.6
+    assert after["retrievers"]["table"]["questions"]["q01"] == {
+        "ranking": [], "metrics": {"f1@3": 0.0, "ndcg@3": 0.0, "precision@3": 0.0, "recall@3": 0.0}
+    }
+
+
+def test_minus_k_selecting_some_metrics_of_a_retriever_records_none_of_it(project: pytest.Pytester) -> None:
+    """Fresh rankings beside old values of unselected metrics would be values no ranking gives."""
+    project.runpytest("--rag-update-baseline", *RUN)
+    before = baseline_bytes(project.path)
+    set_rankings(project.path, dict(GOLD, q01=[], q02=[]))
+    result = project.runpytest("--rag-update-baseline", "--rag-allow-regression", "-k", "table and ndcg", *RUN)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([
+        "table not recorded: -k/-m selected ndcg@3 but not precision@3, recall@3, f1@3; a retriever's values and "
+        "rankings are recorded together, so select all its items (-k table)",
+        "rag: baselines/retrieval.json is left as it was, byte for byte",
+    ])
+    assert baseline_bytes(project.path) == before
 
 
 def test_entries_no_longer_configured_are_removed_and_listed(project: pytest.Pytester) -> None:

@@ -80,7 +80,7 @@ def test_a_missing_baseline_is_none(tmp_path: Path) -> None:
         ('{"format_version": 2}', "format_version is 2, this plugin reads format_version 1"),
         ('{"format_version": 1, "fingerprint": 1}', "fingerprint must be an object"),
         ('{"format_version": 1, "fingerprint": {}, "retrievers": []}', "retrievers must be an object"),
-        ('{"format_version": 1, "fingerprint": {}, "retrievers": {}, "k": "5"}', "k must be an integer"),
+        ('{"format_version": 1, "fingerprint": {}, "retrievers": {}, "k": "5"}', "k must be an integer >= 1"),
         ('{"format_version": 1, "fingerprint": {}, "k": 5, "retrievers": {"x": {"metrics": {"p@5": null}}}}',
          "retrievers.x.metrics must map metric names to numbers"),
         ('{"format_version": 1, "fingerprint": {}, "k": 5, "retrievers": {"x": {"metrics": {}, "questions": {"q": {"ranking": "c1"}}}}}',

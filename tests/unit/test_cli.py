@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -11,6 +12,7 @@ from typing import Any
 import pytest
 
 from pytest_ragretrieval.baseline.format import document, dumps
+from pytest_ragretrieval.cli import find as cli_find
 from pytest_ragretrieval.cli import main
 
 LONG = "差旅费用须在出差结束后十五个工作日内提交报销单并附发票原件逾期不予受理特殊情况需部门负责人签字"
@@ -307,7 +309,7 @@ ERRORS = [
     (broken_results, ["diff", "results.json", "results.json"], "results.json: not valid JSON (Expecting property name enclosed in double quotes at line 1 column 22); fix it, or delete it and run `pytest --rag-update-baseline` to record a new one"),
     (stale_results, ["suspects", "results.json"], "results.json: question 'q9' is not in fixtures/evalset.jsonl; the eval set changed since the results were written; rerun `pytest --rag-eval --rag-json results.json`"),
     (stale_chunk, ["suspects", "results.json"], "results.json: chunk 'c9' (retriever 'bm25', question 'q1') is not in fixtures/chunks.jsonl; the corpus changed since the results were written; rerun `pytest --rag-eval --rag-json results.json`"),
-    (nothing, ["suspects", "fixtures"], "fixtures: Is a directory"),
+    (nothing, ["suspects", "fixtures"], "fixtures: is a directory; give a file path"),
     (stale_results, ["suspects", "results.json", "--k", "0"], "argument --k: expected a whole number >= 1, got '0'"),
     (nothing, ["find", ""], "KEYWORD must not be empty"),
     (nothing, ["find"], "the following arguments are required: KEYWORD"),
@@ -336,3 +338,45 @@ def test_console_script_help() -> None:
     assert done.stdout.startswith("usage: ragretrieval [-h] COMMAND ...")
     for text in ("find", "suspects", "diff", "exit status:", "2  usage error"):
         assert text in done.stdout
+
+
+def results_text(project: Path, replace: str, by: str) -> None:
+    text = (project / "results.json").read_text(encoding="utf-8")
+    assert replace in text
+    (project / "results.json").write_text(text.replace(replace, by, 1), encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("replace", "by", "problem"),
+    [
+        ('"k": 2', '"k": ' + "[" * 5000 + "]" * 5000, "not valid JSON (nested deeper than 100 levels)"),
+        ('"k": 2', '"k": ' + "7" * 5000, "not valid JSON (an integer literal has more than 4300 digits)"),
+        ('"precision@2": 0.5', '"precision@2": 1' + "0" * 400,
+         "retrievers.bm25.metrics.precision@2 = 10000000000000000000... (401 digits) is not a finite number in [0, 1]"),
+        ('"precision@2": 0.5', '"precision@2": NaN', "retrievers.bm25.metrics.precision@2 = NaN is not a finite number in [0, 1]"),
+        ('"retrievers": {\n      "bm25"', '"retrievers": [\n      "bm25"', "not valid JSON*"),
+    ],
+)
+@pytest.mark.parametrize("command", ["diff", "suspects"])
+def test_results_python_cannot_decode_exit_2_not_1(
+    project: Path, capsys: pytest.CaptureFixture[str], replace: str, by: str, problem: str, command: str
+) -> None:
+    write_results(project / "results.json", {"bm25": entry({"q1": (["c1"], {"precision@2": 0.5})}, {"precision@2": 0.5})})
+    results_text(project, replace, by)
+    argv = ["diff", "results.json", "results.json"] if command == "diff" else ["suspects", "results.json"]
+    code, out, err = run(capsys, *argv)
+    assert (code, out, len(err)) == (2, [], 1), err
+    expected = f"ragretrieval: error: results.json: {problem}; fix it, or delete it and run `pytest --rag-update-baseline` to record a new one"
+    assert re.fullmatch(".*".join(map(re.escape, expected.split("*"))), err[0]), err[0]
+
+
+def test_an_unexpected_error_is_one_line_and_exit_3(
+    project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(args: object) -> object:
+        raise RuntimeError("bug\nhere")
+
+    monkeypatch.setattr(cli_find, "run", broken)
+    code, out, err = run(capsys, "find", "x")
+    assert (code, out, len(err)) == (3, [], 1)
+    assert err[0].startswith("ragretrieval: internal error: RuntimeError: bug here (") and err[0].endswith("; please report it")

@@ -115,3 +115,9 @@ def test_a_config_file_holds_the_keys_at_top_level(tmp_path: Path) -> None:
     config = load_config(str(tmp_path / "eval" / "rag.toml"), tmp_path)
     assert config.chunks == tmp_path / "eval" / "c.jsonl"
     assert config.baseline == tmp_path / "eval" / "baselines" / "retrieval.json"
+
+
+@pytest.mark.parametrize("key", ["ndcg\n", " ndcg", "recall@5\n"])
+def test_a_metric_name_with_a_line_break_or_blank_is_no_metric(key: str) -> None:
+    with pytest.raises(ValueError, match="unknown metric"):
+        MetricSpec.parse(key, 5)

@@ -2,11 +2,14 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
+import pytest
 from report_samples import sample_input
 
 from pytest_ragretrieval.report.github import (
     SUMMARY_CHANGES,
+    append_summary,
     error_annotations,
     escape_data,
     escape_property,
@@ -68,3 +71,15 @@ def test_step_summary_cuts_long_question_lists() -> None:
     assert "**退步 / regressed**（13）" in text and "| r09 " in text and "| r10 " not in text
     assert "…另有 3 题 / 3 more in the full report" in text
 
+
+
+def test_a_step_summary_that_cannot_be_appended_is_a_warning(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "missing" / "summary.md"))
+    warning = append_summary(sample_input())
+    assert warning == (
+        f"rag: warning: could not append the step summary to $GITHUB_STEP_SUMMARY ({tmp_path}/missing/summary.md): "
+        "No such file or directory"
+    )
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "summary.md"))
+    assert append_summary(sample_input()) is None
+    assert (tmp_path / "summary.md").read_text(encoding="utf-8").startswith("# ")

@@ -1,0 +1,45 @@
+"""Where a run will write, checked against what it reads before anything runs.
+
+An output that is an input (`--rag-json baselines/retrieval.json`), sits under a file, or lies in
+a folder that cannot be written is one line and no run: the verdict of a long run must not be
+lost to a path that was wrong from the start, and no output may overwrite what the gate reads.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from ..errors import ConfigError, OptionError
+from ..paths import absolute, display, file_above, output_problem
+from .settings import Config
+
+
+def inputs(config: Config) -> dict[str, Path]:
+    """What the run reads, by the name messages give it."""
+    return {
+        "the chunks file": config.chunks,
+        "the eval set": config.evalset,
+        "the config file": config.source,
+        "the baseline": config.baseline,
+    }
+
+
+def check_outputs(config: Config, outputs: Mapping[str, Path], update: bool) -> None:
+    """Raise one line for the first output (by option) that cannot be written safely."""
+    read = inputs(config)
+    claimed: dict[Path, str] = {}
+    for option, path in outputs.items():
+        problem = output_problem(path, read)
+        if problem is None and absolute(path) in claimed:
+            problem = f"is also given to {claimed[absolute(path)]}; give each file its own path"
+        if problem is not None:
+            raise OptionError(f"{option} {display(path)}: {problem}")
+        claimed[absolute(path)] = option
+    if update:
+        others = {what: path for what, path in read.items() if what != "the baseline"}
+        problem = output_problem(config.baseline, others)
+        if problem is not None:
+            raise ConfigError(f"{config.where} key 'baseline': {display(config.baseline)}: {problem}")
+    blocking = file_above(config.cache_dir / "entry")
+    if blocking is not None:
+        raise ConfigError(f"{config.where} key 'cache': {display(blocking)} is a file; give a folder")

@@ -1,0 +1,124 @@
+"""Decoding JSON at the boundary, with limits: every way Python's decoder can fail becomes one JSONProblem.
+
+`json.loads` rejects some input without a JSONDecodeError: nesting deeper than the interpreter's
+recursion limit (RecursionError), integer literals of more than 4300 digits (ValueError). It
+also accepts what Postgres and our writers cannot take: NaN and Infinity, NUL characters and
+lone surrogates (`"\\ud800"`). Readers get one message for each, to put after `file:line: `.
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+import sys
+import unicodedata
+from collections.abc import Iterator
+from typing import Any
+
+MAX_DEPTH = 100
+"""Arrays and objects nested deeper than this are refused (our files need 6 levels)."""
+
+MAX_DIGITS = sys.get_int_max_str_digits() or 4300
+"""Python's own limit on integer literals; 0 means unlimited, where 4300 is the default."""
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+class JSONProblem(Exception):
+    """Why a text is not JSON we accept; the message is one line, with `at line L column C` when known."""
+
+
+def _no_constant(name: str) -> Any:
+    raise JSONProblem(f"{name} is not a JSON number")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise JSONProblem(f"the number {text[:40]} is too large for a float")
+    return value
+
+
+def loads(text: str, *, allow_nan: bool = False) -> Any:
+    """Decode `text`; raise JSONProblem for anything Python's decoder or our limits reject.
+
+    With allow_nan, NaN and Infinity decode as floats, so a caller can name the key that holds one.
+    """
+    hooks: dict[str, Any] = {} if allow_nan else {"parse_constant": _no_constant, "parse_float": _finite}
+    try:
+        value = json.loads(text, **hooks)
+    except json.JSONDecodeError as exc:
+        raise JSONProblem(f"{exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    except RecursionError:
+        raise JSONProblem(f"nested deeper than {MAX_DEPTH} levels") from None
+    except ValueError as exc:
+        if "digits" in str(exc):
+            raise JSONProblem(f"an integer literal has more than {MAX_DIGITS} digits") from None
+        raise JSONProblem(str(exc).splitlines()[0]) from None
+    depth = _depth(value)
+    if depth > MAX_DEPTH:
+        raise JSONProblem(f"nested deeper than {MAX_DEPTH} levels")
+    return value
+
+
+def _depth(value: Any) -> int:
+    """How deeply arrays and objects nest in `value`, found without recursion."""
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, level)
+        if level <= MAX_DEPTH:
+            stack.extend((child, level + 1) for child in children)
+    return deepest
+
+
+def strings(value: Any) -> Iterator[str]:
+    """Every string in a decoded value, object keys included."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            yield item
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+
+
+def unstorable(text: str) -> str | None:
+    """Why Postgres or a UTF-8 file cannot hold `text`: a NUL character or a lone surrogate (None: fine)."""
+    if "\x00" in text:
+        return "a NUL character (U+0000), which Postgres cannot store"
+    found = _SURROGATE.search(text)
+    if found is not None:
+        code = ord(found.group())
+        return f"a lone surrogate (U+{code:04X}), which is not Unicode text and cannot be written as UTF-8"
+    return None
+
+
+def first_unstorable(value: Any) -> str | None:
+    """The problem of the first unstorable string anywhere in `value`, or None."""
+    for text in strings(value):
+        problem = unstorable(text)
+        if problem is not None:
+            return problem
+    return None
+
+
+def control_character(text: str) -> str | None:
+    """The first control or line-separator character in `text` as `U+000A` (None: there is none).
+
+    Ids, names and tags are printed in verdicts and reports, where a line break could forge a line.
+    """
+    for char in text:
+        if unicodedata.category(char) in ("Cc", "Zl", "Zp"):
+            return f"U+{ord(char):04X}"
+    return None

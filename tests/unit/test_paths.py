@@ -1,0 +1,62 @@
+"""Paths: inputs read with one-line reasons, outputs checked before the run, files written with the usual mode."""
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from pytest_ragretrieval.paths import Unreadable, display, output_problem, read_input, write_atomic
+
+
+def test_a_new_file_gets_the_mode_the_umask_gives(tmp_path: Path) -> None:
+    old = os.umask(0o027)
+    try:
+        from pytest_ragretrieval import paths
+
+        paths._umask.cache_clear()
+        write_atomic(tmp_path / "a.json", "{}\n")
+    finally:
+        os.umask(old)
+        paths._umask.cache_clear()
+    assert stat.S_IMODE((tmp_path / "a.json").stat().st_mode) == 0o640
+
+
+def test_an_existing_file_keeps_its_mode(tmp_path: Path) -> None:
+    target = tmp_path / "a.json"
+    target.write_text("old\n")
+    target.chmod(0o600)
+    write_atomic(target, "new\n")
+    assert target.read_text() == "new\n" and stat.S_IMODE(target.stat().st_mode) == 0o600
+
+
+def test_a_fifo_is_refused_without_blocking(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    os.mkfifo(tmp_path / "pipe")
+    with pytest.raises(Unreadable, match="^is not a regular file$"):
+        read_input(tmp_path / "pipe")
+
+
+def test_an_output_in_a_folder_that_cannot_be_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Checked with os.access, so root (which may write anywhere) is simulated by refusing access."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "locked").mkdir()
+    monkeypatch.setattr(os, "access", lambda path, mode: Path(path) != tmp_path / "locked")
+    assert output_problem(tmp_path / "locked" / "sub" / "r.md", {}) == "locked is not writable; give another path"
+    assert output_problem(tmp_path / "free" / "r.md", {}) is None
+
+
+def test_an_output_that_is_an_input_by_another_name(tmp_path: Path) -> None:
+    (tmp_path / "chunks.jsonl").write_text("{}\n")
+    (tmp_path / "link.jsonl").symlink_to("chunks.jsonl")
+    os.link(tmp_path / "chunks.jsonl", tmp_path / "hard.jsonl")
+    inputs = {"the chunks file": tmp_path / "chunks.jsonl"}
+    for name in ("link.jsonl", "hard.jsonl", "./chunks.jsonl"):
+        assert output_problem(tmp_path / name, inputs) == "is the chunks file, which writing would overwrite; give another path"
+
+
+def test_display_keeps_a_path_on_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert display(tmp_path / "a\nb.json") == "a\\nb.json"
+    assert display(tmp_path / "差旅 报销.json") == "差旅 报销.json"
