@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import DatabaseError
 from .dsn import one_line, redact, scrub
+from .hints import ALTERNATIVES, URL_ENV
 from .schemas import (
     DROP_LOCK_TIMEOUT,
     RUN_SCHEMA,
@@ -23,7 +24,7 @@ from .schemas import (
     reclaim,
     vector_row,
 )
-from .servers import ALTERNATIVES, STARTERS, URL_ENV, Choice, Server, open_connection
+from .servers import STARTERS, Choice, Server, open_connection
 
 if TYPE_CHECKING:
     import psycopg
@@ -52,9 +53,16 @@ class Database:
         return redact(self._server.dsn)
 
     @property
+    def notes(self) -> tuple[str, ...]:
+        """What starting the server did on the way, for the run header (a docker start's reclaim)."""
+        return self._server.notes
+
     def _hint(self) -> str:
+        """Built only when a connection fails: for a container it asks the engine for its state and logs."""
         if self.mode == "url":
             return f"check that the server is running and that the DSN from --rag-db-url or {URL_ENV} is right"
+        if self._server.diagnose is not None:
+            return f"the {self.mode} {self._server.diagnose('does not answer on its published port')}; {ALTERNATIVES}"
         return f"the {self.mode} server started but refuses connections; {ALTERNATIVES}"
 
     def _fail(self, what: str, exc: Exception) -> DatabaseError:

@@ -76,6 +76,8 @@ class Resources:
         database = open_database(choice, self.dsn)
         self._database = database
         self.out.line(f"rag: database {database.describe()} ({choice.reason}) in {time.perf_counter() - started:.2f}s")
+        for note in database.notes:
+            self.out.line(f"rag: {note}")
         vectors = self.embed([chunk.text for chunk in self.chunks], "embedding corpus")
         stats = self.embedder.stats
         started = time.perf_counter()
@@ -153,6 +155,6 @@ def database_mode(option: str | None, configured: str, url_option: str | None) -
 
 
 def database_url(url_option: str | None) -> str | None:
-    from .servers import URL_ENV
+    from .hints import URL_ENV
 
     return url_option or os.environ.get(URL_ENV) or None

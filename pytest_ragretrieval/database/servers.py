@@ -6,31 +6,26 @@ run without vector retrievers never pays for them.
 """
 from __future__ import annotations
 
-import os
 import shutil
-import socket
 import tempfile
 import warnings
 from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..errors import DatabaseError
+from .docker import docker_answers
+from .docker import start as start_container
 from .dsn import one_line, redact, scrub
+from .hints import ALTERNATIVES, INSTALL_HINT, URL_ENV
 
 if TYPE_CHECKING:
     import psycopg
 
-DOCKER_IMAGE = "pgvector/pgvector:pg16"
-DEFAULT_DOCKER_HOST = "unix:///var/run/docker.sock"
-URL_ENV = "RAG_EVAL_DATABASE_URL"
 READY_SECONDS = 30.0
-ALTERNATIVES = (
-    f"use --rag-db=embedded (a local Postgres from pgserver) or --rag-db=url with --rag-db-url DSN or {URL_ENV}"
-)
-INSTALL_HINT = "install them with: pip install 'pytest-ragretrieval[pgvector]'"
+CONNECT_TIMEOUT = 10
 
 
 @dataclass(frozen=True)
@@ -43,58 +38,15 @@ class Choice:
 
 @dataclass(frozen=True)
 class Server:
-    """A reachable server: its DSN, whether the whole server is ours, and how to stop it."""
+    """A reachable server: its DSN, whether the whole server is ours, how to stop it; for a container,
+    how to describe it when it stops answering, and what its start did on the way (header notes)."""
 
     dsn: str
     owned: bool
     stop: Callable[[], None]
     ready_seconds: float
-
-
-def _docker_host() -> tuple[str, str]:
-    """(the engine address the Docker SDK will use, how to name it in messages)."""
-    host = os.environ.get("DOCKER_HOST")
-    if host:
-        return host, f"{redact(host)} (from DOCKER_HOST)"
-    return DEFAULT_DOCKER_HOST, f"{DEFAULT_DOCKER_HOST} (the default socket; set DOCKER_HOST to use another)"
-
-
-def _unix_socket_listens(host: str, timeout: float) -> bool:
-    """Probe a unix socket ourselves: the SDK leaks its socket when the connect fails."""
-    if not host.startswith("unix://"):
-        return True
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
-        probe.settimeout(timeout)
-        try:
-            probe.connect(host[len("unix://"):])
-        except OSError:
-            return False
-    return True
-
-
-def _pings(timeout: float) -> bool:
-    """An unversioned ping with the SDK's version probe skipped, so any engine version answers."""
-    import docker
-    from docker.constants import MINIMUM_DOCKER_API_VERSION
-
-    client = docker.from_env(timeout=timeout, version=MINIMUM_DOCKER_API_VERSION)
-    try:
-        with client.api.get(f"{client.api.base_url}/_ping", timeout=timeout) as response:
-            return bool(response.ok) and str(response.text).strip() == "OK"
-    finally:
-        client.close()
-
-
-def docker_answers(timeout: float = 2.0) -> tuple[bool, str]:
-    """(whether a Docker engine answers a ping, what we saw and where we looked)."""
-    host, where = _docker_host()
-    try:
-        answered = _unix_socket_listens(host, timeout) and _pings(timeout)
-    except Exception:
-        answered = False
-    if not answered:
-        return False, f"no Docker engine answered at {where}"
-    return True, f"a Docker engine answered at {where}"
+    diagnose: Callable[[str], str] | None = None
+    notes: tuple[str, ...] = ()
 
 
 def choose(mode: str, dsn: str | None) -> Choice:
@@ -131,15 +83,19 @@ def require_psycopg() -> None:
         raise DatabaseError(f"vector retrievers need psycopg and pgvector; {INSTALL_HINT}") from None
 
 
-def open_connection(dsn: str, hint: str, *, autocommit: bool = False) -> psycopg.Connection:
-    """A psycopg connection, or a one-line DatabaseError that never shows the password."""
+def open_connection(dsn: str, hint: str | Callable[[], str], *, autocommit: bool = False) -> psycopg.Connection:
+    """A psycopg connection, or a one-line DatabaseError that never shows the password.
+
+    A callable hint runs only on failure (a container's hint asks the engine for its state and logs).
+    """
     require_psycopg()
     import psycopg
 
     try:
-        return psycopg.connect(dsn, autocommit=autocommit, connect_timeout=10)
+        return psycopg.connect(dsn, autocommit=autocommit, connect_timeout=CONNECT_TIMEOUT)
     except psycopg.Error as exc:
-        raise DatabaseError(f"cannot connect to {redact(dsn)}: {scrub(str(exc), dsn)}; {hint}") from None
+        said = hint() if callable(hint) else hint
+        raise DatabaseError(f"cannot connect to {redact(dsn)}: {scrub(str(exc), dsn)}; {said}") from None
 
 
 def _log_tail(log: Path) -> str:
@@ -183,43 +139,10 @@ def _start_embedded(dsn: str | None) -> Server:
     return Server(uri, owned=True, stop=stop, ready_seconds=READY_SECONDS)
 
 
-def _postgres_container_class() -> Any:
-    try:
-        from testcontainers.community.postgres import PostgresContainer
-    except ImportError:
-        try:
-            from testcontainers.postgres import PostgresContainer
-        except ImportError:
-            raise DatabaseError(f"--rag-db=docker needs testcontainers; {INSTALL_HINT}") from None
-    return PostgresContainer
-
-
 def _start_docker(dsn: str | None) -> Server:
-    """A throwaway `pgvector/pgvector:pg16` container; testcontainers waits until psql answers."""
-    container_class = _postgres_container_class()
-    container = None
-    try:
-        container = container_class(DOCKER_IMAGE, driver=None)
-        container.start()
-        url = container.get_connection_url()
-    except Exception as exc:
-        if container is not None:
-            with suppress(Exception):
-                container.stop()
-        raise DatabaseError(
-            f"the {DOCKER_IMAGE} container did not start: {one_line(str(exc))}; {ALTERNATIVES}"
-        ) from None
-
-    def stop() -> None:
-        try:
-            container.stop()
-        except Exception as exc:
-            raise DatabaseError(
-                f"could not stop the {DOCKER_IMAGE} container: {one_line(str(exc))}; "
-                "remove it with docker rm -f"
-            ) from None
-
-    return Server(url, owned=True, stop=stop, ready_seconds=READY_SECONDS)
+    """A labelled, throwaway pgvector container; leftovers of runs that are gone are removed first."""
+    started = start_container()
+    return Server(started.dsn, True, started.stop, READY_SECONDS, started.diagnose, started.notes)
 
 
 def _use_url(dsn: str | None) -> Server:

