@@ -19,6 +19,7 @@ def results_document(
 ) -> dict[str, Any]:
     """The baseline's format plus latency, diagnostics and the comparison with the baseline."""
     entries = {}
+    unavailable = {name: run.skipped for name, run in runs.items() if run.skipped is not None}
     for name, run in runs.items():
         if run.result is None:
             continue
@@ -39,7 +40,7 @@ def results_document(
                 for label, c in comparisons.items()
             }
         entries[name] = entry
-    return document(config.k, fingerprint, entries)
+    return document(config.k, fingerprint, entries, unavailable)
 
 
 def update_baseline(
