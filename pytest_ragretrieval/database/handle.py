@@ -12,7 +12,16 @@ from typing import TYPE_CHECKING
 
 from ..errors import DatabaseError
 from .dsn import one_line, redact, scrub
-from .servers import ALTERNATIVES, STARTERS, URL_ENV, Choice, Server, open_connection
+from .servers import (
+    ALTERNATIVES,
+    STARTERS,
+    STATEMENT_TIMEOUT,
+    URL_ENV,
+    Choice,
+    Server,
+    open_connection,
+    timeout_note,
+)
 
 if TYPE_CHECKING:
     import psycopg
@@ -51,7 +60,7 @@ class Database:
         return f"the {self.mode} server started but refuses connections; {ALTERNATIVES}"
 
     def _fail(self, what: str, exc: Exception) -> DatabaseError:
-        return DatabaseError(f"{what} on {self.dsn_safe}: {scrub(str(exc), self._server.dsn)}")
+        return DatabaseError(f"{what} on {self.dsn_safe}: {scrub(str(exc), self._server.dsn)}{timeout_note(exc)}")
 
     def _wait_ready(self) -> psycopg.Connection:
         """Connect, retrying while a server we just started finishes booting."""
@@ -97,6 +106,7 @@ class Database:
 
         with self._wait_ready() as conn:
             try:
+                conn.execute("SELECT set_config('statement_timeout', %s, false)", (STATEMENT_TIMEOUT,))
                 conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(self.schema)))
                 self._created_schema = True
             except psycopg.Error as exc:
@@ -128,6 +138,7 @@ class Database:
             conn.execute(
                 sql.SQL("SET search_path TO {}").format(sql.SQL(", ").join(map(sql.Identifier, path)))
             )
+            conn.execute("SELECT set_config('statement_timeout', %s, false)", (STATEMENT_TIMEOUT,))
             register_vector(conn)
             conn.commit()
         except psycopg.Error as exc:
@@ -150,10 +161,12 @@ class Database:
         with open_connection(self._server.dsn, self._hint, autocommit=True) as conn:
             try:
                 conn.execute("SELECT set_config('lock_timeout', %s, false)", (DROP_LOCK_TIMEOUT,))
+                conn.execute("SELECT set_config('statement_timeout', %s, false)", (STATEMENT_TIMEOUT,))
                 conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(self.schema)))
             except psycopg.Error as exc:
                 raise DatabaseError(
-                    f"could not drop schema {self.schema} on {self.dsn_safe}: {scrub(str(exc), self._server.dsn)}; "
+                    f"could not drop schema {self.schema} on {self.dsn_safe}: {scrub(str(exc), self._server.dsn)}"
+                    f"{timeout_note(exc)}; "
                     f"drop it by hand (DROP SCHEMA {_quote(self.schema)} CASCADE)"
                 ) from None
 

@@ -417,3 +417,30 @@ def test_import_costs_nothing() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"
+
+
+def test_a_role_with_a_tiny_statement_timeout_still_works(target: Target) -> None:
+    _run(
+        target.uri(),
+        "DROP ROLE IF EXISTS rag_hurried",
+        "CREATE ROLE rag_hurried LOGIN",
+        "ALTER ROLE rag_hurried SET statement_timeout = '1ms'",
+        "GRANT CREATE ON DATABASE withvec TO rag_hurried",
+    )
+    dsn = f"postgresql://rag_hurried@/withvec?host={target.socket_dir}"
+    with open_database(choose("url", dsn), dsn) as db:
+        assert seed_and_rank(db) == EXPECTED_RANKING
+        with db.connect() as conn:
+            assert conn.execute("SHOW statement_timeout").fetchone() == ("5min",)
+
+
+def test_a_server_that_never_answers_is_given_up_at_the_connect_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_ragretrieval.database import servers
+
+    monkeypatch.setattr(servers, "CONNECT_TIMEOUT", 2)
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(1)
+        dsn = f"postgresql://bob@127.0.0.1:{silent.getsockname()[1]}/db"
+        with pytest.raises(DatabaseError, match=r"^cannot connect to postgresql://bob@127\.0\.0\.1:\d+/db within 2 s \(connect_timeout\): "):
+            open_database(choose("url", dsn), dsn)
