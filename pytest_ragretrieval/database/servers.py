@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import DatabaseError
+from . import leftovers
 from .dsn import one_line, redact, scrub
 
 if TYPE_CHECKING:
@@ -27,6 +28,10 @@ DOCKER_IMAGE = "pgvector/pgvector:pg16"
 DEFAULT_DOCKER_HOST = "unix:///var/run/docker.sock"
 URL_ENV = "RAG_EVAL_DATABASE_URL"
 READY_SECONDS = 30.0
+CONNECT_TIMEOUT = 10
+"""Seconds libpq waits for a server to accept a connection (`connect_timeout`)."""
+STATEMENT_TIMEOUT = "5min"
+"""`statement_timeout` of the plugin's own sessions: a role's own (a tiny one, say) never applies to them."""
 ALTERNATIVES = (
     f"use --rag-db=embedded (a local Postgres from pgserver) or --rag-db=url with --rag-db-url DSN or {URL_ENV}"
 )
@@ -131,9 +136,19 @@ def open_connection(dsn: str, hint: str, *, autocommit: bool = False) -> psycopg
     import psycopg
 
     try:
-        return psycopg.connect(dsn, autocommit=autocommit, connect_timeout=10)
+        return psycopg.connect(dsn, autocommit=autocommit, connect_timeout=CONNECT_TIMEOUT)
     except psycopg.Error as exc:
-        raise DatabaseError(f"cannot connect to {redact(dsn)}: {scrub(str(exc), dsn)}; {hint}") from None
+        raise DatabaseError(
+            f"cannot connect to {redact(dsn)} within {CONNECT_TIMEOUT} s (connect_timeout): "
+            f"{scrub(str(exc), dsn)}; {hint}"
+        ) from None
+
+
+def timeout_note(exc: Exception) -> str:
+    """Names our statement_timeout when it is what cancelled a statement, so the message says which limit hit."""
+    if type(exc).__name__ != "QueryCanceled":
+        return ""
+    return f" (the plugin's sessions run with statement_timeout = {STATEMENT_TIMEOUT})"
 
 
 def _log_tail(log: Path) -> str:
@@ -145,21 +160,27 @@ def _log_tail(log: Path) -> str:
 
 
 def _start_embedded(dsn: str | None) -> Server:
-    """pgserver in a fresh temporary folder; stopping it removes the folder."""
+    """pgserver in a fresh temporary folder, marked as this run's (see leftovers); stopping it removes the folder."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             from pgserver import get_server  # type: ignore[attr-defined]
     except ImportError:
         raise DatabaseError(f"--rag-db=embedded needs pgserver; {INSTALL_HINT}") from None
-    folder = Path(tempfile.mkdtemp(prefix="rag-eval-pg-"))
+    folder = Path(tempfile.mkdtemp(prefix=leftovers.PREFIX))
+    marker = leftovers.mark(folder)
     try:
         server = get_server(folder / "data", cleanup_mode="delete")
         socket_dir = server.get_postmaster_info().socket_dir
         uri = server.get_uri()
-    except Exception as exc:
+    except BaseException as exc:
         tail = _log_tail(folder / "data" / "log")
+        leftovers.stop_postmaster(folder / "data")
         shutil.rmtree(folder, ignore_errors=True)
+        if marker is not None:
+            marker.close()
+        if not isinstance(exc, Exception):
+            raise
         raise DatabaseError(
             f"the embedded Postgres (pgserver) did not start: {one_line(str(exc))}{tail}; "
             "use --rag-db=docker or --rag-db=url instead"
@@ -173,6 +194,8 @@ def _start_embedded(dsn: str | None) -> Server:
             if socket_dir is not None and folder not in socket_dir.parents:
                 with suppress(OSError):
                     socket_dir.rmdir()
+            if marker is not None:
+                marker.close()
 
     return Server(uri, owned=True, stop=stop, ready_seconds=READY_SECONDS)
 
