@@ -4,7 +4,7 @@ Nothing heavy is imported unless `--rag-eval` or `--rag-update-baseline` is give
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +18,8 @@ if TYPE_CHECKING:
     from .session import RagSession
 
 SESSION: pytest.StashKey[RagSession] = pytest.StashKey()
+RESTORE_SIGTERM: pytest.StashKey[Callable[[], None]] = pytest.StashKey()
+INTERRUPTED: pytest.StashKey[bool] = pytest.StashKey()
 MARKER = "rag_eval"
 
 
@@ -71,6 +73,7 @@ def pytest_configure(config: pytest.Config) -> None:
         )
     from .errors import RagError
     from .session import Options, RagSession
+    from .signals import handle_sigterm
 
     options = Options(
         rootpath=config.rootpath,
@@ -90,6 +93,9 @@ def pytest_configure(config: pytest.Config) -> None:
     except RagError as exc:
         raise pytest.UsageError(str(exc)) from None
     config.stash[SESSION] = session
+    restore = handle_sigterm()
+    if restore is not None:
+        config.stash[RESTORE_SIGTERM] = restore
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
@@ -187,9 +193,13 @@ def _output(config: pytest.Config) -> Any:
     )
 
 
-def pytest_sessionfinish(session: pytest.Session) -> None:
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     rag = session.config.stash.get(SESSION, None)
     if rag is None:
+        return
+    if exitstatus == pytest.ExitCode.INTERRUPTED:
+        session.config.stash[INTERRUPTED] = True
+        rag.update_lines.append("rag: interrupted: no results, reports or baseline written")
         return
     from .errors import RagError
 
@@ -208,6 +218,10 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     from .errors import RagError
 
     terminalreporter.section("rag retrieval")
+    if terminalreporter.config.stash.get(INTERRUPTED, False):
+        for line in rag.update_lines:
+            terminalreporter.write_line(line)
+        return
     try:
         lines = rag.summary_lines()
     except RagError as exc:
@@ -219,6 +233,14 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    """Stop the server, drop the schema, remove the container: a second Ctrl-C or SIGTERM cannot cut this short."""
     rag = config.stash.get(SESSION, None)
-    if rag is not None:
+    if rag is None:
+        return
+    from .signals import deferred
+
+    with deferred():
         rag.close()
+    restore = config.stash.get(RESTORE_SIGTERM, None)
+    if restore is not None:
+        restore()

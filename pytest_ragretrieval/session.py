@@ -145,6 +145,7 @@ class RagSession:
     def prepare(self, out: Output) -> None:
         """Run every retriever a selected item needs, before the items report, with progress."""
         self.resources.out = out
+        self.resources.reclaim()
         for name in dict.fromkeys(key.retriever for key in self.selected):
             self.run(name, out)
 

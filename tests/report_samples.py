@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from pytest_ragretrieval.gate.checks import Comparison
+from pytest_ragretrieval.report.build import UNAVAILABLE
 from pytest_ragretrieval.report.model import (
     ChunkView,
     Failure,
@@ -43,12 +44,12 @@ def sample_input() -> ReportInput:
         no_answer_total=1, no_answer_empty=0, latency_p50=1.2, latency_p95=3.4,
         diagnostics={"pool_recall@20": 0.9},
     )
-    skipped = RetrieverView(name="hybrid_rerank", type="rerank", status="skipped", reason="cross-encoder not available")
+    skipped = RetrieverView(name="hybrid_rerank", type="rerank", status="unavailable", reason="cross-encoder not available")
     return ReportInput(
         k=5, metrics=labels,
         definitions={"precision@5": "relevant chunks in the top k / k", "ndcg@5": "DCG@k / ideal DCG@k"},
         questions=questions, chunks=chunks, retrievers=(ran, skipped),
-        embedder="sentence-transformers:all-MiniLM-L6-v2", rerankers=("BAAI/bge-reranker-base",),
+        embedder="sentence-transformers:all-MiniLM-L6-v2", rerankers=("BAAI/bge-reranker-base" + UNAVAILABLE,),
         database="embedded: PostgreSQL 16.2, pgvector 0.6.2", baseline_path="baselines/retrieval.json",
         comparable=True, notes=("the eval set has 2 answerable questions, fewer than 20",),
         failures=(Failure("rag::hybrid::ndcg@5", "hybrid", "ndcg@5", "ndcg@5 of 'hybrid' fell from 0.8500 to 0.7500"),),

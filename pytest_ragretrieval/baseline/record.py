@@ -24,6 +24,7 @@ def results_document(
     retrievers skipped here (`unavailable`) and the gate's failed items (`failures`), so that
     `ragretrieval comment` can say what failed without judging again."""
     entries = {}
+    unavailable = {name: run.skipped for name, run in runs.items() if run.skipped is not None}
     for name, run in runs.items():
         if run.result is None:
             continue
@@ -44,8 +45,7 @@ def results_document(
                 for label, c in comparisons.items()
             }
         entries[name] = entry
-    skipped = {name: run.skipped for name, run in runs.items() if run.skipped is not None}
-    doc = document(config.k, fingerprint, entries, skipped)
+    doc = document(config.k, fingerprint, entries, unavailable)
     doc["failures"] = [
         {"item": key.nodeid, "retriever": key.retriever, "metric": key.nodeid_name,
          "summary": outcome.summary, "details": list(outcome.details)}

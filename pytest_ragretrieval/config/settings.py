@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..embedding import check_spec
-from ..embedding.base import EmbedderSettings
+from ..embedding.base import DEFAULT_RETRIES, DEFAULT_TIMEOUT, EmbedderSettings
 from ..errors import ConfigError
 from ..paths import Unreadable, absolute, display, read_input
 from ..retrievers import RetrieverSpec, parse_spec
@@ -72,6 +72,8 @@ class Config:
     embedding_id: str | None = None
     embedding_base_url: str | None = None
     embedding_batch_size: int = 64
+    embedding_timeout: float = DEFAULT_TIMEOUT
+    embedding_retries: int = DEFAULT_RETRIES
     cache_dir: Path = Path(".rag-cache")
     index: IndexSettings = IndexSettings()
     significance: str = "none"
@@ -87,7 +89,8 @@ class Config:
     @property
     def embedder_settings(self) -> EmbedderSettings:
         return EmbedderSettings(
-            root=self.root, batch_size=self.embedding_batch_size, id=self.embedding_id, base_url=self.embedding_base_url
+            root=self.root, batch_size=self.embedding_batch_size, id=self.embedding_id,
+            base_url=self.embedding_base_url, timeout=self.embedding_timeout, retries=self.embedding_retries,
         )
 
     def retriever(self, name: str) -> RetrieverSpec:
@@ -271,6 +274,8 @@ def load_config(config_option: str | None, rootpath: Path) -> Config:
         embedding_id=embedding_id,
         embedding_base_url=table.text("embedding_base_url", None),
         embedding_batch_size=table.integer("embedding_batch_size", 64, minimum=1),
+        embedding_timeout=table.number("embedding_timeout", DEFAULT_TIMEOUT, minimum=0.1, maximum=3600.0),
+        embedding_retries=table.integer("embedding_retries", DEFAULT_RETRIES, minimum=0),
         cache_dir=path("cache", ".rag-cache"),
         index=_index(table),
         significance=table.text("significance", "none", choices=SIGNIFICANCE),

@@ -1,11 +1,14 @@
-"""Keeping DSN passwords out of every message: the DSN redacted, driver messages scrubbed, one line each."""
+"""Keeping DSN passwords out of every message: the DSN redacted, driver messages scrubbed, one line each.
+
+The masking itself (by value, before any cutting) is `redact.py`'s, shared with the embedders.
+"""
 from __future__ import annotations
 
 import re
-from urllib.parse import quote, unquote
 
-MASK = "***"
-MESSAGE_LIMIT = 400
+from ..redact import MASK, mask, one_line
+
+__all__ = ["MASK", "one_line", "passwords", "redact", "scrub"]
 
 _URL_FORM = re.compile(r"^(?P<scheme>\s*[a-z][a-z0-9+.-]*://)(?P<rest>.*)$", re.IGNORECASE | re.DOTALL)
 _URL_PASSWORD_PARAM = re.compile(r"(?P<key>[?&]password=)(?P<value>[^&#]*)", re.IGNORECASE)
@@ -39,8 +42,8 @@ def _parsed_password(dsn: str) -> str | None:
     return str(value) if value else None
 
 
-def _passwords(dsn: str) -> set[str]:
-    """Every spelling of the DSN's password: as written, decoded, encoded, and as libpq parses it."""
+def passwords(dsn: str) -> set[str]:
+    """The DSN's password as written and as libpq parses it (redact.mask adds the encoded spellings)."""
     found = {_parsed_password(dsn) or ""}
     match = _URL_FORM.match(dsn)
     if match:
@@ -50,16 +53,7 @@ def _passwords(dsn: str) -> set[str]:
     else:
         for m in _KV_PASSWORD.finditer(dsn):
             found.update({m.group("value"), m.group("value").strip("'")})
-    forms = set()
-    for password in filter(None, found):
-        forms.update({password, unquote(password), quote(password, safe=""), quote(password, safe=" +")})
-    return {form for form in forms if form and form != MASK}
-
-
-def _mask_literal(text: str, passwords: set[str]) -> str:
-    for password in sorted(passwords, key=len, reverse=True):
-        text = text.replace(password, MASK)
-    return text
+    return {password for password in found if password and password != MASK}
 
 
 def redact(dsn: str) -> str:
@@ -71,18 +65,12 @@ def redact(dsn: str) -> str:
         safe = _KV_PASSWORD.sub(lambda m: m.group("key") + MASK, dsn)
     if MASK in safe:
         return safe
-    return _mask_literal(safe, _passwords(dsn))
+    return mask(safe, passwords(dsn), shortest=1)
 
 
 def scrub(message: str, dsn: str) -> str:
-    """A driver message on one line, with the DSN's password and any echoed DSN masked."""
-    text = _mask_literal(message, _passwords(dsn))
+    """A driver message on one line, with the DSN's password and any echoed DSN masked, then cut."""
+    text = mask(message, passwords(dsn), shortest=1)
     text = _EMBEDDED_URL.sub(lambda m: redact(m.group(0)), text)
     text = _KV_PASSWORD.sub(lambda m: m.group("key") + MASK, text)
     return one_line(text)
-
-
-def one_line(text: str, limit: int = MESSAGE_LIMIT) -> str:
-    """Whitespace collapsed and long driver or Docker output cut, so every error stays one line."""
-    line = " ".join(text.split()) or "no message"
-    return line if len(line) <= limit else line[: limit - 3] + "..."

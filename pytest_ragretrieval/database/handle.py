@@ -24,7 +24,7 @@ from .schemas import (
     reclaim,
     vector_row,
 )
-from .servers import STARTERS, Choice, Server, open_connection
+from .servers import STARTERS, STATEMENT_TIMEOUT, Choice, Server, open_connection, timeout_note
 
 if TYPE_CHECKING:
     import psycopg
@@ -66,7 +66,7 @@ class Database:
         return f"the {self.mode} server started but refuses connections; {ALTERNATIVES}"
 
     def _fail(self, what: str, exc: Exception) -> DatabaseError:
-        return DatabaseError(f"{what} on {self.dsn_safe}: {scrub(str(exc), self._server.dsn)}")
+        return DatabaseError(f"{what} on {self.dsn_safe}: {scrub(str(exc), self._server.dsn)}{timeout_note(exc)}")
 
     def _wait_ready(self) -> psycopg.Connection:
         """Connect, retrying while a server we just started finishes booting."""
@@ -117,12 +117,7 @@ class Database:
             try:
                 self._set_up(conn)
             except psycopg.errors.QueryCanceled as exc:
-                user = conn.info.user
-                raise self._fail(
-                    f"setting up schema {self.schema} was cancelled by the server, not refused: the statement_timeout "
-                    f"of role {user} is too short (raise it: ALTER ROLE {quoted(user)} SET statement_timeout = '5min')",
-                    exc,
-                ) from None
+                raise self._fail(f"setting up schema {self.schema} was cancelled, not refused", exc) from None
             self.server_version = conn.info.parameter_status("server_version") or "?"
             host = conn.info.host
             self.where = f"{host}:{conn.info.port}/{conn.info.dbname}" if host else f"/{conn.info.dbname}"
@@ -141,6 +136,7 @@ class Database:
             conn.execute(
                 sql.SQL("SET search_path TO {}").format(sql.SQL(", ").join(map(sql.Identifier, path)))
             )
+            conn.execute("SELECT set_config('statement_timeout', %s, false)", (STATEMENT_TIMEOUT,))
             register_vector(conn)
             conn.commit()
         except psycopg.Error as exc:
@@ -153,6 +149,7 @@ class Database:
         import psycopg
         from psycopg import sql
 
+        conn.execute("SELECT set_config('statement_timeout', %s, false)", (STATEMENT_TIMEOUT,))
         if not self._server.owned:
             self._claim(conn)
         try:
@@ -194,11 +191,13 @@ class Database:
 
         with open_connection(self._server.dsn, self._hint, autocommit=True) as conn:
             try:
+                conn.execute("SELECT set_config('statement_timeout', %s, false)", (STATEMENT_TIMEOUT,))
                 conn.execute("SELECT set_config('lock_timeout', %s, false)", (DROP_LOCK_TIMEOUT,))
                 conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(self.schema)))
             except psycopg.Error as exc:
                 raise DatabaseError(
-                    f"could not drop schema {self.schema} on {self.dsn_safe}: {scrub(str(exc), self._server.dsn)}; "
+                    f"could not drop schema {self.schema} on {self.dsn_safe}: {scrub(str(exc), self._server.dsn)}"
+                    f"{timeout_note(exc)}; "
                     f"drop it by hand (DROP SCHEMA {quoted(self.schema)} CASCADE)"
                 ) from None
 

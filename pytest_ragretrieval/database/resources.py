@@ -27,14 +27,16 @@ class Resources:
         self._database: Any = None
         self._table: str | None = None
         self._failure: Exception | None = None
+        self._embedding_error: str | None = None
 
     @property
     def embedder(self) -> Any:
         if self._embedder is None:
             from ..embedding import make_embedder
+            from ..embedding.base import FailOnce
             from ..embedding.cached import CachedEmbedder
 
-            self._embedder = CachedEmbedder(make_embedder(self.config), self.cache, self.out)
+            self._embedder = CachedEmbedder(FailOnce(make_embedder(self.config)), self.cache, self.out)
         return self._embedder
 
     def embed(self, texts: list[str], label: str | None = None) -> Any:
@@ -52,11 +54,14 @@ class Resources:
         When the embedder cannot say (no model, no key), the error takes the dimension's place:
         the fingerprint then differs from any recorded one, and the item shows the error.
         """
+        if self._embedding_error is not None:
+            return {"id": self.embedding_id, "error": self._embedding_error}
         try:
             first = min(self.chunks, key=lambda chunk: chunk.id)
             dimension = self.embedder.dimension or self.embed([first.text], "embedding one chunk").shape[1]
         except RagError as exc:
-            return {"id": self.embedding_id, "error": str(exc)}
+            self._embedding_error = str(exc)
+            return {"id": self.embedding_id, "error": self._embedding_error}
         return {"id": self.embedder.id, "dimension": int(dimension)}
 
     @property
@@ -67,10 +72,17 @@ class Resources:
         return self.cache.namespace(kind, model_id, ext="f64")
 
     def _start(self) -> Any:
+        """Embed the corpus, then start and seed the database.
+
+        Embeddings are cached and a started server is not, so this order never loses work, and an
+        embedder that fails (a dead server, a missing key) costs no database start.
+        """
         from .handle import open_database
         from .seed import seed, table_label
         from .servers import choose
 
+        vectors = self.embed([chunk.text for chunk in self.chunks], "embedding corpus")
+        stats = self.embedder.stats
         started = time.perf_counter()
         choice = choose(self.db_mode, self.dsn)
         database = open_database(choice, self.dsn)
@@ -78,8 +90,6 @@ class Resources:
         self.out.line(f"rag: database {database.describe()} ({choice.reason}) in {time.perf_counter() - started:.2f}s")
         for note in database.notes:
             self.out.line(f"rag: {note}")
-        vectors = self.embed([chunk.text for chunk in self.chunks], "embedding corpus")
-        stats = self.embedder.stats
         started = time.perf_counter()
         conn = database.connect()
         try:
@@ -94,6 +104,18 @@ class Resources:
             f"in {time.perf_counter() - started:.2f}s"
         )
         return database
+
+    def reclaim(self) -> None:
+        """Stop and remove embedded servers whose run was killed, and say so (see database.leftovers)."""
+        from .leftovers import reclaim
+
+        found = reclaim()
+        if found:
+            names = ", ".join(path.name for path in found)
+            self.out.line(
+                f"rag: reclaimed {len(found)} embedded Postgres server{'s' if len(found) > 1 else ''} "
+                f"left by killed runs ({names})"
+            )
 
     @property
     def database(self) -> Any:

@@ -13,6 +13,7 @@ import numpy
 from ..errors import ConfigError, DatabaseError, RagError
 from ..evalset.records import Chunk
 from .dsn import scrub
+from .servers import timeout_note
 
 if TYPE_CHECKING:
     import psycopg
@@ -128,7 +129,7 @@ def seed(
         conn.commit()
     except psycopg.Error as exc:
         conn.rollback()
-        raise DatabaseError(f"cannot seed {table_label(schema)}: {scrub(str(exc), '')}") from None
+        raise DatabaseError(f"cannot seed {table_label(schema)}: {scrub(str(exc), '')}{timeout_note(exc)}") from None
 
 
 def configure_search(conn: psycopg.Connection, index: IndexSettings) -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import DatabaseError
+from . import leftovers
 from .docker import docker_answers
 from .docker import start as start_container
 from .dsn import one_line, redact, scrub
@@ -26,6 +27,9 @@ if TYPE_CHECKING:
 
 READY_SECONDS = 30.0
 CONNECT_TIMEOUT = 10
+"""Seconds libpq waits for a server to accept a connection (`connect_timeout`)."""
+STATEMENT_TIMEOUT = "5min"
+"""`statement_timeout` of the plugin's own sessions: a role's own (a tiny one, say) never applies to them."""
 
 
 @dataclass(frozen=True)
@@ -95,7 +99,17 @@ def open_connection(dsn: str, hint: str | Callable[[], str], *, autocommit: bool
         return psycopg.connect(dsn, autocommit=autocommit, connect_timeout=CONNECT_TIMEOUT)
     except psycopg.Error as exc:
         said = hint() if callable(hint) else hint
-        raise DatabaseError(f"cannot connect to {redact(dsn)}: {scrub(str(exc), dsn)}; {said}") from None
+        raise DatabaseError(
+            f"cannot connect to {redact(dsn)} within {CONNECT_TIMEOUT} s (connect_timeout): "
+            f"{scrub(str(exc), dsn)}; {said}"
+        ) from None
+
+
+def timeout_note(exc: Exception) -> str:
+    """Names our statement_timeout when it is what cancelled a statement, so the message says which limit hit."""
+    if type(exc).__name__ != "QueryCanceled":
+        return ""
+    return f" (the plugin's sessions run with statement_timeout = {STATEMENT_TIMEOUT})"
 
 
 def _log_tail(log: Path) -> str:
@@ -107,21 +121,27 @@ def _log_tail(log: Path) -> str:
 
 
 def _start_embedded(dsn: str | None) -> Server:
-    """pgserver in a fresh temporary folder; stopping it removes the folder."""
+    """pgserver in a fresh temporary folder, marked as this run's (see leftovers); stopping it removes the folder."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             from pgserver import get_server  # type: ignore[attr-defined]
     except ImportError:
         raise DatabaseError(f"--rag-db=embedded needs pgserver; {INSTALL_HINT}") from None
-    folder = Path(tempfile.mkdtemp(prefix="rag-eval-pg-"))
+    folder = Path(tempfile.mkdtemp(prefix=leftovers.PREFIX))
+    marker = leftovers.mark(folder)
     try:
         server = get_server(folder / "data", cleanup_mode="delete")
         socket_dir = server.get_postmaster_info().socket_dir
         uri = server.get_uri()
-    except Exception as exc:
+    except BaseException as exc:
         tail = _log_tail(folder / "data" / "log")
+        leftovers.stop_postmaster(folder / "data")
         shutil.rmtree(folder, ignore_errors=True)
+        if marker is not None:
+            marker.close()
+        if not isinstance(exc, Exception):
+            raise
         raise DatabaseError(
             f"the embedded Postgres (pgserver) did not start: {one_line(str(exc))}{tail}; "
             "use --rag-db=docker or --rag-db=url instead"
@@ -135,6 +155,8 @@ def _start_embedded(dsn: str | None) -> Server:
             if socket_dir is not None and folder not in socket_dir.parents:
                 with suppress(OSError):
                     socket_dir.rmdir()
+            if marker is not None:
+                marker.close()
 
     return Server(uri, owned=True, stop=stop, ready_seconds=READY_SECONDS)
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -18,6 +18,12 @@ class Embedder(Protocol):
     def embed(self, texts: list[str]) -> np.ndarray: ...
 
 
+DEFAULT_TIMEOUT = 30.0
+"""`embedding_timeout`: seconds one request to an embeddings server may take, answer included."""
+DEFAULT_RETRIES = 2
+"""`embedding_retries`: further attempts of a request after a timeout, a lost connection, a 429 or a 5xx."""
+
+
 @dataclass(frozen=True)
 class EmbedderSettings:
     """The config's embedder keys; `id` (embedding_id) replaces the derived id of any embedder."""
@@ -26,6 +32,8 @@ class EmbedderSettings:
     batch_size: int = 64
     id: str | None = None
     base_url: str | None = None
+    timeout: float = DEFAULT_TIMEOUT
+    retries: int = DEFAULT_RETRIES
 
 
 def check_vectors(embedder_id: str, vectors: object, rows: int, dimension: int | None = None) -> np.ndarray:
@@ -61,3 +69,31 @@ def check_vectors(embedder_id: str, vectors: object, rows: int, dimension: int |
             f"(first at position {first}); it must return finite numbers"
         )
     return array
+
+
+class FailOnce:
+    """An embedder that failed once stays failed for the session: every later caller gets the same error at once.
+
+    Without this, each consumer (the vector retriever, then hybrid and rerank through it, the
+    fingerprint) would wait through a dead server's timeouts and retries again.
+    """
+
+    def __init__(self, embedder: Embedder) -> None:
+        self.embedder = embedder
+        self.id = embedder.id
+        self.failure: Exception | None = None
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        if self.failure is not None:
+            raise self.failure
+        try:
+            return self.embedder.embed(texts)
+        except Exception as exc:
+            self.failure = exc
+            raise
+
+    def __getattr__(self, name: str) -> Any:
+        """Everything else (batch_size, dimension, ...) is the wrapped embedder's."""
+        if name == "embedder":
+            raise AttributeError(name)
+        return getattr(self.embedder, name)

@@ -1,15 +1,22 @@
 """`openai:<model>`: OpenAI's embeddings API, or any compatible server (vLLM, Ollama, TEI) at base_url.
 
 The client runs with max_retries=0 and we retry ourselves, so the policy is deterministic and
-testable: 429, 5xx, timeouts and connection errors back off exponentially (Retry-After wins,
-capped); any other 4xx fails at once. The API key never appears in a message.
+testable. Every request has a deadline (`embedding_timeout`, the whole answer included, so a
+server that trickles bytes cannot hold the run); 429, 5xx, timeouts and lost connections are
+tried `embedding_retries` more times with exponential backoff (Retry-After wins); any other 4xx,
+and any 200 whose body is not an embeddings answer, fails at once with a line naming the batch.
+Across the session the embedder may lose at most `budget` seconds to failures (one request's
+attempts and waits); a Retry-After beyond that fails at once. Secrets (the key sent, a password
+in base_url) are masked by value before any message is cut.
 """
 from __future__ import annotations
 
 import base64
+import binascii
 import email.utils
+import json
 import os
-import re
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -18,16 +25,22 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from ..errors import RagError
-from .base import EmbedderSettings, check_vectors
+from ..redact import mask, safe_line
+from .base import DEFAULT_RETRIES, DEFAULT_TIMEOUT, EmbedderSettings, check_vectors
 
 DEFAULT_MODEL = "text-embedding-3-small"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
-_KEY_LIKE = re.compile(r"\bsk-[A-Za-z0-9_*.\-]{3,}")
+PLACEHOLDER_KEY = "unused"
+"""Sent to servers at embedding_base_url when no key is set: they need none, the client needs one."""
+SERVER_TEXT = 300
+"""How much of a server's own message a line quotes, after masking."""
+RETRIED = {408, 409, 429}
 _HINTS = {
     401: "; check OPENAI_API_KEY",
     403: "; check OPENAI_API_KEY and the key's permissions",
     404: "; check the model name and embedding_base_url",
 }
+_ANSWER_SHAPE = '{"data": [{"index": 0, "embedding": [...]}, ...]}'
 
 
 def where(base_url: str | None) -> str:
@@ -40,13 +53,15 @@ def where(base_url: str | None) -> str:
     return f"{parts.scheme}://{host}{port}{parts.path.rstrip('/')}" if parts.scheme else base_url.rstrip("/")
 
 
+class _Deadline(Exception):
+    """A request still unanswered when its deadline passed."""
+
+
 class OpenAIEmbedder:
-    """Batches of `batch_size` texts, each retried up to `max_attempts` times."""
+    """Batches of `batch_size` texts; each request has a deadline, and every failure spends one budget."""
 
     base_delay: float = 0.5
-    max_attempts: int = 5
-    max_retry_after: float = 30.0
-    timeout: float = 60.0
+    max_delay: float = 8.0
 
     def __init__(
         self,
@@ -56,22 +71,49 @@ class OpenAIEmbedder:
         api_key: str | None = None,
         batch_size: int = 64,
         id: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        retries: int = DEFAULT_RETRIES,
         sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.model = model or DEFAULT_MODEL
         self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or "").rstrip("/") or None
         self.batch_size = batch_size
         self.id = id or f"openai:{self.model}@{where(self.base_url)}"
+        self.timeout = timeout
+        self.retries = retries
         self.sleep = sleep
+        self.clock = clock
+        self.lost = 0.0
+        """Seconds this session lost to failed attempts and waits, against `budget`."""
         self._api_key = api_key
         self._secret = ""
         self._client: Any = None
+        self._dimension: tuple[int, str] | None = None
+
+    @property
+    def attempts(self) -> int:
+        return self.retries + 1
+
+    def backoff(self, attempt: int) -> float:
+        """The wait after failed attempt `attempt` (from 1) when the server names none."""
+        return float(min(self.base_delay * 2 ** (attempt - 1), self.max_delay))
+
+    @property
+    def budget(self) -> float:
+        """What the embedder may lose to failures in one session: one request's attempts and waits."""
+        return self.timeout * self.attempts + sum(self.backoff(n) for n in range(1, self.attempts))
 
     def embed(self, texts: list[str]) -> np.ndarray:
         client = self._connect()
         texts = list(texts)
         starts = range(0, len(texts), self.batch_size)
-        parts = [self._batch(client, texts[start:start + self.batch_size]) for start in starts]
+        if self._dimension is not None:
+            self._dimension = (self._dimension[0], "earlier answers")
+        parts = []
+        for number, start in enumerate(starts, 1):
+            label = f"batch {number} of {len(starts)}"
+            parts.append(self._batch(client, texts[start:start + self.batch_size], label))
         if not parts:
             return np.zeros((0, 0), dtype=np.float32)
         return np.concatenate(parts)
@@ -79,7 +121,7 @@ class OpenAIEmbedder:
     def _connect(self) -> Any:
         if self._client is not None:
             return self._client
-        key = self._api_key or os.environ.get("OPENAI_API_KEY") or ("unused" if self.base_url else "")
+        key = self._api_key or os.environ.get("OPENAI_API_KEY") or (PLACEHOLDER_KEY if self.base_url else "")
         if not key:
             raise RagError(
                 f"embedder {self.id!r} needs an API key: set OPENAI_API_KEY, "
@@ -91,56 +133,149 @@ class OpenAIEmbedder:
             raise RagError(
                 f"embedder {self.id!r} needs the openai client ({exc}); pip install 'pytest-ragretrieval[openai]'"
             ) from None
-        self._secret = key
+        self._secret = "" if key == PLACEHOLDER_KEY else key
         self._client = openai.OpenAI(
             base_url=self.base_url or DEFAULT_BASE_URL, api_key=key, max_retries=0, timeout=self.timeout
         )
         return self._client
 
-    def _batch(self, client: Any, batch: list[str]) -> np.ndarray:
-        import openai
+    @property
+    def _secrets(self) -> list[str]:
+        """The values no message may show: the key we sent and a password written into base_url."""
+        password = urlsplit(self.base_url).password if self.base_url else None
+        return [secret for secret in (self._secret, password) if secret]
 
-        failure = ""
-        for attempt in range(1, self.max_attempts + 1):
-            wait: float | None = None
-            try:
-                response = client.embeddings.create(model=self.model, input=batch, encoding_format="float")
-                return self._vectors(response, len(batch))
-            except openai.APIStatusError as exc:
-                status = exc.status_code
-                if status != 429 and status < 500:
-                    raise RagError(
-                        f"embedder {self.id!r}: HTTP {status} from the server: "
-                        f"{self._message(exc)}{_HINTS.get(status, '')}"
-                    ) from None
-                failure = f"HTTP {status} ({self._message(exc)})"
-                wait = retry_after(exc.response.headers)
-            except openai.APITimeoutError:
-                failure = f"timeout ({self.timeout:g}s per request)"
-            except openai.APIConnectionError as exc:
-                failure = f"connection failed ({self._redact(str(exc.__cause__ or exc))})"
-            except openai.OpenAIError as exc:
-                raise RagError(f"embedder {self.id!r}: {self._redact(type(exc).__name__ + ': ' + str(exc))}") from None
-            if attempt < self.max_attempts:
-                delay = wait if wait is not None else self.base_delay * 2 ** (attempt - 1)
-                self.sleep(min(delay, self.max_retry_after))
-        raise RagError(
-            f"embedder {self.id!r}: {failure} after {self.max_attempts} attempts; "
-            "check the server or try again later"
+    def _error(self, detail: str) -> RagError:
+        return RagError(mask(f"embedder {self.id!r}: {detail}", self._secrets))
+
+    def _batch(self, client: Any, batch: list[str], label: str) -> np.ndarray:
+        for attempt in range(1, self.attempts + 1):
+            started = self.clock()
+            answer = self._attempt(client, batch, label)
+            if isinstance(answer, bytes):
+                return self._vectors(answer, len(batch), label)
+            failure, wait = answer
+            self.lost += self.clock() - started
+            if attempt == self.attempts:
+                break
+            left = self.budget - self.lost
+            if wait is not None and wait > left:
+                raise self._error(
+                    f"{label}: {failure}, and the server asks to wait {wait:g} s (Retry-After), more than is left "
+                    f"of this embedder's {self.budget:g} s budget for failures; try again later"
+                )
+            if left <= 0:
+                raise self._error(
+                    f"{label}: {failure}; not retried: this embedder's {self.budget:g} s budget for failures "
+                    "in one session is spent (embedding_timeout x (embedding_retries + 1), plus backoff)"
+                )
+            delay = min(wait if wait is not None else self.backoff(attempt), left)
+            self.sleep(delay)
+            self.lost += delay
+        raise self._error(
+            f"{label}: {failure} after {self.attempts} attempts; check the server or try again later "
+            f"(embedding_timeout = {self.timeout:g}, embedding_retries = {self.retries})"
         )
 
-    def _vectors(self, response: Any, rows: int) -> np.ndarray:
+    def _attempt(self, client: Any, batch: list[str], label: str) -> bytes | tuple[str, float | None]:
+        """The answer's body, or (what went wrong, the server's Retry-After) for a failure worth retrying."""
+        import openai
+
+        try:
+            return self._send(client, batch)
+        except openai.APIStatusError as exc:
+            status = exc.status_code
+            if status not in RETRIED and status < 500:
+                raise self._error(
+                    f"{label}: HTTP {status} from the server: {self._message(exc)}{_HINTS.get(status, '')}"
+                ) from None
+            return f"HTTP {status} ({self._message(exc)})", retry_after(exc.response.headers)
+        except (openai.APITimeoutError, _Deadline):
+            return f"timeout ({self.timeout:g}s per request)", None
+        except openai.APIConnectionError as exc:
+            return f"connection failed ({safe_line(str(exc.__cause__ or exc), self._secrets, SERVER_TEXT)})", None
+        except openai.OpenAIError as exc:
+            raise self._error(f"{label}: {safe_line(f'{type(exc).__name__}: {exc}', self._secrets)}") from None
+
+    def _send(self, client: Any, batch: list[str]) -> bytes:
+        """One request in a worker thread, abandoned at the deadline: the client's own timeouts are per read."""
+        outcome: list[Any] = []
+        done = threading.Event()
+
+        def request() -> None:
+            try:
+                raw = client.embeddings.with_raw_response.create(
+                    model=self.model, input=batch, encoding_format="float", timeout=self.timeout
+                )
+                outcome.append(bytes(raw.content))
+            except BaseException as exc:
+                outcome.append(exc)
+            finally:
+                done.set()
+
+        threading.Thread(target=request, name="rag-embedding-request", daemon=True).start()
+        if not done.wait(self.timeout):
+            raise _Deadline()
+        if isinstance(outcome[0], BaseException):
+            raise outcome[0]
+        return bytes(outcome[0])
+
+    def _vectors(self, body: bytes, rows: int, label: str) -> np.ndarray:
         """Rows in input order: servers may return `data` in any order, each tagged with `index`."""
-        data = sorted(response.data, key=lambda item: item.index)
-        indices = [item.index for item in data]
+        try:
+            document = json.loads(body)
+        except (ValueError, RecursionError) as exc:
+            raise self._error(
+                f"{label}: the server's answer is not JSON ({safe_line(str(exc), self._secrets, 120)}; "
+                f"it begins {self._preview(body)}); check that embedding_base_url is the server's "
+                "OpenAI-compatible address (it usually ends in /v1)"
+            ) from None
+        data = document.get("data") if isinstance(document, dict) else None
+        if not isinstance(data, list):
+            raise self._error(f"{label}: the server's answer has no 'data' list ({self._holds(document)}); "
+                              f"an OpenAI-compatible server answers {_ANSWER_SHAPE}")
+        if not all(isinstance(item, dict) and type(item.get("index")) is int and "embedding" in item for item in data):
+            raise self._error(f"{label}: an entry of the answer's 'data' list lacks an integer 'index' or an "
+                              f"'embedding'; an OpenAI-compatible server answers {_ANSWER_SHAPE}")
+        data = sorted(data, key=lambda item: int(item["index"]))
+        indices = [item["index"] for item in data]
         if indices != list(range(rows)):
-            raise RagError(
-                f"embedder {self.id!r}: the server returned embeddings for indices {indices[:10]} "
-                f"when {rows} inputs were sent; it must return one per input"
+            missing = sorted(set(range(rows)) - set(indices))
+            raise self._error(
+                f"{label}: the server returned embeddings for indices {indices[:10]} when {rows} inputs were sent "
+                f"(missing {missing[:10]}); it must return one per input"
             )
-        return check_vectors(self.id, [_decode(item.embedding) for item in data], rows)
+        try:
+            vectors = check_vectors(self.id, [_decode(item["embedding"]) for item in data], rows)
+        except (ValueError, binascii.Error):
+            raise self._error(f"{label}: an embedding is neither a list of numbers nor base64 float32") from None
+        except RagError as exc:
+            raise self._error(f"{label}: {str(exc).removeprefix(f'embedder {self.id!r} ')}") from None
+        if self._dimension is None:
+            self._dimension = (vectors.shape[1], label)
+        elif vectors.shape[1] != self._dimension[0]:
+            raise self._error(
+                f"{label}: the server returned vectors of dimension {vectors.shape[1]}, but {self._dimension[1]} "
+                f"had dimension {self._dimension[0]}; one model must always give one dimension "
+                "(are several models behind this address?)"
+            )
+        return vectors
+
+    def _holds(self, document: Any) -> str:
+        if not isinstance(document, dict):
+            return f"it is a JSON {type(document).__name__}"
+        error = document.get("error")
+        if error is not None:
+            text = error.get("message", error) if isinstance(error, dict) else error
+            return f"it holds an error: {safe_line(str(text), self._secrets, SERVER_TEXT)}"
+        keys = ", ".join(map(repr, sorted(document)[:8])) or "nothing"
+        return f"its keys: {safe_line(keys, self._secrets, SERVER_TEXT)}"
+
+    def _preview(self, body: bytes) -> str:
+        return repr(safe_line(body[:2000].decode("utf-8", errors="replace"), self._secrets, 60))
 
     def _message(self, exc: Any) -> str:
+        """The server's own message, masked whole and only then cut."""
         body = exc.body
         if isinstance(body, dict):
             inner = body.get("error", body)
@@ -148,17 +283,14 @@ class OpenAIEmbedder:
             text = str(text if text is not None else body)
         else:
             text = str(body) if body else exc.message
-        text = " ".join(text.split())
-        return self._redact(text[:300] + ("..." if len(text) > 300 else ""))
-
-    def _redact(self, text: str) -> str:
-        if self._secret:
-            text = text.replace(self._secret, "***")
-        return " ".join(_KEY_LIKE.sub("sk-***", text).split())
+        return safe_line(text, self._secrets, SERVER_TEXT)
 
 
 def make(model: str, settings: EmbedderSettings) -> OpenAIEmbedder:
-    return OpenAIEmbedder(model, base_url=settings.base_url, batch_size=settings.batch_size, id=settings.id)
+    return OpenAIEmbedder(
+        model, base_url=settings.base_url, batch_size=settings.batch_size, id=settings.id,
+        timeout=settings.timeout, retries=settings.retries,
+    )
 
 
 def retry_after(headers: Any) -> float | None:
@@ -173,9 +305,11 @@ def retry_after(headers: Any) -> float | None:
     if not value:
         return None
     try:
-        return max(float(value), 0.0)
+        seconds = float(value)
     except ValueError:
         pass
+    else:
+        return None if seconds != seconds else max(seconds, 0.0)
     try:
         moment = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):
@@ -186,5 +320,5 @@ def retry_after(headers: Any) -> float | None:
 def _decode(embedding: Any) -> Any:
     """A row as sent: a list of floats, or base64 float32 from servers that ignore encoding_format."""
     if isinstance(embedding, str):
-        return np.frombuffer(base64.b64decode(embedding), dtype="<f4")
+        return np.frombuffer(base64.b64decode(embedding, validate=True), dtype="<f4")
     return embedding

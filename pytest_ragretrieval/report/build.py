@@ -12,6 +12,9 @@ from ..paths import display
 from ..scoring.evaluate import Run, latency_summary
 from .model import ChunkView, Failure, QuestionView, ReportInput, RetrieverView
 
+UNAVAILABLE = "（不可用 / unavailable）"
+"""After a reranker's model in the configuration, when its retriever could not run here."""
+
 
 def build_report(
     config: Config,
@@ -28,7 +31,8 @@ def build_report(
         _view(spec.name, spec.type, runs[spec.name], judge) for spec in config.retrievers if spec.name in runs
     )
     rerankers = tuple(
-        found for spec in config.retrievers if (found := spec.module.details(spec.params).get("reranker")) is not None
+        found + (UNAVAILABLE if spec.name in runs and runs[spec.name].skipped is not None else "")
+        for spec in config.retrievers if (found := spec.module.details(spec.params).get("reranker")) is not None
     )
     return ReportInput(
         k=config.k,
@@ -52,7 +56,7 @@ def build_report(
 
 def _view(name: str, kind: str, run: Run, judge: Judge) -> RetrieverView:
     if run.skipped is not None:
-        return RetrieverView(name, kind, "skipped", run.skipped)
+        return RetrieverView(name, kind, "unavailable", run.skipped)
     if run.error is not None or run.result is None:
         return RetrieverView(name, kind, "error", str(run.error))
     result = run.result

@@ -50,7 +50,7 @@ dl#config { display: grid; grid-template-columns: max-content auto; gap: 0.2rem 
 dl#config > div { display: contents; } dl#config dt { font-weight: bold; } dl#config dd { margin: 0; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 .delta.negative { color: #b00020; } .delta.positive { color: #1b7f3b; } .delta.zero { color: #777; }
-tr[data-status="skipped"], tr[data-status="error"] { color: #777; font-style: italic; }
+tr[data-status="unavailable"], tr[data-status="error"] { color: #777; font-style: italic; }
 .notes li { color: #8a5a00; }
 li.chunk { margin: 0.25rem 0; padding: 0.25rem 0.5rem; border-left: 4px solid transparent; }
 li.chunk.gold { border-left-color: #1b7f3b; background: #eef7ee; }

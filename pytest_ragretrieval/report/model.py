@@ -33,7 +33,7 @@ class RetrieverView:
 
     name: str
     type: str
-    status: str  # "ran", "skipped" or "error"
+    status: str  # "ran", "unavailable" (its model or service is absent here) or "error"
     reason: str = ""
     metrics: Mapping[str, float] = field(default_factory=dict, hash=False)
     tags: Mapping[str, Mapping[str, float]] = field(default_factory=dict, hash=False)

@@ -43,7 +43,7 @@ def summary_lines(config: Config, runs: Mapping[str, Run], baseline: Baseline | 
         if run is None:
             continue
         if run.skipped is not None:
-            notes.append(f"{spec.name}: skipped: {run.skipped}")
+            notes.append(f"{spec.name}: unavailable: {run.skipped}")
             continue
         if run.error is not None:
             notes.append(f"{spec.name}: error: {run.error}")

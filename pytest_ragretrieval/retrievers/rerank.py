@@ -48,6 +48,18 @@ def hub_reachable(timeout: float = 3.0) -> bool:
         return False
 
 
+def in_hub_cache(model: str) -> bool:
+    """Whether the Hugging Face cache holds `model`, asked without importing torch (which takes seconds)."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:
+        return True
+    try:
+        return isinstance(try_to_load_from_cache(model, "config.json"), str)
+    except Exception:
+        return False
+
+
 class CrossEncoderScorer:
     """Loads the model on the first pair the cache does not know; never when all are cached."""
 
@@ -57,21 +69,27 @@ class CrossEncoderScorer:
         self.batch_size = batch_size
         self._encoder: Any = None
 
+    def _unavailable(self, why: str) -> RetrieverUnavailable:
+        return RetrieverUnavailable(
+            f"cross-encoder {self.model!r} could not be loaded ({why}); "
+            "give a local folder in `model`, or run where the model can be downloaded"
+        )
+
     def _load(self) -> Any:
+        """The model; when it is neither a folder, nor cached, nor downloadable, unavailable before torch loads."""
         if self._encoder is None:
             local = (Path(self.root) / self.model).expanduser()
             target = str(local) if local.exists() else self.model
             offline = local.exists() or truthy(os.environ.get("HF_HUB_OFFLINE")) or not hub_reachable()
+            absent = "no local copy and no Hugging Face hub reachable"
+            if offline and not local.exists() and not in_hub_cache(self.model):
+                raise self._unavailable(absent)
             try:
                 from sentence_transformers import CrossEncoder
 
                 self._encoder = CrossEncoder(target, device="cpu", local_files_only=offline)
             except Exception as exc:
-                where = "no local copy and no Hugging Face hub reachable" if offline else type(exc).__name__
-                raise RetrieverUnavailable(
-                    f"cross-encoder {self.model!r} could not be loaded ({where}); "
-                    "give a local folder in `model`, or run where the model can be downloaded"
-                ) from None
+                raise self._unavailable(absent if offline else type(exc).__name__) from None
         return self._encoder
 
     def __call__(self, pairs: Sequence[tuple[str, str]]) -> list[float]:

@@ -66,3 +66,55 @@ def test_results_name_the_retrievers_that_could_not_run(recorded_offline: pytest
     results = json.loads((recorded_offline.path / "results.json").read_text(encoding="utf-8"))
     assert results["unavailable"] == {"remote": "model 'acme/reranker' is not available here"}
     assert list(results["retrievers"]) == ["bm25"] and results["failures"] == []
+
+
+def test_every_report_and_the_results_mark_it_unavailable(recorded_offline: pytest.Pytester) -> None:
+    reason = "model 'acme/reranker' is not available here"
+    result = recorded_offline.runpytest(
+        "--rag-eval", "--rag-json", "out.json", "--rag-report", "report.md", "--rag-html", "report.html", *RUN
+    )
+    result.assert_outcomes(passed=4, skipped=4)
+    result.stdout.fnmatch_lines([f"remote: unavailable: {reason}"])
+    results = json.loads((recorded_offline.path / "out.json").read_text(encoding="utf-8"))
+    assert results["unavailable"] == {"remote": reason} and list(results["retrievers"]) == ["bm25"]
+    markdown = (recorded_offline.path / "report.md").read_text(encoding="utf-8").splitlines()
+    assert f"- remote: unavailable: {reason}" in markdown
+    assert any(line.startswith("| remote ") and "| unavailable |" in line for line in markdown)
+    assert 'data-status="unavailable"' in (recorded_offline.path / "report.html").read_text(encoding="utf-8")
+
+
+RERANK_MISSING = """
+[tool.ragretrieval.retrievers.bm25]
+type = "bm25"
+
+[tool.ragretrieval.retrievers.reranked]
+type = "rerank"
+source = "bm25"
+model = "nobody/no-such-reranker"
+"""
+RECORD_IMPORTS = '''
+import sys
+from pathlib import Path
+
+
+def pytest_unconfigure(config):
+    heavy = [name for name in ("torch", "transformers", "sentence_transformers") if name in sys.modules]
+    Path("imports.txt").write_text(" ".join(heavy) or "none", encoding="utf-8")
+'''
+
+
+def test_a_reranker_whose_model_is_absent_is_unavailable_before_torch_is_imported(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
+    monkeypatch.setenv("HF_HUB_CACHE", str(pytester.path / "empty-hub-cache"))
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    write_project(pytester.path, retrievers=RERANK_MISSING)
+    pytester.makeconftest(RECORD_IMPORTS)
+    result = pytester.runpytest_subprocess("--rag-eval", "--rag-report", "report.md", "-rs", *RUN)
+    result.stdout.fnmatch_lines([
+        "*SKIPPED*cross-encoder 'nobody/no-such-reranker' could not be loaded (no local copy and no Hugging Face hub reachable)*",
+    ])
+    assert (pytester.path / "imports.txt").read_text(encoding="utf-8") == "none"
+    report = (pytester.path / "report.md").read_text(encoding="utf-8")
+    assert "- 重排模型 / rerankers：nobody/no-such-reranker（不可用 / unavailable）" in report.splitlines()

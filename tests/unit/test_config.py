@@ -121,3 +121,30 @@ def test_a_config_file_holds_the_keys_at_top_level(tmp_path: Path) -> None:
 def test_a_metric_name_with_a_line_break_or_blank_is_no_metric(key: str) -> None:
     with pytest.raises(ValueError, match="unknown metric"):
         MetricSpec.parse(key, 5)
+
+
+def test_embedding_deadlines_default_to_a_dead_server_costing_under_two_minutes(tmp_path: Path) -> None:
+    from pytest_ragretrieval.embedding.openai import make
+
+    config = config_at(tmp_path, MINIMAL)
+    assert (config.embedding_timeout, config.embedding_retries) == (30.0, 2)
+    assert make("m", config.embedder_settings).budget == 91.5
+    tuned = config_at(tmp_path, MINIMAL.replace("[tool.ragretrieval]\n", "[tool.ragretrieval]\nembedding_timeout = 2\nembedding_retries = 1\n"))
+    settings = tuned.embedder_settings
+    assert (settings.timeout, settings.retries) == (2.0, 1)
+    assert make("m", settings).budget == 4.5
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("embedding_timeout = 0", "key 'embedding_timeout': must be >= 0.1, got 0"),
+        ("embedding_timeout = 7200", "key 'embedding_timeout': must be <= 3600.0, got 7200"),
+        ('embedding_timeout = "30s"', "key 'embedding_timeout': must be a number, got '30s'"),
+        ("embedding_retries = -1", "key 'embedding_retries': must be >= 0, got -1"),
+        ("embedding_retries = 1.5", "key 'embedding_retries': must be an integer, got 1.5"),
+    ],
+)
+def test_embedding_deadlines_are_checked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, line: str, message: str) -> None:
+    text = MINIMAL.replace("[tool.ragretrieval]\n", f"[tool.ragretrieval]\n{line}\n")
+    assert error_of(tmp_path, text, monkeypatch) == f"pyproject.toml [tool.ragretrieval] {message}"

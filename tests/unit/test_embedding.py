@@ -12,7 +12,7 @@ import pytest
 from pytest_ragretrieval.cache import Cache
 from pytest_ragretrieval.config.settings import load_config
 from pytest_ragretrieval.embedding import make_embedder
-from pytest_ragretrieval.embedding.base import check_vectors
+from pytest_ragretrieval.embedding.base import FailOnce, check_vectors
 from pytest_ragretrieval.embedding.cached import CachedEmbedder, EmbedStats
 from pytest_ragretrieval.embedding.python import PythonEmbedder
 from pytest_ragretrieval.embedding.sentence_transformers import (
@@ -187,6 +187,24 @@ def test_unexpected_exceptions_become_one_line_errors(tmp_path: Path) -> None:
 
     with pytest.raises(RagError, match=r"^embedder 'test:broken' raised RuntimeError: out of memory$"):
         CachedEmbedder(Broken(), Cache(tmp_path)).embed(["a"])
+
+
+def test_an_embedder_that_failed_once_fails_every_later_caller_at_once(tmp_path: Path) -> None:
+    class Dead:
+        id = "test:dead"
+        batch_size = 7
+        calls = 0
+
+        def embed(self, texts: list[str]) -> np.ndarray:
+            Dead.calls += 1
+            raise RagError("embedder 'test:dead': timeout (2s per request) after 2 attempts")
+
+    cached = CachedEmbedder(FailOnce(Dead()), Cache(tmp_path))
+    for texts in (["corpus a", "corpus b"], ["query"], ["fingerprint"]):
+        with pytest.raises(RagError, match=r"^embedder 'test:dead': timeout \(2s per request\) after 2 attempts$"):
+            cached.embed(texts)
+    assert Dead.calls == 1
+    assert FailOnce(Dead()).batch_size == 7
 
 
 @pytest.mark.parametrize(

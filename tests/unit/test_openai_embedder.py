@@ -23,8 +23,6 @@ class Fast(OpenAIEmbedder):
     """Tiny delays so retry tests take milliseconds."""
 
     base_delay = 0.001
-    max_retry_after = 0.05
-    timeout = 5.0
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +45,7 @@ def sleeps() -> list[float]:
 
 
 def embedder(server: FakeOpenAI, sleeps: list[float], **kwargs: object) -> Fast:
-    options: dict[str, object] = {"base_url": server.url, "api_key": KEY, "sleep": sleeps.append}
+    options: dict[str, object] = {"base_url": server.url, "api_key": KEY, "sleep": sleeps.append, "timeout": 5.0}
     options.update(kwargs)
     return Fast("text-embedding-3-small", **options)  # type: ignore[arg-type]
 
@@ -75,27 +73,37 @@ def test_a_429_then_success_retries_once(server: FakeOpenAI, sleeps: list[float]
     assert sleeps == [0.001]
 
 
-def test_retry_after_is_honoured_and_capped(server: FakeOpenAI, sleeps: list[float]) -> None:
-    server.script(
-        Reply(429, headers={"Retry-After": "0.02"}),
-        Reply(503, headers={"Retry-After": "600"}),
-        Reply(429, headers={"retry-after-ms": "30"}),
-    )
+def test_retry_after_is_honoured(server: FakeOpenAI, sleeps: list[float]) -> None:
+    server.script(Reply(429, headers={"Retry-After": "0.02"}), Reply(503, headers={"retry-after-ms": "30"}))
     embedder(server, sleeps).embed(["alpha"])
-    assert sleeps == [0.02, 0.05, 0.03]
-    assert len(server.requests) == 4
+    assert sleeps == [0.02, 0.03]
+    assert len(server.requests) == 3
+
+
+def test_a_retry_after_beyond_the_budget_fails_at_once(server: FakeOpenAI, sleeps: list[float]) -> None:
+    server.script(Reply(429, headers={"Retry-After": "3600"}, message="slow down"))
+    plain = OpenAIEmbedder(base_url=server.url, api_key=KEY, sleep=sleeps.append, timeout=2.0, retries=1)
+    with pytest.raises(RagError) as caught:
+        plain.embed(["alpha"])
+    assert str(caught.value).endswith(
+        "batch 1 of 1: HTTP 429 (slow down), and the server asks to wait 3600 s (Retry-After), "
+        "more than is left of this embedder's 4.5 s budget for failures; try again later"
+    )
+    assert len(server.requests) == 1 and sleeps == []
 
 
 def test_a_persistent_500_names_status_and_attempts(server: FakeOpenAI, sleeps: list[float]) -> None:
-    server.script(*[500] * 5)
+    server.script(*[500] * 3)
     with pytest.raises(RagError) as caught:
         embedder(server, sleeps).embed(["alpha"])
     message = str(caught.value)
     embedder_id = f"openai:text-embedding-3-small@{server.url}"
-    assert message.startswith(f"embedder {embedder_id!r}: HTTP 500 (scripted failure) after 5 attempts")
-    assert "\n" not in message
-    assert len(server.requests) == 5
-    assert sleeps == [0.001, 0.002, 0.004, 0.008]
+    assert message == (
+        f"embedder {embedder_id!r}: batch 1 of 1: HTTP 500 (scripted failure) after 3 attempts; "
+        "check the server or try again later (embedding_timeout = 5, embedding_retries = 2)"
+    )
+    assert len(server.requests) == 3
+    assert sleeps == [0.001, 0.002]
 
 
 def test_batches_follow_embedding_batch_size(server: FakeOpenAI, sleeps: list[float]) -> None:
@@ -122,7 +130,7 @@ def test_the_key_never_appears_in_messages(server: FakeOpenAI, sleeps: list[floa
     server.script(Reply(401, message=f"Incorrect API key provided: {KEY}. Also sk-test-****7890."))
     with pytest.raises(RagError) as unauthorized:
         embedder(server, sleeps).embed(["alpha"])
-    server.script(*[Reply(500, message=f"bearer {KEY} rejected")] * 5)
+    server.script(*[Reply(500, message=f"bearer {KEY} rejected")] * 3)
     with pytest.raises(RagError) as failing:
         embedder(server, sleeps).embed(["alpha"])
     for error in (unauthorized.value, failing.value):
@@ -143,7 +151,7 @@ def test_a_timeout_is_retried(server: FakeOpenAI, sleeps: list[float]) -> None:
 def test_persistent_timeouts_say_timeout(server: FakeOpenAI, sleeps: list[float]) -> None:
     server.script(Reply(delay=1.0), Reply(delay=1.0))
     fast = embedder(server, sleeps)
-    fast.timeout, fast.max_attempts = 0.1, 2
+    fast.timeout, fast.retries = 0.1, 1
     with pytest.raises(RagError, match=r": timeout \(0.1s per request\) after 2 attempts; "):
         fast.embed(["alpha"])
 
@@ -153,7 +161,6 @@ def test_a_refused_connection_is_retried_then_reported(sleeps: list[float]) -> N
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     fast = Fast(base_url=f"http://127.0.0.1:{port}/v1", sleep=sleeps.append)
-    fast.max_attempts = 3
     with pytest.raises(RagError, match=r": connection failed .* after 3 attempts; "):
         fast.embed(["alpha"])
     assert sleeps == [0.001, 0.002]
@@ -211,3 +218,95 @@ def test_a_cached_run_needs_no_key_and_sends_nothing(server: FakeOpenAI, sleeps:
     second = CachedEmbedder(keyless, Cache(tmp_path, "readonly"))
     np.testing.assert_array_equal(second.embed(texts), expected(texts))
     assert len(server.requests) == 1 and second.stats.embedded == 0
+
+
+def test_a_trickling_answer_is_cut_at_the_deadline(server: FakeOpenAI, sleeps: list[float]) -> None:
+    server.script(Reply(fault="trickle"), 200)
+    fast = embedder(server, sleeps, timeout=0.5, retries=1)
+    np.testing.assert_array_equal(fast.embed(["alpha"]), expected(["alpha"]))
+    assert len(server.requests) == 2 and sleeps == [0.001]
+
+
+def test_an_answer_cut_in_half_or_a_reset_is_retried_then_named(server: FakeOpenAI, sleeps: list[float]) -> None:
+    server.script(Reply(fault="half"), 200)
+    np.testing.assert_array_equal(embedder(server, sleeps).embed(["alpha"]), expected(["alpha"]))
+    server.script(Reply(fault="reset"), Reply(fault="reset"))
+    with pytest.raises(RagError, match=r": batch 1 of 1: connection failed \(.+\) after 2 attempts; "):
+        embedder(server, sleeps, retries=1).embed(["alpha"])
+
+
+def test_an_answer_that_is_not_json_names_the_batch(server: FakeOpenAI, sleeps: list[float]) -> None:
+    server.script(200, Reply(fault="garbage"))
+    with pytest.raises(RagError) as caught:
+        embedder(server, sleeps, batch_size=2).embed(["a", "b", "c"])
+    assert str(caught.value).endswith(
+        "batch 2 of 2: the server's answer is not JSON (Expecting value: line 1 column 1 (char 0); it begins "
+        "'<html><body><h1>502 Bad Gateway</h1></body></html>'); check that embedding_base_url is the server's "
+        "OpenAI-compatible address (it usually ends in /v1)"
+    )
+    assert len(server.requests) == 2 and sleeps == []
+
+
+def test_an_answer_without_data_names_what_it_holds(server: FakeOpenAI, sleeps: list[float]) -> None:
+    server.script(Reply(fault="nodata"))
+    with pytest.raises(RagError, match=r": batch 1 of 1: the server's answer has no 'data' list \(its keys: 'model', 'object'\); "):
+        embedder(server, sleeps).embed(["alpha"])
+
+
+def test_a_missing_index_is_named(server: FakeOpenAI, sleeps: list[float]) -> None:
+    server.script(Reply(fault="missing"))
+    with pytest.raises(RagError, match=r": batch 1 of 1: the server returned embeddings for indices \[1, 2\] when 3 inputs were sent \(missing \[0\]\)"):
+        embedder(server, sleeps).embed(["a", "b", "c"])
+
+
+def test_a_dimension_change_names_both_batches(server: FakeOpenAI, sleeps: list[float]) -> None:
+    server.script(200, Reply(dimension=16))
+    with pytest.raises(RagError, match=r": batch 2 of 2: the server returned vectors of dimension 16, but batch 1 of 2 had dimension 8; "):
+        embedder(server, sleeps, batch_size=1).embed(["a", "b"])
+    fast = embedder(server, sleeps)
+    fast.embed(["a"])
+    server.script(Reply(dimension=16))
+    with pytest.raises(RagError, match=r": batch 1 of 1: the server returned vectors of dimension 16, but earlier answers had dimension 8; "):
+        fast.embed(["b"])
+
+
+def test_the_key_is_masked_by_value_before_the_message_is_cut(server: FakeOpenAI, sleeps: list[float]) -> None:
+    key = "tei-7f3a9c1e5b2d4f60a8b1"
+    server.script(Reply(401, message="x" * 280 + " key {key} is not valid"))
+    with pytest.raises(RagError) as caught:
+        embedder(server, sleeps, api_key=key).embed(["alpha"])
+    message = str(caught.value)
+    assert "tei-" not in message and "7f3a" not in message and "x" * 280 + " key *** is not v..." in message
+    assert message.endswith("...; check OPENAI_API_KEY")
+
+
+class Ticks:
+    """A clock that moves half a second per reading: failed attempts cost exactly 0.5 s each."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        self.now += 0.5
+        return self.now
+
+
+def test_failures_across_batches_share_one_budget(server: FakeOpenAI, sleeps: list[float]) -> None:
+    fast = embedder(server, sleeps, timeout=0.5, retries=1, batch_size=1, clock=Ticks())
+    fast.base_delay = 0.25
+    assert fast.budget == 1.25
+    server.script(Reply(fault="reset"), 200, Reply(fault="reset"))
+    with pytest.raises(RagError) as caught:
+        fast.embed(["a", "b"])
+    assert ": batch 2 of 2: connection failed (" in str(caught.value)
+    assert str(caught.value).endswith(
+        "; not retried: this embedder's 1.25 s budget for failures in one session is spent "
+        "(embedding_timeout x (embedding_retries + 1), plus backoff)"
+    )
+    assert len(server.requests) == 3 and sleeps == [0.25]
+
+
+def test_the_budget_follows_timeout_and_retries() -> None:
+    assert OpenAIEmbedder().budget == 30 * 3 + 0.5 + 1.0
+    assert OpenAIEmbedder(timeout=2, retries=1).budget == 4.5
+    assert OpenAIEmbedder(timeout=10, retries=0).budget == 10

@@ -21,7 +21,7 @@ def test_views_carry_each_run_and_its_baseline(tmp_path: Path) -> None:
     failures = {ItemKey("one", "metric", "recall@3"): Outcome(False, "b"), ItemKey("one", "metric", "ndcg@3"): Outcome(False, "a")}
     data = build_report(cfg, (), QUESTIONS, runs, judge, failures, "embedder x", "database y")
     assert [(v.name, v.status, v.reason) for v in data.retrievers] == [
-        ("one", "ran", ""), ("two", "skipped", "no model"), ("fused", "error", "boom"),
+        ("one", "ran", ""), ("two", "unavailable", "no model"), ("fused", "error", "boom"),
     ]
     one = data.retrievers[0]
     assert one.comparisons["ndcg@3"].baseline == 1.0 and one.comparisons["ndcg@3"].value < 1.0
@@ -44,3 +44,11 @@ def test_rerankers_come_from_the_types_details(tmp_path: Path) -> None:
     cfg = config(tmp_path, "[retrievers.reranked]", 'type = "rerank"', 'source = "fused"', 'model = "acme/ce"')
     data = build_report(cfg, (), QUESTIONS, {}, Judge(cfg, QUESTIONS, None, fingerprint(cfg), {}), {}, "e", "d")
     assert data.rerankers == ("acme/ce",)
+
+
+def test_a_reranker_that_could_not_run_is_marked_unavailable_in_the_configuration(tmp_path: Path) -> None:
+    cfg = config(tmp_path, "[retrievers.reranked]", 'type = "rerank"', 'source = "fused"', 'model = "acme/ce"')
+    runs = {"reranked": Run(skipped="cross-encoder 'acme/ce' could not be loaded")}
+    data = build_report(cfg, (), QUESTIONS, runs, Judge(cfg, QUESTIONS, None, fingerprint(cfg), runs), {}, "e", "d")
+    assert data.rerankers == ("acme/ce（不可用 / unavailable）",)
+    assert [(v.name, v.status) for v in data.retrievers] == [("reranked", "unavailable")]

@@ -91,10 +91,10 @@ def check_metrics_table(doc: Node) -> None:
     assert float(ndcg.attrs["data-delta"]) == pytest.approx(-0.1)
     assert hybrid.one("td", data_metric="precision@5").text == "0.3000 (+0.0000)"
     skipped = body.one("tr", data_retriever="hybrid_rerank")
-    assert skipped.attrs["data-status"] == "skipped"
-    assert skipped.one("td", "status").text == "skipped"
+    assert skipped.attrs["data-status"] == "unavailable"
+    assert skipped.one("td", "status").text == "unavailable"
     assert skipped.one("td", "status").attrs["title"] == "cross-encoder not available"
-    assert doc.one("ul", "reasons").text == "hybrid_rerank: skipped: cross-encoder not available"
+    assert doc.one("ul", "reasons").text == "hybrid_rerank: unavailable: cross-encoder not available"
 
 
 def check_chart(doc: Node) -> None:
@@ -222,7 +222,7 @@ def test_chart_groups_bars_per_metric_for_three_retrievers() -> None:
 
 def test_attribute_values_are_escaped() -> None:
     data = sample_input()
-    odd = RetrieverView(name='x" onload="alert(1)', type="bm25", status="skipped", reason="r")
+    odd = RetrieverView(name='x" onload="alert(1)', type="bm25", status="unavailable", reason="r")
     doc = parse(render_html(replace(data, retrievers=(*data.retrievers, odd))))
     assert doc.one("table", id="metrics").one("tr", data_retriever='x" onload="alert(1)').attrs.get("onload") is None
 

@@ -47,7 +47,7 @@ def test_configuration_lists_the_eval_set_metrics_and_environment() -> None:
         "- 金标准相关块 / gold chunks：3",
         "- k：5",
         "- embedding：sentence-transformers:all-MiniLM-L6-v2",
-        "- 重排模型 / rerankers：BAAI/bge-reranker-base",
+        "- 重排模型 / rerankers：BAAI/bge-reranker-base（不可用 / unavailable）",
         "- 切块数 / chunks：4",
         "- 数据库 / database：embedded: PostgreSQL 16.2, pgvector 0.6.2",
         "- 基线 / baseline：baselines/retrieval.json（可比 / comparable）",
@@ -63,8 +63,8 @@ def test_metrics_table_has_values_with_deltas_and_the_skipped_row() -> None:
     assert rows(text)[0][:5] == ["retriever", "type", "status", "precision@5", "ndcg@5"]
     assert row(text, "hybrid") == [
         "hybrid", "hybrid", "ran", "0.3000 (+0.0000)", "0.7500 (-0.1000)", "0/1", "1.2 / 3.4"]
-    assert row(text, "hybrid_rerank")[:5] == ["hybrid_rerank", "rerank", "skipped", "—", "—"]
-    assert "- hybrid_rerank: skipped: cross-encoder not available" in text.splitlines()
+    assert row(text, "hybrid_rerank")[:5] == ["hybrid_rerank", "rerank", "unavailable", "—", "—"]
+    assert "- hybrid_rerank: unavailable: cross-encoder not available" in text.splitlines()
 
 
 def test_significance_table_shows_p_and_the_interval() -> None:
@@ -151,7 +151,7 @@ def test_only_skipped_retrievers_still_render() -> None:
 
 def test_table_cells_escape_pipes_newlines_and_html() -> None:
     data = sample_input()
-    odd = RetrieverView(name="a|b", type="bm25", status="skipped", reason="line one\nline <two>")
+    odd = RetrieverView(name="a|b", type="bm25", status="unavailable", reason="line one\nline <two>")
     text = section(render_markdown(replace(data, retrievers=(odd,))), "metrics")
     assert "| a\\|b " in text and "line one<br>line &lt;two>" in text
     assert len(row(text, "a\\|b")) == len(rows(text)[0])

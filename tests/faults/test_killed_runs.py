@@ -1,0 +1,192 @@
+"""Runs ended by signals: SIGTERM is handled like Ctrl-C, and what SIGKILL leaves the next run reclaims.
+
+Each run gets its own TMPDIR, so the embedded servers it starts (`rag-eval-pg-*`) are found
+there and nowhere else. A retriever of the test's own blocks on its first question, after the
+database is seeded, and says so through a file: that is when the signal is sent.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+from projects import write_project
+
+from pytest_ragretrieval.database.leftovers import reclaim
+
+GUARD = 60
+"""Seconds before a run counts as hung: a guard, not a measure of speed."""
+RUN = ("-p", "no:cacheprovider")
+HASH_EMBEDDER = '''
+import hashlib
+
+
+def embed(texts):
+    return [[b / 255.0 + 0.01 for b in hashlib.sha256(t.encode("utf-8")).digest()[:8]] for t in texts]
+'''
+BLOCKING = '''
+import os
+import time
+from pathlib import Path
+
+
+def make(ctx):
+    ctx.connect().close()
+
+    def retrieve(query, k):
+        Path(os.environ["RAG_TEST_RUNNING"]).write_text("running", encoding="utf-8")
+        time.sleep(120)
+        return []
+
+    return retrieve
+'''
+RETRIEVERS = """
+[tool.ragretrieval.retrievers.bm25]
+type = "bm25"
+
+[tool.ragretrieval.retrievers.blocking]
+type = "python"
+factory = "blocking:make"
+"""
+SETTINGS = 'db = "embedded"\ncache = "cache"\nembedding = "python:hash_embedder:embed"\nembedding_id = "test:hash"'
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    folder = tmp_path / "project"
+    folder.mkdir()
+    write_project(folder, retrievers=RETRIEVERS, settings=SETTINGS)
+    (folder / "hash_embedder.py").write_text(HASH_EMBEDDER, encoding="utf-8")
+    (folder / "blocking.py").write_text(BLOCKING, encoding="utf-8")
+    # TMPDIR holds the servers' folders and their sockets: keep it short (a unix socket path has
+    # at most 107 bytes, and pytest-xdist's temporary paths are long).
+    short = Path(tempfile.mkdtemp(prefix="rag-k-"))
+    (folder / ".servers-tmp").write_text(str(short), encoding="utf-8")
+    return folder
+
+
+def server_tmp(project: Path) -> Path:
+    return Path((project / ".servers-tmp").read_text(encoding="utf-8"))
+
+
+def environment(project: Path) -> dict[str, str]:
+    return dict(os.environ, TMPDIR=str(server_tmp(project)), RAG_TEST_RUNNING=str(project / "running"))
+
+
+def servers(project: Path) -> list[Path]:
+    return sorted(server_tmp(project).glob("rag-eval-pg-*"))
+
+
+@pytest.fixture
+def runs(project: Path) -> Iterator[list[subprocess.Popen[str]]]:
+    """Runs started by a test; whatever a failed test leaves running is killed and its server reclaimed."""
+    started: list[subprocess.Popen[str]] = []
+    yield started
+    for process in started:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    reclaim(server_tmp(project))
+    shutil.rmtree(server_tmp(project), ignore_errors=True)
+
+
+def start_blocked(project: Path, runs: list[subprocess.Popen[str]], *flags: str) -> tuple[subprocess.Popen[str], int]:
+    """A gate run waiting in its blocking retriever, with the pid of its embedded postmaster."""
+    (project / "running").unlink(missing_ok=True)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pytest", *flags, *RUN], cwd=project, env=environment(project),
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    runs.append(process)
+    deadline = time.monotonic() + GUARD
+    while not (project / "running").exists():
+        assert process.poll() is None, process.communicate()[0]
+        assert time.monotonic() < deadline, "the run never reached its blocking retriever"
+        time.sleep(0.1)
+    (folder,) = [path for path in servers(project) if (path / "data" / "postmaster.pid").exists()]
+    postmaster = int((folder / "data" / "postmaster.pid").read_text(encoding="utf-8").split()[0])
+    assert psutil.pid_exists(postmaster)
+    return process, postmaster
+
+
+def gone(pid: int) -> bool:
+    """Exited, or a zombie nobody reaps (pid 1 in a container may not): either way no server."""
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def run_gate(project: Path, *flags: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", *flags, *RUN], cwd=project, env=environment(project),
+        capture_output=True, text=True, timeout=GUARD,
+    )
+
+
+def test_sigterm_is_handled_like_ctrl_c(project: Path, runs: list[subprocess.Popen[str]]) -> None:
+    flags = ("--rag-update-baseline", "--rag-json", "out.json", "--rag-report", "report.md")
+    process, postmaster = start_blocked(project, runs, *flags)
+    process.send_signal(signal.SIGTERM)
+    output = process.communicate(timeout=GUARD)[0]
+    assert process.returncode == pytest.ExitCode.INTERRUPTED, output
+    assert "rag: interrupted: no results, reports or baseline written" in output
+    assert "Traceback" not in output and "INTERNALERROR" not in output
+    assert gone(postmaster) and servers(project) == []
+    assert not (project / "out.json").exists() and not (project / "report.md").exists()
+    assert not (project / "baselines").exists()
+
+
+def test_what_sigkill_leaves_the_next_run_reclaims_and_a_live_run_is_never_touched(
+    project: Path, runs: list[subprocess.Popen[str]]
+) -> None:
+    process, postmaster = start_blocked(project, runs, "--rag-eval")
+    (live,) = servers(project)
+    beside = run_gate(project, "--rag-eval", "-k", "bm25")
+    assert "reclaimed" not in beside.stdout and servers(project) == [live] and not gone(postmaster)
+
+    process.kill()
+    process.communicate(timeout=GUARD)
+    assert not gone(postmaster) and servers(project) == [live]
+
+    after = run_gate(project, "--rag-eval", "-k", "bm25")
+    assert f"rag: reclaimed 1 embedded Postgres server left by killed runs ({live.name})" in after.stdout
+    assert gone(postmaster) and servers(project) == []
+    assert not [p for p in psutil.process_iter(["cmdline"]) if str(live) in " ".join(p.info["cmdline"] or [])]
+
+
+FAKE_SENTENCE_TRANSFORMERS = '''
+import os
+import signal
+import time
+
+os.kill(os.getpid(), signal.{name})
+time.sleep(30)
+
+
+class CrossEncoder:
+    def __init__(self, *args, **kwargs):
+        raise AssertionError("the signal should have ended the load")
+'''
+
+
+@pytest.mark.parametrize("name", ["SIGINT", "SIGTERM"])
+def test_a_signal_during_the_cross_encoder_load_ends_the_run(pytester: pytest.Pytester, name: str) -> None:
+    """Reported as swallowed: that run was a background job of a script, where SIGINT is ignored from the start."""
+    write_project(pytester.path, retrievers=RETRIEVERS.split("[tool.ragretrieval.retrievers.blocking]")[0] + (
+        '[tool.ragretrieval.retrievers.reranked]\ntype = "rerank"\nsource = "bm25"\nmodel = "reranker"\n'
+    ))
+    (pytester.path / "reranker").mkdir()
+    (pytester.path / "sentence_transformers.py").write_text(FAKE_SENTENCE_TRANSFORMERS.format(name=name))
+    result = pytester.runpytest_subprocess("--rag-eval", "--rag-json", "out.json", *RUN, timeout=GUARD)
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(["rag: interrupted: no results, reports or baseline written"])
+    assert "skipped" not in result.stdout.str() and not (pytester.path / "out.json").exists()
