@@ -12,7 +12,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from ..cache import Namespace
 from ..config.toml import Table
-from ..evalset.records import Chunk, Question
+from ..evalset.records import Chunk, Query, Question
 
 
 @runtime_checkable
@@ -20,6 +20,28 @@ class Retriever(Protocol):
     """Return up to `k` chunk ids for `query`, most relevant first, without duplicates."""
 
     def __call__(self, query: str, k: int) -> Sequence[str]: ...
+
+
+@runtime_checkable
+class Asking(Protocol):
+    """A retriever that needs the whole question (its id and tags), not only its text: a run file
+    is read by question id, a `signature = "question"` factory gets the question."""
+
+    def ask(self, query: Query, k: int) -> Sequence[str]: ...
+
+
+def ask(retriever: Retriever, query: Query, k: int) -> Sequence[str]:
+    """Ask a retriever for `k` ids the way it wants to be asked: by question when it can, else by text."""
+    if isinstance(retriever, Asking):
+        return retriever.ask(query, k)
+    return retriever(query.query, k)
+
+
+@runtime_checkable
+class Noting(Protocol):
+    """A retriever with remarks for the summary after the run (questions a run file lacks)."""
+
+    def notes(self) -> list[str]: ...
 
 
 @runtime_checkable
