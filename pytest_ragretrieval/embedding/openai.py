@@ -19,6 +19,7 @@ import numpy as np
 
 from ..errors import RagError
 from .base import EmbedderSettings, check_vectors
+from .prompts import Prompts, Side
 
 DEFAULT_MODEL = "text-embedding-3-small"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -57,21 +58,25 @@ class OpenAIEmbedder:
         batch_size: int = 64,
         id: str | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        prompts: Prompts | None = None,
     ) -> None:
         self.model = model or DEFAULT_MODEL
         self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or "").rstrip("/") or None
         self.batch_size = batch_size
-        self.id = id or f"openai:{self.model}@{where(self.base_url)}"
+        self.prompts = prompts or Prompts()
+        self.id = self.prompts.full_id(id or f"openai:{self.model}@{where(self.base_url)}")
         self.sleep = sleep
         self._api_key = api_key
         self._secret = ""
         self._client: Any = None
 
-    def embed(self, texts: list[str]) -> np.ndarray:
+    def embed(self, texts: list[str], side: Side = "passage") -> np.ndarray:
+        """The side's prompt goes before each text; its `input_type`, when set, goes in the request body."""
         client = self._connect()
-        texts = list(texts)
+        texts = self.prompts.apply(list(texts), side)
+        extra = {"input_type": kind} if (kind := self.prompts.input_type(side)) else None
         starts = range(0, len(texts), self.batch_size)
-        parts = [self._batch(client, texts[start:start + self.batch_size]) for start in starts]
+        parts = [self._batch(client, texts[start:start + self.batch_size], extra) for start in starts]
         if not parts:
             return np.zeros((0, 0), dtype=np.float32)
         return np.concatenate(parts)
@@ -97,14 +102,16 @@ class OpenAIEmbedder:
         )
         return self._client
 
-    def _batch(self, client: Any, batch: list[str]) -> np.ndarray:
+    def _batch(self, client: Any, batch: list[str], extra: dict[str, str] | None = None) -> np.ndarray:
         import openai
 
         failure = ""
         for attempt in range(1, self.max_attempts + 1):
             wait: float | None = None
             try:
-                response = client.embeddings.create(model=self.model, input=batch, encoding_format="float")
+                response = client.embeddings.create(
+                    model=self.model, input=batch, encoding_format="float", extra_body=extra
+                )
                 return self._vectors(response, len(batch))
             except openai.APIStatusError as exc:
                 status = exc.status_code
@@ -158,7 +165,9 @@ class OpenAIEmbedder:
 
 
 def make(model: str, settings: EmbedderSettings) -> OpenAIEmbedder:
-    return OpenAIEmbedder(model, base_url=settings.base_url, batch_size=settings.batch_size, id=settings.id)
+    return OpenAIEmbedder(
+        model, base_url=settings.base_url, batch_size=settings.batch_size, id=settings.id, prompts=settings.prompts()
+    )
 
 
 def retry_after(headers: Any) -> float | None:

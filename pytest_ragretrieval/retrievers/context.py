@@ -65,8 +65,12 @@ class RetrieverContext:
     def score_cache(self, kind: str, model_id: str) -> Namespace:
         return self._bench.resources.score_cache(kind, model_id)
 
-    def embed(self, texts: Sequence[str]) -> Any:
-        return self._bench.resources.embed(list(texts))
+    def embed(self, texts: Sequence[str], side: str = "query") -> Any:
+        if side not in ("query", "passage"):
+            raise RetrieverError(
+                f"retriever {self.name!r} called ctx.embed with side={side!r}; use 'query' or 'passage'"
+            )
+        return self._bench.resources.embed(list(texts), side=side)
 
 
 class Workbench:

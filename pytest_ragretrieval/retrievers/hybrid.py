@@ -1,6 +1,7 @@
 """Reciprocal Rank Fusion of named sources, the tutorial's hybrid: sum of weight / (rrf_k + rank)."""
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
 from typing import Any
@@ -24,7 +25,7 @@ def parse(table: Table) -> dict[str, Any]:
         if (
             not isinstance(weights, list)
             or len(weights) != len(sources_)
-            or not all(isinstance(w, (int, float)) and not isinstance(w, bool) and 0 < w < float("inf") for w in weights)
+            or not all(isinstance(w, (int, float)) and not isinstance(w, bool) and 0 < w < math.inf for w in weights)
         ):
             raise table.error(
                 "weights", f"must be {len(sources_)} numbers > 0, one per source in `sources`' order, got {weights!r}"

@@ -97,8 +97,9 @@ class Context(Protocol):
     def score_cache(self, kind: str, model_id: str) -> Namespace:
         """A namespace of the content-addressed cache, for scores a retriever computes."""
 
-    def embed(self, texts: Sequence[str]) -> Any:
-        """Vectors (n x d numpy array) from the configured embedder, through the cache."""
+    def embed(self, texts: Sequence[str], side: str = "query") -> Any:
+        """Vectors (n x d numpy array) from the configured embedder, through the cache; `side` is
+        "query" (with the query prompt) or "passage"."""
 
 
 class Setup(Protocol):
