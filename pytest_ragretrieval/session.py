@@ -114,7 +114,7 @@ class RagSession:
     @property
     def bench(self) -> Workbench:
         if self._bench is None:
-            self._bench = Workbench(self.config, self.chunks, self.resources)
+            self._bench = Workbench(self.config, self.chunks, self.resources, self.questions)
         return self._bench
 
     @property

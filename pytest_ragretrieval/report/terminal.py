@@ -64,6 +64,7 @@ def summary_lines(config: Config, runs: Mapping[str, Run], baseline: Baseline | 
         if result.answerable_empty:
             wrongly_empty.append(f"{spec.name} {result.answerable_empty}/{answerable}")
         diagnostics.extend(f"{spec.name} {label} {fmt(value)}" for label, value in sorted(run.diagnostics.items()))
+        notes.extend(f"{spec.name}: {note}" for note in run.notes)
         summary = latency_summary(result)
         latency.append(f"{spec.name} {summary['p50']:.1f}/{summary['p95']:.1f}")
     lines = [f"k={config.k}" + (f", {answerable} answerable questions" if answerable is not None else "")]

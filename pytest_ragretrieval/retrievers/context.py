@@ -9,7 +9,7 @@ from ..cache import Namespace
 from ..config.settings import Config
 from ..database.resources import Resources
 from ..errors import RagError, RetrieverError
-from ..evalset.records import Chunk
+from ..evalset.records import Chunk, Query, Question
 from . import TYPES, Closing, Retriever
 from .tokens import tokenizer
 
@@ -25,6 +25,10 @@ class RetrieverContext:
     @property
     def chunks(self) -> tuple[Chunk, ...]:
         return self._bench.chunks
+
+    @property
+    def questions(self) -> tuple[Query, ...]:
+        return tuple(question.asked for question in self._bench.questions)
 
     @property
     def k(self) -> int:
@@ -76,9 +80,12 @@ class RetrieverContext:
 class Workbench:
     """Builds each retriever on first use; a build error is kept and re-raised for every user."""
 
-    def __init__(self, config: Config, chunks: tuple[Chunk, ...], resources: Resources) -> None:
+    def __init__(
+        self, config: Config, chunks: tuple[Chunk, ...], resources: Resources, questions: tuple[Question, ...] = ()
+    ) -> None:
         self.config = config
         self.chunks = chunks
+        self.questions = questions
         self.resources = resources
         self._built: dict[str, Retriever] = {}
         self._failed: dict[str, RagError] = {}

@@ -68,6 +68,10 @@ class Context(Protocol):
     def chunks(self) -> tuple[Chunk, ...]: ...
 
     @property
+    def questions(self) -> tuple[Query, ...]:
+        """The eval set's questions as retrievers may see them: id, query and tags, no judgments."""
+
+    @property
     def k(self) -> int: ...
 
     @property

@@ -13,8 +13,8 @@ from ..cache import Namespace
 from ..config.toml import Table
 from ..env import truthy
 from ..errors import RetrieverUnavailable
-from ..evalset.records import Question
-from .protocol import Context, Retriever, Setup
+from ..evalset.records import Query, Question
+from .protocol import Context, Retriever, Setup, ask
 
 DEFAULT_MODEL = "BAAI/bge-reranker-base"
 
@@ -130,7 +130,12 @@ class RerankRetriever:
         return {f"pool_recall@{self.depth}": mean(pools)}
 
     def __call__(self, query: str, k: int) -> list[str]:
-        candidates = list(self.source(query, self.depth))
+        return self._rerank(query, list(self.source(query, self.depth)), k)
+
+    def ask(self, query: Query, k: int) -> list[str]:
+        return self._rerank(query.query, list(ask(self.source, query, self.depth)), k)
+
+    def _rerank(self, query: str, candidates: list[str], k: int) -> list[str]:
         self.pools[query] = candidates
         if not candidates:
             return []
