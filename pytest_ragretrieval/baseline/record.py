@@ -17,7 +17,8 @@ from .update import plan_update
 def results_document(
     config: Config, fingerprint: Mapping[str, Any], runs: Mapping[str, Run], judge: Judge
 ) -> dict[str, Any]:
-    """The baseline's format plus latency, diagnostics and the comparison with the baseline."""
+    """The baseline's format plus latency, diagnostics, the comparison with the baseline and, at the
+    top level, `comparisons` between configurations ({a, b, metric, delta, p_value, ci95, wins, ties, losses})."""
     entries = {}
     for name, run in runs.items():
         if run.result is None:
@@ -39,7 +40,9 @@ def results_document(
                 for label, c in comparisons.items()
             }
         entries[name] = entry
-    return document(config.k, fingerprint, entries)
+    doc = document(config.k, fingerprint, entries)
+    doc["comparisons"] = [c.as_dict() for c in judge.pairs().comparisons]
+    return doc
 
 
 def update_baseline(

@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 import tomllib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +82,8 @@ class Config:
     alpha: float = 0.05
     min_questions: int = 20
     fail_on: tuple[str, ...] = ("metric",)
+    compare: tuple[tuple[str, str], ...] | None = None
+    """Pairs of retrievers to compare; None: each hybrid or rerank retriever against its sources."""
 
     @property
     def depth(self) -> int:
@@ -171,6 +173,27 @@ def _prompts(table: Table) -> dict[str, str | None]:
         else:
             found[key] = table.text(key, None)
     return found
+
+
+def _compare(table: Table, names: set[str]) -> tuple[tuple[str, str], ...] | None:
+    value = table.raw("compare", None)
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        raise table.error("compare", f"must be a list of [a, b] pairs of retriever names, got {value!r}")
+    found: list[tuple[str, str]] = []
+    for pair in value:
+        if not isinstance(pair, list) or len(pair) != 2 or not all(isinstance(name, str) for name in pair):
+            raise table.error("compare", f"each entry must be a pair of retriever names [a, b], got {pair!r}")
+        unknown = [name for name in pair if name not in names]
+        if unknown:
+            raise table.error(
+                "compare", f"{unknown[0]!r} is not a configured retriever; configured: {', '.join(sorted(names))}"
+            )
+        if pair[0] == pair[1] or (pair[0], pair[1]) in found:
+            raise table.error("compare", f"{pair!r} compares a retriever with itself or repeats a pair")
+        found.append((pair[0], pair[1]))
+    return tuple(found)
 
 
 def _index(table: Table) -> IndexSettings:
@@ -279,7 +302,10 @@ def load_config(config_option: str | None, rootpath: Path) -> Config:
         embedding_id=embedding_id,
         embedding_base_url=table.text("embedding_base_url", None),
         embedding_batch_size=table.integer("embedding_batch_size", 64, minimum=1),
-        **prompts,
+        query_prompt=prompts["query_prompt"],
+        passage_prompt=prompts["passage_prompt"],
+        query_input_type=prompts["query_input_type"],
+        passage_input_type=prompts["passage_input_type"],
         cache_dir=path("cache", ".rag-cache"),
         index=_index(table),
         significance=table.text("significance", "none", choices=SIGNIFICANCE),
@@ -287,6 +313,7 @@ def load_config(config_option: str | None, rootpath: Path) -> Config:
         min_questions=table.integer("min_questions", 20, minimum=1),
         fail_on=tuple(table.texts("fail_on", ["metric"])),
     )
+    config = replace(config, compare=_compare(table, {spec.name for spec in config.retrievers}))
     for entry in config.fail_on:
         if entry not in FAIL_ON:
             raise table.error("fail_on", f"entries must be {' or '.join(map(repr, FAIL_ON))}, got {entry!r}")
