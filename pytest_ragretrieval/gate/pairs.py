@@ -110,7 +110,8 @@ def compare_configurations(config: Config, runs: Mapping[str, Run], labels: Sequ
         if results[0] is None or results[1] is None:
             absent = [name for name, result in zip((a, b), results, strict=True) if result is None]
             if all(name in runs for name in absent):
-                notes.append(f"{a} vs {b}: not compared, {' and '.join(absent)} did not run to the end")
+                why = ", ".join(f"{name} {'was skipped' if runs[name].skipped else 'failed'}" for name in absent)
+                notes.append(f"{a} vs {b}: not compared, {why}")
             continue
         for label in labels if labels is not None else [spec.label for spec in config.metrics]:
             found.append(compare_pair(results[0], results[1], label, method))

@@ -87,7 +87,7 @@ def test_a_pair_whose_retriever_did_not_run_is_noted_not_compared(tmp_path: Path
     runs = {"one": ran(cfg, "one", GOOD), "two": Run(skipped="no model"), "fused": ran(cfg, "fused", GOOD)}
     found = compare_configurations(cfg, runs)
     assert {(c.a, c.b) for c in found.comparisons} == {("fused", "one")} and found.method == "bootstrap"
-    assert found.notes == ("fused vs two: not compared, two did not run to the end",)
+    assert found.notes == ("fused vs two: not compared, two was skipped",)
     assert compare_configurations(cfg, {"one": runs["one"]}).notes == (), "unselected retrievers are not news"
 
 
