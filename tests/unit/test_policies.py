@@ -24,7 +24,7 @@ def test_built_in_retrievers_break_ties_by_chunk_id_ascending(tmp_path: Path) ->
     bm25 = BM25Retriever(chunks, tokenizer("whitespace"), k1=1.5, b=0.75, epsilon=0.25, min_score=0.0)
     assert bm25("退款", 3) == ["a", "b", "c"]
     assert fuse([["b", "a"], ["a", "b"]], 60) == ["a", "b"]
-    texts = {cid: "same" for cid in ("c", "a", "b")}
+    texts = dict.fromkeys(("c", "a", "b"), "same")
     rerank = RerankRetriever(lambda q, k: ["c", "a", "b"], texts, lambda pairs: [1.0] * len(pairs),
                              Cache(tmp_path).namespace("rerank", "flat", ext="f64"), depth=3, min_score=None)
     assert rerank("q", 3) == ["a", "b", "c"]
