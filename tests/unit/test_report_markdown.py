@@ -168,7 +168,7 @@ def test_comparisons_conclusions_and_next_steps_come_from_the_numbers() -> None:
     assert "- hybrid vs vector: precision@5 -0.0500 (p = 0.5000, not significant), ndcg@5 +0.1000 (p = 0.0310, significant)" in conclusions
     assert "- highest: precision@5 hybrid 0.3000, ndcg@5 hybrid 0.7500" in conclusions
     steps = section(text, "next")
-    assert "- hybrid is significantly better than vector on ndcg@5 (+0.1000, p = 0.0310)" in steps
+    assert "- hybrid is significantly better than vector on ndcg@5 (p ≤ 0.0310)" in steps
     assert "- grow the eval set to at least 20 answerable questions (now 2)" in steps
 
 
@@ -185,5 +185,5 @@ def test_a_significant_loss_says_what_to_tune() -> None:
     data = sample_input()
     worse = tuple(replace(c, delta=-c.delta) for c in data.pairs)
     steps = section(render_markdown(replace(data, pairs=worse)), "next")
-    assert ("- hybrid is significantly worse than vector on ndcg@5 (-0.1000, p = 0.0310): keep vector, "
+    assert ("- hybrid is significantly worse than vector on ndcg@5 (p ≤ 0.0310): keep vector, "
             "or tune its weights, depth or rrf_k and compare again") in steps
