@@ -16,12 +16,11 @@ __all__ = ["Context", "Query", "Retriever", "RetrieverUnavailable", "__version__
 
 if TYPE_CHECKING:
     from .errors import RetrieverUnavailable
-    from .evalset.records import Query
-    from .retrievers.protocol import Context, Retriever
+    from .retrievers.protocol import Context, Query, Retriever
 
 _EXPORTS = {
     "Context": "pytest_ragretrieval.retrievers.protocol",
-    "Query": "pytest_ragretrieval.evalset.records",
+    "Query": "pytest_ragretrieval.retrievers.protocol",
     "Retriever": "pytest_ragretrieval.retrievers.protocol",
     "RetrieverUnavailable": "pytest_ragretrieval.errors",
 }

@@ -37,9 +37,9 @@ class Resources:
             self._embedder = CachedEmbedder(make_embedder(self.config), self.cache, self.out)
         return self._embedder
 
-    def embed(self, texts: list[str], label: str | None = None, side: str = "passage") -> Any:
+    def embed(self, texts: list[str], label: str | None = None) -> Any:
         """Vectors through the cache; only labelled (bulk) calls print a progress line."""
-        return self.embedder.embed(texts, label, side)
+        return self.embedder.embed(texts, label)
 
     @property
     def embedding_id(self) -> str:

@@ -17,15 +17,6 @@ class Chunk:
 
 
 @dataclass(frozen=True)
-class Query:
-    """What a retriever may know of a question: its id, its text and its tags, never its judgments."""
-
-    id: str
-    query: str
-    tags: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
 class Question:
     """One eval-set question with its judged chunks.
 
@@ -45,7 +36,3 @@ class Question:
     @property
     def relevant_ids(self) -> frozenset[str]:
         return frozenset(cid for cid, grade in self.relevance.items() if grade >= 1)
-
-    @property
-    def asked(self) -> Query:
-        return Query(self.id, self.query, self.tags)

@@ -9,8 +9,9 @@ from ..cache import Namespace
 from ..config.settings import Config
 from ..database.resources import Resources
 from ..errors import RagError, RetrieverError
-from ..evalset.records import Chunk, Query, Question
+from ..evalset.records import Chunk, Question
 from . import TYPES, Closing, Retriever
+from .protocol import Query, asked
 from .tokens import tokenizer
 
 
@@ -28,7 +29,7 @@ class RetrieverContext:
 
     @property
     def questions(self) -> tuple[Query, ...]:
-        return tuple(question.asked for question in self._bench.questions)
+        return tuple(asked(question) for question in self._bench.questions)
 
     @property
     def k(self) -> int:
@@ -74,7 +75,7 @@ class RetrieverContext:
             raise RetrieverError(
                 f"retriever {self.name!r} called ctx.embed with side={side!r}; use 'query' or 'passage'"
             )
-        return self._bench.resources.embed(list(texts), side=side)
+        return self._bench.resources.embedder.embed(list(texts), None, side)
 
 
 class Workbench:

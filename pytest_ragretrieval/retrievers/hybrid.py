@@ -7,8 +7,7 @@ from fractions import Fraction
 from typing import Any
 
 from ..config.toml import Table
-from ..evalset.records import Query
-from .protocol import Context, Retriever, Setup, ask
+from .protocol import Context, Query, Retriever, Setup, ask
 
 
 def parse(table: Table) -> dict[str, Any]:

@@ -7,12 +7,26 @@ first. Optional abilities are their own protocols, checked with isinstance, neve
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from ..cache import Namespace
 from ..config.toml import Table
-from ..evalset.records import Chunk, Query, Question
+from ..evalset.records import Chunk, Question
+
+
+@dataclass(frozen=True)
+class Query:
+    """What a retriever may know of a question: its id, its text and its tags, never its judgments."""
+
+    id: str
+    query: str
+    tags: tuple[str, ...] = ()
+
+
+def asked(question: Question) -> Query:
+    return Query(question.id, question.query, question.tags)
 
 
 @runtime_checkable

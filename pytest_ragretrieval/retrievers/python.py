@@ -11,9 +11,8 @@ from typing import Any
 
 from ..config.toml import Table
 from ..errors import RetrieverError
-from ..evalset.records import Query
 from ..loader import load_object
-from .protocol import Context, Retriever, Setup
+from .protocol import Context, Query, Retriever, Setup
 
 SIGNATURES = ("query", "question")
 

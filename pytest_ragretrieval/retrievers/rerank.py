@@ -14,8 +14,8 @@ from ..cache import Namespace
 from ..config.toml import Table
 from ..env import truthy
 from ..errors import RetrieverUnavailable
-from ..evalset.records import Query, Question
-from .protocol import Context, Retriever, Setup, ask
+from ..evalset.records import Question
+from .protocol import Context, Query, Retriever, Setup, ask
 
 DEFAULT_MODEL = "BAAI/bge-reranker-base"
 

@@ -18,9 +18,8 @@ from typing import Any
 
 from ..config.toml import Table
 from ..errors import ConfigError, RetrieverError
-from ..evalset.records import Query
 from ..paths import display
-from .protocol import Context, Setup
+from .protocol import Context, Query, Setup
 
 FORMATS = ("trec", "jsonl")
 ORDERS = ("score", "rank")

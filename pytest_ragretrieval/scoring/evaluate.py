@@ -16,7 +16,7 @@ from typing import Any
 from ..errors import RagError, RetrieverError, RetrieverUnavailable
 from ..evalset.records import Question
 from ..progress import Output, PlainOutput, Progress
-from ..retrievers.protocol import Diagnosing, Noting, ask
+from ..retrievers.protocol import Diagnosing, Noting, ask, asked
 from ..values import DIGITS
 from .metrics import MetricSpec
 
@@ -104,7 +104,7 @@ def run_retriever(
     latencies: dict[str, float] = {}
     for question in questions:
         started = time.perf_counter()
-        returned = ask(retrieve, question.asked, depth)
+        returned = ask(retrieve, asked(question), depth)
         latencies[question.id] = (time.perf_counter() - started) * 1000.0
         rankings[question.id] = checked_ranking(name, question, returned, depth, known)
         tick()

@@ -7,8 +7,8 @@ import pytest
 
 from pytest_ragretrieval.config.settings import load_config
 from pytest_ragretrieval.errors import ConfigError
-from pytest_ragretrieval.evalset.records import Query
 from pytest_ragretrieval.retrievers.hybrid import HybridRetriever, fuse
+from pytest_ragretrieval.retrievers.protocol import Query
 
 RANKINGS = [["a", "b"], ["b", "c"]]
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from pytest_ragretrieval.cache import Cache
-from pytest_ragretrieval.evalset.records import Chunk, Query, Question
+from pytest_ragretrieval.evalset.records import Chunk, Question
 from pytest_ragretrieval.retrievers.bm25 import BM25Retriever
 from pytest_ragretrieval.retrievers.hybrid import fuse
-from pytest_ragretrieval.retrievers.protocol import ask
+from pytest_ragretrieval.retrievers.protocol import Query, ask
 from pytest_ragretrieval.retrievers.rerank import RerankRetriever
 from pytest_ragretrieval.retrievers.run import RunRetriever, read_trec
 from pytest_ragretrieval.retrievers.tokens import tokenizer
