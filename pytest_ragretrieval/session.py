@@ -128,7 +128,7 @@ class RagSession:
     @property
     def bench(self) -> Workbench:
         if self._bench is None:
-            self._bench = Workbench(self.config, self.chunks, self.resources)
+            self._bench = Workbench(self.config, self.chunks, self.resources, self.questions)
         return self._bench
 
     @property
@@ -212,7 +212,8 @@ class RagSession:
 
     def summary_lines(self) -> list[str]:
         comparable = self.baseline is not None and not global_changes(self.baseline.fingerprint, self.judge.fingerprint)
-        lines = summary_lines(self.config, self.runs, self.baseline, comparable)
+        pairs = self.judge.pairs() if self.runs else None
+        lines = summary_lines(self.config, self.runs, self.baseline, comparable, pairs)
         notes = [f"warning: {note}" for note in small_set_notes(self.config, self.questions)]
         return [*lines, *notes, *self.update_lines, *self.written]
 

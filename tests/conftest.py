@@ -1,7 +1,8 @@
 """Shared test set-up.
 
 Compiled modules are imported here, before pytester snapshots sys.modules: pytester removes
-modules first imported inside a test, and numpy cannot be imported twice in one process.
+modules first imported inside a test, and numpy cannot be imported twice in one process. scipy
+too: any gate run with a hybrid or rerank retriever compares it with its sources, with scipy.
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import jieba  # noqa: F401
 import numpy  # noqa: F401
 import pytest
 import rank_bm25  # noqa: F401
+import scipy.stats  # noqa: F401
 
 
 @pytest.fixture(scope="session")

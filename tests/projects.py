@@ -127,10 +127,15 @@ def toml_string(value: object) -> str:
     return json.dumps(str(value), ensure_ascii=False)
 
 
+MINILM = "sentence-transformers:all-MiniLM-L6-v2"
+
+
 def e2e_settings(cache: Path | str, *lines: str) -> str:
-    """Settings of an end-to-end project: the embedded database, a test-owned cache, full-depth metrics."""
+    """Settings of an end-to-end project: the embedded database, a test-owned cache, full-depth metrics,
+    and MiniLM (the `minilm` fixture loads it first; the default embedder has its own tests)."""
     return "\n".join(
-        ['db = "embedded"', f"cache = {toml_string(cache)}", f'metrics = ["ndcg", "recall@{E2E_DEPTH}"]', *lines]
+        ['db = "embedded"', f"cache = {toml_string(cache)}", f'metrics = ["ndcg", "recall@{E2E_DEPTH}"]',
+         f"embedding = {toml_string(MINILM)}", *lines]
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from pytest_ragretrieval.gate.checks import Comparison
+from pytest_ragretrieval.gate.pairs import PairComparison
 from pytest_ragretrieval.report.build import UNAVAILABLE
 from pytest_ragretrieval.report.model import (
     ChunkView,
@@ -53,6 +54,11 @@ def sample_input() -> ReportInput:
         database="embedded: PostgreSQL 16.2, pgvector 0.6.2", baseline_path="baselines/retrieval.json",
         comparable=True, notes=("the eval set has 2 answerable questions, fewer than 20",),
         failures=(Failure("rag::hybrid::ndcg@5", "hybrid", "ndcg@5", "ndcg@5 of 'hybrid' fell from 0.8500 to 0.7500"),),
+        pairs=(
+            PairComparison("hybrid", "vector", "precision@5", -0.05, 0, 1, 1, 0.5, (-0.1, 0.0)),
+            PairComparison("hybrid", "vector", "ndcg@5", 0.1, 2, 0, 0, 0.031, (0.02, 0.18)),
+        ),
+        pair_method="randomization",
     )
 
 

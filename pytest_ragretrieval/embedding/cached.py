@@ -12,6 +12,7 @@ from ..errors import RagError
 from ..paths import display
 from ..progress import Output, Progress
 from .base import Embedder, check_vectors
+from .prompts import Side
 
 
 @dataclass(frozen=True)
@@ -28,7 +29,8 @@ class CachedEmbedder:
     """Embeds through the cache: only misses reach the model, in one batched call per embed().
 
     Entries live in the `embeddings` namespace of the embedder's id, keyed by the text itself
-    (the file name is its sha256), as `.npy` float32; so each text embeds once per embedder.
+    (the file name is its sha256), as `.npy` float32; so each text embeds once per embedder. When
+    the embedder's sides differ (prompts, input types), the key is the side and the text.
     """
 
     def __init__(self, embedder: Embedder, cache: Cache, out: Output | None = None, what: str = "texts") -> None:
@@ -40,24 +42,25 @@ class CachedEmbedder:
         self.dimension: int | None = None
         self.stats = EmbedStats()
 
-    def embed(self, texts: Sequence[str], label: str | None = "embedding") -> np.ndarray:
-        """Vectors for `texts`, in order; `label` names the progress line, None keeps it quiet."""
+    def embed(self, texts: Sequence[str], label: str | None = "embedding", side: Side = "passage") -> np.ndarray:
+        """Vectors for `texts` as `side`, in order; `label` names the progress line, None keeps it quiet."""
         texts = list(texts)
         unique = list(dict.fromkeys(texts))
+        key = self.embedder.prompts.key
         vectors: dict[str, np.ndarray] = {}
         for text in unique:
-            cached = self._read(text)
+            cached = self._read(key(text, side))
             if cached is not None:
                 vectors[text] = cached
         misses = [text for text in unique if text not in vectors]
         if misses and self.namespace.mode == "readonly":
             raise self.namespace.miss_error(len(misses), self.what)
         if misses:
-            fresh = check_vectors(self.id, self._run(misses, len(vectors), label), len(misses), self.dimension)
+            fresh = check_vectors(self.id, self._run(misses, len(vectors), label, side), len(misses), self.dimension)
             self.dimension = fresh.shape[1]
             for text, vector in zip(misses, fresh, strict=True):
                 vectors[text] = vector
-                self.namespace.put(text, _to_bytes(vector))
+                self.namespace.put(key(text, side), _to_bytes(vector))
         self.stats = EmbedStats(
             hits=len(unique) - len(misses),
             embedded=len(misses),
@@ -91,19 +94,19 @@ class CachedEmbedder:
         self.dimension = vector.shape[0]
         return np.asarray(vector, dtype=np.float32)
 
-    def _run(self, misses: list[str], hits: int, label: str | None) -> object:
+    def _run(self, misses: list[str], hits: int, label: str | None, side: Side) -> object:
         if self.out is None or label is None:
-            return self._call(misses)
+            return self._call(misses, side)
         with Progress(self.out, f"{label} with {self.id}", len(misses)) as bar:
             if hits:
                 bar.note = f"{hits} cached"
-            vectors = self._call(misses)
+            vectors = self._call(misses, side)
             bar.advance(len(misses))
         return vectors
 
-    def _call(self, misses: list[str]) -> object:
+    def _call(self, misses: list[str], side: Side) -> object:
         try:
-            return self.embedder.embed(misses)
+            return self.embedder.embed(misses, side)
         except RagError:
             raise
         except Exception as exc:

@@ -27,6 +27,7 @@ import numpy as np
 from ..errors import RagError
 from ..redact import mask, safe_line
 from .base import DEFAULT_RETRIES, DEFAULT_TIMEOUT, EmbedderSettings, check_vectors
+from .prompts import Prompts, Side
 
 DEFAULT_MODEL = "text-embedding-3-small"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -75,11 +76,13 @@ class OpenAIEmbedder:
         retries: int = DEFAULT_RETRIES,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
+        prompts: Prompts | None = None,
     ) -> None:
         self.model = model or DEFAULT_MODEL
         self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or "").rstrip("/") or None
         self.batch_size = batch_size
-        self.id = id or f"openai:{self.model}@{where(self.base_url)}"
+        self.prompts = prompts or Prompts()
+        self.id = self.prompts.full_id(id or f"openai:{self.model}@{where(self.base_url)}")
         self.timeout = timeout
         self.retries = retries
         self.sleep = sleep
@@ -90,6 +93,8 @@ class OpenAIEmbedder:
         self._secret = ""
         self._client: Any = None
         self._dimension: tuple[int, str] | None = None
+        self._extra: dict[str, str] | None = None
+        """The body fields of the side being embedded (`input_type`), sent with each request."""
 
     @property
     def attempts(self) -> int:
@@ -104,9 +109,11 @@ class OpenAIEmbedder:
         """What the embedder may lose to failures in one session: one request's attempts and waits."""
         return self.timeout * self.attempts + sum(self.backoff(n) for n in range(1, self.attempts))
 
-    def embed(self, texts: list[str]) -> np.ndarray:
+    def embed(self, texts: list[str], side: Side = "passage") -> np.ndarray:
+        """The side's prompt goes before each text; its `input_type`, when set, goes in the request body."""
         client = self._connect()
-        texts = list(texts)
+        texts = self.prompts.apply(list(texts), side)
+        self._extra = {"input_type": kind} if (kind := self.prompts.input_type(side)) else None
         starts = range(0, len(texts), self.batch_size)
         if self._dimension is not None:
             self._dimension = (self._dimension[0], "earlier answers")
@@ -205,7 +212,8 @@ class OpenAIEmbedder:
         def request() -> None:
             try:
                 raw = client.embeddings.with_raw_response.create(
-                    model=self.model, input=batch, encoding_format="float", timeout=self.timeout
+                    model=self.model, input=batch, encoding_format="float", timeout=self.timeout,
+                    extra_body=self._extra,
                 )
                 outcome.append(bytes(raw.content))
             except BaseException as exc:
@@ -289,7 +297,7 @@ class OpenAIEmbedder:
 def make(model: str, settings: EmbedderSettings) -> OpenAIEmbedder:
     return OpenAIEmbedder(
         model, base_url=settings.base_url, batch_size=settings.batch_size, id=settings.id,
-        timeout=settings.timeout, retries=settings.retries,
+        timeout=settings.timeout, retries=settings.retries, prompts=settings.prompts(),
     )
 
 

@@ -10,24 +10,27 @@ import numpy as np
 from ..errors import ConfigError, RagError
 from ..loader import load_object
 from .base import EmbedderSettings, check_vectors
+from .prompts import Prompts, Side
 
 
 class PythonEmbedder:
     """Imports the callable on first embed(), so a fully cached run never imports user code."""
 
-    def __init__(self, target: str, *, id: str, root: Path) -> None:
+    def __init__(self, target: str, *, id: str, root: Path, prompts: Prompts | None = None) -> None:
         if target.count(":") != 1 or not all(target.split(":")):
             raise ConfigError(f"embedding 'python:{target}' must look like 'python:package.module:function'")
         self.target = target
-        self.id = id
+        self.prompts = prompts or Prompts()
+        self.id = self.prompts.full_id(id)
         self.root = root
         self._function: Callable[..., Any] | None = None
 
-    def embed(self, texts: list[str]) -> np.ndarray:
+    def embed(self, texts: list[str], side: Side = "passage") -> np.ndarray:
+        """The callable gets the texts with the side's prompt put before each."""
         if self._function is None:
             self._function = load_object(self.target, self.root, "embedding")
         try:
-            result = self._function(list(texts))
+            result = self._function(self.prompts.apply(list(texts), side))
         except RagError:
             raise
         except Exception as exc:
@@ -38,4 +41,4 @@ class PythonEmbedder:
 
 def make(target: str, settings: EmbedderSettings) -> PythonEmbedder:
     assert settings.id is not None, "the registry requires embedding_id for python: embedders"
-    return PythonEmbedder(target, id=settings.id, root=settings.root)
+    return PythonEmbedder(target, id=settings.id, root=settings.root, prompts=settings.prompts())

@@ -17,13 +17,18 @@ from ..env import truthy
 from ..errors import RagError
 from ..paths import display
 from .base import EmbedderSettings
+from .prompts import Prompts, Side, known_prompts
 
 PACKAGED_NAME = "all-MiniLM-L6-v2"
 PACKAGED_ALIASES = (PACKAGED_NAME, f"sentence-transformers/{PACKAGED_NAME}")
 
 
 class SentenceTransformerEmbedder:
-    """Batched, unnormalised float32 vectors from a SentenceTransformer loaded on first use."""
+    """Batched, unnormalised float32 vectors from a SentenceTransformer loaded on first use.
+
+    Each side's prompt goes to `encode(prompt=...)`, always (an empty one too): so a model's own
+    default prompt never applies silently, and what the id says is what the model saw.
+    """
 
     def __init__(
         self,
@@ -33,10 +38,12 @@ class SentenceTransformerEmbedder:
         batch_size: int = 64,
         device: str = "cpu",
         id: str | None = None,
+        prompts: Prompts | None = None,
     ) -> None:
         self.model = model or PACKAGED_NAME
         self.packaged = self.model in PACKAGED_ALIASES
-        self.id = id or f"sentence-transformers:{PACKAGED_NAME if self.packaged else self.model}"
+        self.prompts = prompts if prompts is not None else known_prompts(self.model)
+        self.id = self.prompts.full_id(id or f"sentence-transformers:{PACKAGED_NAME if self.packaged else self.model}")
         self.root = root if root is not None else Path.cwd()
         self.batch_size = batch_size
         self.device = device
@@ -46,9 +53,10 @@ class SentenceTransformerEmbedder:
     def loaded(self) -> bool:
         return self._model is not None
 
-    def embed(self, texts: list[str]) -> np.ndarray:
+    def embed(self, texts: list[str], side: Side = "passage") -> np.ndarray:
         vectors = self.load().encode(
             list(texts),
+            prompt=self.prompts.prompt(side),
             batch_size=self.batch_size,
             convert_to_numpy=True,
             normalize_embeddings=False,
@@ -104,4 +112,7 @@ class SentenceTransformerEmbedder:
 
 
 def make(model: str, settings: EmbedderSettings) -> SentenceTransformerEmbedder:
-    return SentenceTransformerEmbedder(model, root=settings.root, batch_size=settings.batch_size, id=settings.id)
+    prompts = settings.prompts(known_prompts(model or PACKAGED_NAME))
+    return SentenceTransformerEmbedder(
+        model, root=settings.root, batch_size=settings.batch_size, id=settings.id, prompts=prompts
+    )

@@ -26,6 +26,7 @@ from .checks import (
 )
 from .fingerprint import UNRECORDED, global_changes, retriever_changes
 from .items import ItemKey, Skip
+from .pairs import Pairs, compare_configurations
 
 
 def small_set_notes(config: Config, questions: Sequence[Question]) -> list[str]:
@@ -67,6 +68,13 @@ class Judge:
             if key.kind == "metric":
                 self.selected.setdefault(key.retriever, set()).add(key.name)
         self._comparisons: dict[tuple[str, str], Comparison | None] = {}
+        self._pairs: Pairs | None = None
+
+    def pairs(self) -> Pairs:
+        """The comparisons between configurations, computed once for the summary, reports and results."""
+        if self._pairs is None:
+            self._pairs = compare_configurations(self.config, self.runs)
+        return self._pairs
 
     def comparable(self) -> Outcome | None:
         """A failing outcome shared by every item when no baseline can be compared with."""

@@ -30,6 +30,8 @@ def build_report(
     views = tuple(
         _view(spec.name, spec.type, runs[spec.name], judge) for spec in config.retrievers if spec.name in runs
     )
+    pairs = judge.pairs()
+    run_notes = [f"{name}: {note}" for name, run in runs.items() for note in run.notes]
     rerankers = tuple(
         found + (UNAVAILABLE if spec.name in runs and runs[spec.name].skipped is not None else "")
         for spec in config.retrievers if (found := spec.module.details(spec.params).get("reranker")) is not None
@@ -46,11 +48,15 @@ def build_report(
         database=database,
         baseline_path=display(config.baseline),
         comparable=judge.baseline is not None and judge.comparable() is None,
-        notes=tuple(small_set_notes(config, questions)),
+        notes=(*small_set_notes(config, questions), *run_notes, *pairs.notes),
         failures=tuple(
             Failure(key.nodeid, key.retriever, key.name, "\n".join(outcome.lines))
             for key, outcome in sorted(failures.items())
         ),
+        pairs=pairs.comparisons,
+        pair_method=pairs.method,
+        alpha=config.alpha,
+        min_questions=config.min_questions,
     )
 
 

@@ -5,6 +5,7 @@ import os
 
 from .markdown import (
     changes_section,
+    conclusions_section,
     esc,
     failures_section,
     metrics_section,
@@ -32,7 +33,8 @@ def step_summary(data: ReportInput) -> str:
               f"k = {data.k} · {len(data.questions)} 题 / questions · {baseline}"]
     if data.notes:
         header += ["", *(f"- ⚠️ {esc(note)}" for note in data.notes)]
-    sections = [header, metrics_section(data), tags_section(data), changes_section(data, SUMMARY_CHANGES),
+    sections = [header, metrics_section(data), conclusions_section(data), tags_section(data),
+                changes_section(data, SUMMARY_CHANGES),
                 failures_section(data)]
     return "\n\n".join("\n".join(section) for section in sections) + "\n"
 

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from ..values import EPSILON
 from .chart import chart
+from .html_pairs import conclusions, next_section, pairs
 from .markup import attrs, e, el, number
 from .model import (
     QuestionChange,
@@ -329,7 +330,8 @@ def render(data: ReportInput) -> str:
     body = [
         el("h1", e(TITLE)),
         el("p", e(f"结果 / result：{verdict(data)}"), id="verdict", data_failures=len(data.failures)),
-        *configuration(data), *metrics(data), *tags(data), *diagnostics(data),
+        *configuration(data), *metrics(data), *pairs(data), *conclusions(data), *next_section(data),
+        *tags(data), *diagnostics(data),
         *changes(data), *no_answer(data), *questions(data), *failures(data),
     ]
     head = ['<meta charset="utf-8">', '<meta name="viewport" content="width=device-width, initial-scale=1">',

@@ -4,6 +4,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from .conclusions import conclusion_lines, next_steps
 from .model import (
     QuestionChange,
     QuestionView,
@@ -16,6 +17,7 @@ from .wording import (
     EMPTY,
     HEADINGS,
     NO_ANSWER_HINT,
+    PAIRS_HEADERS,
     TITLE,
     config_items,
     diagnostic_meaning,
@@ -26,6 +28,7 @@ from .wording import (
     gold,
     has_significance,
     metric_cell,
+    pairs_hint,
     ran,
     status_text,
     tag_cell,
@@ -122,7 +125,23 @@ def metrics_section(data: ReportInput) -> list[str]:
         lines += ["", DELTA_HINT]
     if has_significance(data):
         lines += ["", f"### {HEADINGS['significance']}", "", *significance_table(data)]
+    if data.pairs:
+        lines += ["", f"### {HEADINGS['pairs']}", "", pairs_hint(data.pair_method), "", *pairs_table(data)]
     return lines
+
+
+def pairs_table(data: ReportInput) -> list[str]:
+    rows = [[esc(f"{c.a} vs {c.b}"), esc(c.metric), format_delta(c.delta), format_p(c.p_value), format_ci(c.ci95),
+             f"{c.wins} / {c.ties} / {c.losses}"] for c in data.pairs]
+    return table(list(PAIRS_HEADERS), rows, numeric=4)
+
+
+def conclusions_section(data: ReportInput) -> list[str]:
+    return [f"## {HEADINGS['conclusions']}", "", *(f"- {esc(line)}" for line in conclusion_lines(data))]
+
+
+def next_section(data: ReportInput) -> list[str]:
+    return [f"## {HEADINGS['next']}", "", *(f"- {esc(line)}" for line in next_steps(data))]
 
 
 def tags_section(data: ReportInput) -> list[str]:
@@ -224,6 +243,8 @@ def render(data: ReportInput) -> str:
         [f"# {TITLE}", "", f"结果 / result：{verdict(data)}"],
         configuration_section(data),
         metrics_section(data),
+        conclusions_section(data),
+        next_section(data),
         tags_section(data),
         diagnostics_section(data),
         changes_section(data),

@@ -5,6 +5,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..gate.checks import Comparison
+from ..gate.pairs import PairComparison
 from ..values import EPSILON
 
 
@@ -75,6 +76,12 @@ class ReportInput:
     comparable: bool
     notes: tuple[str, ...] = ()
     failures: tuple[Failure, ...] = ()
+    pairs: tuple[PairComparison, ...] = ()
+    """Comparisons between configurations (a against b, per metric)."""
+    pair_method: str | None = None
+    """The two-sided test that gave their p-values; None when none could run (no scipy)."""
+    alpha: float = 0.05
+    min_questions: int = 20
 
     @property
     def primary(self) -> str:

@@ -5,6 +5,7 @@ from collections.abc import Mapping, Sequence
 
 from ..baseline.format import Baseline
 from ..config.settings import Config
+from ..gate.pairs import Pairs
 from ..scoring.evaluate import RetrieverResult, Run, latency_summary
 from ..values import fmt, signed
 from .wording import width
@@ -27,8 +28,24 @@ def cell(value: float | None, before: float | None) -> str:
     return f"{fmt(value)} ({signed(value - before)})"
 
 
-def summary_lines(config: Config, runs: Mapping[str, Run], baseline: Baseline | None, comparable: bool) -> list[str]:
-    """The summary table, the per-tag table and the no-answer and latency lines."""
+def comparison_lines(pairs: Pairs) -> list[str]:
+    """One row per pair and metric: delta of the means, the two-sided test, wins/ties/losses of a over b."""
+    if not pairs.comparisons:
+        return []
+    rows = [
+        [f"{c.a} vs {c.b}", c.metric, signed(c.delta), "-" if c.p_value is None else f"{c.p_value:.4f}",
+         "-" if c.ci95 is None else f"[{signed(c.ci95[0])}, {signed(c.ci95[1])}]", f"{c.wins}/{c.ties}/{c.losses}"]
+        for c in pairs.comparisons
+    ]
+    test = f"paired two-sided {pairs.method} test" if pairs.method else "no significance test"
+    return ["", f"comparisons ({test}; w/t/l: questions a wins, ties, loses against b):",
+            *table(["a vs b", "metric", "delta", "p", "95% CI", "w/t/l"], rows)]
+
+
+def summary_lines(
+    config: Config, runs: Mapping[str, Run], baseline: Baseline | None, comparable: bool, pairs: Pairs | None = None
+) -> list[str]:
+    """The summary table, the per-tag table, the comparisons, and the no-answer and latency lines."""
     labels = [spec.label for spec in config.metrics]
     answerable = None
     rows: list[list[str]] = []
@@ -64,6 +81,7 @@ def summary_lines(config: Config, runs: Mapping[str, Run], baseline: Baseline | 
         if result.answerable_empty:
             wrongly_empty.append(f"{spec.name} {result.answerable_empty}/{answerable}")
         diagnostics.extend(f"{spec.name} {label} {fmt(value)}" for label, value in sorted(run.diagnostics.items()))
+        notes.extend(f"{spec.name}: {note}" for note in run.notes)
         summary = latency_summary(result)
         latency.append(f"{spec.name} {summary['p50']:.1f}/{summary['p95']:.1f}")
     lines = [f"k={config.k}" + (f", {answerable} answerable questions" if answerable is not None else "")]
@@ -73,6 +91,9 @@ def summary_lines(config: Config, runs: Mapping[str, Run], baseline: Baseline | 
         lines.append("")
         lines.append("per tag:")
         lines.extend(table(["retriever", "tag", *labels], tag_rows))
+    if pairs is not None:
+        lines.extend(comparison_lines(pairs))
+        notes.extend(pairs.notes)
     lines.extend(notes)
     if no_answer:
         lines.append("no-answer questions that got an empty result: " + ", ".join(no_answer))

@@ -10,6 +10,9 @@ HEADINGS = {
     "configuration": "评估配置 / Configuration",
     "metrics": "指标结果 / Metrics",
     "significance": "显著性 / Significance",
+    "pairs": "配置对比 / Comparisons",
+    "conclusions": "结论 / Conclusions",
+    "next": "下一步 / Next steps",
     "tags": "分标签 / Per tag",
     "diagnostics": "诊断 / Diagnostics",
     "changes": "逐题升降 / Questions that changed",
@@ -20,6 +23,12 @@ HEADINGS = {
 EMPTY = "（空 / empty）"
 NO_ANSWER_HINT = "无答案题的正确结果是空列表 / for a no-answer question the right result is an empty list."
 DELTA_HINT = "括号内为相对基线的差值 / in brackets: the change against the baseline."
+PAIRS_HEADERS = ("a vs b", "metric", "delta", "p", "95% CI", "wins / ties / losses")
+
+
+def pairs_hint(method: str | None) -> str:
+    test = f"paired two-sided {method} test" if method else "no p-values: scipy is not installed"
+    return f"a 与 b 的均值差与逐题胜/平/负 / difference of means (a - b), questions a wins/ties/loses; {test}."
 MEANINGS = {
     "ann_recall": (
         "ANN 索引前 {depth} 条与精确检索的重合率，低于 1 说明近似索引漏了结果 / "

@@ -10,11 +10,11 @@ from typing import Any
 
 from ..config.toml import Table
 from ..errors import ConfigError
-from . import bm25, hybrid, python, rerank, vector
-from .protocol import Closing, Context, Diagnosing, Retriever, RetrieverType, Setup
+from . import bm25, hybrid, python, rerank, run, vector
+from .protocol import Asking, Closing, Context, Diagnosing, Noting, Retriever, RetrieverType, Setup, ask
 
-__all__ = ["TYPES", "Closing", "Context", "Diagnosing", "Retriever", "RetrieverSpec", "RetrieverType", "Setup",
-           "parse_spec", "type_module"]
+__all__ = ["TYPES", "Asking", "Closing", "Context", "Diagnosing", "Noting", "Retriever", "RetrieverSpec",
+           "RetrieverType", "Setup", "ask", "parse_spec", "type_module"]
 
 TYPES: dict[str, RetrieverType] = {
     "bm25": bm25,
@@ -22,6 +22,7 @@ TYPES: dict[str, RetrieverType] = {
     "hybrid": hybrid,
     "rerank": rerank,
     "python": python,
+    "run": run,
 }
 
 

@@ -9,8 +9,9 @@ from ..cache import Namespace
 from ..config.settings import Config
 from ..database.resources import Resources
 from ..errors import RagError, RetrieverError
-from ..evalset.records import Chunk
+from ..evalset.records import Chunk, Question
 from . import TYPES, Closing, Retriever
+from .protocol import Query, asked
 from .tokens import tokenizer
 
 
@@ -25,6 +26,10 @@ class RetrieverContext:
     @property
     def chunks(self) -> tuple[Chunk, ...]:
         return self._bench.chunks
+
+    @property
+    def questions(self) -> tuple[Query, ...]:
+        return tuple(asked(question) for question in self._bench.questions)
 
     @property
     def k(self) -> int:
@@ -65,16 +70,23 @@ class RetrieverContext:
     def score_cache(self, kind: str, model_id: str) -> Namespace:
         return self._bench.resources.score_cache(kind, model_id)
 
-    def embed(self, texts: Sequence[str]) -> Any:
-        return self._bench.resources.embed(list(texts))
+    def embed(self, texts: Sequence[str], side: str = "query") -> Any:
+        if side not in ("query", "passage"):
+            raise RetrieverError(
+                f"retriever {self.name!r} called ctx.embed with side={side!r}; use 'query' or 'passage'"
+            )
+        return self._bench.resources.embedder.embed(list(texts), None, side)
 
 
 class Workbench:
     """Builds each retriever on first use; a build error is kept and re-raised for every user."""
 
-    def __init__(self, config: Config, chunks: tuple[Chunk, ...], resources: Resources) -> None:
+    def __init__(
+        self, config: Config, chunks: tuple[Chunk, ...], resources: Resources, questions: tuple[Question, ...] = ()
+    ) -> None:
         self.config = config
         self.chunks = chunks
+        self.questions = questions
         self.resources = resources
         self._built: dict[str, Retriever] = {}
         self._failed: dict[str, RagError] = {}

@@ -7,6 +7,7 @@ first. Optional abilities are their own protocols, checked with isinstance, neve
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -15,11 +16,46 @@ from ..config.toml import Table
 from ..evalset.records import Chunk, Question
 
 
+@dataclass(frozen=True)
+class Query:
+    """What a retriever may know of a question: its id, its text and its tags, never its judgments."""
+
+    id: str
+    query: str
+    tags: tuple[str, ...] = ()
+
+
+def asked(question: Question) -> Query:
+    return Query(question.id, question.query, question.tags)
+
+
 @runtime_checkable
 class Retriever(Protocol):
     """Return up to `k` chunk ids for `query`, most relevant first, without duplicates."""
 
     def __call__(self, query: str, k: int) -> Sequence[str]: ...
+
+
+@runtime_checkable
+class Asking(Protocol):
+    """A retriever that needs the whole question (its id and tags), not only its text: a run file
+    is read by question id, a `signature = "question"` factory gets the question."""
+
+    def ask(self, query: Query, k: int) -> Sequence[str]: ...
+
+
+def ask(retriever: Retriever, query: Query, k: int) -> Sequence[str]:
+    """Ask a retriever for `k` ids the way it wants to be asked: by question when it can, else by text."""
+    if isinstance(retriever, Asking):
+        return retriever.ask(query, k)
+    return retriever(query.query, k)
+
+
+@runtime_checkable
+class Noting(Protocol):
+    """A retriever with remarks for the summary after the run (questions a run file lacks)."""
+
+    def notes(self) -> list[str]: ...
 
 
 @runtime_checkable
@@ -44,6 +80,10 @@ class Context(Protocol):
 
     @property
     def chunks(self) -> tuple[Chunk, ...]: ...
+
+    @property
+    def questions(self) -> tuple[Query, ...]:
+        """The eval set's questions as retrievers may see them: id, query and tags, no judgments."""
 
     @property
     def k(self) -> int: ...
@@ -75,8 +115,9 @@ class Context(Protocol):
     def score_cache(self, kind: str, model_id: str) -> Namespace:
         """A namespace of the content-addressed cache, for scores a retriever computes."""
 
-    def embed(self, texts: Sequence[str]) -> Any:
-        """Vectors (n x d numpy array) from the configured embedder, through the cache."""
+    def embed(self, texts: Sequence[str], side: str = "query") -> Any:
+        """Vectors (n x d numpy array) from the configured embedder, through the cache; `side` is
+        "query" (with the query prompt) or "passage"."""
 
 
 class Setup(Protocol):

@@ -1,4 +1,5 @@
-"""Cross-encoder reranking of another retriever's top `depth`, the tutorial's Hybrid+Rerank."""
+"""Reranking of another retriever's top `depth`, the tutorial's Hybrid+Rerank: by a
+sentence-transformers CrossEncoder in process, or by an HTTP service (`endpoint`, see rerank_http)."""
 from __future__ import annotations
 
 import os
@@ -14,19 +15,43 @@ from ..config.toml import Table
 from ..env import truthy
 from ..errors import RetrieverUnavailable
 from ..evalset.records import Question
-from .protocol import Context, Retriever, Setup
+from .protocol import Context, Query, Retriever, Setup, ask
 
 DEFAULT_MODEL = "BAAI/bge-reranker-base"
 
 
+HTTP_KEYS = ("api", "api_key_env")
+APIS = ("cohere", "tei")
+"""Request shapes of rerank services: they cannot be told apart by URL (vLLM's /rerank wants
+Cohere's `documents`, TEI's /rerank wants `texts`), so `api` is required with `endpoint`."""
+
+
 def parse(table: Table) -> dict[str, Any]:
-    return {
+    endpoint = table.text("endpoint", None)
+    params = {
         "source": table.text("source", "hybrid"),
         "depth": table.integer("depth", 20, minimum=1),
-        "model": table.text("model", DEFAULT_MODEL),
+        "model": table.text("model", None if endpoint else DEFAULT_MODEL),
         "batch_size": table.integer("batch_size", 32, minimum=1),
         "min_score": table.number("min_score", None),
     }
+    if endpoint is None:
+        for key in HTTP_KEYS:
+            if table.has(key):
+                raise table.error(key, "applies only with endpoint = \"http://...\" (a rerank service)")
+        return params
+    if urlparse(endpoint).scheme not in ("http", "https"):
+        raise table.error("endpoint", f"must be an http:// or https:// URL, got {endpoint!r}")
+    params["endpoint"] = endpoint
+    params["api"] = table.text("api", None, choices=APIS)
+    if params["api"] is None:
+        raise table.error(
+            "api", "is required with endpoint: \"tei\" (text-embeddings-inference) or \"cohere\" (Cohere, Jina, vLLM)"
+        )
+    api_key_env = table.text("api_key_env", None)
+    if api_key_env is not None:
+        params["api_key_env"] = api_key_env
+    return params
 
 
 def sources(params: Mapping[str, Any]) -> list[str]:
@@ -148,7 +173,12 @@ class RerankRetriever:
         return {f"pool_recall@{self.depth}": mean(pools)}
 
     def __call__(self, query: str, k: int) -> list[str]:
-        candidates = list(self.source(query, self.depth))
+        return self._rerank(query, list(self.source(query, self.depth)), k)
+
+    def ask(self, query: Query, k: int) -> list[str]:
+        return self._rerank(query.query, list(ask(self.source, query, self.depth)), k)
+
+    def _rerank(self, query: str, candidates: list[str], k: int) -> list[str]:
         self.pools[query] = candidates
         if not candidates:
             return []
@@ -160,12 +190,22 @@ class RerankRetriever:
 
 
 def build(params: Mapping[str, Any], ctx: Context) -> RerankRetriever:
-    scorer = CrossEncoderScorer(params["model"], ctx.root, params["batch_size"])
+    scorer: Callable[[Sequence[tuple[str, str]]], list[float]]
+    if "endpoint" in params:
+        from .rerank_http import HttpRerankScorer
+
+        http = HttpRerankScorer(
+            params["endpoint"], api=params["api"], model=params["model"], batch_size=params["batch_size"],
+            api_key_env=params.get("api_key_env"),
+        )
+        scorer, cache_id = http, http.id
+    else:
+        scorer, cache_id = CrossEncoderScorer(params["model"], ctx.root, params["batch_size"]), params["model"]
     return RerankRetriever(
         ctx.retriever(params["source"]),
         {chunk.id: chunk.text for chunk in ctx.chunks},
         scorer,
-        ctx.score_cache("rerank", params["model"]),
+        ctx.score_cache("rerank", cache_id),
         params["depth"],
         params["min_score"],
     )
@@ -176,4 +216,8 @@ def fingerprint(params: Mapping[str, Any], setup: Setup) -> dict[str, Any]:
 
 
 def details(params: Mapping[str, Any]) -> dict[str, str]:
+    if "endpoint" in params:
+        from .rerank_http import scorer_id
+
+        return {"reranker": scorer_id(params["api"], params["endpoint"], params["model"])}
     return {"reranker": params["model"]}

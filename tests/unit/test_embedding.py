@@ -14,6 +14,7 @@ from pytest_ragretrieval.config.settings import load_config
 from pytest_ragretrieval.embedding import make_embedder
 from pytest_ragretrieval.embedding.base import FailOnce, check_vectors
 from pytest_ragretrieval.embedding.cached import CachedEmbedder, EmbedStats
+from pytest_ragretrieval.embedding.prompts import Prompts
 from pytest_ragretrieval.embedding.python import PythonEmbedder
 from pytest_ragretrieval.embedding.sentence_transformers import (
     SentenceTransformerEmbedder,
@@ -28,9 +29,10 @@ class Counting:
     def __init__(self, id: str = "test:counting", dimension: int = 4) -> None:
         self.id = id
         self.dimension = dimension
+        self.prompts = Prompts()
         self.calls: list[list[str]] = []
 
-    def embed(self, texts: list[str]) -> np.ndarray:
+    def embed(self, texts: list[str], side: str = "passage") -> np.ndarray:
         self.calls.append(list(texts))
         rows = [[len(t), t.count("a"), 1.0, float(i)][: self.dimension] for i, t in enumerate(texts)]
         return np.array(rows, dtype=np.float32)
@@ -69,7 +71,7 @@ def test_a_missing_local_folder_is_a_clear_error(tmp_path: Path) -> None:
 
 
 def test_make_embedder_loads_nothing(tmp_path: Path) -> None:
-    config = load_config(str(write_config(tmp_path)), tmp_path)
+    config = load_config(str(write_config(tmp_path, embedding="sentence-transformers:all-MiniLM-L6-v2")), tmp_path)
     embedder = make_embedder(config)
     assert isinstance(embedder, SentenceTransformerEmbedder)
     assert embedder.id == "sentence-transformers:all-MiniLM-L6-v2"
@@ -181,8 +183,9 @@ def test_an_invalid_cached_vector_is_an_error(tmp_path: Path) -> None:
 def test_unexpected_exceptions_become_one_line_errors(tmp_path: Path) -> None:
     class Broken:
         id = "test:broken"
+        prompts = Prompts()
 
-        def embed(self, texts: list[str]) -> np.ndarray:
+        def embed(self, texts: list[str], side: str = "passage") -> np.ndarray:
             raise RuntimeError("out of memory\nmore detail")
 
     with pytest.raises(RagError, match=r"^embedder 'test:broken' raised RuntimeError: out of memory$"):
@@ -193,9 +196,10 @@ def test_an_embedder_that_failed_once_fails_every_later_caller_at_once(tmp_path:
     class Dead:
         id = "test:dead"
         batch_size = 7
+        prompts = Prompts()
         calls = 0
 
-        def embed(self, texts: list[str]) -> np.ndarray:
+        def embed(self, texts: list[str], side: str = "passage") -> np.ndarray:
             Dead.calls += 1
             raise RagError("embedder 'test:dead': timeout (2s per request) after 2 attempts")
 

@@ -254,3 +254,17 @@ def test_chromium_ran_the_probe_script(browser_dom: Node) -> None:
 def test_details_rows_are_closed_until_opened(browser_dom: Node) -> None:
     details = browser_dom.find("details", "question-details")
     assert len(details) == 3 and all("open" not in d.attrs for d in details)
+
+
+def test_comparisons_conclusions_and_next_steps() -> None:
+    doc = parse(render_html(sample_input()))
+    ndcg = doc.one("table", id="pairs").one("tr", data_a="hybrid", data_b="vector", data_metric="ndcg@5")
+    assert ndcg.attrs["data-significant"] == "true" and ndcg.text.endswith("+0.10000.0310[+0.0200, +0.1800]2 / 0 / 0")
+    assert ndcg.one("span", "delta").classes == {"delta", "positive"}
+    precision = doc.one("table", id="pairs").one("tr", data_metric="precision@5")
+    assert precision.attrs["data-significant"] == "false"
+    conclusions = [li.text for li in doc.one("ul", id="conclusions").find("li")]
+    assert "hybrid vs vector: precision@5 -0.0500 (p = 0.5000, not significant), ndcg@5 +0.1000 (p = 0.0310, significant)" in conclusions
+    steps = [li.text for li in doc.one("ul", id="next-steps").find("li")]
+    assert any(step.startswith("hybrid is significantly better than vector on ndcg@5") for step in steps)
+    assert not parse(render_html(replace(sample_input(), pairs=()))).find("table", id="pairs")

@@ -33,7 +33,7 @@ def row(text: str, first: str) -> list[str]:
 
 def test_sections_come_in_the_tutorial_order() -> None:
     text = render_markdown(sample_input())
-    keys = ["configuration", "metrics", "tags", "diagnostics", "changes", "no-answer", "failures"]
+    keys = ["configuration", "metrics", "conclusions", "next", "tags", "diagnostics", "changes", "no-answer", "failures"]
     positions = [text.index(f"## {HEADINGS[key]}") for key in keys]
     assert text.startswith("# RAG 检索层评估报告") and positions == sorted(positions)
 
@@ -125,7 +125,8 @@ def test_a_failure_message_with_backticks_gets_a_longer_fence() -> None:
 
 
 def test_no_baseline_means_no_deltas_no_significance_no_changes() -> None:
-    text = render_markdown(without_baseline(sample_input()))
+    # comparisons between configurations do not need a baseline and print their own deltas: left out here
+    text = render_markdown(replace(without_baseline(sample_input()), pairs=()))
     assert "(+" not in text and "(-" not in text and HEADINGS["significance"] not in text
     assert row(section(text, "metrics"), "hybrid")[3:5] == ["0.3000", "0.7500"]
     assert row(section(text, "tags"), "keyword") == ["keyword", "1", "0.2000", "1.0000"]
@@ -156,3 +157,33 @@ def test_table_cells_escape_pipes_newlines_and_html() -> None:
     assert "| a\\|b " in text and "line one<br>line &lt;two>" in text
     assert len(row(text, "a\\|b")) == len(rows(text)[0])
 
+
+
+def test_comparisons_conclusions_and_next_steps_come_from_the_numbers() -> None:
+    text = render_markdown(sample_input())
+    pairs = section(text, "metrics").split(f"### {HEADINGS['pairs']}", 1)[1]
+    assert row(pairs, "hybrid vs vector") == ["hybrid vs vector", "precision@5", "-0.0500", "0.5000", "[-0.1000, +0.0000]", "0 / 1 / 1"]
+    assert "paired two-sided randomization test" in pairs
+    conclusions = section(text, "conclusions")
+    assert "- hybrid vs vector: precision@5 -0.0500 (p = 0.5000, not significant), ndcg@5 +0.1000 (p = 0.0310, significant)" in conclusions
+    assert "- highest: precision@5 hybrid 0.3000, ndcg@5 hybrid 0.7500" in conclusions
+    steps = section(text, "next")
+    assert "- hybrid is significantly better than vector on ndcg@5 (p ≤ 0.0310)" in steps
+    assert "- grow the eval set to at least 20 answerable questions (now 2)" in steps
+
+
+def test_without_scipy_the_comparisons_show_deltas_and_counts_and_say_why_once() -> None:
+    data = sample_input()
+    bare = tuple(replace(c, p_value=None, ci95=None) for c in data.pairs)
+    text = render_markdown(replace(data, pairs=bare, pair_method=None))
+    assert row(section(text, "metrics").split(f"### {HEADINGS['pairs']}", 1)[1], "hybrid vs vector")[2:] == ["-0.0500", "—", "—", "0 / 1 / 1"]
+    assert "- hybrid vs vector: precision@5 -0.0500, ndcg@5 +0.1000" in section(text, "conclusions")
+    assert text.count("scipy") == 2  # the table's note, and the next step that installs it
+
+
+def test_a_significant_loss_says_what_to_tune() -> None:
+    data = sample_input()
+    worse = tuple(replace(c, delta=-c.delta) for c in data.pairs)
+    steps = section(render_markdown(replace(data, pairs=worse)), "next")
+    assert ("- hybrid is significantly worse than vector on ndcg@5 (p ≤ 0.0310): keep vector, "
+            "or tune its weights, depth or rrf_k and compare again") in steps

@@ -1,0 +1,138 @@
+"""Comparisons between configurations: for each pair of retrievers and each metric, how far apart
+they are, how often each wins a question, and whether the difference could be noise.
+
+They inform and never fail an item. Each uses the per-question values of this run's two
+retrievers over the questions both scored: the difference of the means (a - b), win/tie/loss
+counts (a question is a tie when the values are within EPSILON), and, when scipy is there, a
+paired two-sided test (`significance`'s method, randomization when that is "none") with the
+95% bootstrap interval of the mean difference; the same machinery as the baseline comparison.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..config.settings import Config
+from ..scoring.evaluate import RetrieverResult, Run
+from ..values import DIGITS, EPSILON
+
+COMBINING = ("hybrid", "rerank")
+"""Types whose default comparisons are against each of their sources."""
+SCIPY_NOTE = "comparisons show no p-values: they need scipy (pip install 'pytest-ragretrieval[stats]')"
+
+
+@dataclass(frozen=True)
+class PairComparison:
+    """Retriever `a` against retriever `b` on one metric, over the questions both scored."""
+
+    a: str
+    b: str
+    metric: str
+    delta: float
+    wins: int
+    ties: int
+    losses: int
+    p_value: float | None = None
+    ci95: tuple[float, float] | None = None
+
+    @property
+    def questions(self) -> int:
+        return self.wins + self.ties + self.losses
+
+    def significant(self, alpha: float) -> bool:
+        return self.p_value is not None and self.p_value < alpha
+
+    def as_dict(self) -> dict[str, Any]:
+        """The shape `--rag-json` writes under `comparisons`."""
+        return {
+            "a": self.a, "b": self.b, "metric": self.metric, "delta": self.delta, "p_value": self.p_value,
+            "ci95": list(self.ci95) if self.ci95 is not None else None,
+            "wins": self.wins, "ties": self.ties, "losses": self.losses,
+        }
+
+
+@dataclass(frozen=True)
+class Pairs:
+    """This run's comparisons, the test that gave their p-values, and what keeps some from being shown."""
+
+    comparisons: tuple[PairComparison, ...] = ()
+    method: str | None = None
+    notes: tuple[str, ...] = ()
+
+
+def pairs(config: Config) -> list[tuple[str, str]]:
+    """`compare` as configured, else each hybrid or rerank retriever against each of its sources."""
+    if config.compare is not None:
+        return list(config.compare)
+    return [(spec.name, source) for spec in config.retrievers if spec.type in COMBINING for source in spec.sources]
+
+
+def compare_pair(a: RetrieverResult, b: RetrieverResult, label: str, method: str | None) -> PairComparison:
+    """One pair on one metric; `method` None leaves p and the interval out."""
+    mine = {q.id: q.values[label] for q in a.questions if label in q.values}
+    theirs = {q.id: q.values[label] for q in b.questions if label in q.values}
+    shared = [qid for qid in mine if qid in theirs]
+    after = [mine[qid] for qid in shared]
+    before = [theirs[qid] for qid in shared]
+    wins = sum(1 for x, y in zip(after, before, strict=True) if x > y + EPSILON)
+    losses = sum(1 for x, y in zip(after, before, strict=True) if x < y - EPSILON)
+    delta = round(a.metrics.get(label, 0.0) - b.metrics.get(label, 0.0), DIGITS)
+    found = PairComparison(a.name, b.name, label, delta, wins, len(shared) - wins - losses, losses)
+    if method is None:
+        return found
+    from ..scoring.stats import paired_test
+
+    test = paired_test(before, after, method, alternative="two-sided")
+    if test is None:
+        return found
+    return PairComparison(found.a, found.b, label, delta, found.wins, found.ties, found.losses, test.p_value, test.ci95)
+
+
+def scipy_available() -> bool:
+    try:
+        import scipy  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def compare_configurations(config: Config, runs: Mapping[str, Run], labels: Sequence[str] | None = None) -> Pairs:
+    """Every configured pair whose two retrievers ran this session, on every metric."""
+    method: str | None = config.significance if config.significance != "none" else "randomization"
+    notes: list[str] = []
+    if not scipy_available():
+        method = None
+        notes.append(SCIPY_NOTE)
+    found: list[PairComparison] = []
+    for a, b in pairs(config):
+        results = [runs[name].result if name in runs else None for name in (a, b)]
+        if results[0] is None or results[1] is None:
+            absent = [name for name, result in zip((a, b), results, strict=True) if result is None]
+            if all(name in runs for name in absent):
+                why = ", ".join(f"{name} {'was skipped' if runs[name].skipped else 'failed'}" for name in absent)
+                notes.append(f"{a} vs {b}: not compared, {why}")
+            continue
+        for label in labels if labels is not None else [spec.label for spec in config.metrics]:
+            found.append(compare_pair(results[0], results[1], label, method))
+    return Pairs(tuple(found), method, tuple(notes))
+
+
+def conclusion(comparisons: Sequence[PairComparison], alpha: float) -> str:
+    """`hybrid vs vector: recall@5 -0.0336 (p = 0.2700, not significant), ...` for one pair."""
+    parts = []
+    for c in comparisons:
+        if c.p_value is None:
+            parts.append(f"{c.metric} {c.delta:+.4f}")
+            continue
+        verdict = "significant" if c.significant(alpha) else "not significant"
+        parts.append(f"{c.metric} {c.delta:+.4f} (p = {c.p_value:.4f}, {verdict})")
+    return f"{comparisons[0].a} vs {comparisons[0].b}: " + ", ".join(parts)
+
+
+def by_pair(comparisons: Sequence[PairComparison]) -> list[list[PairComparison]]:
+    """The comparisons grouped by (a, b), in the configured order."""
+    groups: dict[tuple[str, str], list[PairComparison]] = {}
+    for c in comparisons:
+        groups.setdefault((c.a, c.b), []).append(c)
+    return list(groups.values())

@@ -1,0 +1,51 @@
+"""The HTML page's comparisons between configurations, conclusions (结论) and next steps (下一步).
+
+Kept apart from html.py (which holds the rest of the page) so each stays small; same markup
+conventions: escaped once, stable ids and data- attributes for tests and scripts.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..values import EPSILON
+from .conclusions import conclusion_lines, next_steps
+from .markup import e, el, number
+from .model import ReportInput
+from .wording import HEADINGS, PAIRS_HEADERS, format_ci, format_delta, format_p, pairs_hint
+
+
+def _section(key: str, body: Sequence[str]) -> list[str]:
+    return [f'<section id="{key}-section">', el("h2", e(HEADINGS[key])), *body, "</section>"]
+
+
+def _num(text: str, **values: object) -> str:
+    return el("td", e(text), cls="num", **values)
+
+
+def pairs(data: ReportInput) -> list[str]:
+    """One row per pair and metric; nothing when no pair was compared."""
+    if not data.pairs:
+        return []
+    rows = []
+    for c in data.pairs:
+        kind = "negative" if c.delta < -EPSILON else "positive" if c.delta > EPSILON else "zero"
+        cells = (el("td", e(f"{c.a} vs {c.b}")) + el("td", e(c.metric))
+                 + el("td", el("span", e(format_delta(c.delta)), cls=f"delta {kind}"), cls="num",
+                      data_value=number(c.delta))
+                 + _num(format_p(c.p_value), data_value=number(c.p_value)) + _num(format_ci(c.ci95))
+                 + _num(f"{c.wins} / {c.ties} / {c.losses}"))
+        rows.append(el("tr", cells, data_a=c.a, data_b=c.b, data_metric=c.metric,
+                       data_significant="true" if c.significant(data.alpha) else "false"))
+    head = "".join(el("th", e(h)) for h in PAIRS_HEADERS)
+    table = ['<table id="pairs">', f"<thead><tr>{head}</tr></thead>", "<tbody>", *rows, "</tbody>", "</table>"]
+    return _section("pairs", [el("p", e(pairs_hint(data.pair_method))), *table])
+
+
+def conclusions(data: ReportInput) -> list[str]:
+    items = "".join(el("li", e(line)) for line in conclusion_lines(data))
+    return _section("conclusions", [el("ul", items, id="conclusions")])
+
+
+def next_section(data: ReportInput) -> list[str]:
+    items = "".join(el("li", e(line)) for line in next_steps(data))
+    return _section("next", [el("ul", items, id="next-steps")])
