@@ -21,7 +21,7 @@ from .evalset.jsonl import load_chunks, load_evalset
 from .evalset.records import Chunk, Question
 from .gate.checks import Outcome
 from .gate.fingerprint import fingerprint, global_changes
-from .gate.items import ItemKey, item_keys
+from .gate.items import ItemKey, connected, item_keys
 from .gate.judge import Judge, small_set_notes
 from .paths import display, write_atomic
 from .progress import Output
@@ -30,6 +30,7 @@ from .report.model import ReportInput
 from .report.terminal import summary_lines
 from .retrievers.context import Workbench
 from .scoring.evaluate import Run, execute
+from .timing import Phases
 
 
 @dataclass(frozen=True)
@@ -67,9 +68,14 @@ class RagSession:
         self.annotations: list[str] = []
         self._judge: Judge | None = None
         self._bench: Workbench | None = None
+        self.phases = Phases()
 
     def load(self) -> None:
         """Read config, fixtures and baseline; any RagError here stops the run before it starts."""
+        with self.phases.phase("load and validate"):
+            self._load()
+
+    def _load(self) -> None:
         self.config = load_config(self.options.config_path, self.options.rootpath)
         self.chunks = load_chunks(self.config.chunks)
         self.questions = load_evalset(self.config.evalset, self.chunks)
@@ -81,7 +87,7 @@ class RagSession:
         self.baseline = load_baseline(self.config.baseline)
         mode = database_mode(self.options.db, self.config.db, self.options.db_url)
         self.resources = Resources(
-            self.config, self.chunks, mode, database_url(self.options.db_url), self.options.cache_mode
+            self.config, self.chunks, mode, database_url(self.options.db_url), self.options.cache_mode, self.phases
         )
 
     def header_lines(self) -> list[str]:
@@ -106,6 +112,10 @@ class RagSession:
 
     def item_keys(self) -> list[ItemKey]:
         return item_keys(self.config, self.questions)
+
+    def group(self, name: str) -> str:
+        """The pytest-xdist group of a retriever's items: every retriever it is connected to by sources."""
+        return "rag:" + min(connected(self.config, name))
 
     def select(self, keys: list[ItemKey]) -> None:
         """Remember which items survived -k/-m: an update changes only their entries."""
@@ -139,8 +149,10 @@ class RagSession:
         if name not in self.runs:
             known = {chunk.id for chunk in self.chunks}
             self.runs[name] = execute(
-                name, lambda: self.bench.get(name), self.questions, self.config.metrics, self.config.depth, known, out
+                name, lambda: self.bench.get(name), self.questions, self.config.metrics, self.config.depth, known, out,
+                self.phases,
             )
+            self.resources.cache.flush()
         return self.runs[name]
 
     def outcome(self, key: ItemKey) -> Outcome:
@@ -159,11 +171,13 @@ class RagSession:
 
     def finish(self) -> None:
         """Write the requested files; the baseline only when every selected retriever ran cleanly."""
+        with self.phases.phase("reports"):
+            if self.runs and (self.options.reports or in_github_actions()):
+                self._report(self.report_input())
         if self.options.json_path is not None and self.runs:
             document = results_document(self.config, self.judge.fingerprint, self.runs, self.judge)
+            document["phases"] = self.phases.rounded()
             self._wrote(self.options.json_path, dumps(document))
-        if self.runs and (self.options.reports or in_github_actions()):
-            self._report(self.report_input())
         if self.options.update and self.runs:
             lines, written = update_baseline(
                 self.config, self.baseline, self.judge.fingerprint, self.runs, self.selected, self.judge
@@ -191,7 +205,7 @@ class RagSession:
         comparable = self.baseline is not None and not global_changes(self.baseline.fingerprint, self.judge.fingerprint)
         lines = summary_lines(self.config, self.runs, self.baseline, comparable)
         notes = [f"warning: {note}" for note in small_set_notes(self.config, self.questions)]
-        return [*lines, *notes, *self.update_lines, *self.written]
+        return [*lines, *notes, self.phases.line(), *self.update_lines, *self.written]
 
     def close(self) -> None:
         if hasattr(self, "resources"):

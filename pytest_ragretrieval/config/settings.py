@@ -1,6 +1,7 @@
 """`[tool.ragretrieval]` (or a `--rag-config` file) parsed into one frozen Config."""
 from __future__ import annotations
 
+import os
 import re
 import tomllib
 from collections.abc import Callable, Mapping
@@ -78,6 +79,7 @@ class Config:
     alpha: float = 0.05
     min_questions: int = 20
     fail_on: tuple[str, ...] = ("metric",)
+    workers: int = 1
 
     @property
     def depth(self) -> int:
@@ -95,6 +97,13 @@ class Config:
             if spec.name == name:
                 return spec
         raise KeyError(name)
+
+
+def cores() -> int:
+    """The cores this process may use (its CPU affinity, as a container or CI runner limits it)."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return os.cpu_count() or 1
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
@@ -262,6 +271,7 @@ def load_config(config_option: str | None, rootpath: Path) -> Config:
         alpha=table.number("alpha", 0.05, minimum=0.0, maximum=1.0),
         min_questions=table.integer("min_questions", 20, minimum=1),
         fail_on=tuple(table.texts("fail_on", ["metric"])),
+        workers=table.integer("workers", cores(), minimum=1),
     )
     for entry in config.fail_on:
         if entry not in FAIL_ON:

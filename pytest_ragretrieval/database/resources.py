@@ -11,13 +11,18 @@ from ..config.settings import Config
 from ..errors import RagError
 from ..evalset.records import Chunk
 from ..progress import Output, PlainOutput
+from ..timing import Phases
 
 
 class Resources:
     """One database and one cached embedder per session; `close()` is safe at any point."""
 
-    def __init__(self, config: Config, chunks: Sequence[Chunk], db_mode: str, dsn: str | None, cache_mode: str) -> None:
+    def __init__(
+        self, config: Config, chunks: Sequence[Chunk], db_mode: str, dsn: str | None, cache_mode: str,
+        phases: Phases | None = None,
+    ) -> None:
         self.config = config
+        self.phases = phases or Phases()
         self.chunks = list(chunks)
         self.db_mode = db_mode
         self.dsn = dsn
@@ -34,7 +39,9 @@ class Resources:
             from ..embedding import make_embedder
             from ..embedding.cached import CachedEmbedder
 
-            self._embedder = CachedEmbedder(make_embedder(self.config), self.cache, self.out)
+            self._embedder = CachedEmbedder(
+                make_embedder(self.config), self.cache, self.out, batch_size=self.config.embedding_batch_size
+            )
         return self._embedder
 
     def embed(self, texts: list[str], label: str | None = None) -> Any:
@@ -72,18 +79,21 @@ class Resources:
         from .servers import choose
 
         started = time.perf_counter()
-        choice = choose(self.db_mode, self.dsn)
-        database = open_database(choice, self.dsn)
+        with self.phases.phase("database start"):
+            choice = choose(self.db_mode, self.dsn)
+            database = open_database(choice, self.dsn)
         self._database = database
         self.out.line(f"rag: database {database.describe()} ({choice.reason}) in {time.perf_counter() - started:.2f}s")
-        vectors = self.embed([chunk.text for chunk in self.chunks], "embedding corpus")
+        with self.phases.phase("embedding corpus"):
+            vectors = self.embed([chunk.text for chunk in self.chunks], "embedding corpus")
         stats = self.embedder.stats
         started = time.perf_counter()
-        conn = database.connect()
-        try:
-            seed(conn, database.schema, self.chunks, vectors, self.config.index)
-        finally:
-            conn.close()
+        with self.phases.phase("seeding"):
+            conn = database.connect()
+            try:
+                seed(conn, database.schema, self.chunks, vectors, self.config.index)
+            finally:
+                conn.close()
         self._table = table_label(database.schema)
         index = "exact search" if self.config.index.kind == "exact" else f"{self.config.index.kind} index"
         self.out.line(
@@ -138,9 +148,13 @@ class Resources:
         return str(self._database.describe())
 
     def close(self) -> None:
-        if self._database is not None:
-            self._database.close()
-            self._database = None
+        """Write the cache entries still held (rerank scores), then stop the database."""
+        try:
+            self.cache.flush()
+        finally:
+            if self._database is not None:
+                self._database.close()
+                self._database = None
 
 
 def database_mode(option: str | None, configured: str, url_option: str | None) -> str:

@@ -11,10 +11,10 @@ from typing import Any
 from ..config.toml import Table
 from ..errors import ConfigError
 from . import bm25, hybrid, python, rerank, vector
-from .protocol import Closing, Context, Diagnosing, Retriever, RetrieverType, Setup
+from .protocol import Batched, Closing, Context, Diagnosing, Retriever, RetrieverType, Setup
 
-__all__ = ["TYPES", "Closing", "Context", "Diagnosing", "Retriever", "RetrieverSpec", "RetrieverType", "Setup",
-           "parse_spec", "type_module"]
+__all__ = ["TYPES", "Batched", "Closing", "Context", "Diagnosing", "Retriever", "RetrieverSpec", "RetrieverType",
+           "Setup", "parse_spec", "type_module"]
 
 TYPES: dict[str, RetrieverType] = {
     "bm25": bm25,
@@ -34,6 +34,8 @@ class RetrieverSpec:
     params: Mapping[str, Any] = field(hash=False)
     sources: tuple[str, ...] = ()
     max_latency_ms: float | None = None
+    source_depth: int | None = None
+    """How deep this retriever reads its sources, when its type says (`source_depth(params)`)."""
 
     @property
     def fingerprint(self) -> dict[str, Any]:
@@ -58,5 +60,6 @@ def parse_spec(name: str, data: Mapping[str, Any], where: str) -> RetrieverSpec:
     module = TYPES[kind]
     params = module.parse(table)
     table.finish()
+    depth = getattr(module, "source_depth", None)
     return RetrieverSpec(name=name, type=kind, params=params, sources=tuple(module.sources(params)),
-                         max_latency_ms=max_latency)
+                         max_latency_ms=max_latency, source_depth=depth(params) if depth is not None else None)

@@ -24,6 +24,11 @@ def sources(params: Mapping[str, Any]) -> list[str]:
     return list(params["sources"])
 
 
+def source_depth(params: Mapping[str, Any]) -> int:
+    """Each source is read to `depth`: its rankings are computed that deep once, for everyone."""
+    return int(params["depth"])
+
+
 def fuse(rankings: Sequence[Sequence[str]], rrf_k: int) -> list[str]:
     """RRF with exact arithmetic, so that equal sums tie exactly and ties go to the smaller id."""
     scores: dict[str, Fraction] = {}

@@ -1,7 +1,10 @@
-"""Pure vector search in pgvector: cosine distance `<=>`, ties by id, one connection reused."""
+"""Pure vector search in pgvector: cosine distance `<=>`, ties by id, over a small pool of connections."""
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import queue
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any
 
 from ..config.toml import Table
@@ -20,6 +23,9 @@ class VectorRetriever:
     so results are deterministic. With an HNSW index the SQL has the index-friendly form and
     each query is also run exactly, to report the index's recall against exact search.
     `min_score` drops chunks whose cosine similarity (1 - distance) is below it.
+
+    Run over the whole eval set (`search_many`), the queries are embedded in one call and
+    searched on `workers` connections at once: each query's SQL is the same, so are its results.
     """
 
     def __init__(self, ctx: Context, min_score: float | None, approximate: bool) -> None:
@@ -27,6 +33,7 @@ class VectorRetriever:
 
         self.ctx = ctx
         self.conn = ctx.connect()
+        self.pool: list[Any] = []
         self.min_score = min_score
         self.approximate = approximate
         table = sql.SQL(ctx.table)
@@ -38,24 +45,63 @@ class VectorRetriever:
         ).format(table=table)
         self.overlaps: dict[int, list[float]] = {}
 
-    def _search(self, statement: Any, vector: Any, k: int) -> list[tuple[str, float]]:
-        with self.conn.cursor() as cursor:
+    def _search(self, statement: Any, vector: Any, k: int, conn: Any = None) -> list[tuple[str, float]]:
+        conn = conn or self.conn
+        with conn.cursor() as cursor:
             cursor.execute(statement, {"q": vector, "k": k})
             rows = [(chunk_id, float(distance)) for chunk_id, distance in cursor.fetchall()]
-        self.conn.rollback()
+        conn.rollback()
         rows.sort(key=lambda row: (row[1], row[0]))
         if self.min_score is not None:
             rows = [row for row in rows if 1.0 - row[1] >= self.min_score]
         return rows
 
     def __call__(self, query: str, k: int) -> list[str]:
-        vector = self.ctx.embed([query])[0]
+        ranking, overlap = self._rank(self.ctx.embed([query])[0], k, self.conn)
+        if overlap is not None:
+            self.overlaps.setdefault(k, []).append(overlap)
+        return ranking
+
+    def _rank(self, vector: Any, k: int, conn: Any) -> tuple[list[str], float | None]:
+        """The ranking and, with an ANN index, its overlap with exact search (None without one)."""
         if not self.approximate:
-            return [chunk_id for chunk_id, _ in self._search(self.exact_sql, vector, k)]
-        found = [chunk_id for chunk_id, _ in self._search(self.ann_sql, vector, k)]
-        exact = [chunk_id for chunk_id, _ in self._search(self.exact_sql, vector, k)]
-        if exact:
-            self.overlaps.setdefault(k, []).append(len(set(found) & set(exact)) / len(exact))
+            return [chunk_id for chunk_id, _ in self._search(self.exact_sql, vector, k, conn)], None
+        found = [chunk_id for chunk_id, _ in self._search(self.ann_sql, vector, k, conn)]
+        exact = [chunk_id for chunk_id, _ in self._search(self.exact_sql, vector, k, conn)]
+        return found, len(set(found) & set(exact)) / len(exact) if exact else None
+
+    def search_many(
+        self, queries: Sequence[str], k: int, tick: Callable[[int], None]
+    ) -> list[tuple[Sequence[str], float]]:
+        """Every query's ranking and latency (its search, plus its share of the one embedding call)."""
+        started = time.perf_counter()
+        vectors = self.ctx.embed(list(queries))
+        share = (time.perf_counter() - started) * 1000.0 / max(1, len(queries))
+        while len(self.pool) < self.ctx.workers - 1:
+            self.pool.append(self.ctx.connect())
+        idle: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        for conn in [self.conn, *self.pool]:
+            idle.put(conn)
+
+        def search(position: int) -> tuple[int, list[str], float | None, float]:
+            conn = idle.get()
+            try:
+                began = time.perf_counter()
+                ranking, overlap = self._rank(vectors[position], k, conn)
+                return position, ranking, overlap, (time.perf_counter() - began) * 1000.0
+            finally:
+                idle.put(conn)
+
+        found: list[tuple[Sequence[str], float]] = [((), 0.0)] * len(queries)
+        overlaps: list[float | None] = [None] * len(queries)
+        with ThreadPoolExecutor(1 + len(self.pool), thread_name_prefix="rag-vector") as pool:
+            for future in as_completed([pool.submit(search, i) for i in range(len(queries))]):
+                position, ranking, overlap, took = future.result()
+                found[position] = (ranking, took + share)
+                overlaps[position] = overlap
+                tick(1)
+        if self.approximate:
+            self.overlaps.setdefault(k, []).extend(value for value in overlaps if value is not None)
         return found
 
     def diagnostics(self, questions: Sequence[Question]) -> dict[str, float]:
@@ -63,7 +109,8 @@ class VectorRetriever:
         return {f"ann_recall@{k}": round(sum(v) / len(v), 6) for k, v in sorted(self.overlaps.items())}
 
     def close(self) -> None:
-        self.conn.close()
+        for conn in [self.conn, *self.pool]:
+            conn.close()
 
 
 def build(params: Mapping[str, Any], ctx: Context) -> VectorRetriever:
