@@ -32,6 +32,7 @@ class Resources:
         self._database: Any = None
         self._table: str | None = None
         self._failure: Exception | None = None
+        self._vectors: Any = None
 
     @property
     def embedder(self) -> Any:
@@ -75,7 +76,7 @@ class Resources:
 
     def _start(self) -> Any:
         from .handle import open_database
-        from .seed import seed, table_label
+        from .seed import seed, storable, table_label
         from .servers import choose
 
         started = time.perf_counter()
@@ -95,6 +96,7 @@ class Resources:
             finally:
                 conn.close()
         self._table = table_label(database.schema)
+        self._vectors = storable(self.chunks, vectors, self.config.index)
         index = "exact search" if self.config.index.kind == "exact" else f"{self.config.index.kind} index"
         self.out.line(
             f"rag: seeded {len(self.chunks)} chunks ({vectors.shape[1]} dimensions, {stats.hits} embeddings "
@@ -127,6 +129,11 @@ class Resources:
         if self.config.index.kind != "exact":
             configure_search(conn, self.config.index)
         return conn
+
+    def corpus_vectors(self) -> tuple[list[str], Any]:
+        """(chunk ids, vectors) in the order and precision they were seeded."""
+        self._ready()
+        return [chunk.id for chunk in self.chunks], self._vectors
 
     @property
     def table(self) -> str:

@@ -39,8 +39,14 @@ class RetrieverContext:
     def tokenize(self) -> Callable[[str], list[str]]:
         return tokenizer(self._bench.config.tokenizer)
 
+    def corpus_vectors(self) -> tuple[list[str], Any]:
+        return self._bench.resources.corpus_vectors()
+
     def corpus_tokens(self) -> tuple[list[str], list[Any]]:
         return self._bench.corpus_tokens()
+
+    def tokens(self, texts: Sequence[str]) -> tuple[list[str], list[Any]]:
+        return self._bench.tokens(texts)
 
     @property
     def workers(self) -> int:
@@ -103,13 +109,16 @@ class Workbench:
     def corpus_tokens(self) -> tuple[list[str], list[Any]]:
         """(vocabulary, token ids per chunk, chunks by id), once per session, through the cache."""
         if self._tokens is None:
-            from .corpus_tokens import corpus_tokens, tokenizer_id
-
-            namespace = self.resources.cache.namespace("tokens", tokenizer_id(self.config.tokenizer), dtype="<i4")
-            texts = [chunk.text for chunk in sorted(self.chunks, key=lambda chunk: chunk.id)]
-            with self.resources.phases.phase("tokenizing"):
-                self._tokens = corpus_tokens(texts, self.config.tokenizer, namespace, self.config.workers)
+            self._tokens = self.tokens([chunk.text for chunk in sorted(self.chunks, key=lambda chunk: chunk.id)])
         return self._tokens
+
+    def tokens(self, texts: Sequence[str]) -> tuple[list[str], list[Any]]:
+        """(vocabulary, token ids per text) of the configured tokenizer, through the cache."""
+        from .corpus_tokens import cached_tokens, tokenizer_id
+
+        namespace = self.resources.cache.namespace("tokens", tokenizer_id(self.config.tokenizer), dtype="<i4")
+        with self.resources.phases.phase("tokenizing"):
+            return cached_tokens(texts, self.config.tokenizer, namespace, self.config.workers)
 
     def read_by(self, consumer: str, source: Memo) -> None:
         """Remember that `consumer` reads `source`, so that prefetching it fills the source first."""

@@ -1,19 +1,25 @@
-"""Corpus tokens through the content-addressed cache: a warm run tokenizes nothing.
+"""Tokens (of the corpus, of the queries) through the content-addressed cache: a warm run tokenizes nothing.
 
 Entries live in the `tokens` namespace of `tokenizer_id` (the tokenizer's name and version,
 and the version of our rule on top: lower-cased, blank tokens dropped), keyed by the text. A
-pack stores token ids into its own vocabulary. Misses are tokenized in `workers` processes
-(spawned, so they load the tokenizer's default dictionary exactly as this process does).
+pack stores token ids into its own vocabulary. Misses are tokenized in `workers` fresh Python
+processes (`python -m` this module), which load the tokenizer's default dictionary exactly as
+this process does; unlike multiprocessing's spawn they never re-run the caller's __main__.
 """
 from __future__ import annotations
 
-import multiprocessing
+import os
+import pickle
+import subprocess
+import sys
+import tempfile
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
 
 import numpy as np
 
 from ..cache import Namespace
+from ..errors import RagError
 from .tokens import describe, tokenizer
 
 RULE = "tokens 1"
@@ -38,7 +44,7 @@ def tokenize_batch(name: str, texts: Sequence[str]) -> tuple[list[str], list[np.
     return list(vocabulary), rows
 
 
-def corpus_tokens(
+def cached_tokens(
     texts: Sequence[str], name: str, namespace: Namespace, workers: int
 ) -> tuple[list[str], list[np.ndarray]]:
     """(vocabulary, token ids per text, in order): cached entries read, the misses tokenized on
@@ -72,6 +78,32 @@ def _tokenize(name: str, misses: list[str], workers: int) -> list[tuple[list[str
     if workers <= 1 or len(misses) < PARALLEL_FROM:
         return [(*tokenize_batch(name, misses), misses)]
     parts = [misses[i::workers] for i in range(workers)]
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        done = list(pool.map(tokenize_batch, [name] * workers, parts))
-    return [(words, rows, part) for (words, rows), part in zip(done, parts, strict=True)]
+    package_root = str(Path(__file__).parents[2])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([package_root, os.environ.get("PYTHONPATH", "")]))
+    children = []
+    for part in parts:
+        errors = tempfile.TemporaryFile()
+        child = subprocess.Popen(
+            [sys.executable, "-m", __name__, name],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors, env=env,
+        )
+        assert child.stdin is not None
+        child.stdin.write(pickle.dumps(part))
+        child.stdin.close()
+        children.append((child, errors))
+    done = []
+    for (child, errors), part in zip(children, parts, strict=True):
+        assert child.stdout is not None
+        output = child.stdout.read()
+        if child.wait() != 0:
+            errors.seek(0)
+            last = (errors.read().decode("utf-8", "replace").strip().splitlines() or ["no message"])[-1]
+            raise RagError(f"tokenizing the corpus with {name} in a worker process failed: {last}")
+        errors.close()
+        words, rows = pickle.loads(output)
+        done.append((words, rows, part))
+    return done
+
+
+if __name__ == "__main__":  # a worker: texts in (pickled on stdin), (vocabulary, rows) out
+    sys.stdout.buffer.write(pickle.dumps(tokenize_batch(sys.argv[1], pickle.load(sys.stdin.buffer))))

@@ -68,8 +68,14 @@ class Context(Protocol):
     @property
     def tokenize(self) -> Callable[[str], list[str]]: ...
 
+    def corpus_vectors(self) -> tuple[list[str], Any]:
+        """(chunk ids, their vectors as seeded: an n x d float32 array), once the database is seeded."""
+
     def corpus_tokens(self) -> tuple[list[str], list[Any]]:
         """(vocabulary, token ids per chunk) of the chunks sorted by id, through the cache."""
+
+    def tokens(self, texts: Sequence[str]) -> tuple[list[str], list[Any]]:
+        """(vocabulary, token ids per text) of any texts (queries), through the cache."""
 
     @property
     def workers(self) -> int:

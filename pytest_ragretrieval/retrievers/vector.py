@@ -9,6 +9,7 @@ from typing import Any
 
 from ..config.toml import Table
 from ..evalset.records import Question
+from .candidates import Candidates
 from .protocol import Context, Setup
 
 
@@ -24,8 +25,9 @@ class VectorRetriever:
     each query is also run exactly, to report the index's recall against exact search.
     `min_score` drops chunks whose cosine similarity (1 - distance) is below it.
 
-    Run over the whole eval set (`search_many`), the queries are embedded in one call and
-    searched on `workers` connections at once: each query's SQL is the same, so are its results.
+    Run over the whole eval set (`search_many`), the queries are embedded in one call, the
+    chunks that can be in each exact top k are found at once (`candidates.py`), and pgvector
+    ranks only those, on `workers` connections at once: the same rankings as a full scan.
     """
 
     def __init__(self, ctx: Context, min_score: float | None, approximate: bool) -> None:
@@ -36,46 +38,58 @@ class VectorRetriever:
         self.pool: list[Any] = []
         self.min_score = min_score
         self.approximate = approximate
+        self._candidates: Candidates | None = None
         table = sql.SQL(ctx.table)
         self.exact_sql = sql.SQL(
             "SELECT id, embedding <=> %(q)s AS distance FROM {table} ORDER BY distance, id LIMIT %(k)s"
+        ).format(table=table)
+        self.among_sql = sql.SQL(
+            "SELECT id, embedding <=> %(q)s AS distance FROM {table} WHERE id = ANY(%(ids)s) "
+            "ORDER BY distance, id LIMIT %(k)s"
         ).format(table=table)
         self.ann_sql = sql.SQL(
             "SELECT id, embedding <=> %(q)s AS distance FROM {table} ORDER BY embedding <=> %(q)s LIMIT %(k)s"
         ).format(table=table)
         self.overlaps: dict[int, list[float]] = {}
 
-    def _search(self, statement: Any, vector: Any, k: int, conn: Any = None) -> list[tuple[str, float]]:
-        conn = conn or self.conn
+    def _search(self, conn: Any, statement: Any, params: dict[str, Any]) -> list[str]:
         with conn.cursor() as cursor:
-            cursor.execute(statement, {"q": vector, "k": k})
+            cursor.execute(statement, params)
             rows = [(chunk_id, float(distance)) for chunk_id, distance in cursor.fetchall()]
         conn.rollback()
         rows.sort(key=lambda row: (row[1], row[0]))
         if self.min_score is not None:
             rows = [row for row in rows if 1.0 - row[1] >= self.min_score]
-        return rows
+        return [chunk_id for chunk_id, _ in rows]
 
     def __call__(self, query: str, k: int) -> list[str]:
-        ranking, overlap = self._rank(self.ctx.embed([query])[0], k, self.conn)
+        ranking, overlap = self._rank(self.conn, self.ctx.embed([query])[0], k, None)
         if overlap is not None:
             self.overlaps.setdefault(k, []).append(overlap)
         return ranking
 
-    def _rank(self, vector: Any, k: int, conn: Any) -> tuple[list[str], float | None]:
-        """The ranking and, with an ANN index, its overlap with exact search (None without one)."""
+    def _rank(self, conn: Any, vector: Any, k: int, among: list[str] | None) -> tuple[list[str], float | None]:
+        """The ranking and, with an ANN index, its overlap with exact search (None without one).
+        `among`: the chunks that can be in the exact top k; None searches every row."""
+        if among is None:
+            exact = self._search(conn, self.exact_sql, {"q": vector, "k": k})
+        else:
+            exact = self._search(conn, self.among_sql, {"q": vector, "k": k, "ids": among})
         if not self.approximate:
-            return [chunk_id for chunk_id, _ in self._search(self.exact_sql, vector, k, conn)], None
-        found = [chunk_id for chunk_id, _ in self._search(self.ann_sql, vector, k, conn)]
-        exact = [chunk_id for chunk_id, _ in self._search(self.exact_sql, vector, k, conn)]
+            return exact, None
+        found = self._search(conn, self.ann_sql, {"q": vector, "k": k})
         return found, len(set(found) & set(exact)) / len(exact) if exact else None
 
     def search_many(
         self, queries: Sequence[str], k: int, tick: Callable[[int], None]
     ) -> list[tuple[Sequence[str], float]]:
-        """Every query's ranking and latency (its search, plus its share of the one embedding call)."""
+        """Every query's ranking and latency: its search, plus its share of the embedding call and of
+        finding the candidates."""
         started = time.perf_counter()
         vectors = self.ctx.embed(list(queries))
+        if self._candidates is None:
+            self._candidates = Candidates(*self.ctx.corpus_vectors())
+        among = self._candidates.find(vectors, k)
         share = (time.perf_counter() - started) * 1000.0 / max(1, len(queries))
         while len(self.pool) < self.ctx.workers - 1:
             self.pool.append(self.ctx.connect())
@@ -87,7 +101,7 @@ class VectorRetriever:
             conn = idle.get()
             try:
                 began = time.perf_counter()
-                ranking, overlap = self._rank(vectors[position], k, conn)
+                ranking, overlap = self._rank(conn, vectors[position], k, among[position])
                 return position, ranking, overlap, (time.perf_counter() - began) * 1000.0
             finally:
                 idle.put(conn)
