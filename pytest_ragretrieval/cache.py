@@ -13,6 +13,7 @@ namespace, and removes their files; a `readonly` run reads them where they are.
 """
 from __future__ import annotations
 
+import hashlib
 import io
 import re
 from collections.abc import Mapping, Sequence
@@ -81,7 +82,8 @@ class Namespace:
         self.dtype = dtype
         self.mode = mode
         self._packs: list[Pack] | None = None
-        self._index: dict[bytes, tuple[int, int]] = {}
+        self._index: dict[bytes, int] = {}
+        self._starts: list[int] = [0]
         self._pending: dict[bytes, np.ndarray] = {}
         self._legacy_folders: bool | None = None
 
@@ -111,27 +113,42 @@ class Namespace:
             raise self.damaged(path, str(exc)) from None
 
     def _add(self, pack: Pack) -> None:
+        """Number the pack's entries after those already known: entry ids are global."""
         assert self._packs is not None
-        number = len(self._packs)
+        first = self._starts[-1]
         self._packs.append(pack)
-        for row, key in enumerate(pack.keys):
-            self._index.setdefault(key, (number, row))
+        self._starts.append(first + len(pack.keys))
+        index = self._index
+        for number, key in enumerate(pack.keys, start=first):
+            index.setdefault(key, number)
 
-    def _locate(self, keys: Sequence[str]) -> tuple[list[bytes], list[tuple[int, int] | None]]:
-        digests = [digest(text) for text in keys]
-        if not self.readable:
-            return digests, [None] * len(keys)
-        self.packs()
-        return digests, [self._index.get(key) for key in digests]
+    def _locate(self, keys: Sequence[str]) -> tuple[list[bytes], np.ndarray]:
+        """(sha256 of each key, its global entry id or -1 for a miss)."""
+        sha = hashlib.sha256
+        digests = [sha(text.encode("utf-8")).digest() for text in keys]
+        if not self.readable or not self.packs():
+            return digests, np.full(len(keys), -1, dtype=np.int64)
+        get = self._index.get
+        return digests, np.fromiter((get(key, -1) for key in digests), dtype=np.int64, count=len(digests))
+
+    def _split(self, ids: np.ndarray) -> list[tuple[Pack, np.ndarray, np.ndarray]]:
+        """(pack, positions in `ids`, rows in that pack) for each pack holding some of `ids`."""
+        starts = np.asarray(self._starts, dtype=np.int64)
+        numbers = np.searchsorted(starts, ids, side="right") - 1
+        found = ids >= 0
+        parts = []
+        for number in np.unique(numbers[found]).tolist():
+            positions = np.flatnonzero(found & (numbers == number))
+            parts.append((self.packs()[number], positions, ids[positions] - starts[number]))
+        return parts
 
     def read(self, keys: Sequence[str]) -> list[np.ndarray | None]:
         """Each entry (read-only), None for a miss."""
-        digests, places = self._locate(keys)
-        packs = self.packs() if self.readable else []
-        found = [
-            packs[place[0]].entry(place[1]) if place is not None else self._pending.get(key)
-            for key, place in zip(digests, places, strict=True)
-        ]
+        digests, ids = self._locate(keys)
+        found: list[np.ndarray | None] = [self._pending.get(key) for key in digests]
+        for pack, positions, rows in self._split(ids):
+            for position, row in zip(positions.tolist(), rows.tolist(), strict=True):
+                found[position] = pack.entry(row)
         for i, value in self._legacy(digests, [i for i, value in enumerate(found) if value is None]).items():
             found[i] = value
         return found
@@ -139,50 +156,41 @@ class Namespace:
     def read_rows(self, keys: Sequence[str]) -> tuple[np.ndarray | None, list[int]]:
         """(rows x width matrix, positions of the misses, whose rows are zero); the matrix is
         None when nothing was found. One gather per pack; entries of different widths are an error."""
-        digests, places = self._locate(keys)
-        hits = [(i, place) for i, place in enumerate(places) if place is not None]
-        extra = self._legacy(digests, [i for i, place in enumerate(places) if place is None])
-        packs = self.packs() if hits else []
-        widths = {packs[number].width for _, (number, _) in hits} | {value.size for value in extra.values()}
+        digests, ids = self._locate(keys)
+        parts = self._split(ids)
+        extra = self._legacy(digests, np.flatnonzero(ids < 0).tolist())
+        widths = {pack.width for pack, _, _ in parts} | {value.size for value in extra.values()}
         if not widths:
             return None, list(range(len(keys)))
         width = widths.pop()
         if widths or width is None:
             raise self.damaged(self.folder, "entries of different lengths; one model id must give one dimension")
+        if len(parts) == 1 and parts[0][1].size == len(keys):
+            return parts[0][0].matrix()[parts[0][2]], []  # every key in one pack: one gather
         matrix = np.zeros((len(keys), width), dtype=self.dtype)
-        if hits:
-            positions = np.fromiter((i for i, _ in hits), dtype=np.int64, count=len(hits))
-            numbers = np.fromiter((place[0] for _, place in hits), dtype=np.int64, count=len(hits))
-            rows = np.fromiter((place[1] for _, place in hits), dtype=np.int64, count=len(hits))
-            for number in np.unique(numbers).tolist():
-                chosen = numbers == number
-                matrix[positions[chosen]] = packs[number].matrix()[rows[chosen]]
+        for pack, positions, rows in parts:
+            matrix[positions] = pack.matrix()[rows]
         for i, value in extra.items():
             matrix[i] = value
-        return matrix, [i for i, place in enumerate(places) if place is None and i not in extra]
+        return matrix, [i for i in np.flatnonzero(ids < 0).tolist() if i not in extra]
 
     def read_tokens(self, keys: Sequence[str]) -> tuple[list[str], list[np.ndarray | None]]:
         """(vocabulary, token ids per key into it, None for a miss): the packs' vocabularies
         merged, so the caller maps each distinct token once, not each occurrence."""
-        _, places = self._locate(keys)
+        _, ids = self._locate(keys)
         vocabulary: dict[str, int] = {}
-        remaps: dict[int, np.ndarray] = {}
-        found: list[np.ndarray | None] = []
-        for place in places:
-            if place is None:
-                found.append(None)
-                continue
-            number, row = place
-            pack = self.packs()[number]
-            if number not in remaps:
-                remaps[number] = np.fromiter(
-                    (vocabulary.setdefault(token, len(vocabulary)) for token in pack.vocabulary),
-                    dtype=np.int64, count=len(pack.vocabulary),
-                )
-            ids = pack.entry(row)
-            if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= len(pack.vocabulary)):
+        found: list[np.ndarray | None] = [None] * len(keys)
+        for pack, positions, rows in self._split(ids):
+            if pack.data.size and (int(pack.data.min()) < 0 or int(pack.data.max()) >= len(pack.vocabulary)):
                 raise self.damaged(pack.path, "token ids outside its vocabulary")
-            found.append(remaps[number][ids])
+            remap = np.fromiter(
+                (vocabulary.setdefault(token, len(vocabulary)) for token in pack.vocabulary),
+                dtype=np.int64, count=len(pack.vocabulary),
+            )
+            mapped = remap[pack.data]
+            bounds = pack.offsets.tolist()
+            for position, row in zip(positions.tolist(), rows.tolist(), strict=True):
+                found[position] = mapped[bounds[row]:bounds[row + 1]]
         return list(vocabulary), found
 
     def write(self, entries: Mapping[str, np.ndarray], vocabulary: Sequence[str] = ()) -> Path | None:

@@ -78,9 +78,10 @@ class CachedEmbedder:
 
     def _check_cached(self, matrix: np.ndarray, missing: list[int]) -> None:
         """Cached rows must be finite and of this embedder's one dimension."""
-        found = np.ones(matrix.shape[0], dtype=bool)
-        found[missing] = False
-        if (self.dimension is not None and matrix.shape[1] != self.dimension) or not np.isfinite(matrix[found]).all():
+        finite = np.isfinite(matrix).all(axis=1) if missing else np.isfinite(matrix).all()
+        if missing:
+            finite[missing] = True
+        if (self.dimension is not None and matrix.shape[1] != self.dimension) or not np.all(finite):
             raise RagError(
                 f"cache {display(self.namespace.folder)} holds an invalid vector for embedder {self.id!r} "
                 f"(dimension {matrix.shape[1]}, expected {self.dimension or 'd'}, or a NaN or infinite value); "
