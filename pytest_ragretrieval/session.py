@@ -152,7 +152,10 @@ class RagSession:
                 name, lambda: self.bench.get(name), self.questions, self.config.metrics, self.config.depth, known, out,
                 self.phases,
             )
-            self.resources.cache.flush()
+            try:
+                self.resources.cache.flush()  # what the run `put` (rerank scores), as one pack
+            except OSError as exc:
+                self.update_lines.append(f"rag: warning: cache entries not written ({exc}); computed again next run")
         return self.runs[name]
 
     def outcome(self, key: ItemKey) -> Outcome:

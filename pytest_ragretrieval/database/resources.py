@@ -155,13 +155,9 @@ class Resources:
         return str(self._database.describe())
 
     def close(self) -> None:
-        """Write the cache entries still held (rerank scores), then stop the database."""
-        try:
-            self.cache.flush()
-        finally:
-            if self._database is not None:
-                self._database.close()
-                self._database = None
+        if self._database is not None:
+            self._database.close()
+            self._database = None
 
 
 def database_mode(option: str | None, configured: str, url_option: str | None) -> str:

@@ -36,8 +36,6 @@ class Rankings:
 
     def __init__(self, phases: Phases | None = None) -> None:
         self.entries: dict[str, dict[str, Entry]] = {}
-        self.calls: dict[str, int] = {}
-        """How many times each retriever itself ran (a query each; a batch counts its queries)."""
         self.phases = phases or Phases()
         self._frames: list[list[float]] = []
 
@@ -82,7 +80,6 @@ class Memo:
         finally:
             wall = (time.perf_counter() - started) * 1000.0
             inner_wall, inner_latency = self.store.leave()
-        self.store.calls[self.name] = self.store.calls.get(self.name, 0) + 1
         latency = wall - inner_wall + inner_latency
         self.store.charge(wall, latency)
         if isinstance(returned, (str, bytes)) or not hasattr(returned, "__iter__"):
@@ -109,7 +106,6 @@ class Memo:
         depth = max(k, self.depth)
         with self.store.phases.phase(f"run {self.name}"):
             found = self.retriever.search_many(todo, depth, tick)
-        self.store.calls[self.name] = self.store.calls.get(self.name, 0) + len(todo)
         for query, (ranking, latency) in zip(todo, found, strict=True):
             self.entries[query] = Entry(tuple(ranking), depth, latency)
 
