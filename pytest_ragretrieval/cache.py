@@ -62,7 +62,10 @@ class Cache:
         folder = self.folder / kind / f"{slug(model_id)}-{sha256(model_id)[:8]}"
         if folder not in self._spaces:
             self._spaces[folder] = Namespace(folder, kind, model_id, ext, np.dtype(dtype), self.mode)
-        return self._spaces[folder]
+        space = self._spaces[folder]
+        if space.dtype != np.dtype(dtype):
+            raise ValueError(f"cache {kind} of {model_id!r} holds {space.dtype}, asked for {np.dtype(dtype)}")
+        return space
 
     def flush(self) -> None:
         """Write what `put` still holds, one pack per namespace."""

@@ -72,7 +72,7 @@ class Resources:
         return self.config.index.fingerprint
 
     def score_cache(self, kind: str, model_id: str) -> Namespace:
-        return self.cache.namespace(kind, model_id, ext="f64")
+        return self.cache.namespace(kind, model_id, ext="f64", dtype="<f8")
 
     def _start(self) -> Any:
         from .handle import open_database

@@ -149,6 +149,8 @@ def test_namespaces_are_separate_by_model_id_and_kind(tmp_path: Path) -> None:
 def test_one_namespace_object_per_folder_so_packs_are_read_once(tmp_path: Path) -> None:
     cache = Cache(tmp_path)
     assert cache.namespace("embeddings", "m", dtype="<f4") is cache.namespace("embeddings", "m", dtype="<f4")
+    with pytest.raises(ValueError, match="holds float32, asked for float64"):
+        cache.namespace("embeddings", "m", dtype="<f8")
 
 
 def test_ids_with_the_same_slug_get_different_folders(tmp_path: Path) -> None:
