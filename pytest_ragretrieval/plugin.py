@@ -71,6 +71,7 @@ def pytest_configure(config: pytest.Config) -> None:
             f"{flags} and {formats.FORMATS[-1].flag} need every item in one process; "
             "run them without pytest-xdist's -n (plain --rag-eval works with -n)"
         )
+    _one_worker_per_group(option)
     from .errors import RagError
     from .session import Options, RagSession
     from .signals import handle_sigterm
@@ -98,6 +99,19 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[RESTORE_SIGTERM] = restore
 
 
+def _one_worker_per_group(option: Any) -> None:
+    """Under pytest-xdist, send all items of connected retrievers to one worker (`--dist loadgroup`),
+    so no retriever runs on two workers; other workers stay free for the rest of the suite."""
+    dist = getattr(option, "dist", "no")
+    if dist == "load":
+        option.dist = "loadgroup"
+    elif dist not in ("no", "loadgroup", "loadfile"):
+        raise pytest.UsageError(
+            f"--rag-eval under pytest-xdist needs --dist load, loadgroup or loadfile, got --dist {dist}, "
+            "which would run a retriever on several workers; drop --dist (the default with -n is fine)"
+        )
+
+
 def pytest_report_header(config: pytest.Config) -> list[str]:
     session = config.stash.get(SESSION, None)
     return session.header_lines() if session is not None else []
@@ -112,10 +126,12 @@ class RagFailure(Exception):
 
 
 class RagItem(pytest.Item):
-    def __init__(self, *, key: ItemKey, **kwargs: Any) -> None:
+    def __init__(self, *, key: ItemKey, group: str, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.key = key
         self.add_marker(MARKER)
+        if self.config.pluginmanager.hasplugin("xdist"):
+            self.add_marker(pytest.mark.xdist_group(group))
 
     def runtest(self) -> None:
         from .gate.items import Skip
@@ -144,8 +160,9 @@ class RetrieverNode(pytest.Collector):
         self.keys = keys
 
     def collect(self) -> Iterator[RagItem]:
+        group = self.config.stash[SESSION].group(self.name)
         for key in self.keys:
-            yield RagItem.from_parent(self, name=key.nodeid_name, key=key)
+            yield RagItem.from_parent(self, name=key.nodeid_name, key=key, group=group)
 
 
 class RagNode(pytest.Collector):
@@ -174,7 +191,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 def pytest_runtestloop(session: pytest.Session) -> Any:
     """Run the selected retrievers before the first item, outside output capture, with progress."""
     rag = session.config.stash.get(SESSION, None)
-    if rag is not None and not session.config.option.collectonly:
+    worker = hasattr(session.config, "workerinput")  # a worker runs what its items need, when they run
+    if rag is not None and not session.config.option.collectonly and not worker:
         rag.prepare(_output(session.config))
     return (yield)
 

@@ -1,4 +1,5 @@
-"""Progress for long steps: a bar redrawn in place on a terminal, one line per step otherwise."""
+"""Progress for long steps: a bar redrawn in place on a terminal; otherwise (CI logs) a line
+every `every` seconds while the step runs, and one when it ends."""
 from __future__ import annotations
 
 import time
@@ -50,6 +51,9 @@ BAR = 24
 class Progress:
     """`with Progress(out, "embedding corpus", 212) as bar: bar.advance(n)`; the final line gives the time."""
 
+    every = 5.0
+    """Seconds between the lines written while a step runs, when there is no terminal."""
+
     def __init__(self, out: Output, label: str, total: int) -> None:
         self.out = out
         self.label = label
@@ -58,12 +62,18 @@ class Progress:
         self.note = ""
         self.started = time.perf_counter()
         self.seconds = 0.0
+        self._shown = self.started
 
     def advance(self, count: int = 1) -> None:
         self.done += count
         if self.out.isatty and self.total:
             filled = BAR * min(self.done, self.total) // self.total
             self.out.rewrite(f"rag: {self.label} [{'#' * filled}{'.' * (BAR - filled)}] {self.done}/{self.total}")
+        elif not self.out.isatty and self.done < self.total:
+            now = time.perf_counter()
+            if now - self._shown >= self.every:
+                self._shown = now
+                self.out.line(f"rag: {self.label}: {self.done}/{self.total} after {now - self.started:.0f}s")
 
     def __enter__(self) -> Progress:
         return self

@@ -23,7 +23,7 @@ from .evalset.jsonl import load_chunks, load_evalset
 from .evalset.records import Chunk, Question
 from .gate.checks import Outcome
 from .gate.fingerprint import fingerprint, global_changes
-from .gate.items import ItemKey, item_keys
+from .gate.items import ItemKey, connected, item_keys
 from .gate.judge import Judge, small_set_notes
 from .paths import display, write_atomic, write_problem
 from .progress import Output
@@ -32,6 +32,7 @@ from .report.model import ReportInput
 from .report.terminal import summary_lines
 from .retrievers.context import Workbench
 from .scoring.evaluate import Run, execute
+from .timing import Phases
 
 
 @dataclass(frozen=True)
@@ -72,9 +73,14 @@ class RagSession:
         self.write_failed = False
         self._judge: Judge | None = None
         self._bench: Workbench | None = None
+        self.phases = Phases()
 
     def load(self) -> None:
         """Read config, fixtures and baseline; any RagError here stops the run before it starts."""
+        with self.phases.phase("load and validate"):
+            self._load()
+
+    def _load(self) -> None:
         self.config = load_config(self.options.config_path, self.options.rootpath)
         check_outputs(self.config, self.options.outputs, self.options.update)
         self.chunks = load_chunks(self.config.chunks)
@@ -89,7 +95,7 @@ class RagSession:
             verify(self.baseline, self.config.k, self.chunks, self.questions)
         mode = database_mode(self.options.db, self.config.db, self.options.db_url)
         self.resources = Resources(
-            self.config, self.chunks, mode, database_url(self.options.db_url), self.options.cache_mode
+            self.config, self.chunks, mode, database_url(self.options.db_url), self.options.cache_mode, self.phases
         )
 
     def header_lines(self) -> list[str]:
@@ -120,6 +126,10 @@ class RagSession:
 
     def item_keys(self) -> list[ItemKey]:
         return item_keys(self.config, self.questions)
+
+    def group(self, name: str) -> str:
+        """The pytest-xdist group of a retriever's items: every retriever it is connected to by sources."""
+        return "rag:" + min(connected(self.config, name))
 
     def select(self, keys: list[ItemKey]) -> None:
         """Remember which items survived -k/-m: an update changes only their entries."""
@@ -154,8 +164,13 @@ class RagSession:
         if name not in self.runs:
             known = {chunk.id for chunk in self.chunks}
             self.runs[name] = execute(
-                name, lambda: self.bench.get(name), self.questions, self.config.metrics, self.config.depth, known, out
+                name, lambda: self.bench.get(name), self.questions, self.config.metrics, self.config.depth, known, out,
+                self.phases,
             )
+            try:
+                self.resources.cache.flush()  # what the run `put` (rerank scores), as one pack
+            except OSError as exc:
+                self.update_lines.append(f"rag: warning: cache entries not written ({exc}); computed again next run")
         return self.runs[name]
 
     def outcome(self, key: ItemKey) -> Outcome:
@@ -174,11 +189,13 @@ class RagSession:
 
     def finish(self) -> None:
         """Write the requested files; the baseline only when every selected retriever ran cleanly."""
+        with self.phases.phase("reports"):
+            if self.runs and (self.options.reports or in_github_actions()):
+                self._report(self.report_input())
         if self.options.json_path is not None and self.runs:
             document = results_document(self.config, self.judge.fingerprint, self.runs, self.judge, self.failures)
+            document["phases"] = self.phases.rounded()
             self._write(self.options.json_path, dumps(document))
-        if self.runs and (self.options.reports or in_github_actions()):
-            self._report(self.report_input())
         if self.options.update and self.runs:
             plan = baseline_update(
                 self.config, self.baseline, self.judge.fingerprint, self.runs, self.selected, self.judge
@@ -215,7 +232,7 @@ class RagSession:
         pairs = self.judge.pairs() if self.runs else None
         lines = summary_lines(self.config, self.runs, self.baseline, comparable, pairs)
         notes = [f"warning: {note}" for note in small_set_notes(self.config, self.questions)]
-        return [*lines, *notes, *self.update_lines, *self.written]
+        return [*lines, *notes, self.phases.line(), *self.update_lines, *self.written]
 
     def close(self) -> None:
         if hasattr(self, "resources"):

@@ -13,6 +13,7 @@ import jieba  # noqa: F401
 import numpy  # noqa: F401
 import pytest
 import rank_bm25  # noqa: F401
+import scipy.sparse  # noqa: F401
 import scipy.stats  # noqa: F401
 
 

@@ -186,3 +186,25 @@ type = "vector"
 [tool.ragretrieval.retrievers.bm25]
 type = "bm25"
 """
+
+
+def cache_keys(cache: Path, kind: str) -> set[bytes]:
+    """The keys (sha256 of the key text) held in the packs of one kind of a cache, any namespace."""
+    import struct
+
+    import numpy as np
+
+    from pytest_ragretrieval.packs import decode
+
+    keys: set[bytes] = set()
+    for path in (cache / kind).rglob("*.pack"):
+        raw = path.read_bytes()
+        (size,) = struct.unpack_from("<I", raw, 8)
+        dtype = np.dtype(json.loads(raw[12 : 12 + size])["dtype"])
+        keys.update(decode(path, raw, dtype).keys)
+    return keys
+
+
+def cache_files(cache: Path) -> dict[Path, tuple[int, int]]:
+    """Each file of a cache with its inode and modification time: any rewrite changes them."""
+    return {path: (path.stat().st_ino, path.stat().st_mtime_ns) for path in sorted(cache.rglob("*")) if path.is_file()}

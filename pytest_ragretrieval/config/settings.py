@@ -1,6 +1,7 @@
 """`[tool.ragretrieval]` (or a `--rag-config` file) parsed into one frozen Config."""
 from __future__ import annotations
 
+import os
 import re
 import tomllib
 from collections.abc import Callable, Mapping
@@ -86,6 +87,7 @@ class Config:
     fail_on: tuple[str, ...] = ("metric",)
     compare: tuple[tuple[str, str], ...] | None = None
     """Pairs of retrievers to compare; None: each hybrid or rerank retriever against its sources."""
+    workers: int = 1
 
     @property
     def depth(self) -> int:
@@ -106,6 +108,13 @@ class Config:
             if spec.name == name:
                 return spec
         raise KeyError(name)
+
+
+def cores() -> int:
+    """The cores this process may use (its CPU affinity, as a container or CI runner limits it)."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return os.cpu_count() or 1
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
@@ -331,6 +340,7 @@ def load_config(config_option: str | None, rootpath: Path) -> Config:
         alpha=table.number("alpha", 0.05, minimum=0.0, maximum=1.0),
         min_questions=table.integer("min_questions", 20, minimum=1),
         fail_on=tuple(table.texts("fail_on", ["metric"])),
+        workers=table.integer("workers", cores(), minimum=1),
     )
     config = replace(config, compare=_compare(table, {spec.name for spec in config.retrievers}))
     for entry in config.fail_on:

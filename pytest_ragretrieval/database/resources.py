@@ -11,13 +11,18 @@ from ..config.settings import Config
 from ..errors import RagError
 from ..evalset.records import Chunk
 from ..progress import Output, PlainOutput
+from ..timing import Phases
 
 
 class Resources:
     """One database and one cached embedder per session; `close()` is safe at any point."""
 
-    def __init__(self, config: Config, chunks: Sequence[Chunk], db_mode: str, dsn: str | None, cache_mode: str) -> None:
+    def __init__(
+        self, config: Config, chunks: Sequence[Chunk], db_mode: str, dsn: str | None, cache_mode: str,
+        phases: Phases | None = None,
+    ) -> None:
         self.config = config
+        self.phases = phases or Phases()
         self.chunks = list(chunks)
         self.db_mode = db_mode
         self.dsn = dsn
@@ -28,6 +33,7 @@ class Resources:
         self._table: str | None = None
         self._failure: Exception | None = None
         self._embedding_error: str | None = None
+        self._vectors: Any = None
 
     @property
     def embedder(self) -> Any:
@@ -36,7 +42,9 @@ class Resources:
             from ..embedding.base import FailOnce
             from ..embedding.cached import CachedEmbedder
 
-            self._embedder = CachedEmbedder(FailOnce(make_embedder(self.config)), self.cache, self.out)
+            self._embedder = CachedEmbedder(
+                FailOnce(make_embedder(self.config)), self.cache, self.out, batch_size=self.config.embedding_batch_size
+            )
         return self._embedder
 
     def embed(self, texts: list[str], label: str | None = None) -> Any:
@@ -73,7 +81,7 @@ class Resources:
         return self.config.index.fingerprint
 
     def score_cache(self, kind: str, model_id: str) -> Namespace:
-        return self.cache.namespace(kind, model_id, ext="f64")
+        return self.cache.namespace(kind, model_id, ext="f64", dtype="<f8")
 
     def _start(self) -> Any:
         """Embed the corpus, then start and seed the database.
@@ -82,25 +90,29 @@ class Resources:
         embedder that fails (a dead server, a missing key) costs no database start.
         """
         from .handle import open_database
-        from .seed import seed, table_label
+        from .seed import seed, storable, table_label
         from .servers import choose
 
-        vectors = self.embed([chunk.text for chunk in self.chunks], "embedding corpus")
+        with self.phases.phase("embedding corpus"):
+            vectors = self.embed([chunk.text for chunk in self.chunks], "embedding corpus")
         stats = self.embedder.stats
         started = time.perf_counter()
-        choice = choose(self.db_mode, self.dsn)
-        database = open_database(choice, self.dsn)
+        with self.phases.phase("database start"):
+            choice = choose(self.db_mode, self.dsn)
+            database = open_database(choice, self.dsn)
         self._database = database
         self.out.line(f"rag: database {database.describe()} ({choice.reason}) in {time.perf_counter() - started:.2f}s")
         for note in database.notes:
             self.out.line(f"rag: {note}")
         started = time.perf_counter()
-        conn = database.connect()
-        try:
-            seed(conn, database.schema, self.chunks, vectors, self.config.index)
-        finally:
-            conn.close()
+        with self.phases.phase("seeding"):
+            conn = database.connect()
+            try:
+                seed(conn, database.schema, self.chunks, vectors, self.config.index)
+            finally:
+                conn.close()
         self._table = table_label(database.schema)
+        self._vectors = storable(self.chunks, vectors, self.config.index)
         index = "exact search" if self.config.index.kind == "exact" else f"{self.config.index.kind} index"
         self.out.line(
             f"rag: seeded {len(self.chunks)} chunks ({vectors.shape[1]} dimensions, {stats.hits} embeddings "
@@ -145,6 +157,11 @@ class Resources:
         if self.config.index.kind != "exact":
             configure_search(conn, self.config.index)
         return conn
+
+    def corpus_vectors(self) -> tuple[list[str], Any]:
+        """(chunk ids, vectors) in the order and precision they were seeded."""
+        self._ready()
+        return [chunk.id for chunk in self.chunks], self._vectors
 
     @property
     def table(self) -> str:

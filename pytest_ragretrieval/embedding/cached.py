@@ -1,16 +1,17 @@
 """The one cache every embedder goes through: only misses reach the model."""
 from __future__ import annotations
 
-import io
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 from ..cache import Cache
 from ..errors import RagError
 from ..paths import display
-from ..progress import Output, Progress
+from ..progress import Output, PlainOutput, Progress
 from .base import Embedder, check_vectors
 from .prompts import Side
 
@@ -26,19 +27,26 @@ class EmbedStats:
 
 
 class CachedEmbedder:
-    """Embeds through the cache: only misses reach the model, in one batched call per embed().
+    """Embeds through the cache: only misses reach the model, `batch_size` texts per call.
 
     Entries live in the `embeddings` namespace of the embedder's id, keyed by the text itself
-    (the file name is its sha256), as `.npy` float32; so each text embeds once per embedder. When
-    the embedder's sides differ (prompts, input types), the key is the side and the text.
+    (by side and text when the embedder's sides differ: prompts, input types),
+    as float32 rows in pack files. Each batch is kept as it arrives (written at most every
+    `write_seconds`, so a fast model does not write a file per batch), and the packs one call
+    wrote are merged into one at its end: a run stopped halfway resumes where it stopped.
     """
 
-    def __init__(self, embedder: Embedder, cache: Cache, out: Output | None = None, what: str = "texts") -> None:
+    write_seconds = 1.0
+
+    def __init__(
+        self, embedder: Embedder, cache: Cache, out: Output | None = None, what: str = "texts", batch_size: int = 64
+    ) -> None:
         self.embedder = embedder
         self.id = embedder.id
-        self.namespace = cache.namespace("embeddings", embedder.id, ext="npy")
+        self.namespace = cache.namespace("embeddings", embedder.id, ext="npy", dtype="<f4")
         self.out = out
         self.what = what
+        self.batch_size = batch_size
         self.dimension: int | None = None
         self.stats = EmbedStats()
 
@@ -47,74 +55,95 @@ class CachedEmbedder:
         texts = list(texts)
         unique = list(dict.fromkeys(texts))
         key = self.embedder.prompts.key
-        vectors: dict[str, np.ndarray] = {}
-        for text in unique:
-            cached = self._read(key(text, side))
-            if cached is not None:
-                vectors[text] = cached
-        misses = [text for text in unique if text not in vectors]
+        matrix, missing = self.namespace.read_rows([key(text, side) for text in unique])
+        if matrix is not None:
+            self._check_cached(matrix, missing)
+        misses = [unique[i] for i in missing]
         if misses and self.namespace.mode == "readonly":
             raise self.namespace.miss_error(len(misses), self.what)
         if misses:
-            fresh = check_vectors(self.id, self._run(misses, len(vectors), label, side), len(misses), self.dimension)
-            self.dimension = fresh.shape[1]
-            for text, vector in zip(misses, fresh, strict=True):
-                vectors[text] = vector
-                self.namespace.put(key(text, side), _to_bytes(vector))
+            fresh = self._run(misses, len(unique) - len(misses), label, side)
+            if matrix is None:
+                matrix = np.zeros((len(unique), fresh.shape[1]), dtype=np.float32)
+            matrix[missing] = fresh
         self.stats = EmbedStats(
             hits=len(unique) - len(misses),
             embedded=len(misses),
             total_hits=self.stats.total_hits + len(unique) - len(misses),
             total_embedded=self.stats.total_embedded + len(misses),
         )
-        if not texts:
+        if not texts or matrix is None:
             return np.zeros((0, self.dimension or 0), dtype=np.float32)
-        return np.stack([vectors[text] for text in texts])
+        if len(unique) == len(texts):
+            return matrix
+        rows = {text: number for number, text in enumerate(unique)}
+        return matrix[[rows[text] for text in texts]]
 
-    def _read(self, text: str) -> np.ndarray | None:
-        """A cached vector, checked against the others; an unreadable entry counts as a miss."""
-        data = self.namespace.get(text)
-        if data is None:
-            return None
-        try:
-            vector = np.load(io.BytesIO(data), allow_pickle=False)
-        except (ValueError, OSError, EOFError):
-            return None
-        if (
-            vector.ndim != 1
-            or vector.dtype != np.float32
-            or (self.dimension is not None and vector.shape[0] != self.dimension)
-            or not np.isfinite(vector).all()
-        ):
+    def _check_cached(self, matrix: np.ndarray, missing: list[int]) -> None:
+        """Cached rows must be finite and of this embedder's one dimension."""
+        finite = np.isfinite(matrix).all(axis=1) if missing else np.isfinite(matrix).all()
+        if missing:
+            finite[missing] = True
+        if (self.dimension is not None and matrix.shape[1] != self.dimension) or not np.all(finite):
             raise RagError(
                 f"cache {display(self.namespace.folder)} holds an invalid vector for embedder {self.id!r} "
-                f"(shape {vector.shape}, dtype {vector.dtype}, expected dimension {self.dimension or 'd'}); "
+                f"(dimension {matrix.shape[1]}, expected {self.dimension or 'd'}, or a NaN or infinite value); "
                 "delete that folder to embed again"
             )
-        self.dimension = vector.shape[0]
-        return np.asarray(vector, dtype=np.float32)
+        self.dimension = matrix.shape[1]
 
-    def _run(self, misses: list[str], hits: int, label: str | None, side: Side) -> object:
-        if self.out is None or label is None:
-            return self._call(misses, side)
-        with Progress(self.out, f"{label} with {self.id}", len(misses)) as bar:
+    def _run(self, misses: list[str], hits: int, label: str | None, side: Side) -> np.ndarray:
+        """Embed the misses batch by batch, keeping each batch in the cache as it arrives."""
+        key = self.embedder.prompts.key
+        total = -(-len(misses) // self.batch_size)
+        parts: list[np.ndarray] = []
+        written: list[Path | None] = []
+        waiting: dict[str, np.ndarray] = {}
+        last = time.perf_counter()
+        out = self.out if self.out is not None and label is not None else PlainOutput()
+        with Progress(out, f"{label} with {self.id}", len(misses)) as bar:
             if hits:
                 bar.note = f"{hits} cached"
-            vectors = self._call(misses, side)
-            bar.advance(len(misses))
-        return vectors
+            try:
+                for number, start in enumerate(range(0, len(misses), self.batch_size), 1):
+                    batch = misses[start:start + self.batch_size]
+                    try:
+                        vectors = check_vectors(self.id, self._call(batch, side), len(batch), self.dimension)
+                    except RagError as exc:
+                        raise self._in_batch(exc, number, total) from exc.__cause__
+                    self.dimension = vectors.shape[1]
+                    parts.append(vectors)
+                    waiting.update((key(text, side), vector) for text, vector in zip(batch, vectors, strict=True))
+                    if time.perf_counter() - last >= self.write_seconds:
+                        written.append(self._keep(waiting))
+                        last = time.perf_counter()
+                    bar.advance(len(batch))
+            finally:
+                written.append(self._keep(waiting))
+                self.namespace.compact([path for path in written if path is not None])
+        return np.concatenate(parts)
 
-    def _call(self, misses: list[str], side: Side) -> object:
+    def _keep(self, waiting: dict[str, np.ndarray]) -> Path | None:
+        """Write the batches not yet in the cache as one pack."""
+        path = self.namespace.write(waiting)
+        waiting.clear()
+        return path
+
+    def _in_batch(self, exc: RagError, number: int, total: int) -> RagError:
+        """The error of one of several batches, naming which: the embedder saw that batch alone
+        (so its own "batch 1 of 1" is replaced, or dropped when there was only one)."""
+        prefix = f"embedder {self.id!r}: "
+        text = str(exc)
+        if not text.startswith(prefix):
+            return exc
+        detail = text.removeprefix(prefix).removeprefix("batch 1 of 1: ")
+        return RagError(f"{prefix}batch {number} of {total}: {detail}" if total > 1 else f"{prefix}{detail}")
+
+    def _call(self, batch: list[str], side: Side) -> object:
         try:
-            return self.embedder.embed(misses, side)
+            return self.embedder.embed(batch, side)
         except RagError:
             raise
         except Exception as exc:
             detail = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
             raise RagError(f"embedder {self.id!r} raised {type(exc).__name__}: {detail}") from exc
-
-
-def _to_bytes(vector: np.ndarray) -> bytes:
-    buffer = io.BytesIO()
-    np.save(buffer, np.ascontiguousarray(vector, dtype=np.float32), allow_pickle=False)
-    return buffer.getvalue()

@@ -11,9 +11,9 @@ from typing import Any
 from ..config.toml import Table
 from ..errors import ConfigError
 from . import bm25, hybrid, python, rerank, run, vector
-from .protocol import Asking, Closing, Context, Diagnosing, Noting, Retriever, RetrieverType, Setup, ask
+from .protocol import Asking, Batched, Closing, Context, Diagnosing, Noting, Retriever, RetrieverType, Setup, ask
 
-__all__ = ["TYPES", "Asking", "Closing", "Context", "Diagnosing", "Noting", "Retriever", "RetrieverSpec",
+__all__ = ["TYPES", "Asking", "Batched", "Closing", "Context", "Diagnosing", "Noting", "Retriever", "RetrieverSpec",
            "RetrieverType", "Setup", "ask", "parse_spec", "type_module"]
 
 TYPES: dict[str, RetrieverType] = {
@@ -35,6 +35,8 @@ class RetrieverSpec:
     params: Mapping[str, Any] = field(hash=False)
     sources: tuple[str, ...] = ()
     max_latency_ms: float | None = None
+    source_depth: int | None = None
+    """How deep this retriever reads its sources, when its type says (`source_depth(params)`)."""
 
     @property
     def fingerprint(self) -> dict[str, Any]:
@@ -59,5 +61,6 @@ def parse_spec(name: str, data: Mapping[str, Any], where: str) -> RetrieverSpec:
     module = TYPES[kind]
     params = module.parse(table)
     table.finish()
+    depth = getattr(module, "source_depth", None)
     return RetrieverSpec(name=name, type=kind, params=params, sources=tuple(module.sources(params)),
-                         max_latency_ms=max_latency)
+                         max_latency_ms=max_latency, source_depth=depth(params) if depth is not None else None)

@@ -12,6 +12,7 @@ from ..errors import RagError, RetrieverError
 from ..evalset.records import Chunk, Question
 from . import TYPES, Closing, Retriever
 from .protocol import Query, asked
+from .store import Memo, Rankings
 from .tokens import tokenizer
 
 
@@ -43,6 +44,19 @@ class RetrieverContext:
     def tokenize(self) -> Callable[[str], list[str]]:
         return tokenizer(self._bench.config.tokenizer)
 
+    def corpus_vectors(self) -> tuple[list[str], Any]:
+        return self._bench.resources.corpus_vectors()
+
+    def corpus_tokens(self) -> tuple[list[str], list[Any]]:
+        return self._bench.corpus_tokens()
+
+    def tokens(self, texts: Sequence[str]) -> tuple[list[str], list[Any]]:
+        return self._bench.tokens(texts)
+
+    @property
+    def workers(self) -> int:
+        return self._bench.config.workers
+
     @property
     def retrievers(self) -> Mapping[str, Retriever]:
         return {name: self.retriever(name) for name in self._bench.config.retriever(self.name).sources}
@@ -54,7 +68,9 @@ class RetrieverContext:
                 f"retriever {self.name!r} asked for retriever {name!r}, which it does not list; "
                 f"add sources = [{name!r}] to its table"
             )
-        return self._bench.get(name)
+        source = self._bench.get(name)
+        self._bench.read_by(self.name, source)
+        return source
 
     def connect(self) -> Any:
         return self._bench.resources.connect()
@@ -79,7 +95,8 @@ class RetrieverContext:
 
 
 class Workbench:
-    """Builds each retriever on first use; a build error is kept and re-raised for every user."""
+    """Builds each retriever on first use, behind a `Memo` over the session's one store of
+    rankings; a build error is kept and re-raised for every user."""
 
     def __init__(
         self, config: Config, chunks: tuple[Chunk, ...], resources: Resources, questions: tuple[Question, ...] = ()
@@ -88,13 +105,42 @@ class Workbench:
         self.chunks = chunks
         self.questions = questions
         self.resources = resources
+        self.rankings = Rankings(resources.phases)
         self._built: dict[str, Retriever] = {}
+        self._memos: dict[str, Memo] = {}
         self._failed: dict[str, RagError] = {}
         self._building: list[str] = []
+        self._sources: dict[str, list[Memo]] = {}
+        self._tokens: tuple[list[str], list[Any]] | None = None
 
-    def get(self, name: str) -> Retriever:
-        if name in self._built:
-            return self._built[name]
+    def depth(self, name: str) -> int:
+        """The deepest any configured consumer reads `name`: the session's depth, a hybrid's, a rerank's."""
+        asked = [spec.source_depth or 0 for spec in self.config.retrievers if name in spec.sources]
+        return max([self.config.depth, *asked])
+
+    def corpus_tokens(self) -> tuple[list[str], list[Any]]:
+        """(vocabulary, token ids per chunk, chunks by id), once per session, through the cache."""
+        if self._tokens is None:
+            self._tokens = self.tokens([chunk.text for chunk in sorted(self.chunks, key=lambda chunk: chunk.id)])
+        return self._tokens
+
+    def tokens(self, texts: Sequence[str]) -> tuple[list[str], list[Any]]:
+        """(vocabulary, token ids per text) of the configured tokenizer, through the cache."""
+        from .corpus_tokens import cached_tokens, tokenizer_id
+
+        namespace = self.resources.cache.namespace("tokens", tokenizer_id(self.config.tokenizer), dtype="<i4")
+        with self.resources.phases.phase("tokenizing"):
+            return cached_tokens(texts, self.config.tokenizer, namespace, self.config.workers)
+
+    def read_by(self, consumer: str, source: Memo) -> None:
+        """Remember that `consumer` reads `source`, so that prefetching it fills the source first."""
+        known = self._sources.setdefault(consumer, [])
+        if source not in known:
+            known.append(source)
+
+    def get(self, name: str) -> Memo:
+        if name in self._memos:
+            return self._memos[name]
         if name in self._failed:
             raise self._failed[name]
         if name in self._building:
@@ -103,17 +149,22 @@ class Workbench:
         self._building.append(name)
         try:
             ctx = RetrieverContext(self, name, spec.params.get("options", {}))
-            built = TYPES[spec.type].build(dict(spec.params), ctx)
+            with self.resources.phases.phase(f"build {name}"):
+                built = TYPES[spec.type].build(dict(spec.params), ctx)
         except RagError as exc:
             self._failed[name] = exc
             raise
         finally:
             self._building.pop()
         self._built[name] = built
-        return built
+        memo = Memo(name, built, self.rankings, self.depth(name))
+        memo.sources = self._sources.setdefault(name, [])  # the list read_by keeps adding to
+        self._memos[name] = memo
+        return memo
 
     def close(self) -> None:
         for retriever in self._built.values():
             if isinstance(retriever, Closing):
                 retriever.close()
         self._built.clear()
+        self._memos.clear()

@@ -39,6 +39,11 @@ def sources(params: Mapping[str, Any]) -> list[str]:
     return list(params["sources"])
 
 
+def source_depth(params: Mapping[str, Any]) -> int:
+    """Each source is read to `depth`: its rankings are computed that deep once, for everyone."""
+    return int(params["depth"])
+
+
 def fuse(rankings: Sequence[Sequence[str]], rrf_k: int, weights: Sequence[float] | None = None) -> list[str]:
     """Weighted RRF in exact arithmetic, so that equal sums tie exactly and ties go to the smaller id.
 

@@ -66,6 +66,19 @@ class Diagnosing(Protocol):
 
 
 @runtime_checkable
+class Batched(Protocol):
+    """A retriever that answers many queries at once faster than one by one (a pool of connections).
+
+    `search_many` returns, per query in order, the ranking and the milliseconds that query took;
+    it calls `tick(n)` as queries finish, for the progress display.
+    """
+
+    def search_many(
+        self, queries: Sequence[str], k: int, tick: Callable[[int], None]
+    ) -> list[tuple[Sequence[str], float]]: ...
+
+
+@runtime_checkable
 class Closing(Protocol):
     """A retriever holding a resource (a connection) to release when the session ends."""
 
@@ -95,11 +108,25 @@ class Context(Protocol):
     @property
     def tokenize(self) -> Callable[[str], list[str]]: ...
 
+    def corpus_vectors(self) -> tuple[list[str], Any]:
+        """(chunk ids, their vectors as seeded: an n x d float32 array), once the database is seeded."""
+
+    def corpus_tokens(self) -> tuple[list[str], list[Any]]:
+        """(vocabulary, token ids per chunk) of the chunks sorted by id, through the cache."""
+
+    def tokens(self, texts: Sequence[str]) -> tuple[list[str], list[Any]]:
+        """(vocabulary, token ids per text) of any texts (queries), through the cache."""
+
+    @property
+    def workers(self) -> int:
+        """How many connections or processes a retriever may use at once (`workers`)."""
+
     @property
     def retrievers(self) -> Mapping[str, Retriever]:
         """The sources this retriever declared, by name, built on first use."""
 
-    def retriever(self, name: str) -> Retriever: ...
+    def retriever(self, name: str) -> Retriever:
+        """A declared source; each query's ranking is computed once per session and shared."""
 
     def connect(self) -> Any:
         """A psycopg connection to the seeded database, its search_path set to the plugin's schema."""
@@ -137,6 +164,8 @@ class RetrieverType(Protocol):
     """A module under `retrievers/`: one per `type = "..."`, registered in `retrievers.TYPES`.
 
     Modules import their heavy dependencies only in `build`, so reading a config stays cheap.
+    A type that reads its sources at a fixed depth may also define `source_depth(params) -> int`:
+    each source's rankings are then computed once at that depth (or deeper) for every consumer.
     """
 
     def parse(self, table: Table) -> dict[str, Any]:

@@ -58,6 +58,11 @@ def sources(params: Mapping[str, Any]) -> list[str]:
     return [params["source"]]
 
 
+def source_depth(params: Mapping[str, Any]) -> int:
+    """The source is read to `depth`: its rankings are computed that deep once, for everyone."""
+    return int(params["depth"])
+
+
 def hub_reachable(timeout: float = 3.0) -> bool:
     """Whether the model hub (HF_ENDPOINT or huggingface.co) accepts a TCP connection.
 

@@ -1,11 +1,15 @@
-"""Pure vector search in pgvector: cosine distance `<=>`, ties by id, one connection reused."""
+"""Pure vector search in pgvector: cosine distance `<=>`, ties by id, over a small pool of connections."""
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import queue
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any
 
 from ..config.toml import Table
 from ..evalset.records import Question
+from .candidates import Candidates
 from .protocol import Context, Setup
 
 
@@ -20,6 +24,10 @@ class VectorRetriever:
     so results are deterministic. With an HNSW index the SQL has the index-friendly form and
     each query is also run exactly, to report the index's recall against exact search.
     `min_score` drops chunks whose cosine similarity (1 - distance) is below it.
+
+    Run over the whole eval set (`search_many`), the queries are embedded in one call, the
+    chunks that can be in each exact top k are found at once (`candidates.py`), and pgvector
+    ranks only those, on `workers` connections at once: the same rankings as a full scan.
     """
 
     def __init__(self, ctx: Context, min_score: float | None, approximate: bool) -> None:
@@ -27,35 +35,87 @@ class VectorRetriever:
 
         self.ctx = ctx
         self.conn = ctx.connect()
+        self.pool: list[Any] = []
         self.min_score = min_score
         self.approximate = approximate
+        self._candidates: Candidates | None = None
         table = sql.SQL(ctx.table)
         self.exact_sql = sql.SQL(
             "SELECT id, embedding <=> %(q)s AS distance FROM {table} ORDER BY distance, id LIMIT %(k)s"
+        ).format(table=table)
+        self.among_sql = sql.SQL(
+            "SELECT id, embedding <=> %(q)s AS distance FROM {table} WHERE id = ANY(%(ids)s) "
+            "ORDER BY distance, id LIMIT %(k)s"
         ).format(table=table)
         self.ann_sql = sql.SQL(
             "SELECT id, embedding <=> %(q)s AS distance FROM {table} ORDER BY embedding <=> %(q)s LIMIT %(k)s"
         ).format(table=table)
         self.overlaps: dict[int, list[float]] = {}
 
-    def _search(self, statement: Any, vector: Any, k: int) -> list[tuple[str, float]]:
-        with self.conn.cursor() as cursor:
-            cursor.execute(statement, {"q": vector, "k": k})
+    def _search(self, conn: Any, statement: Any, params: dict[str, Any]) -> list[str]:
+        with conn.cursor() as cursor:
+            cursor.execute(statement, params)
             rows = [(chunk_id, float(distance)) for chunk_id, distance in cursor.fetchall()]
-        self.conn.rollback()
+        conn.rollback()
         rows.sort(key=lambda row: (row[1], row[0]))
         if self.min_score is not None:
             rows = [row for row in rows if 1.0 - row[1] >= self.min_score]
-        return rows
+        return [chunk_id for chunk_id, _ in rows]
 
     def __call__(self, query: str, k: int) -> list[str]:
-        vector = self.ctx.embed([query])[0]
+        ranking, overlap = self._rank(self.conn, self.ctx.embed([query])[0], k, None)
+        if overlap is not None:
+            self.overlaps.setdefault(k, []).append(overlap)
+        return ranking
+
+    def _rank(self, conn: Any, vector: Any, k: int, among: list[str] | None) -> tuple[list[str], float | None]:
+        """The ranking and, with an ANN index, its overlap with exact search (None without one).
+        `among`: the chunks that can be in the exact top k; None searches every row."""
+        if among is None:
+            exact = self._search(conn, self.exact_sql, {"q": vector, "k": k})
+        else:
+            exact = self._search(conn, self.among_sql, {"q": vector, "k": k, "ids": among})
         if not self.approximate:
-            return [chunk_id for chunk_id, _ in self._search(self.exact_sql, vector, k)]
-        found = [chunk_id for chunk_id, _ in self._search(self.ann_sql, vector, k)]
-        exact = [chunk_id for chunk_id, _ in self._search(self.exact_sql, vector, k)]
-        if exact:
-            self.overlaps.setdefault(k, []).append(len(set(found) & set(exact)) / len(exact))
+            return exact, None
+        found = self._search(conn, self.ann_sql, {"q": vector, "k": k})
+        return found, len(set(found) & set(exact)) / len(exact) if exact else None
+
+    def search_many(
+        self, queries: Sequence[str], k: int, tick: Callable[[int], None]
+    ) -> list[tuple[Sequence[str], float]]:
+        """Every query's ranking and latency: its search, plus its share of the embedding call and of
+        finding the candidates."""
+        started = time.perf_counter()
+        vectors = self.ctx.embed(list(queries))
+        if self._candidates is None:
+            self._candidates = Candidates(*self.ctx.corpus_vectors())
+        among = self._candidates.find(vectors, k)
+        share = (time.perf_counter() - started) * 1000.0 / max(1, len(queries))
+        while len(self.pool) < self.ctx.workers - 1:
+            self.pool.append(self.ctx.connect())
+        idle: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        for conn in [self.conn, *self.pool]:
+            idle.put(conn)
+
+        def search(position: int) -> tuple[int, list[str], float | None, float]:
+            conn = idle.get()
+            try:
+                began = time.perf_counter()
+                ranking, overlap = self._rank(conn, vectors[position], k, among[position])
+                return position, ranking, overlap, (time.perf_counter() - began) * 1000.0
+            finally:
+                idle.put(conn)
+
+        found: list[tuple[Sequence[str], float]] = [((), 0.0)] * len(queries)
+        overlaps: list[float | None] = [None] * len(queries)
+        with ThreadPoolExecutor(1 + len(self.pool), thread_name_prefix="rag-vector") as pool:
+            for future in as_completed([pool.submit(search, i) for i in range(len(queries))]):
+                position, ranking, overlap, took = future.result()
+                found[position] = (ranking, took + share)
+                overlaps[position] = overlap
+                tick(1)
+        if self.approximate:
+            self.overlaps.setdefault(k, []).extend(value for value in overlaps if value is not None)
         return found
 
     def diagnostics(self, questions: Sequence[Question]) -> dict[str, float]:
@@ -63,7 +123,8 @@ class VectorRetriever:
         return {f"ann_recall@{k}": round(sum(v) / len(v), 6) for k, v in sorted(self.overlaps.items())}
 
     def close(self) -> None:
-        self.conn.close()
+        for conn in [self.conn, *self.pool]:
+            conn.close()
 
 
 def build(params: Mapping[str, Any], ctx: Context) -> VectorRetriever:

@@ -16,7 +16,8 @@ from typing import Any
 from ..errors import RagError, RetrieverError, RetrieverUnavailable
 from ..evalset.records import Question
 from ..progress import Output, PlainOutput, Progress
-from ..retrievers.protocol import Diagnosing, Noting, ask, asked
+from ..retrievers.protocol import Diagnosing, Noting, Query, ask, asked
+from ..timing import Phases
 from ..values import DIGITS
 from .metrics import MetricSpec
 
@@ -98,14 +99,21 @@ def run_retriever(
     depth: int,
     known: Collection[str],
     tick: Callable[[], None] = lambda: None,
+    latency: Callable[[Query], float] | None = None,
 ) -> tuple[dict[str, tuple[str, ...]], dict[str, float]]:
-    """Ask `retrieve` for `depth` ids per question: (rankings, latency in ms) by question id."""
+    """Ask `retrieve` for `depth` ids per question: (rankings, latency in ms) by question id.
+
+    `latency(query)`, when given, says what a query cost instead of the time the call took
+    (a memoised retriever answers from its store, having recorded the time it once took).
+    """
     rankings: dict[str, tuple[str, ...]] = {}
     latencies: dict[str, float] = {}
     for question in questions:
         started = time.perf_counter()
-        returned = ask(retrieve, asked(question), depth)
-        latencies[question.id] = (time.perf_counter() - started) * 1000.0
+        query = asked(question)
+        returned = ask(retrieve, query, depth)
+        took = (time.perf_counter() - started) * 1000.0
+        latencies[question.id] = latency(query) if latency is not None else took
         rankings[question.id] = checked_ranking(name, question, returned, depth, known)
         tick()
     return rankings, latencies
@@ -180,13 +188,29 @@ def execute(
     depth: int,
     known: Collection[str],
     out: Output | None = None,
+    phases: Phases | None = None,
 ) -> Run:
-    """Build a retriever, run it over every question with progress, and score it; never raises."""
+    """Build a retriever, run it over every question with progress, and score it; never raises.
+
+    A memoised retriever (`Memo`) first fills its store for every question, its sources
+    first and in one batch where it can; the questions then read their rankings from there.
+    """
+    from ..retrievers.store import Memo
+
+    phases = phases or Phases()
     try:
         retrieve = build()
         with Progress(out or PlainOutput(), f"{name} over {len(questions)} questions", len(questions)) as bar:
-            rankings, latencies = run_retriever(name, retrieve, questions, depth, known, tick=bar.advance)
-        result = score(name, questions, rankings, specs, latencies)
+            with phases.phase(f"run {name}"):
+                if isinstance(retrieve, Memo):
+                    retrieve.prefetch([asked(question) for question in questions], depth, bar.advance)
+                    rankings, latencies = run_retriever(
+                        name, retrieve, questions, depth, known, latency=retrieve.latency_ms
+                    )
+                else:
+                    rankings, latencies = run_retriever(name, retrieve, questions, depth, known, tick=bar.advance)
+        with phases.phase("scoring"):
+            result = score(name, questions, rankings, specs, latencies)
         diagnostics = dict(retrieve.diagnostics(questions)) if isinstance(retrieve, Diagnosing) else {}
         notes = tuple(retrieve.notes()) if isinstance(retrieve, Noting) else ()
         return Run(result=result, diagnostics=diagnostics, notes=notes)

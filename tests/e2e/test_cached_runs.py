@@ -1,10 +1,8 @@
 """The embedding cache through the plugin: a warm cache embeds nothing, readonly and off do what they say."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-from projects import E2E_CHUNKS, QUERIES, rankings, read_results, write_e2e_project
+from projects import E2E_CHUNKS, QUERIES, cache_files, cache_keys, rankings, read_results, write_e2e_project
 
 pytestmark = pytest.mark.usefixtures("minilm")
 
@@ -29,29 +27,20 @@ def seeded(hits: int, computed: int) -> str:
     )
 
 
-def vectors(cache: Path) -> list[Path]:
-    return sorted((cache / "embeddings").rglob("*.npy"))
-
-
-def entries(cache: Path) -> dict[Path, tuple[int, int]]:
-    """Each cached vector's inode and modification time: a rewrite changes both."""
-    return {path: (path.stat().st_ino, path.stat().st_mtime_ns) for path in vectors(cache)}
-
-
 def test_a_second_run_embeds_nothing(pytester: pytest.Pytester) -> None:
     """The second run is readonly, so any text missing from the cache, query or chunk, would fail it."""
     write_e2e_project(pytester.path, RETRIEVERS, "cache")
     first = pytester.runpytest("--rag-update-baseline", "--rag-json", "first.json", *RUN)
     first.assert_outcomes(passed=4)
     first.stdout.fnmatch_lines([f"rag: embedding corpus with {EMBEDDER}: {TEXTS}/{TEXTS} in *s", seeded(0, TEXTS)])
-    stored = vectors(pytester.path / "cache")
-    assert len(stored) == TEXTS + len(set(QUERIES.values()))
+    assert len(cache_keys(pytester.path / "cache", "embeddings")) == TEXTS + len(set(QUERIES.values()))
+    stored = cache_files(pytester.path / "cache")
 
     second = pytester.runpytest("--rag-eval", "--rag-cache=readonly", "--rag-json", "second.json", *RUN)
     second.assert_outcomes(passed=4)
     second.stdout.fnmatch_lines([seeded(TEXTS, 0)])
     second.stdout.no_fnmatch_line("rag: embedding *")
-    assert vectors(pytester.path / "cache") == stored
+    assert cache_files(pytester.path / "cache") == stored
     first_results, second_results = (read_results(pytester.path / f"{run}.json") for run in ("first", "second"))
     assert rankings(second_results, "vector") == rankings(first_results, "vector")
 
@@ -76,11 +65,11 @@ def test_cache_off_neither_reads_nor_writes(pytester: pytest.Pytester) -> None:
     """On a warm cache, off embeds every text again and leaves every entry as it was (a write replaces the file)."""
     write_e2e_project(pytester.path, RETRIEVERS, "cache")
     pytester.runpytest("--rag-update-baseline", *RUN).assert_outcomes(passed=4)
-    before = entries(pytester.path / "cache")
+    before = cache_files(pytester.path / "cache")
     result = pytester.runpytest("--rag-eval", "--rag-cache=off", *RUN)
     result.assert_outcomes(passed=4)
     result.stdout.fnmatch_lines([seeded(0, TEXTS)])
-    assert entries(pytester.path / "cache") == before
+    assert cache_files(pytester.path / "cache") == before
 
 
 def test_cache_off_creates_no_cache_folder(pytester: pytest.Pytester) -> None:

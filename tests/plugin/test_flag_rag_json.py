@@ -77,3 +77,19 @@ def test_a_directory_is_refused(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("--rag-eval", "--rag-json", "out", *RUN)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["ERROR: --rag-json out: is a directory; give a file path"])
+
+
+def test_every_phase_is_timed_in_the_results_and_printed_but_never_in_the_baseline(pytester: pytest.Pytester) -> None:
+    write_project(pytester.path)
+    recorded = pytester.runpytest("--rag-update-baseline", *RUN)
+    recorded.stdout.fnmatch_lines(["rag: time: load and validate *s, * run bm25 *s, *; total *s"])
+    first = baseline(pytester.path)
+    assert "phases" not in first
+    result = pytester.runpytest("--rag-eval", "--rag-json", "results.json", "--rag-report", "report.md", *RUN)
+    phases = json.loads((pytester.path / "results.json").read_text(encoding="utf-8"))["phases"]
+    assert {"load and validate", "build bm25", "tokenizing", "run bm25", "build table", "run table", "scoring", "reports"} <= set(phases)
+    assert all(isinstance(seconds, float) and seconds >= 0 for seconds in phases.values())
+    line = next(line for line in result.stdout.lines if line.startswith("rag: time: "))
+    assert all(f"{name} " in line for name in phases)
+    pytester.runpytest("--rag-update-baseline", *RUN)
+    assert baseline(pytester.path) == first

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -55,3 +56,21 @@ def test_results_do_not_depend_on_load_order(rng: random.Random, query: str) -> 
     shuffled = list(CHUNKS)
     rng.shuffle(shuffled)
     assert bm25(shuffled).scores(query) == bm25(CHUNKS).scores(query)
+
+
+def test_many_queries_at_once_rank_as_one_by_one() -> None:
+    tokenize = tokenizer("jieba")
+    calls: list[list[str]] = []
+
+    def cached(texts):  # type: ignore[no-untyped-def]
+        calls.append(list(texts))
+        vocabulary: dict[str, int] = {}
+        rows = [np.asarray([vocabulary.setdefault(t, len(vocabulary)) for t in tokenize(text)]) for text in texts]
+        return list(vocabulary), rows
+
+    retriever = BM25Retriever(CHUNKS, tokenize, 1.5, 0.75, 0.25, 0.0, cached=cached)
+    queries = ["订单超时 支付", "量子计算", "   ", "住宿 发票", "订单超时 支付"]
+    ticks: list[int] = []
+    found = retriever.search_many(queries, 3, ticks.append)
+    assert [list(ranking) for ranking, _ in found] == [retriever(query, 3) for query in queries]
+    assert calls == [queries] and sum(ticks) == len(queries)

@@ -112,14 +112,14 @@ def test_empty_input_embeds_nothing(tmp_path: Path) -> None:
     assert result.shape == (0, 0) and model.calls == []
 
 
-def test_cache_entries_are_npy_float32_under_the_embedder_id(tmp_path: Path) -> None:
+def test_cache_entries_are_float32_rows_in_a_pack_under_the_embedder_id(tmp_path: Path) -> None:
     cached = CachedEmbedder(Counting(id="test:npy"), Cache(tmp_path))
     cached.embed(["hello"])
-    path = cached.namespace.path("hello")
-    assert path.suffix == ".npy" and path.parent.parent.parent == tmp_path / "embeddings"
-    stored = np.load(path)
-    assert stored.dtype == np.float32 and stored.shape == (4,)
-    assert (path.parent.parent / "id.txt").read_text(encoding="utf-8").strip() == "test:npy"
+    (pack,) = cached.namespace.folder.glob("*.pack")
+    assert cached.namespace.folder.parent == tmp_path / "embeddings"
+    assert (cached.namespace.folder / "id.txt").read_text(encoding="utf-8").strip() == "test:npy"
+    (stored,) = CachedEmbedder(Counting(id="test:npy"), Cache(tmp_path)).namespace.read(["hello"])
+    assert stored is not None and stored.dtype == np.float32 and stored.shape == (4,)
 
 
 def test_readonly_miss_names_count_embedder_and_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -162,22 +162,62 @@ def test_cached_vectors_of_another_dimension_are_an_error(tmp_path: Path) -> Non
         cached.embed(["a", "b"])
 
 
-def test_a_corrupt_cache_entry_is_a_miss(tmp_path: Path) -> None:
+def test_a_corrupt_legacy_entry_is_a_miss(tmp_path: Path) -> None:
     model = Counting()
     cached = CachedEmbedder(model, Cache(tmp_path))
+    path = cached.namespace.legacy_path("a")
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"not npy")
     cached.embed(["a"])
-    cached.namespace.path("a").write_bytes(b"not npy")
-    cached.embed(["a"])
-    assert model.calls == [["a"], ["a"]]
-    assert np.load(cached.namespace.path("a")).shape == (4,)
+    assert model.calls == [["a"]]
 
 
 def test_an_invalid_cached_vector_is_an_error(tmp_path: Path) -> None:
-    cached = CachedEmbedder(Counting(), Cache(tmp_path))
-    cached.embed(["a"])
-    np.save(cached.namespace.path("a"), np.array([np.nan, 1, 2, 3], dtype=np.float32))
+    CachedEmbedder(Counting(), Cache(tmp_path)).namespace.write({"a": np.array([np.nan, 1, 2, 3], dtype=np.float32)})
     with pytest.raises(RagError, match=r"holds an invalid vector for embedder 'test:counting'.*delete that folder"):
         CachedEmbedder(Counting(), Cache(tmp_path)).embed(["a"])
+
+
+def test_batches_reach_the_model_in_order_and_the_cache_keeps_one_pack(tmp_path: Path) -> None:
+    model = Counting()
+    cached = CachedEmbedder(model, Cache(tmp_path), batch_size=2)
+    vectors = cached.embed(["a", "b", "c", "d", "e"])
+    assert model.calls == [["a", "b"], ["c", "d"], ["e"]]
+    assert vectors[:, 3].tolist() == [0, 1, 0, 1, 0]
+    assert len(list(cached.namespace.folder.glob("*.pack"))) == 1
+
+
+class Dying(Counting):
+    """Fails on its `fail_on`-th call, as a run killed or a server lost halfway would."""
+
+    def __init__(self, fail_on: int) -> None:
+        super().__init__()
+        self.fail_on = fail_on
+
+    def embed(self, texts: list[str], side: str = "passage") -> np.ndarray:
+        if len(self.calls) + 1 == self.fail_on:
+            raise KeyboardInterrupt
+        return super().embed(texts, side)
+
+
+def test_a_run_stopped_halfway_keeps_every_batch_done(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(CachedEmbedder, "write_seconds", 0.0)
+    texts = [f"text {i}" for i in range(215)]
+    with pytest.raises(KeyboardInterrupt):
+        CachedEmbedder(Dying(fail_on=4), Cache(tmp_path), batch_size=32).embed(texts)
+    model = Counting()
+    again = CachedEmbedder(model, Cache(tmp_path), batch_size=32)
+    again.embed(texts)
+    assert [len(call) for call in model.calls] == [32, 32, 32, 23]
+    assert model.calls[0][0] == "text 96"
+    assert again.stats.hits == 96
+
+
+def test_each_batch_advances_the_progress(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    advanced: list[int] = []
+    monkeypatch.setattr("pytest_ragretrieval.embedding.cached.Progress.advance", lambda bar, n=1: advanced.append(n))
+    CachedEmbedder(Counting(), Cache(tmp_path), out=PlainOutput(), batch_size=3).embed(list("abcdefg"), "embedding corpus")
+    assert advanced == [3, 3, 1]
 
 
 def test_unexpected_exceptions_become_one_line_errors(tmp_path: Path) -> None:

@@ -26,7 +26,7 @@ def test_built_in_retrievers_break_ties_by_chunk_id_ascending(tmp_path: Path) ->
     assert fuse([["b", "a"], ["a", "b"]], 60) == ["a", "b"]
     texts = dict.fromkeys(("c", "a", "b"), "same")
     rerank = RerankRetriever(lambda q, k: ["c", "a", "b"], texts, lambda pairs: [1.0] * len(pairs),
-                             Cache(tmp_path).namespace("rerank", "flat", ext="f64"), depth=3, min_score=None)
+                             Cache(tmp_path).namespace("rerank", "flat", ext="f64", dtype="<f8"), depth=3, min_score=None)
     assert rerank("q", 3) == ["a", "b", "c"]
 
 

@@ -1,4 +1,4 @@
-"""Progress: a bar redrawn in place on a terminal, one final line per step otherwise."""
+"""Progress: a bar redrawn in place on a terminal; otherwise a line every few seconds and one at the end."""
 from __future__ import annotations
 
 import pytest
@@ -43,3 +43,20 @@ def test_a_failing_step_says_where_it_stopped() -> None:
             bar.advance(3)
             raise RuntimeError("model gone")
     assert out.lines[0].startswith("rag: rerank over 9 questions: 3/9 stopped after ")
+
+
+def test_off_a_terminal_a_long_step_writes_a_line_every_few_seconds(monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = iter([0.0, 1.0, 6.0, 7.0, 13.0, 14.0])  # the start, four advances, the end
+    monkeypatch.setattr("pytest_ragretrieval.progress.time.perf_counter", lambda: next(clock))
+    out = PlainOutput()
+    with Progress(out, "embedding corpus", 5) as bar:  # starts at 0
+        bar.advance()  # 1 s: too soon
+        bar.advance()  # 6 s: a line (5 s since the start)
+        bar.advance()  # 7 s: too soon after the last line
+        bar.advance()  # 13 s: a line
+        bar.advance()  # done: no line while running; the final line at 14 s
+    assert out.lines == [
+        "rag: embedding corpus: 2/5 after 6s",
+        "rag: embedding corpus: 4/5 after 13s",
+        "rag: embedding corpus: 5/5 in 14.00s",
+    ]

@@ -85,7 +85,8 @@ def test_without_prompts_one_entry_serves_both_sides(tmp_path: Path) -> None:
     cached.embed(["abc"], None, "passage")
     cached.embed(["abc"], None, "query")
     assert embedder.seen == [("passage", ["abc"])]
-    assert cached.namespace.path("abc").exists()
+    cached.namespace.flush()
+    assert [value is not None for value in Cache(tmp_path).namespace("embeddings", embedder.id, ext="npy", dtype="<f4").read(["abc"])] == [True]
 
 
 def write_config(tmp_path: Path, *lines: str) -> Path:

@@ -131,9 +131,10 @@ def test_scores_are_cached_so_a_second_run_sends_nothing(tmp_path: Path) -> None
     with FakeReranker() as server:
         client = scorer(server)
         for _ in range(2):
-            cache = Cache(tmp_path / "cache").namespace("rerank", client.id, ext="f64")
+            cache = Cache(tmp_path / "cache").namespace("rerank", client.id, ext="f64", dtype="<f8")
             rerank = RerankRetriever(source, texts, client, cache, depth=5, min_score=None)
             ranked = rerank("q", 3)
+            cache.flush()  # as the session does after each retriever's run
     assert len(server.requests) == 1
     expected = sorted(texts, key=lambda cid: (-fake_score("q", texts[cid]), cid))[:3]
     assert ranked == expected

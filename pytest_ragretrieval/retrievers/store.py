@@ -1,0 +1,134 @@
+"""Each ranking computed once per session: every consumer of a retriever reads the same store.
+
+A retriever's own items, a hybrid fusing it and a rerank reordering that hybrid all call one
+`Memo`. The first call for a query runs the retriever at the deepest depth any configured
+consumer asks for (`depth`); later calls for that query, at that depth or less, get a slice of
+the stored ranking. This relies on what every built-in type guarantees: the top k of a ranking
+is the first k of a deeper one, and a ranking shorter than asked is all there is.
+
+Latency stays honest: a query's latency is the time the retriever itself took plus the latency
+recorded for every source ranking it read, whether computed just then or earlier.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..evalset.records import Question
+from ..timing import Phases
+from .protocol import Asking, Batched, Diagnosing, Noting, Query, Retriever, ask
+
+
+@dataclass(frozen=True)
+class Entry:
+    ranking: tuple[Any, ...]
+    depth: int
+    latency_ms: float
+
+    def serves(self, k: int) -> bool:
+        return k <= self.depth or len(self.ranking) < self.depth
+
+
+class Rankings:
+    """The session's rankings, by retriever and query, and the latency bookkeeping of nested calls."""
+
+    def __init__(self, phases: Phases | None = None) -> None:
+        self.entries: dict[str, dict[str, Entry]] = {}
+        self.phases = phases or Phases()
+        self._frames: list[list[float]] = []
+
+    def enter(self) -> None:
+        """A retriever starts computing a query: the source calls it makes are counted apart."""
+        self._frames.append([0.0, 0.0])
+
+    def leave(self) -> tuple[float, float]:
+        """(wall ms, latency ms) of the source calls made since the matching `enter`."""
+        wall, latency = self._frames.pop()
+        return wall, latency
+
+    def charge(self, wall_ms: float, latency_ms: float) -> None:
+        """Tell the caller's frame that a source call took `wall_ms` and stands for `latency_ms`."""
+        if self._frames:
+            self._frames[-1][0] += wall_ms
+            self._frames[-1][1] += latency_ms
+
+
+class Memo:
+    """A built retriever as everyone sees it, computed once per query and read by every consumer.
+
+    Asked with a whole question (`ask`, as the session and hybrid/rerank do), a retriever that
+    needs question ids (`Asking`: run files, question factories, fusions over them) is keyed by
+    the question's id, any other by its text, so two questions with the same text share a ranking
+    only where the text is all that decides it. Asked by text (`memo(text, k)`, as a user's
+    factory may), the key is the text.
+    """
+
+    def __init__(self, name: str, retriever: Retriever, store: Rankings, depth: int) -> None:
+        self.name = name
+        self.retriever = retriever
+        self.store = store
+        self.depth = depth
+        self.sources: list[Memo] = []
+        self.entries = store.entries.setdefault(name, {})
+        self.by_id = isinstance(retriever, Asking)
+
+    def key(self, query: Query) -> str:
+        return f"id:{query.id}" if self.by_id else f"text:{query.query}"
+
+    def __call__(self, query: str, k: int) -> Any:
+        return self._get(f"text:{query}", k, lambda depth: self.retriever(query, depth))
+
+    def ask(self, query: Query, k: int) -> Any:
+        return self._get(self.key(query), k, lambda depth: ask(self.retriever, query, depth))
+
+    def _get(self, key: str, k: int, compute: Callable[[int], Any]) -> Any:
+        entry = self.entries.get(key)
+        if entry is not None and entry.serves(k):
+            self.store.charge(0.0, entry.latency_ms)
+            return entry.ranking[:k]
+        depth = max(k, self.depth)
+        self.store.enter()
+        started = time.perf_counter()
+        try:
+            with self.store.phases.phase(f"run {self.name}"):
+                returned = compute(depth)
+        finally:
+            wall = (time.perf_counter() - started) * 1000.0
+            inner_wall, inner_latency = self.store.leave()
+        latency = wall - inner_wall + inner_latency
+        self.store.charge(wall, latency)
+        if isinstance(returned, (str, bytes)) or not hasattr(returned, "__iter__"):
+            return returned  # not a ranking: the caller's check names the problem
+        ranking = tuple(returned)
+        self.entries[key] = Entry(ranking, depth, latency)
+        return ranking[:k]
+
+    def latency_ms(self, query: Query) -> float:
+        entry = self.entries.get(self.key(query))
+        return entry.latency_ms if entry is not None else 0.0
+
+    def prefetch(self, queries: Sequence[Query], k: int, tick: Callable[[int], None] = lambda n: None) -> None:
+        """Fill the store for `queries`: sources first, then this retriever, in one batch when it can."""
+        for source in self.sources:
+            source.prefetch(queries, source.depth)
+        unique = {self.key(query): query for query in queries}
+        todo = [query for key, query in unique.items() if key not in self.entries or not self.entries[key].serves(k)]
+        tick(len(queries) - len(todo))
+        if self.by_id or not isinstance(self.retriever, Batched) or len(todo) < 2:
+            for query in todo:
+                self.ask(query, k)
+                tick(1)
+            return
+        depth = max(k, self.depth)
+        with self.store.phases.phase(f"run {self.name}"):
+            found = self.retriever.search_many([query.query for query in todo], depth, tick)
+        for query, (ranking, latency) in zip(todo, found, strict=True):
+            self.entries[self.key(query)] = Entry(tuple(ranking), depth, latency)
+
+    def diagnostics(self, questions: Sequence[Question]) -> Mapping[str, float]:
+        return self.retriever.diagnostics(questions) if isinstance(self.retriever, Diagnosing) else {}
+
+    def notes(self) -> list[str]:
+        return list(self.retriever.notes()) if isinstance(self.retriever, Noting) else []

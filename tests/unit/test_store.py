@@ -1,0 +1,150 @@
+"""Each ranking computed once per session: the memo in front of every retriever, and honest latency."""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import pytest
+
+from pytest_ragretrieval.retrievers import store as store_module
+from pytest_ragretrieval.retrievers.hybrid import HybridRetriever
+from pytest_ragretrieval.retrievers.protocol import Query
+from pytest_ragretrieval.retrievers.store import Memo, Rankings
+
+
+class Clock:
+    """A perf_counter that moves only when a fake retriever says it worked."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def spend(self, ms: float) -> None:
+        self.now += ms / 1000.0
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
+    fake = Clock()
+    monkeypatch.setattr(store_module.time, "perf_counter", fake)
+    monkeypatch.setattr("pytest_ragretrieval.timing.time.perf_counter", fake)
+    return fake
+
+
+class Fake:
+    """Ranks a fixed list, records each call, and takes `ms` per call on the fake clock."""
+
+    def __init__(self, ranking: Sequence[str], clock: Clock | None = None, ms: float = 0.0) -> None:
+        self.ranking = list(ranking)
+        self.calls: list[tuple[str, int]] = []
+        self.clock = clock
+        self.ms = ms
+
+    def __call__(self, query: str, k: int) -> list[str]:
+        self.calls.append((query, k))
+        if self.clock is not None:
+            self.clock.spend(self.ms)
+        return self.ranking[:k]
+
+
+def test_a_query_runs_once_at_the_deepest_depth_and_shallower_asks_get_a_slice() -> None:
+    fake = Fake([f"c{i}" for i in range(20)])
+    memo = Memo("vector", fake, Rankings(), depth=10)
+    assert memo("q", 5) == ("c0", "c1", "c2", "c3", "c4")
+    assert memo("q", 10) == tuple(f"c{i}" for i in range(10))
+    assert memo("q", 3) == ("c0", "c1", "c2")
+    assert fake.calls == [("q", 10)]
+
+
+def test_a_deeper_ask_than_stored_runs_again_and_is_kept() -> None:
+    fake = Fake([f"c{i}" for i in range(20)])
+    memo = Memo("vector", fake, Rankings(), depth=5)
+    memo("q", 5)
+    assert len(memo("q", 12)) == 12
+    memo("q", 8)
+    assert fake.calls == [("q", 5), ("q", 12)]
+
+
+def test_a_ranking_shorter_than_asked_is_all_there_is() -> None:
+    fake = Fake(["a", "b"])
+    memo = Memo("bm25", fake, Rankings(), depth=10)
+    memo("q", 10)
+    assert memo("q", 50) == ("a", "b")
+    assert fake.calls == [("q", 10)]
+
+
+def test_what_is_not_a_ranking_is_passed_on_for_the_caller_to_reject() -> None:
+    memo = Memo("broken", lambda query, k: "c1", Rankings(), depth=5)  # type: ignore[arg-type,return-value]
+    assert memo("q", 5) == "c1"
+    assert memo.entries == {}
+
+
+def test_hybrid_reads_its_sources_from_the_store_and_counts_their_latency(clock: Clock) -> None:
+    store = Rankings()
+    sources = Fake(["a", "b", "c"], clock, ms=10), Fake(["c", "d"], clock, ms=20)
+    vector, bm25 = Memo("vector", sources[0], store, depth=10), Memo("bm25", sources[1], store, depth=10)
+    question = Query("q1", "q")
+    vector.ask(question, 5)  # the sources' own items ran first
+    bm25.ask(question, 5)
+
+    class Timed(HybridRetriever):
+        def ask(self, query: Query, k: int) -> list[str]:
+            clock.spend(1)
+            return super().ask(query, k)
+
+    hybrid = Memo("hybrid", Timed([vector, bm25], depth=10, rrf_k=60), store, depth=5)
+    assert hybrid.ask(question, 5) == ("c", "a", "b", "d")  # b and d tie at 1/62: by id
+    assert [fake.calls for fake in sources] == [[("q", 10)], [("q", 10)]]
+    latencies = (vector.latency_ms(question), bm25.latency_ms(question), hybrid.latency_ms(question))
+    assert latencies == pytest.approx((10, 20, 31))
+
+
+def test_latency_is_the_same_when_sources_are_computed_inside_the_consumer(clock: Clock) -> None:
+    store = Rankings()
+    vector = Memo("vector", Fake(["a"], clock, ms=10), store, depth=10)
+
+    def consumer(query: str, k: int) -> list[str]:
+        clock.spend(2)
+        return list(vector(query, 10))
+
+    rerank = Memo("rerank", consumer, store, depth=5)
+    rerank.ask(Query("q1", "q"), 5)
+    assert rerank.latency_ms(Query("q1", "q")) == pytest.approx(12)
+    assert store.phases.seconds == pytest.approx({"run rerank": 0.002, "run vector": 0.010})
+
+
+class Batch(Fake):
+    def __init__(self, ranking: Sequence[str]) -> None:
+        super().__init__(ranking)
+        self.batches: list[tuple[list[str], int]] = []
+
+    def search_many(
+        self, queries: Sequence[str], k: int, tick: Callable[[int], None]
+    ) -> list[tuple[Sequence[str], float]]:
+        self.batches.append((list(queries), k))
+        tick(len(queries))
+        return [(self.ranking[:k], 7.0) for _ in queries]
+
+
+def test_prefetch_fills_sources_first_then_runs_one_batch_for_the_missing_queries() -> None:
+    store = Rankings()
+    source = Batch(["a", "b", "c"])
+    vector = Memo("vector", source, store, depth=10)
+    vector("known", 10)
+    hybrid_calls: list[str] = []
+
+    def consumer(query: str, k: int) -> list[str]:
+        hybrid_calls.append(query)
+        return list(vector(query, 10))
+
+    hybrid = Memo("hybrid", consumer, store, depth=5)
+    hybrid.sources = [vector]
+    ticks: list[int] = []
+    asked = [Query("a", "known"), Query("b", "q1"), Query("c", "q2"), Query("d", "q1")]  # d asks what b asks
+    hybrid.prefetch(asked, 5, ticks.append)
+    assert source.batches == [(["q1", "q2"], 10)]
+    assert source.calls == [("known", 10)]
+    assert hybrid_calls == ["known", "q1", "q2"]
+    assert sum(ticks) == 4
+    assert vector.latency_ms(Query("b", "q1")) == 7.0
