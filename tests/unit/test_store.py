@@ -148,3 +148,23 @@ def test_prefetch_fills_sources_first_then_runs_one_batch_for_the_missing_querie
     assert hybrid_calls == ["known", "q1", "q2"]
     assert sum(ticks) == 4
     assert vector.latency_ms(Query("b", "q1")) == 7.0
+
+
+class ById(Fake):
+    """A retriever that answers by question id (as a run file does): same text, different rankings."""
+
+    def ask(self, query: Query, k: int) -> list[str]:
+        self.calls.append((query.id, k))
+        return {"q1": ["a"], "q2": ["b"]}[query.id][:k]
+
+
+def test_questions_with_the_same_text_keep_their_own_rankings_where_ids_decide() -> None:
+    store = Rankings()
+    run = Memo("run", ById([]), store, depth=5)
+    text = Memo("text", Fake(["t"]), store, depth=5)
+    hybrid = Memo("hybrid", HybridRetriever([run, text], depth=5, rrf_k=60), store, depth=5)
+    first, second = Query("q1", "same text"), Query("q2", "same text")
+    hybrid.prefetch([first, second], 5)
+    assert (hybrid.ask(first, 5), hybrid.ask(second, 5)) == (("a", "t"), ("b", "t"))
+    assert run.retriever.calls == [("q1", 5), ("q2", 5)]  # type: ignore[attr-defined]
+    assert text.retriever.calls == [("same text", 5)]  # type: ignore[attr-defined]
