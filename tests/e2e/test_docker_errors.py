@@ -102,7 +102,7 @@ def test_a_published_port_that_never_answers_names_the_container(
         open_database(choose("docker", None))
     message = one_line(caught)
     assert re.search(
-        r"^cannot connect to postgresql://test:\*\*\*@\S+: .+; the docker container [0-9a-f]{12} \(paused\) does not "
+        r"^cannot connect to postgresql://test:\*\*\*@\S+ within \d+ s \(connect_timeout\): .+; the docker container [0-9a-f]{12} \(paused\) does not "
         r"answer on its published port \(last log lines: .*ready to accept connections\); use --rag-db=embedded ",
         message,
     ), message
