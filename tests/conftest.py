@@ -6,6 +6,7 @@ too: any gate run with a hybrid or rerank retriever compares it with its sources
 """
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,12 @@ import pytest
 import rank_bm25  # noqa: F401
 import scipy.sparse  # noqa: F401
 import scipy.stats  # noqa: F401
+
+# A suite started as a background job (`cmd &` in a script) inherits SIGINT ignored, and so would
+# every run the tests start and then interrupt: Python installs its Ctrl-C handler only where SIGINT
+# is not ignored. Restoring it here gives those runs the disposition a terminal gives them.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session")
