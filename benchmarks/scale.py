@@ -44,7 +44,11 @@ from corpus import generate  # noqa: E402
 SIZES = {"20k": (20_000, 500), "100k": (100_000, 2_000)}
 METRICS = ("precision", "recall", "f1", "ndcg")
 AGREE = 0.02
-PYPROJECT = """[tool.ragretrieval]
+PYPROJECT = """# Its own pytest rootdir: without this table pytest would take an enclosing project's (this
+# repository's, when the work folder lies inside it) and run that project's gate instead.
+[tool.pytest.ini_options]
+
+[tool.ragretrieval]
 chunks = "data/chunks.jsonl"
 evalset = "data/evalset.jsonl"
 baseline = "baselines/retrieval.json"
@@ -192,6 +196,9 @@ def main() -> None:
                 command = gate_command(["--rag-eval", "--rag-json", str(out)])
             took, rss, code = run(command, folder, logs / f"{name}-{round_}.log")
             document = json.loads(out.read_text(encoding="utf-8")) if out.exists() else {}
+            ran = {len(entry["questions"]) for entry in document.get("retrievers", {}).values()}
+            if name != "script" and ran != {questions}:
+                raise SystemExit(f"{name}: the gate ran {sorted(ran)} questions, not {questions}; see {logs}")
             runs[name].append({"seconds": took, "rss_mib": rss, "exit": code, "document": document})
             print(f"round {round_ + 1}: {name:<6} {took:7.1f}s  exit {code}  peak RSS {rss:6.0f} MiB", flush=True)
     summary = report(runs, folder, loads)

@@ -4,7 +4,11 @@ Nothing heavy is imported unless `--rag-eval` or `--rag-update-baseline` is give
 """
 from __future__ import annotations
 
+import shutil
+import sys
+import tempfile
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -13,13 +17,27 @@ import pytest
 from .report import formats
 
 if TYPE_CHECKING:
-    from .gate.checks import Outcome
     from .gate.items import ItemKey
+    from .gate.verdicts import Verdict
     from .session import RagSession
 
 SESSION: pytest.StashKey[RagSession] = pytest.StashKey()
 RESTORE_SIGTERM: pytest.StashKey[Callable[[], None]] = pytest.StashKey()
 INTERRUPTED: pytest.StashKey[bool] = pytest.StashKey()
+WORKER_VERDICTS: pytest.StashKey[dict[str, Verdict]] = pytest.StashKey()
+VERDICTS_INPUT, ITEMS_INPUT, SOURCE_INPUT = "rag_eval_verdicts", "rag_eval_items", "rag_eval_source"
+"""What a pytest-xdist worker gets from its controller (workerinput): where the verdicts will be, the items."""
+
+
+@dataclass(frozen=True)
+class Gate:
+    """What collecting the gate's items needs: their keys, and the config file they are reported against."""
+
+    keys: tuple[ItemKey, ...]
+    source: Path
+
+
+GATE: pytest.StashKey[Gate] = pytest.StashKey()
 MARKER = "rag_eval"
 
 
@@ -61,17 +79,17 @@ def pytest_configure(config: pytest.Config) -> None:
     option = config.option
     if not (option.rag_eval or option.rag_update_baseline):
         return
+    workerinput = getattr(config, "workerinput", {})
+    if VERDICTS_INPUT in workerinput:  # a pytest-xdist worker: it loads nothing, the controller judges
+        from .gate.items import ItemKey
+
+        keys = tuple(ItemKey(*key) for key in workerinput[ITEMS_INPUT])
+        config.stash[GATE] = Gate(keys, Path(workerinput[SOURCE_INPUT]))
+        return
     reports = {fmt.name: path for fmt in formats.FORMATS if (path := _path(getattr(option, fmt.dest))) is not None}
     json_path = _path(option.rag_json)
     outputs = {"--rag-json": json_path} if json_path is not None else {}
     outputs.update((fmt.flag, reports[fmt.name]) for fmt in formats.FORMATS if fmt.name in reports)
-    if getattr(option, "numprocesses", None) and (option.rag_update_baseline or option.rag_json or reports):
-        flags = ", ".join(["--rag-update-baseline", "--rag-json", *(fmt.flag for fmt in formats.FORMATS[:-1])])
-        raise pytest.UsageError(
-            f"{flags} and {formats.FORMATS[-1].flag} need every item in one process; "
-            "run them without pytest-xdist's -n (plain --rag-eval works with -n)"
-        )
-    _one_worker_per_group(option)
     from .errors import RagError
     from .session import Options, RagSession
     from .signals import handle_sigterm
@@ -94,22 +112,12 @@ def pytest_configure(config: pytest.Config) -> None:
     except RagError as exc:
         raise pytest.UsageError(str(exc)) from None
     config.stash[SESSION] = session
+    config.stash[GATE] = Gate(tuple(session.item_keys()), session.config.source)
+    if config.pluginmanager.hasplugin("xdist") and not hasattr(config, "workerinput"):
+        config.pluginmanager.register(Controller(config.stash[GATE]), "ragretrieval-controller")
     restore = handle_sigterm()
     if restore is not None:
         config.stash[RESTORE_SIGTERM] = restore
-
-
-def _one_worker_per_group(option: Any) -> None:
-    """Under pytest-xdist, send all items of connected retrievers to one worker (`--dist loadgroup`),
-    so no retriever runs on two workers; other workers stay free for the rest of the suite."""
-    dist = getattr(option, "dist", "no")
-    if dist == "load":
-        option.dist = "loadgroup"
-    elif dist not in ("no", "loadgroup", "loadfile"):
-        raise pytest.UsageError(
-            f"--rag-eval under pytest-xdist needs --dist load, loadgroup or loadfile, got --dist {dist}, "
-            "which would run a retriever on several workers; drop --dist (the default with -n is fine)"
-        )
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
@@ -117,41 +125,56 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     return session.header_lines() if session is not None else []
 
 
+class Controller:
+    """pytest-xdist's controller runs and judges the gate while the workers start; they only report
+    the verdicts it hands them in a file, so `-n N` costs the gate nothing and no worker starts a
+    database. Registered only where pytest-xdist is installed: its hooks exist only there."""
+
+    def __init__(self, gate: Gate) -> None:
+        self.gate = gate
+        self.folder = Path(tempfile.mkdtemp(prefix="rag-eval-verdicts-"))
+        self.path = self.folder / "verdicts.json"
+
+    def pytest_configure_node(self, node: Any) -> None:
+        """The items' keys and source travel with the worker's start, so it reads no file of the gate's."""
+        node.workerinput[VERDICTS_INPUT] = str(self.path)
+        node.workerinput[ITEMS_INPUT] = [[key.retriever, key.kind, key.name] for key in self.gate.keys]
+        node.workerinput[SOURCE_INPUT] = str(self.gate.source)
+
+    def pytest_unconfigure(self) -> None:
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
 class RagFailure(Exception):
     """The gate's verdict: reported as its own lines, never as a traceback."""
 
-    def __init__(self, outcome: Outcome) -> None:
-        super().__init__(outcome.summary)
-        self.outcome = outcome
+    def __init__(self, lines: tuple[str, ...]) -> None:
+        super().__init__(lines[0])
+        self.lines = lines
 
 
 class RagItem(pytest.Item):
-    def __init__(self, *, key: ItemKey, group: str, **kwargs: Any) -> None:
+    def __init__(self, *, key: ItemKey, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.key = key
         self.add_marker(MARKER)
-        if self.config.pluginmanager.hasplugin("xdist"):
-            self.add_marker(pytest.mark.xdist_group(group))
 
     def runtest(self) -> None:
-        from .gate.items import Skip
-
-        try:
-            outcome = self.config.stash[SESSION].outcome(self.key)
-        except Skip as exc:
-            pytest.skip(str(exc))
-        if not outcome.passed:
-            raise RagFailure(outcome)
+        verdict = _verdict(self.config, self.key)
+        if verdict.status == "skipped":
+            pytest.skip(verdict.lines[0])
+        if verdict.status == "failed":
+            raise RagFailure(verdict.lines)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, RagFailure):
-            return "\n".join(excinfo.value.outcome.lines)
+            return "\n".join(excinfo.value.lines)
         return super().repr_failure(excinfo, style=style)
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
         """The node id as the domain, plus a space: pytest shows a domain that ends the node id with its
         '.' turned into '::' (for Python's dotted names), which would print `q1.2` as `q1::2`."""
-        return self.config.stash[SESSION].config.source, None, self.nodeid + " "
+        return self.config.stash[GATE].source, None, self.nodeid + " "
 
 
 class RetrieverNode(pytest.Collector):
@@ -160,14 +183,13 @@ class RetrieverNode(pytest.Collector):
         self.keys = keys
 
     def collect(self) -> Iterator[RagItem]:
-        group = self.config.stash[SESSION].group(self.name)
         for key in self.keys:
-            yield RagItem.from_parent(self, name=key.nodeid_name, key=key, group=group)
+            yield RagItem.from_parent(self, name=key.nodeid_name, key=key)
 
 
 class RagNode(pytest.Collector):
     def collect(self) -> Iterator[RetrieverNode]:
-        keys = self.config.stash[SESSION].item_keys()
+        keys = self.config.stash[GATE].keys
         for name in dict.fromkeys(key.retriever for key in keys):
             yield RetrieverNode.from_parent(self, name=name, keys=[k for k in keys if k.retriever == name])
 
@@ -175,7 +197,7 @@ class RagNode(pytest.Collector):
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     """Add the gate's items first, so that -k and -m (which run after) select among them."""
-    if SESSION not in config.stash:
+    if GATE not in config.stash:
         return
     root = RagNode.from_parent(session, name="rag", nodeid="rag")
     items[:0] = list(session.genitems(root))
@@ -191,10 +213,50 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 def pytest_runtestloop(session: pytest.Session) -> Any:
     """Run the selected retrievers before the first item, outside output capture, with progress."""
     rag = session.config.stash.get(SESSION, None)
-    worker = hasattr(session.config, "workerinput")  # a worker runs what its items need, when they run
+    worker = hasattr(session.config, "workerinput")  # a worker reports the controller's verdicts
     if rag is not None and not session.config.option.collectonly and not worker:
-        rag.prepare(_output(session.config))
+        controller = session.config.pluginmanager.get_plugin("ragretrieval-controller")
+        if controller is not None and session.config.pluginmanager.has_plugin("dsession"):
+            _judge_for_workers(session, rag, controller.path)
+        else:
+            rag.prepare(_output(session.config))
     return (yield)
+
+
+def _judge_for_workers(session: pytest.Session, rag: RagSession, path: Path) -> None:
+    """The controller collects no files: it builds the gate's items itself, lets every other plugin
+    select among them (-k, -m, --deselect) as a worker's collection would, runs and judges them,
+    and writes the verdicts before the first item is sent to a worker."""
+    from .gate import verdicts
+
+    root = RagNode.from_parent(session, name="rag", nodeid="rag")
+    items: list[pytest.Item] = [item for node in root.collect() for item in node.collect()]
+    others = session.config.pluginmanager.subset_hook_caller(
+        "pytest_collection_modifyitems", remove_plugins=[sys.modules[__name__]]
+    )
+    others(session=session, config=session.config, items=items)
+    keys = [item.key for item in items if isinstance(item, RagItem)]
+    rag.select(keys)
+    rag.prepare(_output(session.config))
+    verdicts.write(path, {key: rag.verdict(key) for key in keys})
+
+
+def _verdict(config: pytest.Config, key: ItemKey) -> Verdict:
+    """This process's own verdict, or on a pytest-xdist worker the one its controller wrote."""
+    workerinput = getattr(config, "workerinput", {})
+    if VERDICTS_INPUT not in workerinput:
+        return config.stash[SESSION].verdict(key)
+    from .gate import verdicts
+
+    if WORKER_VERDICTS not in config.stash:
+        config.stash[WORKER_VERDICTS] = verdicts.read(Path(workerinput[VERDICTS_INPUT]))
+    found = config.stash[WORKER_VERDICTS].get(key.nodeid)
+    if found is None:
+        return verdicts.Verdict("failed", (
+            f"{key.nodeid} was selected on this worker but not by pytest-xdist's controller, which judged the "
+            "gate; a plugin selects items differently there: run the gate without -n",
+        ))
+    return found
 
 
 def _output(config: pytest.Config) -> Any:

@@ -23,8 +23,9 @@ from .evalset.jsonl import load_chunks, load_evalset
 from .evalset.records import Chunk, Question
 from .gate.checks import Outcome
 from .gate.fingerprint import fingerprint, global_changes
-from .gate.items import ItemKey, connected, item_keys
+from .gate.items import ItemKey, Skip, item_keys
 from .gate.judge import Judge, small_set_notes
+from .gate.verdicts import Verdict
 from .paths import display, write_atomic, write_problem
 from .progress import Output
 from .report.build import build_report
@@ -127,10 +128,6 @@ class RagSession:
     def item_keys(self) -> list[ItemKey]:
         return item_keys(self.config, self.questions)
 
-    def group(self, name: str) -> str:
-        """The pytest-xdist group of a retriever's items: every retriever it is connected to by sources."""
-        return "rag:" + min(connected(self.config, name))
-
     def select(self, keys: list[ItemKey]) -> None:
         """Remember which items survived -k/-m: an update changes only their entries."""
         self.selected = list(keys)
@@ -180,6 +177,14 @@ class RagSession:
         if not found.passed:
             self.failures[key] = found
         return found
+
+    def verdict(self, key: ItemKey) -> Verdict:
+        """An item's outcome as data: pytest-xdist's controller judges, its workers report."""
+        try:
+            found = self.outcome(key)
+        except Skip as exc:
+            return Verdict("skipped", (str(exc),))
+        return Verdict("passed" if found.passed else "failed", tuple(found.lines))
 
     def report_input(self) -> ReportInput:
         return build_report(

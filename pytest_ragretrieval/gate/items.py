@@ -44,18 +44,3 @@ def item_keys(config: Config, questions: Sequence[Question]) -> list[ItemKey]:
         if spec.max_latency_ms is not None:
             keys.append(ItemKey(spec.name, "latency", "p95"))
     return keys
-
-
-def connected(config: Config, name: str) -> set[str]:
-    """`name` and every retriever linked to it through sources, in either direction: the
-    retrievers whose items one pytest-xdist worker runs, so none is computed twice."""
-    links = {spec.name: set(spec.sources) for spec in config.retrievers}
-    for spec in config.retrievers:
-        for source in spec.sources:
-            links[source].add(spec.name)
-    found, todo = {name}, [name]
-    while todo:
-        for other in links[todo.pop()] - found:
-            found.add(other)
-            todo.append(other)
-    return found

@@ -3,7 +3,7 @@ they are, how often each wins a question, and whether the difference could be no
 
 They inform and never fail an item. Each uses the per-question values of this run's two
 retrievers over the questions both scored: the difference of the means (a - b), win/tie/loss
-counts (a question is a tie when the values are within EPSILON), and, when scipy is there, a
+counts (a question is a tie when the values are within EPSILON), and a
 paired two-sided test (`significance`'s method, randomization when that is "none") with the
 95% bootstrap interval of the mean difference; the same machinery as the baseline comparison.
 """
@@ -19,7 +19,6 @@ from ..values import DIGITS, EPSILON
 
 COMBINING = ("hybrid", "rerank")
 """Types whose default comparisons are against each of their sources."""
-SCIPY_NOTE = "comparisons show no p-values: they need scipy (pip install 'pytest-ragretrieval[stats]')"
 
 
 @dataclass(frozen=True)
@@ -57,7 +56,7 @@ class Pairs:
     """This run's comparisons, the test that gave their p-values, and what keeps some from being shown."""
 
     comparisons: tuple[PairComparison, ...] = ()
-    method: str | None = None
+    method: str = "randomization"
     notes: tuple[str, ...] = ()
 
 
@@ -68,8 +67,8 @@ def pairs(config: Config) -> list[tuple[str, str]]:
     return [(spec.name, source) for spec in config.retrievers if spec.type in COMBINING for source in spec.sources]
 
 
-def compare_pair(a: RetrieverResult, b: RetrieverResult, label: str, method: str | None) -> PairComparison:
-    """One pair on one metric; `method` None leaves p and the interval out."""
+def compare_pair(a: RetrieverResult, b: RetrieverResult, label: str, method: str) -> PairComparison:
+    """One pair on one metric, with `method`'s p and the bootstrap interval."""
     mine = {q.id: q.values[label] for q in a.questions if label in q.values}
     theirs = {q.id: q.values[label] for q in b.questions if label in q.values}
     shared = [qid for qid in mine if qid in theirs]
@@ -79,8 +78,6 @@ def compare_pair(a: RetrieverResult, b: RetrieverResult, label: str, method: str
     losses = sum(1 for x, y in zip(after, before, strict=True) if x < y - EPSILON)
     delta = round(a.metrics.get(label, 0.0) - b.metrics.get(label, 0.0), DIGITS)
     found = PairComparison(a.name, b.name, label, delta, wins, len(shared) - wins - losses, losses)
-    if method is None:
-        return found
     from ..scoring.stats import paired_test
 
     test = paired_test(before, after, method, alternative="two-sided")
@@ -89,21 +86,10 @@ def compare_pair(a: RetrieverResult, b: RetrieverResult, label: str, method: str
     return PairComparison(found.a, found.b, label, delta, found.wins, found.ties, found.losses, test.p_value, test.ci95)
 
 
-def scipy_available() -> bool:
-    try:
-        import scipy  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 def compare_configurations(config: Config, runs: Mapping[str, Run], labels: Sequence[str] | None = None) -> Pairs:
     """Every configured pair whose two retrievers ran this session, on every metric."""
-    method: str | None = config.significance if config.significance != "none" else "randomization"
+    method = config.significance if config.significance != "none" else "randomization"
     notes: list[str] = []
-    if not scipy_available():
-        method = None
-        notes.append(SCIPY_NOTE)
     found: list[PairComparison] = []
     for a, b in pairs(config):
         results = [runs[name].result if name in runs else None for name in (a, b)]

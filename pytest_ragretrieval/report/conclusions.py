@@ -72,9 +72,7 @@ def next_steps(data: ReportInput) -> list[str]:
             f"{len(data.failures)} item(s) failed against the baseline: fix the regression, or, if it is intended, "
             "record it with `pytest --rag-update-baseline --rag-allow-regression`"
         )
-    if data.pairs and data.pair_method is None:
-        steps.append("install scipy (pip install 'pytest-ragretrieval[stats]') for the comparisons' p-values")
-    elif data.pairs:
+    if data.pairs:
         steps += [_pair_step(data, group, views) for group in by_pair(data.pairs)]
     answerable = sum(1 for q in data.questions if q.answerable)
     if answerable < data.min_questions:

@@ -78,8 +78,8 @@ class ReportInput:
     failures: tuple[Failure, ...] = ()
     pairs: tuple[PairComparison, ...] = ()
     """Comparisons between configurations (a against b, per metric)."""
-    pair_method: str | None = None
-    """The two-sided test that gave their p-values; None when none could run (no scipy)."""
+    pair_method: str = "randomization"
+    """The two-sided test that gave their p-values."""
     alpha: float = 0.05
     min_questions: int = 20
 

@@ -37,7 +37,7 @@ def comparison_lines(pairs: Pairs) -> list[str]:
          "-" if c.ci95 is None else f"[{signed(c.ci95[0])}, {signed(c.ci95[1])}]", f"{c.wins}/{c.ties}/{c.losses}"]
         for c in pairs.comparisons
     ]
-    test = f"paired two-sided {pairs.method} test" if pairs.method else "no significance test"
+    test = f"paired two-sided {pairs.method} test"
     return ["", f"comparisons ({test}; w/t/l: questions a wins, ties, loses against b):",
             *table(["a vs b", "metric", "delta", "p", "95% CI", "w/t/l"], rows)]
 

@@ -26,9 +26,11 @@ DELTA_HINT = "括号内为相对基线的差值 / in brackets: the change agains
 PAIRS_HEADERS = ("a vs b", "metric", "delta", "p", "95% CI", "wins / ties / losses")
 
 
-def pairs_hint(method: str | None) -> str:
-    test = f"paired two-sided {method} test" if method else "no p-values: scipy is not installed"
-    return f"a 与 b 的均值差与逐题胜/平/负 / difference of means (a - b), questions a wins/ties/loses; {test}."
+def pairs_hint(method: str) -> str:
+    return (
+        "a 与 b 的均值差与逐题胜/平/负 / difference of means (a - b), questions a wins/ties/loses; "
+        f"paired two-sided {method} test."
+    )
 MEANINGS = {
     "ann_recall": (
         "ANN 索引前 {depth} 条与精确检索的重合率，低于 1 说明近似索引漏了结果 / "

@@ -46,14 +46,18 @@ def source_depth(params: Mapping[str, Any]) -> int:
 
 def fuse(rankings: Sequence[Sequence[str]], rrf_k: int, weights: Sequence[float] | None = None) -> list[str]:
     """Weighted RRF in exact arithmetic, so that equal sums tie exactly and ties go to the smaller id.
-
     Weights are read as the decimals written (Fraction(str(w))): 0.1 is 1/10, not the nearest double.
+    Every term is scaled by one common multiple of all denominators, so the sums are integers:
+    the same order as summing the fractions, several times faster.
     """
     factors = [Fraction(str(w)) for w in weights] if weights is not None else [Fraction(1)] * len(rankings)
-    scores: dict[str, Fraction] = {}
+    longest = max((len(ranking) for ranking in rankings), default=0)
+    scale = math.lcm(*range(rrf_k + 1, rrf_k + longest + 1)) * math.lcm(*(f.denominator for f in factors))
+    scores: dict[str, int] = {}
     for factor, ranking in zip(factors, rankings, strict=True):
+        step = scale // factor.denominator * factor.numerator
         for rank, chunk_id in enumerate(ranking, start=1):
-            scores[chunk_id] = scores.get(chunk_id, Fraction(0)) + factor / (rrf_k + rank)
+            scores[chunk_id] = scores.get(chunk_id, 0) + step // (rrf_k + rank)
     return sorted(scores, key=lambda chunk_id: (-scores[chunk_id], chunk_id))
 
 

@@ -1,28 +1,13 @@
-"""Under pytest-xdist the items of connected retrievers go to one worker, which runs them; files need one process."""
+"""Under pytest-xdist the controller runs and judges the gate while the workers start; they report its verdicts."""
 from __future__ import annotations
 
+import json
+
 import pytest
-from projects import GOLD, QUESTIONS, set_rankings, write_project
+from projects import GOLD, QUESTIONS, baseline, set_rankings, write_project
 
 pytest.importorskip("xdist")
 RUN = ("-p", "no:cacheprovider")
-
-
-def test_the_gate_runs_on_workers(pytester: pytest.Pytester) -> None:
-    write_project(pytester.path)
-    assert pytester.runpytest("--rag-update-baseline", *RUN).ret == 0
-    set_rankings(pytester.path, dict(GOLD, q01=[]))
-    result = pytester.runpytest_subprocess("--rag-eval", "-n", "2", *RUN)
-    result.assert_outcomes(passed=4, failed=4)
-
-
-@pytest.mark.parametrize("flag", [("--rag-update-baseline",), ("--rag-eval", "--rag-json", "r.json")])
-def test_files_are_refused_with_workers(pytester: pytest.Pytester, flag: tuple[str, ...]) -> None:
-    write_project(pytester.path)
-    result = pytester.runpytest(*flag, "-n", "2", *RUN)
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["ERROR: --rag-update-baseline, --rag-json, --rag-report and --rag-html need every item in one process*"])
-
 
 HYBRID = """
 [tool.ragretrieval.retrievers.table]
@@ -38,20 +23,61 @@ sources = ["table", "bm25"]
 """
 
 
-@pytest.mark.parametrize("dist", [(), ("--dist", "load"), ("--dist", "loadgroup")])
-def test_connected_retrievers_run_on_one_worker_only(pytester: pytest.Pytester, dist: tuple[str, ...]) -> None:
-    """Without grouping, table's items and hybrid's would land on both workers, each running table."""
+def test_the_workers_report_the_controllers_verdicts(pytester: pytest.Pytester) -> None:
+    write_project(pytester.path)
+    assert pytester.runpytest("--rag-update-baseline", *RUN).ret == 0
+    set_rankings(pytester.path, dict(GOLD, q01=[]))
+    result = pytester.runpytest_subprocess("--rag-eval", "-n", "2", "-rf", *RUN)
+    result.assert_outcomes(passed=4, failed=4)
+    result.stdout.fnmatch_lines([
+        "*= rag retrieval =*",  # the table is printed: the controller holds the runs
+        "table*0.8000*",
+        "FAILED rag::table::recall@3 - recall@3 of 'table' fell from 1.0000 to 0.8000*",
+    ])
+
+
+@pytest.mark.parametrize("dist", [(), ("--dist", "load"), ("--dist", "loadscope"), ("--dist", "worksteal"),
+                                  ("--dist", "each")])
+def test_every_retriever_runs_once_whatever_the_distribution(pytester: pytest.Pytester, dist: tuple[str, ...]) -> None:
+    """Without the controller judging, table's items and hybrid's would land on both workers, each running table."""
     write_project(pytester.path, retrievers=HYBRID)
     assert pytester.runpytest("--rag-update-baseline", *RUN).ret == 0
     (pytester.path / "calls.txt").unlink()
     result = pytester.runpytest_subprocess("--rag-eval", "-n", "2", *dist, *RUN)
-    result.assert_outcomes(passed=12)
+    result.assert_outcomes(passed=24 if dist == ("--dist", "each") else 12)
     calls = (pytester.path / "calls.txt").read_text(encoding="utf-8").splitlines()
     assert sorted(calls) == sorted(q["query"] for q in QUESTIONS)
 
 
-def test_a_distribution_that_splits_retrievers_is_refused(pytester: pytest.Pytester) -> None:
+def test_k_and_m_select_on_the_controller_too(pytester: pytest.Pytester) -> None:
+    """Only what the selected items need runs: bm25's items need no table."""
+    write_project(pytester.path, retrievers=HYBRID)
+    assert pytester.runpytest("--rag-update-baseline", *RUN).ret == 0
+    (pytester.path / "calls.txt").unlink()
+    result = pytester.runpytest_subprocess("--rag-eval", "-n", "2", "-k", "bm25 and ndcg", "-m", "rag_eval", *RUN)
+    result.assert_outcomes(passed=1)
+    assert not (pytester.path / "calls.txt").exists()
+    assert "deselected" in result.stdout.str()
+
+
+def test_files_are_written_by_the_controller(pytester: pytest.Pytester) -> None:
+    """With the runs in the controller, --rag-json, the reports and --rag-update-baseline work under -n."""
     write_project(pytester.path)
-    result = pytester.runpytest("--rag-eval", "-n", "2", "--dist", "loadscope", *RUN)
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["ERROR: --rag-eval under pytest-xdist needs --dist load, loadgroup or loadfile, got --dist loadscope*"])
+    assert pytester.runpytest_subprocess("--rag-update-baseline", "-n", "2", *RUN).ret == 0
+    recorded = baseline(pytester.path)
+    assert pytester.runpytest("--rag-update-baseline", *RUN).ret == 0
+    assert baseline(pytester.path) == recorded, "the same baseline as without -n"
+    result = pytester.runpytest_subprocess("--rag-eval", "-n", "2", "--rag-json", "r.json", "--rag-report", "r.md", *RUN)
+    result.assert_outcomes(passed=8)
+    document = json.loads((pytester.path / "r.json").read_text(encoding="utf-8"))
+    assert document["retrievers"]["table"]["metrics"] == recorded["retrievers"]["table"]["metrics"]
+    assert (pytester.path / "r.md").read_text(encoding="utf-8").startswith("# RAG")
+
+
+def test_collect_only_runs_nothing(pytester: pytest.Pytester) -> None:
+    write_project(pytester.path, retrievers=HYBRID)
+    assert pytester.runpytest("--rag-update-baseline", *RUN).ret == 0
+    (pytester.path / "calls.txt").unlink()
+    result = pytester.runpytest_subprocess("--rag-eval", "-n", "2", "--collect-only", *RUN)
+    assert result.ret == 0
+    assert not (pytester.path / "calls.txt").exists()

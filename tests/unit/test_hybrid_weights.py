@@ -1,9 +1,12 @@
 """Weighted Reciprocal Rank Fusion, computed by hand: score = sum of weight / (rrf_k + rank)."""
 from __future__ import annotations
 
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from pytest_ragretrieval.config.settings import load_config
 from pytest_ragretrieval.errors import ConfigError
@@ -84,3 +87,23 @@ def test_bad_weights_name_the_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     assert str(error.value).startswith(
         "pyproject.toml [tool.ragretrieval.retrievers.h] key 'weights': must be 2 numbers > 0, one per source"
     )
+
+
+def fuse_in_fractions(rankings: list[list[str]], rrf_k: int, weights: list[float] | None) -> list[str]:
+    """The definition, summed as fractions: the reference the integer sums must order alike."""
+    factors = [Fraction(str(w)) for w in weights] if weights is not None else [Fraction(1)] * len(rankings)
+    scores: dict[str, Fraction] = {}
+    for factor, ranking in zip(factors, rankings, strict=True):
+        for rank, chunk_id in enumerate(ranking, start=1):
+            scores[chunk_id] = scores.get(chunk_id, Fraction(0)) + factor / (rrf_k + rank)
+    return sorted(scores, key=lambda chunk_id: (-scores[chunk_id], chunk_id))
+
+
+@given(
+    st.lists(st.lists(st.sampled_from([f"c{i}" for i in range(25)]), unique=True, max_size=25), min_size=2, max_size=3),
+    st.sampled_from([0, 1, 2, 60]),
+    st.one_of(st.none(), st.lists(st.sampled_from([0.1, 0.25, 0.3, 0.5, 1.0, 2.0, 3.7]), min_size=3, max_size=3)),
+)
+def test_integer_sums_order_exactly_as_fractions(rankings: list[list[str]], rrf_k: int, weights: list[float] | None) -> None:
+    chosen = weights[: len(rankings)] if weights is not None else None
+    assert fuse(rankings, rrf_k, chosen) == fuse_in_fractions(rankings, rrf_k, chosen)

@@ -8,7 +8,6 @@ from stages import GOOD, QUESTIONS, WORSE, config, ran
 
 from pytest_ragretrieval.errors import ConfigError
 from pytest_ragretrieval.evalset.records import Question
-from pytest_ragretrieval.gate import pairs as pairs_module
 from pytest_ragretrieval.gate.pairs import PairComparison, compare_configurations, compare_pair, conclusion, pairs
 from pytest_ragretrieval.scoring.evaluate import Run, score
 from pytest_ragretrieval.scoring.metrics import MetricSpec
@@ -89,16 +88,6 @@ def test_a_pair_whose_retriever_did_not_run_is_noted_not_compared(tmp_path: Path
     assert {(c.a, c.b) for c in found.comparisons} == {("fused", "one")} and found.method == "bootstrap"
     assert found.notes == ("fused vs two: not compared, two was skipped",)
     assert compare_configurations(cfg, {"one": runs["one"]}).notes == (), "unselected retrievers are not news"
-
-
-def test_without_scipy_deltas_and_counts_stay_and_a_note_says_why(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(pairs_module, "scipy_available", lambda: False)
-    cfg = config(tmp_path)
-    runs = {"one": ran(cfg, "one", GOOD), "two": ran(cfg, "two", WORSE), "fused": ran(cfg, "fused", WORSE)}
-    found = compare_configurations(cfg, runs)
-    assert found.method is None and all(c.p_value is None and c.ci95 is None for c in found.comparisons)
-    assert found.notes == ("comparisons show no p-values: they need scipy (pip install 'pytest-ragretrieval[stats]')",)
-    assert found.comparisons[0].losses == 2
 
 
 def test_conclusions_read_as_the_tutorial_writes_them() -> None:
