@@ -8,12 +8,16 @@
   judges the gate, the workers run the suite.
 
 Each run is its own process on a warm cache; prints every wall time, the medians and the ratio.
+Runs write bytecode, as Python does by default, whatever PYTHONDONTWRITEBYTECODE says here:
+without it pytest compiles every module it rewrites (this plugin's, hypothesis's) again in every
+process, which charges each extra worker for compiling, not for anything it runs.
 Usage: python benchmarks/xdist.py [PROJECT (default: this repository)] [--rounds 3] [--suite 40]
        [--args=--rag-db=embedded]
 """
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import shutil
 import statistics
@@ -37,10 +41,11 @@ def spin(seconds):
 
 
 def once(folder: Path, workers: str, args: list[str]) -> float:
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
     started = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", workers, *args],
-        cwd=folder, capture_output=True, text=True, check=False,
+        cwd=folder, env=env, capture_output=True, text=True, check=False,
     )
     took = time.perf_counter() - started
     if done.returncode not in (0, 1):
@@ -87,7 +92,8 @@ def main() -> None:
             "empty": (empty_project(work), []),
             "gate+suite": (suite_project(args.project.resolve(), work, args.suite, 0.25), gate),
         }
-        once(cases["gate"][0], "0", cases["gate"][1])  # warm the cache and the page cache
+        for folder, extra in cases.values():  # warm the caches: the gate's, the page cache, bytecode
+            once(folder, "2", extra)
         times: dict[tuple[str, str], list[float]] = {(case, n): [] for case in cases for n in ("0", "2")}
         for round_ in range(args.rounds):
             for case, (folder, extra) in cases.items():

@@ -3,9 +3,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from ..config.settings import Config
-from ..evalset.records import Question
+if TYPE_CHECKING:  # a pytest-xdist worker imports this module for ItemKey alone: it loads no config
+    from ..config.settings import Config
+    from ..evalset.records import Question
 
 
 @dataclass(frozen=True, order=True)
