@@ -82,11 +82,22 @@ ENTRY
   log "built $IMAGE from $PGSERVER"
 fi
 
+# A service started by an earlier run from a folder since deleted (a removed clone) answers pings
+# but cannot start containers (conmon: "Failed to get working directory"): replace it.
+for pid in $(pgrep -f "podman system service --time=0 unix://$SOCK" || true); do
+  case "$(readlink "/proc/$pid/cwd" 2>/dev/null)" in
+    *" (deleted)")
+      log "replacing the podman service $pid, whose working folder was deleted"
+      kill "$pid" 2>/dev/null || true
+      for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+      rm -f "$SOCK" ;;
+  esac
+done
 if ! curl -s --unix-socket "$SOCK" http://d/_ping >/dev/null 2>&1; then
   mkdir -p "$(dirname "$SOCK")"
-  nohup podman system service --time=0 "unix://$SOCK" >/tmp/podman-service.log 2>&1 &
+  (cd / && nohup podman system service --time=0 "unix://$SOCK" >/tmp/podman-service.log 2>&1 &)
   for _ in $(seq 50); do curl -s --unix-socket "$SOCK" http://d/_ping >/dev/null 2>&1 && break; sleep 0.2; done
-  log "podman API serving at unix://$SOCK (pid $!)"
+  log "podman API serving at unix://$SOCK"
 fi
 
 echo "export DOCKER_HOST=unix://$SOCK"
