@@ -84,12 +84,17 @@ fi
 
 # A service started by an earlier run from a folder since deleted (a removed clone) answers pings
 # but cannot start containers (conmon: "Failed to get working directory"): replace it.
-for pid in $(pgrep -f "podman system service --time=0 unix://$SOCK" || true); do
+services=""
+if command -v pgrep >/dev/null; then
+  services=$(pgrep -f "podman system service --time=0 unix://$SOCK" || true)
+fi
+for pid in $services; do
   case "$(readlink "/proc/$pid/cwd" 2>/dev/null)" in
     *" (deleted)")
       log "replacing the podman service $pid, whose working folder was deleted"
       kill "$pid" 2>/dev/null || true
       for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+      kill -9 "$pid" 2>/dev/null || true
       rm -f "$SOCK" ;;
   esac
 done
