@@ -100,7 +100,10 @@ for pid in $services; do
 done
 if ! curl -s --unix-socket "$SOCK" http://d/_ping >/dev/null 2>&1; then
   mkdir -p "$(dirname "$SOCK")"
-  (cd / && nohup podman system service --time=0 "unix://$SOCK" >/tmp/podman-service.log 2>&1 &)
+  # The service's whole subshell gets its own streams and execs podman: a shell left waiting on
+  # it would hold the caller's `$(...)` pipe open, and `eval "$(bash docker-standin.sh)"` would
+  # never return. It runs from / so that removing the caller's folder cannot break it.
+  (cd / && exec nohup podman system service --time=0 "unix://$SOCK") </dev/null >/tmp/podman-service.log 2>&1 &
   for _ in $(seq 50); do curl -s --unix-socket "$SOCK" http://d/_ping >/dev/null 2>&1 && break; sleep 0.2; done
   log "podman API serving at unix://$SOCK"
 fi
