@@ -1,0 +1,153 @@
+"""Render docs/pr-comment.png from a real run of the action's steps on the bundled sample.
+
+The README's picture must show what the comment says today, so it is made, not drawn: a
+two-commit repository holds the sample (base: this repository's config and baseline; pull
+request: bm25 retuned to k1 = 0.3, b = 0.2, bm25 and hybrid re-recorded with
+`--rag-allow-regression`, no label), the gate writes its results, `ragretrieval diff
+--against`, `pr-check` and `comment` run as action/ runs them, and Chromium photographs the
+comment rendered as GitHub renders Markdown (markdown-it-py's GFM-like preset).
+
+Needs the project's dev environment (it runs in its venv; markdown-it-py comes with rich), Debian's
+chromium (or Google Chrome) and fonts-noto-cjk; optipng, where present, makes the file smaller.
+Usage: python docs/pr_comment_picture.py [OUT.png]   (default: docs/pr-comment.png)
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from markdown_it import MarkdownIt
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+SECTION = re.compile(r"^\[tool\.ragretrieval(?:\.[^\]]+)?\]\n(?:(?!\[).*\n?)*", re.MULTILINE)
+RETUNED = '[tool.ragretrieval.retrievers.bm25]\ntype = "bm25"\nk1 = 0.3\nb = 0.2\n'
+ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "GITHUB_ACTIONS": "", "GITHUB_STEP_SUMMARY": "", "GITHUB_OUTPUT": ""}
+
+STYLE = """
+body { margin: 0; padding: 16px; background: #fff;
+  font: 14px/1.5 -apple-system, "Segoe UI", "Noto Sans", "Noto Sans CJK SC", Helvetica, Arial, sans-serif;
+  color: #1f2328; }
+.box { border: 1px solid #d1d9e0; border-radius: 6px; }
+.head { background: #f6f8fa; border-bottom: 1px solid #d1d9e0; padding: 8px 16px; color: #59636e;
+  border-radius: 6px 6px 0 0; }
+.head b { color: #1f2328; } .bot { border: 1px solid #d1d9e0; border-radius: 2em; padding: 0 6px;
+  font-size: 12px; }
+.body { padding: 16px; }
+h1, h2 { border-bottom: 1px solid #d1d9e0; padding-bottom: .3em; margin: 0 0 16px; }
+h1 { font-size: 1.6em; } h2 { font-size: 1.3em; margin-top: 24px; } h3 { font-size: 1.1em; }
+table { border-collapse: collapse; margin: 0 0 16px; }
+th, td { border: 1px solid #d1d9e0; padding: 6px 13px; }
+tr:nth-child(2n) { background: #f6f8fa; }
+code { background: #eff1f3; border-radius: 6px; padding: .2em .4em; font-size: 85%;
+  font-family: ui-monospace, "DejaVu Sans Mono", monospace; }
+a { color: #0969da; text-decoration: none; }
+hr { border: 0; height: 1px; background: #d1d9e0; margin: 24px 0; }
+"""
+
+
+def run(*args: str, cwd: Path, ok: tuple[int, ...] = (0,)) -> None:
+    done = subprocess.run(args, cwd=cwd, env=ENV, capture_output=True, text=True, timeout=600)
+    if done.returncode not in ok:
+        sys.exit(f"{' '.join(args)} exited {done.returncode}:\n{done.stdout[-3000:]}{done.stderr[-3000:]}")
+
+
+def git(cwd: Path, *args: str) -> None:
+    run("git", "-c", "user.email=docs@example.com", "-c", "user.name=docs", *args, cwd=cwd)
+
+
+def repository(folder: Path) -> Path:
+    """The base commit on main of a bare origin, cloned; the sample's settings, fixtures and baseline."""
+    origin, work = folder / "origin.git", folder / "work"
+    git(folder, "init", "-q", "--bare", "-b", "main", str(origin))
+    git(folder, "clone", "-q", f"file://{origin}", str(work))
+    settings = "".join(SECTION.findall((ROOT / "pyproject.toml").read_text(encoding="utf-8")))
+    settings = settings.replace('cache = ".rag-cache"', f"cache = {json.dumps(str(ROOT / '.rag-cache'))}")
+    (work / "pyproject.toml").write_text(settings, encoding="utf-8")
+    for name in ("fixtures", "baselines"):
+        shutil.copytree(ROOT / name, work / name)
+    git(work, "checkout", "-q", "-b", "main")
+    git(work, "add", "-A")
+    git(work, "commit", "-q", "-m", "base")
+    git(work, "push", "-q", "origin", "main")
+    return work
+
+
+def pull_request(work: Path) -> Path:
+    """bm25 retuned and re-recorded; the gate's results, the baseline check and the comment."""
+    text = (work / "pyproject.toml").read_text(encoding="utf-8")
+    (work / "pyproject.toml").write_text(text.replace('[tool.ragretrieval.retrievers.bm25]\ntype = "bm25"\n', RETUNED),
+                                         encoding="utf-8")
+    pytest = (str(BIN / "pytest"), "-p", "no:cacheprovider", "-m", "rag_eval", "--rag-db=embedded")
+    run(*pytest, "--rag-update-baseline", "--rag-allow-regression", cwd=work)
+    git(work, "commit", "-q", "-am", "bm25 retuned")
+    reports = work / "reports"
+    run(*pytest, "--rag-eval", "--rag-json", str(reports / "rag-eval.json"), cwd=work)
+    event = work.parent / "event.json"
+    event.write_text(json.dumps({"pull_request": {"number": 7, "labels": [],
+                                                 "head": {"repo": {"full_name": "your-org/app"}},
+                                                 "base": {"repo": {"full_name": "your-org/app"}}}}))
+    ragretrieval = str(BIN / "ragretrieval")
+    changes, decision = reports / "baseline-changes.json", reports / "baseline-decision.json"
+    run(ragretrieval, "diff", "--against", "origin/main", "--fail-on-lower", "--json", str(changes),
+        cwd=work, ok=(0, 1))
+    run(ragretrieval, "pr-check", str(changes), "--event", str(event), "--json", str(decision), cwd=work, ok=(0, 1))
+    comment = work / "comment.md"
+    with comment.open("w", encoding="utf-8") as out:
+        subprocess.run([ragretrieval, "comment", str(reports / "rag-eval.json"), "--baseline-changes", str(changes),
+                        "--decision", str(decision), "--gate-outcome", "success",
+                        "--artifact-url", "https://github.com/your-org/app/actions/runs/1/artifacts/2",
+                        "--run-url", "https://github.com/your-org/app/actions/runs/1"],
+                       cwd=work, env=ENV, stdout=out, check=True, timeout=60)
+    return comment
+
+
+def page(markdown: str) -> str:
+    body = MarkdownIt("gfm-like", {"html": True, "linkify": False}).render(markdown)
+    return (f"<!doctype html><meta charset=utf-8><style>{STYLE}</style><div class=box><div class=head>"
+            f"<b>github-actions</b> <span class=bot>bot</span> commented · edited on every push "
+            f"(one comment per pull request)</div><div class=body>{body}</div></div>")
+
+
+BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+            "--disable-background-networking", "--disable-component-update", "--disable-sync", "--hide-scrollbars")
+WIDTH = 1060
+MEASURE = "<script>document.title = String(document.body.scrollHeight)</script>"
+
+
+def photograph(document: str, folder: Path, out: Path) -> None:
+    """Chromium's screenshot of the page at its own height: one run measures it, a second photographs."""
+    source = folder / "comment.html"
+    source.write_text(document + MEASURE, encoding="utf-8")
+    found = next((path for name in BROWSERS if (path := shutil.which(name))), None)
+    if found is None:
+        sys.exit(f"no browser: install Debian's chromium (or Google Chrome; looked for {', '.join(BROWSERS)})")
+    browser = (found, *FLAGS, f"--user-data-dir={folder / 'profile'}")
+    dom = subprocess.run([*browser, f"--window-size={WIDTH},800", "--dump-dom", source.as_uri()],
+                         capture_output=True, text=True, check=True, timeout=120).stdout
+    height = int(re.search(r"<title>(\d+)</title>", dom).group(1))  # type: ignore[union-attr]
+    subprocess.run([*browser, f"--window-size={WIDTH},{height}", f"--screenshot={out}", source.as_uri()],
+                   capture_output=True, check=True, cwd=folder, timeout=120)
+    if shutil.which("optipng"):  # Chromium writes fast, not small: about 300 KB against 240 KB
+        subprocess.run(["optipng", "-quiet", "-o5", str(out)], check=True, timeout=300)
+
+
+def main() -> None:
+    out = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "docs" / "pr-comment.png"
+    with tempfile.TemporaryDirectory() as name:
+        folder = Path(name)
+        markdown = pull_request(repository(folder)).read_text(encoding="utf-8")
+        photograph(page(markdown), folder, out.resolve())
+    verdicts = [line for line in markdown.splitlines() if line.startswith("- **")][:2]
+    print(f"{out}: {out.stat().st_size:,} bytes, the comment of a run that says:", *verdicts, sep="\n")
+
+
+if __name__ == "__main__":
+    main()
