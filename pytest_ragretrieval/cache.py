@@ -4,8 +4,9 @@ Layout: `<cache>/<kind>/<slug(model_id)>-<sha256(model_id)[:8]>/` holds `id.txt`
 for humans) and immutable pack files (`packs.py`) named by the sha256 of their bytes. An entry
 is keyed by the sha256 of its key text and holds a 1-D array of the namespace's dtype. Each
 write adds a new pack through a temporary file and `os.replace`, and no pack is changed
-afterwards, so a crash never leaves half an entry, and two branches that add entries add two
-different files: they never conflict in git. A namespace reads its packs once per session.
+afterwards, so a crash never leaves half an entry (the next write removes a killed writer's
+temporary file), and two branches that add entries add two different files: they never
+conflict in git. A namespace reads its packs once per session.
 
 Caches written before packs (`<2 hex>/<sha256>.<ext>`, one file per entry) are still read:
 a `readwrite` run moves all of a namespace's entries into one pack when it first reads that
@@ -23,7 +24,7 @@ import numpy as np
 
 from .errors import RagError
 from .packs import SUFFIX, DamagedPack, Pack, decode, digest, encode, pack_name
-from .paths import display, write_atomic
+from .paths import display, remove_stale_temporaries, write_atomic
 
 MODES = ("readwrite", "readonly", "off")
 RECORD_COMMAND = (
@@ -210,6 +211,7 @@ class Namespace:
         path = self.folder / pack_name(data)
         if not path.exists():
             write_atomic(path, data)
+        remove_stale_temporaries(self.folder)  # a killed run's half pack has another name than this one
         self.packs()
         self._add(decode(path, data, self.dtype))
         return path

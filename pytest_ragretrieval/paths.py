@@ -4,8 +4,10 @@ from __future__ import annotations
 import errno
 import functools
 import os
+import re
 import stat
 import tempfile
+import time
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -167,3 +169,36 @@ def write_atomic(path: Path, data: bytes | str) -> None:
         if os.path.exists(temporary):
             os.unlink(temporary)
         raise
+    remove_stale_temporaries(path.parent, path.name)
+
+
+STALE_AFTER_S = 600.0
+"""A live writer's temporary file is seconds old; one untouched for ten minutes was left by a killed one."""
+_TEMPORARY = re.compile(r"\.(?P<target>.+)\.[a-z0-9_]{8}\.tmp")  # what write_atomic's mkstemp names
+
+
+def remove_stale_temporaries(folder: Path, target: str | None = None) -> int:
+    """Remove the temporary files of `write_atomic` that a killed writer left in `folder`: only
+    those of `target` when given, all of them in a folder that is ours (a cache namespace).
+
+    SIGKILL skips the clean-up, and a cache pack's leftover can be as large as the pack; the next
+    write reclaims it. Files younger than STALE_AFTER_S may be a concurrent writer's and stay.
+    Returns how many were removed; a folder or file it cannot read or remove is left as it is.
+    """
+    cutoff = time.time() - STALE_AFTER_S
+    removed = 0
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return 0
+    for entry in entries:
+        match = _TEMPORARY.fullmatch(entry.name)
+        if match is None or (target is not None and match["target"] != target):
+            continue
+        try:
+            if entry.is_file(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_mtime < cutoff:
+                os.unlink(entry.path)
+                removed += 1
+        except OSError:
+            continue
+    return removed

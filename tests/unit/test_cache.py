@@ -4,6 +4,7 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import time
 from pathlib import Path
 
 import numpy as np
@@ -111,6 +112,17 @@ def test_a_failed_write_leaves_no_file_and_keeps_the_old_packs(tmp_path: Path, m
     monkeypatch.undo()
     assert old is not None and sorted(p.name for p in old.parent.iterdir()) == sorted(["id.txt", old.name])
     assert vectors(tmp_path).read(["k", "new"])[1] is None
+
+
+def test_a_write_removes_the_half_pack_a_killed_run_left(tmp_path: Path) -> None:
+    space = vectors(tmp_path)
+    space.write({"k": np.ones(2, np.float32)})
+    half = space.folder / ".0123abcd.pack.x1y2z3w4.tmp"
+    half.write_bytes(b"RAGPACK half of it")
+    then = time.time() - files_module.STALE_AFTER_S - 1
+    os.utime(half, (then, then))
+    vectors(tmp_path).write({"new": np.zeros(2, np.float32)})
+    assert not half.exists() and len(packs(vectors(tmp_path))) == 2
 
 
 def test_readonly_reads_but_never_writes(tmp_path: Path) -> None:

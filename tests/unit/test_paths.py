@@ -3,11 +3,20 @@ from __future__ import annotations
 
 import os
 import stat
+import time
 from pathlib import Path
 
 import pytest
 
-from pytest_ragretrieval.paths import Unreadable, display, output_problem, read_input, write_atomic
+from pytest_ragretrieval.paths import (
+    STALE_AFTER_S,
+    Unreadable,
+    display,
+    output_problem,
+    read_input,
+    remove_stale_temporaries,
+    write_atomic,
+)
 
 
 def test_a_new_file_gets_the_mode_the_umask_gives(tmp_path: Path) -> None:
@@ -60,3 +69,34 @@ def test_display_keeps_a_path_on_one_line(tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.chdir(tmp_path)
     assert display(tmp_path / "a\nb.json") == "a\\nb.json"
     assert display(tmp_path / "差旅 报销.json") == "差旅 报销.json"
+
+
+def left(folder: Path, name: str, age_s: float) -> Path:
+    """A file as a killed writer leaves it, last touched `age_s` ago."""
+    path = folder / name
+    path.write_bytes(b"half")
+    then = time.time() - age_s
+    os.utime(path, (then, then))
+    return path
+
+
+def test_a_killed_writers_temporary_file_is_removed_by_the_next_write(tmp_path: Path) -> None:
+    stale = left(tmp_path, ".retrieval.json.k3_x9a0q.tmp", STALE_AFTER_S + 60)
+    recent = left(tmp_path, ".retrieval.json.b7c2d4e1.tmp", 5)  # perhaps a concurrent writer's
+    other = left(tmp_path, ".results.json.a1b2c3d4.tmp", STALE_AFTER_S + 60)  # another target's
+    mine = [left(tmp_path, name, STALE_AFTER_S + 60)
+            for name in (".retrieval.json.backup.tmp", "retrieval.json.a1b2c3d4.tmp", ".retrieval.json.A1B2C3D4.tmp")]
+    write_atomic(tmp_path / "retrieval.json", "{}\n")
+    assert not stale.exists()
+    assert recent.exists() and other.exists() and all(path.exists() for path in mine)
+    assert (tmp_path / "retrieval.json").read_text(encoding="utf-8") == "{}\n"
+
+
+def test_without_a_target_every_stale_temporary_file_of_the_folder_goes(tmp_path: Path) -> None:
+    gone = [left(tmp_path, name, STALE_AFTER_S + 60) for name in (".a.pack.abcdefgh.tmp", ".b.pack.12345678.tmp")]
+    kept = [left(tmp_path, ".c.pack.abcdefgh.tmp", 1), left(tmp_path, "notes.tmp", STALE_AFTER_S + 60)]
+    (tmp_path / ".d.pack.abcdefgh.tmp").mkdir()
+    assert remove_stale_temporaries(tmp_path) == 2
+    assert not any(path.exists() for path in gone) and all(path.exists() for path in kept)
+    assert (tmp_path / ".d.pack.abcdefgh.tmp").is_dir()
+    assert remove_stale_temporaries(tmp_path / "missing") == 0
