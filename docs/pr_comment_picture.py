@@ -52,10 +52,15 @@ hr { border: 0; height: 1px; background: #d1d9e0; margin: 24px 0; }
 """
 
 
-def run(*args: str, cwd: Path, ok: tuple[int, ...] = (0,)) -> None:
-    done = subprocess.run(args, cwd=cwd, env=ENV, capture_output=True, text=True, timeout=600)
+def run(*args: str, cwd: Path, ok: tuple[int, ...] = (0,), timeout: float = 600) -> str:
+    """A step's standard output; a step that fails or hangs ends the script with one line and its output's tail."""
+    try:
+        done = subprocess.run(args, cwd=cwd, env=ENV, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        sys.exit(f"{' '.join(args)} did not finish in {timeout:.0f} s")
     if done.returncode not in ok:
         sys.exit(f"{' '.join(args)} exited {done.returncode}:\n{done.stdout[-3000:]}{done.stderr[-3000:]}")
+    return done.stdout
 
 
 def git(cwd: Path, *args: str) -> None:
@@ -99,12 +104,11 @@ def pull_request(work: Path) -> Path:
         cwd=work, ok=(0, 1))
     run(ragretrieval, "pr-check", str(changes), "--event", str(event), "--json", str(decision), cwd=work, ok=(0, 1))
     comment = work / "comment.md"
-    with comment.open("w", encoding="utf-8") as out:
-        subprocess.run([ragretrieval, "comment", str(reports / "rag-eval.json"), "--baseline-changes", str(changes),
-                        "--decision", str(decision), "--gate-outcome", "success",
-                        "--artifact-url", "https://github.com/your-org/app/actions/runs/1/artifacts/2",
-                        "--run-url", "https://github.com/your-org/app/actions/runs/1"],
-                       cwd=work, env=ENV, stdout=out, check=True, timeout=60)
+    comment.write_text(run(ragretrieval, "comment", str(reports / "rag-eval.json"), "--baseline-changes", str(changes),
+                           "--decision", str(decision), "--gate-outcome", "success",
+                           "--artifact-url", "https://github.com/your-org/app/actions/runs/1/artifacts/2",
+                           "--run-url", "https://github.com/your-org/app/actions/runs/1", cwd=work, timeout=60),
+                       encoding="utf-8")
     return comment
 
 
@@ -117,34 +121,37 @@ def page(markdown: str) -> str:
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-            "--disable-background-networking", "--disable-component-update", "--disable-sync", "--hide-scrollbars")
+         "--disable-background-networking", "--disable-component-update", "--disable-sync", "--hide-scrollbars")
 WIDTH = 1060
 MEASURE = "<script>document.title = String(document.body.scrollHeight)</script>"
 
 
-def photograph(document: str, folder: Path, out: Path) -> None:
-    """Chromium's screenshot of the page at its own height: one run measures it, a second photographs."""
+def photograph(found: str, document: str, folder: Path, out: Path) -> None:
+    """The browser's screenshot of the page at its own height: one run measures it, a second photographs."""
     source = folder / "comment.html"
     source.write_text(document + MEASURE, encoding="utf-8")
-    found = next((path for name in BROWSERS if (path := shutil.which(name))), None)
-    if found is None:
-        sys.exit(f"no browser: install Debian's chromium (or Google Chrome; looked for {', '.join(BROWSERS)})")
     browser = (found, *FLAGS, f"--user-data-dir={folder / 'profile'}")
-    dom = subprocess.run([*browser, f"--window-size={WIDTH},800", "--dump-dom", source.as_uri()],
-                         capture_output=True, text=True, check=True, timeout=120).stdout
-    height = int(re.search(r"<title>(\d+)</title>", dom).group(1))  # type: ignore[union-attr]
-    subprocess.run([*browser, f"--window-size={WIDTH},{height}", f"--screenshot={out}", source.as_uri()],
-                   capture_output=True, check=True, cwd=folder, timeout=120)
+    dom = run(*browser, f"--window-size={WIDTH},800", "--dump-dom", source.as_uri(), cwd=folder, timeout=120)
+    measured = re.search(r"<title>(\d+)</title>", dom)
+    if measured is None:
+        sys.exit(f"{found} did not run the page's script: no height in its DOM")
+    run(*browser, f"--window-size={WIDTH},{measured.group(1)}", f"--screenshot={out}", source.as_uri(),
+        cwd=folder, timeout=120)
     if shutil.which("optipng"):  # Chromium writes fast, not small: about 300 KB against 240 KB
-        subprocess.run(["optipng", "-quiet", "-o5", str(out)], check=True, timeout=300)
+        run("optipng", "-quiet", "-o5", str(out), cwd=folder, timeout=300)
 
 
 def main() -> None:
     out = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "docs" / "pr-comment.png"
+    found = next((path for name in BROWSERS if (path := shutil.which(name))), None)
+    if found is None:
+        sys.exit(f"no browser: install Debian's chromium (or Google Chrome; looked for {', '.join(BROWSERS)})")
+    if not out.parent.is_dir():
+        sys.exit(f"{out}: its folder {out.parent} does not exist; give a path in an existing folder")
     with tempfile.TemporaryDirectory() as name:
         folder = Path(name)
         markdown = pull_request(repository(folder)).read_text(encoding="utf-8")
-        photograph(page(markdown), folder, out.resolve())
+        photograph(found, page(markdown), folder, out.resolve())
     verdicts = [line for line in markdown.splitlines() if line.startswith("- **")][:2]
     print(f"{out}: {out.stat().st_size:,} bytes, the comment of a run that says:", *verdicts, sep="\n")
 
