@@ -10,28 +10,28 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .baseline.fingerprint import fingerprint, global_changes
 from .baseline.format import Baseline, dumps
 from .baseline.format import load as load_baseline
-from .baseline.record import baseline_update, results_document
 from .baseline.verify import verify
 from .config.outputs import check_outputs
 from .config.settings import Config, load_config
-from .database.resources import Resources, database_mode, database_url
 from .env import in_github_actions
 from .errors import ConfigError
 from .evalset.jsonl import load_chunks, load_evalset
 from .evalset.records import Chunk, Question
 from .gate.checks import Outcome
-from .gate.fingerprint import fingerprint, global_changes
 from .gate.items import ItemKey, Skip, item_keys
 from .gate.judge import Judge, small_set_notes
+from .gate.record import baseline_update, results_document
 from .gate.verdicts import Verdict
 from .paths import display, write_atomic, write_problem
 from .progress import Output
 from .report.build import build_report
 from .report.model import ReportInput
 from .report.terminal import summary_lines
-from .retrievers.context import Workbench
+from .runner.resources import Resources, database_mode, database_url
+from .runner.workbench import Workbench
 from .scoring.evaluate import Run, execute
 from .timing import Phases
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..errors import ConfigError
+from .errors import ConfigError
 
 _MISSING = object()
 

@@ -8,8 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..config.toml import Table
 from ..errors import ConfigError
+from ..toml import Table
 from . import bm25, hybrid, python, rerank, run, vector
 from .protocol import Asking, Batched, Closing, Context, Diagnosing, Noting, Retriever, RetrieverType, Setup, ask
 

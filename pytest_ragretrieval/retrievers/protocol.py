@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from ..cache import Namespace
-from ..config.toml import Table
 from ..evalset.records import Chunk, Question
+from ..toml import Table
 
 
 @dataclass(frozen=True)

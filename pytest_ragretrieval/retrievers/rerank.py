@@ -11,10 +11,10 @@ from typing import Any
 from urllib.parse import urlparse
 
 from ..cache import Namespace
-from ..config.toml import Table
 from ..env import truthy
 from ..errors import RetrieverUnavailable
 from ..evalset.records import Question
+from ..toml import Table
 from .protocol import Context, Query, Retriever, Setup, ask
 
 DEFAULT_MODEL = "BAAI/bge-reranker-base"

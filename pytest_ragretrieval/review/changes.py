@@ -16,13 +16,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..baseline.fingerprint import changed_paths, global_changes
+from ..baseline.format import Baseline, Recorded
 from ..config.settings import Config
 from ..errors import BaselineError
-from ..gate.fingerprint import changed_paths, global_changes
 from ..paths import display
 from ..scoring.metrics import METRICS
 from ..values import EPSILON
-from .format import Baseline, Recorded
 
 KIND = "ragretrieval-baseline-changes"
 VERSION = 1

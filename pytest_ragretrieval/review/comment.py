@@ -14,12 +14,12 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from ..baseline.changes import Changes, Entry, SettingChange, ValueChange
-from ..gate.approval import Decision, what_lowered
-from .markdown import esc, failures_section, metrics_section, table
-from .model import Failure, ReportInput
-from .results import PairComparison
-from .wording import TITLE, format_ci, format_delta, format_p, format_value, verdict
+from ..report.markdown import esc, failures_section, metrics_section, table
+from ..report.model import Failure, ReportInput
+from ..report.results import PairComparison
+from ..report.wording import TITLE, format_ci, format_delta, format_p, format_value, verdict
+from .approval import Decision, what_lowered
+from .changes import Changes, Entry, SettingChange, ValueChange
 
 MARKER = "<!-- pytest-ragretrieval -->"
 LIMIT = 65_536

@@ -89,9 +89,9 @@ class Resources:
         Embeddings are cached and a started server is not, so this order never loses work, and an
         embedder that fails (a dead server, a missing key) costs no database start.
         """
-        from .handle import open_database
-        from .seed import seed, storable, table_label
-        from .servers import choose
+        from ..database.handle import open_database
+        from ..database.seed import seed, storable, table_label
+        from ..database.servers import choose
 
         with self.phases.phase("embedding corpus"):
             vectors = self.embed([chunk.text for chunk in self.chunks], "embedding corpus")
@@ -123,7 +123,7 @@ class Resources:
 
     def reclaim(self) -> None:
         """Stop and remove embedded servers whose run was killed, and say so (see database.leftovers)."""
-        from .leftovers import reclaim
+        from ..database.leftovers import reclaim
 
         found = reclaim()
         if found:
@@ -151,7 +151,7 @@ class Resources:
 
     def connect(self) -> Any:
         """A new connection to the seeded table; the HNSW search setting applied when indexed."""
-        from .seed import configure_search
+        from ..database.seed import configure_search
 
         conn = self.database.connect()
         if self.config.index.kind != "exact":
@@ -198,6 +198,6 @@ def database_mode(option: str | None, configured: str, url_option: str | None) -
 
 
 def database_url(url_option: str | None) -> str | None:
-    from .hints import URL_ENV
+    from ..database.hints import URL_ENV
 
     return url_option or os.environ.get(URL_ENV) or None

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..evalset.records import Question
+from ..retrievers.protocol import Asking, Batched, Diagnosing, Noting, Query, Retriever, ask
 from ..timing import Phases
-from .protocol import Asking, Batched, Diagnosing, Noting, Query, Retriever, ask
 
 
 @dataclass(frozen=True)

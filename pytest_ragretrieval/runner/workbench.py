@@ -7,13 +7,13 @@ from typing import Any
 
 from ..cache import Namespace
 from ..config.settings import Config
-from ..database.resources import Resources
 from ..errors import RagError, RetrieverError
 from ..evalset.records import Chunk, Question
-from . import TYPES, Closing, Retriever
-from .protocol import Query, asked
+from ..retrievers import TYPES, Closing, Retriever
+from ..retrievers.protocol import Query, asked
+from ..retrievers.tokens import tokenizer
+from .resources import Resources
 from .store import Memo, Rankings
-from .tokens import tokenizer
 
 
 class RetrieverContext:
@@ -126,7 +126,7 @@ class Workbench:
 
     def tokens(self, texts: Sequence[str]) -> tuple[list[str], list[Any]]:
         """(vocabulary, token ids per text) of the configured tokenizer, through the cache."""
-        from .corpus_tokens import cached_tokens, tokenizer_id
+        from ..retrievers.corpus_tokens import cached_tokens, tokenizer_id
 
         namespace = self.resources.cache.namespace("tokens", tokenizer_id(self.config.tokenizer), dtype="<i4")
         with self.resources.phases.phase("tokenizing"):

@@ -195,7 +195,7 @@ def execute(
     A memoised retriever (`Memo`) first fills its store for every question, its sources
     first and in one batch where it can; the questions then read their rankings from there.
     """
-    from ..retrievers.store import Memo
+    from ..runner.store import Memo
 
     phases = phases or Phases()
     try:

@@ -7,7 +7,7 @@ import pytest
 from projects import GOLD, baseline, set_rankings, write_project
 
 from pytest_ragretrieval.cli import main
-from pytest_ragretrieval.report.comment import MARKER
+from pytest_ragretrieval.review.comment import MARKER
 
 RUN = ("-p", "no:cacheprovider")
 

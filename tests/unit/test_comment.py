@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
-from pytest_ragretrieval.baseline.changes import Changes, Entry, ValueChange, dumps_changes
 from pytest_ragretrieval.baseline.format import document, dumps, parse
 from pytest_ragretrieval.cli import main
-from pytest_ragretrieval.gate.approval import Decision, decision_document
-from pytest_ragretrieval.report.comment import LIMIT, MARKER, CommentInput, render, size
 from pytest_ragretrieval.report.model import Failure
 from pytest_ragretrieval.report.results import comparisons, failures, report_input
+from pytest_ragretrieval.review.approval import Decision, decision_document
+from pytest_ragretrieval.review.changes import Changes, Entry, ValueChange, dumps_changes
+from pytest_ragretrieval.review.comment import LIMIT, MARKER, CommentInput, render, size
 
 FINGERPRINT: dict[str, Any] = {"k": 5, "tokenizer": "jieba 0.42.1", "retrievers": {"hybrid": {"type": "hybrid"}}}
 DROPS = tuple(f"  q{n:02d}: 1.0000 -> 0.0000 (-1.0000)" for n in range(1, 11))

@@ -5,10 +5,10 @@ from collections.abc import Callable, Sequence
 
 import pytest
 
-from pytest_ragretrieval.retrievers import store as store_module
 from pytest_ragretrieval.retrievers.hybrid import HybridRetriever
 from pytest_ragretrieval.retrievers.protocol import Query
-from pytest_ragretrieval.retrievers.store import Memo, Rankings
+from pytest_ragretrieval.runner import store as store_module
+from pytest_ragretrieval.runner.store import Memo, Rankings
 
 
 class Clock:
