@@ -18,7 +18,8 @@ from ..baseline.fingerprint import changed_paths, global_changes
 from ..baseline.format import Baseline, Recorded
 from ..paths import display, write_atomic
 from ..report.terminal import table
-from ..review.changes import Changes, classify, dumps_changes, metric_order
+from ..review.changes import Changes, classify, dumps_changes
+from ..scoring.metrics import metric_order
 from ..values import EPSILON, fmt, signed
 from .common import FAILED, OK, Result, UsageError
 from .sides import Sides, from_files, from_revision

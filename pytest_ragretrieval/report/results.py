@@ -15,7 +15,7 @@ from ..baseline.format import Baseline
 from ..errors import BaselineError
 from ..gate.checks import Comparison
 from ..paths import display
-from ..review.changes import metric_order
+from ..scoring.metrics import metric_order
 from .model import Failure, ReportInput, RetrieverView
 
 RERUN = "rerun the gate with --rag-json"

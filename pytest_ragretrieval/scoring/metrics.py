@@ -103,6 +103,9 @@ class Metric:
     """True for metrics scored on no-answer questions only; they take no cutoff."""
     bounds: tuple[float, float] = (0.0, 1.0)
     """The values a question's score or a mean can take; a baseline value outside them is an error."""
+    hit: bool = False
+    """True when a question's value is above 0 exactly when a relevant chunk is within the cutoff:
+    the baseline's per-question values then tell a hit (`fail_on = ["question"]`) apart."""
 
     def __call__(self, ranking: Ranking, relevance: Relevance, k: int) -> float:
         return self.function(ranking, relevance, k)
@@ -111,13 +114,14 @@ class Metric:
 METRICS: dict[str, Metric] = {
     metric.name: metric
     for metric in (
-        Metric("precision", precision, "relevant chunks in the top k / k"),
-        Metric("recall", recall, "relevant chunks in the top k / all relevant chunks"),
-        Metric("f1", f1, "2PR/(P+R) of the question's own precision@k and recall@k"),
-        Metric("ndcg", ndcg, "DCG@k / ideal DCG@k, gain = grade, discount = log2(rank + 1)"),
-        Metric("hit_rate", hit_rate, "1 if any relevant chunk is in the top k, else 0"),
-        Metric("mrr", mrr, "1 / rank of the first relevant chunk within the top k, else 0"),
-        Metric("map", average_precision, "sum of precision@rank at each relevant hit within k / all relevant chunks"),
+        Metric("precision", precision, "relevant chunks in the top k / k", hit=True),
+        Metric("recall", recall, "relevant chunks in the top k / all relevant chunks", hit=True),
+        Metric("f1", f1, "2PR/(P+R) of the question's own precision@k and recall@k", hit=True),
+        Metric("ndcg", ndcg, "DCG@k / ideal DCG@k, gain = grade, discount = log2(rank + 1)", hit=True),
+        Metric("hit_rate", hit_rate, "1 if any relevant chunk is in the top k, else 0", hit=True),
+        Metric("mrr", mrr, "1 / rank of the first relevant chunk within the top k, else 0", hit=True),
+        Metric("map", average_precision, "sum of precision@rank at each relevant hit within k / all relevant chunks",
+               hit=True),
         Metric("abstention", abstention, "share of no-answer questions that got an empty result", no_answer=True),
     )
 }
@@ -170,3 +174,10 @@ class MetricSpec:
         if k < 1:
             raise ValueError(f"metric {text!r}: the cutoff must be >= 1")
         return cls(match.group(1), k)
+
+
+def metric_order(label: str) -> tuple[int, int, str]:
+    """The plugin's metric order (precision, recall, f1, ndcg, ...), then by cutoff."""
+    name, _, cutoff = label.partition("@")
+    names = list(METRICS)
+    return (names.index(name) if name in names else len(names)), int(cutoff) if cutoff.isdigit() else 0, label
