@@ -110,7 +110,7 @@ def test_results_without_a_failure_list_take_the_verdict_from_the_workflow() -> 
 def test_comparisons_between_configurations_when_present() -> None:
     body = render_doc(results([], comparisons=[PAIR]))
     assert "### 配置对比 / Comparisons between configurations" in body
-    assert "| hybrid vs vector | recall@5 | +0.2400 | <0.0001 | [+0.1500, +0.3300] |      20/30/3 |" in body
+    assert "| hybrid vs vector | recall@5 | +0.2400 | < 0.0001 | [+0.1500, +0.3300] |      20/30/3 |" in body
     assert "配置对比" not in render_doc(results([]))
 
 
