@@ -12,6 +12,8 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from ..extensions import Registry
+
 METRICS_VERSION = 1
 """Bumped whenever a definition changes, so old baselines stop comparing (pitfall 3)."""
 
@@ -93,7 +95,8 @@ def abstention(ranking: Ranking, relevance: Relevance, k: int) -> float:
 class Metric:
     """One metric: its function, the definition every report prints, and the questions it scores.
 
-    A new metric is one function and one `Metric` line in METRICS.
+    A new metric is one function and one `Metric` line in METRICS (or, from another distribution,
+    an entry point in the group `pytest_ragretrieval.metrics` naming its `Metric`).
     """
 
     name: str
@@ -111,7 +114,20 @@ class Metric:
         return self.function(ranking, relevance, k)
 
 
-METRICS: dict[str, Metric] = {
+_LABEL = re.compile(r"([a-z_0-9]+)(?:@([0-9]+))?")
+
+
+def checked_metric(name: str, value: object, members: Mapping[str, Metric]) -> Metric:
+    """An entry point's Metric, named as the entry point and as a config can write it."""
+    if not isinstance(value, Metric):
+        raise ValueError(f"is a {type(value).__name__}, not a Metric (pytest_ragretrieval.scoring.metrics)")
+    if value.name != name or not re.fullmatch(r"[a-z_0-9]+", name):
+        raise ValueError(f"names the metric {value.name!r}; the entry point's name must be the metric's, "
+                         "in lower-case letters, digits and '_'")
+    return value
+
+
+METRICS: Registry[Metric] = Registry("metrics", {
     metric.name: metric
     for metric in (
         Metric("precision", precision, "relevant chunks in the top k / k", hit=True),
@@ -124,11 +140,7 @@ METRICS: dict[str, Metric] = {
                hit=True),
         Metric("abstention", abstention, "share of no-answer questions that got an empty result", no_answer=True),
     )
-}
-
-NO_ANSWER_METRICS = frozenset(name for name, metric in METRICS.items() if metric.no_answer)
-
-_LABEL = re.compile(r"([a-z_0-9]+)(?:@([0-9]+))?")
+}, checked_metric)
 
 
 @dataclass(frozen=True, order=True)

@@ -16,7 +16,7 @@ MAX_SESSION_LINES = 250
 
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors", "env", "values", "jsontext", "paths", "redact", "timing", "progress", "packs", "cache", "loader",
-     "toml", "signals"),
+     "toml", "extensions", "signals"),
     ("evalset",),
     ("scoring",),
     ("embedding",),
