@@ -126,14 +126,7 @@ def write_project(
         rankings = GOLD if questions is QUESTIONS else {}
     set_rankings(folder, rankings, questions)
     if retrievers is None:
-        retrievers = """
-[tool.ragretrieval.retrievers.bm25]
-type = "bm25"
-
-[tool.ragretrieval.retrievers.table]
-type = "python"
-factory = "table_retriever:make"
-"""
+        retrievers = retriever("bm25", "bm25") + TABLE_ONLY
     (folder / "pyproject.toml").write_text(
         f"""
 [tool.ragretrieval]
@@ -224,19 +217,8 @@ def synthetic(count: int, no_answer: int = 0) -> tuple[list[dict[str, Any]], lis
     return chunks, questions, gold
 
 
-TABLE_ONLY = """
-[tool.ragretrieval.retrievers.table]
-type = "python"
-factory = "table_retriever:make"
-"""
-
-VECTOR_AND_BM25 = """
-[tool.ragretrieval.retrievers.vector]
-type = "vector"
-
-[tool.ragretrieval.retrievers.bm25]
-type = "bm25"
-"""
+TABLE_ONLY = retriever("table", "python", factory="table_retriever:make")
+VECTOR_AND_BM25 = retriever("vector", "vector") + retriever("bm25", "bm25")
 
 
 def cache_keys(cache: Path, kind: str) -> set[bytes]:

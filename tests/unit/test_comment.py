@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from projects import retriever
 
 from pytest_ragretrieval.baseline.format import document, dumps, parse
 from pytest_ragretrieval.cli import main
@@ -193,7 +194,7 @@ def test_comment_with_the_issue_s_baseline_diff_form(workspace: Path, capsys: py
                                                             encoding="utf-8")
     (workspace / "pyproject.toml").write_text(
         '[tool.ragretrieval]\nchunks = "c.jsonl"\nevalset = "e.jsonl"\nk = 5\n'
-        '[tool.ragretrieval.retrievers.bm25]\ntype = "bm25"\n', encoding="utf-8")
+        + retriever("bm25", "bm25"), encoding="utf-8")
     assert main(["comment", "results.json", "--baseline-diff", "base.json"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert "### 基线变化 / Baseline changes against `base.json`" in out
