@@ -127,18 +127,18 @@ class RagSession:
         self.selected = list(keys)
 
     def _start(self, out: Output) -> Runner:
-        mode = database_mode(self.options.db, self.config.db, self.options.db_url)
-        return Runner(
-            self.config, self.chunks, self.questions, db_mode=mode, dsn=database_url(self.options.db_url),
-            cache_mode=self.options.cache_mode, phases=self.phases, out=out,
-        )
+        if self._runner is None:
+            mode = database_mode(self.options.db, self.config.db, self.options.db_url)
+            self._runner = Runner(
+                self.config, self.chunks, self.questions, db_mode=mode, dsn=database_url(self.options.db_url),
+                cache_mode=self.options.cache_mode, phases=self.phases, out=out,
+            )
+        return self._runner
 
     @property
     def runner(self) -> Runner:
-        """Started by `prepare` with the terminal's output, else here on first use (plain output)."""
-        if self._runner is None:
-            self._runner = self._start(PlainOutput())
-        return self._runner
+        """Started by `prepare` with the terminal's output, else on first use with plain output."""
+        return self._start(PlainOutput())
 
     @property
     def runs(self) -> Mapping[str, Run]:
@@ -157,9 +157,7 @@ class RagSession:
 
     def prepare(self, out: Output) -> None:
         """Run every retriever a selected item needs, before the items report, with progress."""
-        if self._runner is None:
-            self._runner = self._start(out)
-        self._runner.reclaim()
+        self._start(out).reclaim()
         for name in dict.fromkeys(key.retriever for key in self.selected):
             self.run(name)
 
