@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import DatabaseError
+from ..optional import install, need
 from .dsn import MASK, one_line, redact
-from .hints import ALTERNATIVES, INSTALL_HINT
+from .hints import ALTERNATIVES
 from .reclaim import Owner, reclaim, reclaimed_note, remove_run
 
 if TYPE_CHECKING:
@@ -94,6 +95,7 @@ class Started:
 
 
 def _postgres_container_class() -> Any:
+    need("testcontainers", "--rag-db=docker")
     try:
         try:
             from testcontainers.community.postgres import PostgresContainer
@@ -101,8 +103,8 @@ def _postgres_container_class() -> Any:
             from testcontainers.postgres import PostgresContainer
     except ImportError:
         raise DatabaseError(
-            f"--rag-db=docker needs testcontainers 4.12 or later (the first to read TESTCONTAINERS_CONNECTION_MODE); "
-            f"{INSTALL_HINT}"
+            "--rag-db=docker needs testcontainers 4.12 or later (the first to read TESTCONTAINERS_CONNECTION_MODE); "
+            f"{install('pgvector').replace('pip install', 'pip install --upgrade')}"
         ) from None
     except ValueError as exc:  # testcontainers parses TESTCONTAINERS_CONNECTION_MODE on import
         raise DatabaseError(

@@ -5,4 +5,3 @@ URL_ENV = "RAG_EVAL_DATABASE_URL"
 ALTERNATIVES = (
     f"use --rag-db=embedded (a local Postgres from pgserver) or --rag-db=url with --rag-db-url DSN or {URL_ENV}"
 )
-INSTALL_HINT = "install them with: pip install 'pytest-ragretrieval[pgvector]'"

@@ -16,11 +16,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import DatabaseError
+from ..optional import need
 from . import leftovers
 from .docker import docker_answers
 from .docker import start as start_container
 from .dsn import one_line, redact, scrub
-from .hints import ALTERNATIVES, INSTALL_HINT, URL_ENV
+from .hints import ALTERNATIVES, URL_ENV
 
 if TYPE_CHECKING:
     import psycopg
@@ -66,6 +67,7 @@ def choose(mode: str, dsn: str | None) -> Choice:
     if mode == "embedded":
         return Choice("embedded", "embedded: local Postgres from pgserver, as configured")
     if mode == "docker":
+        need("testcontainers", "--rag-db=docker")
         answers, seen = docker_answers()
         if not answers:
             raise DatabaseError(f"--rag-db=docker: {seen}; start Docker, or {ALTERNATIVES}")
@@ -78,13 +80,10 @@ def choose(mode: str, dsn: str | None) -> Choice:
     raise DatabaseError(f"unknown database mode {mode!r}; use auto, docker, embedded or url")
 
 
-def require_psycopg() -> None:
+def require_psycopg(needed_by: str = "the database of vector retrievers") -> None:
     """psycopg and pgvector's adapter, or one line saying how to install them."""
-    try:
-        import psycopg  # noqa: F401
-        from pgvector.psycopg import register_vector  # noqa: F401
-    except ImportError:
-        raise DatabaseError(f"vector retrievers need psycopg and pgvector; {INSTALL_HINT}") from None
+    need("psycopg", needed_by)
+    need("pgvector.psycopg", needed_by)
 
 
 def open_connection(dsn: str, hint: str | Callable[[], str], *, autocommit: bool = False) -> psycopg.Connection:
@@ -122,12 +121,9 @@ def _log_tail(log: Path) -> str:
 
 def _start_embedded(dsn: str | None) -> Server:
     """pgserver in a fresh temporary folder, marked as this run's (see leftovers); stopping it removes the folder."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            from pgserver import get_server  # type: ignore[attr-defined]
-    except ImportError:
-        raise DatabaseError(f"--rag-db=embedded needs pgserver; {INSTALL_HINT}") from None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        get_server = need("pgserver", "--rag-db=embedded").get_server
     folder = Path(tempfile.mkdtemp(prefix=leftovers.PREFIX))
     marker = leftovers.mark(folder)
     try:

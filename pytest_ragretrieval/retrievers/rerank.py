@@ -12,6 +12,7 @@ from urllib.parse import urlparse
 from ..cache import Namespace
 from ..env import truthy
 from ..errors import RetrieverUnavailable
+from ..optional import need
 from ..evalset.records import Question
 from ..toml import Table
 from .protocol import Context, Query, Retriever, Setup, ask
@@ -115,10 +116,9 @@ class CrossEncoderScorer:
             absent = "no local copy and no Hugging Face hub reachable"
             if offline and not local.exists() and not in_hub_cache(self.model):
                 raise self._unavailable(absent)
+            cross_encoder = need("sentence_transformers", f"cross-encoder {self.model!r}").CrossEncoder
             try:
-                from sentence_transformers import CrossEncoder
-
-                self._encoder = CrossEncoder(target, device="cpu", local_files_only=offline)
+                self._encoder = cross_encoder(target, device="cpu", local_files_only=offline)
             except Exception as exc:
                 raise self._unavailable(absent if offline else type(exc).__name__) from None
         return self._encoder

@@ -8,6 +8,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any
 
 from ..evalset.records import Question
+from ..optional import need
 from ..toml import Table
 from .candidates import Candidates
 from .protocol import Context, Setup
@@ -31,7 +32,8 @@ class VectorRetriever:
     """
 
     def __init__(self, ctx: Context, min_score: float | None, approximate: bool) -> None:
-        from psycopg import sql
+        sql = need("psycopg.sql", f"retriever {ctx.name!r}")
+        need("pgvector.psycopg", f"retriever {ctx.name!r}")
 
         self.ctx = ctx
         self.conn = ctx.connect()

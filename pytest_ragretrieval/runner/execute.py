@@ -2,7 +2,8 @@
 
 Policy, decided once here: a ranking with a duplicate or unknown chunk id is an error of the
 retriever; a ranking longer than asked for is cut to the depth asked for. A retriever whose
-model or service is absent here is skipped, any other exception is the retriever's error.
+model or service is absent here is skipped, an optional package that is not installed is one line
+naming the extra that brings it, any other exception is the retriever's error.
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 
 from ..errors import RagError, RetrieverError, RetrieverUnavailable, describe_exception
 from ..evalset.records import Question
+from ..optional import missing
 from ..progress import Output, PlainOutput, Progress
 from ..retrievers.protocol import Query, Retriever, ask, asked
 from ..scoring.evaluate import Run, score
@@ -97,5 +99,9 @@ def execute(
         return Run(skipped=str(exc))
     except RagError as exc:
         return Run(error=exc)
+    except ImportError as exc:
+        return Run(error=missing(exc, f"retriever {name!r}") or RetrieverError(
+            f"retriever {name!r} raised {describe_exception(exc)}"
+        ))
     except Exception as exc:
         return Run(error=RetrieverError(f"retriever {name!r} raised {describe_exception(exc)}"))

