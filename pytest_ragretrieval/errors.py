@@ -1,7 +1,10 @@
 """Errors the user can fix: each is shown as one line that names the place and the remedy."""
 from __future__ import annotations
 
+import argparse
+import difflib
 import traceback
+from collections.abc import Callable, Iterable
 
 
 class RagError(Exception):
@@ -45,3 +48,33 @@ def describe_exception(exc: BaseException) -> str:
     frames = traceback.extract_tb(exc.__traceback__)
     where = f" ({frames[-1].filename}:{frames[-1].lineno})" if frames else ""
     return f"{type(exc).__name__}: {exc}{where}"
+
+
+def closest(given: str, known: Iterable[str], cutoff: float = 0.6) -> str | None:
+    """The entry of `known` closest to `given` (difflib's ratio, at least `cutoff`, case ignored), or None."""
+    choices = {str(name).lower(): str(name) for name in known}
+    close = difflib.get_close_matches(given.lower(), list(choices), n=1, cutoff=cutoff)
+    return choices[close[0]] if close else None
+
+
+def did_you_mean(given: str, known: Iterable[str]) -> str:
+    """`; did you mean 'x'?` when `given` is close to one of `known`, else "": the one place every
+    "unknown ..." message (keys, types, metrics, tokenizers, embedders, commands) gets its suggestion."""
+    near = closest(given, known)
+    return f"; did you mean {near!r}?" if near is not None else ""
+
+
+def invalid_choice(value: str, choices: Iterable[str]) -> str:
+    """argparse's message for a value that is not among `choices`, with "did you mean"."""
+    known = [str(choice) for choice in choices]
+    return f"invalid choice: {value!r}{did_you_mean(value, known)} (choose from {', '.join(map(repr, known))})"
+
+
+def one_of(*choices: str) -> Callable[[str], str]:
+    """An option's argparse `type=`: the value when it is one of `choices`, else `invalid_choice`."""
+    def check(value: str) -> str:
+        if value not in choices:
+            raise argparse.ArgumentTypeError(invalid_choice(value, choices))
+        return value
+
+    return check

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from .errors import one_of
 from .report import formats
 
 if TYPE_CHECKING:
@@ -54,13 +55,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     for fmt in formats.FORMATS.usable().values():  # a broken extension fails the gate, not every run
         group.addoption(fmt.flag, action="store", dest=fmt.dest, default=None, metavar="PATH", help=fmt.help)
     group.addoption("--rag-db", action="store", dest="rag_db", default=None,
-                    choices=("auto", "docker", "embedded", "url"),
-                    help="database for vector retrievers (default: the config's db, else auto)")
+                    type=one_of("auto", "docker", "embedded", "url"),
+                    help="database for vector retrievers: auto, docker, embedded or url "
+                    "(default: the config's db, else auto)")
     group.addoption("--rag-db-url", action="store", dest="rag_db_url", default=None, metavar="DSN",
                     help="server for --rag-db=url (default: $RAG_EVAL_DATABASE_URL)")
     group.addoption("--rag-cache", action="store", dest="rag_cache", default="readwrite",
-                    choices=("readwrite", "readonly", "off"),
-                    help="embedding and rerank cache: readonly turns a miss into an error (CI without keys)")
+                    type=one_of("readwrite", "readonly", "off"),
+                    help="embedding and rerank cache: readwrite, readonly (a miss is an error: CI without keys) or off")
     group.addoption("--rag-allow-regression", action="store_true", dest="rag_allow_regression", default=False,
                     help="with --rag-update-baseline, record values lower than the baseline's")
 
@@ -77,6 +79,11 @@ def _path(value: str | None) -> Path | None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", f"{MARKER}: an item of the retrieval gate (pytest-ragretrieval)")
     option = config.option
+    if option.rag_allow_regression and not option.rag_update_baseline:
+        raise pytest.UsageError(
+            "--rag-allow-regression only applies to --rag-update-baseline (it lets an update record values below "
+            "the baseline's); add --rag-update-baseline, or drop it"
+        )
     if not (option.rag_eval or option.rag_update_baseline):
         return
     workerinput = getattr(config, "workerinput", {})

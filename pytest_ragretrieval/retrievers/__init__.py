@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, cast
 
 from ..errors import ConfigError
@@ -68,11 +69,11 @@ def type_module(kind: str) -> RetrieverType:
     return TYPES[kind]
 
 
-def parse_spec(name: str, data: Mapping[str, Any], where: str) -> RetrieverSpec:
-    """Validate one `[tool.ragretrieval.retrievers.NAME]` table."""
+def parse_spec(name: str, data: Mapping[str, Any], where: str, root: Path | None = None) -> RetrieverSpec:
+    """Validate one `[tool.ragretrieval.retrievers.NAME]` table; its paths are relative to `root`."""
     if not isinstance(data, dict):
         raise ConfigError(f"{where}: must be a table")
-    table = Table(data, where)
+    table = Table(data, where, root)
     kind = table.text("type", choices=TYPES)
     max_latency = table.number("max_latency_ms", None, minimum=0)
     module = TYPES[kind]

@@ -5,18 +5,39 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ..errors import RetrieverError
 from ..evalset.records import Chunk
+from ..paths import absolute
 from ..toml import Table
 from .protocol import Context, Setup
+from .tokens import JIEBA, TOKENIZERS, describe, tokenizer, tokenizer_key
+from .user_dict import read_user_dict
 
 
 def parse(table: Table) -> dict[str, Any]:
-    return {
+    """`tokenizer` and `user_dict` join the parameters only when given, so a table without them
+    keeps the fingerprint it had (the global `tokenizer` is recorded on its own)."""
+    params: dict[str, Any] = {
         "k1": table.number("k1", 1.5, minimum=0),
         "b": table.number("b", 0.75, minimum=0, maximum=1),
         "epsilon": table.number("epsilon", 0.25, minimum=0),
         "min_score": table.number("min_score", 0.0, minimum=0),
     }
+    name = table.text("tokenizer", None, choices=TOKENIZERS)
+    if name is not None:
+        params["tokenizer"] = name
+    path = table.text("user_dict", None)
+    if path is not None:
+        if name is not None and name not in JIEBA:
+            raise table.error("user_dict", f"is a jieba user dictionary, which tokenizer {name!r} does not take; "
+                              f"set tokenizer = \"jieba\" or \"jieba-search\", or remove user_dict")
+        try:
+            found = read_user_dict(absolute(table.root / path))
+        except ValueError as exc:
+            raise table.error("user_dict", str(exc)) from None
+        params["user_dict"] = path
+        params["user_dict_sha256"] = found.sha256
+    return params
 
 
 class BM25Retriever:
@@ -81,8 +102,18 @@ class BM25Retriever:
 def build(params: Mapping[str, Any], ctx: Context) -> BM25Retriever:
     """Corpus tokens come through the cache: read, or tokenized on `workers` processes. The
     tokenizer itself is loaded only if a query misses the cache."""
+    name = params.get("tokenizer", ctx.tokenizer)
+    if "user_dict" in params and name not in JIEBA:
+        raise RetrieverError(
+            f"retriever {ctx.name!r}: user_dict is a jieba user dictionary, which the global tokenizer {name!r} "
+            "does not take; set tokenizer = \"jieba\" or \"jieba-search\" in its table"
+        )
+    path = absolute(ctx.root / params["user_dict"]) if "user_dict" in params else None
+    key = tokenizer_key(name, path, params.get("user_dict_sha256"))
+    own = {param: value for param, value in params.items() if param in ("k1", "b", "epsilon", "min_score")}
     return BM25Retriever(
-        ctx.chunks, lambda text: ctx.tokenize(text), **params, tokens=ctx.corpus_tokens(), cached=ctx.tokens
+        ctx.chunks, lambda text: tokenizer(key)(text), **own, tokens=ctx.corpus_tokens(key),
+        cached=lambda texts: ctx.tokens(texts, key),
     )
 
 
@@ -91,7 +122,8 @@ def sources(params: Mapping[str, Any]) -> list[str]:
 
 
 def fingerprint(params: Mapping[str, Any], setup: Setup) -> dict[str, Any]:
-    return {}
+    """A tokenizer of its own is recorded with its version, as the global one is."""
+    return {"tokenizer": describe(params["tokenizer"])} if "tokenizer" in params else {}
 
 
 def details(params: Mapping[str, Any]) -> dict[str, str]:

@@ -106,15 +106,21 @@ class Context(Protocol):
         """The config's folder: relative paths in a retriever's table are relative to it."""
 
     @property
-    def tokenize(self) -> Callable[[str], list[str]]: ...
+    def tokenizer(self) -> str:
+        """The key of the config's tokenizer (`tokenizer`), as `retrievers.tokens.tokenizer` takes it."""
+
+    @property
+    def tokenize(self) -> Callable[[str], list[str]]:
+        """The config's tokenizer."""
 
     def corpus_vectors(self) -> tuple[list[str], Any]:
         """(chunk ids, their vectors as seeded: an n x d float32 array), once the database is seeded."""
 
-    def corpus_tokens(self) -> tuple[list[str], list[Any]]:
-        """(vocabulary, token ids per chunk) of the chunks sorted by id, through the cache."""
+    def corpus_tokens(self, tokenizer: str | None = None) -> tuple[list[str], list[Any]]:
+        """(vocabulary, token ids per chunk) of the chunks sorted by id, through the cache; by the
+        tokenizer of that key (`retrievers.tokens.tokenizer_key`), by default the config's."""
 
-    def tokens(self, texts: Sequence[str]) -> tuple[list[str], list[Any]]:
+    def tokens(self, texts: Sequence[str], tokenizer: str | None = None) -> tuple[list[str], list[Any]]:
         """(vocabulary, token ids per text) of any texts (queries), through the cache."""
 
     @property

@@ -12,8 +12,8 @@ from urllib.parse import urlparse
 from ..cache import Namespace
 from ..env import truthy
 from ..errors import RetrieverUnavailable
-from ..optional import need
 from ..evalset.records import Question
+from ..optional import need
 from ..toml import Table
 from .protocol import Context, Query, Retriever, Setup, ask
 

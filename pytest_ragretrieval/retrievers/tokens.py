@@ -1,4 +1,10 @@
-"""Tokenizers for BM25; the chosen one and its version join the fingerprint."""
+"""Tokenizers for BM25; the chosen one and its version join the fingerprint.
+
+A tokenizer is named by a key: its name (`jieba`), or, with a jieba user dictionary, its name,
+the dictionary's digest and its path (`tokenizer_key`). The key is all a worker process needs to
+build the same tokenizer, and each key gets its own `jieba.Tokenizer`: jieba's module-level one
+is global state that a user dictionary (or a user's own code) would change for everyone.
+"""
 from __future__ import annotations
 
 import logging
@@ -6,8 +12,18 @@ import re
 import unicodedata
 from collections.abc import Callable
 from functools import cache
+from pathlib import Path
+from typing import Any
 
-TOKENIZERS = ("jieba", "whitespace", "english")
+from ..errors import RagError
+from ..paths import display
+from .user_dict import UserDict, read_user_dict
+
+TOKENIZERS = ("jieba", "jieba-search", "whitespace", "english")
+JIEBA = ("jieba", "jieba-search")
+"""The tokenizers that take a user dictionary. `jieba-search` is jieba's search mode
+(`cut_for_search`): a long word also gives its two- and three-character words (笔记本电脑 gives
+笔记, 电脑, 笔记本 and 笔记本电脑), as Chinese search engines index."""
 
 ENGLISH_VERSION = 1
 """Bumped whenever the English token rule or stop list changes, so old baselines stop comparing."""
@@ -44,13 +60,25 @@ the stop list and the stemmer's possessive rule see it. Everything else separate
 _APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'"})
 
 
-def _jieba() -> Callable[[str], list[str]]:
+@cache
+def _jieba_tokenizer(user_dict: UserDict | None) -> Any:
+    """A jieba.Tokenizer of our own, its dictionary loaded, with the user dictionary's entries added."""
     import jieba
 
     jieba.setLogLevel(logging.WARNING)
+    own = jieba.Tokenizer()
+    own.initialize()
+    for word, frequency, tag in user_dict.entries if user_dict is not None else ():
+        own.add_word(word, frequency, tag)  # what jieba.load_userdict does with each line, in order
+    return own
+
+
+def _jieba(search: bool, user_dict: UserDict | None) -> Callable[[str], list[str]]:
+    own = _jieba_tokenizer(user_dict)
+    cut = own.cut_for_search if search else own.cut
 
     def tokenize(text: str) -> list[str]:
-        return [token.lower() for token in jieba.cut(text) if token.strip()]
+        return [token.lower() for token in cut(text) if token.strip()]
 
     return tokenize
 
@@ -78,11 +106,35 @@ def _english() -> Callable[[str], list[str]]:
     return tokenize
 
 
+def tokenizer_key(name: str, user_dict: Path | None = None, sha256: str | None = None) -> str:
+    """The key of `name` with the user dictionary at `user_dict` (absolute), whose entries have `sha256`."""
+    return name if user_dict is None else f"{name}|{sha256}|{user_dict}"
+
+
+def _parts(key: str) -> tuple[str, str | None, Path | None]:
+    name, _, rest = key.partition("|")
+    if not rest:
+        return name, None, None
+    sha256, _, path = rest.partition("|")
+    return name, sha256, Path(path)
+
+
 @cache
-def tokenizer(name: str) -> Callable[[str], list[str]]:
-    """The tokenizer called `name`: lower-cased tokens, blank tokens dropped."""
-    if name == "jieba":
-        return _jieba()
+def tokenizer(key: str) -> Callable[[str], list[str]]:
+    """The tokenizer of `key`: lower-cased tokens, blank tokens dropped."""
+    name, sha256, path = _parts(key)
+    user_dict = None
+    if path is not None:
+        try:
+            user_dict = read_user_dict(path)
+        except ValueError as exc:
+            raise RagError(f"user dictionary: {exc}") from None
+        if user_dict.sha256 != sha256:
+            raise RagError(f"the user dictionary {display(path)} changed while the gate ran; run it again")
+    if name in JIEBA:
+        return _jieba(name == "jieba-search", user_dict)
+    if user_dict is not None:
+        raise ValueError(f"tokenizer {name!r} takes no user dictionary")
     if name == "whitespace":
         return _whitespace
     if name == "english":
@@ -90,12 +142,15 @@ def tokenizer(name: str) -> Callable[[str], list[str]]:
     raise ValueError(f"unknown tokenizer {name!r}")
 
 
-def describe(name: str) -> str:
-    """`name version`, the form the fingerprint records."""
+def describe(key: str) -> str:
+    """`name version` (and the user dictionary's digest), the form the fingerprint and the cache record."""
     from importlib.metadata import version
 
-    if name == "jieba":
-        return f"jieba {version('jieba')}"
-    if name == "english":
-        return f"english {ENGLISH_VERSION} (snowball stop list, PyStemmer {version('PyStemmer')})"
-    return name
+    name, sha256, _ = _parts(key)
+    if name in JIEBA:
+        found = f"{name} {version('jieba')}"
+    elif name == "english":
+        found = f"english {ENGLISH_VERSION} (snowball stop list, PyStemmer {version('PyStemmer')})"
+    else:
+        found = name
+    return found if sha256 is None else f"{found}, user dictionary sha256 {sha256}"

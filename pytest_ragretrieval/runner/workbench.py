@@ -44,17 +44,21 @@ class RetrieverContext:
         return self._bench.config.root
 
     @property
+    def tokenizer(self) -> str:
+        return self._bench.config.tokenizer
+
+    @property
     def tokenize(self) -> Callable[[str], list[str]]:
         return tokenizer(self._bench.config.tokenizer)
 
     def corpus_vectors(self) -> tuple[list[str], Any]:
         return self._bench.resources.corpus_vectors()
 
-    def corpus_tokens(self) -> tuple[list[str], list[Any]]:
-        return self._bench.corpus_tokens()
+    def corpus_tokens(self, tokenizer: str | None = None) -> tuple[list[str], list[Any]]:
+        return self._bench.corpus_tokens(tokenizer or self.tokenizer)
 
-    def tokens(self, texts: Sequence[str]) -> tuple[list[str], list[Any]]:
-        return self._bench.tokens(texts)
+    def tokens(self, texts: Sequence[str], tokenizer: str | None = None) -> tuple[list[str], list[Any]]:
+        return self._bench.tokens(texts, tokenizer or self.tokenizer)
 
     @property
     def workers(self) -> int:
@@ -115,26 +119,27 @@ class Workbench:
         self._failed: dict[str, RagError] = {}
         self._building: list[str] = []
         self._sources: dict[str, list[Memo]] = {}
-        self._tokens: tuple[list[str], list[Any]] | None = None
+        self._tokens: dict[str, tuple[list[str], list[Any]]] = {}
 
     def depth(self, name: str) -> int:
         """The deepest any configured consumer reads `name`: the session's depth, a hybrid's, a rerank's."""
         asked = [spec.source_depth or 0 for spec in self.config.retrievers if name in spec.sources]
         return max([self.config.depth, *asked])
 
-    def corpus_tokens(self) -> tuple[list[str], list[Any]]:
-        """(vocabulary, token ids per chunk, chunks by id), once per session, through the cache."""
-        if self._tokens is None:
-            self._tokens = self.tokens([chunk.text for chunk in sorted(self.chunks, key=lambda chunk: chunk.id)])
-        return self._tokens
+    def corpus_tokens(self, key: str) -> tuple[list[str], list[Any]]:
+        """(vocabulary, token ids per chunk, chunks by id) by tokenizer `key`, once per session, through the cache."""
+        if key not in self._tokens:
+            self._tokens[key] = self.tokens([chunk.text for chunk in sorted(self.chunks, key=lambda c: c.id)], key)
+        return self._tokens[key]
 
-    def tokens(self, texts: Sequence[str]) -> tuple[list[str], list[Any]]:
-        """(vocabulary, token ids per text) of the configured tokenizer, through the cache."""
+    def tokens(self, texts: Sequence[str], key: str) -> tuple[list[str], list[Any]]:
+        """(vocabulary, token ids per text) by tokenizer `key`, through the cache: its namespace is the
+        tokenizer's (and its user dictionary's digest), so two tokenizers never share an entry."""
         from ..retrievers.corpus_tokens import cached_tokens, tokenizer_id
 
-        namespace = self.resources.cache.namespace("tokens", tokenizer_id(self.config.tokenizer), dtype="<i4")
+        namespace = self.resources.cache.namespace("tokens", tokenizer_id(key), dtype="<i4")
         with self.resources.phases.phase("tokenizing"):
-            return cached_tokens(texts, self.config.tokenizer, namespace, self.config.workers)
+            return cached_tokens(texts, key, namespace, self.config.workers)
 
     def read_by(self, consumer: str, source: Memo) -> None:
         """Remember that `consumer` reads `source`, so that prefetching it fills the source first."""

@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from ..errors import did_you_mean
 from ..extensions import Registry
 
 METRICS_VERSION = 1
@@ -175,8 +176,10 @@ class MetricSpec:
         """Parse `ndcg` or `recall@20`; raises ValueError with the accepted forms."""
         match = _LABEL.fullmatch(text)
         if not match or match.group(1) not in METRICS:
+            _, at, cutoff = text.partition("@")
+            hint = did_you_mean(text, [name + at + cutoff for name in METRICS])
             raise ValueError(
-                f"unknown metric {text!r}; known metrics: {', '.join(METRICS)} (optionally as name@k)"
+                f"unknown metric {text!r}{hint or ';'} known metrics: {', '.join(METRICS)} (optionally as name@k)"
             )
         if METRICS[match.group(1)].no_answer:
             if match.group(2):

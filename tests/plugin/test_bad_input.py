@@ -53,16 +53,21 @@ def test_a_bad_fixture_line(recorded: pytest.Pytester, flag: str, name: str, lin
 @pytest.mark.parametrize(
     ("edit", "message"),
     [
-        (("k = 3", "k = 3\nkk = 4"), "ERROR: pyproject.toml [tool.ragretrieval]: unknown key 'kk'; known keys: *"),
+        (("k = 3", "k = 3\nkk = 4"), "ERROR: pyproject.toml [tool.ragretrieval]: unknown key 'kk'; did you mean 'k'? known keys: *"),
         (("k = 3", "k = 0"), "ERROR: pyproject.toml [tool.ragretrieval] key 'k': must be >= 1, got 0"),
         (('type = "bm25"', 'type = "bm52"'),
-         "ERROR: pyproject.toml [tool.ragretrieval.retrievers.bm25] key 'type': must be one of *, got 'bm52'"),
+         "ERROR: pyproject.toml [tool.ragretrieval.retrievers.bm25] key 'type': must be one of *, got 'bm52'; "
+         "did you mean 'bm25'?"),
         (('type = "bm25"', 'type = "bm25"\nk2 = 1'),
          "ERROR: pyproject.toml [tool.ragretrieval.retrievers.bm25]: unknown key 'k2'; known keys: *"),
         (("k = 3", 'k = 3\nmetrics = ["ndcg", "rceall@10"]'),
-         "ERROR: pyproject.toml [tool.ragretrieval] key 'metrics': unknown metric 'rceall@10'; known metrics: *"),
+         "ERROR: pyproject.toml [tool.ragretrieval] key 'metrics': unknown metric 'rceall@10'; did you mean 'recall@10'? "
+         "known metrics: *"),
         (("k = 3", "k = 3\ntolerance = {ndgc = 0.1}"),
-         "ERROR: pyproject.toml [tool.ragretrieval] key 'tolerance.ndgc': unknown metric 'ndgc'*"),
+         "ERROR: pyproject.toml [tool.ragretrieval] key 'tolerance.ndgc': unknown metric 'ndgc'; did you mean 'ndcg'?*"),
+        (("[tool.ragretrieval]", "[tool.ragretreival]"),
+         "ERROR: pyproject.toml: [tool.ragretreival] is not read: the plugin's table is [tool.ragretrieval]; rename it "
+         "(and its sub-tables, [tool.ragretrieval.retrievers.NAME])"),
     ],
 )
 def test_a_bad_config_value(recorded: pytest.Pytester, edit: tuple[str, str], message: str) -> None:
@@ -94,6 +99,18 @@ def test_a_corrupted_baseline(recorded: pytest.Pytester, damage, message: str, f
     line = one_line_error(recorded.runpytest(flag, *RUN))
     assert matches(line, message), line
     assert baseline_bytes(recorded.path) == before
+
+
+@pytest.mark.parametrize(("option", "message"), [
+    ("--rag-db=embeded", "error: argument --rag-db: invalid choice: 'embeded'; did you mean 'embedded'? "
+                         "(choose from 'auto', 'docker', 'embedded', 'url')"),
+    ("--rag-cache=read-only", "error: argument --rag-cache: invalid choice: 'read-only'; did you mean "
+                              "'readonly'? (choose from 'readwrite', 'readonly', 'off')"),
+])
+def test_a_misspelt_option_value_gets_did_you_mean(recorded: pytest.Pytester, option: str, message: str) -> None:
+    result = recorded.runpytest("--rag-eval", option, *RUN)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert message in result.stderr.str()
 
 
 def test_no_settings_at_all_says_where_to_put_them(pytester: pytest.Pytester) -> None:

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import pytest
-from projects import GOLD, RUN, baseline, baseline_bytes, set_rankings, write_project
+from projects import GOLD, RUN, baseline, baseline_bytes, one_line_error, set_rankings, write_project
 
 
 @pytest.fixture
@@ -56,3 +56,15 @@ def test_a_changed_fingerprint_is_not_a_regression(worse: pytest.Pytester) -> No
     result = worse.runpytest("--rag-update-baseline", *RUN)
     result.assert_outcomes(passed=8)
     assert baseline_bytes(worse.path) != before
+
+
+@pytest.mark.parametrize("others", [(), ("--rag-eval",)])
+def test_the_flag_alone_is_a_usage_error(worse: pytest.Pytester, others: tuple[str, ...]) -> None:
+    """Without --rag-update-baseline it would do nothing: said in one line, before anything runs."""
+    before = baseline_bytes(worse.path)
+    result = worse.runpytest("--rag-allow-regression", *others, *RUN)
+    assert one_line_error(result) == (
+        "ERROR: --rag-allow-regression only applies to --rag-update-baseline (it lets an update record values "
+        "below the baseline's); add --rag-update-baseline, or drop it"
+    )
+    assert baseline_bytes(worse.path) == before

@@ -76,7 +76,7 @@ def test_a_dependency_graph_of_retrievers(tmp_path: Path) -> None:
         (('chunks = "data/chunks.jsonl"\n', ""), "pyproject.toml [tool.ragretrieval]: missing key 'chunks'"),
         (("[tool.ragretrieval]\n", '[tool.ragretrieval]\nmetrics = []\n'), "pyproject.toml [tool.ragretrieval] key 'metrics': must not be empty"),
         (("[tool.ragretrieval]\n", '[tool.ragretrieval]\nmetrics = ["ndcg", "ndcg@5"]\n'), "pyproject.toml [tool.ragretrieval] key 'metrics': names the same metric and cutoff twice"),
-        (("[tool.ragretrieval]\n", '[tool.ragretrieval]\ntokenizer = "spacy"\n'), "pyproject.toml [tool.ragretrieval] key 'tokenizer': must be one of 'jieba', 'whitespace', 'english', got 'spacy'"),
+        (("[tool.ragretrieval]\n", '[tool.ragretrieval]\ntokenizer = "spacy"\n'), "pyproject.toml [tool.ragretrieval] key 'tokenizer': must be one of 'jieba', 'jieba-search', 'whitespace', 'english', got 'spacy'"),
         (("[tool.ragretrieval]\n", "[tool.ragretrieval]\ntolerance = -0.1\n"), "pyproject.toml [tool.ragretrieval] key 'tolerance': must be >= 0.0, got -0.1"),
         (("[tool.ragretrieval]\n", '[tool.ragretrieval]\ntolerance = "small"\n'), "pyproject.toml [tool.ragretrieval] key 'tolerance': must be a number, got 'small'"),
         (("[tool.ragretrieval]\n", '[tool.ragretrieval]\ndb = "sqlite"\n'), "pyproject.toml [tool.ragretrieval] key 'db': must be one of 'auto', 'docker', 'embedded', 'url', got 'sqlite'"),

@@ -15,8 +15,8 @@ MAX_LINES = 350
 MAX_SESSION_LINES = 250
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "env", "values", "jsontext", "paths", "redact", "timing", "progress", "packs", "cache", "loader",
-     "toml", "extensions", "signals"),
+    ("errors", "env", "values", "jsontext", "paths", "redact", "optional", "timing", "progress", "packs", "cache",
+     "loader", "toml", "extensions", "signals"),
     ("evalset",),
     ("scoring",),
     ("embedding",),
