@@ -1,0 +1,163 @@
+"""Tokenizers per bm25 retriever: jieba's search mode, a jieba user dictionary read as jieba reads it
+(every bad line one error naming file:line), recorded by digest, and never shared through jieba's
+global state, the token cache or a worker process."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import jieba
+import pytest
+from projects import retriever
+from test_config import MINIMAL, config_at, error_of
+
+from pytest_ragretrieval.baseline.fingerprint import retriever_fingerprint
+from pytest_ragretrieval.cache import Cache
+from pytest_ragretrieval.errors import RagError
+from pytest_ragretrieval.evalset.records import Chunk
+from pytest_ragretrieval.retrievers import corpus_tokens
+from pytest_ragretrieval.retrievers.bm25 import BM25Retriever
+from pytest_ragretrieval.retrievers.corpus_tokens import cached_tokens, tokenizer_id
+from pytest_ragretrieval.retrievers.tokens import describe, tokenizer, tokenizer_key
+from pytest_ragretrieval.retrievers.user_dict import read_user_dict
+
+LAPTOP = Chunk("it-1", "笔记本电脑丢失后，须在2小时内报告信息技术部")
+CHUNKS = [
+    LAPTOP,
+    Chunk("it-2", "云桌面登录失败时，请重启客户端"),
+    Chunk("desk-1", "下班前清理桌面，桌面不得放置文件"),
+    Chunk("travel-1", "一线城市住宿标准为每晚600元"),
+    Chunk("refund-1", "退款在审核通过后3个工作日内原路退回"),
+    Chunk("service-1", "客服工作时间为周一至周五"),
+]
+
+
+def write(folder: Path, text: str, name: str = "terms.txt") -> Path:
+    path = folder / name
+    path.write_bytes(text.encode("utf-8"))
+    return path
+
+
+def key(folder: Path, text: str, name: str = "jieba", file: str = "terms.txt") -> str:
+    path = write(folder, text, file)
+    return tokenizer_key(name, path, read_user_dict(path).sha256)
+
+
+def bm25(tokenize_key: str) -> BM25Retriever:
+    return BM25Retriever(CHUNKS, tokenizer(tokenize_key), k1=1.5, b=0.75, epsilon=0.25, min_score=0.0)
+
+
+def test_entries_are_read_as_jieba_reads_them(tmp_path: Path) -> None:
+    path = write(tmp_path, "\ufeff云桌面 100 n\n\nORDER-2024\n  统一认证平台 nz  \r\n报销单 5\n")
+    assert read_user_dict(path).entries == (
+        ("云桌面", 100, "n"), ("ORDER-2024", None, None), ("统一认证平台", None, "nz"), ("报销单", 5, None),
+    )
+
+
+def test_the_digest_is_over_the_entries_in_order(tmp_path: Path) -> None:
+    first = read_user_dict(write(tmp_path, "云桌面 100 n\n报销单\n")).sha256
+    assert read_user_dict(write(tmp_path, "\r\n云桌面 100 n\r\n\r\n报销单\r\n")).sha256 == first
+    assert read_user_dict(write(tmp_path, "报销单\n云桌面 100 n\n")).sha256 != first
+    assert read_user_dict(write(tmp_path, "云桌面 99 n\n报销单\n")).sha256 != first
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("云桌面\nThinkPad X1\n", "terms.txt:2: expected 'word [frequency] [tag]' (a word without spaces, a whole-number "
+                             "frequency, a lower-case tag), got 'ThinkPad X1'"),
+    ("云桌面 100 n extra\n", "terms.txt:1: expected 'word [frequency] [tag]'"),
+    ("云桌面 n 100\n", "terms.txt:1: expected 'word [frequency] [tag]'"),
+    ("云桌面\t100\n", "terms.txt:1: expected 'word [frequency] [tag]'"),
+])
+def test_a_malformed_line_is_named_by_file_and_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                     text: str, message: str) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError) as error:
+        read_user_dict(write(tmp_path, text))
+    assert str(error.value).startswith(message) and "\n" not in str(error.value)
+
+
+def test_not_utf8_is_named_by_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "terms.txt").write_bytes("云桌面\n".encode() + "报销".encode("gbk") + b"\n")
+    with pytest.raises(ValueError, match=r"^terms\.txt:2: not UTF-8 \(invalid start byte at byte 10\)$"):
+        read_user_dict(tmp_path / "terms.txt")
+
+
+BM25_SEARCH = MINIMAL + retriever("bm25_search", "bm25", tokenizer="jieba-search", user_dict="dicts/terms.txt")
+
+
+def test_the_config_records_tokenizer_dictionary_and_digest(tmp_path: Path) -> None:
+    (tmp_path / "dicts").mkdir()
+    digest = read_user_dict(write(tmp_path / "dicts", "云桌面 100 n\n")).sha256
+    config = config_at(tmp_path, BM25_SEARCH)
+    assert config.retriever("bm25").params == {"k1": 1.5, "b": 0.75, "epsilon": 0.25, "min_score": 0.0}
+    assert config.retriever("bm25_search").params == {
+        "k1": 1.5, "b": 0.75, "epsilon": 0.25, "min_score": 0.0, "tokenizer": "jieba-search",
+        "user_dict": "dicts/terms.txt", "user_dict_sha256": digest,
+    }
+    setup = {"bm25": {}, "bm25_search": {"tokenizer": describe("jieba-search")}}
+    assert retriever_fingerprint(config, "bm25_search", setup) == {
+        "type": "bm25", "k1": 1.5, "b": 0.75, "epsilon": 0.25, "min_score": 0.0,
+        "tokenizer": f"jieba-search {jieba.__version__}", "user_dict": "dicts/terms.txt", "user_dict_sha256": digest,
+    }
+
+
+@pytest.mark.parametrize(("edit", "message"), [
+    (("", ""), "pyproject.toml [tool.ragretrieval.retrievers.bm25_search] key 'user_dict': no file at dicts/terms.txt "
+               "(the path is relative to the config's folder)"),
+    (('tokenizer = "jieba-search"', 'tokenizer = "english"'),
+     "pyproject.toml [tool.ragretrieval.retrievers.bm25_search] key 'user_dict': is a jieba user dictionary, which "
+     "tokenizer 'english' does not take; set tokenizer = \"jieba\" or \"jieba-search\", or remove user_dict"),
+])
+def test_a_dictionary_that_cannot_be_used_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                      edit: tuple[str, str], message: str) -> None:
+    assert error_of(tmp_path, BM25_SEARCH.replace(*edit), monkeypatch) == message
+
+
+def test_a_malformed_dictionary_names_the_key_and_the_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "dicts").mkdir()
+    write(tmp_path / "dicts", "云桌面\nThinkPad X1 5\n")
+    assert error_of(tmp_path, BM25_SEARCH, monkeypatch).startswith(
+        "pyproject.toml [tool.ragretrieval.retrievers.bm25_search] key 'user_dict': dicts/terms.txt:2: expected "
+    )
+
+
+def test_search_mode_finds_the_laptop_the_default_cut_misses(tmp_path: Path) -> None:
+    assert bm25("jieba")("电脑丢了怎么办", 3) == []
+    assert bm25(key(tmp_path, "云桌面 100 n\n", "jieba-search"))("电脑丢了怎么办", 3) == ["it-1"]
+    assert "电脑" in tokenizer("jieba-search")("笔记本电脑") and "电脑" not in tokenizer("jieba")("笔记本电脑")
+
+
+def test_a_dictionary_keeps_a_domain_term_whole(tmp_path: Path) -> None:
+    assert bm25("jieba")("云桌面", 3) == ["it-2", "desk-1"]
+    assert bm25(key(tmp_path, "云桌面 100 n\n"))("云桌面", 3) == ["it-2"]
+
+
+def test_two_dictionaries_in_one_process_do_not_interfere(tmp_path: Path) -> None:
+    with_term = key(tmp_path, "云桌面 100 n\n", file="a.txt")
+    without = key(tmp_path, "报销单 5\n", file="b.txt")
+    assert tokenizer(with_term)("云桌面登录") == ["云桌面", "登录"]
+    assert tokenizer(without)("云桌面登录") == ["云", "桌面", "登录"]
+    assert tokenizer("jieba")("云桌面登录") == ["云", "桌面", "登录"]
+    assert list(jieba.cut("云桌面登录")) == ["云", "桌面", "登录"]  # jieba's global tokenizer is left alone
+    assert tokenizer(with_term)("云桌面登录") == ["云桌面", "登录"]
+
+
+def test_a_dictionary_changed_after_the_config_was_read_is_refused(tmp_path: Path) -> None:
+    stale = key(tmp_path, "云桌面 100 n\n", file="c.txt")
+    write(tmp_path, "云桌面 5 n\n", "c.txt")
+    with pytest.raises(RagError, match=r"^the user dictionary .*c\.txt changed while the gate ran; run it again$"):
+        tokenizer(stale)
+
+
+def test_the_token_cache_and_worker_processes_key_on_the_dictionary(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    with_term = key(tmp_path, "云桌面 100 n\n", file="d.txt")
+    assert tokenizer_id(with_term) != tokenizer_id("jieba")
+    assert tokenizer_id(with_term) == f"jieba {jieba.__version__}, user dictionary sha256 {with_term.split('|')[1]} (tokens 1)"
+    assert str(tmp_path) not in tokenizer_id(with_term)
+    monkeypatch.setattr(corpus_tokens, "PARALLEL_FROM", 0)
+    texts = [f"云桌面登录第{i}次" for i in range(6)]
+    namespace = Cache(tmp_path / "cache", "readwrite").namespace("tokens", tokenizer_id(with_term), dtype="<i4")
+    vocabulary, rows = cached_tokens(texts, with_term, namespace, workers=2)
+    assert [[vocabulary[i] for i in row] for row in rows] == [tokenizer(with_term)(text) for text in texts]
+    assert all(vocabulary[row[0]] == "云桌面" for row in rows)
