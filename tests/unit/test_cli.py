@@ -116,29 +116,49 @@ def results(project: Path) -> str:
     })
 
 
-HEADER = "count  retrievers    question        query                  chunk  text"
-RULE = "-----  ------------  --------------  ---------------------  -----  " + "-" * 80
-Q1_C2 = "2      bm25, vector  q1              ORDER-2024 是什么错误  c2     order-2024 的处理办法：重新下单"
-Q2_C5 = "1      vector        q2              住宿标准               c5     " + LONG[:40]
-Q3_C2 = "1      bm25          q3 (no-answer)  年会在哪               c2     order-2024 的处理办法：重新下单"
+HEADER = "  retrievers        chunk  text"
+RULE = "  ----------------  -----  " + "-" * 80
+Q1 = "q1: ORDER-2024 是什么错误"
+Q1_C2 = "  2/2 bm25, vector  c2     order-2024 的处理办法：重新下单"
+Q1_C5 = "  1/2 bm25          c5     " + LONG[:40]
+Q2 = "q2: 住宿标准"
+Q2_C5 = "  1/2 vector        c5     " + LONG[:40]
+Q3 = "q3 (no-answer): 年会在哪"
+Q3_C2 = "  1/2 bm25          c2     order-2024 的处理办法：重新下单"
 ADVICE = ": ranked but not labelled relevant; check each and add it to 'relevant' or give it grade 0"
 
 
-def test_suspects_most_frequent_first_then_by_question(results: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_suspects_grouped_per_question_the_strongest_first(results: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert run(capsys, "suspects", results) == (0, [
         "1 ranked chunk judged grade 0 left out",
-        "3 suspects in the top 2 of results.json" + ADVICE,
-        HEADER, RULE, Q1_C2, Q2_C5, Q3_C2,
+        "3 suspects for 3 questions in the top 2 of results.json" + ADVICE,
+        HEADER, RULE, Q1, Q1_C2, Q2, Q2_C5, Q3, Q3_C2,
     ], [])
 
 
 def test_suspects_k_option_widens_the_cutoff(results: str, capsys: pytest.CaptureFixture[str]) -> None:
-    q1_c5 = "1      bm25          q1              ORDER-2024 是什么错误  c5     " + LONG[:40]
-    expected = ["4 suspects in the top 3 of results.json" + ADVICE, HEADER, RULE, Q1_C2, q1_c5, Q2_C5, Q3_C2]
+    expected = ["4 suspects for 3 questions in the top 3 of results.json" + ADVICE,
+                HEADER, RULE, Q1, Q1_C2, Q1_C5, Q2, Q2_C5, Q3, Q3_C2]
     assert run(capsys, "suspects", results, "--k", "3") == (0, ["1 ranked chunk judged grade 0 left out", *expected], [])
     code, out, _ = run(capsys, "suspects", results, "--k", "4")
     assert out[0] == "note: results.json holds at most 3 ids per ranking; --k 4 reads all of them"
     assert out[2:] == [expected[0].replace("top 3", "top 4"), *expected[1:]]
+
+
+def test_suspects_are_limited_per_question_and_in_questions(results: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "suspects", results, "--k", "3", "--per-question", "1", "--questions", "2")
+    assert (code, out[1:]) == (0, [
+        "4 suspects for 3 questions in the top 3 of results.json" + ADVICE,
+        HEADER, RULE, Q1, Q1_C2, "  ... 1 more for q1", Q2, Q2_C5,
+        "2 suspects not shown (1 question not listed); --per-question 0 --questions 0 lists every one",
+    ])
+    code, out, _ = run(capsys, "suspects", results, "--k", "3", "--per-question", "0", "--questions", "0")
+    assert out[-1] == Q3_C2 and len(out) == 11
+
+
+def test_suspects_limits_are_whole_numbers(results: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(capsys, "suspects", results, "--questions", "-1") == (2, [], [
+        "ragretrieval: error: argument --questions: expected a whole number >= 0 (0: no limit), got '-1'"])
 
 
 def test_suspects_none_when_everything_is_labelled(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -328,7 +348,7 @@ def test_errors_are_one_line_and_exit_2(
 def test_help_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(capsys, "suspects", "--help")
     assert (code, err) == (0, [])
-    assert out[0] == "usage: ragretrieval suspects [-h] [--config PATH] [--k N] RESULTS.json"
+    assert out[0] == "usage: ragretrieval suspects [-h] [--config PATH] [--k N] [--per-question N]"
 
 
 def test_console_script_help() -> None:
