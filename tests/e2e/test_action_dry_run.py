@@ -195,3 +195,58 @@ def test_dry_run_where_the_token_cannot_write_fails_the_comment_step_with_the_fi
     assert lowered.step(by_id("baseline"), env, {}) == 1
     assert lowered.step(comment_step(), env, {}) == 1
     assert "give the job `permissions: pull-requests: write`" in lowered.log
+
+
+RECORD_ARGV = """import json, os, sys
+with open(os.environ["ARGV_FILE"], "a", encoding="utf-8") as out:
+    out.write(json.dumps([os.path.basename(sys.argv[0]), *sys.argv[1:]]) + "\\n")
+"""
+
+
+def stub(run: DryRun, *names: str) -> Path:
+    """Commands that only record their arguments, one JSON list per call, in the file returned."""
+    for name in names:
+        path = run.bin / name
+        path.write_text(f"#!{sys.executable}\n{RECORD_ARGV}", encoding="utf-8")
+        path.chmod(0o755)
+    return run.root / "argv.jsonl"
+
+
+def calls(path: Path) -> list[list[str]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()] if path.exists() else []
+
+
+@pytest.mark.parametrize(("pytest_args", "expected"), [
+    ("-m rag_eval", ["-m", "rag_eval"]),
+    ('-m rag_eval -k "hybrid and not rerank"', ["-m", "rag_eval", "-k", "hybrid and not rerank"]),
+    ("-k 'bm25 or vector' --rag-db=embedded -n 2", ["-k", "bm25 or vector", "--rag-db=embedded", "-n", "2"]),
+    ('-k "$(touch pwned)" *', ["-k", "$(touch pwned)", "*"]),
+    ("", []),
+])
+def test_pytest_args_take_shell_quoted_words_and_evaluate_nothing(lowered: DryRun, pytest_args: str,
+                                                                 expected: list[str]) -> None:
+    argv = stub(lowered, "pytest")
+    env = {**lowered.env((), "team/repo"), "ARGV_FILE": str(argv)}
+    assert lowered.step(by_id("gate"), env, {"pytest-args": pytest_args}) == 0, lowered.log
+    ((command, *args),) = calls(argv)
+    assert command == "pytest" and args[:1] == ["--rag-eval"]
+    last_report = max(i for i, arg in enumerate(args) if arg.endswith("reports/rag-eval.html"))
+    assert args[last_report + 1:] == expected, args
+    assert not (lowered.work / "pwned").exists()
+
+
+def test_a_bad_quote_in_pytest_args_stops_the_step_in_one_line(lowered: DryRun) -> None:
+    argv = stub(lowered, "pytest")
+    env = {**lowered.env((), "team/repo"), "ARGV_FILE": str(argv)}
+    assert lowered.step(by_id("gate"), env, {"pytest-args": '-k "hybrid'}) == 2
+    assert calls(argv) == []
+    assert lowered.log.strip() == 'rag: the input pytest-args is not shell-quoted words (No closing quotation): -k "hybrid'
+
+
+def test_install_takes_shell_quoted_words_and_torch_only_when_asked(lowered: DryRun) -> None:
+    argv = stub(lowered, "pip")
+    env = {**lowered.env((), "team/repo"), "ARGV_FILE": str(argv)}
+    assert lowered.step(by_id("install"), env, {"install": "-e . 'my-retrievers[zh] @ file:///src/mine'"}) == 0
+    assert calls(argv) == [["pip", "install", f"{ROOT}[pgvector,e5]"],
+                           ["pip", "install", "-e", ".", "my-retrievers[zh] @ file:///src/mine"]]
+    assert load(ACTION)["inputs"]["torch"]["default"] == ""

@@ -167,3 +167,20 @@ def test_pr_check_reads_the_actor_from_the_environment(workspace: Path, capsys: 
     assert main(["pr-check", "changes.json", "--event", write_event(workspace, event())]) == 1
     assert (workspace / "output").read_text(encoding="utf-8") == "check=fail\ncomment=false\n"
     assert "comment: runs triggered by dependabot[bot] get a read-only token" in capsys.readouterr().out
+
+
+README = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+
+
+def test_the_readme_event_example_is_what_pr_check_reads(workspace: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    block = README.split("<!-- pr-check-event:start -->", 1)[1].split("<!-- pr-check-event:end -->", 1)[0]
+    example = block.strip().removeprefix("```json").removesuffix("```")
+    (workspace / "event.json").write_text(example, encoding="utf-8")
+    assert main(["pr-check", "changes.json", "--event", "event.json"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("baseline check: approved: the baseline lowers the bar")
+    assert out[1].startswith("comment: the pull request comes from the fork alice/knowledge-base")
+    payload = json.loads(example)
+    payload["pull_request"]["labels"] = []
+    assert main(["pr-check", "changes.json", "--event", write_event(workspace, payload)]) == 1
+    assert "and pull request #42 has no 'rag-baseline-approved' label" in capsys.readouterr().out
