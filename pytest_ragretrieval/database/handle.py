@@ -171,6 +171,14 @@ class Database:
                 exc,
             ) from None
 
+    @property
+    def summary(self) -> str:
+        """What the reports say of the database: the same on every run over the same server, so it
+        names neither an embedded server's temporary folder, nor a container's port, nor the run's
+        own schema; a url server is the user's own and is named."""
+        where = f" at {self.where}" if self.mode == "url" else ""
+        return f"{self.mode}: PostgreSQL {self.server_version}, pgvector {self.vector_version}{where}"
+
     def describe(self) -> str:
         """One line for the run header; never holds the password."""
         line = (

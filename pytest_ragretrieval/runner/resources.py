@@ -193,7 +193,7 @@ class Resources:
     def database_description(self) -> str:
         if self._database is None:
             return "not started (no selected retriever needed it)"
-        return str(self._database.describe())
+        return str(self._database.summary)
 
     def close(self) -> None:
         if self._database is not None:

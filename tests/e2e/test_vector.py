@@ -102,3 +102,23 @@ def test_hnsw_reports_ann_recall_and_records_the_index(
     ]
     assert 0.0 <= diagnostics[f"ann_recall@{E2E_DEPTH}"] <= 1.0
     assert diagnostics[f"ann_recall@{E2E_DEPTH}"] == pytest.approx(sum(overlaps) / len(overlaps), abs=1e-6)
+
+
+def test_reports_and_results_name_no_temporary_folder_and_no_run_schema(pytester: pytest.Pytester) -> None:
+    """The embedded server lives in a fresh temporary folder and every run has its own schema:
+    neither may make two runs on the same inputs write different files."""
+    import re
+    import tempfile
+
+    write_e2e_project(pytester.path, VECTOR, "cache")
+    outputs = ("--rag-json=results.json", "--rag-report=report.md", "--rag-html=report.html")
+    result = pytester.runpytest("--rag-update-baseline", *outputs, *RUN)
+    result.assert_outcomes(passed=2)
+    header = next(line for line in result.stdout.lines if line.startswith("rag: database embedded: "))
+    assert tempfile.gettempdir() in header  # the run header still says where the server is
+    for name in ("results.json", "report.md", "report.html", "baselines/retrieval.json"):
+        text = (pytester.path / name).read_text(encoding="utf-8")
+        assert tempfile.gettempdir() not in text and str(pytester.path) not in text, name
+        assert not re.search(r"rag_eval_[0-9a-f]{12}", text), name
+    report = (pytester.path / "report.md").read_text(encoding="utf-8")
+    assert re.search(r"database：embedded: PostgreSQL [0-9.]+, pgvector [0-9.]+\n", report), report
