@@ -35,6 +35,8 @@ class RetrieverResult:
     no_answer_total: int
     no_answer_empty: int
     answerable_empty: int = 0
+    wrongly_empty: tuple[str, ...] = ()
+    """The answerable questions that got an empty ranking, in eval-set order (unknown when read from a file)."""
 
     def question(self, question_id: str) -> QuestionResult | None:
         for result in self.questions:
@@ -113,6 +115,7 @@ def score(
         no_answer_total=len(no_answer),
         no_answer_empty=sum(1 for q in no_answer if not rankings.get(q.id)),
         answerable_empty=sum(1 for q in questions if q.answerable and not rankings.get(q.id)),
+        wrongly_empty=tuple(q.id for q in questions if q.answerable and not rankings.get(q.id)),
     )
 
 
