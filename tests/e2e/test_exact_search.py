@@ -28,6 +28,7 @@ class Ctx:
 
     def __init__(self, database: Database, schema: str, ids: list[str], matrix: np.ndarray, queries: dict[str, np.ndarray]):
         self.database, self.schema, self.ids, self.matrix, self.queries = database, schema, ids, matrix, queries
+        self.name = "vector"
         self.workers = 2
 
     def connect(self) -> Any:
