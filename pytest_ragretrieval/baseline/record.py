@@ -92,4 +92,5 @@ def baseline_update(
         if reason is not None:
             refused.setdefault(key.retriever, []).append(f"rag: {reason}")
     plan = plan_update(config, baseline, fingerprint, runs, chosen, refused)
-    return UpdatePlan(plan.document, [line for reasons in refused.values() for line in reasons] + plan.lines, plan.failed)
+    lines = [line for reasons in refused.values() for line in reasons] + plan.lines
+    return UpdatePlan(plan.document, lines, plan.failed)
