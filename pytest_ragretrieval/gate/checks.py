@@ -133,7 +133,8 @@ def scope_text(comparison: Comparison) -> str:
     """Where the questions differ: ` over the 59 questions both runs share (today's mean over ...)`."""
     if comparison.whole:
         return ""
-    text = f" over the {comparison.questions} questions both runs share"
+    count = comparison.questions
+    text = f" over the {count} question{'s' if count != 1 else ''} both runs share"
     if comparison.value_all is not None:
         text += f" (today's mean over the whole eval set: {fmt(comparison.value_all)})"
     return text
