@@ -54,8 +54,13 @@ def baseline_questions(baseline: Baseline, config: Config, questions: Sequence[Q
     today = questions_record(questions)
     if "digests" in recorded or recorded.get("sha256") == today["sha256"]:
         return question_changes(recorded, today, None)
-    return question_changes(recorded, today, None, reproduced(baseline, config.k, questions),
-                            "on those whose recorded values today's graded gold reproduces")
+    found = question_changes(recorded, today, None, reproduced(baseline, config.k, questions),
+                             "on those whose recorded values today's graded gold reproduces")
+    held = {qid for entry in baseline.retrievers.values() for qid in entry.questions}
+    ids = {question.id for question in questions}
+    edited = tuple((qid, "its recorded values do not follow from today's graded gold")
+                   for qid in sorted(held & ids - found.comparable))
+    return replace(found, added=tuple(sorted(ids - held)), removed=tuple(sorted(held - ids)), edited=edited)
 
 
 def comparable_notes(config: Config, questions: Sequence[Question], changes: QuestionChanges | None) -> list[str]:
