@@ -51,7 +51,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="TOML file with the [tool.ragretrieval] keys at top level (default: pyproject.toml)")
     group.addoption("--rag-json", action="store", dest="rag_json", default=None, metavar="PATH",
                     help="write this run's results, in the baseline's format, to PATH")
-    for fmt in formats.FORMATS:
+    for fmt in formats.FORMATS.usable().values():  # a broken extension fails the gate, not every run
         group.addoption(fmt.flag, action="store", dest=fmt.dest, default=None, metavar="PATH", help=fmt.help)
     group.addoption("--rag-db", action="store", dest="rag_db", default=None,
                     choices=("auto", "docker", "embedded", "url"),
@@ -86,11 +86,16 @@ def pytest_configure(config: pytest.Config) -> None:
         keys = tuple(ItemKey(*key) for key in workerinput[ITEMS_INPUT])
         config.stash[GATE] = Gate(keys, Path(workerinput[SOURCE_INPUT]))
         return
-    reports = {fmt.name: path for fmt in formats.FORMATS if (path := _path(getattr(option, fmt.dest))) is not None}
+    from .errors import RagError
+
+    try:
+        known = list(formats.FORMATS.values())
+    except RagError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    reports = {fmt.name: path for fmt in known if (path := _path(getattr(option, fmt.dest))) is not None}
     json_path = _path(option.rag_json)
     outputs = {"--rag-json": json_path} if json_path is not None else {}
-    outputs.update((fmt.flag, reports[fmt.name]) for fmt in formats.FORMATS if fmt.name in reports)
-    from .errors import RagError
+    outputs.update((fmt.flag, reports[fmt.name]) for fmt in known if fmt.name in reports)
     from .session import Options, RagSession
     from .signals import handle_sigterm
 

@@ -5,11 +5,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_ragretrieval.baseline.fingerprint import questions_record
 from pytest_ragretrieval.baseline.format import Baseline, document, dumps, parse, retriever_entry
 from pytest_ragretrieval.config.settings import Config, load_config
 from pytest_ragretrieval.evalset.jsonl import GRADING_VERSION
 from pytest_ragretrieval.evalset.records import Question
-from pytest_ragretrieval.gate.fingerprint import questions_record
 from pytest_ragretrieval.scoring.evaluate import Run, score
 from pytest_ragretrieval.scoring.metrics import METRICS_VERSION
 

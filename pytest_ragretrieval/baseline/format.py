@@ -21,7 +21,7 @@ from ..scoring.metrics import METRICS
 
 FORMAT_VERSION = 2
 """2: the fingerprint splits the yardstick from the system under test and itemizes the corpus and
-the questions (`gate.fingerprint`). Files of format 1 are still read (`upgraded`)."""
+the questions (`fingerprint`). Files of format 1 are still read (`upgraded`)."""
 READABLE = (1, FORMAT_VERSION)
 RERECORD = "run `pytest --rag-update-baseline` to record one"
 NO_ANSWER_KEYS = ("questions", "empty", "answerable_empty")

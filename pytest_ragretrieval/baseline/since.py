@@ -6,7 +6,7 @@ other change is to the system under test (a retriever's parameters or sources, t
 the tokenizer, the corpus) and is judged: values are compared across it and the change is named.
 Questions are compared on what both sides share: a question is comparable when its id, query and
 graded gold are unchanged (a tag change is listed, never a reason). Pure: it reads two
-fingerprints as `gate.fingerprint` writes them (or as `format` reads a format-1 one).
+fingerprints as `fingerprint` writes them (or as `format` reads a format-1 one).
 """
 from __future__ import annotations
 

@@ -15,11 +15,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..baseline.changes import Changes, classify, dumps_changes, metric_order
 from ..baseline.format import Baseline, Recorded
 from ..baseline.since import Since, common_means, held, since
 from ..paths import display, write_atomic
 from ..report.terminal import table
+from ..review.changes import Changes, classify, dumps_changes
+from ..scoring.metrics import metric_order
 from ..values import EPSILON, fmt, signed
 from .common import FAILED, OK, Result, UsageError
 from .sides import Sides, from_files, from_revision
@@ -29,7 +30,8 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     diff = commands.add_parser(
         "diff", parents=[common], help="compare two results files, or a baseline with the base branch's",
         description="Compare two results or baseline files. Exit 0 when they are comparable and no metric "
-        "dropped, 1 when a metric dropped or the fingerprints differ, 2 on errors. With --fail-on-lower, exit 1 "
+        "dropped, 1 when a metric dropped or the yardstick (k, metric definitions, grading rules) differs, 2 on "
+        "errors; other changes are named. With --fail-on-lower, exit 1 "
         "exactly when the new side lowers the bar: a value lowered, a retriever or metric removed, a setting "
         "(tolerance, significance, alpha, fail_on, max_latency_ms) loosened. --config is read with --against only.",
     )

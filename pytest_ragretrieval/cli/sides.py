@@ -17,11 +17,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..baseline.changes import GateSettings, gate_settings
 from ..baseline.format import Baseline, parse, read
 from ..config.settings import load_config
 from ..errors import RagError
 from ..paths import display
+from ..review.changes import GateSettings, gate_settings
 
 
 class GitError(RagError):

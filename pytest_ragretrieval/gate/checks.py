@@ -9,7 +9,7 @@ from ..baseline.since import detectable, mean, paired
 from ..evalset.records import Question
 from ..scoring.evaluate import QuestionResult, RetrieverResult
 from ..scoring.metrics import MetricSpec, hit_rate
-from ..values import DIGITS, EPSILON, fmt, signed
+from ..values import DIGITS, EPSILON, fmt, p_clause, p_value, signed
 
 MAX_LISTED = 10
 
@@ -120,13 +120,13 @@ def compare(
 def holm_note(comparison: Comparison) -> str:
     """` (Holm-adjusted over 18 items; unadjusted 0.0001)`, or nothing in a family of one."""
     if comparison.family > 1 and comparison.p_unadjusted is not None:
-        return f" (Holm-adjusted over {comparison.family} items; unadjusted {comparison.p_unadjusted:.4f})"
+        return f" (Holm-adjusted over {comparison.family} items; unadjusted {p_value(comparison.p_unadjusted)})"
     return ""
 
 
 def p_text(comparison: Comparison) -> str:
     assert comparison.p_value is not None
-    return f"p = {comparison.p_value:.4f}{holm_note(comparison)}"
+    return f"{p_clause(comparison.p_value)}{holm_note(comparison)}"
 
 
 def scope_text(comparison: Comparison) -> str:
@@ -211,7 +211,7 @@ class MetricCheck:
         low, high = comparison.ci95 or (0.0, 0.0)
         relation = "<" if comparison.p_value < self.alpha else ">="
         return (
-            f"{self.significance} test p = {comparison.p_value:.4f} {relation} alpha {self.alpha:g}"
+            f"{self.significance} test {p_clause(comparison.p_value)} {relation} alpha {self.alpha:g}"
             f"{holm_note(comparison)}, 95% CI of the mean difference [{signed(low)}, {signed(high)}]"
         )
 

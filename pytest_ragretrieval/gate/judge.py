@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from ..baseline.fingerprint import questions_record
 from ..baseline.format import RERECORD, Baseline, Recorded
 from ..baseline.since import QuestionChanges, Since, question_changes, since
 from ..baseline.update import partial_lines
@@ -29,7 +30,6 @@ from .checks import (
     compare,
     scope_text,
 )
-from .fingerprint import questions_record
 from .items import ItemKey, Skip
 from .pairs import Pairs, compare_configurations
 

@@ -7,7 +7,9 @@ from typing import Any
 
 import pytest
 
-from pytest_ragretrieval.baseline.changes import (
+from pytest_ragretrieval.baseline.format import document, dumps, parse
+from pytest_ragretrieval.errors import BaselineError
+from pytest_ragretrieval.review.changes import (
     Entry,
     GateSettings,
     LostHit,
@@ -17,8 +19,6 @@ from pytest_ragretrieval.baseline.changes import (
     dumps_changes,
     parse_changes,
 )
-from pytest_ragretrieval.baseline.format import document, dumps, parse
-from pytest_ragretrieval.errors import BaselineError
 
 QUESTION_DIGESTS = {qid: {"query": f"{qid}-query", "gold": f"{qid}-gold", "tags": []} for qid in ("q1", "q2", "q3")}
 FINGERPRINT: dict[str, Any] = {

@@ -7,6 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from pytest_ragretrieval.baseline.fingerprint import (
+    chunks_digest,
+    corpus_record,
+    evalset_digest,
+    question_record,
+    questions_record,
+)
 from pytest_ragretrieval.baseline.format import parse, upgraded
 from pytest_ragretrieval.baseline.since import (
     LISTED,
@@ -22,13 +29,6 @@ from pytest_ragretrieval.baseline.since import (
 from pytest_ragretrieval.baseline.verify import reproduced
 from pytest_ragretrieval.evalset.jsonl import load_chunks, load_evalset
 from pytest_ragretrieval.evalset.records import Chunk, Question
-from pytest_ragretrieval.gate.fingerprint import (
-    chunks_digest,
-    corpus_record,
-    evalset_digest,
-    question_record,
-    questions_record,
-)
 from pytest_ragretrieval.scoring.stats import holm
 
 ROOT = Path(__file__).resolve().parents[2]

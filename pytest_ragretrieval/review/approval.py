@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..baseline.changes import Changes
+from .changes import Changes
 
 DEFAULT_LABEL = "rag-baseline-approved"
 READ_ONLY_ACTORS = ("dependabot[bot]",)

@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..config.settings import Config
 from ..evalset.jsonl import GRADING_VERSION
 from ..evalset.records import Chunk, Question
-from ..retrievers import Setup
 from ..retrievers.tokens import describe
 from ..scoring.metrics import METRICS_VERSION
 
@@ -90,8 +89,13 @@ def yardstick(config: Config) -> dict[str, Any]:
     return {"k": config.k, "metrics_version": METRICS_VERSION, "grading_version": GRADING_VERSION}
 
 
-def fingerprint(config: Config, chunks: Sequence[Chunk], questions: Sequence[Question], setup: Setup) -> dict[str, Any]:
-    """This run's fingerprint: the yardstick, the shared inputs and one entry per configured retriever."""
+def fingerprint(
+    config: Config, chunks: Sequence[Chunk], questions: Sequence[Question], setup: Mapping[str, Mapping[str, Any]]
+) -> dict[str, Any]:
+    """This run's fingerprint: the yardstick, the shared inputs and one entry per configured retriever.
+
+    `setup` is what each retriever's type adds (the embedder, the index), as the runner found it.
+    """
     return {
         "yardstick": yardstick(config),
         "tokenizer": describe(config.tokenizer),
@@ -101,10 +105,10 @@ def fingerprint(config: Config, chunks: Sequence[Chunk], questions: Sequence[Que
     }
 
 
-def retriever_fingerprint(config: Config, name: str, setup: Setup) -> dict[str, Any]:
+def retriever_fingerprint(config: Config, name: str, setup: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     """Own parameters, what the type adds (embedder, index) and, under `reads`, every source's."""
     spec = config.retriever(name)
-    found = {**spec.fingerprint, **spec.module.fingerprint(spec.params, setup)}
+    found = {**spec.fingerprint, **setup[name]}
     if spec.sources:
         found["reads"] = {source: retriever_fingerprint(config, source, setup) for source in spec.sources}
     return found
