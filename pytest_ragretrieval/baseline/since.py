@@ -16,7 +16,9 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..scoring.evaluate import mean
 from ..values import DIGITS
+from .fingerprint import ITEMIZE_LIMIT
 from .format import Baseline, Recorded
 
 YARDSTICK = ("k", "metrics_version", "grading_version")
@@ -85,11 +87,12 @@ class CorpusChange:
     removed: tuple[str, ...] = ()
 
     def __str__(self) -> str:
+        if self.edited is None and self.old_count is None:
+            return (f"chunks: changed ({self.new_count:,} chunks now; not itemized: a format-1 baseline records "
+                    "one digest for the whole corpus)")
         if self.edited is None:
-            size = f"{self.old_count:,} -> {self.new_count:,} chunks" if self.old_count is not None else (
-                f"{self.new_count:,} chunks now")
-            return (f"chunks: changed ({size}; not itemized: the baseline holds one digest per chunk up to "
-                    "20,000 chunks only; `git diff` on the chunks file names them)")
+            return (f"chunks: changed ({self.old_count:,} -> {self.new_count:,} chunks; not itemized above "
+                    f"{ITEMIZE_LIMIT:,} chunks; `git diff` on the chunks file names them)")
         return (f"chunks: {_counted(len(self.edited), 'edited', self.edited)}, "
                 f"{_counted(len(self.added), 'added', self.added)}, "
                 f"{_counted(len(self.removed), 'removed', self.removed)}")
@@ -296,11 +299,6 @@ def paired(
     ids = tuple(sorted(q for q in comparable if label in old.get(q, {}) and label in new.get(q, {})))
     whole = set(ids) == {q for q, v in old.items() if label in v} == {q for q, v in new.items() if label in v}
     return Paired(ids, tuple(old[q][label] for q in ids), tuple(new[q][label] for q in ids), whole)
-
-
-def mean(values: Sequence[float]) -> float:
-    """As the scorer takes means: math.fsum, rounded to 6 decimals."""
-    return round(math.fsum(values) / len(values), DIGITS) if values else 0.0
 
 
 def detectable(values: Sequence[float]) -> float | None:

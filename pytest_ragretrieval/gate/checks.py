@@ -5,9 +5,9 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from ..baseline.format import Recorded, RecordedQuestion
-from ..baseline.since import detectable, mean, paired
+from ..baseline.since import detectable, paired
 from ..evalset.records import Question
-from ..scoring.evaluate import QuestionResult, RetrieverResult
+from ..scoring.evaluate import QuestionResult, RetrieverResult, mean
 from ..scoring.metrics import MetricSpec, hit_rate
 from ..values import DIGITS, EPSILON, fmt, p_clause, p_value, signed
 

@@ -82,8 +82,9 @@ def test_above_the_limit_the_corpus_is_a_digest_and_a_size() -> None:
     assert big == {"sha256": chunks_digest(chunks), "count": 3}
     edited = corpus_record([Chunk("a", "x"), Chunk("b", "y!"), Chunk("c", "z"), Chunk("d", "w")], limit=2)
     assert str(corpus_change(big, edited)) == (
-        "chunks: changed (3 -> 4 chunks; not itemized: the baseline holds one digest per chunk up to 20,000 chunks "
-        "only; `git diff` on the chunks file names them)")
+        "chunks: changed (3 -> 4 chunks; not itemized above 20,000 chunks; `git diff` on the chunks file names them)")
+    assert str(corpus_change({"sha256": "1"}, edited)) == (
+        "chunks: changed (4 chunks now; not itemized: a format-1 baseline records one digest for the whole corpus)")
     assert len(corpus_record(chunks)["digests"]["b"]) == 12
 
 
