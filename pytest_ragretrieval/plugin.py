@@ -65,6 +65,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="embedding and rerank cache: readwrite, readonly (a miss is an error: CI without keys) or off")
     group.addoption("--rag-allow-regression", action="store_true", dest="rag_allow_regression", default=False,
                     help="with --rag-update-baseline, record values lower than the baseline's")
+    group.addoption("--rag-tags", action="store_true", dest="rag_tags", default=False,
+                    help="print every row of the per-tag table (default: only the tags whose values moved)")
 
 
 def _path(value: str | None) -> Path | None:
@@ -117,6 +119,7 @@ def pytest_configure(config: pytest.Config) -> None:
         db_url=option.rag_db_url,
         cache_mode=option.rag_cache,
         allow_regression=option.rag_allow_regression,
+        every_tag=option.rag_tags,
     )
     session = RagSession(options)
     try:
@@ -299,7 +302,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         rag.finish()
     except RagError as exc:
         rag.update_lines.append(f"rag: error: {exc}")
-    if rag.write_failed and session.exitstatus == pytest.ExitCode.OK:
+    if (rag.write_failed or rag.failed_lines) and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
@@ -315,7 +318,7 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
             terminalreporter.write_line(line)
         return
     try:
-        lines = rag.summary_lines()
+        lines = rag.summary_lines(terminalreporter.config.get_terminal_writer().fullwidth)
     except RagError as exc:
         lines = [f"rag: error: {exc}"]
     for line in lines:

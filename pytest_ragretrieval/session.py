@@ -52,6 +52,8 @@ class Options:
     """Option (`--rag-json`, `--rag-report`, ...) -> the file it writes: checked before the run."""
     cache_mode: str = "readwrite"
     allow_regression: bool = False
+    every_tag: bool = False
+    """--rag-tags: the per-tag table with every row, not only those that moved."""
 
 
 class RagSession:
@@ -237,10 +239,22 @@ class RagSession:
         else:
             self.written.append(f"rag: wrote {display(path)}")
 
-    def summary_lines(self) -> list[str]:
-        lines = summary_lines(self.config, self.runs, self.judge)
+    @property
+    def failed_lines(self) -> list[str]:
+        """What fails the run as a whole, one line each: a gate run with no baseline to judge against
+        (its items are skipped, each with the same short reason, rather than failed one by one)."""
+        if self.options.update or self.baseline is not None or not self.runs:
+            return []
+        if not any(key.kind != "latency" for key in self.selected):
+            return []
+        path = display(self.config.baseline)
+        return [f"rag: error: no baseline at {path}, so nothing was judged; record one with "
+                f"`pytest --rag-update-baseline`, check the values above and commit {path}"]
+
+    def summary_lines(self, columns: int | None = None) -> list[str]:
+        lines = summary_lines(self.config, self.runs, self.judge, self.options.every_tag, columns)
         notes = [f"warning: {note}" for note in self.judge.notes()]
-        return [*lines, *notes, self.phases.line(), *self.update_lines, *self.written]
+        return [*lines, *notes, self.phases.line(), *self.update_lines, *self.written, *self.failed_lines]
 
     def close(self) -> None:
         if self._runner is not None:

@@ -235,7 +235,10 @@ class Judge:
                               found.questions.comparable)
 
     def blocked(self, name: str) -> Outcome | None:
-        """Why `name` cannot be compared with the baseline, as a failing outcome (or a Skip)."""
+        """Why `name` cannot be compared with the baseline, as a failing outcome (or a Skip). Without a
+        baseline every item is skipped with one short reason: the session fails once for them all."""
+        if self.baseline is None:
+            raise Skip(f"no baseline yet at {display(self.config.baseline)}; {RERECORD}")
         blocked = self.comparable()
         if blocked is not None:
             return blocked

@@ -11,6 +11,9 @@ from ..scoring.evaluate import RetrieverResult, Run, latency_summary
 from ..values import fmt, p_value, signed
 from .wording import width
 
+LISTED = 5
+"""Question ids listed in a line of the summary; the rest are counted."""
+
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     widths = [max(width(str(row[i])) for row in [headers, *rows]) for i in range(len(headers))]
@@ -21,15 +24,51 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     return [line(headers), line(["-" * w for w in widths]), *(line(row) for row in rows)]
 
 
+def fitted(headers: Sequence[str], rows: Sequence[Sequence[str]], keys: int, columns: int | None) -> list[str]:
+    """`table`, split by columns where it would be wider than `columns` (the terminal): each part
+    repeats the first `keys` columns and takes as many of the others, in order, as fit; parts are
+    separated by a blank line. A column too wide for any terminal gets a part of its own."""
+    whole = table(headers, rows)
+    if columns is None or max(map(width, whole)) <= columns:
+        return whole
+    parts: list[list[int]] = []
+    for index in range(keys, len(headers)):
+        candidate = [*parts[-1], index] if parts else [index]
+        if parts and max(map(width, _part(headers, rows, keys, candidate))) <= columns:
+            parts[-1] = candidate
+        else:
+            parts.append([index])
+    lines: list[str] = []
+    for number, part in enumerate(parts):
+        lines += ([""] if number else []) + _part(headers, rows, keys, part)
+    return lines
+
+
+def _part(headers: Sequence[str], rows: Sequence[Sequence[str]], keys: int, picked: Sequence[int]) -> list[str]:
+    chosen = [*range(keys), *picked]
+    return table([headers[i] for i in chosen], [[row[i] for i in chosen] for row in rows])
+
+
+def moved(delta: float | None) -> bool:
+    """Whether a difference shows at four decimals: `+0.0000` is no change worth a cell's space."""
+    return delta is not None and signed(delta) not in ("+0.0000", "-0.0000")
+
+
 def cell(value: float | None, before: float | None) -> str:
+    """A value, with its change in brackets only where it moved."""
     if value is None:
         return "-"
-    if before is None:
+    if before is None or not moved(value - before):
         return fmt(value)
     return f"{fmt(value)} ({signed(value - before)})"
 
 
-def comparison_lines(pairs: Pairs) -> list[str]:
+def listed(ids: Sequence[str]) -> str:
+    shown = ", ".join(ids[:LISTED])
+    return shown + (f" and {len(ids) - LISTED} more" if len(ids) > LISTED else "")
+
+
+def comparison_lines(pairs: Pairs, columns: int | None = None) -> list[str]:
     """One row per pair and metric: delta of the means, the two-sided test, wins/ties/losses of a over b."""
     if not pairs.comparisons:
         return []
@@ -40,10 +79,10 @@ def comparison_lines(pairs: Pairs) -> list[str]:
     ]
     test = f"paired two-sided {pairs.method} test"
     return ["", f"comparisons ({test}; w/t/l: questions a wins, ties, loses against b):",
-            *table(["a vs b", "metric", "delta", "p", "95% CI", "w/t/l"], rows)]
+            *fitted(["a vs b", "metric", "delta", "p", "95% CI", "w/t/l"], rows, 2, columns)]
 
 
-def significance_lines(config: Config, runs: Mapping[str, Run], judge: Judge) -> list[str]:
+def significance_lines(config: Config, runs: Mapping[str, Run], judge: Judge, columns: int | None = None) -> list[str]:
     """With `significance` on: the smallest drop each item can detect, and how its p was adjusted."""
     if config.significance == "none":
         return []
@@ -63,21 +102,52 @@ def significance_lines(config: Config, runs: Mapping[str, Run], judge: Judge) ->
     over = f"{min(counts)}" if len(counts) == 1 else f"{min(counts)}-{max(counts)}"
     return ["", f"minimum detectable drop (80% power, two-sided 5%; sd of the baseline's per-question values over "
                 f"the {over} comparable questions, per retriever and metric):",
-            *table(["retriever", *labels], rows),
+            *fitted(["retriever", *labels], rows, 1, columns),
             f"p-values Holm-adjusted over the {family} metric item{'s' if family != 1 else ''} judged with a "
             f"{config.significance} test (alpha {config.alpha:g})"]
 
 
-def summary_lines(config: Config, runs: Mapping[str, Run], judge: Judge) -> list[str]:
-    """The changes since the baseline, the summary table, the per-tag table, the comparisons, and the
-    no-answer and latency lines."""
+def tag_lines(config: Config, runs: Mapping[str, Run], judge: Judge, every: bool, columns: int | None) -> list[str]:
+    """The per-tag table: by default only the rows (retriever, tag) where a value moved since the
+    baseline, else one line saying how to see them; with `every` (--rag-tags) every row."""
+    labels = [spec.label for spec in config.metrics]
+    since = judge.since()
+    deltas = since is not None and since.comparable and not since.questions.changed
+    rows: list[list[str]] = []
+    count = 0
+    for spec in config.retrievers:
+        run = runs.get(spec.name)
+        if run is None or run.result is None:
+            continue
+        recorded = judge.recorded(spec.name) if deltas else None
+        for tag, values in run.result.tags.items():
+            count += 1
+            old = recorded.tags.get(tag, {}) if recorded else {}
+            if every or any(moved(values[label] - old[label]) for label in values if label in old):
+                rows.append([spec.name, tag] + [cell(values.get(label), old.get(label)) for label in labels])
+    if not count:
+        return []
+    if every:
+        title = "per tag:" if deltas or since is None or not since.comparable else \
+            "per tag (no deltas: the questions changed):"
+    elif rows:
+        title = f"per tag, where a value moved ({len(rows)} of {count} rows; --rag-tags shows every row):"
+    else:
+        why = "no value moved since the baseline" if deltas else "no baseline to compare with" if since is None \
+            else "no deltas: the questions or the yardstick changed"
+        return ["", f"per tag: {count} rows, {why} (--rag-tags shows them)"]
+    return ["", title, *fitted(["retriever", "tag", *labels], rows, 2, columns)]
+
+
+def summary_lines(config: Config, runs: Mapping[str, Run], judge: Judge, every_tag: bool = False,
+                  columns: int | None = None) -> list[str]:
+    """The changes since the baseline, the summary table (split to fit `columns`), the per-tag table,
+    the comparisons, and the no-answer and latency lines."""
     labels = [spec.label for spec in config.metrics]
     since = judge.since()
     comparable = since is not None and since.comparable
-    tag_deltas = comparable and since is not None and not since.questions.changed
     answerable = None
     rows: list[list[str]] = []
-    tag_rows: list[list[str]] = []
     notes: list[str] = []
     no_answer: list[str] = []
     wrongly_empty: list[str] = []
@@ -100,14 +170,11 @@ def summary_lines(config: Config, runs: Mapping[str, Run], judge: Judge) -> list
         found = {label: judge.comparison(spec.name, label) for label in labels}
         partial = partial or any(c is not None and not c.whole for c in found.values())
         rows.append([spec.name] + [delta_cell(result.metrics[label], found[label]) for label in labels])
-        recorded = judge.recorded(spec.name) if tag_deltas else None
-        for tag, values in result.tags.items():
-            old = recorded.tags.get(tag, {}) if recorded else {}
-            tag_rows.append([spec.name, tag] + [cell(values.get(label), old.get(label)) for label in labels])
         if result.no_answer_total:
             no_answer.append(f"{spec.name} {result.no_answer_empty}/{result.no_answer_total}")
         if result.answerable_empty:
-            wrongly_empty.append(f"{spec.name} {result.answerable_empty}/{answerable}")
+            ids = f" ({listed(result.wrongly_empty)})" if result.wrongly_empty else ""
+            wrongly_empty.append(f"{spec.name} {result.answerable_empty}/{answerable}{ids}")
         diagnostics.extend(f"{spec.name} {label} {fmt(value)}" for label, value in sorted(run.diagnostics.items()))
         notes.extend(f"{spec.name}: {note}" for note in run.notes)
         summary = latency_summary(result)
@@ -115,19 +182,16 @@ def summary_lines(config: Config, runs: Mapping[str, Run], judge: Judge) -> list
     lines = [f"k={config.k}" + (f", {answerable} answerable questions" if answerable is not None else "")]
     lines.extend(since.lines() if since is not None else [])
     if rows:
-        lines.extend(table(["retriever", *labels], rows))
+        lines.extend(fitted(["retriever", *labels], rows, 1, columns))
     if partial:
         lines.append("deltas over the comparable questions both the baseline and this run scored; "
                      "values over this run's whole eval set")
     if rows:
-        lines.extend(significance_lines(config, runs, judge))
-    if tag_rows:
-        lines.append("")
-        lines.append("per tag:" if tag_deltas or not comparable else "per tag (no deltas: the questions changed):")
-        lines.extend(table(["retriever", "tag", *labels], tag_rows))
+        lines.extend(significance_lines(config, runs, judge, columns))
+    lines.extend(tag_lines(config, runs, judge, every_tag, columns))
     pairs: Pairs | None = judge.pairs() if runs else None
     if pairs is not None:
-        lines.extend(comparison_lines(pairs))
+        lines.extend(comparison_lines(pairs, columns))
         notes.extend(pairs.notes)
     lines.extend(notes)
     if no_answer:
@@ -148,6 +212,6 @@ def summary_lines(config: Config, runs: Mapping[str, Run], judge: Judge) -> list
 
 def delta_cell(value: float, comparison: Comparison | None) -> str:
     """Today's value with its change against the baseline over the comparable questions."""
-    if comparison is None or comparison.delta is None:
+    if comparison is None or not moved(comparison.delta):
         return fmt(value)
     return f"{fmt(value)} ({signed(comparison.delta)})"

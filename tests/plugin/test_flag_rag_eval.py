@@ -45,12 +45,25 @@ def test_items_are_collected_whatever_testpaths_says(project: pytest.Pytester) -
     result.stdout.fnmatch_lines(["rag::bm25::ndcg@3", "8 tests collected*"])
 
 
-def test_missing_baseline_fails_every_item_with_the_command_to_record_one(project: pytest.Pytester) -> None:
-    result = project.runpytest("--rag-eval", *RUN)
-    result.assert_outcomes(failed=8)
-    result.stdout.fnmatch_lines(
-        ["*no baseline at baselines/retrieval.json; run `pytest --rag-update-baseline` to record one*"]
-    )
+MISSING = ("rag: error: no baseline at baselines/retrieval.json, so nothing was judged; record one with "
+           "`pytest --rag-update-baseline`, check the values above and commit baselines/retrieval.json")
+
+
+@pytest.mark.parametrize("workers", [(), ("-n", "2")])
+def test_a_missing_baseline_is_one_line_with_the_command_and_fails_the_run(project: pytest.Pytester,
+                                                                           workers: tuple[str, ...]) -> None:
+    """Not one identical failure block per item: the items are skipped with one short reason (pytest
+    counts them as one line under -rs), the run fails, and the summary says how to record one."""
+    result = project.runpytest("--rag-eval", "-rs", *workers, *RUN)
+    result.assert_outcomes(skipped=8)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    output = result.stdout.str()
+    assert output.count(MISSING) == 1 and "FAILED" not in output and "= FAILURES =" not in output
+    result.stdout.fnmatch_lines(["SKIPPED [[]8] *no baseline yet at baselines/retrieval.json; run `pytest "
+                                 "--rag-update-baseline` to record one", "*8 skipped*"])
+    assert result.stdout.lines[-2] == MISSING or MISSING in result.stdout.lines
+    record(project)
+    assert project.runpytest("--rag-eval", *RUN).ret == 0
 
 
 def test_gate_fails_on_a_worse_retriever_and_passes_again_after_update(project: pytest.Pytester) -> None:
@@ -207,10 +220,29 @@ def test_summary_shows_values_deltas_and_the_no_answer_line(project: pytest.Pyte
         [
             "*= rag retrieval =*",
             "k=3, 5 answerable questions",
-            "retriever  precision@3*ndcg@3",
-            "bm25 * (+0.0000)*",
-            "table      0.4000 (+0.0000)  1.0000 (+0.0000)  0.5600 (+0.0000)  0.9262 (-0.0738)",
-            "per tag:",
+            "retriever  precision@3  recall@3  f1@3    ndcg@3",
+            "bm25       0.3333       0.9000    0.4800  0.9520",
+            "table      0.4000       1.0000    0.5600  0.9262 (-0.0738)",
+            "per tag, where a value moved (1 of 4 rows; --rag-tags shows every row):",
+            "retriever  tag       precision@3  recall@3  f1@3    ndcg@3",
+            "table      semantic  0.4444       1.0000    0.6000  0.8770 (-0.1230)",
             "no-answer questions that got an empty result: bm25 0/1, table 0/1",
         ]
     )
+    assert "(+0.0000)" not in result.stdout.str()
+
+
+def test_tables_fit_an_80_column_terminal(project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every cell moved: the summary and per-tag tables would be 85 and 96 columns wide, so they are split."""
+    record(project)
+    set_rankings(project.path, dict(GOLD, q01=["travel-002"], q03=["travel-003"], q05=[]))
+    monkeypatch.setenv("COLUMNS", "80")
+    result = project.runpytest("--rag-eval", "--rag-tags", *RUN)
+    lines = result.stdout.lines
+    section = lines[lines.index("k=3, 5 answerable questions"):]
+    tables = [line for line in section if line.startswith(("retriever", "table ", "bm25 ", "---"))]
+    assert tables and max(len(line) for line in tables) <= 80, tables
+    assert "retriever  precision@3       recall@3          f1@3" in section
+    assert "retriever  ndcg@3" in section
+    assert "retriever  tag       ndcg@3" in section
+    assert "answerable questions that wrongly got an empty result: table 1/5 (q05)" in section
