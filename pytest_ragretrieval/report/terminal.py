@@ -114,7 +114,7 @@ def tag_lines(config: Config, runs: Mapping[str, Run], judge: Judge, every: bool
     since = judge.since()
     deltas = since is not None and since.comparable and not since.questions.changed
     rows: list[list[str]] = []
-    count = 0
+    count = compared = 0
     for spec in config.retrievers:
         run = runs.get(spec.name)
         if run is None or run.result is None:
@@ -123,6 +123,7 @@ def tag_lines(config: Config, runs: Mapping[str, Run], judge: Judge, every: bool
         for tag, values in run.result.tags.items():
             count += 1
             old = recorded.tags.get(tag, {}) if recorded else {}
+            compared += bool(old)
             if every or any(moved(values[label] - old[label]) for label in values if label in old):
                 rows.append([spec.name, tag] + [cell(values.get(label), old.get(label)) for label in labels])
     if not count:
@@ -133,8 +134,8 @@ def tag_lines(config: Config, runs: Mapping[str, Run], judge: Judge, every: bool
     elif rows:
         title = f"per tag, where a value moved ({len(rows)} of {count} rows; --rag-tags shows every row):"
     else:
-        why = "no value moved since the baseline" if deltas else "no baseline to compare with" if since is None \
-            else "no deltas: the questions or the yardstick changed"
+        why = "no value moved since the baseline" if compared else "no baseline values to compare with" \
+            if deltas or since is None else "no deltas: the questions or the yardstick changed"
         return ["", f"per tag: {count} rows, {why} (--rag-tags shows them)"]
     return ["", title, *fitted(["retriever", "tag", *labels], rows, 2, columns)]
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from ..errors import RetrieverError
@@ -108,13 +109,18 @@ def build(params: Mapping[str, Any], ctx: Context) -> BM25Retriever:
             f"retriever {ctx.name!r}: user_dict is a jieba user dictionary, which the global tokenizer {name!r} "
             "does not take; set tokenizer = \"jieba\" or \"jieba-search\" in its table"
         )
-    path = absolute(ctx.root / params["user_dict"]) if "user_dict" in params else None
-    key = tokenizer_key(name, path, params.get("user_dict_sha256"))
+    key = tokenizer_for(params, ctx.tokenizer, ctx.root)
     own = {param: value for param, value in params.items() if param in ("k1", "b", "epsilon", "min_score")}
     return BM25Retriever(
         ctx.chunks, lambda text: tokenizer(key)(text), **own, tokens=ctx.corpus_tokens(key),
         cached=lambda texts: ctx.tokens(texts, key),
     )
+
+
+def tokenizer_for(params: Mapping[str, Any], default: str, root: Path) -> str:
+    """The key of the tokenizer a bm25 retriever of `params` uses; `default` is the global tokenizer."""
+    path = absolute(root / params["user_dict"]) if "user_dict" in params else None
+    return tokenizer_key(params.get("tokenizer", default), path, params.get("user_dict_sha256"))
 
 
 def sources(params: Mapping[str, Any]) -> list[str]:

@@ -26,7 +26,7 @@ def test_abstention_is_scored_on_no_answer_questions_and_gated(pytester: pytest.
             "abstention of 'table' fell from 1.0000 to 0.5000 (-0.5000, tolerance 0.0000)",
             "  n02: 1.0000 -> 0.0000 (-1.0000)",
             "no-answer questions that got an empty result: table 1/2",
-            "answerable questions that wrongly got an empty result: table 1/4",
+            "answerable questions that wrongly got an empty result: table 1/4 (q01)",
         ]
     )
 

@@ -67,7 +67,7 @@ def test_an_unmoved_or_first_run_says_how_to_see_the_tags(tmp_path: Path) -> Non
     unmoved = summary_lines(cfg, runs, Judge(cfg, QUESTIONS, recorded, fingerprint(cfg), runs))
     assert "per tag: 2 rows, no value moved since the baseline (--rag-tags shows them)" in unmoved
     first = summary_lines(cfg, runs, Judge(cfg, QUESTIONS, None, fingerprint(cfg), runs))
-    assert "per tag: 2 rows, no baseline to compare with (--rag-tags shows them)" in first
+    assert "per tag: 2 rows, no baseline values to compare with (--rag-tags shows them)" in first
 
 
 def test_the_answerable_questions_with_an_empty_result_are_named(tmp_path: Path) -> None:

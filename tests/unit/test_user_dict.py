@@ -3,6 +3,7 @@
 global state, the token cache or a worker process."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import jieba
@@ -12,10 +13,12 @@ from test_config import MINIMAL, config_at, error_of
 
 from pytest_ragretrieval.baseline.fingerprint import retriever_fingerprint
 from pytest_ragretrieval.cache import Cache
+from pytest_ragretrieval.config.settings import load_config
 from pytest_ragretrieval.errors import RagError
+from pytest_ragretrieval.evalset.jsonl import load_chunks
 from pytest_ragretrieval.evalset.records import Chunk
 from pytest_ragretrieval.retrievers import corpus_tokens
-from pytest_ragretrieval.retrievers.bm25 import BM25Retriever
+from pytest_ragretrieval.retrievers.bm25 import BM25Retriever, tokenizer_for
 from pytest_ragretrieval.retrievers.corpus_tokens import cached_tokens, tokenizer_id
 from pytest_ragretrieval.retrievers.tokens import describe, tokenizer, tokenizer_key
 from pytest_ragretrieval.retrievers.user_dict import read_user_dict
@@ -161,3 +164,25 @@ def test_the_token_cache_and_worker_processes_key_on_the_dictionary(tmp_path: Pa
     vocabulary, rows = cached_tokens(texts, with_term, namespace, workers=2)
     assert [[vocabulary[i] for i in row] for row in rows] == [tokenizer(with_term)(text) for text in texts]
     assert all(vocabulary[row[0]] == "云桌面" for row in rows)
+
+
+def test_the_samples_search_mode_variant_finds_the_laptop_and_records_its_dictionary() -> None:
+    """The bundled sample's `bm25_search` (jieba-search and fixtures/user_dict.txt) against its `bm25`."""
+    root = Path(__file__).resolve().parents[2]
+    config = load_config(None, root)
+    chunks = load_chunks(config.chunks)
+    texts = {chunk.id: chunk.text for chunk in chunks}
+    found = {}
+    for name in ("bm25", "bm25_search"):
+        params = config.retriever(name).params
+        key = tokenizer_for(params, config.tokenizer, config.root)
+        own = {param: params[param] for param in ("k1", "b", "epsilon", "min_score")}
+        found[name] = BM25Retriever(chunks, tokenizer(key), **own)("电脑丢了怎么办", 5)
+    assert "笔记本电脑" in texts[found["bm25_search"][0]] and "笔记本电脑" not in texts[found["bm25"][0]]
+    assert "security-010" in found["bm25_search"] and "security-010" not in found["bm25"]  # 笔记本电脑须随身携带
+    params = config.retriever("bm25_search").params
+    assert params["user_dict"] == "fixtures/user_dict.txt"
+    assert params["user_dict_sha256"] == read_user_dict(root / "fixtures" / "user_dict.txt").sha256
+    recorded = json.loads((root / "baselines" / "retrieval.json").read_text(encoding="utf-8"))
+    assert recorded["fingerprint"]["retrievers"]["bm25_search"]["user_dict_sha256"] == params["user_dict_sha256"]
+    assert recorded["fingerprint"]["retrievers"]["bm25_search"]["tokenizer"] == f"jieba-search {jieba.__version__}"
