@@ -22,14 +22,14 @@ from .evalset.jsonl import load_chunks, load_evalset
 from .evalset.records import Chunk, Question
 from .gate.checks import Outcome
 from .gate.items import ItemKey, Skip, item_keys
-from .gate.judge import Judge, baseline_questions, comparable_notes, small_set_notes
+from .gate.judge import Judge
 from .gate.record import baseline_update, results_document
 from .gate.verdicts import Verdict
 from .paths import display, write_atomic, write_problem
 from .progress import Output, PlainOutput
 from .report.build import build_report
 from .report.model import ReportInput
-from .report.terminal import summary_lines
+from .report.terminal import header_lines, summary_lines
 from .runner.resources import database_mode, database_url
 from .runner.runs import Runner
 from .scoring.evaluate import Run
@@ -96,34 +96,7 @@ class RagSession:
             verify(self.baseline, self.config.k, self.chunks, self.questions)
 
     def header_lines(self) -> list[str]:
-        answerable = sum(1 for q in self.questions if q.answerable)
-        lines = [
-            f"rag: config {self.config.where}",
-            f"rag: {len(self.chunks)} chunks, {len(self.questions)} questions "
-            f"({answerable} answerable, {len(self.questions) - answerable} no-answer), "
-            f"k={self.config.k}, metrics {', '.join(s.label for s in self.config.metrics)}",
-        ]
-        if self.baseline is None:
-            lines.append(f"rag: no baseline yet at {display(self.config.baseline)}")
-        else:
-            lines.append(f"rag: baseline {display(self.config.baseline)}")
-        empty = sum(1 for chunk in self.chunks if not chunk.text.strip())
-        if empty:
-            lines.append(
-                f"rag: warning: {empty} chunk{'s' if empty != 1 else ''} in {display(self.config.chunks)} "
-                f"{'have' if empty != 1 else 'has'} an empty text; ranked and scored like any other"
-            )
-        if self.options.update:
-            lines.append("rag: recording a new baseline (--rag-update-baseline)")
-        if self.config.significance != "none":
-            lines.append(
-                f"rag: a drop fails only when a paired {self.config.significance} test gives p < {self.config.alpha:g}"
-            )
-        notes = small_set_notes(self.config, self.questions)
-        if self.baseline is not None:
-            notes += comparable_notes(self.config, self.questions,
-                                      baseline_questions(self.baseline, self.config, self.questions))
-        return lines + [f"rag: warning: {note}" for note in notes]
+        return header_lines(self.config, self.chunks, self.questions, self.baseline, self.options.update)
 
     def item_keys(self) -> list[ItemKey]:
         return item_keys(self.config, self.questions)
@@ -241,15 +214,8 @@ class RagSession:
 
     @property
     def failed_lines(self) -> list[str]:
-        """What fails the run as a whole, one line each: a gate run with no baseline to judge against
-        (its items are skipped, each with the same short reason, rather than failed one by one)."""
-        if self.options.update or self.baseline is not None or not self.runs:
-            return []
-        if not any(key.kind != "latency" for key in self.selected):
-            return []
-        path = display(self.config.baseline)
-        return [f"rag: error: no baseline at {path}, so nothing was judged; record one with "
-                f"`pytest --rag-update-baseline`, check the values above and commit {path}"]
+        """What fails the run as a whole, one line each (a gate run without a baseline)."""
+        return self.judge.missing_baseline() if self.runs else []
 
     def summary_lines(self, columns: int | None = None) -> list[str]:
         lines = summary_lines(self.config, self.runs, self.judge, self.options.every_tag, columns)

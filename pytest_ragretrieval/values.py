@@ -21,6 +21,12 @@ def signed(value: float | None) -> str:
     return "" if value is None else f"{value:+.4f}"
 
 
+def moved(delta: float | None) -> bool:
+    """Whether a difference shows at four decimals: a value that did not move is shown alone, never
+    with `(+0.0000)` beside it (terminal, reports)."""
+    return delta is not None and signed(delta) not in ("+0.0000", "-0.0000")
+
+
 def p_value(p: float | None) -> str:
     """A p-value in a table cell: four decimals, `< 0.0001` below that; "—" where no test ran."""
     if p is None:

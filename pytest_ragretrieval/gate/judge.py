@@ -98,6 +98,7 @@ class Judge:
         self.runs = runs
         self.update = update
         self.allow_regression = allow_regression
+        self.needs_baseline = any(key.kind != "latency" for key in selected)
         self.selected: dict[str, set[str]] = {}
         for key in selected:
             if key.kind == "metric":
@@ -233,6 +234,15 @@ class Judge:
         )
         return check.evaluate(recorded, run.result, self.comparison(key.retriever, key.name),
                               found.questions.comparable)
+
+    def missing_baseline(self) -> list[str]:
+        """The one line a gate run without a baseline fails with, its items skipped each with one short
+        reason (see `blocked`), rather than every item failing with the same block."""
+        if self.update or self.baseline is not None or not self.runs or not self.needs_baseline:
+            return []
+        path = display(self.config.baseline)
+        return [f"rag: error: no baseline at {path}, so nothing was judged; record one with "
+                f"`pytest --rag-update-baseline`, check the values above and commit {path}"]
 
     def blocked(self, name: str) -> Outcome | None:
         """Why `name` cannot be compared with the baseline, as a failing outcome (or a Skip). Without a

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..values import EPSILON, fmt, p_value, signed
+from ..values import EPSILON, fmt, moved, p_value, signed
 from .chart import chart
 from .html_pairs import conclusions, next_section, pairs, since
 from .markup import attrs, e, el, number
@@ -67,14 +67,15 @@ svg .baseline-mark { stroke: #000; stroke-width: 2; stroke-dasharray: 3 2; }
 
 
 def delta_span(delta: float | None) -> str:
-    if delta is None:
+    if not moved(delta):
         return ""
-    kind = "negative" if delta < -EPSILON else "positive" if delta > EPSILON else "zero"
+    assert delta is not None
+    kind = "negative" if delta < 0 else "positive"
     return el("span", e(f"({signed(delta)})"), cls=f"delta {kind}")
 
 
 def value_td(value: float | None, delta: float | None, **extra: object) -> str:
-    content = e(fmt(value)) + (" " + delta_span(delta) if delta is not None else "")
+    content = e(fmt(value)) + (" " + delta_span(delta) if moved(delta) else "")
     return el("td", content, cls="num", data_value=number(value), data_delta=number(delta), **extra)
 
 

@@ -1,18 +1,51 @@
-"""The terminal summary as pure lines: one row per retriever, one column per metric."""
+"""The terminal's lines, pure: the run header, and the summary (one row per retriever, one column per metric)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from ..baseline.format import Baseline
 from ..config.settings import Config
+from ..evalset.records import Chunk, Question
 from ..gate.checks import Comparison
-from ..gate.judge import Judge
+from ..gate.judge import Judge, baseline_questions, comparable_notes, small_set_notes
 from ..gate.pairs import Pairs
+from ..paths import display
 from ..scoring.evaluate import RetrieverResult, Run, latency_summary
-from ..values import fmt, p_value, signed
+from ..values import fmt, moved, p_value, signed
 from .wording import width
 
 LISTED = 5
 """Question ids listed in a line of the summary; the rest are counted."""
+
+
+def header_lines(config: Config, chunks: Sequence[Chunk], questions: Sequence[Question], baseline: Baseline | None,
+                 update: bool) -> list[str]:
+    """The run header: what was loaded, the baseline, and the warnings every report repeats."""
+    answerable = sum(1 for q in questions if q.answerable)
+    lines = [
+        f"rag: config {config.where}",
+        f"rag: {len(chunks)} chunks, {len(questions)} questions "
+        f"({answerable} answerable, {len(questions) - answerable} no-answer), "
+        f"k={config.k}, metrics {', '.join(s.label for s in config.metrics)}",
+    ]
+    if baseline is None:
+        lines.append(f"rag: no baseline yet at {display(config.baseline)}")
+    else:
+        lines.append(f"rag: baseline {display(config.baseline)}")
+    empty = sum(1 for chunk in chunks if not chunk.text.strip())
+    if empty:
+        lines.append(
+            f"rag: warning: {empty} chunk{'s' if empty != 1 else ''} in {display(config.chunks)} "
+            f"{'have' if empty != 1 else 'has'} an empty text; ranked and scored like any other"
+        )
+    if update:
+        lines.append("rag: recording a new baseline (--rag-update-baseline)")
+    if config.significance != "none":
+        lines.append(f"rag: a drop fails only when a paired {config.significance} test gives p < {config.alpha:g}")
+    notes = small_set_notes(config, questions)
+    if baseline is not None:
+        notes += comparable_notes(config, questions, baseline_questions(baseline, config, questions))
+    return lines + [f"rag: warning: {note}" for note in notes]
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
@@ -47,11 +80,6 @@ def fitted(headers: Sequence[str], rows: Sequence[Sequence[str]], keys: int, col
 def _part(headers: Sequence[str], rows: Sequence[Sequence[str]], keys: int, picked: Sequence[int]) -> list[str]:
     chosen = [*range(keys), *picked]
     return table([headers[i] for i in chosen], [[row[i] for i in chosen] for row in rows])
-
-
-def moved(delta: float | None) -> bool:
-    """Whether a difference shows at four decimals: `+0.0000` is no change worth a cell's space."""
-    return delta is not None and signed(delta) not in ("+0.0000", "-0.0000")
 
 
 def cell(value: float | None, before: float | None) -> str:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import unicodedata
 
-from ..values import fmt, signed
+from ..values import fmt, moved, signed
 from .model import QuestionView, ReportInput, RetrieverView
 
 TITLE = "RAG 检索层评估报告 / RAG retrieval evaluation report"
@@ -78,7 +78,7 @@ def verdict(data: ReportInput) -> str:
 
 def with_delta(value: float | None, delta: float | None) -> str:
     text = fmt(value)
-    return text if delta is None else f"{text} ({signed(delta)})"
+    return f"{text} ({signed(delta)})" if moved(delta) else text
 
 
 def difference(value: float | None, before: float | None) -> float | None:

@@ -62,7 +62,7 @@ def test_metrics_table_has_values_with_deltas_and_the_skipped_row() -> None:
     text = section(render_markdown(sample_input()), "metrics")
     assert rows(text)[0][:5] == ["retriever", "type", "status", "precision@5", "ndcg@5"]
     assert row(text, "hybrid") == [
-        "hybrid", "hybrid", "ran", "0.3000 (+0.0000)", "0.7500 (-0.1000)", "0/1", "1.2 / 3.4"]
+        "hybrid", "hybrid", "ran", "0.3000", "0.7500 (-0.1000)", "0/1", "1.2 / 3.4"]
     assert row(text, "hybrid_rerank")[:5] == ["hybrid_rerank", "rerank", "unavailable", "—", "—"]
     assert "- hybrid_rerank: unavailable: cross-encoder not available" in text.splitlines()
 
@@ -87,8 +87,8 @@ def test_what_changed_since_the_baseline_is_listed_above_the_table() -> None:
 def test_per_tag_table_against_the_baseline_tags() -> None:
     text = section(render_markdown(sample_input()), "tags")
     assert "### hybrid" in text
-    assert row(text, "keyword") == ["keyword", "1", "0.2000 (+0.0000)", "1.0000 (+0.3000)"]
-    assert row(text, "semantic") == ["semantic", "1", "0.4000 (+0.0000)", "0.5000 (-0.5000)"]
+    assert row(text, "keyword") == ["keyword", "1", "0.2000", "1.0000 (+0.3000)"]
+    assert row(text, "semantic") == ["semantic", "1", "0.4000", "0.5000 (-0.5000)"]
 
 
 def test_diagnostics_explain_the_pool_recall_ceiling() -> None:
