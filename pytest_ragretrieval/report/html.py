@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..values import EPSILON, fmt, moved, p_value, signed
+from ..values import fmt, moved, p_value, signed
 from .chart import chart
 from .html_pairs import conclusions, next_section, pairs, since
 from .markup import attrs, e, el, number
