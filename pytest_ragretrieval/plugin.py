@@ -4,6 +4,7 @@ Nothing heavy is imported unless `--rag-eval` or `--rag-update-baseline` is give
 """
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 import tempfile
@@ -66,12 +67,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def _path(value: str | None) -> Path | None:
-    """An output path made absolute now, so a later chdir cannot move it; checked by the session."""
-    if value is None:
-        return None
-    from .paths import absolute
-
-    return absolute(Path(value))
+    """An output path made absolute now, so a later chdir cannot move it (a symbolic link stays one:
+    it is written through); checked by the session."""
+    return None if value is None else Path(os.path.abspath(value))
 
 
 def pytest_configure(config: pytest.Config) -> None:

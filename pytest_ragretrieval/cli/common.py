@@ -3,12 +3,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import string
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn, Protocol
 
-from ..paths import display
+from ..paths import display, output_problem
 
 PROG = "ragretrieval"
 OK, FAILED, USAGE, BUG = 0, 1, 2, 3
@@ -78,3 +80,21 @@ def read_json(path: Path, fix: str) -> Any:
         raise UsageError(f"{display(path)}: not UTF-8 text; {fix}") from None
     except json.JSONDecodeError as exc:
         raise UsageError(f"{display(path)}: not valid JSON ({exc.msg} at line {exc.lineno}); {fix}") from None
+
+
+WORKFLOW_FILES = ("GITHUB_OUTPUT", "GITHUB_STEP_SUMMARY")
+"""Files GitHub hands a step to append to: a command's own output must not replace them."""
+
+
+def checked_output(option: str, value: str | None, inputs: Mapping[str, Path]) -> Path | None:
+    """The path an option writes, checked as the plugin checks its outputs (config/outputs.py) before
+    anything is read or written: never one of `inputs` (description -> path), a workflow file, a
+    directory, a device, a FIFO or a socket; one line naming the option and the fix otherwise."""
+    if value is None:
+        return None
+    path = Path(value)
+    read = {**inputs, **{f"${name}": Path(os.environ[name]) for name in WORKFLOW_FILES if os.environ.get(name)}}
+    problem = output_problem(path, read)
+    if problem is not None:
+        raise UsageError(f"{option} {display(path)}: {problem}")
+    return path

@@ -22,7 +22,7 @@ from ..paths import display, write_atomic
 from ..report.comment import baseline_summary
 from ..report.github import escape_data, escape_property
 from ..values import fmt
-from .common import FAILED, OK, Result, UsageError, read_json
+from .common import FAILED, OK, Result, UsageError, checked_output, read_json
 
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -46,6 +46,8 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> Result:
     event_path = args.event or os.environ.get("GITHUB_EVENT_PATH")
     actor = args.actor if args.actor is not None else os.environ.get("GITHUB_ACTOR", "")
+    read = {"CHANGES.json": Path(args.changes), **({"the event file": Path(event_path)} if event_path else {})}
+    checked_output("--json", args.json_path, read)
     return run_pr_check(read_changes(Path(args.changes)), event_path, args.label, actor, args.comment, args.json_path)
 
 
