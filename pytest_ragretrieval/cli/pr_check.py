@@ -18,11 +18,12 @@ from typing import Any
 
 from ..baseline.changes import Changes, read_changes
 from ..gate.approval import DEFAULT_LABEL, Decision, decide, decision_document, pull_request
+from ..jsonshape import ShapeProblem
 from ..paths import display, write_atomic
 from ..report.comment import baseline_summary
 from ..report.github import escape_data, escape_property
 from ..values import fmt
-from .common import FAILED, OK, Result, UsageError, checked_output, read_json
+from .common import FAILED, OK, Result, UsageError, checked_output, label_name, read_json, shape_error
 
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -36,7 +37,8 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     check.add_argument("changes", metavar="CHANGES.json")
     check.add_argument("--event", metavar="PATH", default=None,
                        help="the event's JSON payload (default: $GITHUB_EVENT_PATH)")
-    check.add_argument("--label", default=DEFAULT_LABEL, help=f"the approval label (default: {DEFAULT_LABEL})")
+    check.add_argument("--label", default=DEFAULT_LABEL, type=label_name,
+                       help=f"the approval label (default: {DEFAULT_LABEL})")
     check.add_argument("--actor", default=None, help="who triggered the run (default: $GITHUB_ACTOR)")
     check.add_argument("--no-comment", action="store_false", dest="comment", help="never plan a comment")
     check.add_argument("--json", metavar="PATH", default=None, dest="json_path",
@@ -51,12 +53,15 @@ def run(args: argparse.Namespace) -> Result:
     return run_pr_check(read_changes(Path(args.changes)), event_path, args.label, actor, args.comment, args.json_path)
 
 
+EVENT_FIX = "pass the file GitHub names in GITHUB_EVENT_PATH (or --event)"
+
+
 def read_event(path: str | None) -> Mapping[str, Any]:
     if not path:
         return {}
-    event = read_json(Path(path), "GITHUB_EVENT_PATH (or --event) must name the event's JSON payload")
+    event = read_json(Path(path), EVENT_FIX)
     if not isinstance(event, Mapping):
-        raise UsageError(f"{display(Path(path))}: not an event payload (expected a JSON object)")
+        raise UsageError(f"{display(Path(path))}: not an event payload (expected a JSON object); {EVENT_FIX}")
     return event
 
 
@@ -88,9 +93,8 @@ def run_pr_check(changes: Changes, event_path: str | None, label: str, actor: st
     """Decide, print the verdict (and workflow commands under GitHub Actions), write outputs for later steps."""
     try:
         pr = pull_request(read_event(event_path))
-    except (KeyError, TypeError, ValueError, AttributeError):
-        raise UsageError(f"{event_path}: not a pull_request event payload (pull_request.number missing or not a "
-                         "number); pass the file GitHub names in GITHUB_EVENT_PATH") from None
+    except ShapeProblem as exc:
+        raise shape_error(Path(str(event_path)), "not a pull_request event payload", exc, EVENT_FIX) from None
     decision = decide(changes, pr, label, actor, comment)
     if json_path is not None:
         write_atomic(Path(json_path), json.dumps(decision_document(decision), ensure_ascii=False, indent=2) + "\n")
