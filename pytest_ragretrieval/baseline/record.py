@@ -8,6 +8,7 @@ from ..config.settings import Config
 from ..gate.checks import Outcome
 from ..gate.items import ItemKey
 from ..gate.judge import Judge
+from ..jsontext import escaped
 from ..scoring.evaluate import Run, latency_summary
 from .format import Baseline, document, retriever_entry
 from .update import UpdatePlan, plan_update
@@ -49,7 +50,7 @@ def results_document(
     doc = document(config.k, fingerprint, entries, unavailable)
     doc["failures"] = [
         {"item": key.nodeid, "retriever": key.retriever, "metric": key.nodeid_name,
-         "summary": outcome.summary, "details": list(outcome.details)}
+         "summary": escaped(outcome.summary), "details": [escaped(line) for line in outcome.details]}
         for key, outcome in sorted(failures.items())
     ]
     doc["comparisons"] = [c.as_dict() for c in judge.pairs().comparisons]

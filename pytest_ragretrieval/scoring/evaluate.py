@@ -15,6 +15,7 @@ from typing import Any
 
 from ..errors import RagError, RetrieverError, RetrieverUnavailable
 from ..evalset.records import Question
+from ..jsontext import escaped
 from ..progress import Output, PlainOutput, Progress
 from ..retrievers.protocol import Diagnosing, Noting, Query, ask, asked
 from ..timing import Phases
@@ -214,12 +215,12 @@ def execute(
         diagnostics = dict(retrieve.diagnostics(questions)) if isinstance(retrieve, Diagnosing) else {}
         notes = tuple(retrieve.notes()) if isinstance(retrieve, Noting) else ()
         return Run(result=result, diagnostics=diagnostics, notes=notes)
-    except RetrieverUnavailable as exc:
-        return Run(skipped=str(exc))
+    except RetrieverUnavailable as exc:  # the reason may be recorded in the baseline: one line, no control character
+        return Run(skipped=escaped(str(exc)))
     except RagError as exc:
-        return Run(error=exc)
+        return Run(error=exc if escaped(str(exc)) == str(exc) else RetrieverError(escaped(str(exc))))
     except Exception as exc:
-        return Run(error=RetrieverError(f"retriever {name!r} raised {describe_exception(exc)}"))
+        return Run(error=RetrieverError(f"retriever {name!r} raised {escaped(describe_exception(exc))}"))
 
 
 def describe_exception(exc: BaseException) -> str:
