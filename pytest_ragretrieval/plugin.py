@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -129,9 +128,20 @@ class Controller:
     database. Registered only where pytest-xdist is installed: its hooks exist only there."""
 
     def __init__(self, gate: Gate) -> None:
+        from .scratch import reclaim
+
         self.gate = gate
-        self.folder = Path(tempfile.mkdtemp(prefix="rag-eval-verdicts-"))
-        self.path = self.folder / "verdicts.json"
+        self.folder: Path | None = None
+        reclaim()  # the folders of killed runs
+
+    @property
+    def path(self) -> Path:
+        """The verdicts file; its folder is made on first need, which only `-n` has."""
+        if self.folder is None:
+            from .scratch import make_folder
+
+            self.folder = make_folder()
+        return self.folder / "verdicts.json"
 
     def pytest_configure_node(self, node: Any) -> None:
         """The items' keys and source travel with the worker's start, so it reads no file of the gate's."""
@@ -140,7 +150,8 @@ class Controller:
         node.workerinput[SOURCE_INPUT] = str(self.gate.source)
 
     def pytest_unconfigure(self) -> None:
-        shutil.rmtree(self.folder, ignore_errors=True)
+        if self.folder is not None:
+            shutil.rmtree(self.folder, ignore_errors=True)
 
 
 class RagFailure(Exception):
