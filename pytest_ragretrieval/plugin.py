@@ -4,6 +4,7 @@ Nothing heavy is imported unless `--rag-eval` or `--rag-update-baseline` is give
 """
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import sys
@@ -63,6 +64,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="embedding and rerank cache: readonly turns a miss into an error (CI without keys)")
     group.addoption("--rag-allow-regression", action="store_true", dest="rag_allow_regression", default=False,
                     help="with --rag-update-baseline, record values lower than the baseline's")
+
+
+def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]) -> None:
+    """`--rag-json /abs/x.json` moved pytest's rootdir (cmdline.py): one line before anything runs."""
+    from _pytest.config.findpaths import determine_setup
+
+    from .cmdline import rootdir_problem
+
+    problem = rootdir_problem(args, functools.partial(parser.parse_known_args, args), determine_setup,
+                              early_config.invocation_params.dir, early_config.rootpath)
+    if problem is not None:
+        raise pytest.UsageError(problem)
 
 
 def _path(value: str | None) -> Path | None:
