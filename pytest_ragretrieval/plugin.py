@@ -342,7 +342,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     from .signals import deferred
 
     with deferred():
-        rag.close()
+        problem = rag.close()
+    if problem is not None:  # after the summary, which a traceback here would bury: one line
+        print(problem, file=sys.stderr)
     restore = config.stash.get(RESTORE_SIGTERM, None)
     if restore is not None:
         restore()

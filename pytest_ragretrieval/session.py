@@ -18,7 +18,7 @@ from .config.outputs import check_outputs
 from .config.settings import Config, load_config
 from .database.resources import Resources, database_mode, database_url
 from .env import in_github_actions
-from .errors import ConfigError
+from .errors import ConfigError, RagError
 from .evalset.jsonl import load_chunks, load_evalset
 from .evalset.records import Chunk, Question
 from .gate.checks import Outcome
@@ -239,6 +239,11 @@ class RagSession:
         notes = [f"warning: {note}" for note in small_set_notes(self.config, self.questions)]
         return [*lines, *notes, self.phases.line(), *self.update_lines, *self.written]
 
-    def close(self) -> None:
-        if hasattr(self, "resources"):
-            self.resources.close()
+    def close(self) -> str | None:
+        """Release the database; what could not be cleaned up (a url server gone mid-run) as one line."""
+        try:
+            if hasattr(self, "resources"):
+                self.resources.close()
+        except RagError as exc:
+            return f"rag: error: {exc}"
+        return None
