@@ -13,7 +13,7 @@ from ..cache import Cache
 from ..errors import RagError
 from ..paths import display
 from ..progress import Output, PlainOutput, Progress
-from .base import Embedder, check_vectors
+from .base import Bounded, Embedder, check_vectors
 from .prompts import Side
 
 
@@ -58,7 +58,7 @@ class CachedEmbedder:
 
     def embed(self, texts: Sequence[str], label: str | None = "embedding", side: Side = "passage") -> np.ndarray:
         """Vectors for `texts` as `side`, in order; `label` names the progress line, None keeps it quiet."""
-        texts = list(texts)
+        texts = self.embedder.bound(list(texts), side) if isinstance(self.embedder, Bounded) else list(texts)
         unique = list(dict.fromkeys(texts))
         key = self.embedder.prompts.key
         matrix, missing = self.namespace.read_rows([key(text, side) for text in unique])
