@@ -184,3 +184,15 @@ def test_top_level_numbers_of_400_digits(tmp_path: Path, monkeypatch: pytest.Mon
                       (f"embedding_timeout = {HUGE}", "embedding_timeout"), (f"workers = {HUGE}", "workers")):
         message = error_of(tmp_path, MINIMAL.replace("[tool.ragretrieval]\n", f"[tool.ragretrieval]\n{line}\n"), monkeypatch)
         assert message.startswith(f"pyproject.toml [tool.ragretrieval] key '{key}': must be <= "), message
+
+
+def test_find_reports_a_huge_number_in_a_retriever_as_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pytest_ragretrieval.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pyproject.toml").write_text(MINIMAL.replace('type = "bm25"', f'type = "bm25"\nk1 = {HUGE}'), encoding="utf-8")
+    assert main(["find", "x"]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("ragretrieval: error: pyproject.toml [tool.ragretrieval.retrievers.bm25] key 'k1': must be a finite")
