@@ -16,9 +16,11 @@ from typing import Any
 
 from .report import formats
 
-VALUE_FLAGS = ("--rag-config", "--rag-json", *(fmt.flag for fmt in formats.FORMATS), "--rag-db", "--rag-db-url",
-               "--rag-cache")
-"""This plugin's options that take a value: what pytest's first look at the arguments does not know."""
+
+def value_flags() -> tuple[str, ...]:
+    """This plugin's options that take a value: what pytest's first look at the arguments does not know."""
+    reports = (fmt.flag for fmt in formats.FORMATS.usable().values())
+    return ("--rag-config", "--rag-json", *reports, "--rag-db", "--rag-db-url", "--rag-cache")
 
 
 def spaced_paths(args: Sequence[str], flags: Iterable[str]) -> list[tuple[str, str]]:
@@ -41,7 +43,7 @@ def rootdir_problem(
     choice of rootdir. A pytest whose choice cannot be asked this way (its signature changed)
     gets no check rather than a false one.
     """
-    spaced = spaced_paths(args, VALUE_FLAGS)
+    spaced = spaced_paths(args, value_flags())
     if not spaced:
         return None
     parsed = known()

@@ -1,6 +1,8 @@
 """Errors the user can fix: each is shown as one line that names the place and the remedy."""
 from __future__ import annotations
 
+import traceback
+
 
 class RagError(Exception):
     """Base class: a problem in the user's files, config or environment, never a bug of ours."""
@@ -32,3 +34,14 @@ class RetrieverUnavailable(RagError):
 
 class DatabaseError(RagError):
     """The database could not be chosen, started, reached or cleaned up."""
+
+
+class ExtensionError(RagError):
+    """An entry point of a plug-in point that cannot be loaded or is not what its group takes."""
+
+
+def describe_exception(exc: BaseException) -> str:
+    """`Type: message (file:line)` for the innermost frame, enough to find a user's bug."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f" ({frames[-1].filename}:{frames[-1].lineno})" if frames else ""
+    return f"{type(exc).__name__}: {exc}{where}"

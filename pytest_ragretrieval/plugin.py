@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import functools
 import os
-import shutil
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -52,7 +51,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="TOML file with the [tool.ragretrieval] keys at top level (default: pyproject.toml)")
     group.addoption("--rag-json", action="store", dest="rag_json", default=None, metavar="PATH",
                     help="write this run's results, in the baseline's format, to PATH")
-    for fmt in formats.FORMATS:
+    for fmt in formats.FORMATS.usable().values():  # a broken extension fails the gate, not every run
         group.addoption(fmt.flag, action="store", dest=fmt.dest, default=None, metavar="PATH", help=fmt.help)
     group.addoption("--rag-db", action="store", dest="rag_db", default=None,
                     choices=("auto", "docker", "embedded", "url"),
@@ -96,11 +95,16 @@ def pytest_configure(config: pytest.Config) -> None:
         keys = tuple(ItemKey(*key) for key in workerinput[ITEMS_INPUT])
         config.stash[GATE] = Gate(keys, Path(workerinput[SOURCE_INPUT]))
         return
-    reports = {fmt.name: path for fmt in formats.FORMATS if (path := _path(getattr(option, fmt.dest))) is not None}
+    from .errors import RagError
+
+    try:
+        known = list(formats.FORMATS.values())
+    except RagError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    reports = {fmt.name: path for fmt in known if (path := _path(getattr(option, fmt.dest))) is not None}
     json_path = _path(option.rag_json)
     outputs = {"--rag-json": json_path} if json_path is not None else {}
-    outputs.update((fmt.flag, reports[fmt.name]) for fmt in formats.FORMATS if fmt.name in reports)
-    from .errors import RagError
+    outputs.update((fmt.flag, reports[fmt.name]) for fmt in known if fmt.name in reports)
     from .session import Options, RagSession
     from .signals import handle_sigterm
 
@@ -141,20 +145,14 @@ class Controller:
     database. Registered only where pytest-xdist is installed: its hooks exist only there."""
 
     def __init__(self, gate: Gate) -> None:
-        from .scratch import reclaim
+        from .scratch import VerdictsFolder
 
         self.gate = gate
-        self.folder: Path | None = None
-        reclaim()  # the folders of killed runs
+        self.folder = VerdictsFolder()
 
     @property
     def path(self) -> Path:
-        """The verdicts file; its folder is made on first need, which only `-n` has."""
-        if self.folder is None:
-            from .scratch import make_folder
-
-            self.folder = make_folder()
-        return self.folder / "verdicts.json"
+        return self.folder.file()
 
     def pytest_configure_node(self, node: Any) -> None:
         """The items' keys and source travel with the worker's start, so it reads no file of the gate's."""
@@ -163,8 +161,7 @@ class Controller:
         node.workerinput[SOURCE_INPUT] = str(self.gate.source)
 
     def pytest_unconfigure(self) -> None:
-        if self.folder is not None:
-            shutil.rmtree(self.folder, ignore_errors=True)
+        self.folder.remove()
 
 
 class RagFailure(Exception):

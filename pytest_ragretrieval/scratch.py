@@ -36,6 +36,25 @@ def make_folder() -> Path:
     return Path(tempfile.mkdtemp(prefix=f"{PREFIX}{_machine()}-{me.pid}-{me.started}-"))
 
 
+class VerdictsFolder:
+    """One controller's folder: killed runs' ones reclaimed when it is set up, its own made on first
+    need (only `-n` has one) and removed at the end."""
+
+    def __init__(self) -> None:
+        reclaim()
+        self.path: Path | None = None
+
+    def file(self) -> Path:
+        """The verdicts file, its folder made now if not yet."""
+        if self.path is None:
+            self.path = make_folder()
+        return self.path / "verdicts.json"
+
+    def remove(self) -> None:
+        if self.path is not None:
+            shutil.rmtree(self.path, ignore_errors=True)
+
+
 def _orphaned(name: str, modified: float, machine: str, now: float) -> bool:
     found = _NAME.fullmatch(name)
     if found is not None and found["machine"] == machine:

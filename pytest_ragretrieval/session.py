@@ -10,29 +10,29 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .baseline.fingerprint import fingerprint, global_changes
 from .baseline.format import Baseline, dumps
 from .baseline.format import load as load_baseline
-from .baseline.record import baseline_update, results_document
 from .baseline.verify import verify
 from .config.outputs import check_outputs
 from .config.settings import Config, load_config
-from .database.resources import Resources, database_mode, database_url
 from .env import in_github_actions
 from .errors import ConfigError, RagError
 from .evalset.jsonl import load_chunks, load_evalset
 from .evalset.records import Chunk, Question
 from .gate.checks import Outcome
-from .gate.fingerprint import fingerprint, global_changes
 from .gate.items import ItemKey, Skip, item_keys
 from .gate.judge import Judge, small_set_notes
+from .gate.record import baseline_update, results_document
 from .gate.verdicts import Verdict
 from .paths import display, write_atomic, write_problem
-from .progress import Output
+from .progress import Output, PlainOutput
 from .report.build import build_report
 from .report.model import ReportInput
 from .report.terminal import summary_lines
-from .retrievers.context import Workbench
-from .scoring.evaluate import Run, execute
+from .runner.resources import database_mode, database_url
+from .runner.runs import Runner
+from .scoring.evaluate import Run
 from .timing import Phases
 
 
@@ -61,11 +61,9 @@ class RagSession:
     chunks: tuple[Chunk, ...]
     questions: tuple[Question, ...]
     baseline: Baseline | None
-    resources: Resources
 
     def __init__(self, options: Options) -> None:
         self.options = options
-        self.runs: dict[str, Run] = {}
         self.selected: list[ItemKey] = []
         self.failures: dict[ItemKey, Outcome] = {}
         self.update_lines: list[str] = []
@@ -73,7 +71,7 @@ class RagSession:
         self.annotations: list[str] = []
         self.write_failed = False
         self._judge: Judge | None = None
-        self._bench: Workbench | None = None
+        self._runner: Runner | None = None
         self.phases = Phases()
 
     def load(self) -> None:
@@ -94,10 +92,6 @@ class RagSession:
         self.baseline = load_baseline(self.config.baseline)
         if self.baseline is not None:
             verify(self.baseline, self.config.k, self.chunks, self.questions)
-        mode = database_mode(self.options.db, self.config.db, self.options.db_url)
-        self.resources = Resources(
-            self.config, self.chunks, mode, database_url(self.options.db_url), self.options.cache_mode, self.phases
-        )
 
     def header_lines(self) -> list[str]:
         answerable = sum(1 for q in self.questions if q.answerable)
@@ -132,17 +126,29 @@ class RagSession:
         """Remember which items survived -k/-m: an update changes only their entries."""
         self.selected = list(keys)
 
+    def _start(self, out: Output) -> Runner:
+        if self._runner is None:
+            mode = database_mode(self.options.db, self.config.db, self.options.db_url)
+            self._runner = Runner(
+                self.config, self.chunks, self.questions, db_mode=mode, dsn=database_url(self.options.db_url),
+                cache_mode=self.options.cache_mode, phases=self.phases, out=out,
+            )
+        return self._runner
+
     @property
-    def bench(self) -> Workbench:
-        if self._bench is None:
-            self._bench = Workbench(self.config, self.chunks, self.resources, self.questions)
-        return self._bench
+    def runner(self) -> Runner:
+        """Started by `prepare` with the terminal's output, else on first use with plain output."""
+        return self._start(PlainOutput())
+
+    @property
+    def runs(self) -> Mapping[str, Run]:
+        return self._runner.runs if self._runner is not None else {}
 
     @property
     def judge(self) -> Judge:
-        """Built on first use: the fingerprint may embed a chunk to learn the embedder's dimension."""
+        """Built on first use, from the runner's set-up: the fingerprint of what ran, as data."""
         if self._judge is None:
-            found = fingerprint(self.config, self.chunks, self.questions, self.resources)
+            found = fingerprint(self.config, self.chunks, self.questions, self.runner.setup())
             self._judge = Judge(
                 self.config, self.questions, self.baseline, found, self.runs,
                 update=self.options.update, allow_regression=self.options.allow_regression, selected=self.selected,
@@ -151,24 +157,18 @@ class RagSession:
 
     def prepare(self, out: Output) -> None:
         """Run every retriever a selected item needs, before the items report, with progress."""
-        self.resources.out = out
-        self.resources.reclaim()
+        self._start(out).reclaim()
         for name in dict.fromkeys(key.retriever for key in self.selected):
-            self.run(name, out)
+            self.run(name)
 
-    def run(self, name: str, out: Output | None = None) -> Run:
+    def run(self, name: str) -> Run:
         """Run a retriever over every question, once per session however many items ask."""
         if name not in self.runs:
-            known = {chunk.id for chunk in self.chunks}
-            self.runs[name] = execute(
-                name, lambda: self.bench.get(name), self.questions, self.config.metrics, self.config.depth, known, out,
-                self.phases,
-            )
-            try:
-                self.resources.cache.flush()  # what the run `put` (rerank scores), as one pack
-            except OSError as exc:
-                self.update_lines.append(f"rag: warning: cache entries not written ({exc}); computed again next run")
-        return self.runs[name]
+            self.runner.run(name)
+            warning = self.runner.flush()
+            if warning is not None:
+                self.update_lines.append(warning)
+        return self.runner.runs[name]
 
     def outcome(self, key: ItemKey) -> Outcome:
         """The verdict of one item; failing ones are kept for the reports and annotations."""
@@ -189,7 +189,7 @@ class RagSession:
     def report_input(self) -> ReportInput:
         return build_report(
             self.config, self.chunks, self.questions, self.runs, self.judge, self.failures,
-            self.resources.embedder_description, self.resources.database_description,
+            self.runner.embedder_description, self.runner.database_description,
         )
 
     def finish(self) -> None:
@@ -208,8 +208,8 @@ class RagSession:
             self.update_lines = plan.lines
             if plan.document is not None:
                 self._write(self.config.baseline, dumps(plan.document))
-        if self._bench is not None:
-            self._bench.close()
+        if self._runner is not None:
+            self._runner.finish()
 
     def _report(self, data: ReportInput) -> None:
         from .report.formats import write_reports
@@ -242,8 +242,8 @@ class RagSession:
     def close(self) -> str | None:
         """Release the database; what could not be cleaned up (a url server gone mid-run) as one line."""
         try:
-            if hasattr(self, "resources"):
-                self.resources.close()
+            if self._runner is not None:
+                self._runner.close()
         except RagError as exc:
             return f"rag: error: {exc}"
         return None

@@ -7,10 +7,28 @@ DIGITS = 6
 EPSILON = 1e-9
 """Values are rounded to 6 decimals; this only absorbs the float error of sums such as `baseline - tolerance`."""
 
+SMALLEST_P = 0.0001
+"""The smallest p-value four decimals show; below it every p reads `< 0.0001`, never `0.0000`."""
 
-def fmt(value: float) -> str:
-    return f"{value:.4f}"
+
+def fmt(value: float | None) -> str:
+    """A value as every line, table and report shows it: four decimals; "—" for no value."""
+    return "—" if value is None else f"{value:.4f}"
 
 
-def signed(value: float) -> str:
-    return f"{value:+.4f}"
+def signed(value: float | None) -> str:
+    """A difference, sign always shown; "" for none (the caller says what stands in its place)."""
+    return "" if value is None else f"{value:+.4f}"
+
+
+def p_value(p: float | None) -> str:
+    """A p-value in a table cell: four decimals, `< 0.0001` below that; "—" where no test ran."""
+    if p is None:
+        return "—"
+    return f"< {SMALLEST_P:.4f}" if p < SMALLEST_P else f"{p:.4f}"
+
+
+def p_clause(p: float, relation: str = "=") -> str:
+    """A p-value in a sentence: `p = 0.2700` (or `p ≤ ...` with `relation`), `p < 0.0001` below that."""
+    shown = p_value(p)
+    return f"p {shown}" if p < SMALLEST_P else f"p {relation} {shown}"

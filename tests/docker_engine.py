@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from projects import CHUNKS, write_project
+from projects import CHUNKS, retriever, write_project
 
 from pytest_ragretrieval.database.docker import docker_answers
 from pytest_ragretrieval.database.reclaim import PID_LABEL
@@ -74,7 +74,7 @@ def write_docker_project(folder: Path) -> Path:
     (folder / "blocker.py").write_text(BLOCKER, encoding="utf-8")
     return write_project(
         folder,
-        retrievers='[tool.ragretrieval.retrievers.blocker]\ntype = "python"\nfactory = "blocker:make"\n',
+        retrievers=retriever("blocker", "python", factory="blocker:make"),
         settings='db = "docker"\nembedding = "python:toy_embed:embed"\nembedding_id = "toy@1"\ncache = ".rag-cache"',
         chunks=CHUNKS,
     )

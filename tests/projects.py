@@ -1,10 +1,61 @@
-"""Small gate projects written into a pytester folder: a corpus, an eval set, a config."""
+"""Small gate projects written into a pytester folder: a corpus, an eval set, a config; and what
+the tests that run them share (the options of every run, the one-line error, retriever tables)."""
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+import pytest
+
+RUN = ("-p", "no:cacheprovider")
+"""Options of every pytester run: no .pytest_cache written into the project."""
+
+
+def one_line_error(result: pytest.RunResult) -> str:
+    """The usage error pytest printed; asserts it is a single line and no traceback."""
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str() + result.stderr.str()
+    lines = [line for line in result.stderr.lines if line.strip()]
+    assert len(lines) == 1, lines
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()
+    return lines[0]
+
+
+def toml_value(value: object) -> str:
+    """A TOML value for the strings, numbers, booleans and lists a retriever table holds."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(toml_value(item) for item in value) + "]"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    return json.dumps(str(value), ensure_ascii=False)
+
+
+def retriever(name: str, kind: str, **params: object) -> str:
+    """`[tool.ragretrieval.retrievers.NAME]` with `type = KIND` and one line per parameter."""
+    lines = [f"[tool.ragretrieval.retrievers.{name}]", f"type = {toml_value(kind)}"]
+    lines += [f"{key} = {toml_value(value)}" for key, value in params.items()]
+    return "\n".join(lines) + "\n"
+
+
+def write_distribution(folder: Path, name: str, entry_points: Mapping[str, Mapping[str, str]],
+                       modules: Mapping[str, str]) -> Path:
+    """An installed distribution as pip lays one out in `folder`: `NAME-1.0.dist-info` (METADATA and
+    entry_points.txt, group -> entry name -> value) beside its modules (relative path -> source).
+    Put `folder` on sys.path (PYTHONPATH, for a run in a subprocess) to install it."""
+    info = folder / f"{name.replace('-', '_')}-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n", encoding="utf-8")
+    (info / "entry_points.txt").write_text("".join(
+        f"[{group}]\n" + "".join(f"{entry} = {value}\n" for entry, value in entries.items()) + "\n"
+        for group, entries in entry_points.items()
+    ), encoding="utf-8")
+    for path, source in modules.items():
+        (folder / path).parent.mkdir(parents=True, exist_ok=True)
+        (folder / path).write_text(source, encoding="utf-8")
+    return folder
 
 CHUNKS = [
     {"id": "travel-001", "doc": "差旅报销制度.md", "text": "一线城市住宿标准为每晚不超过600元，二线城市每晚不超过450元。"},
@@ -75,14 +126,7 @@ def write_project(
         rankings = GOLD if questions is QUESTIONS else {}
     set_rankings(folder, rankings, questions)
     if retrievers is None:
-        retrievers = """
-[tool.ragretrieval.retrievers.bm25]
-type = "bm25"
-
-[tool.ragretrieval.retrievers.table]
-type = "python"
-factory = "table_retriever:make"
-"""
+        retrievers = retriever("bm25", "bm25") + TABLE_ONLY
     (folder / "pyproject.toml").write_text(
         f"""
 [tool.ragretrieval]
@@ -173,19 +217,8 @@ def synthetic(count: int, no_answer: int = 0) -> tuple[list[dict[str, Any]], lis
     return chunks, questions, gold
 
 
-TABLE_ONLY = """
-[tool.ragretrieval.retrievers.table]
-type = "python"
-factory = "table_retriever:make"
-"""
-
-VECTOR_AND_BM25 = """
-[tool.ragretrieval.retrievers.vector]
-type = "vector"
-
-[tool.ragretrieval.retrievers.bm25]
-type = "bm25"
-"""
+TABLE_ONLY = retriever("table", "python", factory="table_retriever:make")
+VECTOR_AND_BM25 = retriever("vector", "vector") + retriever("bm25", "bm25")
 
 
 def cache_keys(cache: Path, kind: str) -> set[bytes]:

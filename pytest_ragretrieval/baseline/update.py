@@ -6,10 +6,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..config.settings import Config
-from ..gate.fingerprint import global_changes
 from ..paths import display
 from ..scoring.evaluate import Run
 from ..values import fmt
+from .fingerprint import global_changes
 from .format import Baseline, document, retriever_entry
 
 

@@ -12,10 +12,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..evalset.records import Chunk, Question
-from ..gate.fingerprint import chunks_digest, evalset_digest
 from ..scoring.evaluate import RetrieverResult, score
 from ..scoring.metrics import METRICS_VERSION, MetricSpec
 from ..values import EPSILON, fmt
+from .fingerprint import chunks_digest, evalset_digest
 from .format import Baseline, Recorded, damaged
 
 

@@ -13,9 +13,8 @@ import os
 import sys
 from pathlib import Path
 
-from ..errors import ConfigError, RagError
+from ..errors import ConfigError, RagError, describe_exception
 from ..paths import display
-from ..scoring.evaluate import describe_exception
 from . import comment, diff, find, pr_check, suspects
 from .common import BUG, FAILED, OK, PROG, USAGE, Command, Parser, Result, UsageError
 

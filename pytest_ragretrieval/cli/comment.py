@@ -12,13 +12,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..baseline.changes import Changes, classify, read_changes
 from ..baseline.format import read
 from ..config.settings import load_config
-from ..gate.approval import Decision, parse_decision
 from ..jsonshape import ShapeProblem
-from ..report.comment import CommentInput, render
 from ..report.results import comparisons, failures, report_input
+from ..review.approval import Decision, parse_decision
+from ..review.changes import Changes, classify, read_changes
+from ..review.comment import CommentInput, render
 from .common import OK, Result, read_json, shape_error
 
 OUTCOMES = ("success", "failure", "cancelled", "skipped", "")

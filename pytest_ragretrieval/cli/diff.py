@@ -14,11 +14,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..baseline.changes import Changes, classify, dumps_changes, metric_order
+from ..baseline.fingerprint import changed_paths, global_changes
 from ..baseline.format import Baseline, Recorded
-from ..gate.fingerprint import changed_paths, global_changes
 from ..paths import display, write_atomic
 from ..report.terminal import table
+from ..review.changes import Changes, classify, dumps_changes
+from ..scoring.metrics import metric_order
 from ..values import EPSILON, fmt, signed
 from .common import FAILED, OK, Result, UsageError, checked_output
 from .sides import Sides, from_files, from_revision

@@ -16,12 +16,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..baseline.changes import Changes, read_changes
-from ..gate.approval import DEFAULT_LABEL, Decision, decide, decision_document, pull_request
 from ..jsonshape import ShapeProblem
 from ..paths import display, write_atomic
-from ..report.comment import baseline_summary
 from ..report.github import escape_data, escape_property
+from ..review.approval import DEFAULT_LABEL, Decision, decide, decision_document, pull_request
+from ..review.changes import Changes, read_changes
+from ..review.comment import baseline_summary
 from ..values import fmt
 from .common import FAILED, OK, Result, UsageError, checked_output, label_name, read_json, shape_error
 

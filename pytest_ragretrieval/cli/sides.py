@@ -17,12 +17,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..baseline.changes import GateSettings, gate_settings
 from ..baseline.format import Baseline, parse, read
 from ..config.outputs import inputs
 from ..config.settings import load_config
 from ..errors import RagError
 from ..paths import display
+from ..review.changes import GateSettings, gate_settings
 
 
 class GitError(RagError):

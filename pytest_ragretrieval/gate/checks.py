@@ -8,7 +8,7 @@ from ..evalset.records import Question
 from ..jsontext import escaped
 from ..scoring.evaluate import QuestionResult, RetrieverResult
 from ..scoring.metrics import MetricSpec, hit_rate
-from ..values import DIGITS, EPSILON, fmt, signed
+from ..values import DIGITS, EPSILON, fmt, p_clause, signed
 
 MAX_LISTED = 10
 
@@ -147,7 +147,7 @@ class MetricCheck:
         low, high = comparison.ci95 or (0.0, 0.0)
         relation = "<" if comparison.p_value < self.alpha else ">="
         return (
-            f"{self.significance} test p = {comparison.p_value:.4f} {relation} alpha {self.alpha:g}, "
+            f"{self.significance} test {p_clause(comparison.p_value)} {relation} alpha {self.alpha:g}, "
             f"95% CI of the mean difference [{signed(low)}, {signed(high)}]"
         )
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..baseline.fingerprint import UNRECORDED, global_changes, retriever_changes
 from ..baseline.format import RERECORD, Baseline, Recorded
 from ..baseline.update import partial_lines
 from ..config.settings import Config
@@ -24,7 +25,6 @@ from .checks import (
     QuestionCheck,
     compare,
 )
-from .fingerprint import UNRECORDED, global_changes, retriever_changes
 from .items import ItemKey, Skip
 from .pairs import Pairs, compare_configurations
 

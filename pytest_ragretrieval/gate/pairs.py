@@ -15,7 +15,7 @@ from typing import Any
 
 from ..config.settings import Config
 from ..scoring.evaluate import RetrieverResult, Run
-from ..values import DIGITS, EPSILON
+from ..values import DIGITS, EPSILON, p_clause, signed
 
 COMBINING = ("hybrid", "rerank")
 """Types whose default comparisons are against each of their sources."""
@@ -109,10 +109,10 @@ def conclusion(comparisons: Sequence[PairComparison], alpha: float) -> str:
     parts = []
     for c in comparisons:
         if c.p_value is None:
-            parts.append(f"{c.metric} {c.delta:+.4f}")
+            parts.append(f"{c.metric} {signed(c.delta)}")
             continue
         verdict = "significant" if c.significant(alpha) else "not significant"
-        parts.append(f"{c.metric} {c.delta:+.4f} (p = {c.p_value:.4f}, {verdict})")
+        parts.append(f"{c.metric} {signed(c.delta)} ({p_clause(c.p_value)}, {verdict})")
     return f"{comparisons[0].a} vs {comparisons[0].b}: " + ", ".join(parts)
 
 

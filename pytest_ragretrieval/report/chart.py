@@ -3,9 +3,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..values import fmt
 from .markup import attrs, e, el, fmt2, number, void
 from .model import ReportInput, RetrieverView
-from .wording import HEADINGS, format_value, metric_cell, ran, width
+from .wording import HEADINGS, metric_cell, ran, width
 
 PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac")
 PLOT_HEIGHT = 200.0
@@ -55,7 +56,7 @@ def chart_bar(view: RetrieverView, label: str, series: int, x: float) -> list[st
     """One bar with a tooltip and, when there is a baseline, a dashed mark at its value."""
     value = metric_cell(view, label)[0] or 0.0
     y = bar_y(value)
-    tooltip = el("title", e(f"{view.name} {label} {format_value(value)}"))
+    tooltip = el("title", e(f"{view.name} {label} {fmt(value)}"))
     lines = [el("rect", tooltip, cls=f"bar series-{series}", data_retriever=view.name, data_metric=label,
                 data_value=number(value), x=fmt2(x), y=fmt2(y), width=fmt2(BAR_WIDTH),
                 height=fmt2(TOP + PLOT_HEIGHT - y), fill=PALETTE[series % len(PALETTE)])]

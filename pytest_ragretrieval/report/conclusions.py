@@ -7,7 +7,7 @@ and what to do next given the comparisons, the eval set's size, abstention and t
 from __future__ import annotations
 
 from ..gate.pairs import PairComparison, by_pair, conclusion
-from ..values import fmt
+from ..values import fmt, p_clause
 from .model import ReportInput, RetrieverView
 from .wording import ran
 
@@ -41,7 +41,7 @@ def conclusion_lines(data: ReportInput) -> list[str]:
 def _metrics(group: list[PairComparison]) -> str:
     """`ndcg@5, mrr@5 (p ≤ 0.0384)`: the metrics, and the largest p among them."""
     largest = max(c.p_value for c in group if c.p_value is not None)
-    return f"{', '.join(c.metric for c in group)} (p ≤ {largest:.4f})"
+    return f"{', '.join(c.metric for c in group)} ({p_clause(largest, '≤')})"
 
 
 def _pair_step(data: ReportInput, group: list[PairComparison], views: dict[str, RetrieverView]) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..values import EPSILON
+from ..values import EPSILON, fmt, p_value, signed
 from .chart import chart
 from .html_pairs import conclusions, next_section, pairs
 from .markup import attrs, e, el, number
@@ -30,9 +30,6 @@ from .wording import (
     config_items,
     diagnostic_meaning,
     format_ci,
-    format_delta,
-    format_p,
-    format_value,
     gold,
     has_significance,
     metric_cell,
@@ -71,11 +68,11 @@ def delta_span(delta: float | None) -> str:
     if delta is None:
         return ""
     kind = "negative" if delta < -EPSILON else "positive" if delta > EPSILON else "zero"
-    return el("span", e(f"({format_delta(delta)})"), cls=f"delta {kind}")
+    return el("span", e(f"({signed(delta)})"), cls=f"delta {kind}")
 
 
 def value_td(value: float | None, delta: float | None, **extra: object) -> str:
-    content = e(format_value(value)) + (" " + delta_span(delta) if delta is not None else "")
+    content = e(fmt(value)) + (" " + delta_span(delta) if delta is not None else "")
     return el("td", content, cls="num", data_value=number(value), data_delta=number(delta), **extra)
 
 
@@ -127,8 +124,8 @@ def significance(data: ReportInput) -> list[str]:
             c = view.comparisons.get(label)
             if c is None or c.p_value is None:
                 continue
-            numbers = [format_value(c.baseline), format_value(c.value), format_delta(c.delta) or "—",
-                       format_p(c.p_value), format_ci(c.ci95)]
+            numbers = [fmt(c.baseline), fmt(c.value), signed(c.delta) or "—",
+                       p_value(c.p_value), format_ci(c.ci95)]
             cells = el("td", e(view.name)) + el("td", e(label)) + "".join(num_td(x) for x in numbers)
             rows.append(el("tr", cells, data_retriever=view.name, data_metric=label, data_p=number(c.p_value)))
     headers = ["retriever", "metric", "baseline", "value", "delta", "p", "95% CI"]
@@ -168,7 +165,7 @@ def tags(data: ReportInput) -> list[str]:
 
 def diagnostics(data: ReportInput) -> list[str]:
     rows = [el("tr", el("td", e(view.name)) + el("td", e(label))
-               + el("td", e(format_value(value)), cls="num", data_value=number(value))
+               + el("td", e(fmt(value)), cls="num", data_value=number(value))
                + el("td", e(diagnostic_meaning(label))),
                data_retriever=view.name, data_diagnostic=label)
             for view in ran(data) for label, value in sorted(view.diagnostics.items())]
@@ -201,8 +198,8 @@ def gold_refs(question: QuestionView) -> str:
 
 
 def change_row(c: QuestionChange) -> str:
-    cells = [el("td", e(c.question.id)), el("td", e(c.question.query)), num_td(format_value(c.before)),
-             num_td(format_value(c.after)), el("td", delta_span(c.delta), cls="num"), el("td", gold_refs(c.question)),
+    cells = [el("td", e(c.question.id)), el("td", e(c.question.query)), num_td(fmt(c.before)),
+             num_td(fmt(c.after)), el("td", delta_span(c.delta), cls="num"), el("td", gold_refs(c.question)),
              el("td", ref_list(c.question, c.ranking_before, "before")),
              el("td", ref_list(c.question, c.ranking_after, "after"))]
     return el("tr", "".join(cells), cls="change", data_question=c.question.id)
@@ -277,7 +274,7 @@ def ranking_block(data: ReportInput, question: QuestionView, view: RetrieverView
     """One retriever's ranking for the question, and the baseline's when it differs."""
     ranking = view.rankings.get(question.id, ())
     value = view.values.get(question.id, {}).get(data.primary)
-    parts = [el("h4", e(f"{view.name} — {data.primary} {format_value(value)}")),
+    parts = [el("h4", e(f"{view.name} — {data.primary} {fmt(value)}")),
              chunk_list(data, question, ranking, "current")]
     before = view.baseline_rankings.get(question.id)
     if before is not None and before != ranking:

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..values import EPSILON
+from ..values import EPSILON, p_value, signed
 from .conclusions import conclusion_lines, next_steps
 from .markup import e, el, number
 from .model import ReportInput
-from .wording import HEADINGS, PAIRS_HEADERS, format_ci, format_delta, format_p, pairs_hint
+from .wording import HEADINGS, PAIRS_HEADERS, format_ci, pairs_hint
 
 
 def _section(key: str, body: Sequence[str]) -> list[str]:
@@ -30,9 +30,9 @@ def pairs(data: ReportInput) -> list[str]:
     for c in data.pairs:
         kind = "negative" if c.delta < -EPSILON else "positive" if c.delta > EPSILON else "zero"
         cells = (el("td", e(f"{c.a} vs {c.b}")) + el("td", e(c.metric))
-                 + el("td", el("span", e(format_delta(c.delta)), cls=f"delta {kind}"), cls="num",
+                 + el("td", el("span", e(signed(c.delta)), cls=f"delta {kind}"), cls="num",
                       data_value=number(c.delta))
-                 + _num(format_p(c.p_value), data_value=number(c.p_value)) + _num(format_ci(c.ci95))
+                 + _num(p_value(c.p_value), data_value=number(c.p_value)) + _num(format_ci(c.ci95))
                  + _num(f"{c.wins} / {c.ties} / {c.losses}"))
         rows.append(el("tr", cells, data_a=c.a, data_b=c.b, data_metric=c.metric,
                        data_significant="true" if c.significant(data.alpha) else "false"))

@@ -4,6 +4,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from ..values import fmt, p_value, signed
 from .conclusions import conclusion_lines, next_steps
 from .model import (
     QuestionChange,
@@ -22,9 +23,6 @@ from .wording import (
     config_items,
     diagnostic_meaning,
     format_ci,
-    format_delta,
-    format_p,
-    format_value,
     gold,
     has_significance,
     metric_cell,
@@ -111,8 +109,8 @@ def significance_table(data: ReportInput) -> list[str]:
         for label in data.metrics:
             c = view.comparisons.get(label)
             if c is not None and c.p_value is not None:
-                rows.append([esc(view.name), esc(label), format_value(c.baseline), format_value(c.value),
-                             format_delta(c.delta) or "—", format_p(c.p_value), format_ci(c.ci95)])
+                rows.append([esc(view.name), esc(label), fmt(c.baseline), fmt(c.value),
+                             signed(c.delta) or "—", p_value(c.p_value), format_ci(c.ci95)])
     return table(["retriever", "metric", "baseline", "value", "delta", "p", "95% CI"], rows, numeric=5)
 
 
@@ -131,7 +129,7 @@ def metrics_section(data: ReportInput) -> list[str]:
 
 
 def pairs_table(data: ReportInput) -> list[str]:
-    rows = [[esc(f"{c.a} vs {c.b}"), esc(c.metric), format_delta(c.delta), format_p(c.p_value), format_ci(c.ci95),
+    rows = [[esc(f"{c.a} vs {c.b}"), esc(c.metric), signed(c.delta), p_value(c.p_value), format_ci(c.ci95),
              f"{c.wins} / {c.ties} / {c.losses}"] for c in data.pairs]
     return table(list(PAIRS_HEADERS), rows, numeric=4)
 
@@ -161,7 +159,7 @@ def tags_section(data: ReportInput) -> list[str]:
 
 def diagnostics_section(data: ReportInput) -> list[str]:
     lines = [f"## {HEADINGS['diagnostics']}", ""]
-    rows = [[esc(view.name), esc(label), format_value(value), esc(diagnostic_meaning(label))]
+    rows = [[esc(view.name), esc(label), fmt(value), esc(diagnostic_meaning(label))]
             for view in ran(data) for label, value in sorted(view.diagnostics.items())]
     if not rows:
         return lines + ["无 / none reported"]
@@ -169,8 +167,8 @@ def diagnostics_section(data: ReportInput) -> list[str]:
 
 
 def change_rows(changes: Sequence[QuestionChange]) -> list[list[str]]:
-    return [[esc(c.question.id), esc(c.question.query), format_value(c.before), format_value(c.after),
-             format_delta(c.delta), gold_text(c.question),
+    return [[esc(c.question.id), esc(c.question.query), fmt(c.before), fmt(c.after),
+             signed(c.delta), gold_text(c.question),
              ranking_text(c.question, c.ranking_before), ranking_text(c.question, c.ranking_after)]
             for c in changes]
 

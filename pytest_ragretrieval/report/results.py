@@ -11,11 +11,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..baseline.changes import metric_order
 from ..baseline.format import Baseline
 from ..errors import BaselineError
 from ..gate.checks import Comparison
 from ..paths import display
+from ..scoring.metrics import metric_order
 from .model import Failure, ReportInput, RetrieverView
 
 RERUN = "rerun the gate with --rag-json"

@@ -7,7 +7,7 @@ from ..baseline.format import Baseline
 from ..config.settings import Config
 from ..gate.pairs import Pairs
 from ..scoring.evaluate import RetrieverResult, Run, latency_summary
-from ..values import fmt, signed
+from ..values import fmt, p_value, signed
 from .wording import width
 
 
@@ -33,7 +33,7 @@ def comparison_lines(pairs: Pairs) -> list[str]:
     if not pairs.comparisons:
         return []
     rows = [
-        [f"{c.a} vs {c.b}", c.metric, signed(c.delta), "-" if c.p_value is None else f"{c.p_value:.4f}",
+        [f"{c.a} vs {c.b}", c.metric, signed(c.delta), "-" if c.p_value is None else p_value(c.p_value),
          "-" if c.ci95 is None else f"[{signed(c.ci95[0])}, {signed(c.ci95[1])}]", f"{c.wins}/{c.ties}/{c.losses}"]
         for c in pairs.comparisons
     ]

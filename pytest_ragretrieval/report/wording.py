@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import unicodedata
 
+from ..values import fmt, signed
 from .model import QuestionView, ReportInput, RetrieverView
 
 TITLE = "RAG 检索层评估报告 / RAG retrieval evaluation report"
@@ -48,14 +49,6 @@ def width(text: str) -> int:
     return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
 
 
-def format_value(value: float | None) -> str:
-    return "—" if value is None else f"{value:.4f}"
-
-
-def format_delta(value: float | None) -> str:
-    return "" if value is None else f"{value:+.4f}"
-
-
 def ran(data: ReportInput) -> list[RetrieverView]:
     return [view for view in data.retrievers if view.status == "ran"]
 
@@ -70,8 +63,8 @@ def verdict(data: ReportInput) -> str:
 
 
 def with_delta(value: float | None, delta: float | None) -> str:
-    text = format_value(value)
-    return text if delta is None else f"{text} ({format_delta(delta)})"
+    text = fmt(value)
+    return text if delta is None else f"{text} ({signed(delta)})"
 
 
 def difference(value: float | None, before: float | None) -> float | None:
@@ -99,14 +92,8 @@ def has_significance(data: ReportInput) -> bool:
     return any(c.p_value is not None for view in ran(data) for c in view.comparisons.values())
 
 
-def format_p(p: float | None) -> str:
-    if p is None:
-        return "—"
-    return "<0.0001" if p < 0.0001 else f"{p:.4f}"
-
-
 def format_ci(ci: tuple[float, float] | None) -> str:
-    return "—" if ci is None else f"[{format_delta(ci[0])}, {format_delta(ci[1])}]"
+    return "—" if ci is None else f"[{signed(ci[0])}, {signed(ci[1])}]"
 
 
 def diagnostic_meaning(label: str) -> str:

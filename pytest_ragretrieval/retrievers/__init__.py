@@ -1,29 +1,46 @@
 """The registry of retriever types and the parsed form of a `[retrievers.NAME]` table.
 
-A new type is one module (implementing `RetrieverType`) and one line in `TYPES`.
+A new type is one module (implementing `RetrieverType`) and one line in `TYPES`, or, from another
+distribution, an entry point in the group `pytest_ragretrieval.retrievers` naming the module.
 """
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
-from ..config.toml import Table
 from ..errors import ConfigError
+from ..extensions import Registry
+from ..toml import Table
 from . import bm25, hybrid, python, rerank, run, vector
 from .protocol import Asking, Batched, Closing, Context, Diagnosing, Noting, Retriever, RetrieverType, Setup, ask
 
 __all__ = ["TYPES", "Asking", "Batched", "Closing", "Context", "Diagnosing", "Noting", "Retriever", "RetrieverSpec",
            "RetrieverType", "Setup", "ask", "parse_spec", "type_module"]
 
-TYPES: dict[str, RetrieverType] = {
+FUNCTIONS = ("parse", "sources", "build", "fingerprint", "details")
+"""What a retriever type offers (see RetrieverType); `source_depth` is optional."""
+
+
+def checked_type(name: str, value: object, members: Mapping[str, RetrieverType]) -> RetrieverType:
+    """An entry point's module, when it offers what a type must."""
+    missing = [function for function in FUNCTIONS if not callable(getattr(value, function, None))]
+    if missing:
+        raise ValueError(
+            f"{getattr(value, '__name__', type(value).__name__)} is not a retriever type: it has no "
+            f"{', '.join(missing)} (see RetrieverType in pytest_ragretrieval.retrievers.protocol)"
+        )
+    return cast(RetrieverType, value)
+
+
+TYPES: Registry[RetrieverType] = Registry("retrievers", {
     "bm25": bm25,
     "vector": vector,
     "hybrid": hybrid,
     "rerank": rerank,
     "python": python,
     "run": run,
-}
+}, checked_type)
 
 
 @dataclass(frozen=True)

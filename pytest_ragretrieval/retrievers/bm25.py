@@ -5,8 +5,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ..config.toml import Table
 from ..evalset.records import Chunk
+from ..toml import Table
 from .protocol import Context, Setup
 
 

@@ -34,7 +34,6 @@ class BM25Index:
     ) -> None:
         """`rows[i]` holds chunk i's tokens as ids into `vocabulary`, numbered in any order."""
         self.size = len(rows)
-        self.k1 = k1
         arrays = [np.asarray(row, dtype=np.int64) for row in rows]
         lengths = np.asarray([row.size for row in arrays], dtype=np.int64)
         flat = np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.int64)
@@ -55,6 +54,7 @@ class BM25Index:
         self.idf = _idf(np.diff(self.starts), self.size, epsilon)
         terms = np.repeat(np.arange(order.size, dtype=np.int64), np.diff(self.starts))
         self.weights = self._weights(matrix.data, terms, lengths, k1, b)
+        self.zero_norm = self._zero_norm(lengths, k1, b)
 
     @classmethod
     def from_tokens(
@@ -77,20 +77,27 @@ class BM25Index:
         weights: Floats = self.idf[terms] * (tf * (k1 + 1) / (tf + norm[self.docs]))
         return weights
 
+    def _zero_norm(self, lengths: Ints, k1: float, b: float) -> npt.NDArray[np.bool_]:
+        """Chunks whose `k1 * (1 - b + b * dl / avgdl)` is 0: k1 = 0, or a k1 so small the product underflows."""
+        if k1 == 0 or int(lengths.sum()) == 0:
+            return np.full(self.size, k1 == 0)
+        zero: npt.NDArray[np.bool_] = k1 * (1 - b + b * lengths / (int(lengths.sum()) / self.size)) == 0
+        return zero
+
     def scores(self, tokens: Sequence[str]) -> Floats:
-        """rank-bm25's `get_scores(tokens)`; NaN where it gives NaN (k1 = 0 and a query term missing)."""
+        """rank-bm25's `get_scores(tokens)`; NaN where it gives NaN (a zero norm and a query term missing)."""
         score = np.zeros(self.size, dtype=np.float64)
         found = [self.vocabulary.get(token) for token in tokens]
         for term in found:
             if term is not None:
                 start, end = self.starts[term], self.starts[term + 1]
                 score[self.docs[start:end]] += self.weights[start:end]
-        if self.k1 == 0:
-            score[~self._holding_all(found)] = np.nan
+        if self.zero_norm.any():
+            score[self.zero_norm & ~self._holding_all(found)] = np.nan
         return score
 
     def _holding_all(self, found: Sequence[int | None]) -> npt.NDArray[np.bool_]:
-        """With k1 = 0 rank-bm25 divides 0 by 0 for every chunk lacking a query token."""
+        """Where the norm is 0 rank-bm25 divides 0 by 0 for every query token a chunk lacks."""
         if None in found:
             return np.zeros(self.size, dtype=bool)
         distinct = {term for term in found if term is not None}

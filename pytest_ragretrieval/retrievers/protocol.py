@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from ..cache import Namespace
-from ..config.toml import Table
 from ..evalset.records import Chunk, Question
+from ..toml import Table
 
 
 @dataclass(frozen=True)
@@ -177,7 +177,8 @@ class RetrieverType(Protocol):
     def build(self, params: Mapping[str, Any], ctx: Context) -> Retriever: ...
 
     def fingerprint(self, params: Mapping[str, Any], setup: Setup) -> dict[str, Any]:
-        """What besides the parameters decides this type's rankings (the embedder, the index)."""
+        """What besides the parameters decides this type's rankings (the embedder, the index), as
+        data; the runner asks before judging, so the judge only compares what this returns."""
 
     def details(self, params: Mapping[str, Any]) -> dict[str, str]:
         """Named facts for the report's configuration section, such as {"reranker": model}."""

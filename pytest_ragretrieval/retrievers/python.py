@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ..config.toml import Table
 from ..errors import RetrieverError
 from ..loader import load_object
+from ..toml import Table
 from .protocol import Context, Query, Retriever, Setup
 
 SIGNATURES = ("query", "question")

@@ -3,7 +3,6 @@ sentence-transformers CrossEncoder in process, or by an HTTP service (`endpoint`
 from __future__ import annotations
 
 import os
-import socket
 import struct
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -11,10 +10,10 @@ from typing import Any
 from urllib.parse import urlparse
 
 from ..cache import Namespace
-from ..config.toml import Table
 from ..env import truthy
 from ..errors import RetrieverUnavailable
 from ..evalset.records import Question
+from ..toml import Table
 from .protocol import Context, Query, Retriever, Setup, ask
 
 DEFAULT_MODEL = "BAAI/bge-reranker-base"
@@ -69,6 +68,8 @@ def hub_reachable(timeout: float = 3.0) -> bool:
     Checked before loading a hub model, because without a network huggingface_hub retries
     for over a minute before it gives up; offline we go straight to the local cache.
     """
+    import socket
+
     endpoint = urlparse(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
     port = endpoint.port or (443 if endpoint.scheme == "https" else 80)
     try:

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..config.toml import Table
 from ..errors import ConfigError, RetrieverError
 from ..paths import display
+from ..toml import Table
 from .protocol import Context, Query, Setup
 
 FORMATS = ("trec", "jsonl")

@@ -7,8 +7,8 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any
 
-from ..config.toml import Table
 from ..evalset.records import Question
+from ..toml import Table
 from .candidates import Candidates
 from .protocol import Context, Setup
 

@@ -1,24 +1,17 @@
-"""Running one retriever over the eval set and scoring what it returned.
+"""Scoring what a retriever returned, pure: rankings and judgments in, values out.
 
 Policy, decided once here: no-answer questions are scored apart (how many got an empty
-result) and left out of every metric mean; a ranking with a duplicate or unknown chunk id is
-an error of the retriever; a ranking longer than asked for is cut to the depth asked for.
+result) and left out of every metric mean. (Checking what a retriever returns is the
+runner's: see runner/execute.py.)
 """
 from __future__ import annotations
 
 import math
-import time
-import traceback
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
-from ..errors import RagError, RetrieverError, RetrieverUnavailable
+from ..errors import RagError
 from ..evalset.records import Question
-from ..jsontext import escaped
-from ..progress import Output, PlainOutput, Progress
-from ..retrievers.protocol import Diagnosing, Noting, Query, ask, asked
-from ..timing import Phases
 from ..values import DIGITS
 from .metrics import MetricSpec
 
@@ -71,53 +64,6 @@ def latency_summary(result: RetrieverResult) -> dict[str, float]:
 
 def mean(values: Sequence[float]) -> float:
     return round(math.fsum(values) / len(values), DIGITS) if values else 0.0
-
-
-def checked_ranking(
-    name: str, question: Question, returned: Any, depth: int, known: Collection[str]
-) -> tuple[str, ...]:
-    """Validate what a retriever returned; raise a RetrieverError naming retriever and question."""
-    where = f"retriever {name!r} on question {question.id!r}"
-    if isinstance(returned, (str, bytes)) or not hasattr(returned, "__iter__"):
-        raise RetrieverError(f"{where}: expected a sequence of chunk ids, got {type(returned).__name__}")
-    ranking = tuple(returned)[:depth]
-    seen: set[str] = set()
-    for chunk_id in ranking:
-        if not isinstance(chunk_id, str):
-            raise RetrieverError(f"{where}: chunk ids must be strings, got {chunk_id!r}")
-        if chunk_id in seen:
-            raise RetrieverError(f"{where}: returned chunk id {chunk_id!r} twice")
-        if chunk_id not in known:
-            raise RetrieverError(f"{where}: returned unknown chunk id {chunk_id!r}")
-        seen.add(chunk_id)
-    return ranking
-
-
-def run_retriever(
-    name: str,
-    retrieve: Any,
-    questions: Sequence[Question],
-    depth: int,
-    known: Collection[str],
-    tick: Callable[[], None] = lambda: None,
-    latency: Callable[[Query], float] | None = None,
-) -> tuple[dict[str, tuple[str, ...]], dict[str, float]]:
-    """Ask `retrieve` for `depth` ids per question: (rankings, latency in ms) by question id.
-
-    `latency(query)`, when given, says what a query cost instead of the time the call took
-    (a memoised retriever answers from its store, having recorded the time it once took).
-    """
-    rankings: dict[str, tuple[str, ...]] = {}
-    latencies: dict[str, float] = {}
-    for question in questions:
-        started = time.perf_counter()
-        query = asked(question)
-        returned = ask(retrieve, query, depth)
-        took = (time.perf_counter() - started) * 1000.0
-        latencies[question.id] = latency(query) if latency is not None else took
-        rankings[question.id] = checked_ranking(name, question, returned, depth, known)
-        tick()
-    return rankings, latencies
 
 
 def _in_scope(spec: MetricSpec, question: Question) -> bool:
@@ -179,52 +125,3 @@ class Run:
     skipped: str | None = None
     diagnostics: Mapping[str, float] = field(default_factory=dict, hash=False)
     notes: tuple[str, ...] = ()
-
-
-def execute(
-    name: str,
-    build: Callable[[], Any],
-    questions: Sequence[Question],
-    specs: Sequence[MetricSpec],
-    depth: int,
-    known: Collection[str],
-    out: Output | None = None,
-    phases: Phases | None = None,
-) -> Run:
-    """Build a retriever, run it over every question with progress, and score it; never raises.
-
-    A memoised retriever (`Memo`) first fills its store for every question, its sources
-    first and in one batch where it can; the questions then read their rankings from there.
-    """
-    from ..retrievers.store import Memo
-
-    phases = phases or Phases()
-    try:
-        retrieve = build()
-        with Progress(out or PlainOutput(), f"{name} over {len(questions)} questions", len(questions)) as bar:
-            with phases.phase(f"run {name}"):
-                if isinstance(retrieve, Memo):
-                    retrieve.prefetch([asked(question) for question in questions], depth, bar.advance)
-                    rankings, latencies = run_retriever(
-                        name, retrieve, questions, depth, known, latency=retrieve.latency_ms
-                    )
-                else:
-                    rankings, latencies = run_retriever(name, retrieve, questions, depth, known, tick=bar.advance)
-        with phases.phase("scoring"):
-            result = score(name, questions, rankings, specs, latencies)
-        diagnostics = dict(retrieve.diagnostics(questions)) if isinstance(retrieve, Diagnosing) else {}
-        notes = tuple(retrieve.notes()) if isinstance(retrieve, Noting) else ()
-        return Run(result=result, diagnostics=diagnostics, notes=notes)
-    except RetrieverUnavailable as exc:  # the reason may be recorded in the baseline: one line, no control character
-        return Run(skipped=escaped(str(exc)))
-    except RagError as exc:
-        return Run(error=exc if escaped(str(exc)) == str(exc) else RetrieverError(escaped(str(exc))))
-    except Exception as exc:
-        return Run(error=RetrieverError(f"retriever {name!r} raised {escaped(describe_exception(exc))}"))
-
-
-def describe_exception(exc: BaseException) -> str:
-    """`Type: message (file:line)` for the innermost frame, enough to find a user's bug."""
-    frames = traceback.extract_tb(exc.__traceback__)
-    where = f" ({frames[-1].filename}:{frames[-1].lineno})" if frames else ""
-    return f"{type(exc).__name__}: {exc}{where}"

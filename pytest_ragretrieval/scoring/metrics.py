@@ -12,6 +12,8 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from ..extensions import Registry
+
 METRICS_VERSION = 1
 """Bumped whenever a definition changes, so old baselines stop comparing (pitfall 3)."""
 
@@ -93,7 +95,8 @@ def abstention(ranking: Ranking, relevance: Relevance, k: int) -> float:
 class Metric:
     """One metric: its function, the definition every report prints, and the questions it scores.
 
-    A new metric is one function and one `Metric` line in METRICS.
+    A new metric is one function and one `Metric` line in METRICS (or, from another distribution,
+    an entry point in the group `pytest_ragretrieval.metrics` naming its `Metric`).
     """
 
     name: str
@@ -103,28 +106,41 @@ class Metric:
     """True for metrics scored on no-answer questions only; they take no cutoff."""
     bounds: tuple[float, float] = (0.0, 1.0)
     """The values a question's score or a mean can take; a baseline value outside them is an error."""
+    hit: bool = False
+    """True when a question's value is above 0 exactly when a relevant chunk is within the cutoff:
+    the baseline's per-question values then tell a hit (`fail_on = ["question"]`) apart."""
 
     def __call__(self, ranking: Ranking, relevance: Relevance, k: int) -> float:
         return self.function(ranking, relevance, k)
 
 
-METRICS: dict[str, Metric] = {
+_LABEL = re.compile(r"([a-z_0-9]+)(?:@([0-9]+))?")
+
+
+def checked_metric(name: str, value: object, members: Mapping[str, Metric]) -> Metric:
+    """An entry point's Metric, named as the entry point and as a config can write it."""
+    if not isinstance(value, Metric):
+        raise ValueError(f"is a {type(value).__name__}, not a Metric (pytest_ragretrieval.scoring.metrics)")
+    if value.name != name or not re.fullmatch(r"[a-z_0-9]+", name):
+        raise ValueError(f"names the metric {value.name!r}; the entry point's name must be the metric's, "
+                         "in lower-case letters, digits and '_'")
+    return value
+
+
+METRICS: Registry[Metric] = Registry("metrics", {
     metric.name: metric
     for metric in (
-        Metric("precision", precision, "relevant chunks in the top k / k"),
-        Metric("recall", recall, "relevant chunks in the top k / all relevant chunks"),
-        Metric("f1", f1, "2PR/(P+R) of the question's own precision@k and recall@k"),
-        Metric("ndcg", ndcg, "DCG@k / ideal DCG@k, gain = grade, discount = log2(rank + 1)"),
-        Metric("hit_rate", hit_rate, "1 if any relevant chunk is in the top k, else 0"),
-        Metric("mrr", mrr, "1 / rank of the first relevant chunk within the top k, else 0"),
-        Metric("map", average_precision, "sum of precision@rank at each relevant hit within k / all relevant chunks"),
+        Metric("precision", precision, "relevant chunks in the top k / k", hit=True),
+        Metric("recall", recall, "relevant chunks in the top k / all relevant chunks", hit=True),
+        Metric("f1", f1, "2PR/(P+R) of the question's own precision@k and recall@k", hit=True),
+        Metric("ndcg", ndcg, "DCG@k / ideal DCG@k, gain = grade, discount = log2(rank + 1)", hit=True),
+        Metric("hit_rate", hit_rate, "1 if any relevant chunk is in the top k, else 0", hit=True),
+        Metric("mrr", mrr, "1 / rank of the first relevant chunk within the top k, else 0", hit=True),
+        Metric("map", average_precision, "sum of precision@rank at each relevant hit within k / all relevant chunks",
+               hit=True),
         Metric("abstention", abstention, "share of no-answer questions that got an empty result", no_answer=True),
     )
-}
-
-NO_ANSWER_METRICS = frozenset(name for name, metric in METRICS.items() if metric.no_answer)
-
-_LABEL = re.compile(r"([a-z_0-9]+)(?:@([0-9]+))?")
+}, checked_metric)
 
 
 @dataclass(frozen=True, order=True)
@@ -170,3 +186,10 @@ class MetricSpec:
         if k < 1:
             raise ValueError(f"metric {text!r}: the cutoff must be >= 1")
         return cls(match.group(1), k)
+
+
+def metric_order(label: str) -> tuple[int, int, str]:
+    """The plugin's metric order (precision, recall, f1, ndcg, ...), then by cutoff."""
+    name, _, cutoff = label.partition("@")
+    names = list(METRICS)
+    return (names.index(name) if name in names else len(names)), int(cutoff) if cutoff.isdigit() else 0, label

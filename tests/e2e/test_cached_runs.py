@@ -2,18 +2,21 @@
 from __future__ import annotations
 
 import pytest
-from projects import E2E_CHUNKS, QUERIES, cache_files, cache_keys, rankings, read_results, write_e2e_project
+from projects import (
+    E2E_CHUNKS,
+    QUERIES,
+    RUN,
+    VECTOR_AND_BM25,
+    cache_files,
+    cache_keys,
+    rankings,
+    read_results,
+    write_e2e_project,
+)
 
 pytestmark = pytest.mark.usefixtures("minilm")
 
-RUN = ("-p", "no:cacheprovider")
-RETRIEVERS = """
-[tool.ragretrieval.retrievers.vector]
-type = "vector"
-
-[tool.ragretrieval.retrievers.bm25]
-type = "bm25"
-"""
+RETRIEVERS = VECTOR_AND_BM25
 TEXTS = len({chunk["text"] for chunk in E2E_CHUNKS})
 """Distinct chunk texts: the duplicate chunk embeds once."""
 EMBEDDER = "sentence-transformers:all-MiniLM-L6-v2"

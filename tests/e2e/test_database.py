@@ -12,10 +12,12 @@ import psycopg
 import pytest
 from projects import (
     E2E_CHUNKS,
+    RUN,
     VECTOR_AND_BM25,
     e2e_settings,
     rankings,
     read_results,
+    retriever,
     write_e2e_project,
     write_project,
 )
@@ -24,7 +26,6 @@ from pytest_ragretrieval.database.schemas import RUN_SCHEMA
 
 pytestmark = pytest.mark.usefixtures("minilm")
 
-RUN = ("-p", "no:cacheprovider")
 PASSWORD = "c4nary-S3cret"
 OWN_SQL = '''
 import json
@@ -110,8 +111,7 @@ def assert_password_hidden(result: pytest.RunResult) -> None:
 
 def test_a_python_factory_queries_the_seeded_table_itself(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(own_sql=OWN_SQL)
-    own = '\n[tool.ragretrieval.retrievers.own]\ntype = "python"\nfactory = "own_sql:make"\n'
-    write_e2e_project(pytester.path, VECTOR_AND_BM25 + own, "cache")
+    write_e2e_project(pytester.path, VECTOR_AND_BM25 + retriever("own", "python", factory="own_sql:make"), "cache")
     result = pytester.runpytest("--rag-update-baseline", "--rag-json", "results.json", *RUN)
     result.assert_outcomes(passed=6)
     seen = json.loads((pytester.path / "seen.json").read_text())
@@ -127,8 +127,7 @@ def test_url_mode_leaves_the_server_as_it_was_when_a_retriever_raises(
     """The raising retriever holds row locks in an open transaction when the run ends."""
     before = snapshot(server_dsn)
     pytester.makepyfile(broken=BROKEN)
-    broken = '\n[tool.ragretrieval.retrievers.broken]\ntype = "python"\nfactory = "broken:make"\n'
-    write_e2e_project(pytester.path, VECTOR_AND_BM25 + broken, "cache")
+    write_e2e_project(pytester.path, VECTOR_AND_BM25 + retriever("broken", "python", factory="broken:make"), "cache")
     result = pytester.runpytest("--rag-update-baseline", "--rag-db=url", "--rag-db-url", server_dsn, *RUN)
     result.assert_outcomes(passed=4, failed=2)
     result.stdout.fnmatch_lines(["retriever 'broken' raised RuntimeError: index exploded (*broken.py:*)"])

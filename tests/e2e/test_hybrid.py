@@ -6,26 +6,13 @@ from fractions import Fraction
 from typing import Any
 
 import pytest
-from projects import E2E_DEPTH, rankings, read_results, write_e2e_project
+from projects import E2E_DEPTH, RUN, VECTOR_AND_BM25, rankings, read_results, retriever, write_e2e_project
 
 from pytest_ragretrieval.retrievers.hybrid import fuse
 
-RUN = ("-p", "no:cacheprovider")
 DEPTH = 6
 RRF_K = 0
-RETRIEVERS = f"""
-[tool.ragretrieval.retrievers.vector]
-type = "vector"
-
-[tool.ragretrieval.retrievers.bm25]
-type = "bm25"
-
-[tool.ragretrieval.retrievers.hybrid]
-type = "hybrid"
-sources = ["vector", "bm25"]
-depth = {DEPTH}
-rrf_k = {RRF_K}
-"""
+RETRIEVERS = VECTOR_AND_BM25 + retriever("hybrid", "hybrid", sources=["vector", "bm25"], depth=DEPTH, rrf_k=RRF_K)
 
 
 def rrf(rankings_: Sequence[Sequence[str]], rrf_k: int) -> list[str]:

@@ -10,11 +10,13 @@ from projects import (
     E2E_CHUNKS,
     QUERIES,
     QUESTIONS,
+    RUN,
     VECTOR_AND_BM25,
     cache_files,
     cache_keys,
     rankings,
     read_results,
+    retriever,
     set_rankings,
     write_e2e_project,
 )
@@ -22,30 +24,20 @@ from tiny_models import build_cross_encoder, cross_encoder_scores
 
 pytestmark = pytest.mark.usefixtures("minilm")
 
-RUN = ("-p", "no:cacheprovider")
 DEPTH = 5
 TEXTS = {chunk["id"]: chunk["text"] for chunk in E2E_CHUNKS}
 MISSING = "nobody/no-such-reranker"
-SOURCES = VECTOR_AND_BM25 + """
-[tool.ragretrieval.retrievers.hybrid]
-type = "hybrid"
-sources = ["vector", "bm25"]
-depth = 6
-
-[tool.ragretrieval.retrievers.table]
-type = "python"
-factory = "table_retriever:make"
-"""
+SOURCES = (
+    VECTOR_AND_BM25 + retriever("hybrid", "hybrid", sources=["vector", "bm25"], depth=6)
+    + retriever("table", "python", factory="table_retriever:make")
+)
 TABLE_POOL = ["refund-001", "travel-001", "faq-001", "error-002", "refund-002"]
 """refund-001 before faq-001, its twin: ties must come out by id, against the pool's order."""
 
 
 def reranker(name: str, source: str, model: str, depth: int = DEPTH) -> str:
     """A `[retrievers.NAME]` table of type rerank."""
-    return (
-        f'\n[tool.ragretrieval.retrievers.{name}]\ntype = "rerank"\n'
-        f'source = "{source}"\ndepth = {depth}\nmodel = "{model}"\n'
-    )
+    return retriever(name, "rerank", source=source, depth=depth, model=model)
 
 
 @pytest.fixture(scope="module")
@@ -114,8 +106,7 @@ def test_rerank_reorders_the_pool_by_cross_encoder_scores_and_reruns_from_the_ca
 
 def test_readonly_cache_without_the_scores_fails_the_reranker_with_the_pair_count(project: pytest.Pytester) -> None:
     """The first question with candidates is where the run stops: its pool is the count of missing pairs."""
-    bm25 = '[tool.ragretrieval.retrievers.bm25]\ntype = "bm25"\n'
-    write_e2e_project(project.path, bm25 + reranker("rerank", "bm25", "reranker", depth=3), "cache")
+    write_e2e_project(project.path, retriever("bm25", "bm25") + reranker("rerank", "bm25", "reranker", depth=3), "cache")
     result = project.runpytest("--rag-update-baseline", "--rag-cache=readonly", "--rag-json", "results.json", *RUN)
     result.assert_outcomes(passed=2, failed=2)
     bm25_rankings = rankings(read_results(project.path / "results.json"), "bm25")

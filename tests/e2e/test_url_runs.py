@@ -18,7 +18,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from projects import write_project
+from projects import retriever, write_project
 
 from pytest_ragretrieval.database.schemas import RUN_SCHEMA
 
@@ -35,10 +35,7 @@ def embed(texts):
     rows = [numpy.frombuffer(hashlib.sha256(text.encode()).digest()[:8], dtype=numpy.uint8) for text in texts]
     return numpy.array(rows, dtype=numpy.float32) + 1.0
 '''
-VECTOR = """
-[tool.ragretrieval.retrievers.vector]
-type = "vector"
-"""
+VECTOR = retriever("vector", "vector")
 
 
 @pytest.fixture(scope="module")

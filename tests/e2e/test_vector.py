@@ -5,19 +5,11 @@ from typing import Any
 
 import numpy
 import pytest
-from projects import (
-    E2E_CHUNKS,
-    E2E_DEPTH,
-    QUERIES,
-    rankings,
-    read_results,
-    write_e2e_project,
-)
+from projects import E2E_CHUNKS, E2E_DEPTH, QUERIES, RUN, rankings, read_results, retriever, write_e2e_project
 
 pytestmark = pytest.mark.usefixtures("minilm")
 
-RUN = ("-p", "no:cacheprovider")
-VECTOR = '[tool.ragretrieval.retrievers.vector]\ntype = "vector"\n'
+VECTOR = retriever("vector", "vector")
 HNSW = 'index = "hnsw"\nhnsw = {m = 8, ef_construction = 32, ef_search = 10}'
 MIN_SCORE = 0.45
 GAP = 1e-4

@@ -18,13 +18,12 @@ from pathlib import Path
 
 import psutil
 import pytest
-from projects import write_project
+from projects import RUN, retriever, write_project
 
 from pytest_ragretrieval.database.leftovers import reclaim
 
 GUARD = 60
 """Seconds before a run counts as hung: a guard, not a measure of speed."""
-RUN = ("-p", "no:cacheprovider")
 HASH_EMBEDDER = '''
 import hashlib
 
@@ -48,14 +47,8 @@ def make(ctx):
 
     return retrieve
 '''
-RETRIEVERS = """
-[tool.ragretrieval.retrievers.bm25]
-type = "bm25"
-
-[tool.ragretrieval.retrievers.blocking]
-type = "python"
-factory = "blocking:make"
-"""
+BM25 = retriever("bm25", "bm25")
+RETRIEVERS = BM25 + retriever("blocking", "python", factory="blocking:make")
 SETTINGS = 'db = "embedded"\ncache = "cache"\nembedding = "python:hash_embedder:embed"\nembedding_id = "test:hash"'
 
 
@@ -181,9 +174,7 @@ class CrossEncoder:
 @pytest.mark.parametrize("name", ["SIGINT", "SIGTERM"])
 def test_a_signal_during_the_cross_encoder_load_ends_the_run(pytester: pytest.Pytester, name: str) -> None:
     """Reported as swallowed: that run was a background job of a script, where SIGINT is ignored from the start."""
-    write_project(pytester.path, retrievers=RETRIEVERS.split("[tool.ragretrieval.retrievers.blocking]")[0] + (
-        '[tool.ragretrieval.retrievers.reranked]\ntype = "rerank"\nsource = "bm25"\nmodel = "reranker"\n'
-    ))
+    write_project(pytester.path, retrievers=BM25 + retriever("reranked", "rerank", source="bm25", model="reranker"))
     (pytester.path / "reranker").mkdir()
     (pytester.path / "sentence_transformers.py").write_text(FAKE_SENTENCE_TRANSFORMERS.format(name=name))
     result = pytester.runpytest_subprocess("--rag-eval", "--rag-json", "out.json", *RUN, timeout=GUARD)

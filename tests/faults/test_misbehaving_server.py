@@ -14,13 +14,12 @@ from collections.abc import Iterator
 
 import pytest
 from openai_server import FakeOpenAI, Reply
-from projects import VECTOR_AND_BM25, write_project
+from projects import RUN, VECTOR_AND_BM25, retriever, write_project
 
 KEY = "tei-5c1b9e7a3f2d8c4b6a0e"
 """Not an `sk-` key: it must be masked by its value."""
 GUARD = 60
 """Seconds before a run counts as hung; the runs take a few seconds, the embedder at most 4.5 of them."""
-RUN = ("-p", "no:cacheprovider")
 CONSUMERS = ("vector", "hybrid", "reranked", "asks")
 ASKS = '''
 def make(ctx):
@@ -30,20 +29,11 @@ def make(ctx):
         return []
     return retrieve
 '''
-RETRIEVERS = VECTOR_AND_BM25 + """
-[tool.ragretrieval.retrievers.hybrid]
-type = "hybrid"
-sources = ["vector", "bm25"]
-
-[tool.ragretrieval.retrievers.reranked]
-type = "rerank"
-source = "hybrid"
-model = "nobody/absent-reranker"
-
-[tool.ragretrieval.retrievers.asks]
-type = "python"
-factory = "asks:make"
-"""
+RETRIEVERS = (
+    VECTOR_AND_BM25 + retriever("hybrid", "hybrid", sources=["vector", "bm25"])
+    + retriever("reranked", "rerank", source="hybrid", model="nobody/absent-reranker")
+    + retriever("asks", "python", factory="asks:make")
+)
 # The first call to fail is the corpus's (two batches of 4) or a single text's (no batch named).
 TIMEOUT = r"(?:batch 1 of 2: )?timeout \(2s per request\) after 2 attempts; check the server or try again later \(embedding_timeout = 2, embedding_retries = 1\)"
 FAULTS = {

@@ -4,9 +4,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from projects import set_rankings, synthetic, write_project
-
-RUN = ("-p", "no:cacheprovider")
+from projects import RUN, set_rankings, synthetic, write_project
 
 
 def test_abstention_is_scored_on_no_answer_questions_and_gated(pytester: pytest.Pytester) -> None:

@@ -4,9 +4,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from projects import baseline_bytes, write_project
-
-RUN = ("-p", "no:cacheprovider")
+from projects import RUN, baseline_bytes, one_line_error, retriever, write_project
 
 
 @pytest.fixture
@@ -14,15 +12,6 @@ def recorded(pytester: pytest.Pytester):
     write_project(pytester.path)
     assert pytester.runpytest("--rag-update-baseline", *RUN).ret == 0
     return pytester
-
-
-def one_line_error(result: pytest.RunResult) -> str:
-    """The usage error pytest printed; asserts it is a single line and no traceback."""
-    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str() + result.stderr.str()
-    lines = [line for line in result.stderr.lines if line.strip()]
-    assert len(lines) == 1, lines
-    assert "Traceback" not in result.stdout.str() + result.stderr.str()
-    return lines[0]
 
 
 def matches(line: str, pattern: str) -> bool:
@@ -118,7 +107,7 @@ def test_no_settings_at_all_says_where_to_put_them(pytester: pytest.Pytester) ->
 def test_a_retriever_source_that_is_not_configured(pytester: pytest.Pytester) -> None:
     write_project(
         pytester.path,
-        retrievers='[tool.ragretrieval.retrievers.mix]\ntype = "python"\nfactory = "m:f"\nsources = ["bm25"]\n',
+        retrievers=retriever("mix", "python", factory="m:f", sources=["bm25"]),
     )
     line = one_line_error(pytester.runpytest("--rag-eval", *RUN))
     assert line == (

@@ -2,9 +2,8 @@
 from __future__ import annotations
 
 import pytest
-from projects import GOLD, read_results, write_project
+from projects import GOLD, RUN, read_results, write_project
 
-RUN = ("-p", "no:cacheprovider")
 RETRIEVERS = """
 [tool.ragretrieval.retrievers.bm25]
 type = "bm25"

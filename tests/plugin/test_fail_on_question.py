@@ -2,9 +2,8 @@
 from __future__ import annotations
 
 import pytest
-from projects import GOLD, set_rankings, write_project
+from projects import GOLD, RUN, set_rankings, write_project
 
-RUN = ("-p", "no:cacheprovider")
 SETTINGS = 'fail_on = ["metric", "question"]\ntolerance = 0.5'
 TABLE = '[tool.ragretrieval.retrievers.table]\ntype = "python"\nfactory = "table_retriever:make"\n'
 

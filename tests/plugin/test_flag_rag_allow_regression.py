@@ -2,9 +2,7 @@
 from __future__ import annotations
 
 import pytest
-from projects import GOLD, baseline, baseline_bytes, set_rankings, write_project
-
-RUN = ("-p", "no:cacheprovider")
+from projects import GOLD, RUN, baseline, baseline_bytes, set_rankings, write_project
 
 
 @pytest.fixture

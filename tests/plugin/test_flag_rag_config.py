@@ -2,9 +2,7 @@
 from __future__ import annotations
 
 import pytest
-from projects import write_project
-
-RUN = ("-p", "no:cacheprovider")
+from projects import RUN, write_project
 
 CONFIG = """
 chunks = "../fixtures/chunks.jsonl"

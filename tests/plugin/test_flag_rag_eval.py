@@ -2,9 +2,7 @@
 from __future__ import annotations
 
 import pytest
-from projects import GOLD, baseline_bytes, set_rankings, write_project
-
-RUN = ("-p", "no:cacheprovider")
+from projects import GOLD, RUN, baseline_bytes, set_rankings, write_project
 
 
 @pytest.fixture

@@ -4,12 +4,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from projects import GOLD, baseline, set_rankings, write_project
+from projects import GOLD, RUN, baseline, set_rankings, write_project
 
 from pytest_ragretrieval.cli import main
-from pytest_ragretrieval.report.comment import MARKER
-
-RUN = ("-p", "no:cacheprovider")
+from pytest_ragretrieval.review.comment import MARKER
 
 
 def test_results_have_the_baseline_shape_and_latency(pytester: pytest.Pytester) -> None:

@@ -5,9 +5,7 @@ from html.parser import HTMLParser
 
 import pytest
 from browser import MISSING, browser, dump_dom
-from projects import GOLD, set_rankings, write_project
-
-RUN = ("-p", "no:cacheprovider")
+from projects import GOLD, RUN, set_rankings, write_project
 
 
 @pytest.fixture

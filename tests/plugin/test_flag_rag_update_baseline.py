@@ -2,9 +2,7 @@
 from __future__ import annotations
 
 import pytest
-from projects import GOLD, baseline, baseline_bytes, set_rankings, write_project
-
-RUN = ("-p", "no:cacheprovider")
+from projects import GOLD, RUN, baseline, baseline_bytes, retriever, set_rankings, write_project
 
 
 @pytest.fixture
@@ -77,7 +75,7 @@ def test_entries_no_longer_configured_are_removed_and_listed(project: pytest.Pyt
     project.runpytest("--rag-update-baseline", *RUN)
     write_project(
         project.path,
-        retrievers='[tool.ragretrieval.retrievers.bm25]\ntype = "bm25"\n',
+        retrievers=retriever("bm25", "bm25"),
         settings='metrics = ["precision", "recall", "ndcg"]',
     )
     result = project.runpytest("--rag-update-baseline", *RUN)
@@ -121,19 +119,8 @@ def test_no_write_happens_with_collect_only(project: pytest.Pytester) -> None:
 def test_a_new_source_reading_a_changed_retriever_is_detected(project: pytest.Pytester) -> None:
     write_project(
         project.path,
-        retrievers="""
-[tool.ragretrieval.retrievers.bm25]
-type = "bm25"
-
-[tool.ragretrieval.retrievers.table]
-type = "python"
-factory = "table_retriever:make"
-
-[tool.ragretrieval.retrievers.wrapped]
-type = "python"
-factory = "wrap:make"
-sources = ["bm25"]
-""",
+        retrievers=retriever("bm25", "bm25") + retriever("table", "python", factory="table_retriever:make")
+        + retriever("wrapped", "python", factory="wrap:make", sources=["bm25"]),
     )
     project.makepyfile(wrap="def make(ctx):\n    inner = ctx.retriever('bm25')\n    return lambda q, k: list(inner(q, k))\n")
     project.runpytest("--rag-update-baseline", *RUN).assert_outcomes(passed=12)

@@ -15,9 +15,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_ragretrieval.baseline.changes import Changes, Entry, LostHit, SettingChange, ValueChange, dumps_changes
 from pytest_ragretrieval.cli import main
-from pytest_ragretrieval.gate.approval import decide, decision_document, pull_request
+from pytest_ragretrieval.review.approval import decide, decision_document, pull_request
+from pytest_ragretrieval.review.changes import Changes, Entry, LostHit, SettingChange, ValueChange, dumps_changes
 
 EXAMPLES = int(os.environ.get("RAG_FUZZ_EXAMPLES", "300"))
 SIDE_FILES = ("changes.json", "event.json", "decision.json")

@@ -8,9 +8,19 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from projects import CHUNKS, GOLD, QUESTIONS, baseline, baseline_bytes, set_rankings, write_project
+from projects import (
+    CHUNKS,
+    GOLD,
+    QUESTIONS,
+    RUN,
+    baseline,
+    baseline_bytes,
+    one_line_error,
+    retriever,
+    set_rankings,
+    write_project,
+)
 
-RUN = ("-p", "no:cacheprovider")
 BASELINE = Path("baselines") / "retrieval.json"
 FIX_IT = "; fix it, or delete it and run `pytest --rag-update-baseline` to record a new one"
 
@@ -20,15 +30,6 @@ def recorded(pytester: pytest.Pytester) -> pytest.Pytester:
     write_project(pytester.path)
     assert pytester.runpytest("--rag-update-baseline", *RUN).ret == 0
     return pytester
-
-
-def one_line_error(result: pytest.RunResult) -> str:
-    """The usage error pytest printed; asserts it is a single line and no traceback."""
-    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str() + result.stderr.str()
-    lines = [line for line in result.stderr.lines if line.strip()]
-    assert len(lines) == 1, lines
-    assert "Traceback" not in result.stdout.str() + result.stderr.str()
-    return lines[0]
 
 
 def edit_baseline(folder: Path, change: Callable[[str], str]) -> None:
@@ -329,8 +330,7 @@ def make(ctx):
 
 
 def test_a_report_that_cannot_be_written_after_the_run_is_one_line_after_the_table(pytester: pytest.Pytester) -> None:
-    write_project(pytester.path, retrievers='[tool.ragretrieval.retrievers.bm25]\ntype = "bm25"\n'
-                  '[tool.ragretrieval.retrievers.saboteur]\ntype = "python"\nfactory = "saboteur:make"\n')
+    write_project(pytester.path, retrievers=retriever("bm25", "bm25") + retriever("saboteur", "python", factory="saboteur:make"))
     pytester.makepyfile(saboteur=SABOTAGE)
     pytester.runpytest("--rag-update-baseline", *RUN)
     (pytester.path / "out").unlink()

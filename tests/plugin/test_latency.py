@@ -4,9 +4,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from projects import write_project
+from projects import RUN, retriever, write_project
 
-RUN = ("-p", "no:cacheprovider")
 SLOW = "import time\n\ndef make(ctx):\n    def retrieve(query, k):\n        time.sleep(0.03)\n        return []\n    return retrieve\n"
 
 
@@ -14,7 +13,7 @@ def project(pytester: pytest.Pytester, limit: float) -> None:
     pytester.makepyfile(slow=SLOW)
     write_project(
         pytester.path,
-        retrievers=f'[tool.ragretrieval.retrievers.slow]\ntype = "python"\nfactory = "slow:make"\nmax_latency_ms = {limit}\n',
+        retrievers=retriever("slow", "python", factory="slow:make", max_latency_ms=limit),
     )
 
 

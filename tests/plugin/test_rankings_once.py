@@ -2,9 +2,7 @@
 from __future__ import annotations
 
 import pytest
-from projects import QUESTIONS, read_results, write_project
-
-RUN = ("-p", "no:cacheprovider")
+from projects import QUESTIONS, RUN, read_results, write_project
 
 ROUTER = '''
 def make(ctx):

@@ -2,10 +2,8 @@
 from __future__ import annotations
 
 import pytest
-from projects import CHUNKS, QUERIES, read_results, toml_string, write_project
+from projects import CHUNKS, QUERIES, RUN, read_results, toml_string, write_project
 from rerank_server import FakeReranker, fake_score
-
-RUN = ("-p", "no:cacheprovider")
 
 
 @pytest.mark.parametrize("api", ["tei", "cohere"])

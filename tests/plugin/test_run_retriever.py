@@ -4,9 +4,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from projects import GOLD, QUESTIONS, read_results, write_project
-
-RUN = ("-p", "no:cacheprovider")
+from projects import GOLD, QUESTIONS, RUN, read_results, retriever, write_project
 
 
 def jsonl_run(rankings: dict[str, list[str]]) -> str:
@@ -17,7 +15,7 @@ def test_a_jsonl_run_is_gated_and_missing_questions_are_counted(pytester: pytest
     partial = {qid: ranking for qid, ranking in GOLD.items() if qid not in ("q03", "q05")}
     (pytester.path / "runs").mkdir()
     (pytester.path / "runs" / "mine.jsonl").write_text(jsonl_run(partial), encoding="utf-8")
-    retrievers = '[tool.ragretrieval.retrievers.mine]\ntype = "run"\npath = "runs/mine.jsonl"\n'
+    retrievers = retriever("mine", "run", path="runs/mine.jsonl")
     write_project(pytester.path, retrievers=retrievers)
     result = pytester.runpytest("--rag-update-baseline", "--rag-json", "out.json", *RUN)
     result.assert_outcomes(passed=4)
@@ -39,9 +37,8 @@ def test_a_trec_run_under_hybrid_is_asked_by_id(pytester: pytest.Pytester) -> No
         lines += [f"{qid} Q0 {chunk} {rank} {10 - rank} run" for rank, chunk in enumerate(ranking, start=1)]
     (pytester.path / "bm25.trec").write_text("\n".join(lines) + "\n", encoding="utf-8")
     retrievers = (
-        '[tool.ragretrieval.retrievers.file]\ntype = "run"\npath = "bm25.trec"\n'
-        '[tool.ragretrieval.retrievers.again]\ntype = "run"\npath = "bm25.trec"\norder = "rank"\n'
-        '[tool.ragretrieval.retrievers.fused]\ntype = "hybrid"\nsources = ["file", "again"]\n'
+        retriever("file", "run", path="bm25.trec") + retriever("again", "run", path="bm25.trec", order="rank")
+        + retriever("fused", "hybrid", sources=["file", "again"])
     )
     write_project(pytester.path, retrievers=retrievers, questions=questions)
     result = pytester.runpytest("--rag-update-baseline", "--rag-json", "out.json", *RUN)
@@ -52,7 +49,7 @@ def test_a_trec_run_under_hybrid_is_asked_by_id(pytester: pytest.Pytester) -> No
 
 def test_an_unknown_question_id_fails_the_items_naming_file_and_line(pytester: pytest.Pytester) -> None:
     (pytester.path / "run.trec").write_text("q01 Q0 travel-001 1 1.0 t\nq99 Q0 travel-001 1 1.0 t\n", encoding="utf-8")
-    write_project(pytester.path, retrievers='[tool.ragretrieval.retrievers.file]\ntype = "run"\npath = "run.trec"\n')
+    write_project(pytester.path, retrievers=retriever("file", "run", path="run.trec"))
     result = pytester.runpytest("--rag-eval", *RUN)
     result.assert_outcomes(failed=4)
     result.stdout.fnmatch_lines(["*run.trec:2: unknown question id 'q99'; a run must use the eval set's ids*"])

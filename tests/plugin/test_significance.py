@@ -5,12 +5,10 @@ import json
 
 import numpy as np
 import pytest
-from projects import TABLE_ONLY, baseline, set_rankings, synthetic, write_project
+from projects import RUN, TABLE_ONLY, baseline, set_rankings, synthetic, write_project
 from scipy import stats as scipy_stats
 
 from pytest_ragretrieval.scoring.stats import RESAMPLES, SEED, paired_test
-
-RUN = ("-p", "no:cacheprovider")
 
 
 def project(pytester: pytest.Pytester, count: int, settings: str) -> dict[str, list[str]]:

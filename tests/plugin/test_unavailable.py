@@ -4,9 +4,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from projects import baseline, write_project
+from projects import RUN, baseline, write_project
 
-RUN = ("-p", "no:cacheprovider")
 FLAKY = '''
 from pathlib import Path
 from pytest_ragretrieval.errors import RetrieverUnavailable

@@ -2,9 +2,8 @@
 from __future__ import annotations
 
 import pytest
-from projects import write_project
+from projects import RUN, write_project
 
-RUN = ("-p", "no:cacheprovider")
 BM25 = """
 [tool.ragretrieval.retrievers.bm25]
 type = "bm25"

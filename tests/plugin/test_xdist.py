@@ -4,23 +4,14 @@ from __future__ import annotations
 import json
 
 import pytest
-from projects import GOLD, QUESTIONS, baseline, set_rankings, write_project
+from projects import GOLD, QUESTIONS, RUN, baseline, retriever, set_rankings, write_project
 
 pytest.importorskip("xdist")
-RUN = ("-p", "no:cacheprovider")
 
-HYBRID = """
-[tool.ragretrieval.retrievers.table]
-type = "python"
-factory = "table_retriever:make"
-
-[tool.ragretrieval.retrievers.bm25]
-type = "bm25"
-
-[tool.ragretrieval.retrievers.hybrid]
-type = "hybrid"
-sources = ["table", "bm25"]
-"""
+HYBRID = (
+    retriever("table", "python", factory="table_retriever:make") + retriever("bm25", "bm25")
+    + retriever("hybrid", "hybrid", sources=["table", "bm25"])
+)
 
 
 def test_the_workers_report_the_controllers_verdicts(pytester: pytest.Pytester) -> None:

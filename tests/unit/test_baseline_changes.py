@@ -7,7 +7,9 @@ from typing import Any
 
 import pytest
 
-from pytest_ragretrieval.baseline.changes import (
+from pytest_ragretrieval.baseline.format import document, dumps, parse
+from pytest_ragretrieval.errors import BaselineError
+from pytest_ragretrieval.review.changes import (
     Entry,
     GateSettings,
     LostHit,
@@ -17,8 +19,6 @@ from pytest_ragretrieval.baseline.changes import (
     dumps_changes,
     parse_changes,
 )
-from pytest_ragretrieval.baseline.format import document, dumps, parse
-from pytest_ragretrieval.errors import BaselineError
 
 FINGERPRINT: dict[str, Any] = {"k": 2, "tokenizer": "jieba 0.42.1", "chunks_sha256": "c", "evalset_sha256": "e",
                                "metrics_version": 1, "retrievers": {"bm25": {"type": "bm25", "k1": 1.5},

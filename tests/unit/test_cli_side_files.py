@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from pytest_ragretrieval.baseline.changes import Changes, Entry, ValueChange, dumps_changes
 from pytest_ragretrieval.cli import main
-from pytest_ragretrieval.gate.approval import decide, decision_document, pull_request
+from pytest_ragretrieval.review.approval import decide, decision_document, pull_request
+from pytest_ragretrieval.review.changes import Changes, Entry, ValueChange, dumps_changes
 
 CHANGES = Changes("old.json", "new.json", lowered=(ValueChange("bm25", "ndcg@5", 0.6, 0.5),),
                   added=(Entry("vector", "", "new in the baseline"),))

@@ -7,14 +7,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from projects import retriever
 
-from pytest_ragretrieval.baseline.changes import Changes, Entry, ValueChange, dumps_changes
 from pytest_ragretrieval.baseline.format import document, dumps, parse
 from pytest_ragretrieval.cli import main
-from pytest_ragretrieval.gate.approval import Decision, decision_document
-from pytest_ragretrieval.report.comment import LIMIT, MARKER, CommentInput, render, size
 from pytest_ragretrieval.report.model import Failure
 from pytest_ragretrieval.report.results import comparisons, failures, report_input
+from pytest_ragretrieval.review.approval import Decision, decision_document
+from pytest_ragretrieval.review.changes import Changes, Entry, ValueChange, dumps_changes
+from pytest_ragretrieval.review.comment import LIMIT, MARKER, CommentInput, render, size
 
 FINGERPRINT: dict[str, Any] = {"k": 5, "tokenizer": "jieba 0.42.1", "retrievers": {"hybrid": {"type": "hybrid"}}}
 DROPS = tuple(f"  q{n:02d}: 1.0000 -> 0.0000 (-1.0000)" for n in range(1, 11))
@@ -110,7 +111,7 @@ def test_results_without_a_failure_list_take_the_verdict_from_the_workflow() -> 
 def test_comparisons_between_configurations_when_present() -> None:
     body = render_doc(results([], comparisons=[PAIR]))
     assert "### 配置对比 / Comparisons between configurations" in body
-    assert "| hybrid vs vector | recall@5 | +0.2400 | <0.0001 | [+0.1500, +0.3300] |      20/30/3 |" in body
+    assert "| hybrid vs vector | recall@5 | +0.2400 | < 0.0001 | [+0.1500, +0.3300] |      20/30/3 |" in body
     assert "配置对比" not in render_doc(results([]))
 
 
@@ -193,7 +194,7 @@ def test_comment_with_the_issue_s_baseline_diff_form(workspace: Path, capsys: py
                                                             encoding="utf-8")
     (workspace / "pyproject.toml").write_text(
         '[tool.ragretrieval]\nchunks = "c.jsonl"\nevalset = "e.jsonl"\nk = 5\n'
-        '[tool.ragretrieval.retrievers.bm25]\ntype = "bm25"\n', encoding="utf-8")
+        + retriever("bm25", "bm25"), encoding="utf-8")
     assert main(["comment", "results.json", "--baseline-diff", "base.json"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert "### 基线变化 / Baseline changes against `base.json`" in out

@@ -4,6 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from projects import retriever
 
 from pytest_ragretrieval.config.settings import Tolerance, load_config
 from pytest_ragretrieval.errors import ConfigError
@@ -59,7 +60,7 @@ def test_tolerance_per_metric_by_name_or_label(tmp_path: Path) -> None:
 
 
 def test_a_dependency_graph_of_retrievers(tmp_path: Path) -> None:
-    text = MINIMAL + '\n[tool.ragretrieval.retrievers.mine]\ntype = "python"\nfactory = "pkg.mod:make"\nsources = ["bm25"]\noptions = {alpha = 1}\n'
+    text = MINIMAL + retriever("mine", "python", factory="pkg.mod:make", sources=["bm25"]) + "options = {alpha = 1}\n"
     config = config_at(tmp_path, text)
     assert config.retriever("mine").sources == ("bm25",)
     assert config.retriever("mine").params == {"factory": "pkg.mod:make", "options": {"alpha": 1}, "sources": ["bm25"]}
@@ -97,7 +98,7 @@ def test_bad_values_name_the_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 
 def test_a_cycle_of_sources_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     text = MINIMAL + "".join(
-        f'\n[tool.ragretrieval.retrievers.{name}]\ntype = "python"\nfactory = "m:f"\nsources = ["{source}"]\n'
+        retriever(name, "python", factory="m:f", sources=[source])
         for name, source in (("a", "b"), ("b", "c"), ("c", "a"))
     )
     assert error_of(tmp_path, text, monkeypatch) == "pyproject.toml [tool.ragretrieval.retrievers.a]: sources form a cycle (a -> b -> c -> a)"

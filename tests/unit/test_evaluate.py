@@ -5,13 +5,8 @@ import pytest
 
 from pytest_ragretrieval.errors import RetrieverError
 from pytest_ragretrieval.evalset.records import Question
-from pytest_ragretrieval.scoring.evaluate import (
-    checked_ranking,
-    mean,
-    percentile,
-    run_retriever,
-    score,
-)
+from pytest_ragretrieval.runner.execute import checked_ranking, run_retriever
+from pytest_ragretrieval.scoring.evaluate import mean, percentile, score
 from pytest_ragretrieval.scoring.metrics import MetricSpec
 
 QUESTIONS = (

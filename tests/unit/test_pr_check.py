@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from pytest_ragretrieval.baseline.changes import Changes, Entry, SettingChange, ValueChange, dumps_changes
 from pytest_ragretrieval.cli import main
-from pytest_ragretrieval.gate.approval import PullRequest, decide, pull_request
+from pytest_ragretrieval.review.approval import PullRequest, decide, pull_request
+from pytest_ragretrieval.review.changes import Changes, Entry, SettingChange, ValueChange, dumps_changes
 
 LOWERED = Changes("main:baselines/retrieval.json", "baselines/retrieval.json",
                   lowered=(ValueChange("bm25", "ndcg@5", 0.5885, 0.51),),

@@ -11,7 +11,6 @@ from openai_server import FakeOpenAI
 
 from pytest_ragretrieval.cache import Cache
 from pytest_ragretrieval.config.settings import load_config
-from pytest_ragretrieval.database.resources import Resources
 from pytest_ragretrieval.embedding import make_embedder
 from pytest_ragretrieval.embedding.cached import CachedEmbedder
 from pytest_ragretrieval.embedding.openai import OpenAIEmbedder
@@ -19,6 +18,7 @@ from pytest_ragretrieval.embedding.prompts import BGE_EN_QUERY, BGE_ZH_QUERY, E5
 from pytest_ragretrieval.embedding.python import PythonEmbedder
 from pytest_ragretrieval.embedding.sentence_transformers import SentenceTransformerEmbedder
 from pytest_ragretrieval.errors import ConfigError
+from pytest_ragretrieval.runner.resources import Resources
 
 
 @pytest.mark.parametrize(

@@ -4,6 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from projects import retriever
 from rerank_server import FakeReranker, Reply, fake_score
 
 from pytest_ragretrieval.cache import Cache
@@ -143,8 +144,7 @@ def test_scores_are_cached_so_a_second_run_sends_nothing(tmp_path: Path) -> None
 def rerank_config(tmp_path: Path, lines: str):
     (tmp_path / "pyproject.toml").write_text(
         '[tool.ragretrieval]\nchunks = "c.jsonl"\nevalset = "e.jsonl"\n'
-        '[tool.ragretrieval.retrievers.bm25]\ntype = "bm25"\n'
-        f'[tool.ragretrieval.retrievers.r]\ntype = "rerank"\nsource = "bm25"\n{lines}\n',
+        + retriever("bm25", "bm25") + retriever("r", "rerank", source="bm25") + f"{lines}\n",
         encoding="utf-8",
     )
     return load_config(None, tmp_path).retriever("r")

@@ -5,10 +5,10 @@ from collections.abc import Callable, Sequence
 
 import pytest
 
-from pytest_ragretrieval.retrievers import store as store_module
 from pytest_ragretrieval.retrievers.hybrid import HybridRetriever
 from pytest_ragretrieval.retrievers.protocol import Query
-from pytest_ragretrieval.retrievers.store import Memo, Rankings
+from pytest_ragretrieval.runner import latency as latency_module
+from pytest_ragretrieval.runner.store import Memo, Rankings
 
 
 class Clock:
@@ -27,7 +27,7 @@ class Clock:
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
     fake = Clock()
-    monkeypatch.setattr(store_module.time, "perf_counter", fake)
+    monkeypatch.setattr(latency_module.time, "perf_counter", fake)
     monkeypatch.setattr("pytest_ragretrieval.timing.time.perf_counter", fake)
     return fake
 
@@ -138,8 +138,7 @@ def test_prefetch_fills_sources_first_then_runs_one_batch_for_the_missing_querie
         hybrid_calls.append(query)
         return list(vector(query, 10))
 
-    hybrid = Memo("hybrid", consumer, store, depth=5)
-    hybrid.sources = [vector]
+    hybrid = Memo("hybrid", consumer, store, depth=5, sources=lambda: [vector])
     ticks: list[int] = []
     asked = [Query("a", "known"), Query("b", "q1"), Query("c", "q2"), Query("d", "q1")]  # d asks what b asks
     hybrid.prefetch(asked, 5, ticks.append)

@@ -12,7 +12,6 @@ from typing import Any
 
 from ..config.settings import Config
 from ..evalset.records import Chunk, Question
-from ..retrievers import Setup
 from ..retrievers.tokens import describe
 from ..scoring.metrics import METRICS_VERSION
 
@@ -72,8 +71,13 @@ def retriever_changes(old: Mapping[str, Any], new: Mapping[str, Any], name: str)
     return changed_paths(before[name], new.get("retrievers", {}).get(name, {}))
 
 
-def fingerprint(config: Config, chunks: Sequence[Chunk], questions: Sequence[Question], setup: Setup) -> dict[str, Any]:
-    """This run's fingerprint: the global fields and one entry per configured retriever."""
+def fingerprint(
+    config: Config, chunks: Sequence[Chunk], questions: Sequence[Question], setup: Mapping[str, Mapping[str, Any]]
+) -> dict[str, Any]:
+    """This run's fingerprint: the global fields and one entry per configured retriever.
+
+    `setup` is what each retriever's type adds (the embedder, the index), as the runner found it.
+    """
     return {
         "chunks_sha256": chunks_digest(chunks),
         "evalset_sha256": evalset_digest(questions),
@@ -84,10 +88,10 @@ def fingerprint(config: Config, chunks: Sequence[Chunk], questions: Sequence[Que
     }
 
 
-def retriever_fingerprint(config: Config, name: str, setup: Setup) -> dict[str, Any]:
+def retriever_fingerprint(config: Config, name: str, setup: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     """Own parameters, what the type adds (embedder, index) and, under `reads`, every source's."""
     spec = config.retriever(name)
-    found = {**spec.fingerprint, **spec.module.fingerprint(spec.params, setup)}
+    found = {**spec.fingerprint, **setup[name]}
     if spec.sources:
         found["reads"] = {source: retriever_fingerprint(config, source, setup) for source in spec.sources}
     return found

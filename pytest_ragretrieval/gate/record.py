@@ -4,14 +4,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..baseline.format import Baseline, document, retriever_entry
+from ..baseline.update import UpdatePlan, plan_update
 from ..config.settings import Config
-from ..gate.checks import Outcome
-from ..gate.items import ItemKey
-from ..gate.judge import Judge
 from ..jsontext import escaped
 from ..scoring.evaluate import Run, latency_summary
-from .format import Baseline, document, retriever_entry
-from .update import UpdatePlan, plan_update
+from .checks import Outcome
+from .items import ItemKey
+from .judge import Judge
 
 
 def results_document(

@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, overload
 
-from ..errors import ConfigError
+from .errors import ConfigError
 
-_MISSING = object()
+_MISSING: Any = object()
+"""The default of a required key: its absence is an error."""
 MAX_INTEGER = 2**31 - 1
 """The largest integer a setting takes (k, depths, batch sizes): beyond it Postgres, numpy and range() fail."""
 
@@ -41,10 +42,19 @@ class Table:
     def has(self, key: str) -> bool:
         return key in self.data
 
-    def text(self, key: str, default: Any = _MISSING, choices: Iterable[str] | None = None) -> Any:
+    @overload
+    def text(self, key: str, *, choices: Iterable[str] | None = None) -> str: ...
+
+    @overload
+    def text(self, key: str, default: str, choices: Iterable[str] | None = None) -> str: ...
+
+    @overload
+    def text(self, key: str, default: str | None, choices: Iterable[str] | None = None) -> str | None: ...
+
+    def text(self, key: str, default: str | None = _MISSING, choices: Iterable[str] | None = None) -> str | None:
         given, value = self._get(key, default)
         if not given:
-            return value
+            return default
         if not isinstance(value, str) or not value.strip():
             raise self.error(key, f"must be a non-empty string, got {value!r}")
         options = list(choices) if choices is not None else None
@@ -52,10 +62,19 @@ class Table:
             raise self.error(key, f"must be one of {', '.join(map(repr, options))}, got {value!r}")
         return value
 
-    def integer(self, key: str, default: Any = _MISSING, minimum: int | None = None) -> Any:
+    @overload
+    def integer(self, key: str, *, minimum: int | None = None) -> int: ...
+
+    @overload
+    def integer(self, key: str, default: int, minimum: int | None = None) -> int: ...
+
+    @overload
+    def integer(self, key: str, default: int | None, minimum: int | None = None) -> int | None: ...
+
+    def integer(self, key: str, default: int | None = _MISSING, minimum: int | None = None) -> int | None:
         given, value = self._get(key, default)
         if not given:
-            return value
+            return default
         if isinstance(value, bool) or not isinstance(value, int):
             raise self.error(key, f"must be an integer, got {shown(value)}")
         if minimum is not None and value < minimum:
@@ -64,12 +83,23 @@ class Table:
             raise self.error(key, f"must be <= {MAX_INTEGER}, got {shown(value)}")
         return value
 
+    @overload
+    def number(self, key: str, *, minimum: float | None = None, maximum: float | None = None) -> float: ...
+
+    @overload
+    def number(self, key: str, default: float, minimum: float | None = None, maximum: float | None = None) -> float: ...
+
+    @overload
     def number(
-        self, key: str, default: Any = _MISSING, minimum: float | None = None, maximum: float | None = None
-    ) -> Any:
+        self, key: str, default: float | None, minimum: float | None = None, maximum: float | None = None
+    ) -> float | None: ...
+
+    def number(
+        self, key: str, default: float | None = _MISSING, minimum: float | None = None, maximum: float | None = None
+    ) -> float | None:
         given, value = self._get(key, default)
         if not given:
-            return value
+            return default
         return self.check_number(key, value, minimum, maximum)
 
     def check_number(self, key: str, value: Any, minimum: float | None, maximum: float | None) -> float:
@@ -85,10 +115,19 @@ class Table:
             raise self.error(key, f"must be a finite number, got {shown(value)}")
         return number
 
-    def texts(self, key: str, default: Any = _MISSING, non_empty: bool = True) -> Any:
+    @overload
+    def texts(self, key: str, *, non_empty: bool = True) -> list[str]: ...
+
+    @overload
+    def texts(self, key: str, default: list[str], non_empty: bool = True) -> list[str]: ...
+
+    @overload
+    def texts(self, key: str, default: list[str] | None, non_empty: bool = True) -> list[str] | None: ...
+
+    def texts(self, key: str, default: list[str] | None = _MISSING, non_empty: bool = True) -> list[str] | None:
         given, value = self._get(key, default)
         if not given:
-            return value
+            return default
         if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
             raise self.error(key, f"must be a list of non-empty strings, got {value!r}")
         if non_empty and not value:

@@ -3,17 +3,20 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..cache import Namespace
 from ..config.settings import Config
-from ..database.resources import Resources
 from ..errors import RagError, RetrieverError
 from ..evalset.records import Chunk, Question
-from . import TYPES, Closing, Retriever
-from .protocol import Query, asked
+from ..retrievers import TYPES, Closing, Retriever
+from ..retrievers.protocol import Query, asked
+from ..retrievers.tokens import tokenizer
+from .resources import Resources
 from .store import Memo, Rankings
-from .tokens import tokenizer
+
+if TYPE_CHECKING:
+    from ..embedding.prompts import Side
 
 
 class RetrieverContext:
@@ -91,12 +94,13 @@ class RetrieverContext:
             raise RetrieverError(
                 f"retriever {self.name!r} called ctx.embed with side={side!r}; use 'query' or 'passage'"
             )
-        return self._bench.resources.embedder.embed(list(texts), None, side)
+        return self._bench.resources.embedder.embed(list(texts), None, cast("Side", side))
 
 
 class Workbench:
     """Builds each retriever on first use, behind a `Memo` over the session's one store of
-    rankings; a build error is kept and re-raised for every user."""
+    rankings; a build error is kept and re-raised for every user. It knows which memos each
+    retriever reads (`read_by`), so that filling a memo's store fills its sources' first."""
 
     def __init__(
         self, config: Config, chunks: tuple[Chunk, ...], resources: Resources, questions: tuple[Question, ...] = ()
@@ -126,7 +130,7 @@ class Workbench:
 
     def tokens(self, texts: Sequence[str]) -> tuple[list[str], list[Any]]:
         """(vocabulary, token ids per text) of the configured tokenizer, through the cache."""
-        from .corpus_tokens import cached_tokens, tokenizer_id
+        from ..retrievers.corpus_tokens import cached_tokens, tokenizer_id
 
         namespace = self.resources.cache.namespace("tokens", tokenizer_id(self.config.tokenizer), dtype="<i4")
         with self.resources.phases.phase("tokenizing"):
@@ -157,8 +161,7 @@ class Workbench:
         finally:
             self._building.pop()
         self._built[name] = built
-        memo = Memo(name, built, self.rankings, self.depth(name))
-        memo.sources = self._sources.setdefault(name, [])  # the list read_by keeps adding to
+        memo = Memo(name, built, self.rankings, self.depth(name), sources=lambda: tuple(self._sources.get(name, ())))
         self._memos[name] = memo
         return memo
 

@@ -16,20 +16,18 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from ..baseline.fingerprint import changed_paths, global_changes
+from ..baseline.format import Baseline, Recorded
 from ..config.settings import Config
 from ..errors import BaselineError
-from ..gate.fingerprint import changed_paths, global_changes
 from ..jsonshape import Node, ShapeProblem, decode
 from ..jsontext import JSONProblem
 from ..paths import Unreadable, display, read_input
-from ..scoring.metrics import METRICS
+from ..scoring.metrics import METRICS, metric_order
 from ..values import EPSILON
-from .format import Baseline, Recorded
 
 KIND = "ragretrieval-baseline-changes"
 VERSION = 1
-HIT_METRICS = ("hit_rate", "recall", "precision", "ndcg", "mrr", "map", "f1")
-"""Per-question metrics that are above 0 exactly when a relevant chunk is within the cutoff."""
 
 
 @dataclass(frozen=True)
@@ -126,13 +124,6 @@ class Changes:
                     or self.tags_lowered or self.tags_raised)
 
 
-def metric_order(label: str) -> tuple[int, int, str]:
-    """The plugin's metric order (precision, recall, f1, ndcg, ...), then by cutoff."""
-    name, _, cutoff = label.partition("@")
-    names = list(METRICS)
-    return (names.index(name) if name in names else len(names)), int(cutoff) if cutoff.isdigit() else 0, label
-
-
 def _values(
     old: Mapping[str, float], new: Mapping[str, float], retriever: str, tag: str = ""
 ) -> tuple[list[ValueChange], list[ValueChange]]:
@@ -148,8 +139,9 @@ def _values(
 
 
 def _hit(values: Mapping[str, float], k: int) -> bool | None:
-    """Whether a question's recorded values say a relevant chunk was within k; None when none says."""
-    for name in HIT_METRICS:
+    """Whether a question's recorded values say a relevant chunk was within k; None when none says.
+    Any metric flagged `hit` in the registry says it, each the same way."""
+    for name in (name for name, metric in METRICS.items() if metric.hit):
         if f"{name}@{k}" in values:
             return values[f"{name}@{k}"] > EPSILON
     return None

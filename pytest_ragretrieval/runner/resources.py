@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..cache import Cache, Namespace
 from ..config.settings import Config
@@ -13,13 +13,24 @@ from ..evalset.records import Chunk
 from ..progress import Output, PlainOutput
 from ..timing import Phases
 
+if TYPE_CHECKING:
+    import numpy as np
+    import psycopg
+
+    from ..database.handle import Database
+    from ..embedding.cached import CachedEmbedder
+
 
 class Resources:
-    """One database and one cached embedder per session; `close()` is safe at any point."""
+    """One database and one cached embedder per session; `close()` is safe at any point.
+
+    It implements the retriever types' `Setup` (what a fingerprint adds) and serves the workbench's
+    `ctx`; `out` gets its progress lines (the embedding, the database start, the seeding).
+    """
 
     def __init__(
         self, config: Config, chunks: Sequence[Chunk], db_mode: str, dsn: str | None, cache_mode: str,
-        phases: Phases | None = None,
+        phases: Phases | None = None, out: Output | None = None,
     ) -> None:
         self.config = config
         self.phases = phases or Phases()
@@ -27,16 +38,16 @@ class Resources:
         self.db_mode = db_mode
         self.dsn = dsn
         self.cache = Cache(config.cache_dir, cache_mode)
-        self.out: Output = PlainOutput()
-        self._embedder: Any = None
-        self._database: Any = None
+        self.out: Output = out or PlainOutput()
+        self._embedder: CachedEmbedder | None = None
+        self._database: Database | None = None
         self._table: str | None = None
         self._failure: Exception | None = None
         self._embedding_error: str | None = None
-        self._vectors: Any = None
+        self._vectors: np.ndarray | None = None
 
     @property
-    def embedder(self) -> Any:
+    def embedder(self) -> CachedEmbedder:
         if self._embedder is None:
             from ..embedding import make_embedder
             from ..embedding.base import FailOnce
@@ -47,7 +58,7 @@ class Resources:
             )
         return self._embedder
 
-    def embed(self, texts: list[str], label: str | None = None) -> Any:
+    def embed(self, texts: list[str], label: str | None = None) -> np.ndarray:
         """Vectors through the cache; only labelled (bulk) calls print a progress line."""
         return self.embedder.embed(texts, label)
 
@@ -83,15 +94,15 @@ class Resources:
     def score_cache(self, kind: str, model_id: str) -> Namespace:
         return self.cache.namespace(kind, model_id, ext="f64", dtype="<f8")
 
-    def _start(self) -> Any:
+    def _start(self) -> Database:
         """Embed the corpus, then start and seed the database.
 
         Embeddings are cached and a started server is not, so this order never loses work, and an
         embedder that fails (a dead server, a missing key) costs no database start.
         """
-        from .handle import open_database
-        from .seed import seed, storable, table_label
-        from .servers import choose
+        from ..database.handle import open_database
+        from ..database.seed import seed, storable, table_label
+        from ..database.servers import choose
 
         with self.phases.phase("embedding corpus"):
             vectors = self.embed([chunk.text for chunk in self.chunks], "embedding corpus")
@@ -123,7 +134,7 @@ class Resources:
 
     def reclaim(self) -> None:
         """Stop and remove embedded servers whose run was killed, and say so (see database.leftovers)."""
-        from .leftovers import reclaim
+        from ..database.leftovers import reclaim
 
         found = reclaim()
         if found:
@@ -134,10 +145,10 @@ class Resources:
             )
 
     @property
-    def database(self) -> Any:
+    def database(self) -> Database:
         return self._ready()
 
-    def _ready(self) -> Any:
+    def _ready(self) -> Database:
         """The seeded database; a failure to start or seed is kept and raised for every caller."""
         if self._failure is not None:
             raise self._failure
@@ -147,20 +158,22 @@ class Resources:
             except Exception as exc:
                 self._failure = exc
                 raise
+        assert self._database is not None
         return self._database
 
-    def connect(self) -> Any:
+    def connect(self) -> psycopg.Connection:
         """A new connection to the seeded table; the HNSW search setting applied when indexed."""
-        from .seed import configure_search
+        from ..database.seed import configure_search
 
         conn = self.database.connect()
         if self.config.index.kind != "exact":
             configure_search(conn, self.config.index)
         return conn
 
-    def corpus_vectors(self) -> tuple[list[str], Any]:
+    def corpus_vectors(self) -> tuple[list[str], np.ndarray]:
         """(chunk ids, vectors) in the order and precision they were seeded."""
         self._ready()
+        assert self._vectors is not None
         return [chunk.id for chunk in self.chunks], self._vectors
 
     @property
@@ -198,6 +211,6 @@ def database_mode(option: str | None, configured: str, url_option: str | None) -
 
 
 def database_url(url_option: str | None) -> str | None:
-    from .hints import URL_ENV
+    from ..database.hints import URL_ENV
 
     return url_option or os.environ.get(URL_ENV) or None

@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..baseline.changes import Changes
 from ..jsonshape import Node
+from .changes import Changes
 
 DEFAULT_LABEL = "rag-baseline-approved"
 CHECKS = ("pass", "approved", "fail", "skipped")

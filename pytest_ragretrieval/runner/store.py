@@ -7,18 +7,18 @@ the stored ranking. This relies on what every built-in type guarantees: the top 
 is the first k of a deeper one, and a ranking shorter than asked is all there is.
 
 Latency stays honest: a query's latency is the time the retriever itself took plus the latency
-recorded for every source ranking it read, whether computed just then or earlier.
+recorded for every source ranking it read, whether computed just then or earlier (`latency.py`).
 """
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..evalset.records import Question
+from ..retrievers.protocol import Asking, Batched, Diagnosing, Noting, Query, Retriever, ask
 from ..timing import Phases
-from .protocol import Asking, Batched, Diagnosing, Noting, Query, Retriever, ask
+from .latency import Latency
 
 
 @dataclass(frozen=True)
@@ -32,27 +32,12 @@ class Entry:
 
 
 class Rankings:
-    """The session's rankings, by retriever and query, and the latency bookkeeping of nested calls."""
+    """The session's rankings, by retriever and query, and the latency accounting of nested calls."""
 
     def __init__(self, phases: Phases | None = None) -> None:
         self.entries: dict[str, dict[str, Entry]] = {}
         self.phases = phases or Phases()
-        self._frames: list[list[float]] = []
-
-    def enter(self) -> None:
-        """A retriever starts computing a query: the source calls it makes are counted apart."""
-        self._frames.append([0.0, 0.0])
-
-    def leave(self) -> tuple[float, float]:
-        """(wall ms, latency ms) of the source calls made since the matching `enter`."""
-        wall, latency = self._frames.pop()
-        return wall, latency
-
-    def charge(self, wall_ms: float, latency_ms: float) -> None:
-        """Tell the caller's frame that a source call took `wall_ms` and stands for `latency_ms`."""
-        if self._frames:
-            self._frames[-1][0] += wall_ms
-            self._frames[-1][1] += latency_ms
+        self.latency = Latency()
 
 
 class Memo:
@@ -65,12 +50,16 @@ class Memo:
     factory may), the key is the text.
     """
 
-    def __init__(self, name: str, retriever: Retriever, store: Rankings, depth: int) -> None:
+    def __init__(
+        self, name: str, retriever: Retriever, store: Rankings, depth: int,
+        sources: Callable[[], Sequence[Memo]] = tuple,
+    ) -> None:
+        """`sources()`: the memos this retriever reads, as known now (a factory may ask for one late)."""
         self.name = name
         self.retriever = retriever
         self.store = store
         self.depth = depth
-        self.sources: list[Memo] = []
+        self.sources = sources
         self.entries = store.entries.setdefault(name, {})
         self.by_id = isinstance(retriever, Asking)
 
@@ -86,19 +75,15 @@ class Memo:
     def _get(self, key: str, k: int, compute: Callable[[int], Any]) -> Any:
         entry = self.entries.get(key)
         if entry is not None and entry.serves(k):
-            self.store.charge(0.0, entry.latency_ms)
+            self.store.latency.served(entry.latency_ms)
             return entry.ranking[:k]
         depth = max(k, self.depth)
-        self.store.enter()
-        started = time.perf_counter()
-        try:
+
+        def run() -> Any:
             with self.store.phases.phase(f"run {self.name}"):
-                returned = compute(depth)
-        finally:
-            wall = (time.perf_counter() - started) * 1000.0
-            inner_wall, inner_latency = self.store.leave()
-        latency = wall - inner_wall + inner_latency
-        self.store.charge(wall, latency)
+                return compute(depth)
+
+        returned, latency = self.store.latency.timed(run)
         if isinstance(returned, (str, bytes)) or not hasattr(returned, "__iter__"):
             return returned  # not a ranking: the caller's check names the problem
         ranking = tuple(returned)
@@ -111,7 +96,7 @@ class Memo:
 
     def prefetch(self, queries: Sequence[Query], k: int, tick: Callable[[int], None] = lambda n: None) -> None:
         """Fill the store for `queries`: sources first, then this retriever, in one batch when it can."""
-        for source in self.sources:
+        for source in self.sources():
             source.prefetch(queries, source.depth)
         unique = {self.key(query): query for query in queries}
         todo = [query for key, query in unique.items() if key not in self.entries or not self.entries[key].serves(k)]

@@ -14,12 +14,13 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from ..baseline.changes import Changes, Entry, SettingChange, ValueChange
-from ..gate.approval import Decision, what_lowered
-from .markdown import esc, failures_section, metrics_section, table
-from .model import Failure, ReportInput
-from .results import PairComparison
-from .wording import TITLE, format_ci, format_delta, format_p, format_value, verdict
+from ..report.markdown import esc, failures_section, metrics_section, table
+from ..report.model import Failure, ReportInput
+from ..report.results import PairComparison
+from ..report.wording import TITLE, format_ci, verdict
+from ..values import fmt, p_value, signed
+from .approval import Decision, what_lowered
+from .changes import Changes, Entry, SettingChange, ValueChange
 
 MARKER = "<!-- pytest-ragretrieval -->"
 LIMIT = 65_536
@@ -114,8 +115,8 @@ def _cut_message(failure: Failure, limit: int | None) -> str:
 
 def _values_table(changes: Sequence[ValueChange], limit: int | None) -> list[str]:
     shown = list(changes) if limit is None else list(changes)[:limit]
-    rows = [[esc(c.retriever), esc(c.tag), esc(c.metric), format_value(c.old), format_value(c.new),
-             format_delta(c.delta)] for c in shown]
+    rows = [[esc(c.retriever), esc(c.tag), esc(c.metric), fmt(c.old), fmt(c.new),
+             signed(c.delta)] for c in shown]
     headers = ["retriever", "tag", "metric", "base", "this PR", "delta"]
     if not any(c.tag for c in changes):
         headers, rows = [headers[0], *headers[2:]], [[row[0], *row[2:]] for row in rows]
@@ -201,7 +202,7 @@ def comparisons_section(data: CommentInput, limit: int | None) -> list[str]:
     rows = []
     for c in shown:
         record = "—" if None in (c.wins, c.ties, c.losses) else f"{c.wins}/{c.ties}/{c.losses}"
-        rows.append([f"{esc(c.a)} vs {esc(c.b)}", esc(c.metric), format_delta(c.delta) or "—", format_p(c.p_value),
+        rows.append([f"{esc(c.a)} vs {esc(c.b)}", esc(c.metric), signed(c.delta) or "—", p_value(c.p_value),
                      format_ci(c.ci95), record])
     if rows:
         lines += table(["pair", "metric", "delta", "p", "95% CI", "win/tie/loss"], rows, numeric=4)
