@@ -31,8 +31,11 @@ def device(path: Path) -> None:
         pytest.skip("making a character device needs root")
 
 
-@pytest.mark.parametrize(("make", "kind"), [(fifo, "a FIFO (named pipe)"), (unix_socket, "a socket"), (device, "a character device")])
-@pytest.mark.parametrize("flag", ["--rag-json", "--rag-report", "--rag-html"])
+@pytest.mark.parametrize(
+    ("make", "kind", "flag"),
+    [(fifo, "a FIFO (named pipe)", "--rag-json"), (unix_socket, "a socket", "--rag-report"),
+     (device, "a character device", "--rag-html")],
+)  # every kind for every option: tests/unit/test_output_kinds.py; here each option once, through pytest
 def test_a_special_file_stops_the_run_before_it_starts(
     pytester: pytest.Pytester, make: Callable[[Path], None], kind: str, flag: str
 ) -> None:
