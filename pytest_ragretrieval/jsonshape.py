@@ -139,15 +139,15 @@ class Node:
             raise self.problem(f"must be an array, got {self._got()}")
         return [Node(item, f"{self.path}[{index}]") for index, item in enumerate(self.value)]
 
-    def exactly(self, *keys: str) -> Node:
-        """An object holding these keys and no other."""
+    def exactly(self, *keys: str, optional: tuple[str, ...] = ()) -> Node:
+        """An object holding these keys, maybe the `optional` ones, and no other."""
         found = self.mapping()
         missing = [key for key in keys if key not in found]
         if missing:
             raise self.problem(f"lacks the key {missing[0]!r}")
-        extra = sorted(set(found) - set(keys))
+        extra = sorted(set(found) - set(keys) - set(optional))
         if extra:
-            raise self.problem(f"holds the unknown key {extra[0]!r}; known keys: {', '.join(keys)}")
+            raise self.problem(f"holds the unknown key {extra[0]!r}; known keys: {', '.join((*keys, *optional))}")
         return self
 
     def text(self, *, printable: bool = True) -> str:

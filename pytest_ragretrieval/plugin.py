@@ -336,12 +336,14 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     rag = config.stash.get(SESSION, None)
     if rag is None:
         return
+    from .errors import RagError
     from .signals import deferred
 
     with deferred():
-        problem = rag.close()
-    if problem is not None:  # after the summary, which a traceback here would bury: one line
-        print(problem, file=sys.stderr)
+        try:
+            rag.close()
+        except RagError as exc:  # a url server gone mid-run: one line after the summary, never a traceback
+            print(f"rag: error: {exc}", file=sys.stderr)
     restore = config.stash.get(RESTORE_SIGTERM, None)
     if restore is not None:
         restore()

@@ -16,8 +16,8 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from ..baseline.fingerprint import changed_paths, global_changes
 from ..baseline.format import Baseline, Recorded
+from ..baseline.since import common_means, held, since
 from ..config.settings import Config
 from ..errors import BaselineError
 from ..jsonshape import Node, ShapeProblem, decode
@@ -102,6 +102,7 @@ class Changes:
     old_path: str  # "" when the base branch has no baseline yet
     new_path: str
     fingerprint: tuple[str, ...] = ()
+    """The changes of the system under test the values were compared across (`hybrid.weights [1.0, 0.5] -> ...`)."""
     lowered: tuple[ValueChange, ...] = ()
     raised: tuple[ValueChange, ...] = ()
     removed: tuple[Entry, ...] = ()
@@ -112,6 +113,10 @@ class Changes:
     tags_lowered: tuple[ValueChange, ...] = ()
     tags_raised: tuple[ValueChange, ...] = ()
     notes: tuple[str, ...] = ()
+    yardstick: tuple[str, ...] = ()
+    """Changes of the yardstick (k, metric definitions, grading rules): the values are compared as recorded."""
+    questions: tuple[str, ...] = ()
+    """How the questions differ; values are compared over the questions both sides share."""
 
     @property
     def lowers_the_bar(self) -> bool:
@@ -121,7 +126,7 @@ class Changes:
     @property
     def unchanged(self) -> bool:
         return not (self.lowers_the_bar or self.raised or self.added or self.tightened or self.fingerprint
-                    or self.tags_lowered or self.tags_raised)
+                    or self.tags_lowered or self.tags_raised or self.yardstick or self.questions)
 
 
 def _values(
@@ -147,20 +152,12 @@ def _hit(values: Mapping[str, float], k: int) -> bool | None:
     return None
 
 
-def _lost_hits(name: str, old: Recorded, new: Recorded, old_k: int, new_k: int) -> list[LostHit]:
+def _lost_hits(name: str, old: Recorded, new: Recorded, old_k: int, new_k: int, shared: set[str]) -> list[LostHit]:
     lost = []
-    for qid in sorted(set(old.questions) & set(new.questions)):
+    for qid in sorted(set(old.questions) & set(new.questions) & shared):
         if _hit(old.questions[qid].metrics, old_k) and _hit(new.questions[qid].metrics, new_k) is False:
             lost.append(LostHit(name, qid))
     return lost
-
-
-def _fingerprint(old: Baseline, new: Baseline) -> list[str]:
-    changed = global_changes(old.fingerprint, new.fingerprint)
-    before, after = old.fingerprint.get("retrievers", {}), new.fingerprint.get("retrievers", {})
-    for name in sorted(set(before) & set(after)):
-        changed += changed_paths(before[name], after[name], f"retrievers.{name}")
-    return sorted(changed)
 
 
 def _baseline_entries(old: Baseline, new: Baseline) -> tuple[list[Entry], list[Entry]]:
@@ -251,15 +248,23 @@ def classify(
     tags_raised: list[ValueChange] = []
     lost: list[LostHit] = []
     question_gated = old_settings is not None and "question" in old_settings.fail_on
+    found = since(old.fingerprint, new.fingerprint, set(old.retrievers) & set(new.retrievers), held(old, new))
     for name in sorted(set(old.retrievers) & set(new.retrievers)):
         before, after = old.retrievers[name], new.retrievers[name]
-        down, up = _values(before.metrics, after.metrics, name)
+        shared = set(before.questions) & set(after.questions)
+        if found.comparable:
+            shared &= found.questions.comparable
+            values = common_means(before, after, shared)
+        else:  # another yardstick: the values are compared as recorded, and lowered ones still need the label
+            values = (dict(before.metrics), dict(after.metrics))
+        down, up = _values(*values, name)
         lowered, raised = lowered + down, raised + up
-        for tag in sorted(set(before.tags) & set(after.tags)):
-            down, up = _values(before.tags[tag], after.tags[tag], name, tag)
-            tags_lowered, tags_raised = tags_lowered + down, tags_raised + up
+        if not found.questions.changed:
+            for tag in sorted(set(before.tags) & set(after.tags)):
+                down, up = _values(before.tags[tag], after.tags[tag], name, tag)
+                tags_lowered, tags_raised = tags_lowered + down, tags_raised + up
         if question_gated:
-            lost += _lost_hits(name, before, after, old.k, new.k)
+            lost += _lost_hits(name, before, after, old.k, new.k, shared)
     removed, added = _baseline_entries(old, new)
     loosened: list[SettingChange] = []
     tightened: list[SettingChange] = []
@@ -267,7 +272,8 @@ def classify(
         loosened, tightened, gone = _settings(old_settings, new_settings)
         removed += gone
     return Changes(
-        old_path=display(old.path), new_path=new_path, fingerprint=tuple(_fingerprint(old, new)),
+        old_path=display(old.path), new_path=new_path, fingerprint=tuple(found.system()),
+        yardstick=tuple(str(change) for change in found.yardstick), questions=tuple(found.questions.lines()),
         lowered=tuple(lowered), raised=tuple(raised), removed=_merge(removed), added=_merge(added),
         loosened=tuple(loosened), tightened=tuple(tightened), lost_hits=tuple(lost),
         tags_lowered=tuple(tags_lowered), tags_raised=tuple(tags_raised), notes=tuple(notes),
@@ -314,11 +320,13 @@ def parse_changes(path: Path, text: str) -> Changes:
     if not isinstance(doc.value, dict) or doc.value.get("kind") != KIND or doc.value.get("version") != VERSION:
         raise BaselineError(f"{display(path)}: not a baseline-changes file of version {VERSION}; {fix}")
     try:
-        doc.exactly("kind", "version", "lowers_the_bar", *(f.name for f in fields(Changes)))
+        later = ("yardstick", "questions")  # files written before these were listed lack them
+        doc.exactly("kind", "version", "lowers_the_bar", "old_path", "new_path", "fingerprint", "notes", *_LISTS,
+                    optional=later)
+        texts: dict[str, Any] = {key: tuple(item.text() for item in doc[key].items())
+                                 for key in ("fingerprint", "notes", *later) if key in doc.mapping()}
         changes = Changes(
-            old_path=doc["old_path"].text(), new_path=doc["new_path"].text(),
-            fingerprint=tuple(item.text() for item in doc["fingerprint"].items()),
-            notes=tuple(item.text() for item in doc["notes"].items()),
+            old_path=doc["old_path"].text(), new_path=doc["new_path"].text(), **texts,
             **{key: tuple(_entry(item, kind) for item in doc[key].items()) for key, kind in _LISTS.items()},
         )
         if doc["lowers_the_bar"].boolean() != changes.lowers_the_bar:
