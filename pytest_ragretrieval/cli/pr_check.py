@@ -16,13 +16,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..jsonshape import ShapeProblem
 from ..paths import display, write_atomic
 from ..report.github import escape_data, escape_property
 from ..review.approval import DEFAULT_LABEL, Decision, decide, decision_document, pull_request
 from ..review.changes import Changes, read_changes
 from ..review.comment import baseline_summary
 from ..values import fmt
-from .common import FAILED, OK, Result, UsageError, read_json
+from .common import FAILED, OK, Result, UsageError, checked_output, label_name, read_json, shape_error
 
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -36,7 +37,8 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     check.add_argument("changes", metavar="CHANGES.json")
     check.add_argument("--event", metavar="PATH", default=None,
                        help="the event's JSON payload (default: $GITHUB_EVENT_PATH)")
-    check.add_argument("--label", default=DEFAULT_LABEL, help=f"the approval label (default: {DEFAULT_LABEL})")
+    check.add_argument("--label", default=DEFAULT_LABEL, type=label_name,
+                       help=f"the approval label (default: {DEFAULT_LABEL})")
     check.add_argument("--actor", default=None, help="who triggered the run (default: $GITHUB_ACTOR)")
     check.add_argument("--no-comment", action="store_false", dest="comment", help="never plan a comment")
     check.add_argument("--json", metavar="PATH", default=None, dest="json_path",
@@ -46,15 +48,20 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> Result:
     event_path = args.event or os.environ.get("GITHUB_EVENT_PATH")
     actor = args.actor if args.actor is not None else os.environ.get("GITHUB_ACTOR", "")
+    read = {"CHANGES.json": Path(args.changes), **({"the event file": Path(event_path)} if event_path else {})}
+    checked_output("--json", args.json_path, read)
     return run_pr_check(read_changes(Path(args.changes)), event_path, args.label, actor, args.comment, args.json_path)
+
+
+EVENT_FIX = "pass the file GitHub names in GITHUB_EVENT_PATH (or --event)"
 
 
 def read_event(path: str | None) -> Mapping[str, Any]:
     if not path:
         return {}
-    event = read_json(Path(path), "GITHUB_EVENT_PATH (or --event) must name the event's JSON payload")
+    event = read_json(Path(path), EVENT_FIX)
     if not isinstance(event, Mapping):
-        raise UsageError(f"{display(Path(path))}: not an event payload (expected a JSON object)")
+        raise UsageError(f"{display(Path(path))}: not an event payload (expected a JSON object); {EVENT_FIX}")
     return event
 
 
@@ -86,9 +93,8 @@ def run_pr_check(changes: Changes, event_path: str | None, label: str, actor: st
     """Decide, print the verdict (and workflow commands under GitHub Actions), write outputs for later steps."""
     try:
         pr = pull_request(read_event(event_path))
-    except (KeyError, TypeError, ValueError, AttributeError):
-        raise UsageError(f"{event_path}: not a pull_request event payload (pull_request.number missing or not a "
-                         "number); pass the file GitHub names in GITHUB_EVENT_PATH") from None
+    except ShapeProblem as exc:
+        raise shape_error(Path(str(event_path)), "not a pull_request event payload", exc, EVENT_FIX) from None
     decision = decide(changes, pr, label, actor, comment)
     if json_path is not None:
         write_atomic(Path(json_path), json.dumps(decision_document(decision), ensure_ascii=False, indent=2) + "\n")

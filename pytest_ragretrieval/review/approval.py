@@ -9,13 +9,16 @@ not fail for the missing comment. Pure: the caller reads the event file and the 
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..jsonshape import Node
 from .changes import Changes
 
 DEFAULT_LABEL = "rag-baseline-approved"
+CHECKS = ("pass", "approved", "fail", "skipped")
+MAX_NUMBER = 2**31 - 1
+"""The largest pull request number taken from an event (GitHub's are far below)."""
 READ_ONLY_ACTORS = ("dependabot[bot]",)
 """Actors whose pull_request runs get a read-only token even from a branch of the same repository."""
 
@@ -35,16 +38,20 @@ class PullRequest:
         return self.head_repo != self.base_repo
 
 
-def pull_request(event: Mapping[str, Any]) -> PullRequest | None:
-    """The pull request of a `pull_request` (or `pull_request_target`) event; None for any other event."""
-    pr = event.get("pull_request")
-    if not isinstance(pr, Mapping):
+def pull_request(event: Any) -> PullRequest | None:
+    """The pull request of a `pull_request` (or `pull_request_target`) event; None for any other event.
+    Only what the decision reads is checked (ShapeProblem naming its JSON path): the rest is GitHub's."""
+    pr = Node(event)["pull_request"]
+    if pr.absent:
         return None
-    head_repo = (pr.get("head") or {}).get("repo") or {}
-    base_repo = (pr.get("base") or {}).get("repo") or {}
-    labels = tuple(str(label.get("name", "")) for label in pr.get("labels") or () if isinstance(label, Mapping))
-    return PullRequest(int(pr["number"]), labels, str(head_repo.get("full_name", "")),
-                       str(base_repo.get("full_name", "")))
+    labels = () if pr["labels"].absent else tuple(label["name"].text(printable=False) for label in pr["labels"].items())
+    return PullRequest(pr["number"].integer(1, MAX_NUMBER), labels, _repository(pr["head"]), _repository(pr["base"]))
+
+
+def _repository(side: Node) -> str:
+    """`owner/name` of a pull request's head or base; "" when GitHub sends none (a deleted fork)."""
+    repo = Node(None) if side.absent else side["repo"]
+    return "" if repo.absent or repo["full_name"].absent else repo["full_name"].text()
 
 
 @dataclass(frozen=True)
@@ -112,9 +119,11 @@ def decision_document(decision: Decision) -> dict[str, Any]:
             "comment": decision.comment, "comment_reason": decision.comment_reason}
 
 
-def parse_decision(doc: Mapping[str, Any]) -> Decision:
-    """The inverse of `decision_document`; KeyError or TypeError for anything else (the caller names the file)."""
-    if doc["check"] not in ("pass", "approved", "fail", "skipped"):
-        raise TypeError(f"unknown check {doc['check']!r}")
-    return Decision(str(doc["check"]), str(doc["reason"]), str(doc["label"]), bool(doc["comment"]),
-                    str(doc["comment_reason"]))
+def parse_decision(doc: Any) -> Decision:
+    """The inverse of `decision_document`; ShapeProblem naming the JSON path for anything else."""
+    node = Node(doc).exactly("check", "reason", "label", "comment", "comment_reason")
+    check = node["check"].text()
+    if check not in CHECKS:
+        raise node["check"].problem(f"must be one of {', '.join(CHECKS)}, got {check!r}")
+    return Decision(check, node["reason"].text(), node["label"].text(), node["comment"].boolean(),
+                    node["comment_reason"].text())
