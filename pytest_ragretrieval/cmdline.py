@@ -16,6 +16,12 @@ from typing import Any
 
 from .report import formats
 
+ALLOW_REGRESSION_ALONE = (
+    "--rag-allow-regression only applies to --rag-update-baseline (it lets an update record values below the "
+    "baseline's); add --rag-update-baseline, or drop it"
+)
+"""Without --rag-update-baseline the flag would change nothing: said, rather than ignored."""
+
 
 def value_flags() -> tuple[str, ...]:
     """This plugin's options that take a value: what pytest's first look at the arguments does not know."""

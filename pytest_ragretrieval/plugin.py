@@ -91,10 +91,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", f"{MARKER}: an item of the retrieval gate (pytest-ragretrieval)")
     option = config.option
     if option.rag_allow_regression and not option.rag_update_baseline:
-        raise pytest.UsageError(
-            "--rag-allow-regression only applies to --rag-update-baseline (it lets an update record values below "
-            "the baseline's); add --rag-update-baseline, or drop it"
-        )
+        from .cmdline import ALLOW_REGRESSION_ALONE
+
+        raise pytest.UsageError(ALLOW_REGRESSION_ALONE)
     if not (option.rag_eval or option.rag_update_baseline):
         return
     workerinput = getattr(config, "workerinput", {})
@@ -118,17 +117,9 @@ def pytest_configure(config: pytest.Config) -> None:
     from .signals import handle_sigterm
 
     options = Options(
-        rootpath=config.rootpath,
-        config_path=option.rag_config,
-        update=option.rag_update_baseline,
-        json_path=json_path,
-        reports=reports,
-        outputs=outputs,
-        db=option.rag_db,
-        db_url=option.rag_db_url,
-        cache_mode=option.rag_cache,
-        allow_regression=option.rag_allow_regression,
-        every_tag=option.rag_tags,
+        rootpath=config.rootpath, config_path=option.rag_config, update=option.rag_update_baseline,
+        json_path=json_path, reports=reports, outputs=outputs, db=option.rag_db, db_url=option.rag_db_url,
+        cache_mode=option.rag_cache, allow_regression=option.rag_allow_regression, every_tag=option.rag_tags,
     )
     session = RagSession(options)
     try:
