@@ -68,6 +68,16 @@ def positive(text: str) -> int:
     return value
 
 
+def read_text(path: Path, fix: str) -> str:
+    """A text file the workflow hands over; any problem is one line naming it and `fix`."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError(f"{display(path)}: file not found; {fix}") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"{display(path)}: not UTF-8 text; {fix}") from None
+
+
 def read_json(path: Path, fix: str) -> Any:
     """A JSON file the workflow hands over; any problem is one line naming it and `fix`."""
     try:

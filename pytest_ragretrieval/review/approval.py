@@ -2,10 +2,15 @@
 
 A lower baseline (or a looser setting) passes only with the approval label, which a
 maintainer adds after reviewing the listed changes; adding or removing it re-runs the check
-(`on: pull_request: types: [..., labeled, unlabeled]`). Commenting needs a token that may
-write: on pull requests from forks, and on Dependabot's, GitHub hands the workflow a read-only
-token whatever `permissions:` says, so there the job summary is the channel and the check does
-not fail for the missing comment. Pure: the caller reads the event file and the environment.
+(`on: pull_request: types: [..., labeled, unlabeled]`). The label approves what it was applied
+to, not every later push: the run of its own `labeled` event records the set it approves
+(`approved.py`) in the sticky comment, and later runs pass only while the pull request lowers
+nothing beyond that record; otherwise they fail, and where the token can write the action takes
+the label off, so the label's presence means "this set is approved". Commenting needs a token
+that may write: on pull requests from forks, and on Dependabot's, GitHub hands the workflow a
+read-only token whatever `permissions:` says, so there the job summary is the channel, the check
+does not fail for the missing comment, and nothing is recorded: only the `labeled` run approves.
+Pure: the caller reads the event file, the environment and the comment.
 """
 from __future__ import annotations
 
@@ -13,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .approved import HEAD, Approval, RecordProblem, Review, approval_of, parse_record, record_document, review
 from .changes import Changes
 
 DEFAULT_LABEL = "rag-baseline-approved"
@@ -28,6 +34,8 @@ class PullRequest:
     labels: tuple[str, ...]
     head_repo: str  # "" when the head repository was deleted
     base_repo: str
+    head_sha: str = ""  # the commit the event is about ("" when the payload names none)
+    labeled: str = ""  # the label this `labeled` event added; "" for any other event
 
     @property
     def from_fork(self) -> bool:
@@ -36,26 +44,46 @@ class PullRequest:
 
 
 def pull_request(event: Mapping[str, Any]) -> PullRequest | None:
-    """The pull request of a `pull_request` (or `pull_request_target`) event; None for any other event."""
+    """The pull request of a `pull_request` (or `pull_request_target`) event; None for any other event.
+
+    `labeled` is the label of a `labeled` event (`action` and `label.name`): that run is the one
+    that approves, because GitHub runs it on the commit the label was applied to (`head.sha`).
+    Timestamps are never compared: a commit's date is whatever its author wrote.
+    """
     pr = event.get("pull_request")
     if not isinstance(pr, Mapping):
         return None
-    head_repo = (pr.get("head") or {}).get("repo") or {}
+    head = pr.get("head") or {}
+    head_repo = head.get("repo") or {}
     base_repo = (pr.get("base") or {}).get("repo") or {}
     labels = tuple(str(label.get("name", "")) for label in pr.get("labels") or () if isinstance(label, Mapping))
+    added = event.get("label") if event.get("action") == "labeled" else None
+    sha = head.get("sha") or ""
+    if not isinstance(sha, str) or not HEAD.fullmatch(sha):
+        raise ValueError("pull_request.head.sha is not a commit's full hex name")
     return PullRequest(int(pr["number"]), labels, str(head_repo.get("full_name", "")),
-                       str(base_repo.get("full_name", "")))
+                       str(base_repo.get("full_name", "")), sha,
+                       str(added.get("name", "")) if isinstance(added, Mapping) else "")
 
 
 @dataclass(frozen=True)
 class Decision:
-    """`check`: pass, approved (lowered with the label), fail, or skipped (nothing to compare)."""
+    """`check`: pass, approved (lowered with the label), fail, or skipped (nothing to compare).
+
+    `approval` is the record this run keeps (the comment's hidden line, the job summary), `review`
+    the lowerings approved and not, `unlabel` whether the action takes the label off, `note` why
+    no approval is recorded on this pull request ("" where one is).
+    """
 
     check: str
     reason: str
     label: str
     comment: bool
     comment_reason: str
+    approval: Approval | None = None
+    review: Review = Review()
+    unlabel: bool = False
+    note: str = ""
 
     @property
     def failed(self) -> bool:
@@ -73,48 +101,89 @@ def what_lowered(changes: Changes) -> str:
     return ", ".join(f"{n} {one if n == 1 else many}" for n, one, many in counts if n)
 
 
+def _read_only(pr: PullRequest, actor: str) -> str:
+    """Why GitHub's token cannot write on this run; "" when it can."""
+    if pr.from_fork:
+        return f"the pull request comes from the fork {pr.head_repo or '(deleted)'}, so GitHub's token is read-only"
+    if actor in READ_ONLY_ACTORS:
+        return f"runs triggered by {actor} get a read-only token"
+    return ""
+
+
 def _comment(pr: PullRequest | None, actor: str, wanted: bool) -> tuple[bool, str]:
     if pr is None:
         return False, "not a pull request"
     if not wanted:
         return False, "commenting is turned off (comment: false)"
-    if pr.from_fork:
-        return False, (f"the pull request comes from the fork {pr.head_repo or '(deleted)'}, so GitHub's token is "
-                       "read-only: the results are in the job summary")
-    if actor in READ_ONLY_ACTORS:
-        return False, f"runs triggered by {actor} get a read-only token: the results are in the job summary"
+    read_only = _read_only(pr, actor)
+    if read_only:
+        return False, f"{read_only}: the results are in the job summary"
     return True, f"sticky comment on pull request #{pr.number}"
 
 
 def decide(changes: Changes, pr: PullRequest | None, label: str = DEFAULT_LABEL, actor: str = "",
-           comment: bool = True) -> Decision:
-    """The baseline check's verdict; outside a pull request there is no base branch and no label: skipped."""
+           comment: bool = True, recorded: Approval | None = None) -> Decision:
+    """The baseline check's verdict; outside a pull request there is no base branch and no label: skipped.
+
+    `recorded` is the approval read from the action's own comment. It counts only while the label
+    is on and only where the action posts that comment (a token that can write, comments on):
+    elsewhere nothing is recorded, so only the run of the label's own `labeled` event approves.
+    """
     can_comment, why = _comment(pr, actor, comment)
     if pr is None:
         return Decision("skipped", "not a pull request: no base branch to compare the baseline with", label,
                         can_comment, why)
+    read_only = _read_only(pr, actor)
+    cause = read_only or ("" if comment else "commenting is turned off (comment: false)")
+    note = f"{cause}: no approval is recorded, only the run of the label's own event approves" if cause else ""
+    on = label in pr.labels
+    prior = recorded if (recorded is not None and on and not note and recorded.pr == pr.number
+                         and recorded.label == label) else None
+    fresh = approval_of(changes, pr.number, pr.head_sha, label) if on and pr.labeled == label else None
     if not changes.lowers_the_bar:
-        return Decision("pass", "the baseline does not lower the bar", label, can_comment, why)
+        return Decision("pass", "the baseline does not lower the bar", label, can_comment, why, fresh or prior,
+                        note=note)
     lowered = what_lowered(changes)
-    if label in pr.labels:
-        return Decision("approved", f"the baseline lowers the bar ({lowered}); approved with the label {label!r}",
-                        label, can_comment, why)
-    return Decision(
-        "fail",
-        f"the baseline lowers the bar ({lowered}) and pull request #{pr.number} has no {label!r} label; "
-        "a maintainer who approves the lower bar adds the label, and the check runs again",
-        label, can_comment, why,
-    )
+    if not on:
+        return Decision(
+            "fail",
+            f"the baseline lowers the bar ({lowered}) and pull request #{pr.number} has no {label!r} label; "
+            "a maintainer who approves the lower bar adds the label, and the check runs again",
+            label, can_comment, why, note=note,
+        )
+    if fresh is not None:
+        return Decision("approved", f"the baseline lowers the bar ({lowered}); approved with the label {label!r} "
+                        f"at {fresh.at}", label, can_comment, why, fresh, review(fresh, changes), note=note)
+    checked = review(prior, changes)
+    if prior is not None and not checked.unapproved:
+        return Decision("approved", f"the baseline lowers the bar ({lowered}) within what was approved with the "
+                        f"label {label!r} at {prior.at}", label, can_comment, why, prior, checked)
+    beyond = (f"beyond what was approved at {prior.at}" if prior is not None else
+              f"and no recorded approval covers it ({note or 'the action comment records none'})")
+    again = f"remove {label!r} and add it again" if read_only else f"re-apply {label!r}"
+    return Decision("fail", f"the baseline lowers the bar {beyond}: {checked.unapproved_text()}; {again} to "
+                    "approve it", label, can_comment, why, prior, checked, unlabel=not read_only, note=note)
 
 
 def decision_document(decision: Decision) -> dict[str, Any]:
     return {"check": decision.check, "reason": decision.reason, "label": decision.label,
-            "comment": decision.comment, "comment_reason": decision.comment_reason}
+            "comment": decision.comment, "comment_reason": decision.comment_reason,
+            "approval": None if decision.approval is None else record_document(decision.approval),
+            "approved": list(decision.review.approved), "unapproved": list(decision.review.unapproved),
+            "unlabel": decision.unlabel, "note": decision.note}
 
 
 def parse_decision(doc: Mapping[str, Any]) -> Decision:
     """The inverse of `decision_document`; KeyError or TypeError for anything else (the caller names the file)."""
     if doc["check"] not in ("pass", "approved", "fail", "skipped"):
         raise TypeError(f"unknown check {doc['check']!r}")
+    try:
+        approval = None if doc["approval"] is None else parse_record(doc["approval"])
+    except RecordProblem as exc:
+        raise TypeError(f"approval: {exc}") from None
+    lists = [doc[key] for key in ("approved", "unapproved")]
+    if not all(isinstance(items, list) and all(isinstance(item, str) for item in items) for items in lists):
+        raise TypeError("approved and unapproved must be arrays of strings")
     return Decision(str(doc["check"]), str(doc["reason"]), str(doc["label"]), bool(doc["comment"]),
-                    str(doc["comment_reason"]))
+                    str(doc["comment_reason"]), approval, Review(tuple(lists[0]), tuple(lists[1])),
+                    bool(doc["unlabel"]), str(doc["note"]))

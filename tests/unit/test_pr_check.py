@@ -18,14 +18,22 @@ RAISED = Changes("main:b.json", "b.json", raised=(ValueChange("bm25", "ndcg@5", 
 LOOSENED = Changes("main:b.json", "b.json", loosened=(SettingChange("tolerance", "ndcg@5", "0", "0.02"),))
 
 
+SHA = "4f3c2b1a" + "0" * 32
+
+
 def event(labels: tuple[str, ...] = (), head: str | None = "team/repo", base: str = "team/repo",
-          head_is_fork: bool = False) -> dict[str, Any]:
+          head_is_fork: bool = False, added: str | None = "", sha: str = SHA) -> dict[str, Any]:
+    """A pull_request event; by default the `labeled` event of its first label (the run that approves),
+    `added=None` for a push (`synchronize`)."""
+    added = (labels[0] if labels else None) if added == "" else added
     return {
-        "action": "labeled",
+        "action": "labeled" if added else "synchronize",
+        **({"label": {"name": added, "color": "ededed"}} if added else {}),
         "pull_request": {
             "number": 42,
             "labels": [{"name": name, "color": "ededed"} for name in labels],
-            "head": {"ref": "feature", "repo": None if head is None else {"full_name": head, "fork": head_is_fork}},
+            "head": {"ref": "feature", "sha": sha,
+                     "repo": None if head is None else {"full_name": head, "fork": head_is_fork}},
             "base": {"ref": "main", "repo": {"full_name": base, "fork": False}},
         },
     }
@@ -33,7 +41,8 @@ def event(labels: tuple[str, ...] = (), head: str | None = "team/repo", base: st
 
 def test_the_event_payload_is_read_as_github_sends_it() -> None:
     pr = pull_request(event(("rag-baseline-approved", "docs"), head="someone/repo"))
-    assert pr == PullRequest(42, ("rag-baseline-approved", "docs"), "someone/repo", "team/repo")
+    assert pr == PullRequest(42, ("rag-baseline-approved", "docs"), "someone/repo", "team/repo", SHA,
+                             "rag-baseline-approved")
     assert pr is not None and pr.from_fork
     assert pull_request({"ref": "refs/heads/main", "commits": []}) is None  # a push
 
@@ -127,7 +136,7 @@ def test_pr_check_under_github_actions_writes_outputs_annotations_and_summary(
     monkeypatch.setenv("GITHUB_EVENT_PATH", write_event(workspace, event(head="alice/repo")))
     assert main(["pr-check", "changes.json", "--json", "decision.json"]) == 1
     out = capsys.readouterr().out.splitlines()
-    assert (workspace / "output").read_text(encoding="utf-8") == "check=fail\ncomment=false\n"
+    assert (workspace / "output").read_text(encoding="utf-8") == "check=fail\ncomment=false\nunlabel=\n"
     assert json.loads((workspace / "decision.json").read_text(encoding="utf-8"))["check"] == "fail"
     assert any(line.startswith("::error file=baselines/retrieval.json,title=rag%3A baseline lowered::") for line in out)
     assert "::error file=baselines/retrieval.json,title=rag%3A baseline lowered::ndcg@5 of 'bm25': 0.5885 -> 0.5100" in out
@@ -165,5 +174,5 @@ def test_pr_check_reads_the_actor_from_the_environment(workspace: Path, capsys: 
     monkeypatch.setenv("GITHUB_ACTOR", "dependabot[bot]")
     monkeypatch.setenv("GITHUB_OUTPUT", str(workspace / "output"))
     assert main(["pr-check", "changes.json", "--event", write_event(workspace, event())]) == 1
-    assert (workspace / "output").read_text(encoding="utf-8") == "check=fail\ncomment=false\n"
+    assert (workspace / "output").read_text(encoding="utf-8") == "check=fail\ncomment=false\nunlabel=\n"
     assert "comment: runs triggered by dependabot[bot] get a read-only token" in capsys.readouterr().out
