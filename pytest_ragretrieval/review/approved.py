@@ -244,7 +244,7 @@ def parse_record(doc: Any) -> Approval:
     a digest that does not match its set (an edited record) included."""
     top = _object(doc, "the record", ("kind", "version", "pr", "head", "label", "set", "digest"))
     if top["kind"] != KIND or top["version"] != VERSION:
-        raise RecordProblem(f"kind and version are not {KIND!r} {VERSION}: written by another version")
+        raise RecordProblem(f"version is not {VERSION} of kind {KIND!r}: written by another version of the plugin")
     pr = top["pr"]
     if isinstance(pr, bool) or not isinstance(pr, int) or pr < 1:
         raise RecordProblem("pr must be a pull request's number")
