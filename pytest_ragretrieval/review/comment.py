@@ -230,9 +230,11 @@ def approval_section(decision: Decision | None, limit: int | None) -> list[str]:
     if decision.approval is not None:
         approval = decision.approval
         lines.append(f"- 标签 / label `{esc(approval.label)}` applied at `{approval.at}` approved "
-                     f"{approval.count} lowerings (digest `{approval.digest[:19]}`)")
+                     f"{approval.count} lowering{'' if approval.count == 1 else 's'} (digest `{approval.digest[:19]}`)")
     if decision.note:
         lines.append(f"- ℹ️ {esc(decision.note)}")
+    if decision.unlabel:
+        lines.append("- 🏷️ the action takes the label off: it approved another set")
     for title, items in (("✅ 已批准 / approved", decision.review.approved),
                          ("❌ 未批准 / not approved", decision.review.unapproved)):
         if items:
