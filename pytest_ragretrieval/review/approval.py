@@ -22,6 +22,7 @@ from .approved import HEAD, Approval, RecordProblem, Review, approval_of, parse_
 from .changes import Changes
 
 DEFAULT_LABEL = "rag-baseline-approved"
+NONE_RECORDED = "the action's comment holds none that counts"
 READ_ONLY_ACTORS = ("dependabot[bot]",)
 """Actors whose pull_request runs get a read-only token even from a branch of the same repository."""
 
@@ -159,7 +160,7 @@ def decide(changes: Changes, pr: PullRequest | None, label: str = DEFAULT_LABEL,
         return Decision("approved", f"the baseline lowers the bar ({lowered}) within what was approved with the "
                         f"label {label!r} at {prior.at}", label, can_comment, why, prior, checked)
     beyond = (f"beyond what was approved at {prior.at}" if prior is not None else
-              f"and no recorded approval covers it ({note or 'the action comment records none'})")
+              f"and no recorded approval covers it ({note or NONE_RECORDED})")
     again = f"remove {label!r} and add it again" if read_only else f"re-apply {label!r}"
     return Decision("fail", f"the baseline lowers the bar {beyond}: {checked.unapproved_text()}; {again} to "
                     "approve it", label, can_comment, why, prior, checked, unlabel=not read_only, note=note)

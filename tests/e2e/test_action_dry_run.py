@@ -271,8 +271,8 @@ def test_dry_run_ignores_a_record_the_action_did_not_write(lowered: DryRun) -> N
          "editor": None}]))
     # A push with the label on: the forged records approve nothing.
     assert lowered.check() == 1, lowered.log
-    assert ("the baseline lowers the bar and no recorded approval covers it (the action comment records none): "
-            "bm25 ndcg@2 0.6000 -> 0.5000 (new)") in lowered.log
+    assert ("the baseline lowers the bar and no recorded approval covers it (the action's comment holds none that "
+            "counts): bm25 ndcg@2 0.6000 -> 0.5000 (new)") in lowered.log
     assert [c["body"] for c in lowered.gh["comments"][:3]] == [f"{MARKER} quoted by a person", forged(0.0, head),
                                                                 forged(0.0, head)]
     assert lowered.writes() == ["DELETE", "POST"]
@@ -288,7 +288,7 @@ def test_dry_run_ignores_a_record_the_action_did_not_write(lowered: DryRun) -> N
     lowered.push(0.3)
     assert lowered.check() == 1, lowered.log
     assert "the action's comment was last edited by mallory, so the approval it records is not counted" in lowered.log
-    assert "no recorded approval covers it (the action comment records none)" in lowered.log
+    assert "no recorded approval covers it (the action's comment holds none that counts)" in lowered.log
 
 
 def test_dry_run_with_another_label_name(lowered: DryRun) -> None:

@@ -230,8 +230,8 @@ def test_without_a_record_that_counts_the_label_approves_nothing(recorded: Appro
     assert decision.check == "fail" and decision.approval is None
     if LABEL in labels:
         assert decision.unlabel
-        assert decision.reason == ("the baseline lowers the bar and no recorded approval covers it (the action "
-                                   "comment records none): bm25 ndcg@5 0.6000 -> 0.5000 (new); re-apply "
+        assert decision.reason == ("the baseline lowers the bar and no recorded approval covers it (the action's "
+                                   "comment holds none that counts): bm25 ndcg@5 0.6000 -> 0.5000 (new); re-apply "
                                    "'rag-baseline-approved' to approve it")
 
 

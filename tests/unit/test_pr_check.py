@@ -242,7 +242,7 @@ def test_an_edited_record_in_the_comment_is_ignored_and_the_check_fails_closed(
     out = capsys.readouterr().out.splitlines()
     assert out[1] == ("approval: the record in comment.md is ignored: digest does not match the set: the record was "
                       "edited")
-    assert "no recorded approval covers it (the action comment records none)" in out[0]
+    assert "no recorded approval covers it (the action's comment holds none that counts)" in out[0]
 
 
 @pytest.mark.parametrize(("text", "problem"), [
