@@ -11,6 +11,11 @@
 # Under GitHub Actions, pr-check also writes check=, comment= and unlabel= to $GITHUB_OUTPUT.
 set -euo pipefail
 
+# The token reaches `gh` only: the commands below may load the pull request's own code (its
+# retrievers' entry points), which has no business with it.
+token="${GH_TOKEN:-}"
+unset GH_TOKEN
+
 reports="${RAG_REPORTS:-reports}"
 mkdir -p "$reports"
 if [ -z "${GITHUB_BASE_REF:-}" ]; then
@@ -45,7 +50,7 @@ if [ -n "${RAG_PR:-}" ]; then
   # shellcheck source=/dev/null
   source "$(dirname "${BASH_SOURCE[0]}")/own-comment.sh"
   record="$reports/approved-comment.md"
-  if ! own_comment_body > "$record"; then
+  if ! GH_TOKEN="$token" own_comment_body > "$record"; then
     echo "::warning title=rag: approval not read::the pull request's comments could not be read: no recorded approval counts"
   elif [[ "$(head -n 1 "$record")" == edited-by\ * ]]; then
     echo "::notice title=rag: approval record ignored::the action's comment was last edited by $(head -n 1 "$record" | cut -d' ' -f2-), so the approval it records is not counted"

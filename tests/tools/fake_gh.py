@@ -4,7 +4,7 @@ comments and labels, and the GraphQL query that names a comment's last editor.
 The dry run of the action puts it first on PATH as `gh`. It keeps the comments, the labels and
 every call in the JSON file named by $FAKE_GH_STATE; answers only the exact --jq filters and query
 the scripts use (anything else is an error, so a changed filter cannot pass unnoticed); posts and
-edits as $FAKE_GH_LOGIN (default github-actions[bot]); and fails every write with HTTP 403 when
+edits as $FAKE_GH_LOGIN (default github-actions[bot]); refuses to run without $GH_TOKEN; and fails every write with HTTP 403 when
 $FAKE_GH_READ_ONLY is set, as GitHub does for a read-only token. As on GitHub, REST names a bot
 `name[bot]` and GraphQL `name`, and an edit makes its author the comment's `editor`.
 """
@@ -109,6 +109,10 @@ def main(argv: list[str]) -> int:
     state_path = Path(os.environ["FAKE_GH_STATE"])
     state: dict[str, Any] = json.loads(state_path.read_text(encoding="utf-8"))
     state["calls"].append(argv)
+    if not os.environ.get("GH_TOKEN"):  # as gh answers in a job without a token
+        print("To get started with GitHub CLI, please run:  gh auth login", file=sys.stderr)
+        state_path.write_text(json.dumps(state), encoding="utf-8")
+        return 4
     try:
         return answer(state, argv)
     finally:
