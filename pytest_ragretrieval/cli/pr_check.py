@@ -33,9 +33,11 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     check = commands.add_parser(
         "pr-check", help="decide the pull request's baseline check from `diff --json` and the event",
         description="Pass when CHANGES.json (written by `diff --json`) does not lower the bar, or when the pull "
-        "request carries the approval label; fail (exit 1) otherwise. Says whether a comment can be posted "
-        "(not on forks: their token is read-only). Under GitHub Actions also writes check= and comment= to "
-        "$GITHUB_OUTPUT, annotations, and the changes to the job summary. --config is not read.",
+        "request carries the approval label and lowers nothing beyond what it approved (the run of the label's "
+        "`labeled` event approves; --approved is the record of that); fail (exit 1) otherwise. Says whether a "
+        "comment can be posted (not on forks: their token is read-only). Under GitHub Actions also writes check=, "
+        "comment= and unlabel= to $GITHUB_OUTPUT, annotations, and the changes and the approval to the job "
+        "summary. --config is not read.",
     )
     check.add_argument("changes", metavar="CHANGES.json")
     check.add_argument("--event", metavar="PATH", default=None,
