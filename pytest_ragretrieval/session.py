@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .baseline.fingerprint import fingerprint, global_changes
+from .baseline.fingerprint import fingerprint
 from .baseline.format import Baseline, dumps
 from .baseline.format import load as load_baseline
 from .baseline.verify import verify
@@ -22,7 +22,7 @@ from .evalset.jsonl import load_chunks, load_evalset
 from .evalset.records import Chunk, Question
 from .gate.checks import Outcome
 from .gate.items import ItemKey, Skip, item_keys
-from .gate.judge import Judge, small_set_notes
+from .gate.judge import Judge, baseline_questions, comparable_notes, small_set_notes
 from .gate.record import baseline_update, results_document
 from .gate.verdicts import Verdict
 from .paths import display, write_atomic, write_problem
@@ -117,7 +117,11 @@ class RagSession:
             lines.append(
                 f"rag: a drop fails only when a paired {self.config.significance} test gives p < {self.config.alpha:g}"
             )
-        return lines + [f"rag: warning: {note}" for note in small_set_notes(self.config, self.questions)]
+        notes = small_set_notes(self.config, self.questions)
+        if self.baseline is not None:
+            notes += comparable_notes(self.config, self.questions,
+                                      baseline_questions(self.baseline, self.config, self.questions))
+        return lines + [f"rag: warning: {note}" for note in notes]
 
     def item_keys(self) -> list[ItemKey]:
         return item_keys(self.config, self.questions)
@@ -206,6 +210,7 @@ class RagSession:
                 self.config, self.baseline, self.judge.fingerprint, self.runs, self.selected, self.judge
             )
             self.update_lines = plan.lines
+            self.write_failed = self.write_failed or plan.failed
             if plan.document is not None:
                 self._write(self.config.baseline, dumps(plan.document))
         if self._runner is not None:
@@ -233,10 +238,8 @@ class RagSession:
             self.written.append(f"rag: wrote {display(path)}")
 
     def summary_lines(self) -> list[str]:
-        comparable = self.baseline is not None and not global_changes(self.baseline.fingerprint, self.judge.fingerprint)
-        pairs = self.judge.pairs() if self.runs else None
-        lines = summary_lines(self.config, self.runs, self.baseline, comparable, pairs)
-        notes = [f"warning: {note}" for note in small_set_notes(self.config, self.questions)]
+        lines = summary_lines(self.config, self.runs, self.judge)
+        notes = [f"warning: {note}" for note in self.judge.notes()]
         return [*lines, *notes, self.phases.line(), *self.update_lines, *self.written]
 
     def close(self) -> None:

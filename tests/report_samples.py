@@ -36,8 +36,8 @@ def sample_input() -> ReportInput:
         rankings={"q01": ("service-001", "travel-001"), "q02": ("error-001",), "q03": ("service-001",)},
         values={"q01": {"precision@5": 0.2, "ndcg@5": 0.5}, "q02": {"precision@5": 0.2, "ndcg@5": 1.0}, "q03": {}},
         comparisons={
-            "precision@5": Comparison(0.3, 0.3, 0.0),
-            "ndcg@5": Comparison(0.85, 0.75, -0.1, 0.031, (-0.18, -0.02)),
+            "precision@5": Comparison(0.3, 0.3, 0.0, 1.0, (0.0, 0.0), 1.0, 2, 2, mde=0.0),
+            "ndcg@5": Comparison(0.85, 0.75, -0.1, 0.031, (-0.18, -0.02), 0.0155, 2, 2, mde=0.4203),
         },
         baseline_tags={"keyword": {"precision@5": 0.2, "ndcg@5": 0.7}, "semantic": {"precision@5": 0.4, "ndcg@5": 1.0}},
         baseline_rankings={"q01": ("travel-001", "travel-002"), "q02": ("travel-002", "error-001"), "q03": ()},
@@ -59,6 +59,9 @@ def sample_input() -> ReportInput:
             PairComparison("hybrid", "vector", "ndcg@5", 0.1, 2, 0, 0, 0.031, (0.02, 0.18)),
         ),
         pair_method="randomization",
+        since=("compared across changes: hybrid.weights [1.0, 0.5] -> [0.2, 1.0]",
+               "questions: 2 comparable, 1 added (q03), 0 removed, 0 edited; added ones are scored, never judged"),
+        significance="randomization", family=2,
     )
 
 

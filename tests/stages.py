@@ -5,10 +5,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_ragretrieval.baseline.fingerprint import questions_record
 from pytest_ragretrieval.baseline.format import Baseline, document, dumps, parse, retriever_entry
 from pytest_ragretrieval.config.settings import Config, load_config
+from pytest_ragretrieval.evalset.jsonl import GRADING_VERSION
 from pytest_ragretrieval.evalset.records import Question
 from pytest_ragretrieval.scoring.evaluate import Run, score
+from pytest_ragretrieval.scoring.metrics import METRICS_VERSION
 
 QUESTIONS = (
     Question("q1", "住宿标准", {"a": 2, "b": 1}, ("semantic",)),
@@ -35,10 +38,17 @@ def ran(cfg: Config, name: str, rankings: Mapping[str, Sequence[str]], latency: 
     return Run(result=score(name, QUESTIONS, rankings, cfg.metrics, latencies))
 
 
-def fingerprint(cfg: Config, **changes: Any) -> dict[str, Any]:
-    """A stand-in for this run's fingerprint: the real shape, values that only need to compare."""
+CHUNK_DIGESTS = {"a": "0a0a0a0a0a0a", "b": "0b0b0b0b0b0b", "c": "0c0c0c0c0c0c", "x": "0d0d0d0d0d0d"}
+
+
+def fingerprint(cfg: Config, questions: Sequence[Question] = QUESTIONS, **changes: Any) -> dict[str, Any]:
+    """A stand-in for this run's fingerprint: the real shape, the questions' real records, the chunks'
+    digests made up (they only need to compare)."""
     found: dict[str, Any] = {
-        "chunks_sha256": "c", "evalset_sha256": "e", "k": cfg.k, "metrics_version": 1, "tokenizer": "jieba",
+        "yardstick": {"k": cfg.k, "metrics_version": METRICS_VERSION, "grading_version": GRADING_VERSION},
+        "tokenizer": "jieba",
+        "chunks": {"sha256": "c", "count": len(CHUNK_DIGESTS), "digests": dict(CHUNK_DIGESTS)},
+        "questions": questions_record(questions),
         "retrievers": {spec.name: spec.fingerprint for spec in cfg.retrievers},
     }
     found.update(changes)

@@ -1,4 +1,10 @@
-"""What makes two runs comparable, recorded with every baseline (the tutorial's pitfalls 3 and 4).
+"""What the baseline was recorded under, recorded with every baseline (the tutorial's pitfalls 3 and 4).
+
+Two kinds of record. The yardstick (`k`, the metric definitions' version, the grading rules'
+version) decides what a value means. Everything else describes the system under test and the
+exam it sat: the tokenizer, each retriever's parameters (its sources' under `reads`), the
+corpus chunk by chunk and the questions one by one, so that a change can be named, not only
+noticed (`baseline.since` compares two records).
 
 Digests are over canonical content, not file bytes: reordering lines or reformatting JSON does
 not change a digest, changing a text, an id, a grade or a tag does.
@@ -11,16 +17,23 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..config.settings import Config
+from ..evalset.jsonl import GRADING_VERSION
 from ..evalset.records import Chunk, Question
 from ..retrievers.tokens import describe
 from ..scoring.metrics import METRICS_VERSION
 
-GLOBAL_FIELDS = ("chunks_sha256", "evalset_sha256", "k", "metrics_version", "tokenizer")
+ITEMIZE_LIMIT = 20_000
+"""Above this many chunks the baseline records the corpus's digest and size only, not one digest per
+chunk: each takes about 40 bytes of the indented file, so 20,000 are about 0.8 MB, the most a
+reviewed file should carry."""
+SHORT = 12
+"""Hex digits of a per-chunk or per-question digest: 48 bits, so that two versions of one chunk
+collide with a chance of 1 in 2**48, and a 20,000-chunk baseline stays small."""
 
 
-def _digest(records: list[Any]) -> str:
+def _digest(records: Any, length: int = 64) -> str:
     text = json.dumps(records, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:length]
 
 
 def chunks_digest(chunks: Sequence[Chunk]) -> str:
@@ -36,54 +49,58 @@ def evalset_digest(questions: Sequence[Question]) -> str:
     return _digest(rows)
 
 
-def global_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
-    """Fields, other than the retrievers', whose recorded value differs from this run's."""
-    return [name for name in GLOBAL_FIELDS if old.get(name) != new.get(name)]
+def chunk_record(chunk: Chunk) -> str:
+    """One chunk's short digest: its text, document and metadata (the id is the key it is stored under)."""
+    return _digest([chunk.text, chunk.doc, dict(chunk.metadata)], SHORT)
 
 
-def changed_paths(old: Any, new: Any, prefix: str = "") -> list[str]:
-    """Dotted paths of the values that differ between two nested mappings, in sorted order."""
-    if isinstance(old, Mapping) and isinstance(new, Mapping):
-        paths: list[str] = []
-        for key in sorted(set(old) | set(new)):
-            path = f"{prefix}.{key}" if prefix else str(key)
-            if key not in old or key not in new:
-                paths.append(path)
-            else:
-                paths.extend(changed_paths(old[key], new[key], path))
-        return paths
-    return [] if old == new else [prefix]
+def corpus_record(chunks: Sequence[Chunk], limit: int = ITEMIZE_LIMIT) -> dict[str, Any]:
+    """The corpus's digest and size and, up to `limit` chunks, each chunk's short digest."""
+    found: dict[str, Any] = {"sha256": chunks_digest(chunks), "count": len(chunks)}
+    if len(chunks) <= limit:
+        found["digests"] = {chunk.id: chunk_record(chunk) for chunk in chunks}
+    return found
 
 
-UNRECORDED = "its fingerprint (none recorded)"
-"""What `retriever_changes` reports for an entry recorded without a fingerprint: nothing proves it comparable."""
+def question_record(question: Question) -> dict[str, Any]:
+    """What makes a question the same exam question: its query and graded gold (a short digest
+    each), its tags (listed when they change, never a reason not to compare) and the chunks its
+    `relevant_text` snippets matched."""
+    found: dict[str, Any] = {
+        "query": _digest(question.query, SHORT),
+        "gold": _digest(dict(sorted(question.relevance.items())), SHORT),
+        "tags": sorted(question.tags),
+    }
+    if question.snippet_ids:
+        found["snippets"] = sorted(question.snippet_ids)
+    return found
 
 
-def retriever_changes(old: Mapping[str, Any], new: Mapping[str, Any], name: str) -> list[str]:
-    """What changed in a retriever's recorded fingerprint (its parameters, embedder, sources).
+def questions_record(questions: Sequence[Question]) -> dict[str, Any]:
+    return {
+        "sha256": evalset_digest(questions),
+        "count": len(questions),
+        "digests": {question.id: question_record(question) for question in questions},
+    }
 
-    A retriever the old fingerprint does not describe counts as changed ([UNRECORDED]): values
-    recorded without a fingerprint cannot be shown to come from today's set-up.
-    """
-    before = old.get("retrievers", {})
-    if not isinstance(before, Mapping) or name not in before:
-        return [UNRECORDED]
-    return changed_paths(before[name], new.get("retrievers", {}).get(name, {}))
+
+def yardstick(config: Config) -> dict[str, Any]:
+    """What decides a value's meaning; a change here makes every recorded value incomparable."""
+    return {"k": config.k, "metrics_version": METRICS_VERSION, "grading_version": GRADING_VERSION}
 
 
 def fingerprint(
     config: Config, chunks: Sequence[Chunk], questions: Sequence[Question], setup: Mapping[str, Mapping[str, Any]]
 ) -> dict[str, Any]:
-    """This run's fingerprint: the global fields and one entry per configured retriever.
+    """This run's fingerprint: the yardstick, the shared inputs and one entry per configured retriever.
 
     `setup` is what each retriever's type adds (the embedder, the index), as the runner found it.
     """
     return {
-        "chunks_sha256": chunks_digest(chunks),
-        "evalset_sha256": evalset_digest(questions),
-        "k": config.k,
-        "metrics_version": METRICS_VERSION,
+        "yardstick": yardstick(config),
         "tokenizer": describe(config.tokenizer),
+        "chunks": corpus_record(chunks),
+        "questions": questions_record(questions),
         "retrievers": {spec.name: retriever_fingerprint(config, spec.name, setup) for spec in config.retrievers},
     }
 

@@ -19,7 +19,10 @@ from ..paths import Unreadable, display, read_input
 from ..scoring.evaluate import RetrieverResult
 from ..scoring.metrics import METRICS
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+"""2: the fingerprint splits the yardstick from the system under test and itemizes the corpus and
+the questions (`fingerprint`). Files of format 1 are still read (`upgraded`)."""
+READABLE = (1, FORMAT_VERSION)
 RERECORD = "run `pytest --rag-update-baseline` to record one"
 NO_ANSWER_KEYS = ("questions", "empty", "answerable_empty")
 
@@ -49,6 +52,7 @@ class Baseline:
     retrievers: Mapping[str, Recorded] = field(hash=False)
     document: Mapping[str, Any] = field(hash=False)
     unavailable: Mapping[str, str] = field(default_factory=dict, hash=False)
+    format_version: int = FORMAT_VERSION
 
 
 def retriever_entry(result: RetrieverResult) -> dict[str, Any]:
@@ -200,17 +204,41 @@ def _one_text(text: str) -> str | None:
     return f"a control character ({control})" if control is not None else unstorable(text)
 
 
-def _fingerprint(path: Path, value: Any) -> dict[str, Any]:
-    """The fingerprint: an object whose `retrievers`, when present, maps names to objects."""
+def upgraded(fingerprint: Mapping[str, Any]) -> dict[str, Any]:
+    """A format-1 fingerprint in format 2's shape. Format 1 recorded one digest for the corpus and one
+    for the eval set, so neither is itemized; its grading rules are version 1's, the only ones then."""
+    found = {key: value for key, value in fingerprint.items() if key in ("tokenizer", "retrievers")}
+    found["yardstick"] = {"k": fingerprint.get("k"), "metrics_version": fingerprint.get("metrics_version"),
+                          "grading_version": 1}
+    found["chunks"] = {"sha256": fingerprint.get("chunks_sha256")}
+    found["questions"] = {"sha256": fingerprint.get("evalset_sha256")}
+    return found
+
+
+def _fingerprint(path: Path, value: Any, version: int) -> dict[str, Any]:
+    """The fingerprint: an object whose `retrievers`, when present, maps names to objects, and whose
+    yardstick, chunks and questions, when present, are objects (each digest map an object of its own)."""
     if not isinstance(value, dict):
         raise damaged(path, "fingerprint must be an object")
+    if version == 1:
+        value = upgraded(value)
+    for key in ("yardstick", "chunks", "questions"):
+        section = value.get(key, {})
+        if not isinstance(section, dict):
+            raise damaged(path, f"fingerprint.{key} must be an object, got {_json_type(section)}")
+        digests = section.get("digests", {})
+        if key != "yardstick" and not isinstance(digests, dict):
+            raise damaged(path, f"fingerprint.{key}.digests must be an object, got {_json_type(digests)}")
+        if key == "questions" and not all(isinstance(entry, dict) for entry in digests.values()):
+            raise damaged(path, "fingerprint.questions.digests must map question ids to objects")
+    found: dict[str, Any] = value
     retrievers = value.get("retrievers", {})
     if not isinstance(retrievers, dict):
         raise damaged(path, f"fingerprint.retrievers must be an object, got {_json_type(retrievers)}")
     for name, entry in retrievers.items():
         if not isinstance(entry, dict):
             raise damaged(path, f"fingerprint.retrievers.{name} must be an object, got {_json_type(entry)}")
-    return value
+    return found
 
 
 def _json_type(value: Any) -> str:
@@ -227,12 +255,13 @@ def parse(path: Path, text: str) -> Baseline:
     if not isinstance(doc, dict):
         raise damaged(path, "not a results document (expected a JSON object)")
     version = doc.get("format_version")
-    if version != FORMAT_VERSION:
-        raise damaged(path, f"format_version is {_shown(version)}, this plugin reads format_version {FORMAT_VERSION}")
+    if type(version) is not int or version not in READABLE:
+        readable = " and ".join(map(str, READABLE))
+        raise damaged(path, f"format_version is {_shown(version)}, this plugin reads format_version {readable}")
     bad_text = _text_problem(doc)
     if bad_text is not None:
         raise damaged(path, f"{bad_text[0]} holds {bad_text[1]}")
-    fingerprint = _fingerprint(path, doc.get("fingerprint"))
+    fingerprint = _fingerprint(path, doc.get("fingerprint"), version)
     retrievers = doc.get("retrievers")
     if not isinstance(retrievers, dict):
         raise damaged(path, "retrievers must be an object")
@@ -249,6 +278,7 @@ def parse(path: Path, text: str) -> Baseline:
         retrievers={name: _recorded(path, name, entry) for name, entry in retrievers.items()},
         document=doc,
         unavailable=unavailable,
+        format_version=version,
     )
 
 

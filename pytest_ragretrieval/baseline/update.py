@@ -9,16 +9,18 @@ from ..config.settings import Config
 from ..paths import display
 from ..scoring.evaluate import Run
 from ..values import fmt
-from .fingerprint import global_changes
 from .format import Baseline, document, retriever_entry
+from .since import Since, since
 
 
 @dataclass(frozen=True)
 class UpdatePlan:
-    """The document to write (None: write nothing) and the lines that explain it."""
+    """The document to write (None: write nothing), the lines that explain it, and whether the update
+    failed: nothing was written that the selected items asked to write (the run then exits non-zero)."""
 
     document: dict[str, Any] | None
     lines: list[str] = field(default_factory=list)
+    failed: bool = False
 
 
 def _restrict(entry: Mapping[str, Any], labels: set[str]) -> dict[str, Any]:
@@ -94,14 +96,18 @@ def plan_update(
         return UpdatePlan(
             None,
             [f"rag: baseline not written: retriever {', '.join(map(repr, failed))} failed; fix it and run again"],
+            failed=True,
         )
     missing = sorted(name for name in selected if name not in runs)
     if missing:
         return UpdatePlan(
-            None, [f"rag: baseline not written: retriever {', '.join(map(repr, missing))} did not run (interrupted?)"]
+            None, [f"rag: baseline not written: retriever {', '.join(map(repr, missing))} did not run (interrupted?)"],
+            failed=True,
         )
     all_labels = {spec.label for spec in config.metrics}
-    changed = global_changes(baseline.fingerprint, fingerprint) if baseline is not None else []
+    found = since(baseline.fingerprint, fingerprint) if baseline is not None else None
+    what = _together(found)
+    changed = bool(what)
     lines: list[str] = []
     if changed:
         partial = [
@@ -113,12 +119,23 @@ def plan_update(
             return UpdatePlan(
                 None,
                 [
-                    f"rag: baseline not written: {', '.join(changed)} changed, so every retriever must be re-recorded "
+                    f"rag: baseline not written: {what} changed, so every retriever must be re-recorded "
                     f"but {', '.join(map(repr, partial))} {'was' if len(partial) == 1 else 'were'} not selected; "
                     "run `pytest --rag-update-baseline` without -k or -m"
                 ],
+                failed=True,
             )
-        lines.append(f"rag: {', '.join(changed)} changed: every retriever re-recorded")
+        if refused:
+            return UpdatePlan(
+                None,
+                [
+                    f"rag: baseline not written: {what} changed, so every retriever is recorded together, and "
+                    f"values of {', '.join(map(repr, sorted(refused)))} were refused; fix the regression, or pass "
+                    "--rag-allow-regression to record them"
+                ],
+                failed=True,
+            )
+        lines.append(f"rag: {what} changed: every retriever re-recorded")
     held = partial_lines(config, selected)
     lines.extend(held.values())
     for name in sorted(set(refused) - set(held)):
@@ -159,3 +176,16 @@ def plan_update(
     lines.append(f"rag: baseline changes in {config.baseline.name}:")
     lines.extend(change_lines(old_doc, entries) or ["  none"])
     return UpdatePlan(doc, lines)
+
+
+def _together(found: Since | None) -> str:
+    """What changed that every entry shares (the yardstick, the tokenizer, the chunks, the questions),
+    so that the entries must be recorded together; "" when nothing did."""
+    if found is None:
+        return ""
+    if found.yardstick:
+        return "the yardstick (" + "; ".join(map(str, found.yardstick)) + ")"
+    parts = [change.path for change in found.shared]
+    parts += ["the chunks"] if found.corpus is not None else []
+    parts += ["the questions"] if found.questions.changed else []
+    return ", ".join(parts)

@@ -1,39 +1,74 @@
 """A baseline checked against today's inputs: its rankings name real chunks, its numbers come from its rankings.
 
 `format.parse` checks what a file can check alone (types, finite numbers in range, no duplicate
-ids). When the fingerprint says the baseline was recorded on this eval set (same digest, k and
-metric definitions), every stored value is also recomputed from the stored ranking with the
-metric functions: a per-question value, a mean or a tag mean that its rankings do not give is an
-edited or damaged file, and the gate must not compare with it.
+ids). When the fingerprint says the baseline was recorded with today's yardstick (k, metric
+definitions, grading rules), every stored value of a question whose query and graded gold are
+today's is recomputed from its stored ranking with the metric functions, and when the whole eval
+set is today's so is every mean, tag mean and no-answer count: a value its rankings do not give is
+an edited or damaged file, and the gate must not compare with it.
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..evalset.jsonl import GRADING_VERSION
 from ..evalset.records import Chunk, Question
 from ..scoring.evaluate import RetrieverResult, score
 from ..scoring.metrics import METRICS_VERSION, MetricSpec
 from ..values import EPSILON, fmt
-from .fingerprint import chunks_digest, evalset_digest
+from .fingerprint import chunks_digest, evalset_digest, question_record
 from .format import Baseline, Recorded, damaged
 
 
 def verify(baseline: Baseline, k: int, chunks: Sequence[Chunk], questions: Sequence[Question]) -> None:
     """Raise a one-line BaselineError for the first stored value today's inputs contradict."""
     fingerprint = baseline.fingerprint
-    if fingerprint.get("chunks_sha256") == chunks_digest(chunks):
+    if fingerprint.get("chunks", {}).get("sha256") == chunks_digest(chunks):
         known = {chunk.id for chunk in chunks}
         for name, recorded in baseline.retrievers.items():
             _known_ids(baseline, name, recorded, known, chunks)
-    same_questions = (
-        fingerprint.get("evalset_sha256") == evalset_digest(questions)
-        and fingerprint.get("k") == k
-        and fingerprint.get("metrics_version") == METRICS_VERSION
-    )
-    if same_questions:
+    if not same_yardstick(baseline, k):
+        return
+    if fingerprint.get("questions", {}).get("sha256") == evalset_digest(questions):
         for name, recorded in baseline.retrievers.items():
             _agrees(baseline, name, recorded, k, questions)
+        return
+    digests = fingerprint.get("questions", {}).get("digests", {})
+    same = [q for q in questions if digests.get(q.id) is not None and _same_question(digests[q.id], q)]
+    for name, recorded in baseline.retrievers.items():
+        _agrees_per_question(baseline, name, recorded, k, [q for q in same if q.id in recorded.questions])
+
+
+def same_yardstick(baseline: Baseline, k: int) -> bool:
+    found = baseline.fingerprint.get("yardstick", {})
+    return bool(found.get("k") == k and found.get("metrics_version") == METRICS_VERSION
+                and found.get("grading_version") == GRADING_VERSION)
+
+
+def _same_question(recorded: Mapping[str, Any], question: Question) -> bool:
+    today = question_record(question)
+    return bool(recorded.get("query") == today["query"] and recorded.get("gold") == today["gold"])
+
+
+def reproduced(baseline: Baseline, k: int, questions: Sequence[Question]) -> frozenset[str]:
+    """For a baseline that does not itemize its questions (format 1): the questions whose every recorded
+    per-question value today's graded gold gives again from the recorded ranking, in every entry that
+    holds them. A query edit cannot be seen this way; a change of gold that moves any value can."""
+    found = set()
+    entries = list(baseline.retrievers.values())
+    for question in questions:
+        held = [entry.questions[question.id] for entry in entries if question.id in entry.questions]
+        if held and all(_reproduces(entry.ranking, entry.metrics, question, k) for entry in held):
+            found.add(question.id)
+    return frozenset(found)
+
+
+def _reproduces(ranking: Sequence[str], stored: Mapping[str, float], question: Question, k: int) -> bool:
+    specs = _specs(set(stored), k)
+    values = score("", [question], {question.id: ranking}, specs).questions[0].values
+    return all(abs(stored[spec.label] - values.get(spec.label, math.inf)) <= EPSILON for spec in specs)
 
 
 def _known_ids(baseline: Baseline, name: str, recorded: Recorded, known: set[str], chunks: Sequence[Chunk]) -> None:
@@ -88,6 +123,20 @@ def _agrees(baseline: Baseline, name: str, recorded: Recorded, k: int, questions
                   f"the mean of its questions tagged {tag!r} is")
     if recorded.no_answer is not None:
         _counts(baseline, f"{where}.no_answer", recorded.no_answer, result)
+
+
+def _agrees_per_question(
+    baseline: Baseline, name: str, recorded: Recorded, k: int, questions: Sequence[Question]
+) -> None:
+    """The stored values of the questions that are today's, recomputed from their stored rankings."""
+    labels = {label for q in recorded.questions.values() for label in q.metrics}
+    specs = _specs(labels, k)
+    checked = {spec.label for spec in specs}
+    rankings = {q.id: recorded.questions[q.id].ranking for q in questions}
+    for question in score(name, questions, rankings, specs).questions:
+        ranking = recorded.questions[question.id].ranking
+        _same(baseline, f"retrievers.{name}.questions.{question.id}.metrics", recorded.questions[question.id].metrics,
+              question.values, checked, f"its ranking {list(ranking)} gives")
 
 
 def _raw(baseline: Baseline, name: str) -> Mapping[str, Any]:

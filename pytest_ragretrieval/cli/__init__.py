@@ -29,8 +29,9 @@ exit status:
   0  success (find: a chunk matched; suspects: listed, even when none;
      diff: comparable and no metric dropped, or with --fail-on-lower: the bar
      was not lowered; pr-check: the baseline check passed; comment: printed)
-  1  find: no chunk matched; diff: a retriever's metric dropped, or the two
-     fingerprints differ so the numbers are not comparable; with
+  1  find: no chunk matched; diff: a retriever's metric dropped (over the
+     questions both files share), or the yardsticks differ so the numbers are
+     not comparable; with
      --fail-on-lower: a value lowered, an entry removed or a setting loosened;
      pr-check: the bar was lowered without the approval label
   2  usage error, or a bad config, fixture line, results or event file

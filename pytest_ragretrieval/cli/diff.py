@@ -1,7 +1,8 @@
 """`ragretrieval diff`: two results files or baselines side by side, and what the change does to the bar.
 
-Plain `diff OLD NEW` is the review view: the metric table and the per-question changes, exit 1
-when a metric dropped or the fingerprints differ (pitfalls 3-4). `--fail-on-lower` asks the
+Plain `diff OLD NEW` is the review view: what changed between the two set-ups, the metric table
+over the questions both share and the per-question changes, exit 1 when a metric dropped or the
+yardstick differs (pitfalls 3-4: then the numbers mean different things). `--fail-on-lower` asks the
 pull-request question instead: does the new side lower the bar? Exit 1 exactly when it does,
 whatever the fingerprints say. The gate's settings live in the config, so they are compared
 only when both configs are known: `--old-config`/`--new-config`, or `--against REV`, which
@@ -14,8 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..baseline.fingerprint import changed_paths, global_changes
 from ..baseline.format import Baseline, Recorded
+from ..baseline.since import Since, common_means, held, since
 from ..paths import display, write_atomic
 from ..report.terminal import table
 from ..review.changes import Changes, classify, dumps_changes
@@ -29,7 +30,8 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     diff = commands.add_parser(
         "diff", parents=[common], help="compare two results files, or a baseline with the base branch's",
         description="Compare two results or baseline files. Exit 0 when they are comparable and no metric "
-        "dropped, 1 when a metric dropped or the fingerprints differ, 2 on errors. With --fail-on-lower, exit 1 "
+        "dropped, 1 when a metric dropped or the yardstick (k, metric definitions, grading rules) differs, 2 on "
+        "errors; other changes are named. With --fail-on-lower, exit 1 "
         "exactly when the new side lowers the bar: a value lowered, a retriever or metric removed, a setting "
         "(tolerance, significance, alpha, fail_on, max_latency_ms) loosened. --config is read with --against only.",
     )
@@ -62,21 +64,14 @@ def run(args: argparse.Namespace) -> Result:
 # The review view.
 
 
-def fingerprint_lines(old: Baseline, new: Baseline) -> list[str]:
-    """The global fields, and the retrievers both files hold, whose fingerprints differ."""
-    changed = global_changes(old.fingerprint, new.fingerprint)
-    before = old.fingerprint.get("retrievers", {})
-    after = new.fingerprint.get("retrievers", {})
-    for name in sorted(set(before) & set(after)):
-        changed += changed_paths(before[name], after[name], f"retrievers.{name}")
-    for name in sorted(set(old.retrievers) & set(new.retrievers) & (set(before) ^ set(after))):
-        changed.append(f"retrievers.{name} (recorded in one file only)")
-    if not changed:
-        return []
-    return [
-        f"not comparable: the fingerprints differ in {', '.join(sorted(changed))}; "
-        "the numbers below come from different set-ups (pitfalls 3-4)"
-    ]
+def since_lines(old: Baseline, new: Baseline) -> tuple[list[str], Since]:
+    """What changed between the two files, by the gate's rules, and the comparison itself."""
+    found = since(old.fingerprint, new.fingerprint, set(old.retrievers) & set(new.retrievers), held(old, new))
+    lines = [line for line in found.lines() if not line.startswith("not comparable")]
+    if found.yardstick:
+        lines.insert(0, f"not comparable: the yardstick differs in {'; '.join(map(str, found.yardstick))}; "
+                        "the numbers below measure different things (pitfalls 3-4)")
+    return lines, found
 
 
 def _delta_cell(before: float | None, after: float | None) -> str:
@@ -88,12 +83,17 @@ def _delta_cell(before: float | None, after: float | None) -> str:
     return signed(delta if abs(delta) > EPSILON else 0.0)
 
 
-def metric_rows(name: str, old: Recorded, new: Recorded) -> tuple[list[list[str]], int, int]:
-    """(rows, metrics dropped, metrics improved) for one retriever present in both files."""
+def metric_rows(name: str, old: Recorded, new: Recorded, found: Since) -> tuple[list[list[str]], int, int]:
+    """(rows, metrics dropped, metrics improved) for one retriever present in both files: over the
+    comparable questions both scored when the yardstick is the same, as recorded otherwise."""
     rows: list[list[str]] = []
     dropped = improved = 0
+    shared: tuple[dict[str, float], dict[str, float]] = (dict(old.metrics), dict(new.metrics))
+    if found.comparable:
+        shared = common_means(old, new, found.questions.comparable)
     for label in sorted(set(old.metrics) | set(new.metrics), key=metric_order):
-        before, after = old.metrics.get(label), new.metrics.get(label)
+        before = shared[0].get(label, old.metrics.get(label)) if label in old.metrics else None
+        after = shared[1].get(label, new.metrics.get(label)) if label in new.metrics else None
         if before is not None and after is not None:
             dropped += int(after < before - EPSILON)
             improved += int(after > before + EPSILON)
@@ -118,11 +118,11 @@ def ranking_text(ranking: Sequence[str]) -> str:
     return ", ".join(ranking) if ranking else "(empty)"
 
 
-def question_lines(name: str, label: str, old: Recorded, new: Recorded) -> list[str]:
-    """Questions whose `label` value changed, worst drop first, with the rankings that scored it."""
+def question_lines(name: str, label: str, old: Recorded, new: Recorded, comparable: set[str]) -> list[str]:
+    """Comparable questions whose `label` value changed, worst drop first, with the rankings that scored it."""
     cutoff = metric_order(label)[1] or None
     changes = []
-    for qid in sorted(set(old.questions) & set(new.questions)):
+    for qid in sorted(set(old.questions) & set(new.questions) & comparable):
         before = old.questions[qid].metrics.get(label)
         after = new.questions[qid].metrics.get(label)
         if before is not None and after is not None and abs(after - before) > EPSILON:
@@ -146,26 +146,31 @@ def question_set_lines(name: str, old: Recorded, new: Recorded) -> list[str]:
     return lines
 
 
-def per_question_lines(old: Baseline, new: Baseline, shared: Sequence[str]) -> list[str]:
+def per_question_lines(old: Baseline, new: Baseline, shared: Sequence[str], found: Since) -> list[str]:
     body: list[str] = []
     for name in shared:
         before, after = old.retrievers[name], new.retrievers[name]
-        body.extend(question_set_lines(name, before, after))
+        comparable = set(before.questions) & set(after.questions)
+        if not found.questions.itemized or not found.comparable:  # which questions changed is not known
+            body.extend(question_set_lines(name, before, after))
+        else:
+            comparable &= found.questions.comparable
         for label in sorted(set(before.metrics) & set(after.metrics), key=metric_order):
-            body.extend(question_lines(name, label, before, after))
+            body.extend(question_lines(name, label, before, after, comparable))
     return ["", "per-question changes, worst drop first:", *body] if body else []
 
 
 def review(old: Baseline, new: Baseline) -> tuple[list[str], int]:
-    """The review view's lines and status: 1 when a metric dropped or the fingerprints differ."""
+    """The review view's lines and status: 1 when a metric dropped or the yardstick differs."""
     lines = [f"old: {display(old.path)} (k={old.k})  new: {display(new.path)} (k={new.k})"]
-    lines.extend(fingerprint_lines(old, new))
-    comparable = len(lines) == 1
+    more_lines, found = since_lines(old, new)
+    lines.extend(more_lines)
+    comparable = found.comparable
     shared = sorted(set(old.retrievers) & set(new.retrievers))
     rows: list[list[str]] = []
     dropped = improved = 0
     for name in shared:
-        more, down, up = metric_rows(name, old.retrievers[name], new.retrievers[name])
+        more, down, up = metric_rows(name, old.retrievers[name], new.retrievers[name], found)
         rows.extend(more)
         dropped, improved = dropped + down, improved + up
     if rows:
@@ -174,9 +179,9 @@ def review(old: Baseline, new: Baseline) -> tuple[list[str], int]:
         lines.append(retriever_line(name, new, old, "added"))
     for name in sorted(set(old.retrievers) - set(new.retrievers)):
         lines.append(retriever_line(name, old, new, "removed"))
-    lines.extend(per_question_lines(old, new, shared))
+    lines.extend(per_question_lines(old, new, shared, found))
     verdict = f"{dropped} metric{'s' if dropped != 1 else ''} dropped, {improved} improved"
-    lines.append(verdict if comparable else verdict + "; not comparable: the fingerprints differ")
+    lines.append(verdict if comparable else verdict + "; not comparable: the yardstick differs")
     return lines, OK if comparable and not dropped else FAILED
 
 
@@ -213,8 +218,11 @@ def change_lines(changes: Changes) -> list[str]:
     """Every classified difference, one line each, what lowers the bar first, the verdict last."""
     lines = [f"baseline changes: {changes.old_path or '(none at the base)'} -> {changes.new_path}"]
     lines += [f"  note: {note}" for note in changes.notes]
+    if changes.yardstick:
+        lines.append(f"  yardstick changed: {'; '.join(changes.yardstick)}; the values are compared as recorded")
     if changes.fingerprint:
-        lines.append(f"  fingerprint changed: {', '.join(changes.fingerprint)}; those values were re-recorded")
+        lines.append(f"  compared across changes: {'; '.join(changes.fingerprint)}")
+    lines += [f"  {line}" for line in changes.questions]
     lines += [_moved("lowered", c.retriever, c.metric, c.old, c.new) for c in changes.lowered]
     lines += [f"  removed: {subject(e.retriever, e.metric)} ({e.reason})" for e in changes.removed]
     lines += [f"  loosened: {s.setting}{' of ' + s.subject if s.subject else ''} {s.old} -> {s.new}"

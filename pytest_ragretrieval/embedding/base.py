@@ -13,12 +13,20 @@ from .prompts import Prompts, Side, resolve
 
 class Embedder(Protocol):
     """Texts in, one float32 row per text out; `id` names the model (and its prompts) in fingerprints
-    and the cache; `prompts` says what each side is told, so the cache knows whether sides differ."""
+    and the cache; `prompts` says what each side is told, so the cache knows whether sides differ.
+    An embedder that computes in this process says so with `computes_here = True` (see `computes_here`)."""
 
     id: str
     prompts: Prompts
 
     def embed(self, texts: list[str], side: Side = "passage") -> np.ndarray: ...
+
+
+def computes_here(embedder: object) -> bool:
+    """Whether the embedder's vectors come from this machine's arithmetic (a model run in process), so
+    that embedding one cached text again tells whether this CPU computes what filled the cache; a
+    server's vectors are the server's, and checking them would cost a request."""
+    return getattr(embedder, "computes_here", False) is True
 
 
 DEFAULT_TIMEOUT = 30.0

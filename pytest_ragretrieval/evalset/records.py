@@ -28,6 +28,9 @@ class Question:
     query: str
     relevance: Mapping[str, int] = field(hash=False)
     tags: tuple[str, ...] = ()
+    snippet_ids: frozenset[str] = frozenset()
+    """The chunks its `relevant_text` snippets matched: the baseline records them, so a chunk edited
+    until a snippet no longer matches it can be named."""
 
     @property
     def answerable(self) -> bool:

@@ -1,27 +1,42 @@
 """Regression checks as small objects: one per retriever x metric, pure and testable alone."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, replace
 
 from ..baseline.format import Recorded, RecordedQuestion
+from ..baseline.since import detectable, paired
 from ..evalset.records import Question
-from ..scoring.evaluate import QuestionResult, RetrieverResult
+from ..scoring.evaluate import QuestionResult, RetrieverResult, mean
 from ..scoring.metrics import MetricSpec, hit_rate
-from ..values import DIGITS, EPSILON, fmt, p_clause, signed
+from ..values import DIGITS, EPSILON, fmt, p_clause, p_value, signed
 
 MAX_LISTED = 10
 
 
 @dataclass(frozen=True)
 class Comparison:
-    """One retriever x metric against the baseline; `p_value`/`ci95` only in significance mode."""
+    """One retriever x metric against the baseline, over the comparable questions both runs scored.
+
+    `baseline` and `value` are the means over that common set (the recorded means when it is
+    each side's whole set); `value_all` is today's mean over all its questions when that differs.
+    In significance mode `p_value` is the p that decides (Holm-adjusted over `family` items when
+    `family` > 0) and `p_unadjusted` the test's own; `mde` is the smallest drop a paired two-sided
+    5% test detects with 80% power over these questions, from the baseline's per-question spread.
+    """
 
     baseline: float | None
     value: float
     delta: float | None
     p_value: float | None = None
     ci95: tuple[float, float] | None = None
-
+    p_unadjusted: float | None = None
+    family: int = 0
+    questions: int = 0
+    whole: bool = True
+    """Both runs scored exactly these questions: nothing was added, removed or edited for this metric."""
+    value_all: float | None = None
+    mde: float | None = None
 
 
 @dataclass(frozen=True)
@@ -49,15 +64,19 @@ class Drop:
         return self.after - self.before
 
 
-def drops(label: str, recorded: Recorded, result: RetrieverResult) -> list[Drop]:
-    """Questions whose value for `label` fell since the baseline, worst first, ties by id."""
-    found = []
-    for question in result.questions:
-        old = recorded.questions.get(question.id)
-        if old is None or label not in old.metrics or label not in question.values:
-            continue
-        if question.values[label] < old.metrics[label] - EPSILON:
-            found.append(Drop(question.id, old.metrics[label], question.values[label]))
+def per_question(result: RetrieverResult) -> dict[str, Mapping[str, float]]:
+    return {question.id: question.values for question in result.questions}
+
+
+def recorded_values(recorded: Recorded) -> dict[str, Mapping[str, float]]:
+    return {qid: question.metrics for qid, question in recorded.questions.items()}
+
+
+def drops(label: str, recorded: Recorded, result: RetrieverResult, comparable: Collection[str]) -> list[Drop]:
+    """Comparable questions whose value for `label` fell since the baseline, worst first, ties by id."""
+    pairs = paired(label, recorded_values(recorded), per_question(result), comparable)
+    found = [Drop(qid, old, new) for qid, old, new in zip(pairs.ids, pairs.before, pairs.after, strict=True)
+             if new < old - EPSILON]
     found.sort(key=lambda drop: (drop.delta, drop.question))
     return found
 
@@ -73,60 +92,105 @@ def drop_lines(found: list[Drop]) -> list[str]:
     return lines
 
 
-def paired_values(label: str, recorded: Recorded, result: RetrieverResult) -> tuple[list[float], list[float]]:
-    """Per-question (baseline, new) values for `label`, over the questions both runs scored."""
-    before: list[float] = []
-    after: list[float] = []
-    for question in result.questions:
-        old = recorded.questions.get(question.id)
-        if old is not None and label in old.metrics and label in question.values:
-            before.append(old.metrics[label])
-            after.append(question.values[label])
-    return before, after
-
-
-def compare(label: str, recorded: Recorded, result: RetrieverResult, significance: str) -> Comparison:
-    """Baseline, value, delta and, in significance mode, the paired test's p and 95% interval."""
-    before = recorded.metrics[label]
-    after = result.metrics[label]
-    delta = round(after - before, DIGITS)
+def compare(
+    label: str, recorded: Recorded, result: RetrieverResult, significance: str, comparable: Collection[str]
+) -> Comparison | None:
+    """Baseline, value and delta over the comparable questions both scored, the minimum detectable
+    effect, and in significance mode the paired test's p and 95% interval; None when no question is shared."""
+    pairs = paired(label, recorded_values(recorded), per_question(result), comparable)
+    if not pairs.n:
+        return None
+    if pairs.whole:
+        before, after, value_all = recorded.metrics[label], result.metrics[label], None
+    else:
+        before, after = mean(pairs.before), mean(pairs.after)
+        value_all = result.metrics[label] if result.metrics[label] != after else None
+    found = Comparison(before, after, round(after - before, DIGITS), questions=pairs.n, whole=pairs.whole,
+                       value_all=value_all, mde=detectable(pairs.before))
     if significance == "none":
-        return Comparison(before, after, delta)
+        return found
     from ..scoring.stats import paired_test
 
-    test = paired_test(*paired_values(label, recorded, result), significance)
+    test = paired_test(pairs.before, pairs.after, significance)
     if test is None:
-        return Comparison(before, after, delta)
-    return Comparison(before, after, delta, test.p_value, test.ci95)
+        return found
+    return replace(found, p_value=test.p_value, p_unadjusted=test.p_value, ci95=test.ci95)
+
+
+def holm_note(comparison: Comparison) -> str:
+    """` (Holm-adjusted over 18 items; unadjusted 0.0001)`, or nothing in a family of one."""
+    if comparison.family > 1 and comparison.p_unadjusted is not None:
+        return f" (Holm-adjusted over {comparison.family} items; unadjusted {p_value(comparison.p_unadjusted)})"
+    return ""
+
+
+def p_text(comparison: Comparison) -> str:
+    assert comparison.p_value is not None
+    return f"{p_clause(comparison.p_value)}{holm_note(comparison)}"
+
+
+def scope_text(comparison: Comparison) -> str:
+    """Where the questions differ: ` over the 59 questions both runs share (today's mean over ...)`."""
+    if comparison.whole:
+        return ""
+    count = comparison.questions
+    text = f" over the {count} question{'s' if count != 1 else ''} both runs share"
+    if comparison.value_all is not None:
+        text += f" (today's mean over the whole eval set: {fmt(comparison.value_all)})"
+    return text
+
+
+def change_text(changes: Sequence[str]) -> str:
+    """` after a change of hybrid.weights [1.0, 0.5] -> [0.2, 1.0]`, or nothing."""
+    if not changes:
+        return ""
+    return f" after {'a change' if len(changes) == 1 else 'changes'} of {'; '.join(changes)}"
 
 
 @dataclass(frozen=True)
 class MetricCheck:
     """Fails when the value is below the baseline by more than the tolerance and, in significance
-    mode, the paired test says the drop is unlikely to be noise (p < alpha)."""
+    mode, the paired test says the drop is unlikely to be noise (p < alpha, p Holm-adjusted over the
+    session's items). Both over the comparable questions; `changes` names what changed since."""
 
     retriever: str
     spec: MetricSpec
     tolerance: float
     significance: str = "none"
     alpha: float = 0.05
+    changes: tuple[str, ...] = ()
 
-    def evaluate(self, recorded: Recorded, result: RetrieverResult, comparison: Comparison | None = None) -> Outcome:
+    def evaluate(self, recorded: Recorded, result: RetrieverResult, comparison: Comparison | None = None,
+                 comparable: Collection[str] | None = None) -> Outcome:
+        """`comparable`: the questions both sides share (default: every question of this run);
+        `comparison`: the judge's, p adjusted (default: computed here, unadjusted)."""
         label = self.spec.label
+        if comparable is None:
+            comparable = {question.id for question in result.questions}
+        if comparison is None and label in recorded.metrics:
+            comparison = compare(label, recorded, result, self.significance, comparable)
         if label not in recorded.metrics:
+            held = sorted(other for other in recorded.metrics if other.partition("@")[0] == self.spec.name)
+            hint = (f" (it holds {', '.join(held)}: a value at another cutoff measures something else)"
+                    if held else "")
             return Outcome(
                 False,
-                f"{label} of retriever {self.retriever!r} is not in the baseline; record it with "
+                f"{label} of retriever {self.retriever!r} is not in the baseline{hint}; record it with "
                 f"`pytest --rag-update-baseline -k {self.retriever}`",
             )
         if comparison is None:
-            comparison = compare(label, recorded, result, self.significance)
-        before, after = recorded.metrics[label], result.metrics[label]
-        found = drops(label, recorded, result)
+            return Outcome(
+                True, f"{label} of {self.retriever!r}: {fmt(result.metrics[label])}, no question in common with the "
+                "baseline to compare it on" + change_text(self.changes),
+            )
+        before, after = comparison.baseline, comparison.value
+        assert before is not None
+        found = drops(label, recorded, result, comparable)
         fell = before - after > self.tolerance + EPSILON
+        scope, changed = scope_text(comparison), change_text(self.changes)
         head = (
             f"{label} of {self.retriever!r} fell from {fmt(before)} to {fmt(after)} "
-            f"({signed(after - before)}, tolerance {fmt(self.tolerance)})"
+            f"({signed(after - before)}, tolerance {fmt(self.tolerance)}){scope}{changed}"
         )
         if fell and self.significance != "none":
             test = self._test_text(comparison)
@@ -135,9 +199,10 @@ class MetricCheck:
             return Outcome(False, f"{head}; {test}", tuple(drop_lines(found)), comparison)
         if fell:
             return Outcome(False, head, tuple(drop_lines(found)), comparison)
+        tested = f"; {self.significance} test {p_text(comparison)}" if comparison.p_value is not None else ""
         return Outcome(
-            True, f"{label} of {self.retriever!r}: {fmt(after)} ({signed(after - before)} against {fmt(before)})",
-            (), comparison,
+            True, f"{label} of {self.retriever!r}: {fmt(after)} ({signed(after - before)} against {fmt(before)})"
+            f"{scope}{changed}{tested}", (), comparison,
         )
 
     def _test_text(self, comparison: Comparison) -> str:
@@ -146,24 +211,28 @@ class MetricCheck:
         low, high = comparison.ci95 or (0.0, 0.0)
         relation = "<" if comparison.p_value < self.alpha else ">="
         return (
-            f"{self.significance} test {p_clause(comparison.p_value)} {relation} alpha {self.alpha:g}, "
-            f"95% CI of the mean difference [{signed(low)}, {signed(high)}]"
+            f"{self.significance} test {p_clause(comparison.p_value)} {relation} alpha {self.alpha:g}"
+            f"{holm_note(comparison)}, 95% CI of the mean difference [{signed(low)}, {signed(high)}]"
         )
 
 
 @dataclass(frozen=True)
 class QuestionCheck:
-    """With `fail_on = ["question"]`: a question that was a hit within k must stay one."""
+    """With `fail_on = ["question"]`: a question that was a hit within k must stay one. A question
+    that is not comparable with the baseline (new, or its query or graded gold edited) passes with a note."""
 
     retriever: str
     question: Question
     k: int
 
-    def evaluate(self, recorded: Recorded, result: RetrieverResult) -> Outcome:
+    def evaluate(self, recorded: Recorded, result: RetrieverResult, edited: str | None = None) -> Outcome:
         old: RecordedQuestion | None = recorded.questions.get(self.question.id)
         new: QuestionResult | None = result.question(self.question.id)
         ranking = new.ranking if new is not None else ()
         now = hit_rate(ranking, self.question.relevance, self.k) == 1.0
+        if edited is not None:
+            return Outcome(True, f"question {self.question.id} of {self.retriever!r} changed since the baseline "
+                                 f"({edited}): not compared")
         if old is None:
             return Outcome(True, f"{self.question.id} is not in the baseline of {self.retriever!r}: nothing to keep")
         before = hit_rate(old.ranking, self.question.relevance, self.k) == 1.0

@@ -6,11 +6,14 @@ so every verdict can be tested without pytest, a database or a model.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
-from ..baseline.fingerprint import UNRECORDED, global_changes, retriever_changes
+from ..baseline.fingerprint import questions_record
 from ..baseline.format import RERECORD, Baseline, Recorded
+from ..baseline.since import QuestionChanges, Since, question_changes, since
 from ..baseline.update import partial_lines
+from ..baseline.verify import reproduced
 from ..config.settings import Config
 from ..errors import RagError
 from ..evalset.records import Question
@@ -23,7 +26,9 @@ from .checks import (
     MetricCheck,
     Outcome,
     QuestionCheck,
+    change_text,
     compare,
+    scope_text,
 )
 from .items import ItemKey, Skip
 from .pairs import Pairs, compare_configurations
@@ -38,6 +43,36 @@ def small_set_notes(config: Config, questions: Sequence[Question]) -> list[str]:
         f"the eval set has {answerable} answerable questions, fewer than min_questions = "
         f"{config.min_questions}: a single question can move a mean by up to {1 / answerable:.2f}, "
         "too little data for a verdict to mean much"
+    ]
+
+
+def baseline_questions(baseline: Baseline, config: Config, questions: Sequence[Question]) -> QuestionChanges:
+    """Which of today's questions the baseline can be compared on; known before anything runs. A
+    baseline that does not itemize its questions (format 1) is compared on those whose recorded values
+    today's gold reproduces."""
+    recorded = baseline.fingerprint.get("questions", {})
+    today = questions_record(questions)
+    if "digests" in recorded or recorded.get("sha256") == today["sha256"]:
+        return question_changes(recorded, today, None)
+    found = question_changes(recorded, today, None, reproduced(baseline, config.k, questions),
+                             "on those whose recorded values today's graded gold reproduces")
+    held = {qid for entry in baseline.retrievers.values() for qid in entry.questions}
+    ids = {question.id for question in questions}
+    edited = tuple((qid, "its recorded values do not follow from today's graded gold")
+                   for qid in sorted(held & ids - found.comparable))
+    return replace(found, added=tuple(sorted(ids - held)), removed=tuple(sorted(held - ids)), edited=edited)
+
+
+def comparable_notes(config: Config, questions: Sequence[Question], changes: QuestionChanges | None) -> list[str]:
+    """When the questions changed: too few comparable answerable questions for a verdict, as for a small set."""
+    if changes is None or not changes.changed:
+        return []
+    shared = sum(1 for q in questions if q.answerable and q.id in changes.comparable)
+    if shared >= config.min_questions:
+        return []
+    return [
+        f"only {shared} answerable questions are comparable with the baseline, fewer than min_questions = "
+        f"{config.min_questions}: too little data for a verdict to mean much"
     ]
 
 
@@ -67,8 +102,10 @@ class Judge:
         for key in selected:
             if key.kind == "metric":
                 self.selected.setdefault(key.retriever, set()).add(key.name)
-        self._comparisons: dict[tuple[str, str], Comparison | None] = {}
+        self._raw: dict[tuple[str, str], Comparison | None] = {}
+        self._family: dict[tuple[str, str], Comparison] | None = None
         self._pairs: Pairs | None = None
+        self._since: Since | None = None
 
     def pairs(self) -> Pairs:
         """The comparisons between configurations, computed once for the summary, reports and results."""
@@ -76,37 +113,85 @@ class Judge:
             self._pairs = compare_configurations(self.config, self.runs)
         return self._pairs
 
+    def since(self) -> Since | None:
+        """What changed since the baseline was recorded; None without a baseline."""
+        if self.baseline is None:
+            return None
+        if self._since is None:
+            names = [spec.name for spec in self.config.retrievers if spec.name in self.baseline.retrievers]
+            found = since(self.baseline.fingerprint, self.fingerprint, names)
+            questions = baseline_questions(self.baseline, self.config, self.questions)
+            if questions.note:
+                found = replace(found, questions=questions)
+            self._since = found
+        return self._since
+
+    def notes(self) -> list[str]:
+        """The warnings every report repeats: a small eval set, too few comparable questions."""
+        found = self.since()
+        changes = found.questions if found is not None and found.comparable else None
+        return small_set_notes(self.config, self.questions) + comparable_notes(self.config, self.questions, changes)
+
     def comparable(self) -> Outcome | None:
         """A failing outcome shared by every item when no baseline can be compared with."""
-        if self.baseline is None:
+        found = self.since()
+        if found is None:
             return Outcome(False, f"no baseline at {display(self.config.baseline)}; {RERECORD}")
-        changed = global_changes(self.baseline.fingerprint, self.fingerprint)
-        if changed:
+        if found.yardstick:
             return Outcome(
                 False,
-                f"the baseline is not comparable: {', '.join(changed)} changed since it was recorded; "
-                "re-record it for all retrievers with `pytest --rag-update-baseline`",
+                f"the baseline is not comparable: its yardstick changed ({'; '.join(map(str, found.yardstick))}), "
+                "so its values measure something else; re-record it for all retrievers with "
+                "`pytest --rag-update-baseline`",
             )
         return None
 
     def recorded(self, name: str) -> Recorded | None:
-        """The baseline entry of `name` when it can be compared with this run, else None."""
+        """The baseline entry of `name` when the baseline's yardstick is today's, else None."""
         if self.baseline is None or self.comparable() is not None:
-            return None
-        if retriever_changes(self.baseline.fingerprint, self.fingerprint, name):
             return None
         return self.baseline.retrievers.get(name)
 
+    def changes(self, name: str) -> tuple[str, ...]:
+        """What changed since the baseline for one retriever: its parameters, its sources', the shared inputs."""
+        found = self.since()
+        return tuple(found.of(name)) if found is not None else ()
+
     def comparison(self, name: str, label: str) -> Comparison | None:
-        """Baseline, value, delta (and p, CI in significance mode) of one retriever x metric."""
-        if (name, label) not in self._comparisons:
+        """Baseline, value, delta (and p, CI in significance mode) of one retriever x metric, over the
+        comparable questions; p is Holm-adjusted when the item is one of the session's family."""
+        raw = self._comparison(name, label)
+        if raw is None or raw.p_value is None:
+            return raw
+        return self.family().get((name, label), raw)
+
+    def _comparison(self, name: str, label: str) -> Comparison | None:
+        if (name, label) not in self._raw:
             run = self.runs.get(name)
             recorded = self.recorded(name)
             found = None
-            if run is not None and run.result is not None and recorded is not None and label in recorded.metrics:
-                found = compare(label, recorded, run.result, self.config.significance)
-            self._comparisons[(name, label)] = found
-        return self._comparisons[(name, label)]
+            changes = self.since()
+            if (run is not None and run.result is not None and recorded is not None and changes is not None
+                    and label in recorded.metrics):
+                found = compare(label, recorded, run.result, self.config.significance, changes.questions.comparable)
+            self._raw[(name, label)] = found
+        return self._raw[(name, label)]
+
+    def family(self) -> dict[tuple[str, str], Comparison]:
+        """The metric items judged this session that have a p-value, their p Holm-adjusted together:
+        with 18 items at alpha 0.05 the chance that any passing-in-truth item fails stays 5%, not 60%.
+        The items selected by -k/-m (all configured ones when none were given), computed once every
+        selected retriever has run."""
+        if self._family is None:
+            from ..scoring.stats import holm
+
+            keys = [(name, label) for name, labels in self.selected.items() for label in sorted(labels)] or [
+                (spec.name, metric.label) for spec in self.config.retrievers for metric in self.config.metrics]
+            tested = [(key, c) for key in keys if (c := self._comparison(*key)) is not None and c.p_value is not None]
+            adjusted = holm([c.p_value for _, c in tested if c.p_value is not None])
+            self._family = {key: replace(c, p_value=p, family=len(tested))
+                            for (key, c), p in zip(tested, adjusted, strict=True)}
+        return self._family
 
     def outcome(self, key: ItemKey) -> Outcome:
         """The verdict of one item whose retriever has run; raises Skip when it could not run here."""
@@ -133,15 +218,21 @@ class Judge:
         if blocked is not None:
             return blocked
         recorded = self.recorded(key.retriever)
-        assert recorded is not None
+        found = self.since()
+        assert recorded is not None and found is not None
         if key.kind == "question":
             question = next(q for q in self.questions if q.id == key.name)
-            return QuestionCheck(key.retriever, question, self.config.k).evaluate(recorded, run.result)
+            edited = dict(found.questions.edited).get(key.name)
+            if edited is None and key.name not in found.questions.comparable and key.name in recorded.questions:
+                edited = found.questions.note or "not comparable"
+            return QuestionCheck(key.retriever, question, self.config.k).evaluate(recorded, run.result, edited)
         metric = next(s for s in self.config.metrics if s.label == key.name)
         check = MetricCheck(
-            key.retriever, metric, self.config.tolerance.for_metric(metric), self.config.significance, self.config.alpha
+            key.retriever, metric, self.config.tolerance.for_metric(metric), self.config.significance,
+            self.config.alpha, self.changes(key.retriever),
         )
-        return check.evaluate(recorded, run.result, self.comparison(key.retriever, key.name))
+        return check.evaluate(recorded, run.result, self.comparison(key.retriever, key.name),
+                              found.questions.comparable)
 
     def blocked(self, name: str) -> Outcome | None:
         """Why `name` cannot be compared with the baseline, as a failing outcome (or a Skip)."""
@@ -160,19 +251,6 @@ class Judge:
                 False,
                 f"retriever {name!r} is not in the baseline; record it with `pytest --rag-update-baseline -k {name}`",
             )
-        changed = retriever_changes(self.baseline.fingerprint, self.fingerprint, name)
-        if changed == [UNRECORDED]:
-            return Outcome(
-                False,
-                f"the baseline holds values of {name!r} but no fingerprint for them, so nothing shows they are "
-                f"comparable; re-record with `pytest --rag-update-baseline -k {name}`",
-            )
-        if changed:
-            return Outcome(
-                False,
-                f"the fingerprint of {name!r} changed since the baseline was recorded "
-                f"({', '.join(changed)}); re-record with `pytest --rag-update-baseline -k {name}`",
-            )
         return None
 
     def _recording_outcome(self, key: ItemKey, metrics: Mapping[str, float]) -> Outcome:
@@ -187,13 +265,16 @@ class Judge:
         return Outcome(True, f"{key.name} of {key.retriever!r}: {fmt(metrics[key.name])} to be recorded")
 
     def refused(self, key: ItemKey) -> str | None:
-        """The ratchet: why a lower value than the comparable baseline's will not be recorded."""
+        """The ratchet: why a lower value than the comparable baseline's will not be recorded, whatever
+        changed in the system under test (over the comparable questions, as the items compare)."""
         if self.allow_regression or key.kind != "metric":
             return None
-        comparison = self.comparison(key.retriever, key.name)
+        comparison = self._comparison(key.retriever, key.name)
         if comparison is None or comparison.baseline is None or comparison.value >= comparison.baseline - EPSILON:
             return None
         return (
             f"refused to record {key.name} of {key.retriever!r}: {fmt(comparison.value)} is below the baseline's "
-            f"{fmt(comparison.baseline)}; pass --rag-allow-regression to record it"
+            f"{fmt(comparison.baseline)}{scope_text(comparison)}{change_text(self.changes(key.retriever))}; "
+            "pass --rag-allow-regression to record it"
         )
+

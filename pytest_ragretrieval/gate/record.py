@@ -8,7 +8,7 @@ from ..baseline.format import Baseline, document, retriever_entry
 from ..baseline.update import UpdatePlan, plan_update
 from ..config.settings import Config
 from ..scoring.evaluate import Run, latency_summary
-from .checks import Outcome
+from .checks import Comparison, Outcome
 from .items import ItemKey
 from .judge import Judge
 
@@ -23,7 +23,8 @@ def results_document(
     """The baseline's format plus latency, diagnostics, the comparison with the baseline and, at the
     top level, the retrievers skipped here (`unavailable`), the gate's failed items (`failures`), so
     that `ragretrieval comment` can say what failed without judging again, and `comparisons` between
-    configurations ({a, b, metric, delta, p_value, ci95, wins, ties, losses})."""
+    configurations ({a, b, metric, delta, p_value, ci95, wins, ties, losses}), what changed since the
+    baseline (`since_baseline`) and, in significance mode, how the p-values were adjusted."""
     entries = {}
     unavailable = {name: run.skipped for name, run in runs.items() if run.skipped is not None}
     for name, run in runs.items():
@@ -38,13 +39,9 @@ def results_document(
             if (comparison := judge.comparison(name, label)) is not None
         }
         if comparisons:
-            entry["comparison"] = {
-                label: {
-                    "baseline": c.baseline, "value": c.value, "delta": c.delta,
-                    "p_value": c.p_value, "ci95": list(c.ci95) if c.ci95 is not None else None,
-                }
-                for label, c in comparisons.items()
-            }
+            entry["comparison"] = {label: comparison_entry(c) for label, c in comparisons.items()}
+        if judge.changes(name):
+            entry["changes"] = list(judge.changes(name))
         entries[name] = entry
     doc = document(config.k, fingerprint, entries, unavailable)
     doc["failures"] = [
@@ -53,7 +50,27 @@ def results_document(
         for key, outcome in sorted(failures.items())
     ]
     doc["comparisons"] = [c.as_dict() for c in judge.pairs().comparisons]
+    since = judge.since()
+    if since is not None:
+        doc["since_baseline"] = {
+            "comparable": since.comparable, "yardstick": [str(c) for c in since.yardstick],
+            "changes": since.system(), "questions": since.questions.lines(), "lines": since.lines(),
+        }
+    if config.significance != "none":
+        doc["significance"] = {"method": config.significance, "alpha": config.alpha, "adjustment": "holm",
+                               "family": len(judge.family())}
     return doc
+
+
+def comparison_entry(c: Comparison) -> dict[str, Any]:
+    """One retriever x metric against the baseline, as `--rag-json` writes it: `p_value` is the p that
+    decided (Holm-adjusted over `family` items), `p_unadjusted` the test's own, `mde` the minimum
+    detectable effect, `questions` how many comparable questions the means are over."""
+    return {
+        "baseline": c.baseline, "value": c.value, "delta": c.delta, "p_value": c.p_value,
+        "p_unadjusted": c.p_unadjusted, "family": c.family, "ci95": list(c.ci95) if c.ci95 is not None else None,
+        "questions": c.questions, "whole": c.whole, "value_all": c.value_all, "mde": c.mde,
+    }
 
 
 def baseline_update(
@@ -75,4 +92,5 @@ def baseline_update(
         if reason is not None:
             refused.setdefault(key.retriever, []).append(f"rag: {reason}")
     plan = plan_update(config, baseline, fingerprint, runs, chosen, refused)
-    return UpdatePlan(plan.document, [line for reasons in refused.values() for line in reasons] + plan.lines)
+    lines = [line for reasons in refused.values() for line in reasons] + plan.lines
+    return UpdatePlan(plan.document, lines, plan.failed)

@@ -7,7 +7,7 @@ from ..config.settings import Config
 from ..evalset.records import Chunk, Question
 from ..gate.checks import Outcome
 from ..gate.items import ItemKey
-from ..gate.judge import Judge, small_set_notes
+from ..gate.judge import Judge
 from ..paths import display
 from ..scoring.evaluate import Run, latency_summary
 from .model import ChunkView, Failure, QuestionView, ReportInput, RetrieverView
@@ -48,7 +48,7 @@ def build_report(
         database=database,
         baseline_path=display(config.baseline),
         comparable=judge.baseline is not None and judge.comparable() is None,
-        notes=(*small_set_notes(config, questions), *run_notes, *pairs.notes),
+        notes=(*judge.notes(), *run_notes, *pairs.notes),
         failures=tuple(
             Failure(key.nodeid, key.retriever, key.name, "\n".join(outcome.lines))
             for key, outcome in sorted(failures.items())
@@ -57,6 +57,9 @@ def build_report(
         pair_method=pairs.method,
         alpha=config.alpha,
         min_questions=config.min_questions,
+        since=tuple(since.lines()) if (since := judge.since()) is not None else (),
+        significance=config.significance,
+        family=len(judge.family()) if config.significance != "none" else 0,
     )
 
 
@@ -67,6 +70,9 @@ def _view(name: str, kind: str, run: Run, judge: Judge) -> RetrieverView:
         return RetrieverView(name, kind, "error", str(run.error))
     result = run.result
     recorded = judge.recorded(name)
+    since = judge.since()
+    comparable = since.questions.comparable if since is not None else frozenset()
+    same_questions = since is not None and not since.questions.changed
     latency = latency_summary(result)
     comparisons = {label: c for label in result.metrics if (c := judge.comparison(name, label)) is not None}
     return RetrieverView(
@@ -76,9 +82,11 @@ def _view(name: str, kind: str, run: Run, judge: Judge) -> RetrieverView:
         rankings={q.id: q.ranking for q in result.questions},
         values={q.id: dict(q.values) for q in result.questions},
         comparisons=comparisons,
-        baseline_tags=dict(recorded.tags) if recorded else {},
-        baseline_rankings={qid: q.ranking for qid, q in recorded.questions.items()} if recorded else {},
-        baseline_values={qid: dict(q.metrics) for qid, q in recorded.questions.items()} if recorded else {},
+        baseline_tags=dict(recorded.tags) if recorded and same_questions else {},
+        baseline_rankings={qid: q.ranking for qid, q in recorded.questions.items() if qid in comparable}
+        if recorded else {},
+        baseline_values={qid: dict(q.metrics) for qid, q in recorded.questions.items() if qid in comparable}
+        if recorded else {},
         no_answer_total=result.no_answer_total,
         no_answer_empty=result.no_answer_empty,
         latency_p50=latency["p50"],

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from ..values import EPSILON, fmt, p_value, signed
 from .chart import chart
-from .html_pairs import conclusions, next_section, pairs
+from .html_pairs import conclusions, next_section, pairs, since
 from .markup import attrs, e, el, number
 from .model import (
     QuestionChange,
@@ -26,6 +26,7 @@ from .wording import (
     EMPTY,
     HEADINGS,
     NO_ANSWER_HINT,
+    SIGNIFICANCE_HEADERS,
     TITLE,
     config_items,
     diagnostic_meaning,
@@ -35,6 +36,7 @@ from .wording import (
     metric_cell,
     question_cell,
     ran,
+    significance_hint,
     status_text,
     tag_cell,
     verdict,
@@ -124,17 +126,19 @@ def significance(data: ReportInput) -> list[str]:
             c = view.comparisons.get(label)
             if c is None or c.p_value is None:
                 continue
-            numbers = [fmt(c.baseline), fmt(c.value), signed(c.delta) or "—",
-                       p_value(c.p_value), format_ci(c.ci95)]
+            raw = c.p_unadjusted if c.p_unadjusted is not None else c.p_value
+            numbers = [fmt(c.baseline), fmt(c.value), signed(c.delta) or "—", str(c.questions or "—"),
+                       p_value(c.p_value) if c.family else "—", p_value(raw), format_ci(c.ci95), fmt(c.mde)]
             cells = el("td", e(view.name)) + el("td", e(label)) + "".join(num_td(x) for x in numbers)
-            rows.append(el("tr", cells, data_retriever=view.name, data_metric=label, data_p=number(c.p_value)))
-    headers = ["retriever", "metric", "baseline", "value", "delta", "p", "95% CI"]
-    return [el("h3", e(HEADINGS["significance"])), *html_table(headers, rows, id="significance")]
+            rows.append(el("tr", cells, data_retriever=view.name, data_metric=label, data_p=number(c.p_value),
+                           data_p_unadjusted=number(raw), data_mde=number(c.mde)))
+    return [el("h3", e(HEADINGS["significance"])), el("p", e(significance_hint(data))),
+            *html_table(list(SIGNIFICANCE_HEADERS), rows, id="significance")]
 
 
 def metrics(data: ReportInput) -> list[str]:
     headers = ["retriever", "type", "status", *data.metrics, "no-answer empty", "latency p50/p95 ms"]
-    body = html_table(headers, [metrics_row(data, view) for view in data.retrievers], id="metrics")
+    body = since(data) + html_table(headers, [metrics_row(data, view) for view in data.retrievers], id="metrics")
     reasons = [el("li", e(f"{view.name}: {status_text(view)}"), data_retriever=view.name)
                for view in data.retrievers if view.status != "ran"]
     if reasons:

@@ -1,4 +1,4 @@
-"""The HTML page's comparisons between configurations, conclusions (结论) and next steps (下一步).
+"""The HTML page's comparisons (between configurations, with the baseline's set-up), conclusions (结论) and next steps.
 
 Kept apart from html.py (which holds the rest of the page) so each stays small; same markup
 conventions: escaped once, stable ids and data- attributes for tests and scripts.
@@ -49,3 +49,9 @@ def conclusions(data: ReportInput) -> list[str]:
 def next_section(data: ReportInput) -> list[str]:
     items = "".join(el("li", e(line)) for line in next_steps(data))
     return _section("next", [el("ul", items, id="next-steps")])
+
+
+def since(data: ReportInput) -> list[str]:
+    """What changed since the baseline (the yardstick, the system under test, the questions), one item each."""
+    items = "".join(el("li", e(line)) for line in data.since)
+    return [el("h3", e(HEADINGS["since"])), el("ul", items, id="since")] if items else []

@@ -19,6 +19,7 @@ from .wording import (
     HEADINGS,
     NO_ANSWER_HINT,
     PAIRS_HEADERS,
+    SIGNIFICANCE_HEADERS,
     TITLE,
     config_items,
     diagnostic_meaning,
@@ -28,6 +29,7 @@ from .wording import (
     metric_cell,
     pairs_hint,
     ran,
+    significance_hint,
     status_text,
     tag_cell,
     verdict,
@@ -109,20 +111,29 @@ def significance_table(data: ReportInput) -> list[str]:
         for label in data.metrics:
             c = view.comparisons.get(label)
             if c is not None and c.p_value is not None:
-                rows.append([esc(view.name), esc(label), fmt(c.baseline), fmt(c.value),
-                             signed(c.delta) or "—", p_value(c.p_value), format_ci(c.ci95)])
-    return table(["retriever", "metric", "baseline", "value", "delta", "p", "95% CI"], rows, numeric=5)
+                holm = p_value(c.p_value) if c.family else "—"
+                raw = p_value(c.p_unadjusted if c.p_unadjusted is not None else c.p_value)
+                rows.append([esc(view.name), esc(label), fmt(c.baseline), fmt(c.value), signed(c.delta) or "—",
+                             str(c.questions or "—"), holm, raw, format_ci(c.ci95), fmt(c.mde)])
+    return table(list(SIGNIFICANCE_HEADERS), rows, numeric=8)
+
+
+def since_section(data: ReportInput) -> list[str]:
+    """What changed since the baseline, one bullet each; nothing when nothing changed."""
+    if not data.since:
+        return []
+    return ["", f"### {HEADINGS['since']}", "", *(f"- {esc(line)}" for line in data.since)]
 
 
 def metrics_section(data: ReportInput) -> list[str]:
-    lines = [f"## {HEADINGS['metrics']}", "", *metrics_table(data)]
+    lines = [f"## {HEADINGS['metrics']}", *since_section(data), "", *metrics_table(data)]
     reasons = [f"- {esc(view.name)}: {esc(status_text(view))}" for view in data.retrievers if view.status != "ran"]
     if reasons:
         lines += ["", *reasons]
     if any(metric_cell(view, label)[1] is not None for view in ran(data) for label in data.metrics):
         lines += ["", DELTA_HINT]
     if has_significance(data):
-        lines += ["", f"### {HEADINGS['significance']}", "", *significance_table(data)]
+        lines += ["", f"### {HEADINGS['significance']}", "", significance_hint(data), "", *significance_table(data)]
     if data.pairs:
         lines += ["", f"### {HEADINGS['pairs']}", "", pairs_hint(data.pair_method), "", *pairs_table(data)]
     return lines

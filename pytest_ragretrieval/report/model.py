@@ -82,6 +82,11 @@ class ReportInput:
     """The two-sided test that gave their p-values."""
     alpha: float = 0.05
     min_questions: int = 20
+    since: tuple[str, ...] = ()
+    """What changed since the baseline: the yardstick, the system under test, the questions (one line each)."""
+    significance: str = "none"
+    family: int = 0
+    """How many metric items' p-values were Holm-adjusted together."""
 
     @property
     def primary(self) -> str:

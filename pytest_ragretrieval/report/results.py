@@ -58,8 +58,10 @@ def _comparison(raw: Any) -> Comparison | None:
     value = _number(raw.get("value")) if isinstance(raw, Mapping) else None
     if value is None:
         return None
-    baseline, delta, p_value = (_number(raw.get(key)) for key in ("baseline", "delta", "p_value"))
-    return Comparison(baseline, value, delta, p_value, _ci(raw.get("ci95")))
+    baseline, delta, p_value, raw_p, mde, value_all = (
+        _number(raw.get(key)) for key in ("baseline", "delta", "p_value", "p_unadjusted", "mde", "value_all"))
+    return Comparison(baseline, value, delta, p_value, _ci(raw.get("ci95")), raw_p, _count(raw.get("family")) or 0,
+                      _count(raw.get("questions")) or 0, raw.get("whole") is not False, value_all, mde)
 
 
 def _view(results: Baseline, name: str) -> RetrieverView:
@@ -117,10 +119,18 @@ def report_input(results: Baseline) -> ReportInput:
     views += [RetrieverView(name, str(results.fingerprint.get("retrievers", {}).get(name, {}).get("type", "")),
                             "skipped", reason) for name, reason in sorted(results.unavailable.items())]
     metrics = sorted({label for r in results.retrievers.values() for label in r.metrics}, key=metric_order)
+    since = results.document.get("since_baseline")
+    lines = since.get("lines") if isinstance(since, Mapping) else None
+    significance = results.document.get("significance")
+    significance = significance if isinstance(significance, Mapping) else {}
+    alpha = _number(significance.get("alpha"))
     return ReportInput(
         k=results.k, metrics=tuple(metrics), definitions={}, questions=(), chunks={}, retrievers=tuple(views),
         embedder="", rerankers=(), database="", baseline_path="", comparable=True,
         failures=failures(results) or (),
+        since=tuple(str(line) for line in lines) if isinstance(lines, list) else (),
+        significance=str(significance.get("method", "none")), family=_count(significance.get("family")) or 0,
+        alpha=alpha if alpha is not None else 0.05,
     )
 
 

@@ -11,6 +11,7 @@ HEADINGS = {
     "configuration": "评估配置 / Configuration",
     "metrics": "指标结果 / Metrics",
     "significance": "显著性 / Significance",
+    "since": "与基线相比的变化 / Since the baseline",
     "pairs": "配置对比 / Comparisons",
     "conclusions": "结论 / Conclusions",
     "next": "下一步 / Next steps",
@@ -25,6 +26,19 @@ EMPTY = "（空 / empty）"
 NO_ANSWER_HINT = "无答案题的正确结果是空列表 / for a no-answer question the right result is an empty list."
 DELTA_HINT = "括号内为相对基线的差值 / in brackets: the change against the baseline."
 PAIRS_HEADERS = ("a vs b", "metric", "delta", "p", "95% CI", "wins / ties / losses")
+SIGNIFICANCE_HEADERS = ("retriever", "metric", "baseline", "value", "delta", "questions", "p (Holm)", "p (unadjusted)",
+                        "95% CI", "MDE")
+
+
+def significance_hint(data: ReportInput) -> str:
+    """How the p-values were adjusted and what the minimum detectable effect (MDE) is."""
+    return (
+        f"单侧配对 {data.significance} 检验，p 值按 Holm–Bonferroni 在本次评判的 {data.family} 个指标项上校正 / "
+        f"one-sided paired {data.significance} test against the baseline over the comparable questions, p "
+        f"Holm-adjusted over the {data.family} metric items judged (an item fails when the adjusted p < "
+        f"{data.alpha:g}). MDE: the smallest drop a paired two-sided 5% test detects with 80% power, "
+        "(z0.975 + z0.80) · sd / √n, sd of the baseline's per-question values of that retriever and metric."
+    )
 
 
 def pairs_hint(method: str) -> str:

@@ -16,8 +16,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..baseline.fingerprint import changed_paths, global_changes
 from ..baseline.format import Baseline, Recorded
+from ..baseline.since import common_means, held, since
 from ..config.settings import Config
 from ..errors import BaselineError
 from ..paths import display
@@ -100,6 +100,7 @@ class Changes:
     old_path: str  # "" when the base branch has no baseline yet
     new_path: str
     fingerprint: tuple[str, ...] = ()
+    """The changes of the system under test the values were compared across (`hybrid.weights [1.0, 0.5] -> ...`)."""
     lowered: tuple[ValueChange, ...] = ()
     raised: tuple[ValueChange, ...] = ()
     removed: tuple[Entry, ...] = ()
@@ -110,6 +111,10 @@ class Changes:
     tags_lowered: tuple[ValueChange, ...] = ()
     tags_raised: tuple[ValueChange, ...] = ()
     notes: tuple[str, ...] = ()
+    yardstick: tuple[str, ...] = ()
+    """Changes of the yardstick (k, metric definitions, grading rules): the values are compared as recorded."""
+    questions: tuple[str, ...] = ()
+    """How the questions differ; values are compared over the questions both sides share."""
 
     @property
     def lowers_the_bar(self) -> bool:
@@ -119,7 +124,7 @@ class Changes:
     @property
     def unchanged(self) -> bool:
         return not (self.lowers_the_bar or self.raised or self.added or self.tightened or self.fingerprint
-                    or self.tags_lowered or self.tags_raised)
+                    or self.tags_lowered or self.tags_raised or self.yardstick or self.questions)
 
 
 def _values(
@@ -145,20 +150,12 @@ def _hit(values: Mapping[str, float], k: int) -> bool | None:
     return None
 
 
-def _lost_hits(name: str, old: Recorded, new: Recorded, old_k: int, new_k: int) -> list[LostHit]:
+def _lost_hits(name: str, old: Recorded, new: Recorded, old_k: int, new_k: int, shared: set[str]) -> list[LostHit]:
     lost = []
-    for qid in sorted(set(old.questions) & set(new.questions)):
+    for qid in sorted(set(old.questions) & set(new.questions) & shared):
         if _hit(old.questions[qid].metrics, old_k) and _hit(new.questions[qid].metrics, new_k) is False:
             lost.append(LostHit(name, qid))
     return lost
-
-
-def _fingerprint(old: Baseline, new: Baseline) -> list[str]:
-    changed = global_changes(old.fingerprint, new.fingerprint)
-    before, after = old.fingerprint.get("retrievers", {}), new.fingerprint.get("retrievers", {})
-    for name in sorted(set(before) & set(after)):
-        changed += changed_paths(before[name], after[name], f"retrievers.{name}")
-    return sorted(changed)
 
 
 def _baseline_entries(old: Baseline, new: Baseline) -> tuple[list[Entry], list[Entry]]:
@@ -249,15 +246,23 @@ def classify(
     tags_raised: list[ValueChange] = []
     lost: list[LostHit] = []
     question_gated = old_settings is not None and "question" in old_settings.fail_on
+    found = since(old.fingerprint, new.fingerprint, set(old.retrievers) & set(new.retrievers), held(old, new))
     for name in sorted(set(old.retrievers) & set(new.retrievers)):
         before, after = old.retrievers[name], new.retrievers[name]
-        down, up = _values(before.metrics, after.metrics, name)
+        shared = set(before.questions) & set(after.questions)
+        if found.comparable:
+            shared &= found.questions.comparable
+            values = common_means(before, after, shared)
+        else:  # another yardstick: the values are compared as recorded, and lowered ones still need the label
+            values = (dict(before.metrics), dict(after.metrics))
+        down, up = _values(*values, name)
         lowered, raised = lowered + down, raised + up
-        for tag in sorted(set(before.tags) & set(after.tags)):
-            down, up = _values(before.tags[tag], after.tags[tag], name, tag)
-            tags_lowered, tags_raised = tags_lowered + down, tags_raised + up
+        if not found.questions.changed:
+            for tag in sorted(set(before.tags) & set(after.tags)):
+                down, up = _values(before.tags[tag], after.tags[tag], name, tag)
+                tags_lowered, tags_raised = tags_lowered + down, tags_raised + up
         if question_gated:
-            lost += _lost_hits(name, before, after, old.k, new.k)
+            lost += _lost_hits(name, before, after, old.k, new.k, shared)
     removed, added = _baseline_entries(old, new)
     loosened: list[SettingChange] = []
     tightened: list[SettingChange] = []
@@ -265,7 +270,8 @@ def classify(
         loosened, tightened, gone = _settings(old_settings, new_settings)
         removed += gone
     return Changes(
-        old_path=display(old.path), new_path=new_path, fingerprint=tuple(_fingerprint(old, new)),
+        old_path=display(old.path), new_path=new_path, fingerprint=tuple(found.system()),
+        yardstick=tuple(str(change) for change in found.yardstick), questions=tuple(found.questions.lines()),
         lowered=tuple(lowered), raised=tuple(raised), removed=_merge(removed), added=_merge(added),
         loosened=tuple(loosened), tightened=tuple(tightened), lost_hits=tuple(lost),
         tags_lowered=tuple(tags_lowered), tags_raised=tuple(tags_raised), notes=tuple(notes),
@@ -314,7 +320,9 @@ def parse_changes(path: Path, text: str) -> Changes:
         lists = {key: tuple(kind(**item) for item in doc[key]) for key, kind in _LISTS.items()}
         return Changes(
             old_path=str(doc["old_path"]), new_path=str(doc["new_path"]),
-            fingerprint=tuple(map(str, doc["fingerprint"])), notes=tuple(map(str, doc["notes"])), **lists,
+            fingerprint=tuple(map(str, doc["fingerprint"])), notes=tuple(map(str, doc["notes"])),
+            yardstick=tuple(map(str, doc.get("yardstick", []))), questions=tuple(map(str, doc.get("questions", []))),
+            **lists,
         )
     except (KeyError, TypeError) as exc:
         raise BaselineError(f"{display(path)}: malformed baseline-changes file ({exc}); {fix}") from None

@@ -187,9 +187,13 @@ def changes_section(changes: Changes | None, limit: int | None) -> list[str]:
     against = f"`{esc(changes.old_path)}`" if changes.old_path else "the base branch (no baseline there yet)"
     lines = [f"### 基线变化 / Baseline changes against {against}"]
     info = [f"- ℹ️ {esc(note)}" for note in changes.notes]
+    if changes.yardstick:
+        paths = "; ".join(f"`{esc(p)}`" for p in changes.yardstick)
+        info.append(f"- ⚠️ yardstick changed ({paths}): the values measure something else and are compared as recorded")
     if changes.fingerprint:
-        paths = ", ".join(f"`{esc(p)}`" for p in changes.fingerprint)
-        info.append(f"- ℹ️ fingerprint changed ({paths}): these values were re-recorded under another set-up")
+        paths = "; ".join(f"`{esc(p)}`" for p in changes.fingerprint)
+        info.append(f"- ℹ️ compared across changes: {paths}")
+    info += [f"- ℹ️ {esc(line)}" for line in changes.questions]
     if changes.unchanged:
         info.append("- 无变化 / the baseline and the gate's settings are unchanged")
     if info:

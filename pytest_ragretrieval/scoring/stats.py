@@ -102,3 +102,17 @@ def paired_test(
     test = randomization_p if method == "randomization" else bootstrap_p
     p = test(differences, alternative)
     return PairedTest(method, len(differences), round(p, DIGITS), _confidence_interval(differences))
+
+
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm–Bonferroni adjusted p-values, in the order given: the i-th smallest of m is multiplied by
+    m - i + 1, each at least the one before it (so the order is kept) and at most 1. An item fails
+    when its adjusted p is below alpha, which keeps the chance of any false alarm in the family at
+    alpha whatever the dependence between the items (Holm 1979)."""
+    order = sorted(range(len(p_values)), key=lambda i: p_values[i])
+    adjusted = [0.0] * len(p_values)
+    running = 0.0
+    for rank, index in enumerate(order):
+        running = max(running, min(1.0, (len(p_values) - rank) * p_values[index]))
+        adjusted[index] = round(running, DIGITS)
+    return adjusted

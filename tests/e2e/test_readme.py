@@ -63,7 +63,7 @@ def test_the_gate_passes_on_the_sample_and_prints_the_readme_table() -> None:
     assert sorted((ROOT / ".rag-cache").rglob("*")) == cached, "the committed cache should already hold every embedding"
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     printed = done.stdout.splitlines()
-    for table in (readme_table(), readme_table("sample-comparisons")):
+    for table in (readme_table(), readme_table("sample-mde"), readme_table("sample-comparisons")):
         start = printed.index(table[0])
         assert printed[start : start + len(table)] == table
     assert "rag: seeded 215 chunks (384 dimensions, 215 embeddings from the cache, 0 computed, exact search)" in done.stdout

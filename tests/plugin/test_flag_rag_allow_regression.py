@@ -1,6 +1,8 @@
 """The ratchet: `--rag-update-baseline` will not record a lower value without `--rag-allow-regression`."""
 from __future__ import annotations
 
+import json
+
 import pytest
 from projects import GOLD, RUN, baseline, baseline_bytes, set_rankings, write_project
 
@@ -49,10 +51,24 @@ def test_the_flag_records_the_regression(worse: pytest.Pytester) -> None:
     assert baseline(worse.path)["retrievers"]["table"]["metrics"]["ndcg@3"] == 0.926186
 
 
-def test_a_changed_fingerprint_is_not_a_regression(worse: pytest.Pytester) -> None:
+def test_a_corpus_change_does_not_turn_the_ratchet_off(worse: pytest.Pytester) -> None:
+    """One chunk edited and table worse: the lower value is refused as after any change, and since the one
+    corpus record describes every entry, nothing is written and the run fails; the flag records it."""
     chunks = worse.path / "fixtures" / "chunks.jsonl"
     chunks.write_text(chunks.read_text(encoding="utf-8").replace("周末休息", "周末值班"), encoding="utf-8")
     before = baseline_bytes(worse.path)
     result = worse.runpytest("--rag-update-baseline", *RUN)
-    result.assert_outcomes(passed=8)
-    assert baseline_bytes(worse.path) != before
+    result.assert_outcomes(passed=7, failed=1)
+    result.stdout.fnmatch_lines([
+        "refused to record ndcg@3 of 'table': 0.9262 is below the baseline's 1.0000 after a change of "
+        "chunks: 1 edited (service-001), 0 added, 0 removed; pass --rag-allow-regression to record it",
+        "rag: baseline not written: the chunks changed, so every retriever is recorded together, and values of "
+        "'table' were refused; fix the regression, or pass --rag-allow-regression to record them",
+    ])
+    assert result.ret == 1 and baseline_bytes(worse.path) == before
+    allowed = worse.runpytest("--rag-update-baseline", "--rag-allow-regression", *RUN)
+    allowed.assert_outcomes(passed=8)
+    allowed.stdout.fnmatch_lines(["rag: the chunks changed: every retriever re-recorded"])
+    assert baseline(worse.path)["fingerprint"]["chunks"]["digests"]["service-001"] != (
+        json.loads(before)["fingerprint"]["chunks"]["digests"]["service-001"])
+    worse.runpytest("--rag-eval", *RUN).assert_outcomes(passed=8)

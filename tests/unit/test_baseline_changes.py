@@ -20,9 +20,13 @@ from pytest_ragretrieval.review.changes import (
     parse_changes,
 )
 
-FINGERPRINT: dict[str, Any] = {"k": 2, "tokenizer": "jieba 0.42.1", "chunks_sha256": "c", "evalset_sha256": "e",
-                               "metrics_version": 1, "retrievers": {"bm25": {"type": "bm25", "k1": 1.5},
-                                                                    "vector": {"type": "vector"}}}
+QUESTION_DIGESTS = {qid: {"query": f"{qid}-query", "gold": f"{qid}-gold", "tags": []} for qid in ("q1", "q2", "q3")}
+FINGERPRINT: dict[str, Any] = {
+    "yardstick": {"k": 2, "metrics_version": 1, "grading_version": 1}, "tokenizer": "jieba 0.42.1",
+    "chunks": {"sha256": "c", "count": 1, "digests": {"c1": "0c0c0c0c0c0c"}},
+    "questions": {"sha256": "e", "count": 3, "digests": QUESTION_DIGESTS},
+    "retrievers": {"bm25": {"type": "bm25", "k1": 1.5}, "vector": {"type": "vector"}},
+}
 METRICS = {"precision@2": 0.5, "recall@2": 0.75, "ndcg@2": 0.6}
 
 
@@ -99,14 +103,39 @@ def test_the_first_baseline_is_all_new() -> None:
     assert changes.notes == ("main has no baselines/retrieval.json",)
 
 
-def test_fingerprint_changes_are_named_and_lowered_values_still_count() -> None:
-    # Re-recorded after a parameter change: the values are not comparable, but the bar still went down.
-    fingerprint = {**FINGERPRINT, "retrievers": {"bm25": {"type": "bm25", "k1": 0.5}, "vector": {"type": "vector"}},
-                   "evalset_sha256": "e2"}
+def test_system_changes_are_named_and_lowered_values_still_count() -> None:
+    # Re-recorded after a parameter change: compared across it, and the bar still went down.
+    fingerprint = {**FINGERPRINT, "retrievers": {"bm25": {"type": "bm25", "k1": 0.5}, "vector": {"type": "vector"}}}
     new = baseline("new.json", {"bm25": retriever({**METRICS, "ndcg@2": 0.4}), "vector": retriever()}, fingerprint)
     changes = classify(OLD, new)
-    assert changes.fingerprint == ("evalset_sha256", "retrievers.bm25.k1")
+    assert changes.fingerprint == ("bm25.k1 1.5 -> 0.5",) and changes.yardstick == () and changes.questions == ()
     assert changes.lowered == (ValueChange("bm25", "ndcg@2", 0.6, 0.4),)
+
+
+def test_a_yardstick_change_is_named_and_values_compare_as_recorded() -> None:
+    fingerprint = {**FINGERPRINT, "yardstick": {"k": 2, "metrics_version": 2, "grading_version": 1}}
+    new = baseline("new.json", {"bm25": retriever({**METRICS, "ndcg@2": 0.4}), "vector": retriever()}, fingerprint)
+    changes = classify(OLD, new)
+    assert changes.yardstick == ("metrics_version 1 -> 2",) and changes.fingerprint == ()
+    assert changes.lowered == (ValueChange("bm25", "ndcg@2", 0.6, 0.4),) and changes.lowers_the_bar
+
+
+def test_values_are_compared_over_the_questions_both_share() -> None:
+    """q3 is new in the pull request and scores 0: over q1 and q2 nothing moved, so nothing is lowered,
+    though the recorded mean fell from 0.5 to 0.3333."""
+    old = baseline("old.json", {"bm25": retriever({"recall@2": 0.5}, questions={"q1": {"recall@2": 1.0},
+                                                                                "q2": {"recall@2": 0.0}})},
+                   {**FINGERPRINT, "questions": {"sha256": "e0", "digests": {q: QUESTION_DIGESTS[q] for q in ("q1", "q2")}}})
+    new = baseline("new.json", {"bm25": retriever({"recall@2": 0.333333}, questions={
+        "q1": {"recall@2": 1.0}, "q2": {"recall@2": 0.0}, "q3": {"recall@2": 0.0}})})
+    changes = classify(old, new)
+    assert changes.lowered == () and changes.raised == () and not changes.lowers_the_bar
+    assert changes.questions == ("questions: 2 comparable, 1 added (q3), 0 removed, 0 edited; added ones are scored, never judged",)
+    edited = {**QUESTION_DIGESTS, "q1": {**QUESTION_DIGESTS["q1"], "gold": "other"}}
+    newer = baseline("newer.json", {"bm25": retriever({"recall@2": 0.0}, questions={
+        "q1": {"recall@2": 0.0}, "q2": {"recall@2": 0.0}, "q3": {"recall@2": 0.0}})},
+        {**FINGERPRINT, "questions": {"sha256": "e2", "digests": edited}})
+    assert classify(old, newer).lowered == ()  # q1's gold changed: it is not compared, q2 did not move
 
 
 def test_tag_values_are_listed_but_do_not_lower_the_bar() -> None:

@@ -213,18 +213,27 @@ def test_diff_added_and_removed_metric(project: Path, capsys: pytest.CaptureFixt
     ]
 
 
-def test_diff_of_different_fingerprints_names_the_fields_and_exits_1(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_diff_names_system_changes_and_compares_across_them(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     old = write_results(project / "old.json", {"hybrid": OLD["hybrid"]})
     changed = {"k": 2, "tokenizer": "char", "retrievers": {"bm25": {"k1": 1.2}}}
     new = write_results(project / "new.json", {"hybrid": NEW["hybrid"]}, fingerprint=changed)
     code, out, _ = run(capsys, "diff", old, new)
-    assert code == 1
-    assert out[1] == (
-        "not comparable: the fingerprints differ in retrievers.bm25.k1, tokenizer; "
-        "the numbers below come from different set-ups (pitfalls 3-4)"
-    )
+    assert code == 0
+    assert out[1] == 'compared across changes: tokenizer "jieba 0.42.1" -> "char"'
     assert "hybrid     ndcg@2       0.5000  1.0000  +0.5000" in out
-    assert out[-1] == "0 metrics dropped, 2 improved; not comparable: the fingerprints differ"
+    assert out[-1] == "0 metrics dropped, 2 improved"
+
+
+def test_diff_of_another_yardstick_names_it_and_exits_1(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    old = write_results(project / "old.json", {"hybrid": OLD["hybrid"]},
+                        fingerprint={**FINGERPRINT, "yardstick": {"k": 2, "metrics_version": 1}})
+    new = write_results(project / "new.json", {"hybrid": NEW["hybrid"]},
+                        fingerprint={**FINGERPRINT, "yardstick": {"k": 2, "metrics_version": 2}})
+    code, out, _ = run(capsys, "diff", old, new)
+    assert code == 1
+    assert out[1] == ("not comparable: the yardstick differs in metrics_version 1 -> 2; "
+                      "the numbers below measure different things (pitfalls 3-4)")
+    assert out[-1] == "0 metrics dropped, 2 improved; not comparable: the yardstick differs"
 
 
 def test_diff_names_questions_in_one_file_only(project: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -68,15 +68,16 @@ def test_two_files_alone_say_that_the_settings_were_not_compared(files: Path,
             "or use --against REV") in out.splitlines()
 
 
-def test_fail_on_lower_ignores_a_fingerprint_change_that_lowers_nothing(files: Path,
-                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_system_change_that_lowers_nothing_is_named_and_passes(files: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
     other = {**FINGERPRINT, "retrievers": {"bm25": {"type": "bm25", "k1": 0.9}}}
     entry = {"metrics": {"recall@2": 0.75, "ndcg@2": 0.6}, "questions": {}}
     (files / "new.json").write_text(dumps(document(2, other, {"bm25": entry})), encoding="utf-8")
-    assert run(capsys, "diff", "old.json", "new.json")[0] == 1  # the review view: not comparable
+    status, out, _ = run(capsys, "diff", "old.json", "new.json")
+    assert status == 0 and "compared across changes: bm25.k1 (none) -> 0.9" in out.splitlines()
     status, out, _ = run(capsys, "diff", "old.json", "new.json", "--fail-on-lower")
     assert status == 0
-    assert "fingerprint changed: retrievers.bm25.k1; those values were re-recorded" in out
+    assert "  compared across changes: bm25.k1 (none) -> 0.9" in out.splitlines()
 
 
 def test_a_raised_tolerance_in_the_config_lowers_the_bar(files: Path, capsys: pytest.CaptureFixture[str]) -> None:

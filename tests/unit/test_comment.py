@@ -24,7 +24,7 @@ FAILURE = {"item": "rag::hybrid::ndcg@5", "retriever": "hybrid", "metric": "ndcg
            "summary": "ndcg@5 of 'hybrid' fell from 0.8500 to 0.7500 (-0.1000, tolerance 0.0000)",
            "details": ["questions that dropped, worst first:", *DROPS]}
 LOWERED = Changes("main:baselines/retrieval.json", "baselines/retrieval.json",
-                  fingerprint=("retrievers.bm25.k1",),
+                  fingerprint=("bm25.k1 1.5 -> 1.2",), questions=("questions: 59 comparable, 1 added (q61), 0 removed, 0 edited",),
                   lowered=(ValueChange("bm25", "ndcg@5", 0.5885, 0.51),),
                   raised=(ValueChange("hybrid", "recall@5", 0.6182, 0.63),),
                   removed=(Entry("hybrid", "mrr@5", "no longer in the baseline"),))
@@ -73,7 +73,8 @@ def test_marker_first_then_verdicts_metrics_failures_changes_and_links() -> None
         "  ndcg@5 of 'hybrid' fell from 0.8500 to 0.7500 (-0.1000, tolerance 0.0000)",
         "  questions that dropped, worst first:", "    q01: 1.0000 -> 0.0000 (-1.0000)"]
     assert "### 基线变化 / Baseline changes against `main:baselines/retrieval.json`" in lines
-    assert "- ℹ️ fingerprint changed (`retrievers.bm25.k1`): these values were re-recorded under another set-up" in lines
+    assert "- ℹ️ compared across changes: `bm25.k1 1.5 -> 1.2`" in lines
+    assert "- ℹ️ questions: 59 comparable, 1 added (q61), 0 removed, 0 edited" in lines
     assert "| bm25      | ndcg@5 | 0.5885 |  0.5100 | -0.0785 |" in lines
     assert "- mrr@5 of `hybrid`: no longer in the baseline" in lines
     assert lines[-1] == ("📦 [完整报告 / full report (Markdown + HTML)](https://example.invalid/a/1) · "

@@ -5,12 +5,12 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from stages import GOOD, QUESTIONS, WORSE, baseline, config, fingerprint, ran
+from stages import CHUNK_DIGESTS, GOOD, QUESTIONS, WORSE, baseline, config, fingerprint, ran
 
 from pytest_ragretrieval.errors import RetrieverError
 from pytest_ragretrieval.gate.items import ItemKey, Skip
 from pytest_ragretrieval.gate.judge import Judge, small_set_notes
-from pytest_ragretrieval.scoring.evaluate import Run
+from pytest_ragretrieval.scoring.evaluate import Run, score
 
 NDCG = ItemKey("one", "metric", "ndcg@3")
 
@@ -40,16 +40,34 @@ def test_tolerance_absorbs_a_small_drop(tmp_path: Path) -> None:
     assert Judge(cfg, QUESTIONS, recorded, fingerprint(cfg), {"one": ran(cfg, "one", WORSE)}).outcome(NDCG).passed
 
 
-def test_a_global_change_fails_every_retriever(tmp_path: Path) -> None:
+def test_a_yardstick_change_fails_every_retriever_and_names_it(tmp_path: Path) -> None:
     cfg = config(tmp_path)
-    recorded = baseline(cfg, {"one": ran(cfg, "one", GOOD)}, fingerprint(cfg))
-    judge = Judge(cfg, QUESTIONS, recorded, fingerprint(cfg, chunks_sha256="other"), {"one": ran(cfg, "one", GOOD)})
+    recorded = baseline(cfg, {"one": ran(cfg, "one", GOOD)}, fingerprint(cfg, yardstick={"k": 5, "metrics_version": 1,
+                                                                                         "grading_version": 1}))
+    judge = Judge(cfg, QUESTIONS, recorded, fingerprint(cfg), {"one": ran(cfg, "one", GOOD)})
     outcome = judge.outcome(NDCG)
-    assert not outcome.passed and "chunks_sha256 changed since it was recorded" in outcome.summary
+    assert not outcome.passed and outcome.summary == (
+        "the baseline is not comparable: its yardstick changed (k 5 -> 3), so its values measure something else; "
+        "re-record it for all retrievers with `pytest --rag-update-baseline`"
+    )
     assert judge.recorded("one") is None and judge.comparison("one", "ndcg@3") is None
 
 
-def test_a_changed_source_fails_only_the_retrievers_that_read_it(tmp_path: Path) -> None:
+def test_a_corpus_change_is_judged_and_named(tmp_path: Path) -> None:
+    """One chunk edited: the values are compared as usual, and every item names the edit."""
+    cfg = config(tmp_path)
+    recorded = baseline(cfg, {"one": ran(cfg, "one", GOOD)}, fingerprint(cfg))
+    now = fingerprint(cfg, chunks={"sha256": "c2", "count": 4, "digests": {**CHUNK_DIGESTS, "b": "1b1b1b1b1b1b"}})
+    same = Judge(cfg, QUESTIONS, recorded, now, {"one": ran(cfg, "one", GOOD)}).outcome(NDCG)
+    assert same.passed and same.summary == (
+        "ndcg@3 of 'one': 1.0000 (+0.0000 against 1.0000) after a change of chunks: 1 edited (b), 0 added, 0 removed"
+    )
+    worse = Judge(cfg, QUESTIONS, recorded, now, {"one": ran(cfg, "one", WORSE)}).outcome(NDCG)
+    assert not worse.passed and worse.summary.startswith("ndcg@3 of 'one' fell from 1.0000 to 0.6254 (-0.3746, ")
+    assert worse.summary.endswith("after a change of chunks: 1 edited (b), 0 added, 0 removed")
+
+
+def test_a_changed_source_is_judged_and_named_on_the_retrievers_that_read_it(tmp_path: Path) -> None:
     cfg = config(tmp_path)
     runs = {name: ran(cfg, name, GOOD) for name in ("one", "two", "fused")}
     recorded_fp = fingerprint(cfg)
@@ -57,9 +75,11 @@ def test_a_changed_source_fails_only_the_retrievers_that_read_it(tmp_path: Path)
     now = fingerprint(cfg)
     now["retrievers"]["fused"] = {**now["retrievers"]["fused"], "reads": {"two": {"k1": 1.2}}}
     judge = Judge(cfg, QUESTIONS, baseline(cfg, runs, recorded_fp), now, runs)
-    assert judge.outcome(ItemKey("two", "metric", "ndcg@3")).passed
+    two = judge.outcome(ItemKey("two", "metric", "ndcg@3"))
+    assert two.passed and "after a change" not in two.summary
     fused = judge.outcome(ItemKey("fused", "metric", "ndcg@3"))
-    assert not fused.passed and "(reads.two.k1)" in fused.summary
+    assert fused.passed and fused.summary.endswith("after a change of fused.reads.two.k1 1.5 -> 1.2")
+    assert judge.changes("fused") == ("fused.reads.two.k1 1.5 -> 1.2",)
 
 
 def test_a_retriever_unavailable_where_recorded_is_skipped(tmp_path: Path) -> None:
@@ -105,3 +125,46 @@ def test_small_eval_sets_are_flagged(tmp_path: Path) -> None:
     (note,) = small_set_notes(config(tmp_path), QUESTIONS)
     assert note.startswith("the eval set has 2 answerable questions, fewer than min_questions = 20")
     assert small_set_notes(config(tmp_path, "min_questions = 2"), QUESTIONS) == []
+
+
+def test_p_values_are_holm_adjusted_over_the_metric_items_judged(tmp_path: Path) -> None:
+    """'one' got worse on q1 and q2: its nDCG differences are -0.3801 and -0.3691, so of the 4 exact sign
+    patterns only the observed one has a mean as low: p = 1/4. Its recall did not move: p = 1. Judged
+    together (the two selected items), Holm gives min(1, 2 x 0.25) = 0.5 and max(0.5, 1 x 1.0) = 1.0."""
+    cfg = config(tmp_path, 'significance = "randomization"')
+    recorded = baseline(cfg, {"one": ran(cfg, "one", GOOD)}, fingerprint(cfg))
+    selected = [NDCG, ItemKey("one", "metric", "recall@3")]
+    judge = Judge(cfg, QUESTIONS, recorded, fingerprint(cfg), {"one": ran(cfg, "one", WORSE)}, selected=selected)
+    ndcg = judge.comparison("one", "ndcg@3")
+    assert ndcg is not None and (ndcg.p_value, ndcg.p_unadjusted, ndcg.family) == (0.5, 0.25, 2)
+    assert ndcg.mde == 0.0 and ndcg.questions == 2, "the baseline's values were all 1: no spread"
+    outcome = judge.outcome(NDCG)
+    assert outcome.passed and outcome.summary.startswith(
+        "ndcg@3 of 'one' fell from 1.0000 to 0.6254 (-0.3746, tolerance 0.0000), but the drop is not significant "
+        "(randomization test p = 0.5000 >= alpha 0.05 (Holm-adjusted over 2 items; unadjusted 0.2500), ")
+    assert judge.outcome(ItemKey("one", "metric", "recall@3")).summary == (
+        "recall@3 of 'one': 1.0000 (+0.0000 against 1.0000); randomization test p = 1.0000 "
+        "(Holm-adjusted over 2 items; unadjusted 1.0000)")
+    alone = Judge(cfg, QUESTIONS, recorded, fingerprint(cfg), {"one": ran(cfg, "one", WORSE)}, selected=[NDCG])
+    found = alone.comparison("one", "ndcg@3")
+    assert found is not None and (found.p_value, found.family) == (0.25, 1)
+    assert "Holm" not in alone.outcome(NDCG).summary, "a family of one is not adjusted"
+
+
+def test_a_question_that_changed_passes_its_item_with_a_note(tmp_path: Path) -> None:
+    cfg = config(tmp_path, 'fail_on = ["metric", "question"]')
+    recorded = baseline(cfg, {"one": ran(cfg, "one", GOOD)}, fingerprint(cfg))
+    regraded = (replace(QUESTIONS[0], relevance={"a": 2}), *QUESTIONS[1:])
+    lost = {"q1": ["x", "y", "z"], "q2": ["x", "y", "z"], "q3": []}
+    runs = {"one": Run(result=score("one", regraded, lost, cfg.metrics, {}))}
+    judge = Judge(cfg, regraded, recorded, fingerprint(cfg, regraded), runs)
+    assert judge.outcome(ItemKey("one", "question", "q1")).summary == (
+        "question q1 of 'one' changed since the baseline (graded gold): not compared")
+    q2 = judge.outcome(ItemKey("one", "question", "q2"))
+    assert not q2.passed and q2.summary.startswith("question q2 (ORDER-2024) was a hit within 3 for 'one'")
+    ndcg = judge.outcome(NDCG)
+    assert not ndcg.passed and ndcg.summary.startswith(
+        "ndcg@3 of 'one' fell from 1.0000 to 0.0000 (-1.0000, tolerance 0.0000) over the 1 question both runs share")
+    assert judge.notes()[-1] == (
+        "only 1 answerable questions are comparable with the baseline, fewer than min_questions = 20: "
+        "too little data for a verdict to mean much")

@@ -166,7 +166,12 @@ def test_sections_tags_diagnostics_changes_no_answer_failures() -> None:
     assert config.one("div", data_key="baseline").one("dd").text == "baselines/retrieval.json（可比 / comparable）"
     assert doc.one("ul", id="definitions").one("li", data_metric="ndcg@5").text == "ndcg@5：DCG@k / ideal DCG@k"
     assert doc.one("li", "note").text == "⚠️ the eval set has 2 answerable questions, fewer than 20"
-    assert doc.one("table", id="significance").one("tr", data_metric="ndcg@5").text.endswith("0.0310[-0.1800, -0.0200]")
+    significance = doc.one("table", id="significance").one("tr", data_metric="ndcg@5")
+    assert significance.text.endswith("20.03100.0155[-0.1800, -0.0200]0.4203")
+    assert (significance.attrs["data-p"], significance.attrs["data-p-unadjusted"]) == ("0.031000", "0.015500")
+    assert significance.attrs["data-mde"] == "0.420300"
+    assert [li.text for li in doc.one("ul", id="since").find("li")][0] == (
+        "compared across changes: hybrid.weights [1.0, 0.5] -> [0.2, 1.0]")
     semantic = doc.one("table", "tags", data_retriever="hybrid").one("tr", data_tag="semantic")
     assert semantic.one("td", data_metric="ndcg@5").text == "0.5000 (-0.5000)"
     diag = doc.one("table", id="diagnostics").one("tr", data_diagnostic="pool_recall@20")

@@ -67,11 +67,21 @@ def test_metrics_table_has_values_with_deltas_and_the_skipped_row() -> None:
     assert "- hybrid_rerank: unavailable: cross-encoder not available" in text.splitlines()
 
 
-def test_significance_table_shows_p_and_the_interval() -> None:
+def test_significance_table_shows_holm_and_unadjusted_p_the_interval_and_the_mde() -> None:
     text = section(render_markdown(sample_input()), "metrics")
     significance = text[text.index(HEADINGS["significance"]):]
-    assert row(significance, "hybrid") == [
-        "hybrid", "ndcg@5", "0.8500", "0.7500", "-0.1000", "0.0310", "[-0.1800, -0.0200]"]
+    assert "p Holm-adjusted over the 2 metric items judged" in significance
+    assert "(z0.975 + z0.80) · sd / √n" in significance
+    hybrid = [line for line in significance.splitlines() if line.startswith("| hybrid ")]
+    assert [cell.strip() for cell in hybrid[1].strip("|").split("|")] == [
+        "hybrid", "ndcg@5", "0.8500", "0.7500", "-0.1000", "2", "0.0310", "0.0155", "[-0.1800, -0.0200]", "0.4203"]
+
+
+def test_what_changed_since_the_baseline_is_listed_above_the_table() -> None:
+    text = section(render_markdown(sample_input()), "metrics")
+    since = text[text.index(HEADINGS["since"]):text.index("| retriever")]
+    assert "- compared across changes: hybrid.weights [1.0, 0.5] -> [0.2, 1.0]" in since
+    assert "- questions: 2 comparable, 1 added (q03)" in since
 
 
 def test_per_tag_table_against_the_baseline_tags() -> None:

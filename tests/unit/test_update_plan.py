@@ -29,11 +29,49 @@ def test_unselected_retrievers_keep_their_recorded_entries(tmp_path: Path) -> No
     assert "  two recall@3: 1.0000 -> 0.7500" in plan.lines
 
 
-def test_a_global_change_needs_every_retriever(tmp_path: Path) -> None:
+def test_a_yardstick_change_needs_every_retriever_and_fails_the_update(tmp_path: Path) -> None:
     cfg = config(tmp_path)
     recorded = baseline(cfg, {"one": ran(cfg, "one", GOOD)}, fingerprint(cfg))
-    plan = plan_update(cfg, recorded, fingerprint(cfg, k=4), {"one": ran(cfg, "one", GOOD)}, {"one": ALL})
-    assert plan.document is None and "k changed, so every retriever must be re-recorded" in plan.lines[0]
+    yardstick = {"k": 4, "metrics_version": 1, "grading_version": 1}
+    plan = plan_update(cfg, recorded, fingerprint(cfg, yardstick=yardstick), {"one": ran(cfg, "one", GOOD)},
+                       {"one": ALL})
+    assert plan.document is None and plan.failed
+    assert plan.lines[0].startswith("rag: baseline not written: the yardstick (k 3 -> 4) changed, so every retriever "
+                                    "must be re-recorded but 'two', 'fused' were not selected")
+
+
+def test_a_shared_input_change_records_every_retriever_together(tmp_path: Path) -> None:
+    """The chunks changed: the baseline's one corpus record must describe every entry, so a refused value
+    keeps the whole baseline as it was (and the update fails), and -k cannot record one retriever alone."""
+    cfg = config(tmp_path)
+    names = ("one", "two", "fused")
+    recorded = baseline(cfg, {name: ran(cfg, name, GOOD) for name in names}, fingerprint(cfg))
+    now = fingerprint(cfg, chunks={"sha256": "c2", "count": 1, "digests": {"a": "1a1a1a1a1a1a"}})
+    runs = {name: ran(cfg, name, GOOD) for name in names}
+    every = dict.fromkeys(names, ALL)
+    refused = plan_update(cfg, recorded, now, runs, every, refused=["two"])
+    assert refused.document is None and refused.failed and refused.lines == [
+        "rag: baseline not written: the chunks changed, so every retriever is recorded together, and values of "
+        "'two' were refused; fix the regression, or pass --rag-allow-regression to record them"
+    ]
+    alone = plan_update(cfg, recorded, now, runs, {"one": ALL})
+    assert alone.document is None and alone.failed and "the chunks changed, so every retriever must be re-recorded" in alone.lines[0]
+    written = plan_update(cfg, recorded, now, runs, every)
+    assert written.document is not None and not written.failed
+    assert written.document["fingerprint"]["chunks"]["digests"] == {"a": "1a1a1a1a1a1a"}
+    assert "rag: the chunks changed: every retriever re-recorded" in written.lines
+
+
+def test_a_retriever_change_keeps_a_refused_entry_and_writes_the_rest(tmp_path: Path) -> None:
+    """A change of one retriever's parameters is its own: its refused entry stays whole, the others are written."""
+    cfg = config(tmp_path)
+    recorded = baseline(cfg, {"one": ran(cfg, "one", GOOD), "two": ran(cfg, "two", GOOD)}, fingerprint(cfg))
+    lost = {"q1": ["a", "x", "y"], "q2": ["c"], "q3": []}
+    plan = plan_update(cfg, recorded, fingerprint(cfg), {"one": ran(cfg, "one", lost), "two": ran(cfg, "two", lost)},
+                       {"one": ALL, "two": ALL}, refused=["one"])
+    assert plan.document is not None and not plan.failed
+    assert plan.document["retrievers"]["one"] == recorded.document["retrievers"]["one"]
+    assert plan.document["retrievers"]["two"]["metrics"]["recall@3"] == 0.75
 
 
 def test_a_skipped_retriever_is_recorded_as_unavailable(tmp_path: Path) -> None:

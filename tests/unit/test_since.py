@@ -1,0 +1,168 @@
+"""What changed since the baseline, by hand: the yardstick, the system under test, the corpus, the questions."""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from pytest_ragretrieval.baseline.fingerprint import (
+    chunks_digest,
+    corpus_record,
+    evalset_digest,
+    question_record,
+    questions_record,
+)
+from pytest_ragretrieval.baseline.format import parse, upgraded
+from pytest_ragretrieval.baseline.since import (
+    LISTED,
+    Change,
+    CorpusChange,
+    corpus_change,
+    detectable,
+    paired,
+    question_changes,
+    show,
+    since,
+)
+from pytest_ragretrieval.baseline.verify import reproduced
+from pytest_ragretrieval.evalset.jsonl import load_chunks, load_evalset
+from pytest_ragretrieval.evalset.records import Chunk, Question
+from pytest_ragretrieval.scoring.stats import holm
+
+ROOT = Path(__file__).resolve().parents[2]
+FORMAT_1 = ROOT / "tests" / "data" / "baseline-format-1.json"
+
+
+def test_values_are_shown_as_json_and_long_ones_are_cut() -> None:
+    assert str(Change("hybrid.weights", [1.0, 0.5], [0.2, 1.0])) == "hybrid.weights [1.0, 0.5] -> [0.2, 1.0]"
+    assert str(Change("tokenizer", "jieba 0.42.1", None)) == 'tokenizer "jieba 0.42.1" -> (none)'
+    assert show("x" * 100) == '"' + "x" * 58 + "…"
+    assert str(Change("bm25", unrecorded=True)) == "bm25 (no fingerprint recorded)"
+
+
+def test_a_retrievers_changes_carry_its_sources_by_dotted_path_and_are_listed_once() -> None:
+    old = {"retrievers": {"bm25": {"k1": 1.5}, "hybrid": {"weights": [1.0, 0.5], "reads": {"bm25": {"k1": 1.5}}}}}
+    new = {"retrievers": {"bm25": {"k1": 1.2}, "hybrid": {"weights": [0.2, 1.0], "reads": {"bm25": {"k1": 1.2}}}}}
+    found = since(old, new, ["bm25", "hybrid"])
+    assert found.of("hybrid") == ["hybrid.reads.bm25.k1 1.5 -> 1.2", "hybrid.weights [1.0, 0.5] -> [0.2, 1.0]"]
+    assert found.system() == ["bm25.k1 1.5 -> 1.2", "hybrid.weights [1.0, 0.5] -> [0.2, 1.0]"]
+    assert found.lines() == ["compared across changes: bm25.k1 1.5 -> 1.2; hybrid.weights [1.0, 0.5] -> [0.2, 1.0]"]
+    assert found.comparable and not found.data_changed
+    reader_only = since({"retrievers": {"hybrid": old["retrievers"]["hybrid"]}},
+                        {"retrievers": {"hybrid": new["retrievers"]["hybrid"]}}, ["hybrid"])
+    assert reader_only.system()[0] == "hybrid.reads.bm25.k1 1.5 -> 1.2", "named under reads when its source is not"
+
+
+def test_the_yardstick_alone_makes_values_incomparable() -> None:
+    old = {"yardstick": {"k": 5, "metrics_version": 1, "grading_version": 1}, "tokenizer": "jieba 0.42.1"}
+    new = {"yardstick": {"k": 3, "metrics_version": 1, "grading_version": 1}, "tokenizer": "english 1"}
+    found = since(old, new)
+    assert not found.comparable and [str(c) for c in found.yardstick] == ["k 5 -> 3"]
+    assert found.lines() == ["not comparable: the yardstick changed: k 5 -> 3"]
+    assert since({**old, "yardstick": new["yardstick"]}, new).lines() == [
+        'compared across changes: tokenizer "jieba 0.42.1" -> "english 1"']
+
+
+def test_the_corpus_is_described_chunk_by_chunk() -> None:
+    old = {"sha256": "1", "count": 3, "digests": {"a": "1", "b": "2", "c": "3"}}
+    new = {"sha256": "2", "count": 3, "digests": {"a": "1", "b": "9", "d": "4"}}
+    assert str(corpus_change(old, new)) == "chunks: 1 edited (b), 1 added (d), 1 removed (c)"
+    assert corpus_change(old, old) is None
+    many = {"sha256": "3", "digests": {f"c{i:02d}": "x" for i in range(LISTED + 2)}}
+    assert str(corpus_change({"sha256": "0", "digests": {}}, many)) == (
+        "chunks: 0 edited, 12 added (c00, c01, c02, c03, c04, c05, c06, c07, c08, c09, ... and 2 more), 0 removed")
+
+
+def test_above_the_limit_the_corpus_is_a_digest_and_a_size() -> None:
+    chunks = [Chunk("a", "x"), Chunk("b", "y"), Chunk("c", "z")]
+    assert corpus_record(chunks, limit=3)["digests"]["a"] == corpus_record(chunks[:1], limit=3)["digests"]["a"]
+    big = corpus_record(chunks, limit=2)
+    assert big == {"sha256": chunks_digest(chunks), "count": 3}
+    edited = corpus_record([Chunk("a", "x"), Chunk("b", "y!"), Chunk("c", "z"), Chunk("d", "w")], limit=2)
+    assert str(corpus_change(big, edited)) == (
+        "chunks: changed (3 -> 4 chunks; not itemized above 20,000 chunks; `git diff` on the chunks file names them)")
+    assert str(corpus_change({"sha256": "1"}, edited)) == (
+        "chunks: changed (4 chunks now; not itemized: a format-1 baseline records one digest for the whole corpus)")
+    assert len(corpus_record(chunks)["digests"]["b"]) == 12
+
+
+def test_questions_are_comparable_when_query_and_graded_gold_are_unchanged() -> None:
+    before = [Question("q1", "a", {"c1": 1}, ("x",)), Question("q2", "b", {"c2": 2}), Question("q3", "c", {"c3": 1}),
+              Question("q4", "d", {"c4": 1, "c5": 1}, snippet_ids=frozenset({"c4", "c5"})), Question("q5", "e", {})]
+    after = [Question("q1", "a", {"c1": 1}, ("y",)), Question("q2", "b!", {"c2": 2}), Question("q3", "c", {"c3": 2}),
+             Question("q4", "d", {"c4": 1}, snippet_ids=frozenset({"c4"})), Question("q6", "f", {"c6": 1})]
+    corpus = CorpusChange(5, 5, edited=("c5",))
+    found = question_changes(questions_record(before), questions_record(after), corpus)
+    assert found.comparable == {"q1"}
+    assert found.added == ("q6",) and found.removed == ("q5",) and found.retagged == (("q1", "x -> y"),)
+    assert dict(found.edited) == {
+        "q2": "query", "q3": "graded gold", "q4": "graded gold: its relevant_text no longer matches c5 (edited)"}
+    assert found.lines() == [
+        "questions: 1 comparable, 1 added (q6), 1 removed (q5), 3 edited (q2: query, q3: graded gold, "
+        "q4: graded gold: its relevant_text no longer matches c5 (edited)); added ones are scored, never judged; "
+        "edited ones are not compared",
+        "questions retagged (still compared): q1 x -> y",
+    ]
+    same = questions_record(before)
+    assert not question_changes(same, same, None).changed
+
+
+def test_means_are_paired_over_the_common_questions() -> None:
+    old = {"q1": {"r@5": 1.0}, "q2": {"r@5": 0.5}, "q3": {"r@5": 0.0}}
+    new = {"q1": {"r@5": 0.5}, "q2": {"r@5": 0.5}, "q4": {"r@5": 1.0}}
+    pairs = paired("r@5", old, new, {"q1", "q2", "q3", "q4"})
+    assert (pairs.ids, pairs.before, pairs.after, pairs.whole) == (("q1", "q2"), (1.0, 0.5), (0.5, 0.5), False)
+    assert paired("r@5", old, old, {"q1", "q2", "q3"}).whole
+
+
+def test_the_minimum_detectable_effect_by_hand() -> None:
+    """Values 1, 0, 1, 0: sd = sqrt(4 * 0.25 / 3) = 0.577350, n = 4, so (1.959964 + 0.841621) * 0.577350 / 2."""
+    assert detectable([1.0, 0.0, 1.0, 0.0]) == round((1.959964 + 0.841621) * math.sqrt(1 / 3) / 2, 6) == 0.808748
+    assert detectable([0.5, 0.5, 0.5]) == 0.0
+    assert detectable([1.0]) is None
+
+
+def test_holm_by_hand() -> None:
+    """Sorted 0.005, 0.01, 0.03, 0.04 times 4, 3, 2, 1: 0.02, 0.03, 0.06, max(0.06, 0.04) = 0.06."""
+    assert holm([0.01, 0.04, 0.03, 0.005]) == [0.03, 0.06, 0.06, 0.02]
+    assert holm([0.5, 0.5]) == [1.0, 1.0]
+    assert holm([0.02]) == [0.02] and holm([]) == []
+
+
+def test_a_format_1_baseline_loads_upgraded() -> None:
+    """The sample's baseline as format 1 recorded it: the yardstick, its one corpus and eval-set digest each."""
+    baseline = parse(FORMAT_1, FORMAT_1.read_text(encoding="utf-8"))
+    assert baseline.format_version == 1
+    fingerprint = baseline.fingerprint
+    assert fingerprint["yardstick"] == {"k": 5, "metrics_version": 1, "grading_version": 1}
+    chunks = load_chunks(ROOT / "fixtures" / "chunks.jsonl")
+    questions = load_evalset(ROOT / "fixtures" / "evalset.jsonl", chunks)
+    assert fingerprint["chunks"] == {"sha256": chunks_digest(chunks)}
+    assert fingerprint["questions"] == {"sha256": evalset_digest(questions)}
+    assert upgraded(json.loads(FORMAT_1.read_text(encoding="utf-8"))["fingerprint"]) == fingerprint
+    today = {"chunks": corpus_record(chunks), "questions": questions_record(questions)}
+    found = since(fingerprint, {**fingerprint, **today})
+    assert found.corpus is None and not found.questions.changed and found.questions.comparable == {
+        q.id for q in questions}
+
+
+def test_a_format_1_baseline_compares_the_questions_whose_values_todays_gold_reproduces() -> None:
+    baseline = parse(FORMAT_1, FORMAT_1.read_text(encoding="utf-8"))
+    chunks = load_chunks(ROOT / "fixtures" / "chunks.jsonl")
+    questions = load_evalset(ROOT / "fixtures" / "evalset.jsonl", chunks)
+    q01 = next(q for q in questions if q.id == "q01")
+    assert baseline.retrievers["vector"].questions["q01"].metrics["recall@5"] == 0.0
+    regraded = [Question(q.id, q.query, {**q.relevance, "travel-023": 1}) if q is q01 else q for q in questions]
+    assert reproduced(baseline, 5, questions) == {q.id for q in questions}
+    assert reproduced(baseline, 5, regraded) == {q.id for q in questions} - {"q01"}, (
+        "travel-023, vector's first hit for q01, is now gold: its recorded 0 no longer follows")
+    assert question_record(q01) != question_record(regraded[0])
+
+
+@pytest.mark.parametrize("key", ["yardstick", "chunks", "questions"])
+def test_a_format_2_fingerprint_section_of_the_wrong_type_is_one_line(key: str) -> None:
+    doc = {"format_version": 2, "k": 5, "retrievers": {}, "fingerprint": {key: []}}
+    with pytest.raises(Exception, match=rf"fingerprint.{key} must be an object, got an array; fix it"):
+        parse(Path("b.json"), json.dumps(doc))
