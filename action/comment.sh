@@ -24,6 +24,11 @@ for kind in changes decision; do
   fi
 done
 args+=(--gate-outcome "${RAG_GATE_OUTCOME:-}" --artifact-url "${RAG_ARTIFACT_URL:-}" --run-url "${RAG_RUN_URL:-}")
+# `>` would write into a device or block on a FIFO: only a regular file (or none yet) is replaced.
+if [ -e "$body" ] && [ ! -f "$body" ]; then
+  echo "::error title=rag: comment not written::$body is not a regular file (a directory, device, FIFO or socket); give the action's reports input a folder of its own"
+  exit 1
+fi
 ragretrieval comment "${args[@]}" > "$body"
 
 # Only the action's own comment (its author, its marker: see own-comment.sh) is edited.

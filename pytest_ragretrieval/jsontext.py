@@ -122,3 +122,12 @@ def control_character(text: str) -> str | None:
         if unicodedata.category(char) in ("Cc", "Zl", "Zp"):
             return f"U+{ord(char):04X}"
     return None
+
+
+def escaped(text: str) -> str:
+    """`text` on one line: a control or line-separator character written as Python escapes it
+    (`\\n`, `\\t`, `\\x00`, `\\u2028`), everything printable (CJK included) kept as it is. For free
+    text (a query) quoted in a verdict, which results files refuse to hold with a line break."""
+    if control_character(text) is None:
+        return text
+    return "".join(char if control_character(char) is None else repr(char)[1:-1] for char in text)

@@ -25,10 +25,15 @@ def display(path: Path) -> str:
 
     A name holding a line break or another unprintable character is shown escaped, as Python writes it.
     """
-    try:
-        shown = str(absolute(path).relative_to(absolute(Path.cwd())))
-    except ValueError:
-        shown = str(path)
+    here = Path.cwd()
+    shown = str(path)
+    # As typed first (a symbolic link keeps its own name), then resolved (a working directory reached through a link).
+    for candidate, base in ((Path(os.path.abspath(path)), here), (absolute(path), absolute(here))):
+        try:
+            shown = str(candidate.relative_to(base))
+        except ValueError:
+            continue
+        break
     return shown if shown.isprintable() else repr(shown)[1:-1]
 
 
@@ -85,24 +90,65 @@ def read_input(path: Path) -> bytes:
         raise Unreadable("is not a valid path (it holds a NUL character)") from None
 
 
+_SPECIAL = (
+    (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
+)
+
+
+def written_path(path: Path) -> Path:
+    """Where writing `path` lands: a symbolic link is written through to the file it names (which
+    keeps the link), so `--rag-json latest.json -> runs/42.json` updates runs/42.json."""
+    return Path(os.path.realpath(path)) if os.path.islink(path) else path
+
+
+def _not_regular(path: Path, mode: int) -> str | None:
+    """Why a file of `mode` must not be replaced by a write (None: a regular file, which may be)."""
+    if stat.S_ISDIR(mode):
+        kind = "a directory"
+    else:
+        kind = next((name for test, name in _SPECIAL if test(mode)), "")
+        if not kind:
+            return None
+    what = f"is a symbolic link to {display(written_path(path))}, {kind}" if os.path.islink(path) else f"is {kind}"
+    if stat.S_ISDIR(mode):
+        return f"{what}; give a file path"
+    return f"{what}, not a regular file, and writing would replace it; give a file path"
+
+
+class NotRegularFile(OSError):
+    """A write refused because its target exists and is no regular file (a device, a FIFO, a socket)."""
+
+    def __init__(self, path: Path, problem: str) -> None:
+        super().__init__(errno.EEXIST, problem, str(path))
+
+
 def output_problem(path: Path, inputs: Mapping[str, Path]) -> str | None:
     """Why a file the run will write cannot be written safely (None: it can).
 
     `inputs` maps a description (`the baseline`, `the chunks file`) to a path the run reads; an
-    output that is one of them would overwrite it.
+    output that is one of them would overwrite it. Only a regular file (or a new one) may be
+    written: a device, a FIFO or a socket is refused, found with stat(), never by opening it (a
+    FIFO without a reader would block).
     """
     for what, source in inputs.items():
         if _same(path, source):
             return f"is {what}, which writing would overwrite; give another path"
+    target = written_path(path)
     try:
-        if path.is_dir():
-            return "is a directory; give a file path"
+        problem = _not_regular(path, os.stat(target).st_mode)
+    except FileNotFoundError:
+        problem = None
     except OSError as exc:
         return f"{_kind_problem(path, exc)}; give another path"
-    above = file_above(path)
+    except ValueError:
+        return "is not a valid path (it holds a NUL character)"
+    if problem is not None:
+        return problem
+    above = file_above(target)
     if above is not None:
         return f"{display(above)} is a file, not a folder; give another path"
-    folder = next((parent for parent in path.parents if parent.exists()), None)
+    folder = next((parent for parent in target.parents if parent.exists()), None)
     if folder is not None and not os.access(folder, os.W_OK | os.X_OK):
         return f"{display(folder)} is not writable; give another path"
     return None
@@ -153,9 +199,12 @@ def write_atomic(path: Path, data: bytes | str) -> None:
 
     Used for baselines, results, reports and cache entries, so a crash or a parallel run never
     leaves a half-written file behind. Text is written as UTF-8 with `\\n` line ends. The file
-    gets the mode a plain write would give it, not the temporary file's 0600.
+    gets the mode a plain write would give it, not the temporary file's 0600. A symbolic link is
+    written through (the file it names is replaced, the link stays); a target that is no regular
+    file (a device, a FIFO, a socket) raises NotRegularFile and nothing is written.
     """
     payload = data.encode("utf-8") if isinstance(data, str) else data
+    path = _regular_target(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -170,6 +219,19 @@ def write_atomic(path: Path, data: bytes | str) -> None:
             os.unlink(temporary)
         raise
     remove_stale_temporaries(path.parent, path.name)
+
+
+def _regular_target(path: Path) -> Path:
+    """The file a write replaces (a link's target); NotRegularFile when that is no regular file,
+    checked again here, as the run may have gone on for an hour since `output_problem` said yes."""
+    target = written_path(path)
+    try:
+        problem = _not_regular(path, os.stat(target).st_mode)
+    except FileNotFoundError:
+        return target
+    if problem is not None:
+        raise NotRegularFile(path, problem)
+    return target
 
 
 STALE_AFTER_S = 600.0

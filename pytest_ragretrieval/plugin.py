@@ -4,9 +4,9 @@ Nothing heavy is imported unless `--rag-eval` or `--rag-update-baseline` is give
 """
 from __future__ import annotations
 
-import shutil
+import functools
+import os
 import sys
-import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,13 +65,22 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="with --rag-update-baseline, record values lower than the baseline's")
 
 
-def _path(value: str | None) -> Path | None:
-    """An output path made absolute now, so a later chdir cannot move it; checked by the session."""
-    if value is None:
-        return None
-    from .paths import absolute
+def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]) -> None:
+    """`--rag-json /abs/x.json` moved pytest's rootdir (cmdline.py): one line before anything runs."""
+    from _pytest.config.findpaths import determine_setup
 
-    return absolute(Path(value))
+    from .cmdline import rootdir_problem
+
+    problem = rootdir_problem(args, functools.partial(parser.parse_known_args, args), determine_setup,
+                              early_config.invocation_params.dir, early_config.rootpath)
+    if problem is not None:
+        raise pytest.UsageError(problem)
+
+
+def _path(value: str | None) -> Path | None:
+    """An output path made absolute now, so a later chdir cannot move it (a symbolic link stays one:
+    it is written through); checked by the session."""
+    return None if value is None else Path(os.path.abspath(value))
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -136,9 +145,14 @@ class Controller:
     database. Registered only where pytest-xdist is installed: its hooks exist only there."""
 
     def __init__(self, gate: Gate) -> None:
+        from .scratch import VerdictsFolder
+
         self.gate = gate
-        self.folder = Path(tempfile.mkdtemp(prefix="rag-eval-verdicts-"))
-        self.path = self.folder / "verdicts.json"
+        self.folder = VerdictsFolder()
+
+    @property
+    def path(self) -> Path:
+        return self.folder.file()
 
     def pytest_configure_node(self, node: Any) -> None:
         """The items' keys and source travel with the worker's start, so it reads no file of the gate's."""
@@ -147,7 +161,7 @@ class Controller:
         node.workerinput[SOURCE_INPUT] = str(self.gate.source)
 
     def pytest_unconfigure(self) -> None:
-        shutil.rmtree(self.folder, ignore_errors=True)
+        self.folder.remove()
 
 
 class RagFailure(Exception):
@@ -322,10 +336,14 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     rag = config.stash.get(SESSION, None)
     if rag is None:
         return
+    from .errors import RagError
     from .signals import deferred
 
     with deferred():
-        rag.close()
+        try:
+            rag.close()
+        except RagError as exc:  # a url server gone mid-run: one line after the summary, never a traceback
+            print(f"rag: error: {exc}", file=sys.stderr)
     restore = config.stash.get(RESTORE_SIGTERM, None)
     if restore is not None:
         restore()

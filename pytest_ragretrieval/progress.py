@@ -54,18 +54,23 @@ class Progress:
     every = 5.0
     """Seconds between the lines written while a step runs, when there is no terminal."""
 
-    def __init__(self, out: Output, label: str, total: int) -> None:
+    def __init__(self, out: Output, label: str, total: int, quiet: bool = False) -> None:
         self.out = out
         self.label = label
         self.total = total
+        self.quiet = quiet
+        """Only heartbeats (`waiting`): a step too short to report, which may still hang."""
         self.done = 0
         self.note = ""
         self.started = time.perf_counter()
         self.seconds = 0.0
         self._shown = self.started
+        self._drawn = False
 
     def advance(self, count: int = 1) -> None:
         self.done += count
+        if self.quiet:
+            return
         if self.out.isatty and self.total:
             filled = BAR * min(self.done, self.total) // self.total
             self.out.rewrite(f"rag: {self.label} [{'#' * filled}{'.' * (BAR - filled)}] {self.done}/{self.total}")
@@ -75,11 +80,26 @@ class Progress:
                 self._shown = now
                 self.out.line(f"rag: {self.label}: {self.done}/{self.total} after {now - self.started:.0f}s")
 
+    def waiting(self, text: str) -> None:
+        """A heartbeat while nothing advances (a request that hangs): in the bar on a terminal,
+        otherwise a line every `every` seconds, so a CI log never goes silent."""
+        now = time.perf_counter()
+        if self.out.isatty:
+            self._drawn = True
+            self.out.rewrite(f"rag: {self.label} {self.done}/{self.total} ({text})")
+        elif now - self._shown >= self.every:
+            self._shown = now
+            self.out.line(f"rag: {self.label}: {self.done}/{self.total}, {text}")
+
     def __enter__(self) -> Progress:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.seconds = time.perf_counter() - self.started
+        if self.quiet:
+            if self._drawn:
+                self.out.rewrite("")
+            return
         if self.out.isatty:
             self.out.rewrite("")
         note = f" ({self.note})" if self.note else ""

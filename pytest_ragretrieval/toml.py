@@ -1,6 +1,7 @@
 """Reading TOML tables at the boundary: every value is checked, every leftover key is an error."""
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from typing import Any, overload
 
@@ -8,6 +9,14 @@ from .errors import ConfigError
 
 _MISSING: Any = object()
 """The default of a required key: its absence is an error."""
+MAX_INTEGER = 2**31 - 1
+"""The largest integer a setting takes (k, depths, batch sizes): beyond it Postgres, numpy and range() fail."""
+
+
+def shown(value: Any) -> str:
+    """A value as the message quotes it: a number of 400 digits by its first digits and its length."""
+    text = repr(value)
+    return text if len(text) <= 24 else f"{text[:20]}... ({len(text)} characters)"
 
 
 class Table:
@@ -67,9 +76,11 @@ class Table:
         if not given:
             return default
         if isinstance(value, bool) or not isinstance(value, int):
-            raise self.error(key, f"must be an integer, got {value!r}")
+            raise self.error(key, f"must be an integer, got {shown(value)}")
         if minimum is not None and value < minimum:
-            raise self.error(key, f"must be >= {minimum}, got {value}")
+            raise self.error(key, f"must be >= {minimum}, got {shown(value)}")
+        if value > MAX_INTEGER:
+            raise self.error(key, f"must be <= {MAX_INTEGER}, got {shown(value)}")
         return value
 
     @overload
@@ -92,13 +103,17 @@ class Table:
         return self.check_number(key, value, minimum, maximum)
 
     def check_number(self, key: str, value: Any, minimum: float | None, maximum: float | None) -> float:
+        """A finite number in range: an integer too large for a float (400 digits) or inf is refused by name."""
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
-            raise self.error(key, f"must be a number, got {value!r}")
+            raise self.error(key, f"must be a number, got {shown(value)}")
         if minimum is not None and value < minimum:
-            raise self.error(key, f"must be >= {minimum}, got {value}")
+            raise self.error(key, f"must be >= {minimum}, got {shown(value)}")
         if maximum is not None and value > maximum:
-            raise self.error(key, f"must be <= {maximum}, got {value}")
-        return float(value)
+            raise self.error(key, f"must be <= {maximum}, got {shown(value)}")
+        number = finite(value)
+        if number is None:
+            raise self.error(key, f"must be a finite number, got {shown(value)}")
+        return number
 
     @overload
     def texts(self, key: str, *, non_empty: bool = True) -> list[str]: ...
@@ -131,3 +146,12 @@ class Table:
             raise ConfigError(
                 f"{self.where}: unknown key {unknown[0]!r}; known keys: {', '.join(sorted(set(self.known)))}"
             )
+
+
+def finite(value: int | float) -> float | None:
+    """`value` as a finite float, or None: an integer beyond float range (10**400) or an infinity."""
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None

@@ -268,18 +268,32 @@ def parse(path: Path, text: str) -> Baseline:
     k = doc.get("k")
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise damaged(path, "k must be an integer >= 1")
+    if "k" in fingerprint and fingerprint["k"] != k:
+        raise damaged(path, f"k = {k} disagrees with fingerprint.k = {_shown(fingerprint['k'])}; one run writes both")
     unavailable = doc.get("unavailable", {})
     if not isinstance(unavailable, dict) or not all(isinstance(v, str) for v in unavailable.values()):
         raise damaged(path, "unavailable must map retriever names to reasons")
-    return Baseline(
-        path=path,
-        k=k,
-        fingerprint=fingerprint,
-        retrievers={name: _recorded(path, name, entry) for name, entry in retrievers.items()},
-        document=doc,
-        unavailable=unavailable,
-        format_version=version,
-    )
+    both = sorted(set(unavailable) & set(retrievers))
+    if both:
+        raise damaged(path, f"unavailable.{both[0]} names a retriever that retrievers.{both[0]} also holds; "
+                      "a retriever either ran or could not")
+    recorded = {name: _recorded(path, name, entry) for name, entry in retrievers.items()}
+    for name, entry in recorded.items():
+        _depth(path, name, entry, k)
+    return Baseline(path=path, k=k, fingerprint=fingerprint, retrievers=recorded, document=doc, unavailable=unavailable,
+                    format_version=version)
+
+
+def _depth(path: Path, name: str, entry: Recorded, k: int) -> None:
+    """A run records each ranking as deep as k and its metrics' cutoffs need, never deeper."""
+    labels = set(entry.metrics) | {label for q in entry.questions.values() for label in q.metrics}
+    labels |= {label for values in entry.tags.values() for label in values}
+    cutoffs = [int(cut) for label in labels if (cut := label.rpartition("@")[2]) and "@" in label and cut.isdigit()]
+    depth = max([k, *cutoffs])
+    for qid, question in entry.questions.items():
+        if len(question.ranking) > depth:
+            raise damaged(path, f"retrievers.{name}.questions.{qid}.ranking holds {len(question.ranking)} ids, more "
+                          f"than the {depth} that k and the entry's cutoffs ask for")
 
 
 def read(path: Path) -> Baseline:

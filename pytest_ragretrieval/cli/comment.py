@@ -14,12 +14,12 @@ from typing import Any
 
 from ..baseline.format import read
 from ..config.settings import load_config
-from ..paths import display
+from ..jsonshape import ShapeProblem
 from ..report.results import comparisons, failures, report_input
 from ..review.approval import Decision, parse_decision
 from ..review.changes import Changes, classify, read_changes
 from ..review.comment import CommentInput, render
-from .common import OK, Result, UsageError, read_json
+from .common import OK, Result, read_json, shape_error
 
 OUTCOMES = ("success", "failure", "cancelled", "skipped", "")
 
@@ -75,8 +75,9 @@ def load_changes(args: argparse.Namespace) -> Changes | None:
 def load_decision(path: str | None) -> Decision | None:
     if path is None:
         return None
-    doc = read_json(Path(path), "write it with `ragretrieval pr-check --json PATH`")
+    fix = "write it with `ragretrieval pr-check --json PATH`"
+    doc = read_json(Path(path), fix)
     try:
         return parse_decision(doc)
-    except (KeyError, TypeError):
-        raise UsageError(f"{display(Path(path))}: not a decision written by `ragretrieval pr-check --json`") from None
+    except ShapeProblem as exc:
+        raise shape_error(Path(path), "not a decision written by `ragretrieval pr-check --json`", exc, fix) from None

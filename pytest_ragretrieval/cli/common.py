@@ -2,13 +2,16 @@
 from __future__ import annotations
 
 import argparse
-import json
+import os
 import string
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn, Protocol
 
-from ..paths import display
+from ..jsonshape import ShapeProblem, decode
+from ..jsontext import JSONProblem, control_character
+from ..paths import Unreadable, display, output_problem, read_input
 
 PROG = "ragretrieval"
 OK, FAILED, USAGE, BUG = 0, 1, 2, 3
@@ -68,23 +71,52 @@ def positive(text: str) -> int:
     return value
 
 
+def label_name(text: str) -> str:
+    """An argparse `type=`: a GitHub label name (1 to 50 characters, no control character)."""
+    if not text.strip() or len(text) > 50 or control_character(text) is not None:
+        raise argparse.ArgumentTypeError(f"expected a label name of 1 to 50 printable characters, got {text!r}")
+    return text
+
+
 def read_text(path: Path, fix: str) -> str:
-    """A text file the workflow hands over; any problem is one line naming it and `fix`."""
+    """A text file the workflow hands over (a FIFO or device refused, as `read_input` does); any
+    problem is one line naming it and `fix`."""
     try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UsageError(f"{display(path)}: file not found; {fix}") from None
+        return read_input(path).decode("utf-8-sig")
+    except Unreadable as exc:
+        raise UsageError(f"{display(path)}: {'file not found' if exc.missing else exc}; {fix}") from None
     except UnicodeDecodeError:
         raise UsageError(f"{display(path)}: not UTF-8 text; {fix}") from None
 
 
 def read_json(path: Path, fix: str) -> Any:
-    """A JSON file the workflow hands over; any problem is one line naming it and `fix`."""
+    """A JSON file the workflow hands over, read with the limits of `jsonshape.decode` (no depth,
+    digit or float overflow escapes); any problem is one line naming it and `fix`."""
+    text = read_text(path, fix)
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UsageError(f"{display(path)}: file not found; {fix}") from None
-    except UnicodeDecodeError:
-        raise UsageError(f"{display(path)}: not UTF-8 text; {fix}") from None
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"{display(path)}: not valid JSON ({exc.msg} at line {exc.lineno}); {fix}") from None
+        return decode(text)
+    except JSONProblem as exc:
+        raise UsageError(f"{display(path)}: not valid JSON ({exc}); {fix}") from None
+
+
+def shape_error(path: Path, what: str, problem: ShapeProblem, fix: str) -> UsageError:
+    """A side file's value of the wrong type, as one line: the file, what it is not, the JSON path, the fix."""
+    return UsageError(f"{display(path)}: {what} ({problem}); {fix}")
+
+
+WORKFLOW_FILES = ("GITHUB_OUTPUT", "GITHUB_STEP_SUMMARY")
+"""Files GitHub hands a step to append to: a command's own output must not replace them."""
+
+
+def checked_output(option: str, value: str | None, inputs: Mapping[str, Path]) -> Path | None:
+    """The path an option writes, checked as the plugin checks its outputs (config/outputs.py) before
+    anything is read or written: never one of `inputs` (description -> path), a workflow file, a
+    directory, a device, a FIFO or a socket; one line naming the option and the fix otherwise."""
+    if value is None:
+        return None
+    path = Path(value)
+    read = {**inputs, **{f"${name}": Path(os.environ[name]) for name in WORKFLOW_FILES if os.environ.get(name)}}
+    problem = output_problem(path, read)
+    if problem is not None:
+        raise UsageError(f"{option} {display(path)}: {problem}")
+    return path

@@ -22,7 +22,7 @@ from ..report.terminal import table
 from ..review.changes import Changes, classify, dumps_changes
 from ..scoring.metrics import metric_order
 from ..values import EPSILON, fmt, signed
-from .common import FAILED, OK, Result, UsageError
+from .common import FAILED, OK, Result, UsageError, checked_output
 from .sides import Sides, from_files, from_revision
 
 
@@ -57,6 +57,7 @@ def run(args: argparse.Namespace) -> Result:
         if bool(args.old_config) != bool(args.new_config):
             raise UsageError("--old-config and --new-config go together: the settings of both sides are compared")
         sides = from_files(args.old, args.new, args.old_config, args.new_config)
+    checked_output("--json", args.json_path, sides.inputs)
     return run_diff(sides, fail_on_lower=args.fail_on_lower, json_path=args.json_path,
                     with_changes=args.against is not None)
 

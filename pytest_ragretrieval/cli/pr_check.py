@@ -19,14 +19,16 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..jsonshape import Node, ShapeProblem, decode
+from ..jsontext import JSONProblem
 from ..paths import display, write_atomic
 from ..report.github import escape_data, escape_property
 from ..review.approval import DEFAULT_LABEL, Decision, decide, decision_document, pull_request
-from ..review.approved import Approval, RecordProblem, find_record, parse_record
+from ..review.approved import Approval, find_record, parse_record
 from ..review.changes import Changes, read_changes
 from ..review.comment import MARKER, baseline_summary
 from ..values import fmt
-from .common import FAILED, OK, Result, UsageError, read_json, read_text
+from .common import FAILED, OK, Result, UsageError, checked_output, label_name, read_json, read_text, shape_error
 
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -42,7 +44,8 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     check.add_argument("changes", metavar="CHANGES.json")
     check.add_argument("--event", metavar="PATH", default=None,
                        help="the event's JSON payload (default: $GITHUB_EVENT_PATH)")
-    check.add_argument("--label", default=DEFAULT_LABEL, help=f"the approval label (default: {DEFAULT_LABEL})")
+    check.add_argument("--label", default=DEFAULT_LABEL, type=label_name,
+                       help=f"the approval label (default: {DEFAULT_LABEL})")
     check.add_argument("--actor", default=None, help="who triggered the run (default: $GITHUB_ACTOR)")
     check.add_argument("--no-comment", action="store_false", dest="comment", help="never plan a comment")
     check.add_argument("--approved", metavar="PATH", default=None,
@@ -55,6 +58,9 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> Result:
     event_path = args.event or os.environ.get("GITHUB_EVENT_PATH")
     actor = args.actor if args.actor is not None else os.environ.get("GITHUB_ACTOR", "")
+    read = {"CHANGES.json": Path(args.changes), **({"the event file": Path(event_path)} if event_path else {}),
+            **({"--approved": Path(args.approved)} if args.approved else {})}
+    checked_output("--json", args.json_path, read)
     recorded, note = read_approved(args.approved)
     result = run_pr_check(read_changes(Path(args.changes)), event_path, args.label, actor, args.comment,
                           args.json_path, recorded)
@@ -80,9 +86,11 @@ def read_approved(path: str | None) -> tuple[Approval | None, str]:
     text = read_text(where, APPROVED_FIX)
     if text.lstrip().startswith("{"):
         try:
-            return parse_record(read_json(where, APPROVED_FIX)), ""
-        except RecordProblem as exc:
-            raise UsageError(f"{display(where)}: not an approval record ({exc}); {APPROVED_FIX}") from None
+            return parse_record(Node(decode(text))), ""
+        except JSONProblem as exc:
+            raise UsageError(f"{display(where)}: not valid JSON ({exc}); {APPROVED_FIX}") from None
+        except ShapeProblem as exc:
+            raise shape_error(where, "not an approval record", exc, APPROVED_FIX) from None
     if text.split("\n", 1)[0].rstrip("\r") != MARKER:
         raise UsageError(f"{display(where)}: neither an approval record (JSON) nor the action's comment (its first "
                          f"line is not {MARKER}); {APPROVED_FIX}")
@@ -90,20 +98,20 @@ def read_approved(path: str | None) -> tuple[Approval | None, str]:
     if found is None:
         return None, ""
     try:
-        return parse_record(json.loads(found)), ""
-    except json.JSONDecodeError as exc:
-        problem = f"not valid JSON ({exc.msg})"
-    except RecordProblem as exc:
-        problem = str(exc)
-    return None, f"the record in {display(where)} is ignored: {problem}"
+        return parse_record(Node(decode(found))), ""
+    except (JSONProblem, ShapeProblem) as exc:
+        return None, f"the record in {display(where)} is ignored: {exc}"
+
+
+EVENT_FIX = "pass the file GitHub names in GITHUB_EVENT_PATH (or --event)"
 
 
 def read_event(path: str | None) -> Mapping[str, Any]:
     if not path:
         return {}
-    event = read_json(Path(path), "GITHUB_EVENT_PATH (or --event) must name the event's JSON payload")
+    event = read_json(Path(path), EVENT_FIX)
     if not isinstance(event, Mapping):
-        raise UsageError(f"{display(Path(path))}: not an event payload (expected a JSON object)")
+        raise UsageError(f"{display(Path(path))}: not an event payload (expected a JSON object); {EVENT_FIX}")
     return event
 
 
@@ -135,9 +143,8 @@ def run_pr_check(changes: Changes, event_path: str | None, label: str, actor: st
     """Decide, print the verdict (and workflow commands under GitHub Actions), write outputs for later steps."""
     try:
         pr = pull_request(read_event(event_path))
-    except (KeyError, TypeError, ValueError, AttributeError):
-        raise UsageError(f"{event_path}: not a pull_request event payload (pull_request.number missing or not a "
-                         "number, or head.sha not a commit); pass the file GitHub names in GITHUB_EVENT_PATH") from None
+    except ShapeProblem as exc:
+        raise shape_error(Path(str(event_path)), "not a pull_request event payload", exc, EVENT_FIX) from None
     decision = decide(changes, pr, label, actor, comment, recorded)
     if json_path is not None:
         write_atomic(Path(json_path), json.dumps(decision_document(decision), ensure_ascii=False, indent=2) + "\n")

@@ -13,11 +13,12 @@ import os
 import posixpath
 import subprocess
 import tempfile
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..baseline.format import Baseline, parse, read
+from ..config.outputs import inputs
 from ..config.settings import load_config
 from ..errors import RagError
 from ..paths import display
@@ -37,6 +38,8 @@ class Sides:
     old_settings: GateSettings | None
     new_settings: GateSettings | None
     notes: tuple[str, ...] = ()
+    inputs: Mapping[str, Path] = field(default_factory=dict, hash=False)
+    """What was read from the work tree, by the name messages give it: `--json` must not overwrite it."""
 
 
 def settings_from(path: Path) -> GateSettings:
@@ -52,11 +55,13 @@ def from_files(old: str, new: str, old_config: str | None, new_config: str | Non
         "settings (tolerance, significance, ...) not compared: give --old-config and --new-config, "
         "or use --against REV",
     )
+    given = {"OLD.json": old, "NEW.json": new, "--old-config": old_config, "--new-config": new_config}
     return Sides(
         read(Path(old)), read(Path(new)),
         settings_from(Path(old_config)) if old_config else None,
         settings_from(Path(new_config)) if new_config else None,
         notes,
+        {what: Path(path) for what, path in given.items() if path},
     )
 
 
@@ -125,4 +130,5 @@ def from_revision(rev: str, config_option: str | None, cwd: Path) -> Sides:
     old = None if old_text is None else parse(Path(f"{rev}:{old_baseline_path}"), old_text)
     if old is None:
         notes.append(f"{rev} has no {old_baseline_path}: every entry is new")
-    return Sides(old, read(new_config.baseline), old_settings, gate_settings(new_config), tuple(notes))
+    return Sides(old, read(new_config.baseline), old_settings, gate_settings(new_config), tuple(notes),
+                 inputs(new_config))

@@ -189,7 +189,14 @@ class Database:
         import psycopg
         from psycopg import sql
 
-        with open_connection(self._server.dsn, self._hint, autocommit=True) as conn:
+        left = (f"the next run on this server drops it (no run holds its lock any more), or drop it by hand "
+                f"(DROP SCHEMA {quoted(self.schema)} CASCADE)")
+        try:
+            connection = open_connection(self._server.dsn, self._hint, autocommit=True)
+        except DatabaseError as exc:  # the server went away during the run
+            raise DatabaseError(f"schema {self.schema} was left on {self.dsn_safe}, which no longer answers "
+                                f"({str(exc).partition('; ')[0]}); {left}") from None
+        with connection as conn:
             try:
                 conn.execute("SELECT set_config('statement_timeout', %s, false)", (STATEMENT_TIMEOUT,))
                 conn.execute("SELECT set_config('lock_timeout', %s, false)", (DROP_LOCK_TIMEOUT,))
@@ -197,8 +204,7 @@ class Database:
             except psycopg.Error as exc:
                 raise DatabaseError(
                     f"could not drop schema {self.schema} on {self.dsn_safe}: {scrub(str(exc), self._server.dsn)}"
-                    f"{timeout_note(exc)}; "
-                    f"drop it by hand (DROP SCHEMA {quoted(self.schema)} CASCADE)"
+                    f"{timeout_note(exc)}; {left}"
                 ) from None
 
     def close(self) -> None:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -20,6 +20,15 @@ class Embedder(Protocol):
     prompts: Prompts
 
     def embed(self, texts: list[str], side: Side = "passage") -> np.ndarray: ...
+
+
+@runtime_checkable
+class Bounded(Protocol):
+    """An embedder that reads only so much of a text. `bound` gives each text as the model reads it
+    (an over-long one cut where reading stops, texts within the limit unchanged); the cache keys
+    the cut text, so a cached run and a fresh one agree, and no time goes into the rest."""
+
+    def bound(self, texts: list[str], side: Side) -> list[str]: ...
 
 
 def computes_here(embedder: object) -> bool:

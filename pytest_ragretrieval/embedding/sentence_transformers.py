@@ -20,6 +20,10 @@ from .base import EmbedderSettings
 from .prompts import Prompts, Side, known_prompts
 
 PACKAGED_NAME = "all-MiniLM-L6-v2"
+CHARACTERS = 100_000
+"""Characters of a text ever read. The model truncates at its max_seq_length (256 or 512 word
+pieces, each at most 100 characters of a word); a text cut here keeps every token it reads
+unless it holds tens of thousands of blanks. Tokenizing the rest would only cost time."""
 PACKAGED_ALIASES = (PACKAGED_NAME, f"sentence-transformers/{PACKAGED_NAME}")
 
 
@@ -55,9 +59,13 @@ class SentenceTransformerEmbedder:
     def loaded(self) -> bool:
         return self._model is not None
 
+    def bound(self, texts: list[str], side: Side) -> list[str]:
+        """Every text cut at CHARACTERS, far beyond the tokens the model reads."""
+        return [text[:CHARACTERS] for text in texts]
+
     def embed(self, texts: list[str], side: Side = "passage") -> np.ndarray:
         vectors = self.load().encode(
-            list(texts),
+            self.bound(texts, side),
             prompt=self.prompts.prompt(side),
             batch_size=self.batch_size,
             convert_to_numpy=True,

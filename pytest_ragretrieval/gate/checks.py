@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 from ..baseline.format import Recorded, RecordedQuestion
 from ..baseline.since import detectable, paired
 from ..evalset.records import Question
+from ..jsontext import escaped
 from ..scoring.evaluate import QuestionResult, RetrieverResult, mean
 from ..scoring.metrics import MetricSpec, hit_rate
 from ..values import DIGITS, EPSILON, fmt, p_clause, p_value, signed
@@ -239,7 +240,7 @@ class QuestionCheck:
         if before and not now:
             return Outcome(
                 False,
-                f"question {self.question.id} ({self.question.query}) was a hit within {self.k} for "
+                f"question {self.question.id} ({escaped(self.question.query)}) was a hit within {self.k} for "
                 f"{self.retriever!r} and is no longer one",
                 (f"  before: {', '.join(old.ranking[: self.k]) or '(nothing)'}",
                  f"  now:    {', '.join(ranking[: self.k]) or '(nothing)'}",

@@ -7,6 +7,7 @@ from typing import Any
 from ..baseline.format import Baseline, document, retriever_entry
 from ..baseline.update import UpdatePlan, plan_update
 from ..config.settings import Config
+from ..jsontext import escaped
 from ..scoring.evaluate import Run, latency_summary
 from .checks import Comparison, Outcome
 from .items import ItemKey
@@ -46,7 +47,7 @@ def results_document(
     doc = document(config.k, fingerprint, entries, unavailable)
     doc["failures"] = [
         {"item": key.nodeid, "retriever": key.retriever, "metric": key.nodeid_name,
-         "summary": outcome.summary, "details": list(outcome.details)}
+         "summary": escaped(outcome.summary), "details": [escaped(line) for line in outcome.details]}
         for key, outcome in sorted(failures.items())
     ]
     doc["comparisons"] = [c.as_dict() for c in judge.pairs().comparisons]

@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
 from typing import Any
 
-from ..toml import Table
+from ..toml import Table, finite, shown
 from .protocol import Context, Query, Retriever, Setup, ask
 
 
@@ -21,14 +21,14 @@ def parse(table: Table) -> dict[str, Any]:
     }
     weights = table.raw("weights", None)
     if weights is not None:
-        if (
-            not isinstance(weights, list)
-            or len(weights) != len(sources_)
-            or not all(isinstance(w, (int, float)) and not isinstance(w, bool) and 0 < w < math.inf for w in weights)
-        ):
-            raise table.error(
-                "weights", f"must be {len(sources_)} numbers > 0, one per source in `sources`' order, got {weights!r}"
-            )
+        wanted = f"must be {len(sources_)} numbers > 0, one per source in `sources`' order"
+        if not isinstance(weights, list) or len(weights) != len(sources_):
+            raise table.error("weights", f"{wanted}, got {shown(weights)}")
+        for number, weight in enumerate(weights):
+            if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not 0 < weight < math.inf:
+                raise table.error("weights", f"{wanted}; weights[{number}] is {shown(weight)}")
+            if finite(weight) is None:
+                raise table.error("weights", f"{wanted}; weights[{number}] is {shown(weight)}, too large for a float")
         if len(set(weights)) > 1:
             # Equal weights rank exactly like none, so they leave the fingerprint (and baselines) as they were.
             params["weights"] = [float(w) for w in weights]

@@ -3,7 +3,8 @@ language is gated by producing a file.
 
 Two formats. TREC runs, `qid Q0 docno rank score tag` one per line, ordered as trec_eval orders
 them: score descending, equal scores by docno descending (trec_eval ignores the rank column),
-or by the rank column with `order = "rank"`. JSON Lines, `{"id": "q01", "ranking": ["c1", "c2"]}`,
+or by the rank column with `order = "rank"`. trec_eval holds a score in a C float, so scores
+equal in single precision (20.000002 and 20.000001) tie as there. JSON Lines, `{"id": "q01", "ranking": ["c1", "c2"]}`,
 in the order written. Every problem is an error naming `file:line`. A question the run does not
 mention gets an empty ranking, so it scores 0 (trec_eval -c); the summary lists them.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import struct
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -92,9 +94,18 @@ def read_trec(path: Path, order: str, questions: Collection[str], chunks: Collec
             found.sort(key=lambda row: row.rank)
         else:
             # trec_eval (form_res_rels.c): score descending; equal scores by docno, descending strcmp.
-            found.sort(key=lambda row: (row.score, row.docno), reverse=True)
+            found.sort(key=lambda row: (single(row.score), row.docno), reverse=True)
         rankings[qid] = [row.docno for row in found]
     return rankings
+
+
+def single(score: float) -> float:
+    """`score` as trec_eval holds it: a C float (its `sim` field), beyond whose range it is infinite."""
+    try:
+        value: float = struct.unpack("f", struct.pack("f", score))[0]
+    except OverflowError:
+        return math.copysign(math.inf, score)
+    return value
 
 
 def read_jsonl(path: Path, questions: Collection[str], chunks: Collection[str]) -> dict[str, list[str]]:

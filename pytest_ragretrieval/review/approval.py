@@ -14,15 +14,18 @@ Pure: the caller reads the event file, the environment and the comment.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .approved import HEAD, Approval, RecordProblem, Review, approval_of, parse_record, record_document, review
+from ..jsonshape import Node
+from .approved import HEAD, Approval, Review, approval_of, parse_record, record_document, review
 from .changes import Changes
 
 DEFAULT_LABEL = "rag-baseline-approved"
 NONE_RECORDED = "the action's comment holds none that counts"
+CHECKS = ("pass", "approved", "fail", "skipped")
+MAX_NUMBER = 2**31 - 1
+"""The largest pull request number taken from an event (GitHub's are far below)."""
 READ_ONLY_ACTORS = ("dependabot[bot]",)
 """Actors whose pull_request runs get a read-only token even from a branch of the same repository."""
 
@@ -44,27 +47,32 @@ class PullRequest:
         return self.head_repo != self.base_repo
 
 
-def pull_request(event: Mapping[str, Any]) -> PullRequest | None:
+def pull_request(event: Any) -> PullRequest | None:
     """The pull request of a `pull_request` (or `pull_request_target`) event; None for any other event.
+    Only what the decision reads is checked (ShapeProblem naming its JSON path): the rest is GitHub's.
 
     `labeled` is the label of a `labeled` event (`action` and `label.name`): that run is the one
     that approves, because GitHub runs it on the commit the label was applied to (`head.sha`).
     Timestamps are never compared: a commit's date is whatever its author wrote.
     """
-    pr = event.get("pull_request")
-    if not isinstance(pr, Mapping):
+    pr = Node(event)["pull_request"]
+    if pr.absent:
         return None
-    head = pr.get("head") or {}
-    head_repo = head.get("repo") or {}
-    base_repo = (pr.get("base") or {}).get("repo") or {}
-    labels = tuple(str(label.get("name", "")) for label in pr.get("labels") or () if isinstance(label, Mapping))
-    added = event.get("label") if event.get("action") == "labeled" else None
-    sha = head.get("sha") or ""
-    if not isinstance(sha, str) or not HEAD.fullmatch(sha):
-        raise ValueError("pull_request.head.sha is not a commit's full hex name")
-    return PullRequest(int(pr["number"]), labels, str(head_repo.get("full_name", "")),
-                       str(base_repo.get("full_name", "")), sha,
-                       str(added.get("name", "")) if isinstance(added, Mapping) else "")
+    labels = () if pr["labels"].absent else tuple(label["name"].text(printable=False) for label in pr["labels"].items())
+    sha = pr["head"]["sha"] if not pr["head"].absent else Node(None)
+    if not sha.absent and not HEAD.fullmatch(sha.text()):
+        raise sha.problem(f"must be a commit's full hex name, got {sha.text()!r}")
+    # Any other action, whatever its type, and a `labeled` event without its label approve nothing.
+    label = Node(event)["label"] if Node(event)["action"].value == "labeled" else Node(None)
+    added = "" if label.absent or label["name"].absent else label["name"].text(printable=False)
+    return PullRequest(pr["number"].integer(1, MAX_NUMBER), labels, _repository(pr["head"]), _repository(pr["base"]),
+                       "" if sha.absent else sha.text(), added)
+
+
+def _repository(side: Node) -> str:
+    """`owner/name` of a pull request's head or base; "" when GitHub sends none (a deleted fork)."""
+    repo = Node(None) if side.absent else side["repo"]
+    return "" if repo.absent or repo["full_name"].absent else repo["full_name"].text()
 
 
 @dataclass(frozen=True)
@@ -174,17 +182,15 @@ def decision_document(decision: Decision) -> dict[str, Any]:
             "unlabel": decision.unlabel, "note": decision.note}
 
 
-def parse_decision(doc: Mapping[str, Any]) -> Decision:
-    """The inverse of `decision_document`; KeyError or TypeError for anything else (the caller names the file)."""
-    if doc["check"] not in ("pass", "approved", "fail", "skipped"):
-        raise TypeError(f"unknown check {doc['check']!r}")
-    try:
-        approval = None if doc["approval"] is None else parse_record(doc["approval"])
-    except RecordProblem as exc:
-        raise TypeError(f"approval: {exc}") from None
-    lists = [doc[key] for key in ("approved", "unapproved")]
-    if not all(isinstance(items, list) and all(isinstance(item, str) for item in items) for items in lists):
-        raise TypeError("approved and unapproved must be arrays of strings")
-    return Decision(str(doc["check"]), str(doc["reason"]), str(doc["label"]), bool(doc["comment"]),
-                    str(doc["comment_reason"]), approval, Review(tuple(lists[0]), tuple(lists[1])),
-                    bool(doc["unlabel"]), str(doc["note"]))
+def parse_decision(doc: Any) -> Decision:
+    """The inverse of `decision_document`; ShapeProblem naming the JSON path for anything else."""
+    node = Node(doc).exactly("check", "reason", "label", "comment", "comment_reason", "approval", "approved",
+                             "unapproved", "unlabel", "note")
+    check = node["check"].text()
+    if check not in CHECKS:
+        raise node["check"].problem(f"must be one of {', '.join(CHECKS)}, got {check!r}")
+    approval = None if node["approval"].absent else parse_record(node["approval"])
+    lists = [tuple(item.text() for item in node[key].items()) for key in ("approved", "unapproved")]
+    return Decision(check, node["reason"].text(), node["label"].text(), node["comment"].boolean(),
+                    node["comment_reason"].text(), approval, Review(*lists), node["unlabel"].boolean(),
+                    node["note"].text())

@@ -24,6 +24,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from ..jsonshape import Node
 from ..values import EPSILON, fmt
 from .changes import Changes, Entry, LostHit, SettingChange, ValueChange
 
@@ -191,75 +192,41 @@ def find_record(text: str) -> str | None:
     return found.group(1) if found else None
 
 
-class RecordProblem(Exception):
-    """A record that is not one the action wrote; the message names the JSON path and completes `<file>: `."""
-
-
+HEAD = re.compile(r"(?:[0-9a-f]{40}|[0-9a-f]{64})?")
+"""A commit's full name, SHA-1 or SHA-256; "" when the event named none."""
 _FIELDS = {
     "lowered": ("retriever", "metric", "base", "new"),
     "removed": ("retriever", "metric"),
     "loosened": ("setting", "subject", "base", "new"),
     "lost_hits": ("retriever", "question"),
 }
-_NUMBERS = {"lowered": ("base", "new")}
-HEAD = re.compile(r"(?:[0-9a-f]{40}|[0-9a-f]{64})?")
 
 
-def _object(value: Any, path: str, keys: tuple[str, ...]) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise RecordProblem(f"{path} must be an object")
-    missing = [key for key in keys if key not in value]
-    extra = sorted(set(value) - set(keys))
-    if missing or extra:
-        what = f"lacks the key {missing[0]!r}" if missing else f"holds the unknown key {extra[0]!r}"
-        raise RecordProblem(f"{path} {what}; known keys: {', '.join(keys)}")
-    return value
+def _items(node: Node, key: str) -> list[dict[str, Any]]:
+    """The entries of one list of the set: exactly their keys, numbers finite, texts printable."""
+    numbers = ("base", "new") if key == "lowered" else ()
+    return [{name: item[name].number() if name in numbers else item[name].text() for name in _FIELDS[key]}
+            for item in (entry.exactly(*_FIELDS[key]) for entry in node[key].items())]
 
 
-def _text(value: Any, path: str) -> str:
-    if not isinstance(value, str):
-        raise RecordProblem(f"{path} must be a string")
-    return value
-
-
-def _finite(value: Any, path: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or abs(value) == float("inf"):
-        raise RecordProblem(f"{path} must be a finite number")
-    return float(value)
-
-
-def _items(doc: dict[str, Any], key: str) -> list[dict[str, Any]]:
-    if not isinstance(doc[key], list):
-        raise RecordProblem(f"set.{key} must be an array")
-    items = [_object(item, f"set.{key}[{n}]", _FIELDS[key]) for n, item in enumerate(doc[key])]
-    for n, item in enumerate(items):
-        for name in _FIELDS[key]:
-            check = _finite if name in _NUMBERS.get(key, ()) else _text
-            check(item[name], f"set.{key}[{n}].{name}")
-    return items
-
-
-def parse_record(doc: Any) -> Approval:
-    """The inverse of `record_document`; RecordProblem naming the JSON path for anything else,
-    a digest that does not match its set (an edited record) included."""
-    top = _object(doc, "the record", ("kind", "version", "pr", "head", "label", "set", "digest"))
-    if top["kind"] != KIND or top["version"] != VERSION:
-        raise RecordProblem(f"version is not {VERSION} of kind {KIND!r}: written by another version of the plugin")
-    pr = top["pr"]
-    if isinstance(pr, bool) or not isinstance(pr, int) or pr < 1:
-        raise RecordProblem("pr must be a pull request's number")
-    head = _text(top["head"], "head")
+def parse_record(node: Node) -> Approval:
+    """The inverse of `record_document`; ShapeProblem naming the JSON path for anything else, a
+    digest that does not match its set (an edited record) included."""
+    node.exactly("kind", "version", "pr", "head", "label", "set", "digest")
+    if node["kind"].value != KIND or node["version"].value != VERSION:
+        raise node["version"].problem(f"is not {VERSION} of kind {KIND!r}: written by another version of the plugin")
+    head = node["head"].text()
     if not HEAD.fullmatch(head):
-        raise RecordProblem("head must be a commit's full hex name")
-    sets = _object(top["set"], "set", tuple(_FIELDS))
+        raise node["head"].problem(f"must be a commit's full hex name, got {head!r}")
+    sets = node["set"].exactly(*_FIELDS)
     lowered, removed, loosened, hits = (_items(sets, key) for key in _FIELDS)
     approval = Approval(
-        pr, head, _text(top["label"], "label"),
-        lowered=tuple(ValueChange(i["retriever"], i["metric"], float(i["base"]), float(i["new"])) for i in lowered),
+        node["pr"].integer(1, 2**31 - 1), head, node["label"].text(),
+        lowered=tuple(ValueChange(i["retriever"], i["metric"], i["base"], i["new"]) for i in lowered),
         removed=tuple(Entry(i["retriever"], i["metric"], "") for i in removed),
         loosened=tuple(SettingChange(i["setting"], i["subject"], i["base"], i["new"]) for i in loosened),
         lost_hits=tuple(LostHit(i["retriever"], i["question"]) for i in hits),
     )
-    if _text(top["digest"], "digest") != approval.digest:
-        raise RecordProblem("digest does not match the set: the record was edited")
+    if node["digest"].text() != approval.digest:
+        raise node["digest"].problem("does not match the set: the record was edited")
     return approval

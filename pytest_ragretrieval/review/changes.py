@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,9 @@ from ..baseline.format import Baseline, Recorded
 from ..baseline.since import common_means, held, since
 from ..config.settings import Config
 from ..errors import BaselineError
-from ..paths import display
+from ..jsonshape import Node, ShapeProblem, decode
+from ..jsontext import JSONProblem
+from ..paths import Unreadable, display, read_input
 from ..scoring.metrics import METRICS, metric_order
 from ..values import EPSILON
 
@@ -298,31 +300,43 @@ def dumps_changes(changes: Changes) -> str:
 
 
 def read_changes(path: Path) -> Changes:
+    fix = "write it with `ragretrieval diff --json PATH`"
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise BaselineError(f"{display(path)}: file not found; write it with `ragretrieval diff --json PATH`") from None
+        text = read_input(path).decode("utf-8")
+    except Unreadable as exc:
+        raise BaselineError(f"{display(path)}: {'file not found' if exc.missing else exc}; {fix}") from None
     except UnicodeDecodeError:
-        raise BaselineError(f"{display(path)}: not UTF-8 text; write it with `ragretrieval diff --json PATH`") from None
+        raise BaselineError(f"{display(path)}: not UTF-8 text; {fix}") from None
     return parse_changes(path, text)
 
 
 def parse_changes(path: Path, text: str) -> Changes:
-    """A file written by `ragretrieval diff --json`; anything else is one line naming the file."""
+    """A file written by `ragretrieval diff --json`; anything else is one line naming the file and JSON path."""
     fix = "write it with `ragretrieval diff OLD NEW --json PATH`"
     try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise BaselineError(f"{display(path)}: not valid JSON ({exc.msg} at line {exc.lineno}); {fix}") from None
-    if not isinstance(doc, dict) or doc.get("kind") != KIND or doc.get("version") != VERSION:
+        doc = Node(decode(text))
+    except JSONProblem as exc:
+        raise BaselineError(f"{display(path)}: not valid JSON ({exc}); {fix}") from None
+    if not isinstance(doc.value, dict) or doc.value.get("kind") != KIND or doc.value.get("version") != VERSION:
         raise BaselineError(f"{display(path)}: not a baseline-changes file of version {VERSION}; {fix}")
     try:
-        lists = {key: tuple(kind(**item) for item in doc[key]) for key, kind in _LISTS.items()}
-        return Changes(
-            old_path=str(doc["old_path"]), new_path=str(doc["new_path"]),
-            fingerprint=tuple(map(str, doc["fingerprint"])), notes=tuple(map(str, doc["notes"])),
-            yardstick=tuple(map(str, doc.get("yardstick", []))), questions=tuple(map(str, doc.get("questions", []))),
-            **lists,
+        later = ("yardstick", "questions")  # files written before these were listed lack them
+        doc.exactly("kind", "version", "lowers_the_bar", "old_path", "new_path", "fingerprint", "notes", *_LISTS,
+                    optional=later)
+        texts: dict[str, Any] = {key: tuple(item.text() for item in doc[key].items())
+                                 for key in ("fingerprint", "notes", *later) if key in doc.mapping()}
+        changes = Changes(
+            old_path=doc["old_path"].text(), new_path=doc["new_path"].text(), **texts,
+            **{key: tuple(_entry(item, kind) for item in doc[key].items()) for key, kind in _LISTS.items()},
         )
-    except (KeyError, TypeError) as exc:
-        raise BaselineError(f"{display(path)}: malformed baseline-changes file ({exc}); {fix}") from None
+        if doc["lowers_the_bar"].boolean() != changes.lowers_the_bar:
+            raise doc["lowers_the_bar"].problem("disagrees with the changes the file lists")
+    except ShapeProblem as exc:
+        raise BaselineError(f"{display(path)}: malformed baseline-changes file: {exc}; {fix}") from None
+    return changes
+
+
+def _entry(node: Node, kind: type) -> Any:
+    """One listed change: exactly its record's fields, numbers finite, texts printable."""
+    node.exactly(*(f.name for f in fields(kind)))
+    return kind(**{f.name: node[f.name].number() if f.type == "float" else node[f.name].text() for f in fields(kind)})

@@ -12,6 +12,7 @@ from typing import Any
 
 from ..errors import RagError, RetrieverError, RetrieverUnavailable, describe_exception
 from ..evalset.records import Question
+from ..jsontext import escaped
 from ..progress import Output, PlainOutput, Progress
 from ..retrievers.protocol import Query, Retriever, ask, asked
 from ..scoring.evaluate import Run, score
@@ -93,9 +94,9 @@ def execute(
         with phases.phase("scoring"):
             result = score(name, questions, rankings, specs, latencies)
         return Run(result=result, diagnostics=dict(memo.diagnostics(questions)), notes=tuple(memo.notes()))
-    except RetrieverUnavailable as exc:
-        return Run(skipped=str(exc))
+    except RetrieverUnavailable as exc:  # the reason may be recorded in the baseline: one line, no control character
+        return Run(skipped=escaped(str(exc)))
     except RagError as exc:
-        return Run(error=exc)
+        return Run(error=exc if escaped(str(exc)) == str(exc) else RetrieverError(escaped(str(exc))))
     except Exception as exc:
-        return Run(error=RetrieverError(f"retriever {name!r} raised {describe_exception(exc)}"))
+        return Run(error=RetrieverError(f"retriever {name!r} raised {escaped(describe_exception(exc))}"))

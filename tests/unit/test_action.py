@@ -52,8 +52,8 @@ def test_step_order() -> None:
 
 def test_the_gate_writes_every_report_and_later_steps_still_report() -> None:
     gate = by_id("gate")
-    for flag in ("--rag-eval", '--rag-json "$REPORTS/rag-eval.json"', '--rag-report "$REPORTS/rag-eval.md"',
-                 '--rag-html "$REPORTS/rag-eval.html"'):
+    for flag in ("--rag-eval", '--rag-json="$REPORTS/rag-eval.json"', '--rag-report="$REPORTS/rag-eval.md"',
+                 '--rag-html="$REPORTS/rag-eval.html"'):
         assert flag in gate["run"]
     assert "if" not in gate
     later = steps()[steps().index(gate) + 1:]

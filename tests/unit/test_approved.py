@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
+from pytest_ragretrieval.jsonshape import Node, ShapeProblem
 from pytest_ragretrieval.review.approval import decide, pull_request
 from pytest_ragretrieval.review.approved import (
     Approval,
-    RecordProblem,
     approval_of,
     find_record,
     parse_record,
@@ -74,7 +74,7 @@ def test_the_record_line_round_trips_and_no_name_ends_the_html_comment() -> None
     assert line.startswith("<!-- pytest-ragretrieval-approval {") and line.endswith("} -->")
     assert line.isascii() and line.count("-->") == 1 and "<b>" not in line
     found = find_record(f"<!-- pytest-ragretrieval -->\n{line}\n## title\n")
-    assert found is not None and parse_record(json.loads(found)) == approval
+    assert found is not None and parse_record(Node(json.loads(found))) == approval
 
 
 def test_the_record_is_read_only_from_the_second_line() -> None:
@@ -101,23 +101,24 @@ def damaged(**changes: Any) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize(("doc", "problem"), [
-    ([], "the record must be an object"),
-    (damaged(head=None), "the record lacks the key 'head'; known keys: kind, version, pr, head, label, set, digest"),
-    (damaged(extra=1), "the record holds the unknown key 'extra'"),
+    ([], "the document must be an object, got an array"),
+    (damaged(head=None), "the document lacks the key 'head'"),
+    (damaged(extra=1), "the document holds the unknown key 'extra'; known keys: kind, version, pr, head, label, set, "
+                       "digest"),
     (damaged(version=2), "version is not 1 of kind 'ragretrieval-approval': written by another version"),
-    (damaged(pr=True), "pr must be a pull request's number"),
-    (damaged(head="HEAD"), "head must be a commit's full hex name"),
-    (damaged(set__lowered="no"), "set.lowered must be an array"),
+    (damaged(pr=True), "pr must be a whole number from 1 to 2147483647, got true"),
+    (damaged(head="HEAD"), "head must be a commit's full hex name, got 'HEAD'"),
+    (damaged(set__lowered="no"), 'set.lowered must be an array, got the string "no"'),
     (damaged(set__lowered__0__new=float("nan")), "set.lowered[0].new must be a finite number"),
-    (damaged(set__lowered__0__new="0.5"), "set.lowered[0].new must be a finite number"),
-    (damaged(set__lowered__0__metric=5), "set.lowered[0].metric must be a string"),
+    (damaged(set__lowered__0__new="0.5"), 'set.lowered[0].new must be a finite number, got the string "0.5"'),
+    (damaged(set__lowered__0__metric=5), "set.lowered[0].metric must be a string, got 5"),
     (damaged(set__lowered__0__tag=""), "set.lowered[0] holds the unknown key 'tag'"),
     (damaged(set__lowered__0__new=0.1), "digest does not match the set: the record was edited"),
 ], ids=["not-object", "missing", "unknown", "version", "pr", "head", "list", "nan", "string-number", "text",
         "item-key", "edited"])
 def test_a_record_the_action_did_not_write_names_its_json_path(doc: Any, problem: str) -> None:
-    with pytest.raises(RecordProblem) as raised:
-        parse_record(doc)
+    with pytest.raises(ShapeProblem) as raised:
+        parse_record(Node(doc))
     assert str(raised.value).startswith(problem)
 
 
@@ -265,5 +266,5 @@ def test_where_nothing_is_recorded_only_the_labeled_run_approves(head: str, acto
 
 
 def test_a_head_that_is_not_a_commit_is_refused() -> None:
-    with pytest.raises(ValueError, match="head.sha"):
+    with pytest.raises(ShapeProblem, match="pull_request.head.sha must be a commit's full hex name, got 'main'"):
         pull_request(event(sha="main"))

@@ -109,10 +109,11 @@ def test_find_without_hits_exits_1(project: Path, capsys: pytest.CaptureFixture[
 
 @pytest.fixture
 def results(project: Path) -> str:
-    """Two retrievers; c4 is ranked for q2 but judged grade 0, so it is no suspect."""
+    """Two retrievers; c4 is ranked for q2 but judged grade 0, so it is no suspect. A metric at
+    cutoff 3 is why a ranking holds 3 ids with k = 2."""
     return write_results(project / "results.json", {
-        "bm25": entry({"q1": (["c1", "c2", "c5"], {}), "q2": (["c3", "c4"], {}), "q3": (["c2"], {})}, {}),
-        "vector": entry({"q1": (["c2", "c1"], {}), "q2": (["c5", "c3"], {}), "q3": ([], {})}, {}),
+        "bm25": entry({"q1": (["c1", "c2", "c5"], {}), "q2": (["c3", "c4"], {}), "q3": (["c2"], {})}, {"hit_rate@3": 1.0}),
+        "vector": entry({"q1": (["c2", "c1"], {}), "q2": (["c5", "c3"], {}), "q3": ([], {})}, {"hit_rate@3": 1.0}),
     })
 
 

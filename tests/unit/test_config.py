@@ -149,3 +149,51 @@ def test_embedding_deadlines_default_to_a_dead_server_costing_under_two_minutes(
 def test_embedding_deadlines_are_checked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, line: str, message: str) -> None:
     text = MINIMAL.replace("[tool.ragretrieval]\n", f"[tool.ragretrieval]\n{line}\n")
     assert error_of(tmp_path, text, monkeypatch) == f"pyproject.toml [tool.ragretrieval] {message}"
+
+
+HUGE = "9" * 400
+
+
+@pytest.mark.parametrize(
+    ("table", "line", "key"),
+    [
+        ("bm25", f"k1 = {HUGE}", "k1"),
+        ("bm25", f"epsilon = {HUGE}", "epsilon"),
+        ("bm25", f"min_score = {HUGE}", "min_score"),
+        ("bm25", f"max_latency_ms = {HUGE}", "max_latency_ms"),
+        ("bm25", "max_latency_ms = inf", "max_latency_ms"),
+        ("bm25", "k1 = 1e400", "k1"),
+        ("h", f"weights = [1, {HUGE}]", "weights"),
+        ("h", f"depth = {HUGE}", "depth"),
+        ("h", f"rrf_k = {HUGE}", "rrf_k"),
+    ],
+)
+def test_a_number_of_400_digits_is_one_line_naming_the_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, table: str, line: str, key: str
+) -> None:
+    """TOML integers have no size limit: one too large for a float (or an int the code can use) is refused by name."""
+    text = MINIMAL + '\n[tool.ragretrieval.retrievers.h]\ntype = "hybrid"\nsources = ["bm25", "bm25b"]\n'
+    text += '\n[tool.ragretrieval.retrievers.bm25b]\ntype = "bm25"\n'
+    text = text.replace(f"[tool.ragretrieval.retrievers.{table}]\n", f"[tool.ragretrieval.retrievers.{table}]\n{line}\n")
+    message = error_of(tmp_path, text, monkeypatch)
+    assert message.startswith(f"pyproject.toml [tool.ragretrieval.retrievers.{table}] key '{key}': ")
+    assert len(message) < 300 and "99999999999999999999999" not in message
+
+
+def test_top_level_numbers_of_400_digits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for line, key in ((f"k = {HUGE}", "k"), (f"alpha = {HUGE}", "alpha"), (f"tolerance = {HUGE}", "tolerance"),
+                      (f"embedding_timeout = {HUGE}", "embedding_timeout"), (f"workers = {HUGE}", "workers")):
+        message = error_of(tmp_path, MINIMAL.replace("[tool.ragretrieval]\n", f"[tool.ragretrieval]\n{line}\n"), monkeypatch)
+        assert message.startswith(f"pyproject.toml [tool.ragretrieval] key '{key}': must be <= "), message
+
+
+def test_find_reports_a_huge_number_in_a_retriever_as_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pytest_ragretrieval.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pyproject.toml").write_text(MINIMAL.replace('type = "bm25"', f'type = "bm25"\nk1 = {HUGE}'), encoding="utf-8")
+    assert main(["find", "x"]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("ragretrieval: error: pyproject.toml [tool.ragretrieval.retrievers.bm25] key 'k1': must be a finite")

@@ -15,21 +15,21 @@ MAX_LINES = 350
 MAX_SESSION_LINES = 250
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "env", "values", "jsontext", "paths", "redact", "timing", "progress", "packs", "cache", "loader",
-     "toml", "extensions", "signals"),
+    ("errors", "env", "values", "jsontext", "jsonshape", "paths", "redact", "timing", "progress", "packs", "cache",
+     "loader", "toml", "extensions", "signals"),
     ("evalset",),
     ("scoring",),
     ("embedding",),
     ("retrievers",),
     ("config",),
-    ("database",),
+    ("database", "scratch"),
     ("runner",),
     ("baseline",),
     ("gate",),
     ("report",),
     ("review",),
     ("session",),
-    ("plugin",),
+    ("plugin", "cmdline"),
     ("cli",),
 )
 """The packages in the order of a run: each imports only from its own layer and the ones before it.

@@ -229,7 +229,8 @@ def test_the_approval_as_a_json_record(workspace: Path, capsys: pytest.CaptureFi
     assert main(["pr-check", "further.json", "--event", push, "--approved", "approved.json"]) == 2
     (line,) = capsys.readouterr().err.splitlines()
     assert line == ("ragretrieval: error: approved.json: not an approval record (set.lowered[0].new must be a finite "
-                    "number); pass the action's comment as the bot posted it, or the `approval` of `pr-check --json`")
+                    'number, got the string "low"); pass the action\'s comment as the bot posted it, or the `approval` '
+                    "of `pr-check --json`")
 
 
 def test_an_edited_record_in_the_comment_is_ignored_and_the_check_fails_closed(
