@@ -5,7 +5,8 @@
 # this same file with a stand-in `gh` first on PATH.
 #
 # Environment: RAG_REPORTS, RAG_PR (the pull request's number), GITHUB_REPOSITORY, GH_TOKEN,
-# RAG_GATE_OUTCOME, RAG_ARTIFACT_URL and RAG_RUN_URL (each may be empty).
+# RAG_AUTHOR (the login the token posts as), RAG_GATE_OUTCOME, RAG_ARTIFACT_URL and RAG_RUN_URL
+# (each may be empty).
 set -euo pipefail
 
 reports="${RAG_REPORTS:-reports}"
@@ -30,16 +31,15 @@ if [ -e "$body" ] && [ ! -f "$body" ]; then
 fi
 ragretrieval comment "${args[@]}" > "$body"
 
-# Only a bot's comment that starts with the marker is ours to edit, never a person's quoting it.
-marker='<!-- pytest-ragretrieval -->'
-mine=".[] | select(.user.type == \"Bot\" and (.body | startswith(\"$marker\"))) | .id"
-comments="repos/$GITHUB_REPOSITORY/issues/$RAG_PR/comments"
-ids=$(gh api --paginate "$comments" --jq "$mine")
+# Only the action's own comment (its author, its marker: see own-comment.sh) is edited.
+# shellcheck source=/dev/null
+source "$(dirname "${BASH_SOURCE[0]}")/own-comment.sh"
+ids=$(own_comments id)
 id="${ids%%$'\n'*}"
 if [ -n "$id" ]; then
   request=(--method PATCH "repos/$GITHUB_REPOSITORY/issues/comments/$id")
 else
-  request=(--method POST "$comments")
+  request=(--method POST "repos/$GITHUB_REPOSITORY/issues/$RAG_PR/comments")
 fi
 if ! url=$(gh api "${request[@]}" -F "body=@$body" --jq .html_url); then
   echo "::error title=rag: comment not posted::the token could not write the comment; give the job \`permissions: pull-requests: write\`"

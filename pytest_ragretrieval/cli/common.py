@@ -84,15 +84,21 @@ def label_name(text: str) -> str:
     return text
 
 
-def read_json(path: Path, fix: str) -> Any:
-    """A JSON file the workflow hands over, read with the limits of `jsonshape.decode` (no depth,
-    digit or float overflow escapes); any problem is one line naming it and `fix`."""
+def read_text(path: Path, fix: str) -> str:
+    """A text file the workflow hands over (a FIFO or device refused, as `read_input` does); any
+    problem is one line naming it and `fix`."""
     try:
-        text = read_input(path).decode("utf-8-sig")
+        return read_input(path).decode("utf-8-sig")
     except Unreadable as exc:
         raise UsageError(f"{display(path)}: {'file not found' if exc.missing else exc}; {fix}") from None
     except UnicodeDecodeError:
         raise UsageError(f"{display(path)}: not UTF-8 text; {fix}") from None
+
+
+def read_json(path: Path, fix: str) -> Any:
+    """A JSON file the workflow hands over, read with the limits of `jsonshape.decode` (no depth,
+    digit or float overflow escapes); any problem is one line naming it and `fix`."""
+    text = read_text(path, fix)
     try:
         return decode(text)
     except JSONProblem as exc:

@@ -3,8 +3,10 @@
 The same content as the job summary, rendered with the Markdown report's own sections: the
 verdicts, the metrics table with deltas (and significance), the failures with their worst
 questions; then the baseline's changes against the base branch, the comparisons between
-configurations when the results hold them, and links to the reports. The first line is the
-hidden marker the workflow finds its earlier comment by, so one comment is edited on every push.
+configurations when the results hold them, the approval (what the label approved, and what it
+does not cover), and links to the reports. The first line is the hidden marker the workflow
+finds its earlier comment by, so one comment is edited on every push; the second, where the
+label approved a set, is the hidden record of that approval (`approved.py`), which later runs read.
 GitHub refuses a body over 65,536 characters: `render` cuts the question lists first, then the
 change lists, each with a note saying how many lines the report artifact holds.
 """
@@ -20,6 +22,7 @@ from ..report.results import PairComparison
 from ..report.wording import TITLE, format_ci, verdict
 from ..values import fmt, p_value, signed
 from .approval import Decision, what_lowered
+from .approved import record_line
 from .changes import Changes, Entry, SettingChange, ValueChange
 
 MARKER = "<!-- pytest-ragretrieval -->"
@@ -83,14 +86,20 @@ def baseline_line(changes: Changes | None, decision: Decision | None) -> str:
     if decision is None:
         return f"❌ 降低 / lowered ({what_lowered(changes)}): the pull-request check needs the approval label"
     label = f"`{esc(decision.label)}`"
+    at = f" at `{decision.approval.at}`" if decision.approval is not None else ""
     if decision.check == "approved":
-        return f"⚠️ 已批准降低 / lowered ({what_lowered(changes)}), approved with the label {label}"
+        return f"⚠️ 已批准降低 / lowered ({what_lowered(changes)}), approved with the label {label}{at}"
+    if decision.review.unapproved:
+        beyond = f"beyond what was approved{at}" if at else "and no recorded approval covers it"
+        return (f"❌ 超出批准 / lowered {beyond} ({len(decision.review.unapproved)} not approved): "
+                f"a maintainer who approves them applies the label {label} again")
     return (f"❌ 降低且无标签 / lowered ({what_lowered(changes)}) without the label {label}: "
             "a maintainer who approves the lower bar adds it")
 
 
 def header(data: CommentInput) -> list[str]:
-    return [MARKER, f"## {TITLE}", "", f"- **门禁 / gate**：{gate_line(data)}",
+    record = [] if data.decision is None or data.decision.approval is None else [record_line(data.decision.approval)]
+    return [MARKER, *record, f"## {TITLE}", "", f"- **门禁 / gate**：{gate_line(data)}",
             f"- **基线 / baseline**：{baseline_line(data.changes, data.decision)}"]
 
 
@@ -217,9 +226,32 @@ def comparisons_section(data: CommentInput, limit: int | None) -> list[str]:
     return lines[:-1] if lines[-1] == "" else lines
 
 
+def approval_section(decision: Decision | None, limit: int | None) -> list[str]:
+    """What the label approved (commit, digest) and the lowerings it covers and does not, listed apart."""
+    if decision is None or (decision.approval is None and not decision.review.unapproved and not decision.note):
+        return []
+    lines = ["### 批准 / Approval", ""]
+    if decision.approval is not None:
+        approval = decision.approval
+        lines.append(f"- 标签 / label `{esc(approval.label)}` applied at `{approval.at}` approved "
+                     f"{approval.count} lowering{'' if approval.count == 1 else 's'} (digest `{approval.digest[:19]}`)")
+    if decision.note:
+        lines.append(f"- ℹ️ {esc(decision.note)}")
+    if decision.unlabel:
+        lines.append("- 🏷️ the action takes the label off: it approved another set")
+    for title, items in (("✅ 已批准 / approved", decision.review.approved),
+                         ("❌ 未批准 / not approved", decision.review.unapproved)):
+        if items:
+            lines += _block(title, len(items), _cut([f"- {esc(item)}" for item in items], limit, ("项", "entries")))
+    return lines
+
+
 def baseline_summary(changes: Changes | None, decision: Decision) -> str:
-    """The job summary's part for the baseline check: where the results go when no comment can."""
-    sections = [["## 基线检查 / Baseline check", "", baseline_line(changes, decision)], changes_section(changes, 10)]
+    """The job summary's part for the baseline check: where the results go when no comment can. It
+    carries the approval's hidden record too, so a run on a fork shows what its label approved."""
+    record = [] if decision.approval is None else [record_line(decision.approval)]
+    sections = [[*record, "## 基线检查 / Baseline check", "", baseline_line(changes, decision)],
+                changes_section(changes, 10), approval_section(decision, 10)]
     return "\n\n".join("\n".join(section) for section in sections if section) + "\n"
 
 
@@ -234,7 +266,7 @@ def footer(data: CommentInput) -> list[str]:
 
 def _assemble(data: CommentInput, questions: int | None, entries: int | None) -> str:
     sections = [header(data), *results_sections(data, questions), changes_section(data.changes, entries),
-                comparisons_section(data, entries), footer(data)]
+                approval_section(data.decision, entries), comparisons_section(data, entries), footer(data)]
     return "\n\n".join("\n".join(section) for section in sections if section) + "\n"
 
 

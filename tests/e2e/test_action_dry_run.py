@@ -1,11 +1,13 @@
-"""A dry run of the composite action's shell steps on a two-commit git repository.
+"""A dry run of the composite action's shell steps on a git repository.
 
-The action's own baseline and comment steps (their `env:` evaluated from the inputs' defaults
-and a few contexts, the scripts under action/) run as the runner runs `shell: bash`, on a clone
-whose pull-request commit lowers a baseline value, with a fake event file
-(`GITHUB_EVENT_PATH`), `GITHUB_BASE_REF=main` and a stand-in `gh`: the check fails without the
-label and passes with it, the comment is posted once and then edited, and a fork gets the job
-summary instead. It runs git and the `ragretrieval` command as subprocesses (a few seconds).
+The action's own baseline, label and comment steps (their `env:` evaluated from the inputs'
+defaults and a few contexts, the scripts under action/) run as the runner runs `shell: bash`, on
+a clone whose pull-request commits lower a baseline value, with the event file GitHub would send
+(`GITHUB_EVENT_PATH`: a push is `synchronize`, adding a label is `labeled`), `GITHUB_BASE_REF=main`
+and a stand-in `gh` that holds the pull request's comments and labels: the check fails without
+the label and passes with it, the comment is posted once and then edited, a later push is held
+to what the label approved, and a fork gets the job summary instead. It runs git and the
+`ragretrieval` command as subprocesses (a few seconds per run).
 """
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +25,8 @@ import pytest
 from composite import ACTION, MARKER, ROOT, Step, by_id, comment_step, load
 
 from pytest_ragretrieval.baseline.format import document, dumps
+from pytest_ragretrieval.review.approved import approval_of, record_line
+from pytest_ragretrieval.review.changes import Changes, ValueChange
 
 FAKE_GH = ROOT / "tests" / "tools" / "fake_gh.py"
 EXPRESSION = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
@@ -39,6 +43,8 @@ metrics = ["recall", "ndcg"]
 type = "bm25"
 """
 FINGERPRINT = {"k": 2, "tokenizer": "jieba 0.42.1", "retrievers": {"bm25": {"type": "bm25", "k1": 1.5}}}
+LABEL = "rag-baseline-approved"
+BOT = "github-actions[bot]"
 
 
 def baseline(ndcg: float) -> str:
@@ -72,20 +78,33 @@ class DryRun:
         gh.chmod(0o755)
         self.state = root / "gh-state.json"
         self.state.write_text(json.dumps({"comments": [
-            {"id": 7, "user": {"type": "User"}, "body": f"{MARKER} quoted by a person"}], "calls": []}))
+            {"id": 7, "node_id": "IC_7", "user": {"login": "alice", "type": "User"},
+             "body": f"{MARKER} quoted by a person", "editor": None}], "labels": [], "calls": []}))
         self.outputs: dict[str, str] = {}
 
     def commit(self, files: Mapping[str, str], message: str) -> None:
         for name, text in files.items():
             (self.work / name).parent.mkdir(parents=True, exist_ok=True)
             (self.work / name).write_text(text, encoding="utf-8")
-        git(self.work, "add", "-A")
+        git(self.work, "add", "--", *files)
         git(self.work, "commit", "-q", "-m", message)
 
-    def env(self, labels: tuple[str, ...], head_repo: str) -> dict[str, str]:
-        event = {"action": "labeled" if labels else "synchronize", "pull_request": {
-            "number": 42, "labels": [{"name": name} for name in labels],
-            "head": {"repo": {"full_name": head_repo}}, "base": {"repo": {"full_name": "team/repo"}}}}
+    def push(self, ndcg: float) -> None:
+        """A new commit on the pull request: its baseline's ndcg@2 re-recorded."""
+        self.commit({"baselines/retrieval.json": baseline(ndcg)}, f"ndcg@2 {ndcg}")
+
+    @property
+    def head(self) -> str:
+        done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=self.work, check=True, capture_output=True, text=True)
+        return done.stdout.strip()
+
+    def env(self, labels: tuple[str, ...], head_repo: str, added: str | None = None) -> dict[str, str]:
+        """The environment of a run; the event is `labeled` for `added`, `synchronize` (a push) otherwise."""
+        event = {"action": "labeled" if added else "synchronize", **({"label": {"name": added}} if added else {}),
+                 "pull_request": {
+                     "number": 42, "labels": [{"name": name} for name in labels],
+                     "head": {"sha": self.head, "repo": {"full_name": head_repo}},
+                     "base": {"repo": {"full_name": "team/repo"}}}}
         (self.root / "event.json").write_text(json.dumps(event), encoding="utf-8")
         for name in ("output", "summary"):
             (self.root / name).write_text("", encoding="utf-8")
@@ -106,6 +125,7 @@ class DryRun:
             "github.event.pull_request.number": "42", "github.server_url": "https://github.invalid",
             "github.repository": "team/repo", "github.run_id": "99", "steps.gate.outcome": "success",
             "steps.upload.outputs.artifact-url": "https://github.invalid/artifacts/5",
+            "steps.baseline.outputs.unlabel": self.outputs.get("unlabel", ""),
         })
         return values
 
@@ -122,16 +142,44 @@ class DryRun:
         self.log = done.stdout + done.stderr
         return done.returncode
 
-    def check(self, labels: tuple[str, ...] = (), head_repo: str = "team/repo", **inputs: str) -> int:
-        """The baseline step, then, where its outputs allow it, the comment step; the baseline step's status."""
-        env = self.env(labels, head_repo)
+    def check(self, labels: tuple[str, ...] | None = None, head_repo: str = "team/repo", added: str | None = None,
+              **inputs: str) -> int:
+        """The baseline step, then, where its outputs allow them, the label and comment steps; the baseline
+        step's status. `labels` default to those the stand-in `gh` holds, as GitHub's event would carry them."""
+        env = self.env(tuple(self.gh["labels"]) if labels is None else labels, head_repo, added)
         status = self.step(by_id("baseline"), env, inputs)
-        baseline_log = self.log
+        log = self.log
         self.outputs = dict(line.split("=", 1) for line in (self.root / "output").read_text().splitlines())
+        if self.outputs.get("unlabel"):
+            assert self.step(by_id("unlabel"), env, inputs) == 0, self.log
+            log += self.log
         if self.outputs.get("comment") == "true":
             assert self.step(comment_step(), env, inputs) == 0, self.log
-        self.log = baseline_log + self.log
+            log += self.log
+        self.log = log
         return status
+
+    def label(self, name: str, head_repo: str = "team/repo", **inputs: str) -> int:
+        """A maintainer adds a label: GitHub holds it and runs the `labeled` event."""
+        self.edit(lambda state: state["labels"].append(name))
+        return self.check(head_repo=head_repo, added=name, **inputs)
+
+    def edit(self, change: Callable[[dict[str, Any]], object]) -> None:
+        state = self.gh
+        change(state)
+        self.state.write_text(json.dumps(state), encoding="utf-8")
+
+    @property
+    def summary(self) -> str:
+        return (self.root / "summary").read_text(encoding="utf-8")
+
+    def ours(self) -> dict[str, Any]:
+        (comment,) = [c for c in self.gh["comments"] if c["user"]["login"] == BOT]
+        return comment
+
+    def writes(self) -> list[str]:
+        """The method of every call that writes, in order."""
+        return [call[call.index("--method") + 1] for call in self.gh["calls"] if "--method" in call]
 
     @property
     def gh(self) -> dict[str, Any]:
@@ -149,35 +197,121 @@ def lowered(tmp_path: Path) -> DryRun:
 
 def test_dry_run_fails_without_the_label_and_passes_with_it(lowered: DryRun) -> None:
     assert lowered.check() == 1, lowered.log
-    assert lowered.outputs == {"check": "fail", "comment": "true"}
+    assert lowered.outputs == {"check": "fail", "comment": "true", "unlabel": ""}
     assert "baseline check: fail: the baseline lowers the bar (1 lowered)" in lowered.log
     person, ours = lowered.gh["comments"]
     assert person["body"] == f"{MARKER} quoted by a person"  # never edited
-    assert ours["body"].startswith(MARKER + "\n")
+    assert ours["body"].startswith(MARKER + "\n## ")  # no label: nothing recorded
     assert "| bm25      | ndcg@2 | 0.6000 |  0.5000 | -0.1000 |" in ours["body"]
     assert "without the label `rag-baseline-approved`" in ours["body"]
-    summary = (lowered.root / "summary").read_text(encoding="utf-8")
-    assert summary.startswith("## 基线检查 / Baseline check")
+    assert lowered.summary.startswith("## 基线检查 / Baseline check")
 
-    assert lowered.check(labels=("rag-baseline-approved",)) == 0, lowered.log
-    assert lowered.outputs == {"check": "approved", "comment": "true"}
+    assert lowered.label(LABEL) == 0, lowered.log
+    assert lowered.outputs == {"check": "approved", "comment": "true", "unlabel": ""}
     (_, edited) = lowered.gh["comments"]  # the same comment, edited: one per pull request
     assert edited["id"] == ours["id"] and "approved with the label `rag-baseline-approved`" in edited["body"]
-    methods = [call[call.index("--method") + 1] for call in lowered.gh["calls"] if "--method" in call]
-    assert methods == ["POST", "PATCH"]
+    assert lowered.writes() == ["POST", "PATCH"]
+
+
+def test_dry_run_holds_later_pushes_to_what_the_label_approved(lowered: DryRun) -> None:
+    assert lowered.label(LABEL) == 0, lowered.log
+    approved_at = lowered.head
+    record = lowered.ours()["body"].splitlines()[1]
+    assert record == record_line(approval_of(Changes("", "", lowered=(ValueChange("bm25", "ndcg@2", 0.6, 0.5),)),
+                                             42, approved_at, LABEL))
+    assert record in lowered.summary  # the job summary carries the same record
+    assert f"approved with the label 'rag-baseline-approved' at {approved_at[:7]}" in lowered.log
+
+    # An improvement on what was approved: still approved, by the same record.
+    lowered.push(0.55)
+    assert lowered.check() == 0, lowered.log
+    assert f"within what was approved with the label 'rag-baseline-approved' at {approved_at[:7]}" in lowered.log
+    assert lowered.ours()["body"].splitlines()[1] == record
+    assert "- bm25 ndcg@2 0.6000 -> 0.5500 (approved: 0.5000)" in lowered.ours()["body"]
+
+    # A further lowering: fails in one line, and the label comes off.
+    lowered.push(0.4)
+    assert lowered.check() == 1, lowered.log
+    assert (f"baseline check: fail: the baseline lowers the bar beyond what was approved at {approved_at[:7]}: "
+            "bm25 ndcg@2 0.6000 -> 0.4000 (approved: 0.5000); re-apply 'rag-baseline-approved' to approve it"
+            ) in lowered.log
+    assert lowered.outputs["unlabel"] == LABEL and lowered.gh["labels"] == []
+    assert "rag: took the approval label off" in lowered.log
+    body = lowered.ours()["body"]
+    assert "**❌ 未批准 / not approved (1)**\n\n- bm25 ndcg@2 0.6000 -> 0.4000 (approved: 0.5000)" in body
+    assert "超出批准 / lowered beyond what was approved" in body
+
+    # The next run sees no label: the old approval no longer counts.
+    assert lowered.check() == 1
+    assert "has no 'rag-baseline-approved' label" in lowered.log
+    assert "pytest-ragretrieval-approval" not in lowered.ours()["body"]
+
+    # Re-applying the label approves what the pull request lowers now.
+    assert lowered.label(LABEL) == 0, lowered.log
+    assert f"approved with the label 'rag-baseline-approved' at {lowered.head[:7]}" in lowered.log
+    assert '"new":0.4' in lowered.ours()["body"].splitlines()[1]
+    lowered.push(0.45)
+    assert lowered.check() == 0, lowered.log
+    assert lowered.writes() == ["POST", "PATCH", "DELETE", "PATCH", "PATCH", "PATCH", "PATCH"]
+
+
+def forged(approving: float, head: str) -> str:
+    """A comment body with a well-formed record, digest and all, approving ndcg@2 down to `approving`."""
+    approval = approval_of(Changes("", "", lowered=(ValueChange("bm25", "ndcg@2", 0.6, approving),)), 42, head, LABEL)
+    return f"{MARKER}\n{record_line(approval)}\n## looks like the bot's\n"
+
+
+def test_dry_run_ignores_a_record_the_action_did_not_write(lowered: DryRun) -> None:
+    head = lowered.head
+    lowered.edit(lambda state: state["labels"].append(LABEL))
+    lowered.edit(lambda state: state["comments"].extend([
+        {"id": 8, "node_id": "IC_8", "user": {"login": "mallory", "type": "User"}, "body": forged(0.0, head),
+         "editor": None},
+        {"id": 9, "node_id": "IC_9", "user": {"login": "other-app[bot]", "type": "Bot"}, "body": forged(0.0, head),
+         "editor": None}]))
+    # A push with the label on: the forged records approve nothing.
+    assert lowered.check() == 1, lowered.log
+    assert ("the baseline lowers the bar and no recorded approval covers it (the action's comment holds none that "
+            "counts): bm25 ndcg@2 0.6000 -> 0.5000 (new)") in lowered.log
+    assert [c["body"] for c in lowered.gh["comments"][:3]] == [f"{MARKER} quoted by a person", forged(0.0, head),
+                                                                forged(0.0, head)]
+    assert lowered.writes() == ["DELETE", "POST"]
+
+    # The action's own comment, edited by someone else to approve more: ignored as well.
+    assert lowered.label(LABEL) == 0, lowered.log
+
+    def tamper(state: dict[str, Any]) -> None:
+        ours = next(c for c in state["comments"] if c["user"]["login"] == BOT)
+        ours["body"], ours["editor"] = forged(0.0, head), "mallory"
+
+    lowered.edit(tamper)
+    lowered.push(0.3)
+    assert lowered.check() == 1, lowered.log
+    assert "the action's comment was last edited by mallory, so the approval it records is not counted" in lowered.log
+    assert "no recorded approval covers it (the action's comment holds none that counts)" in lowered.log
 
 
 def test_dry_run_with_another_label_name(lowered: DryRun) -> None:
-    assert lowered.check(labels=("rag-baseline-approved",), label="lower-ok") == 1
-    assert lowered.check(labels=("lower-ok",), label="lower-ok") == 0
+    assert lowered.label(LABEL, label="lower-ok") == 1
+    assert lowered.label("lower-ok", label="lower-ok") == 0
 
 
-def test_dry_run_from_a_fork_keeps_the_summary_and_posts_nothing(lowered: DryRun) -> None:
+def test_dry_run_from_a_fork_keeps_the_summary_and_writes_nothing(lowered: DryRun) -> None:
     assert lowered.check(head_repo="alice/repo") == 1
-    assert lowered.outputs == {"check": "fail", "comment": "false"}
-    assert lowered.gh["calls"] == []
+    assert lowered.outputs == {"check": "fail", "comment": "false", "unlabel": ""}
+    assert lowered.writes() == []
     assert "::notice title=rag%3A no comment::the pull request comes from the fork alice/repo" in lowered.log
-    assert "| bm25      | ndcg@2 | 0.6000 |  0.5000 | -0.1000 |" in (lowered.root / "summary").read_text()
+    assert "| bm25      | ndcg@2 | 0.6000 |  0.5000 | -0.1000 |" in lowered.summary
+
+    # The label's own run approves; the record goes to the job summary only.
+    assert lowered.label(LABEL, head_repo="alice/repo") == 0, lowered.log
+    assert lowered.summary.startswith("<!-- pytest-ragretrieval-approval {")
+    assert "no approval is recorded, only the run of the label's own event approves" in lowered.summary
+    # The next push is not approved, and the read-only token cannot take the label off.
+    lowered.push(0.52)
+    assert lowered.check(head_repo="alice/repo") == 1
+    assert "remove 'rag-baseline-approved' and add it again to approve it" in lowered.log
+    assert lowered.writes() == [] and lowered.gh["labels"] == [LABEL]
 
 
 def test_dry_run_of_the_first_baseline(tmp_path: Path) -> None:

@@ -1,4 +1,5 @@
-"""Random damage to the command's side files (CHANGES.json, the event, the decision) and its label:
+"""Random damage to the command's side files (CHANGES.json, the event, the decision, the approval as a
+record and as the comment) and its label:
 exit 0, 1 or 2, an error is one line naming the file it read, never a traceback or an internal error,
 and no input changes. Like test_fuzz.py, in-process and fast, so CI runs hundreds of examples."""
 from __future__ import annotations
@@ -17,10 +18,11 @@ from hypothesis import strategies as st
 
 from pytest_ragretrieval.cli import main
 from pytest_ragretrieval.review.approval import decide, decision_document, pull_request
+from pytest_ragretrieval.review.approved import record_document, record_line
 from pytest_ragretrieval.review.changes import Changes, Entry, LostHit, SettingChange, ValueChange, dumps_changes
 
 EXAMPLES = int(os.environ.get("RAG_FUZZ_EXAMPLES", "300"))
-SIDE_FILES = ("changes.json", "event.json", "decision.json")
+SIDE_FILES = ("changes.json", "event.json", "decision.json", "approved.json", "approved.md")
 RAW = {
     "<<BIGINT>>": "9" * 5000,
     "<<HUGE>>": "1" + "0" * 400,
@@ -41,17 +43,20 @@ CHANGES = Changes(
     lost_hits=(LostHit("bm25", "q1"),), tags_lowered=(ValueChange("bm25", "ndcg@5", 0.4, 0.3, "semantic"),),
     notes=("settings compared",),
 )
-EVENT = {"action": "labeled", "number": 7, "pull_request": {
+EVENT = {"action": "labeled", "label": {"name": "rag-baseline-approved"}, "number": 7, "pull_request": {
     "id": 123, "number": 7, "labels": [{"name": "rag-baseline-approved"}, {"name": "docs"}],
     "head": {"repo": {"full_name": "alice/repo"}}, "base": {"repo": {"full_name": "team/repo"}}, "body": "text"}}
 
 
 def pristine_files() -> dict[str, bytes]:
-    decision = decision_document(decide(CHANGES, pull_request(EVENT)))
+    decided = decide(CHANGES, pull_request(EVENT))
+    assert decided.approval is not None
     return {
         "changes.json": dumps_changes(CHANGES).encode(),
         "event.json": json.dumps(EVENT, indent=1).encode(),
-        "decision.json": json.dumps(decision, indent=1).encode(),
+        "decision.json": json.dumps(decision_document(decided), indent=1).encode(),
+        "approved.json": json.dumps(record_document(decided.approval), indent=1).encode(),
+        "approved.md": f"<!-- pytest-ragretrieval -->\n{record_line(decided.approval)}\n## comment\n".encode(),
     }
 
 
@@ -124,6 +129,9 @@ def test_the_pristine_files_pass_through_both_commands(tmp_path: Path, monkeypat
     monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
     with chdir(tmp_path):
         assert run(["pr-check", "changes.json", "--event", "event.json"])[0] == 0  # lowered, but approved
+        for approved in ("approved.json", "approved.md"):
+            code, out, _ = run(["pr-check", "changes.json", "--event", "event.json", "--approved", approved])
+            assert code == 0 and "ignored" not in out
         assert run(["comment", "--baseline-changes", "changes.json", "--decision", "decision.json"])[0] == 0
 
 
@@ -134,8 +142,9 @@ def test_damaged_side_files_end_in_a_verdict_or_one_line(tmp_path_factory: pytes
     folder = tmp_path_factory.mktemp("side-files")
     for name, content in files.items():
         (folder / name).write_bytes(content)
+    pr_check = ["pr-check", "changes.json", "--event", "event.json", "--label", label, "--json", "out.json"]
     commands = [
-        ["pr-check", "changes.json", "--event", "event.json", "--label", label, "--json", "out.json"],
+        pr_check, [*pr_check, "--approved", "approved.json"], [*pr_check, "--approved", "approved.md"],
         ["comment", "--baseline-changes", "changes.json", "--decision", "decision.json"],
     ]
     with chdir(folder), contextlib.ExitStack() as stack:
@@ -148,8 +157,8 @@ def test_damaged_side_files_end_in_a_verdict_or_one_line(tmp_path_factory: pytes
             if code == 2:
                 lines = err.splitlines()
                 assert len(lines) == 1 and out == "", (out, err)
-                assert lines[0].startswith(("ragretrieval: error: changes.json: ", "ragretrieval: error: event.json: ",
-                                            "ragretrieval: error: decision.json: ", "ragretrieval: error: argument --label: ")), lines
+                assert lines[0].startswith(tuple(f"ragretrieval: error: {name}: " for name in SIDE_FILES)
+                                           + ("ragretrieval: error: argument --label: ",)), lines
     assert {name: (folder / name).read_bytes() for name in files} == files
 
 

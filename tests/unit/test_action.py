@@ -42,6 +42,7 @@ def test_step_order() -> None:
         index(lambda s: uses("actions/cache")(s) and s["with"]["path"] == "${{ inputs.rag-cache }}", "caches .rag-cache"),
         index(runs("pytest --rag-eval"), "runs the gate"),
         index(runs("action/baseline-check.sh"), "compares the baseline"),
+        index(runs("action/unlabel.sh"), "takes off a label that no longer approves"),
         index(uses("actions/upload-artifact"), "uploads the reports"),
         index(runs("action/comment.sh"), "comments"),
     ]
@@ -60,6 +61,7 @@ def test_the_gate_writes_every_report_and_later_steps_still_report() -> None:
         assert "!cancelled()" in step["if"], f"{step.get('name')} must run when the gate failed"
     assert "github.event_name == 'pull_request'" in by_id("baseline")["if"]
     assert "steps.baseline.outputs.comment == 'true'" in comment_step()["if"]
+    assert "steps.baseline.outputs.unlabel != ''" in by_id("unlabel")["if"]
     upload = by_id("upload")["with"]
     assert upload["path"].rstrip("/") == "${{ inputs.reports }}" and upload["if-no-files-found"] == "warn"
 
@@ -76,7 +78,7 @@ def test_no_step_hides_a_failure_or_takes_an_expression_into_a_script() -> None:
 
 def test_scripts_exist_and_pass_shellcheck() -> None:
     scripts = sorted((ROOT / "action").glob("*.sh"))
-    assert [p.name for p in scripts] == ["baseline-check.sh", "comment.sh"]
+    assert [p.name for p in scripts] == ["baseline-check.sh", "comment.sh", "own-comment.sh", "unlabel.sh"]
     shellcheck = shutil.which("shellcheck")
     if shellcheck is None:
         pytest.skip("shellcheck is not on PATH (Debian: apt-get install shellcheck)")

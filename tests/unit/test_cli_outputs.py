@@ -84,6 +84,8 @@ def refused(capsys: pytest.CaptureFixture[str], folder: Path, argv: list[str]) -
          "--json changes.json: is CHANGES.json, which writing would overwrite; give another path"),
         (["pr-check", "changes.json", "--event", "event.json", "--json", "event.json"],
          "--json event.json: is the event file, which writing would overwrite; give another path"),
+        (["pr-check", "changes.json", "--event", "event.json", "--approved", "comment.md", "--json", "comment.md"],
+         "--json comment.md: is --approved, which writing would overwrite; give another path"),
         (["pr-check", "changes.json", "--event", "event.json", "--json", "baselines"],
          "--json baselines: is a directory; give a file path"),
     ],

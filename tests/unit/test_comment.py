@@ -14,8 +14,9 @@ from pytest_ragretrieval.cli import main
 from pytest_ragretrieval.report.model import Failure
 from pytest_ragretrieval.report.results import comparisons, failures, report_input
 from pytest_ragretrieval.review.approval import Decision, decision_document
+from pytest_ragretrieval.review.approved import Review, approval_of, record_line
 from pytest_ragretrieval.review.changes import Changes, Entry, ValueChange, dumps_changes
-from pytest_ragretrieval.review.comment import LIMIT, MARKER, CommentInput, render, size
+from pytest_ragretrieval.review.comment import LIMIT, MARKER, CommentInput, baseline_summary, render, size
 
 FINGERPRINT: dict[str, Any] = {"k": 5, "tokenizer": "jieba 0.42.1", "retrievers": {"hybrid": {"type": "hybrid"}}}
 DROPS = tuple(f"  q{n:02d}: 1.0000 -> 0.0000 (-1.0000)" for n in range(1, 11))
@@ -101,6 +102,42 @@ def test_an_approved_lowering_and_one_without_a_decision() -> None:
         results([]), changes=LOWERED)
 
 
+APPROVAL = approval_of(Changes("a", "b", lowered=(ValueChange("bm25", "ndcg@5", 0.5885, 0.5),)), 42,
+                       "4f3c2b1a" + "0" * 32, "rag-baseline-approved")
+BEYOND = Decision("fail", "beyond", "rag-baseline-approved", True, "sticky comment", APPROVAL,
+                  Review(("bm25 ndcg@5 0.5885 -> 0.5100 (approved: 0.5000)",), ("hybrid mrr@5 removed (new)",)),
+                  unlabel=True)
+
+
+def test_the_approval_record_is_the_hidden_second_line_and_the_lowerings_are_listed_apart() -> None:
+    body = render_doc(results([]), changes=LOWERED, decision=BEYOND)
+    lines = body.splitlines()
+    assert lines[:3] == [MARKER, record_line(APPROVAL), "## RAG 检索层评估报告 / RAG retrieval evaluation report"]
+    assert ("- **基线 / baseline**：❌ 超出批准 / lowered beyond what was approved at `4f3c2b1` (1 not approved): "
+            "a maintainer who approves them applies the label `rag-baseline-approved` again") in lines
+    section = body[body.index("### 批准 / Approval"):]
+    assert section.startswith(
+        "### 批准 / Approval\n\n- 标签 / label `rag-baseline-approved` applied at `4f3c2b1` approved 1 lowering "
+        f"(digest `{APPROVAL.digest[:19]}`)\n"
+        "- 🏷️ the action takes the label off: it approved another set\n\n**✅ 已批准 / approved (1)**\n\n"
+        "- bm25 ndcg@5 0.5885 -> 0.5100 (approved: 0.5000)\n\n**❌ 未批准 / not approved (1)**\n\n"
+        "- hybrid mrr@5 removed (new)\n")
+    # The approved run says where it was approved; without a label nothing is recorded or listed.
+    approved = replace(BEYOND, check="approved", review=Review(BEYOND.review.approved), unlabel=False)
+    assert ("approved with the label `rag-baseline-approved` at `4f3c2b1`"
+            in render_doc(results([]), changes=LOWERED, decision=approved))
+    plain = render_doc(results([]), changes=LOWERED, decision=FAIL)
+    assert plain.splitlines()[1].startswith("## ") and "### 批准" not in plain
+
+
+def test_the_job_summary_carries_the_record_and_the_note_where_nothing_is_kept() -> None:
+    note = "the pull request comes from the fork alice/repo, so GitHub's token is read-only: no approval is recorded"
+    fork = replace(BEYOND, comment=False, unlabel=False, note=note)
+    summary = baseline_summary(LOWERED, fork)
+    assert summary.startswith(record_line(APPROVAL) + "\n## 基线检查 / Baseline check")
+    assert f"- ℹ️ {note}" in summary and "**❌ 未批准 / not approved (1)**" in summary
+
+
 def test_results_without_a_failure_list_take_the_verdict_from_the_workflow() -> None:
     # Results files written before the plugin recorded its failures.
     assert "- **门禁 / gate**：❌ 未通过 / failed (see the job log)" in render_doc(results(), gate_outcome="failure")
@@ -175,13 +212,15 @@ def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-def test_comment_command_reads_the_files_the_workflow_writes(workspace: Path,
-                                                            capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize("decision", [FAIL, BEYOND], ids=["no-label", "with-a-record"])
+def test_comment_command_reads_the_files_the_workflow_writes(workspace: Path, capsys: pytest.CaptureFixture[str],
+                                                            decision: Decision) -> None:
+    (workspace / "decision.json").write_text(json.dumps(decision_document(decision)), encoding="utf-8")
     code = main(["comment", "results.json", "--baseline-changes", "changes.json", "--decision", "decision.json",
                  "--artifact-url", "https://example.invalid/a"])
     out = capsys.readouterr().out
     assert code == 0 and out.startswith(MARKER + "\n")
-    assert out == render_doc(results([FAILURE]), changes=LOWERED, decision=FAIL,
+    assert out == render_doc(results([FAILURE]), changes=LOWERED, decision=decision,
                              artifact_url="https://example.invalid/a")
 
 

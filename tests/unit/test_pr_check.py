@@ -18,14 +18,22 @@ RAISED = Changes("main:b.json", "b.json", raised=(ValueChange("bm25", "ndcg@5", 
 LOOSENED = Changes("main:b.json", "b.json", loosened=(SettingChange("tolerance", "ndcg@5", "0", "0.02"),))
 
 
+SHA = "4f3c2b1a" + "0" * 32
+
+
 def event(labels: tuple[str, ...] = (), head: str | None = "team/repo", base: str = "team/repo",
-          head_is_fork: bool = False) -> dict[str, Any]:
+          head_is_fork: bool = False, added: str | None = "", sha: str = SHA) -> dict[str, Any]:
+    """A pull_request event; by default the `labeled` event of its first label (the run that approves),
+    `added=None` for a push (`synchronize`)."""
+    added = (labels[0] if labels else None) if added == "" else added
     return {
-        "action": "labeled",
+        "action": "labeled" if added else "synchronize",
+        **({"label": {"name": added, "color": "ededed"}} if added else {}),
         "pull_request": {
             "number": 42,
             "labels": [{"name": name, "color": "ededed"} for name in labels],
-            "head": {"ref": "feature", "repo": None if head is None else {"full_name": head, "fork": head_is_fork}},
+            "head": {"ref": "feature", "sha": sha,
+                     "repo": None if head is None else {"full_name": head, "fork": head_is_fork}},
             "base": {"ref": "main", "repo": {"full_name": base, "fork": False}},
         },
     }
@@ -33,7 +41,8 @@ def event(labels: tuple[str, ...] = (), head: str | None = "team/repo", base: st
 
 def test_the_event_payload_is_read_as_github_sends_it() -> None:
     pr = pull_request(event(("rag-baseline-approved", "docs"), head="someone/repo"))
-    assert pr == PullRequest(42, ("rag-baseline-approved", "docs"), "someone/repo", "team/repo")
+    assert pr == PullRequest(42, ("rag-baseline-approved", "docs"), "someone/repo", "team/repo", SHA,
+                             "rag-baseline-approved")
     assert pr is not None and pr.from_fork
     assert pull_request({"ref": "refs/heads/main", "commits": []}) is None  # a push
 
@@ -127,7 +136,7 @@ def test_pr_check_under_github_actions_writes_outputs_annotations_and_summary(
     monkeypatch.setenv("GITHUB_EVENT_PATH", write_event(workspace, event(head="alice/repo")))
     assert main(["pr-check", "changes.json", "--json", "decision.json"]) == 1
     out = capsys.readouterr().out.splitlines()
-    assert (workspace / "output").read_text(encoding="utf-8") == "check=fail\ncomment=false\n"
+    assert (workspace / "output").read_text(encoding="utf-8") == "check=fail\ncomment=false\nunlabel=\n"
     assert json.loads((workspace / "decision.json").read_text(encoding="utf-8"))["check"] == "fail"
     assert any(line.startswith("::error file=baselines/retrieval.json,title=rag%3A baseline lowered::") for line in out)
     assert "::error file=baselines/retrieval.json,title=rag%3A baseline lowered::ndcg@5 of 'bm25': 0.5885 -> 0.5100" in out
@@ -165,8 +174,107 @@ def test_pr_check_reads_the_actor_from_the_environment(workspace: Path, capsys: 
     monkeypatch.setenv("GITHUB_ACTOR", "dependabot[bot]")
     monkeypatch.setenv("GITHUB_OUTPUT", str(workspace / "output"))
     assert main(["pr-check", "changes.json", "--event", write_event(workspace, event())]) == 1
-    assert (workspace / "output").read_text(encoding="utf-8") == "check=fail\ncomment=false\n"
+    assert (workspace / "output").read_text(encoding="utf-8") == "check=fail\ncomment=false\nunlabel=\n"
     assert "comment: runs triggered by dependabot[bot] get a read-only token" in capsys.readouterr().out
+
+
+# The recorded approval (--approved): the loop the action runs, without GitHub.
+
+FURTHER = Changes("main:baselines/retrieval.json", "baselines/retrieval.json",
+                  lowered=(ValueChange("bm25", "ndcg@5", 0.5885, 0.51), ValueChange("hybrid", "ndcg@5", 0.7276, 0.4)),
+                  removed=(Entry("hybrid", "mrr@5", "no longer in the baseline"),))
+
+
+def approve_and_comment(workspace: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    """The labeled run: pr-check approves, `comment` renders the comment the bot posts (comment.md)."""
+    assert main(["pr-check", "changes.json", "--event", write_event(workspace, event(("rag-baseline-approved",))),
+                 "--json", "decision.json"]) == 0
+    capsys.readouterr()
+    assert main(["comment", "--baseline-changes", "changes.json", "--decision", "decision.json"]) == 0
+    comment = capsys.readouterr().out
+    (workspace / "comment.md").write_text(comment, encoding="utf-8")
+    return comment
+
+
+def test_a_later_run_reads_the_approval_from_the_comment_and_fails_beyond_it(
+        workspace: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    comment = approve_and_comment(workspace, capsys)
+    assert comment.splitlines()[1].startswith("<!-- pytest-ragretrieval-approval {")
+    (workspace / "further.json").write_text(dumps_changes(FURTHER), encoding="utf-8")
+    monkeypatch.setenv("GITHUB_OUTPUT", str(workspace / "output"))
+    push = write_event(workspace, event(("rag-baseline-approved",), added=None))
+    assert main(["pr-check", "changes.json", "--event", push, "--approved", "comment.md"]) == 0
+    assert "baseline check: approved: the baseline lowers the bar (1 lowered, 1 removed) within what was approved " \
+           "with the label 'rag-baseline-approved' at 4f3c2b1" in capsys.readouterr().out
+    assert main(["pr-check", "further.json", "--event", push, "--approved", "comment.md"]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == ("baseline check: fail: the baseline lowers the bar beyond what was approved at 4f3c2b1: "
+                      "hybrid ndcg@5 0.7276 -> 0.4000 (new); re-apply 'rag-baseline-approved' to approve it")
+    assert "label: 'rag-baseline-approved' approved another set: the action takes it off" in out
+    assert (workspace / "output").read_text(encoding="utf-8").splitlines()[-1] == "unlabel=rag-baseline-approved"
+
+
+def test_the_approval_as_a_json_record(workspace: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    approve_and_comment(workspace, capsys)
+    record = json.loads((workspace / "decision.json").read_text(encoding="utf-8"))["approval"]
+    (workspace / "approved.json").write_text(json.dumps(record), encoding="utf-8")
+    (workspace / "further.json").write_text(dumps_changes(FURTHER), encoding="utf-8")
+    push = write_event(workspace, event(("rag-baseline-approved",), added=None))
+    capsys.readouterr()
+    assert main(["pr-check", "further.json", "--event", push, "--approved", "approved.json"]) == 1
+    assert "beyond what was approved at 4f3c2b1: hybrid ndcg@5" in capsys.readouterr().out
+    # A record a person hands over must be whole: one line naming the file, the JSON path and the fix.
+    record["set"]["lowered"][0]["new"] = "low"
+    (workspace / "approved.json").write_text(json.dumps(record), encoding="utf-8")
+    assert main(["pr-check", "further.json", "--event", push, "--approved", "approved.json"]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line == ("ragretrieval: error: approved.json: not an approval record (set.lowered[0].new must be a finite "
+                    'number, got the string "low"); pass the action\'s comment as the bot posted it, or the `approval` '
+                    "of `pr-check --json`")
+
+
+def test_an_edited_record_in_the_comment_is_ignored_and_the_check_fails_closed(
+        workspace: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    comment = approve_and_comment(workspace, capsys)
+    # Someone lowers the approved value in the hidden line without the digest that goes with it.
+    (workspace / "comment.md").write_text(comment.replace('"new":0.51', '"new":0.1'), encoding="utf-8")
+    push = write_event(workspace, event(("rag-baseline-approved",), added=None))
+    assert main(["pr-check", "changes.json", "--event", push, "--approved", "comment.md"]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[1] == ("approval: the record in comment.md is ignored: digest does not match the set: the record was "
+                      "edited")
+    assert "no recorded approval covers it (the action's comment holds none that counts)" in out[0]
+
+
+@pytest.mark.parametrize(("text", "problem"), [
+    (None, "comment.md: file not found"),
+    ("## a comment by someone\n", "comment.md: neither an approval record (JSON) nor the action's comment (its first "
+                                  "line is not <!-- pytest-ragretrieval -->)"),
+    ("{", "comment.md: not valid JSON"),
+], ids=["missing", "not-ours", "broken-json"])
+def test_an_approved_file_that_is_neither_is_one_line(workspace: Path, capsys: pytest.CaptureFixture[str],
+                                                      text: str | None, problem: str) -> None:
+    if text is not None:
+        (workspace / "comment.md").write_text(text, encoding="utf-8")
+    assert main(["pr-check", "changes.json", "--event", write_event(workspace, event()), "--approved",
+                 "comment.md"]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"ragretrieval: error: {problem}")
+
+
+def test_the_action_comment_without_a_record_approves_nothing(workspace: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    (workspace / "comment.md").write_text("<!-- pytest-ragretrieval -->\n## 检索门禁\n", encoding="utf-8")
+    push = write_event(workspace, event(("rag-baseline-approved",), added=None))
+    assert main(["pr-check", "changes.json", "--event", push, "--approved", "comment.md"]) == 1
+    assert "no recorded approval covers it" in capsys.readouterr().out
+
+
+def test_the_label_to_take_off_is_written_for_a_url(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GITHUB_OUTPUT", str(workspace / "output"))
+    push = write_event(workspace, event(("needs review/ok",), added=None))
+    assert main(["pr-check", "changes.json", "--event", push, "--label", "needs review/ok"]) == 1
+    assert (workspace / "output").read_text(encoding="utf-8").endswith("unlabel=needs%20review%2Fok\n")
 
 
 README = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
@@ -182,5 +290,6 @@ def test_the_readme_event_example_is_what_pr_check_reads(workspace: Path, capsys
     assert out[1].startswith("comment: the pull request comes from the fork alice/knowledge-base")
     payload = json.loads(example)
     payload["pull_request"]["labels"] = []
+    del payload["action"], payload["label"]
     assert main(["pr-check", "changes.json", "--event", write_event(workspace, payload)]) == 1
     assert "and pull request #42 has no 'rag-baseline-approved' label" in capsys.readouterr().out
