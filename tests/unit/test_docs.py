@@ -1,0 +1,190 @@
+"""The README and the manual (docs/): the site builds strictly, and every code snippet is checked.
+
+TOML goes through the project's config loader, JSON and JSON Lines through json (the data
+formats' examples through the eval set's readers), YAML through yaml, Python is compiled and
+bash is parsed with `bash -n`; `text` blocks are printed output and are checked where their
+tests say so (tests/e2e/test_readme.py for the sample's tables). The `mine` example runs on the
+sample in tests/e2e/test_docs_examples.py; the workflow snippets go through actionlint in
+test_workflows.py and through the action's inputs in test_action.py.
+"""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from pytest_ragretrieval.config.settings import load_config
+from pytest_ragretrieval.evalset.jsonl import load_chunks, load_evalset
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs"
+PAGES = (ROOT / "README.md", *sorted(DOCS.glob("*.md")))
+CHECKED = {"bash", "toml", "python", "json", "yaml", "text"}
+FENCE = re.compile(r"^( *)```(\w*)\n(.*?)^\1```$", re.S | re.M)
+
+
+@dataclass(frozen=True)
+class Snippet:
+    path: Path
+    line: int
+    lang: str
+    text: str
+
+    def __str__(self) -> str:
+        return f"{self.path.relative_to(ROOT)}:{self.line}"
+
+
+def snippets(path: Path) -> list[Snippet]:
+    text = path.read_text(encoding="utf-8")
+    found = []
+    for match in FENCE.finditer(text):
+        indent = len(match.group(1))
+        body = "".join(line[indent:] for line in match.group(3).splitlines(keepends=True))
+        found.append(Snippet(path, text.count("\n", 0, match.start()) + 1, match.group(2), body))
+    return found
+
+
+ALL = [snippet for page in PAGES for snippet in snippets(page)]
+
+
+def of(lang: str) -> list[Snippet]:
+    return [snippet for snippet in ALL if snippet.lang == lang]
+
+
+def test_every_snippet_names_a_checked_language() -> None:
+    assert len(ALL) > 40
+    unchecked = [f"{s} ```{s.lang}" for s in ALL if s.lang not in CHECKED]
+    assert not unchecked, "a snippet in a language no test checks:\n" + "\n".join(unchecked)
+
+
+def test_the_readme_is_a_front_door_that_links_every_page() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(readme.splitlines()) <= 400
+    nav = yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))["nav"]
+    listed = set(re.findall(r"[\w-]+\.md", json.dumps(nav)))
+    assert listed == {page.name for page in DOCS.glob("*.md")}
+    linked = set(re.findall(r"\]\(docs/([\w-]+\.md)", readme))
+    assert linked == listed - {"index.md"}
+
+
+def test_the_readmes_links_lead_somewhere() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", readme):
+        if not target.startswith("http"):
+            assert (ROOT / target).is_file(), target
+
+
+def test_the_manual_builds_strictly(tmp_path: Path) -> None:
+    """mkdocs.yml sets strict and warns on unknown links, anchors and pages missing from nav."""
+    done = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "--site-dir", str(tmp_path / "site")],
+        cwd=ROOT, capture_output=True, text=True, timeout=180, env={"NO_MKDOCS_2_WARNING": "1", "PATH": ""},
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert (tmp_path / "site" / "ci" / "index.html").is_file()
+    assert (tmp_path / "site" / "pr-comment.png").is_file()
+
+
+@pytest.mark.parametrize("snippet", of("bash"), ids=str)
+def test_bash_snippets_parse(snippet: Snippet) -> None:
+    done = subprocess.run(["bash", "-n"], input=snippet.text, capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, f"{snippet}: {done.stderr}"
+
+
+@pytest.mark.parametrize("snippet", of("python"), ids=str)
+def test_python_snippets_compile(snippet: Snippet) -> None:
+    compile(snippet.text, str(snippet), "exec")
+
+
+@pytest.mark.parametrize("snippet", of("yaml"), ids=str)
+def test_yaml_snippets_parse(snippet: Snippet) -> None:
+    assert yaml.safe_load(snippet.text) is not None, snippet
+
+
+@pytest.mark.parametrize("snippet", of("json"), ids=str)
+def test_json_snippets_load_whole_or_line_by_line(snippet: Snippet) -> None:
+    try:
+        json.loads(snippet.text)
+    except json.JSONDecodeError:
+        for line in snippet.text.splitlines():
+            json.loads(line)
+
+
+def sample_table() -> dict[str, Any]:
+    table: dict[str, Any] = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["ragretrieval"]
+    return table
+
+
+def merged(base: dict[str, Any], more: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in more.items():
+        out[key] = merged(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
+
+
+def toml_text(table: dict[str, Any], prefix: str = "tool.ragretrieval") -> str:
+    """A table back as TOML: scalars and arrays as JSON writes them, which TOML reads alike."""
+    plain = {k: v for k, v in table.items() if not isinstance(v, dict) or k == "tolerance"}
+    lines = [f"[{prefix}]"]
+    for key, value in plain.items():
+        if isinstance(value, dict):
+            value = "{" + ", ".join(f"{json.dumps(k)} = {json.dumps(v)}" for k, v in value.items()) + "}"
+            lines.append(f"{key} = {value}")
+        else:
+            lines.append(f"{key} = {json.dumps(value, ensure_ascii=False)}")
+    for key, value in table.items():
+        if isinstance(value, dict) and key != "tolerance":
+            lines.append(toml_text(value, f"{prefix}.{key}"))
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("snippet", of("toml"), ids=str)
+def test_toml_snippets_load_through_the_config_loader(snippet: Snippet, tmp_path: Path) -> None:
+    """A whole table is loaded as written; a retriever table is loaded inside the sample's."""
+    shutil.copytree(ROOT / "fixtures", tmp_path / "fixtures")
+    data = tomllib.loads(snippet.text)["tool"]["ragretrieval"]
+    if "chunks" in data:
+        (tmp_path / "pyproject.toml").write_text(snippet.text, encoding="utf-8")
+    else:
+        (tmp_path / "pyproject.toml").write_text(toml_text(merged(sample_table(), data)), encoding="utf-8")
+    config = load_config(None, tmp_path)
+    names = {spec.name for spec in config.retrievers}
+    assert set(data.get("retrievers", {})) <= names
+
+
+def test_the_sample_config_shown_is_pyprojects() -> None:
+    (shown,) = [s for s in of("toml") if s.path.name == "sample.md"]
+    assert tomllib.loads(shown.text)["tool"]["ragretrieval"] == sample_table()
+
+
+def test_the_data_examples_load_with_the_eval_set_readers(tmp_path: Path) -> None:
+    """Each chunk example is a valid chunk; each eval-set example loads against the sample's chunks."""
+    chunks = load_chunks(ROOT / "fixtures" / "chunks.jsonl")
+    lines = [line for s in of("json") for line in s.text.splitlines() if line.startswith('{"id"')]
+    questions = [line for line in lines if '"query"' in line]
+    examples = [line for line in lines if '"text"' in line]
+    assert questions and examples
+    for example in examples:
+        (tmp_path / "chunks.jsonl").write_text(example + "\n", encoding="utf-8")
+        assert load_chunks(tmp_path / "chunks.jsonl")
+    (tmp_path / "evalset.jsonl").write_text("\n".join(dict.fromkeys(questions)) + "\n", encoding="utf-8")
+    assert len(load_evalset(tmp_path / "evalset.jsonl", chunks)) == len(dict.fromkeys(questions))
+
+
+def test_the_mine_example_is_one_text() -> None:
+    """The README and the retrievers page show the same factory, which the e2e test runs."""
+    factories = {s.text for s in of("python") if "def make_retriever" in s.text}
+    assert len(factories) == 1
+    for table in (tomllib.loads(s.text) for s in of("toml")):
+        mine = table["tool"]["ragretrieval"].get("retrievers", {}).get("mine")
+        if mine is not None:
+            assert mine["sources"] == ["bm25"]
