@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+import sys
 
 import pytest
 from composite import ACTION, INPUTS, RAG_EVAL, ROOT, by_id, comment_step, index, load, runs, steps, uses
@@ -109,13 +110,17 @@ def test_the_project_workflow_uses_the_action() -> None:
     assert action["with"]["model-cache-key"] == "${{ env.RERANKER_MODEL }}"
 
 
-# The README's promises about the action.
+# The manual's promises about the action (docs/ci.md, the page a team follows).
 
-README = (ROOT / "README.md").read_text(encoding="utf-8")
+CI_PAGE = (ROOT / "docs" / "ci.md").read_text(encoding="utf-8")
 
 
-def test_the_readme_adopts_the_action_in_one_step_with_a_marked_placeholder() -> None:
-    snippet = README.split("### One step in your repository", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
+def yaml_snippets(text: str) -> list[str]:
+    return re.findall(r"^```yaml\n(.*?)^```$", text, re.S | re.M)
+
+
+def test_the_ci_page_adopts_the_action_in_one_step_with_a_marked_placeholder() -> None:
+    (snippet,) = [s for s in yaml_snippets(CI_PAGE) if s.startswith("# .github/workflows/rag-eval.yml")]
     lines = snippet.splitlines()
     (step,) = [line for line in lines if "pytest-ragretrieval@" in line]
     assert step.strip() == "- uses: your-org/pytest-ragretrieval@v1"
@@ -124,9 +129,40 @@ def test_the_readme_adopts_the_action_in_one_step_with_a_marked_placeholder() ->
     assert "pull-requests: write" in snippet
 
 
-def test_the_readme_lists_every_input_with_its_default() -> None:
+def test_every_action_step_in_the_manual_takes_only_the_actions_inputs() -> None:
+    """Each `uses: your-org/pytest-ragretrieval@...` step of README.md and docs/ names real inputs."""
+    import yaml
+
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    checked = 0
+    for page in pages:
+        for snippet in yaml_snippets(page.read_text(encoding="utf-8")):
+            data = yaml.safe_load(snippet)
+            found = data if isinstance(data, list) else [s for job in data.get("jobs", {}).values() for s in job["steps"]]
+            for step in found:
+                if "pytest-ragretrieval@" in step.get("uses", ""):
+                    checked += 1
+                    assert set(step.get("with", {})) <= set(INPUTS), f"{page.name}: {step}"
+                    assert all(isinstance(v, str) for v in step.get("with", {}).values()), f"{page.name}: inputs are strings"
+    assert checked >= 4
+
+
+def test_the_ci_page_quotes_pytest_args_as_the_action_splits_them() -> None:
+    """The quoted -k expression the page shows reaches pytest as one argument."""
+    import yaml
+
+    (step,) = [s for x in yaml_snippets(CI_PAGE) if isinstance(d := yaml.safe_load(x), list) for s in d
+               if "pytest-args" in s.get("with", {})]
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "action" / "words.py"), "pytest-args", step["with"]["pytest-args"]],
+        capture_output=True, text=True, timeout=30, check=True,
+    )
+    assert done.stdout.split("\0")[:4] == ["-m", "rag_eval", "-k", "hybrid and not rerank"]
+
+
+def test_the_ci_page_lists_every_input_with_its_default() -> None:
     action = load(ACTION)
-    table = README.split("| input | default | meaning |", 1)[1].split("\n\n", 1)[0]
+    table = CI_PAGE.split("| input | default | meaning |", 1)[1].split("\n\n", 1)[0]
     rows = {cells[1].strip("` "): cells[2].strip() for cells in (line.split("|") for line in table.splitlines()[2:])}
     assert tuple(rows) == INPUTS
     for name, spec in action["inputs"].items():
@@ -135,8 +171,8 @@ def test_the_readme_lists_every_input_with_its_default() -> None:
         assert rows[name] == expected, name
 
 
-def test_the_readme_shows_the_comment_picture() -> None:
+def test_the_ci_page_shows_the_comment_picture() -> None:
     picture = ROOT / "docs" / "pr-comment.png"
-    assert "](docs/pr-comment.png)" in README
+    assert "](pr-comment.png)" in CI_PAGE
     assert picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert picture.stat().st_size < 300_000

@@ -277,11 +277,11 @@ def test_the_label_to_take_off_is_written_for_a_url(workspace: Path, monkeypatch
     assert (workspace / "output").read_text(encoding="utf-8").endswith("unlabel=needs%20review%2Fok\n")
 
 
-README = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+CI_PAGE = (Path(__file__).resolve().parents[2] / "docs" / "ci.md").read_text(encoding="utf-8")
 
 
-def test_the_readme_event_example_is_what_pr_check_reads(workspace: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    block = README.split("<!-- pr-check-event:start -->", 1)[1].split("<!-- pr-check-event:end -->", 1)[0]
+def test_the_documented_event_example_is_what_pr_check_reads(workspace: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    block = CI_PAGE.split("<!-- pr-check-event:start -->", 1)[1].split("<!-- pr-check-event:end -->", 1)[0]
     example = block.strip().removeprefix("```json").removesuffix("```")
     (workspace / "event.json").write_text(example, encoding="utf-8")
     assert main(["pr-check", "changes.json", "--event", "event.json"]) == 0

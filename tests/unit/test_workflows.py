@@ -80,6 +80,23 @@ def test_workflow_passes_actionlint(lint: Lint, workflow: Path) -> None:
     assert not findings, "actionlint findings:\n" + "\n".join(findings)
 
 
+def documented_workflows() -> list[tuple[str, str]]:
+    """The whole workflows docs/ shows (a yaml snippet with `jobs:`), as (page:line, source)."""
+    found = []
+    for page in sorted((ROOT / "docs").glob("*.md")):
+        text = page.read_text(encoding="utf-8")
+        for match in re.finditer(r"^```yaml\n(.*?)^```$", text, re.S | re.M):
+            if re.search(r"^jobs:", match.group(1), re.M):
+                found.append((f"{page.name}:{text.count(chr(10), 0, match.start()) + 1}", match.group(1)))
+    return found
+
+
+@pytest.mark.parametrize(("where", "source"), documented_workflows(), ids=[w for w, _ in documented_workflows()])
+def test_documented_workflows_pass_actionlint(lint: Lint, where: str, source: str) -> None:
+    findings = lint(source, "rag-eval.yml")
+    assert not findings, f"{where}: actionlint findings:\n" + "\n".join(findings)
+
+
 def test_actionlint_reports_a_broken_workflow(lint: Lint) -> None:
     # Guards against a linter that silently passes everything.
     findings = "\n".join(lint(BROKEN, "broken.yml"))
