@@ -1,6 +1,6 @@
 """Render docs/pr-comment.png from a real run of the action's steps on the bundled sample.
 
-The README's picture must show what the comment says today, so it is made, not drawn: a
+The manual's picture (docs/ci.md) must show what the comment says today, so it is made, not drawn: a
 two-commit repository holds the sample (base: this repository's config and baseline; pull
 request: bm25 retuned to k1 = 0.3, b = 0.2, bm25 and hybrid re-recorded with
 `--rag-allow-regression`, no label), the gate writes its results, `ragretrieval diff

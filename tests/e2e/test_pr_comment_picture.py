@@ -1,4 +1,4 @@
-"""docs/pr_comment_picture.py, which makes the README's picture of the comment, still runs.
+"""docs/pr_comment_picture.py, which makes the manual's picture of the comment (docs/ci.md), still runs.
 
 The picture must come from a real run, so the script that makes it is kept working: it runs the
 action's steps on the bundled sample and photographs the comment in a headless browser. Rendered

@@ -1,4 +1,4 @@
-"""The README's written policies, one test each: ties, questions judged only grade 0, questions a run lacks.
+"""The manual's written policies (docs/metrics.md, docs/retrievers.md), one test each: ties, questions judged only grade 0, questions a run lacks.
 
 (The run-file tie rule and trec_eval -c are also checked against trec_eval's own files in
 test_run_files.py; the vector retriever's `ORDER BY distance, id` in tests/e2e/test_vector.py.)
