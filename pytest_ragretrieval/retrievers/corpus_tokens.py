@@ -27,6 +27,9 @@ PROBE_SECONDS = 0.25
 """How long this process tokenizes alone before the rest is shared out (it measures meanwhile)."""
 BLOCK = 64
 """Texts tokenized between two looks at the clock while measuring."""
+BUDGET = 60.0
+"""Seconds forked processes get beyond 20 times the rest's estimated time, before they are killed."""
+"""Texts tokenized between two looks at the clock while measuring."""
 
 Part = tuple[list[str], list[np.ndarray], list[str]]
 """A vocabulary, the token ids of some texts in it, and those texts."""
@@ -98,12 +101,13 @@ def _tokenize(name: str, misses: list[str], workers: int) -> list[Part]:
     seconds = time.perf_counter() - started
     measured = Measured(seconds, _size(misses[:done]), _size(rest), idle_cores(before, cpu_times()))
     own, *others = _split(rest, processes(workers, measured))
+    deadline = time.monotonic() + BUDGET + 20 * seconds * measured.left / max(1, measured.done)
     children: list[Child] = []
     try:
         children.extend(fork(partial(_flat, name, share)) for share in others)
         parts.append((*tokenize_batch(name, own), own))
         for share in others:
-            parts.append((*_unflat(result(children.pop(0))), share))
+            parts.append((*_unflat(result(children.pop(0), deadline)), share))
     except ChildFailed as exc:
         raise RagError(f"tokenizing the corpus with {name} in a worker process failed: {exc}") from None
     finally:

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import gc
 import os
+import select
 import signal
 import threading
+import time
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -133,10 +135,21 @@ def _child(task: Callable[[], bytes], read: int, write: int) -> NoReturn:
         os._exit(code)
 
 
-def result(child: Child) -> bytes:
-    """The child's bytes, once it ended; ChildFailed with its error or how it ended."""
-    with os.fdopen(child.fd, "rb") as stream:
-        data = stream.read()
+def result(child: Child, deadline: float) -> bytes:
+    """The child's bytes, once it ended; ChildFailed with its error or how it ended, or when it is
+    not done by `deadline` (time.monotonic(); it is killed then)."""
+    chunks = []
+    with os.fdopen(child.fd, "rb", buffering=0) as stream:
+        while select.select([stream], [], [], max(0.0, deadline - time.monotonic()))[0]:
+            chunk = stream.read(1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        else:
+            os.kill(child.pid, signal.SIGKILL)
+            os.waitpid(child.pid, 0)
+            raise ChildFailed("it was not done in time (killed)")
+    data = b"".join(chunks)
     _, status = os.waitpid(child.pid, 0)
     if data[:1] == b"\1":
         lines = data[1:].decode("utf-8", "replace").strip().splitlines()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
@@ -88,12 +89,12 @@ def stepping_clock(monkeypatch: pytest.MonkeyPatch, step: float) -> None:
         now[0] += step
         return now[0]
 
-    monkeypatch.setattr(module, "time", SimpleNamespace(perf_counter=perf_counter))
+    monkeypatch.setattr(module, "time", SimpleNamespace(perf_counter=perf_counter, monotonic=time.monotonic))
 
 
 def counted_forks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     forks: list[int] = []
-    real = module.fork
+    real = parallel.fork
 
     def fork(task: Callable[[], bytes]) -> parallel.Child:
         forks.append(1)
@@ -159,8 +160,22 @@ def test_a_failing_child_is_one_line_naming_the_tokenizer(tmp_path: Path, monkey
     assert not namespace(tmp_path).folder.exists() or not list(namespace(tmp_path).folder.glob("*.pack"))
 
 
-def test_a_killed_child_says_how_it_ended() -> None:
-    child = parallel.fork(lambda: os.kill(os.getpid(), signal.SIGKILL) or b"")
+def test_a_killed_child_says_how_it_ended_and_a_late_one_is_killed() -> None:
+    later = time.monotonic() + 60
+    def killed() -> bytes:
+        os.kill(os.getpid(), signal.SIGKILL)
+        return b""
+
+    def asleep() -> bytes:
+        time.sleep(60)
+        return b""
+
+    child = parallel.fork(killed)
     with pytest.raises(ChildFailed, match=r"^it ended with signal 9 and handed back nothing$"):
-        parallel.result(child)
-    assert parallel.result(parallel.fork(lambda: b"answer")) == b"answer"
+        parallel.result(child, later)
+    assert parallel.result(parallel.fork(lambda: b"answer" * 300_000), later) == b"answer" * 300_000
+    slow = parallel.fork(asleep)
+    with pytest.raises(ChildFailed, match=r"^it was not done in time \(killed\)$"):
+        parallel.result(slow, time.monotonic() + 0.2)
+    with pytest.raises(ProcessLookupError):
+        os.kill(slow.pid, 0)
