@@ -29,7 +29,6 @@ BLOCK = 64
 """Texts tokenized between two looks at the clock while measuring."""
 BUDGET = 60.0
 """Seconds forked processes get beyond 20 times the rest's estimated time, before they are killed."""
-"""Texts tokenized between two looks at the clock while measuring."""
 
 Part = tuple[list[str], list[np.ndarray], list[str]]
 """A vocabulary, the token ids of some texts in it, and those texts."""
