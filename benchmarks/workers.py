@@ -9,12 +9,13 @@ this script for the loaded half and killed before it ends.
 
 Corpora: benchmarks/corpus.py's synthetic Chinese chunks (100-300 characters) at the sizes asked,
 and `cmrc`: 848 passages of about 640 characters (three synthetic chunks each), CMRC 2018's size.
-Usage: python benchmarks/workers.py [--sizes cmrc,20000,100000] [--rounds 3] [--busy 2]
+Usage: python benchmarks/workers.py [--sizes cmrc,20000,100000] [--rounds 3] [--busy 2] [--no-forked]
 """
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
 import statistics
@@ -78,12 +79,11 @@ def cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
-def measure(texts: Path, rounds: int, work: Path) -> dict[str, list[dict[str, object]]]:
+def measure(texts: Path, rounds: int, work: Path, order: list[str]) -> dict[str, list[dict[str, object]]]:
     """Each variant `rounds` times, the order rotated round by round."""
     runs: dict[str, list[dict[str, object]]] = {variant: [] for variant in VARIANTS}
-    order = list(VARIANTS)
     for number in range(rounds):
-        for variant in order[number % 3:] + order[:number % 3]:
+        for variant in order[number % len(order):] + order[:number % len(order)]:
             runs[variant].append(run_once(texts, variant, work))
     return runs
 
@@ -93,7 +93,10 @@ def main() -> None:
     parser.add_argument("--sizes", default="cmrc,20000,100000")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--busy", type=int, default=2, help="busy-loop processes beside the loaded runs")
+    parser.add_argument("--forked", action=argparse.BooleanOptionalAction, default=True,
+                        help="also run 2 processes whatever the rule says")
     args = parser.parse_args()
+    order = list(VARIANTS) if args.forked else ["1", "2"]
     work = HERE / ".work" / "workers"
     work.mkdir(parents=True, exist_ok=True)
     print(f"machine: {os.cpu_count()} CPUs ({len(os.sched_getaffinity(0))} usable), {cpu_model()}, "
@@ -109,12 +112,13 @@ def main() -> None:
             spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(busy)]
             try:
                 seen = loadavg()
-                runs = measure(path, args.rounds, work)
+                runs = measure(path, args.rounds, work, order)
             finally:
                 for spinner in spinners:
                     spinner.kill()
                     spinner.wait()
-            one, two, forked = (statistics.median(float(str(run["seconds"])) for run in runs[v]) for v in VARIANTS)
+            one, two, forked = (statistics.median(float(str(run["seconds"])) for run in runs[v]) if runs[v] else math.nan
+                                for v in VARIANTS)
             chosen = ",".join(str(run["processes"]) for run in runs["2"])
             equal = len({run["pack"] for variant in VARIANTS for run in runs[variant]}) == 1
             label = f"{busy} busy loops" if busy else "as it is"
