@@ -28,7 +28,7 @@ import corpus
 
 HERE = Path(__file__).resolve().parent
 ONE_RUN = """
-import json, sys, time
+import json, resource, sys, time
 from pathlib import Path
 from pytest_ragretrieval.cache import Cache
 from pytest_ragretrieval.retrievers import corpus_tokens
@@ -41,8 +41,10 @@ space = Cache(Path(sys.argv[3])).namespace("tokens", corpus_tokens.tokenizer_id(
 started = time.perf_counter()
 corpus_tokens.cached_tokens(texts, "jieba", space, int(sys.argv[2]))
 took = time.perf_counter() - started
+cpu = sum(resource.getrusage(who).ru_utime + resource.getrusage(who).ru_stime
+          for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
 (pack,) = space.folder.glob("*.pack")
-print(json.dumps({"seconds": took, "processes": chosen[0] if chosen else 1, "pack": pack.name}))
+print(json.dumps({"seconds": took, "cpu": cpu, "processes": chosen[0] if chosen else 1, "pack": pack.name}))
 """
 
 
@@ -104,6 +106,7 @@ def main() -> None:
     print("| corpus | characters | beside | load avg (1/5/15 min) | workers=1 s | workers=2 s | ratio 2/1 "
           "| processes chosen | 2 forked s | ratio forked/1 | packs equal |")
     print("| --- | ---: | --- | --- | ---: | ---: | ---: | --- | ---: | ---: | --- |")
+    details: list[str] = []
     for size in args.sizes.split(","):
         texts = texts_of(size)
         path = work / f"texts-{size}.json"
@@ -122,9 +125,16 @@ def main() -> None:
             chosen = ",".join(str(run["processes"]) for run in runs["2"])
             equal = len({run["pack"] for variant in VARIANTS for run in runs[variant]}) == 1
             label = f"{busy} busy loops" if busy else "as it is"
+            details.append(f"- {size}, {label}: " + ", ".join(
+                f"{variant} {float(str(run['seconds'])):.1f}/{float(str(run['cpu'])):.1f}"
+                for number in range(args.rounds) for variant in order if number < len(runs[variant])
+                for run in [runs[variant][number]]))
             print(f"| {size} | {sum(map(len, texts)):,} | {label} | {seen} | {one:.2f} | {two:.2f} | {two / one:.2f} "
                   f"| {chosen} | {forked:.2f} | {forked / one:.2f} | {'yes' if equal else 'NO'} |", flush=True)
-    print(f"load average at end {loadavg()}; {args.rounds} rounds each, medians")
+    print(f"load average at end {loadavg()}; {args.rounds} rounds each, medians. Each run, round by round, "
+          "as variant wall s / CPU s (this process and its forked ones, the whole process's):")
+    for line in details:
+        print(line)
 
 
 if __name__ == "__main__":
