@@ -2,30 +2,36 @@
 
 Entries live in the `tokens` namespace of `tokenizer_id` (the tokenizer's name and version,
 and the version of our rule on top: lower-cased, blank tokens dropped), keyed by the text. A
-pack stores token ids into its own vocabulary. Misses are tokenized in `workers` fresh Python
-processes (`python -m` this module), which load the tokenizer's default dictionary exactly as
-this process does; unlike multiprocessing's spawn they never re-run the caller's __main__.
+pack stores token ids into its own vocabulary. Misses are tokenized here, and on up to
+`workers` - 1 processes forked from this one where they pay (`parallel.py`): a fork inherits
+the tokenizer this process built, user dictionary included, and never re-runs the caller's
+__main__.
 """
 from __future__ import annotations
 
-import os
 import pickle
-import subprocess
-import sys
-import tempfile
+import time
 from collections.abc import Sequence
-from pathlib import Path
+from functools import partial
 
 import numpy as np
 
 from ..cache import Namespace
 from ..errors import RagError
+from .parallel import Child, ChildFailed, Measured, cpu_times, fork, idle_cores, processes, result, stop
 from .tokens import describe, tokenizer
 
 RULE = "tokens 1"
 """Bump when what we do to the tokenizer's output changes: cached tokens then stop matching."""
-PARALLEL_FROM = 2000
-"""Fewer misses than this are tokenized here: starting processes costs about a second."""
+PROBE_SECONDS = 0.25
+"""How long this process tokenizes alone before the rest is shared out (it measures meanwhile)."""
+BLOCK = 64
+"""Texts tokenized between two looks at the clock while measuring."""
+BUDGET = 60.0
+"""Seconds forked processes get beyond 20 times the rest's estimated time, before they are killed."""
+
+Part = tuple[list[str], list[np.ndarray], list[str]]
+"""A vocabulary, the token ids of some texts in it, and those texts."""
 
 
 def tokenizer_id(name: str) -> str:
@@ -33,7 +39,7 @@ def tokenizer_id(name: str) -> str:
 
 
 def tokenize_batch(name: str, texts: Sequence[str]) -> tuple[list[str], list[np.ndarray]]:
-    """(vocabulary, token ids per text) for one batch; runs in a worker process."""
+    """(vocabulary, token ids per text, the vocabulary in order of first use) for one batch."""
     tokenize = tokenizer(name)
     vocabulary: dict[str, int] = {}
     rows = []
@@ -47,8 +53,8 @@ def tokenize_batch(name: str, texts: Sequence[str]) -> tuple[list[str], list[np.
 def cached_tokens(
     texts: Sequence[str], name: str, namespace: Namespace, workers: int
 ) -> tuple[list[str], list[np.ndarray]]:
-    """(vocabulary, token ids per text, in order): cached entries read, the misses tokenized on
-    `workers` processes and written as one pack. A readonly cache is no reason to fail here:
+    """(vocabulary, token ids per text, in order): cached entries read, the misses tokenized (on up
+    to `workers` processes) and written as one pack. A readonly cache is no reason to fail here:
     tokenizing needs no model or key, so misses are tokenized and just not written."""
     unique = list(dict.fromkeys(texts))
     vocabulary, found = namespace.read_tokens(unique)
@@ -74,36 +80,61 @@ def _own_vocabulary(entries: dict[str, np.ndarray], vocabulary: list[str]) -> tu
     return {text: renumber[ids] for text, ids in entries.items()}, [vocabulary[i] for i in used.tolist()]
 
 
-def _tokenize(name: str, misses: list[str], workers: int) -> list[tuple[list[str], list[np.ndarray], list[str]]]:
-    if workers <= 1 or len(misses) < PARALLEL_FROM:
+def _tokenize(name: str, misses: list[str], workers: int) -> list[Part]:
+    """The misses as contiguous parts, in order, so the merged vocabulary (and the pack) is the same
+    whatever the split. This process tokenizes alone for PROBE_SECONDS, measuring its speed and the
+    cores idle beside it; `parallel.processes` then says how many processes share the rest, the
+    others forked from this one with the dictionary it loaded."""
+    if workers <= 1:
         return [(*tokenize_batch(name, misses), misses)]
-    parts = [misses[i::workers] for i in range(workers)]
-    package_root = str(Path(__file__).parents[2])
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([package_root, os.environ.get("PYTHONPATH", "")]))
-    children = []
-    for part in parts:
-        errors = tempfile.TemporaryFile()
-        child = subprocess.Popen(
-            [sys.executable, "-m", __name__, name],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors, env=env,
-        )
-        assert child.stdin is not None
-        child.stdin.write(pickle.dumps(part))
-        child.stdin.close()
-        children.append((child, errors))
-    done = []
-    for (child, errors), part in zip(children, parts, strict=True):
-        assert child.stdout is not None
-        output = child.stdout.read()
-        if child.wait() != 0:
-            errors.seek(0)
-            last = (errors.read().decode("utf-8", "replace").strip().splitlines() or ["no message"])[-1]
-            raise RagError(f"tokenizing the corpus with {name} in a worker process failed: {last}")
-        errors.close()
-        words, rows = pickle.loads(output)
-        done.append((words, rows, part))
-    return done
+    before = cpu_times()
+    tokenizer(name)  # the dictionary, loaded once, here
+    started = time.perf_counter()
+    parts: list[Part] = []
+    done = 0
+    while done < len(misses) and time.perf_counter() - started < PROBE_SECONDS:
+        block = misses[done:done + BLOCK]
+        parts.append((*tokenize_batch(name, block), block))
+        done += len(block)
+    rest = misses[done:]
+    seconds = time.perf_counter() - started
+    measured = Measured(seconds, _size(misses[:done]), _size(rest), idle_cores(before, cpu_times()))
+    own, *others = _split(rest, processes(workers, measured))
+    deadline = time.monotonic() + BUDGET + 20 * seconds * measured.left / max(1, measured.done)
+    children: list[Child] = []
+    try:
+        children.extend(fork(partial(_flat, name, share)) for share in others)
+        parts.append((*tokenize_batch(name, own), own))
+        for share in others:
+            parts.append((*_unflat(result(children.pop(0), deadline)), share))
+    except ChildFailed as exc:
+        raise RagError(f"tokenizing the corpus with {name} in a worker process failed: {exc}") from None
+    finally:
+        stop(children)
+    return parts
 
 
-if __name__ == "__main__":  # a worker: texts in (pickled on stdin), (vocabulary, rows) out
-    sys.stdout.buffer.write(pickle.dumps(tokenize_batch(sys.argv[1], pickle.load(sys.stdin.buffer))))
+def _size(texts: Sequence[str]) -> int:
+    return sum(len(text) for text in texts)
+
+
+def _split(texts: list[str], count: int) -> list[list[str]]:
+    """`texts` in `count` contiguous shares of about equal characters (never an empty one)."""
+    if count <= 1 or len(texts) <= 1:
+        return [texts]
+    ends = np.cumsum([len(text) for text in texts])
+    cuts = np.searchsorted(ends, ends[-1] * np.arange(1, count) / count) + 1
+    bounds = [0, *np.minimum(cuts, len(texts)).tolist(), len(texts)]
+    return [texts[a:b] for a, b in zip(bounds, bounds[1:], strict=False) if b > a]
+
+
+def _flat(name: str, texts: list[str]) -> bytes:
+    """A forked process's answer: its vocabulary, then every row in one array (one pickle, not one per row)."""
+    words, rows = tokenize_batch(name, texts)
+    flat = np.concatenate([*rows, np.zeros(0, dtype=np.int32)])
+    return pickle.dumps((words, np.array([row.size for row in rows], dtype=np.int64), flat), protocol=5)
+
+
+def _unflat(data: bytes) -> tuple[list[str], list[np.ndarray]]:
+    words, lengths, flat = pickle.loads(data)
+    return words, np.split(flat, np.cumsum(lengths)[:-1])

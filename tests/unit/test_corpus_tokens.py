@@ -1,4 +1,4 @@
-"""Corpus tokens through the cache: a warm run tokenizes nothing; processes tokenize like this one."""
+"""Corpus tokens through the cache: a warm run tokenizes nothing (forked processes: test_parallel_tokens.py)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -46,14 +46,6 @@ def test_new_texts_are_added_beside_the_cached_ones(tmp_path: Path) -> None:
     found = cached_tokens(TEXTS, "jieba", namespace(tmp_path), workers=1)
     assert words(found) == [tokenizer("jieba")(text) for text in TEXTS]
     assert len(list(namespace(tmp_path).folder.glob("*.pack"))) == 2
-
-
-def test_worker_processes_tokenize_exactly_as_this_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """jieba's default dictionary and HMM are deterministic: spawned workers give the same tokens."""
-    monkeypatch.setattr(module, "PARALLEL_FROM", 0)
-    texts = [f"{text}，第{i}条" for i, text in enumerate(TEXTS * 3)]
-    parallel = cached_tokens(texts, "jieba", namespace(tmp_path / "p"), workers=2)
-    assert words(parallel) == [tokenizer("jieba")(text) for text in texts]
 
 
 def test_a_readonly_cache_without_the_tokens_tokenizes_and_writes_nothing(tmp_path: Path) -> None:

@@ -158,7 +158,8 @@ def test_the_token_cache_and_worker_processes_key_on_the_dictionary(tmp_path: Pa
     assert tokenizer_id(with_term) != tokenizer_id("jieba")
     assert tokenizer_id(with_term) == f"jieba {jieba.__version__}, user dictionary sha256 {with_term.split('|')[1]} (tokens 1)"
     assert str(tmp_path) not in tokenizer_id(with_term)
-    monkeypatch.setattr(corpus_tokens, "PARALLEL_FROM", 0)
+    monkeypatch.setattr(corpus_tokens, "PROBE_SECONDS", 0.0)
+    monkeypatch.setattr(corpus_tokens, "processes", lambda workers, measured: 3)
     texts = [f"云桌面登录第{i}次" for i in range(6)]
     namespace = Cache(tmp_path / "cache", "readwrite").namespace("tokens", tokenizer_id(with_term), dtype="<i4")
     vocabulary, rows = cached_tokens(texts, with_term, namespace, workers=2)

@@ -1,0 +1,175 @@
+"""CPU-bound work on forked processes, only where they pay: the rule, the measurement behind it, the fork.
+
+Fresh interpreters each load jieba's dictionary again (about a second of CPU each), which on a
+2-core CI runner whose cores are busy made two processes slower than one. A forked child
+inherits the loaded dictionary, so an extra process costs milliseconds; and it is started only
+for a core that stayed idle while this process measured its own speed on the first texts.
+"""
+from __future__ import annotations
+
+import gc
+import os
+import select
+import signal
+import threading
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NoReturn
+
+MIN_SHARE = 0.5
+"""Seconds of work each process must get. Forking and handing the result back take milliseconds;
+the margin covers a speed estimate made on the first texts and a core that gets busy meanwhile."""
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What this process saw while it did the first part of the work alone."""
+
+    seconds: float
+    """How long the part it did took."""
+    done: int
+    """That part's size (characters)."""
+    left: int
+    """The size of what is left."""
+    idle: float | None
+    """Cores idle beside this process meanwhile (of those it may run on); None: not measurable
+    (no /proc/stat), or forking is unsafe (no fork, another thread alive)."""
+
+
+def processes(workers: int, measured: Measured) -> int:
+    """How many processes, this one included, share the rest: one more for each core that stayed
+    idle (rounded), at most `workers`, each with at least MIN_SHARE seconds of the rest at the
+    measured speed; one when idleness is unknown."""
+    if measured.idle is None or measured.done <= 0 or measured.left <= 0:
+        return 1
+    rest = measured.seconds * measured.left / measured.done
+    return max(1, min(workers, 1 + int(measured.idle + 0.5), int(rest / MIN_SHARE)))
+
+
+@dataclass(frozen=True)
+class CpuTimes:
+    idle: int
+    total: int
+    cpus: int
+
+
+def cpu_times() -> CpuTimes | None:
+    """Idle and total time (in clock ticks) of the CPUs this process may run on, from /proc/stat;
+    None where there is none (not Linux) or forking is unsafe: a thread other than this one may
+    hold a lock the child would need."""
+    if not hasattr(os, "fork") or threading.active_count() > 1:
+        return None
+    try:
+        allowed = os.sched_getaffinity(0)
+        lines = Path("/proc/stat").read_text(encoding="ascii").splitlines()
+    except (AttributeError, OSError, ValueError):
+        return None
+    idle = total = cpus = 0
+    for line in lines:
+        name, *fields = line.split()
+        if name[:3] == "cpu" and name[3:].isdigit() and int(name[3:]) in allowed:
+            ticks = [int(field) for field in fields[:8]]  # user nice system idle iowait irq softirq steal
+            idle += ticks[3] + ticks[4]
+            total += sum(ticks)
+            cpus += 1
+    return CpuTimes(idle, total, cpus) if cpus else None
+
+
+def idle_cores(before: CpuTimes | None, after: CpuTimes | None) -> float | None:
+    """Cores idle between two readings (this process was busy on one of them); None without both,
+    or when the window is under 5 clock ticks per CPU (too short to say)."""
+    if before is None or after is None or before.cpus != after.cpus:
+        return None
+    total = after.total - before.total
+    if total < 5 * after.cpus:
+        return None
+    return after.cpus * (after.idle - before.idle) / total
+
+
+class ChildFailed(Exception):
+    """A forked process raised, was killed, or handed back nothing."""
+
+
+@dataclass(frozen=True)
+class Child:
+    pid: int
+    fd: int
+
+
+def fork(task: Callable[[], bytes]) -> Child:
+    """A child process running `task` on what this one holds now, its bytes coming back through a pipe."""
+    read, write = os.pipe()
+    with warnings.catch_warnings():
+        # Python 3.12+ warns about any thread, BLAS's idle pool included; cpu_times already
+        # refused when another Python thread is alive, and the child calls into no library pool.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
+    if pid == 0:
+        _child(task, read, write)
+    os.close(write)
+    return Child(pid, read)
+
+
+def _child(task: Callable[[], bytes], read: int, write: int) -> NoReturn:
+    """Runs in the child: the parent's signal handlers (the gate's cleanup) and its garbage
+    collector (which would touch, and so copy, every page) are off; it leaves by os._exit, so no
+    atexit hook or finalizer of the parent's (a database connection's goodbye) runs here."""
+    code = 1
+    try:
+        os.close(read)
+        for number in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(number, signal.SIG_DFL)
+        gc.disable()
+        data = b"\0" + task()
+        code = 0
+    except BaseException as exc:  # noqa: BLE001 - everything goes back to the parent as one line
+        data = b"\1" + f"{type(exc).__name__}: {exc}".encode("utf-8", "replace")
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(write, view):]
+    finally:
+        os._exit(code)
+
+
+def result(child: Child, deadline: float) -> bytes:
+    """The child's bytes, once it ended; ChildFailed with its error or how it ended, or when it is
+    not done by `deadline` (time.monotonic(); it is killed then)."""
+    chunks = []
+    with os.fdopen(child.fd, "rb", buffering=0) as stream:
+        while select.select([stream], [], [], max(0.0, deadline - time.monotonic()))[0]:
+            chunk = stream.read(1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        else:
+            os.kill(child.pid, signal.SIGKILL)
+            os.waitpid(child.pid, 0)
+            raise ChildFailed("it was not done in time (killed)")
+    data = b"".join(chunks)
+    _, status = os.waitpid(child.pid, 0)
+    if data[:1] == b"\1":
+        lines = data[1:].decode("utf-8", "replace").strip().splitlines()
+        raise ChildFailed(lines[-1] if lines else "no message")
+    if status != 0 or data[:1] != b"\0":
+        code = os.waitstatus_to_exitcode(status)
+        ended = f"signal {-code}" if code < 0 else f"exit status {code}"
+        raise ChildFailed(f"it ended with {ended} and handed back nothing")
+    return data[1:]
+
+
+def stop(children: Sequence[Child]) -> None:
+    """Kill and reap children whose result was not read (this process is unwinding)."""
+    for child in children:
+        try:
+            os.kill(child.pid, signal.SIGKILL)
+            os.waitpid(child.pid, 0)
+        except (ProcessLookupError, ChildProcessError):
+            pass
+        try:
+            os.close(child.fd)
+        except OSError:
+            pass

@@ -1,0 +1,181 @@
+"""Tokenizing on forked processes: the rule that chooses how many (measurements injected, no timing),
+and the same tokens and the same pack bytes whatever the split."""
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from pytest_ragretrieval.cache import Cache
+from pytest_ragretrieval.errors import RagError
+from pytest_ragretrieval.retrievers import corpus_tokens as module
+from pytest_ragretrieval.retrievers import parallel
+from pytest_ragretrieval.retrievers.corpus_tokens import cached_tokens, tokenizer_id
+from pytest_ragretrieval.retrievers.parallel import ChildFailed, CpuTimes, Measured, idle_cores, processes
+from pytest_ragretrieval.retrievers.tokens import tokenizer
+
+TEXTS = [f"{text}，第{i}条" for i, text in enumerate(
+    ["一线城市住宿标准为每晚600元", "出差结束后提交报销单并附发票", "ORDER-2024 表示订单已超时关闭", "一线城市"] * 4
+)]
+
+
+def namespace(folder: Path):  # type: ignore[no-untyped-def]
+    return Cache(folder, "readwrite").namespace("tokens", tokenizer_id("jieba"), dtype="<i4")
+
+
+def measured(idle: float | None, seconds: float = 1.0, done: int = 100, left: int = 900) -> Measured:
+    return Measured(seconds=seconds, done=done, left=left, idle=idle)
+
+
+def test_no_idle_core_means_one_process_whatever_workers_says() -> None:
+    assert processes(2, measured(idle=0.0)) == 1
+    assert processes(16, measured(idle=0.4)) == 1  # 0.4 rounds down: the other core is mostly busy
+    assert processes(2, measured(idle=None)) == 1  # not measurable, or forking unsafe
+
+
+def test_each_idle_core_gets_a_process_up_to_workers() -> None:
+    assert processes(2, measured(idle=1.0)) == 2
+    assert processes(2, measured(idle=0.5)) == 2
+    assert processes(8, measured(idle=2.6)) == 4  # this one and 3 idle cores (rounded)
+    assert processes(3, measured(idle=7.0)) == 3
+    assert processes(1, measured(idle=7.0)) == 1
+
+
+def test_each_process_gets_at_least_half_a_second_of_the_rest() -> None:
+    # 100 characters took 0.1 s, so 900 left take 0.9 s: one share of 0.5 s fits, two do not.
+    assert processes(4, measured(idle=3.0, seconds=0.1)) == 1
+    # 1,100 left take 1.1 s: two shares.
+    assert processes(4, measured(idle=3.0, seconds=0.1, left=1100)) == 2
+    assert processes(4, measured(idle=3.0, left=0)) == 1
+    assert processes(4, measured(idle=3.0, done=0)) == 1
+
+
+def test_idle_cores_from_two_readings() -> None:
+    before = CpuTimes(idle=1000, total=4000, cpus=2)
+    # 50 ticks on each of 2 CPUs, 60 of the 100 idle: 1.2 cores idle.
+    assert idle_cores(before, CpuTimes(idle=1060, total=4100, cpus=2)) == pytest.approx(1.2)
+    assert idle_cores(before, CpuTimes(idle=1000, total=4100, cpus=2)) == 0.0
+    assert idle_cores(before, CpuTimes(idle=1005, total=4009, cpus=2)) is None  # under 5 ticks a CPU
+    assert idle_cores(None, before) is None
+    assert idle_cores(before, CpuTimes(idle=1060, total=4100, cpus=3)) is None
+
+
+@pytest.mark.skipif(not Path("/proc/stat").exists(), reason="reads Linux's /proc/stat")
+def test_cpu_times_reads_the_cpus_this_process_may_use_and_refuses_beside_a_thread() -> None:
+    found = parallel.cpu_times()
+    assert found is not None and found.cpus == len(os.sched_getaffinity(0)) and 0 <= found.idle <= found.total
+    release = threading.Event()
+    other = threading.Thread(target=release.wait)
+    other.start()
+    try:
+        assert parallel.cpu_times() is None
+    finally:
+        release.set()
+        other.join()
+
+
+def stepping_clock(monkeypatch: pytest.MonkeyPatch, step: float) -> None:
+    """Every look at the clock is `step` seconds later: the probe ends after a known number of blocks."""
+    now = [0.0]
+
+    def perf_counter() -> float:
+        now[0] += step
+        return now[0]
+
+    monkeypatch.setattr(module, "time", SimpleNamespace(perf_counter=perf_counter, monotonic=time.monotonic))
+
+
+def counted_forks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    forks: list[int] = []
+    real = parallel.fork
+
+    def fork(task: Callable[[], bytes]) -> parallel.Child:
+        forks.append(1)
+        return real(task)
+
+    monkeypatch.setattr(module, "fork", fork)
+    return forks
+
+
+@pytest.mark.parametrize(("idle", "expected"), [(0.0, 0), (1.0, 1)])
+def test_the_measured_idle_cores_decide_whether_a_process_is_forked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, idle: float, expected: int
+) -> None:
+    """The probe tokenizes one block of 2 texts in 0.2 s (so the 14 left take about 2 s): time enough
+    for 2 processes; only the measured idleness differs."""
+    stepping_clock(monkeypatch, 0.1)
+    monkeypatch.setattr(module, "BLOCK", 2)
+    monkeypatch.setattr(module, "idle_cores", lambda before, after: idle)
+    forks = counted_forks(monkeypatch)
+    vocabulary, rows = cached_tokens(TEXTS, "jieba", namespace(tmp_path), workers=2)
+    assert len(forks) == expected
+    assert [[vocabulary[i] for i in row] for row in rows] == [tokenizer("jieba")(text) for text in TEXTS]
+
+
+def split_run(folder: Path, monkeypatch: pytest.MonkeyPatch, count: int, step: float | None) -> tuple[object, bytes]:
+    """Tokens and pack bytes with `count` processes; `step`: the probe's clock (None: no probe)."""
+    with monkeypatch.context() as patch:
+        patch.setattr(module, "BLOCK", 3)
+        patch.setattr(module, "processes", lambda workers, measured: count)
+        if step is None:
+            patch.setattr(module, "PROBE_SECONDS", 0.0)
+        else:
+            stepping_clock(patch, step)
+        vocabulary, rows = cached_tokens(TEXTS, "jieba", namespace(folder), workers=count)
+    (pack,) = namespace(folder).folder.glob("*.pack")
+    return (vocabulary, [row.tolist() for row in rows]), pack.read_bytes()
+
+
+def test_the_tokens_and_the_pack_are_byte_identical_whatever_the_split(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reference = split_run(tmp_path / "one", monkeypatch, 1, None)
+    forks = counted_forks(monkeypatch)
+    for name, count, step in [("two", 2, None), ("three", 3, None), ("probed", 3, 0.1), ("all-probed", 2, 1e-9)]:
+        assert split_run(tmp_path / name, monkeypatch, count, step) == reference, name
+    assert len(forks) == 1 + 2 + 2  # all-probed: the probe tokenized every text, nothing was left to share
+
+
+def test_a_failing_child_is_one_line_naming_the_tokenizer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real = module.tokenize_batch
+
+    def tokenize_batch(name: str, texts: list[str]) -> tuple[list[str], list[np.ndarray]]:
+        if any("BOOM" in text for text in texts):
+            raise ValueError("cannot tokenize BOOM")
+        return real(name, texts)
+
+    monkeypatch.setattr(module, "tokenize_batch", tokenize_batch)
+    monkeypatch.setattr(module, "PROBE_SECONDS", 0.0)
+    monkeypatch.setattr(module, "processes", lambda workers, measured: 2)
+    with pytest.raises(RagError, match=r"^tokenizing the corpus with jieba in a worker process failed: "
+                                       r"ValueError: cannot tokenize BOOM$"):
+        cached_tokens([*TEXTS, "BOOM"], "jieba", namespace(tmp_path), workers=2)
+    assert not namespace(tmp_path).folder.exists() or not list(namespace(tmp_path).folder.glob("*.pack"))
+
+
+def test_a_killed_child_says_how_it_ended_and_a_late_one_is_killed() -> None:
+    later = time.monotonic() + 60
+    def killed() -> bytes:
+        os.kill(os.getpid(), signal.SIGKILL)
+        return b""
+
+    def asleep() -> bytes:
+        time.sleep(60)
+        return b""
+
+    child = parallel.fork(killed)
+    with pytest.raises(ChildFailed, match=r"^it ended with signal 9 and handed back nothing$"):
+        parallel.result(child, later)
+    assert parallel.result(parallel.fork(lambda: b"answer" * 300_000), later) == b"answer" * 300_000
+    slow = parallel.fork(asleep)
+    with pytest.raises(ChildFailed, match=r"^it was not done in time \(killed\)$"):
+        parallel.result(slow, time.monotonic() + 0.2)
+    with pytest.raises(ProcessLookupError):
+        os.kill(slow.pid, 0)
