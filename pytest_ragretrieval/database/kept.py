@@ -1,0 +1,182 @@
+"""Seeded embedded databases kept under the cache folder and reused while what they hold is unchanged.
+
+An embedded run otherwise pays `initdb` and a COPY of every chunk each time. So in embedded mode
+the data folder is kept in `<cache>/databases/<key>/`, where the key is the digest of all that
+its table depends on: the chunks, the vectors as stored, the index settings and pgserver's
+installed files (Postgres and pgvector). A later run with the same key starts Postgres on it.
+
+A folder is trusted only when `seeded.json` names the same key and `in-use` is absent. `in-use`
+is written before Postgres starts on the folder and removed only after it stopped cleanly with
+no writing transaction since the seeding (the next transaction id unchanged: a retriever that
+made a table, even a temporary one, used one); `seeded.json` is written once the seeding has
+committed. A run killed at any point leaves `in-use`, so the next run wipes the folder and
+seeds again. `lock` is held (flock) by the run using the folder: a second run at the same time
+seeds a temporary database as before. The KEEP most recently used folders are kept.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from contextlib import suppress
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+from ..paths import write_atomic
+from . import leftovers
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    import numpy
+
+    from ..config.settings import IndexSettings
+    from ..evalset.records import Chunk
+
+FOLDER = "databases"
+KEEP = 2
+FORMAT = 1
+"""Bumped when what a seeded folder holds changes shape (the table, the settings written at seeding)."""
+LOCK = "lock"
+SEEDED = "seeded.json"
+IN_USE = "in-use"
+
+
+@dataclass(frozen=True)
+class Kept:
+    """A kept folder locked by this run; `schema` is the seeded schema when it can be reused as is."""
+
+    folder: Path
+    key: str
+    handle: IO[str]
+    schema: str | None
+
+    @property
+    def data(self) -> Path:
+        return self.folder / "data"
+
+    def seeded(self, schema: str) -> None:
+        """The seeding committed: a later run may trust the folder once this one releases it unchanged."""
+        write_atomic(self.folder / SEEDED, json.dumps({"key": self.key, "schema": schema}) + "\n")
+
+    def release(self, unchanged: bool) -> None:
+        """Postgres has stopped: keep the folder when nothing wrote to it, else wipe it; then unlock."""
+        try:
+            if unchanged and (self.folder / SEEDED).exists():
+                (self.folder / IN_USE).unlink(missing_ok=True)
+            else:
+                _wipe(self.folder)
+        finally:
+            self.handle.close()
+
+
+def binaries() -> str:
+    """pgserver's installed files (its Postgres and pgvector): the digest of its RECORD, else its version."""
+    from importlib import metadata
+
+    try:
+        distribution = metadata.distribution("pgserver")
+    except metadata.PackageNotFoundError:
+        return "pgserver not installed"
+    record = distribution.read_text("RECORD")
+    return hashlib.sha256(record.encode("utf-8")).hexdigest() if record else f"pgserver {distribution.version}"
+
+
+def key(chunks: Sequence[Chunk], stored: numpy.ndarray, index: IndexSettings) -> str:
+    """The digest of everything the seeded table depends on (search-time settings such as ef_search excluded)."""
+    import numpy
+
+    built = [index.kind, index.m, index.ef_construction] if index.kind != "exact" else [index.kind]
+    vectors = numpy.ascontiguousarray(stored, dtype="<f4")
+    digest = hashlib.sha256()
+    head = {"format": FORMAT, "binaries": binaries(), "index": built, "shape": list(vectors.shape)}
+    digest.update(json.dumps(head, sort_keys=True).encode("utf-8") + b"\n")
+    rows = (
+        json.dumps([chunk.id, chunk.doc, chunk.text, dict(chunk.metadata)], ensure_ascii=False, sort_keys=True)
+        for chunk in chunks
+    )
+    digest.update("\n".join(rows).encode("utf-8") + b"\n")
+    digest.update(vectors.data.cast("B"))
+    return digest.hexdigest()
+
+
+def claim(cache_dir: Path, digest: str) -> Kept | None:
+    """The folder of `digest`, locked by this run, wiped unless trusted; None when another run holds
+    it, the cache folder cannot be written, or locks do not exist here (Windows)."""
+    try:
+        import fcntl
+    except ImportError:
+        return None
+    root = cache_dir / FOLDER
+    folder = root / digest[:16]
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        if not (root / ".gitignore").exists():
+            write_atomic(root / ".gitignore", "# seeded databases of this machine, never committed\n*\n")
+        handle = (folder / LOCK).open("a+", encoding="utf-8")
+    except OSError:
+        return None
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        if os.fstat(handle.fileno()).st_ino != (folder / LOCK).stat().st_ino:
+            raise OSError("the folder was reclaimed meanwhile")
+        schema = _trusted(folder, digest)
+        if schema is None:
+            _wipe(folder)
+        write_atomic(folder / IN_USE, f"{os.getpid()}\n")
+        os.utime(folder / LOCK)
+    except OSError:
+        handle.close()
+        return None
+    _prune(root, folder)
+    return Kept(folder, digest, handle, schema)
+
+
+def _trusted(folder: Path, digest: str) -> str | None:
+    """The seeded schema when the folder holds what `digest` names and its last user released it unchanged."""
+    if (folder / IN_USE).exists() or not (folder / "data" / "PG_VERSION").is_file():
+        return None
+    try:
+        seeded: Any = json.loads((folder / SEEDED).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(seeded, dict) or seeded.get("key") != digest or not isinstance(seeded.get("schema"), str):
+        return None
+    return str(seeded["schema"])
+
+
+def _wipe(folder: Path) -> None:
+    """Make the folder untrusted first, then stop a killed run's Postgres on it and remove its data."""
+    (folder / SEEDED).unlink(missing_ok=True)
+    data = folder / "data"
+    if (data / "postmaster.pid").exists():
+        with suppress(ImportError):
+            leftovers.stop_postmaster(data)
+    shutil.rmtree(data, ignore_errors=True)
+
+
+def _prune(root: Path, mine: Path) -> None:
+    """Remove the least recently used folders beyond KEEP that no run holds."""
+    import fcntl
+
+    def used(folder: Path) -> float:
+        try:
+            return (folder / LOCK).stat().st_mtime
+        except OSError:
+            return 0.0
+
+    others = sorted((path for path in root.iterdir() if path.is_dir() and path != mine), key=used, reverse=True)
+    for folder in others[KEEP - 1:]:
+        try:
+            handle = (folder / LOCK).open("a+", encoding="utf-8")
+        except OSError:
+            continue
+        with handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                continue
+            _wipe(folder)
+            shutil.rmtree(folder, ignore_errors=True)
