@@ -42,6 +42,7 @@ FORMAT = 1
 LOCK = "lock"
 SEEDED = "seeded.json"
 IN_USE = "in-use"
+START_SECONDS = 60
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,29 @@ class Kept:
         """The seeding committed: a later run may trust the folder once this one releases it unchanged."""
         write_atomic(self.folder / SEEDED, json.dumps({"key": self.key, "schema": schema}) + "\n")
 
+    def start(self) -> str:
+        """Start Postgres on the folder (after an `initdb` by pgserver when it holds none) and return its URI.
+
+        pg_ctl is called directly: pgserver's own start and stop wait on one lock shared by every
+        pgserver process of the user, held through each one's `initdb`, seconds on a busy machine.
+        """
+        if not (self.data / "PG_VERSION").is_file():
+            _initdb(self.data)
+        from pgserver.postgres_server import PostgresServer
+        from pgserver.utils import find_suitable_socket_dir
+
+        (self.data / ".handle_pids.json").unlink(missing_ok=True)
+        sockets = find_suitable_socket_dir(self.data, PostgresServer.runtime_path)
+        if _system_user() is not None and sockets != self.data:
+            sockets.chmod(0o777)
+        log = str(self.data / "log")
+        _pg_ctl(self.data, ["-w", "-t", str(START_SECONDS), "-o", '-h ""', "-o", f"-k {sockets}", "-l", log, "start"])
+        return f"postgresql://postgres:@/postgres?host={sockets}"
+
+    def stop(self) -> None:
+        """Fast shutdown (open sessions are ended), waiting until Postgres is gone."""
+        _pg_ctl(self.data, ["-w", "-t", str(START_SECONDS), "-m", "fast", "stop"])
+
     def release(self, unchanged: bool) -> None:
         """Postgres has stopped: keep the folder when nothing wrote to it, else wipe it; then unlock."""
         try:
@@ -70,6 +94,29 @@ class Kept:
                 _wipe(self.folder)
         finally:
             self.handle.close()
+
+
+def _system_user() -> str | None:
+    """pgserver runs Postgres as `pgserver` when we are root (Postgres refuses to run as root)."""
+    return "pgserver" if hasattr(os, "geteuid") and os.geteuid() == 0 else None
+
+
+def _pg_ctl(data: Path, args: list[str]) -> None:
+    import importlib
+
+    command = getattr(importlib.import_module("pgserver._commands"), "pg_ctl")  # noqa: B009 (made by setattr)
+    command(args, pgdata=data, user=_system_user(), timeout=START_SECONDS + 5)
+
+
+def _initdb(data: Path) -> None:
+    """pgserver's `initdb`, as its server would run it (as root: making the `pgserver` user, who owns the folder)."""
+    from types import SimpleNamespace
+
+    from pgserver.postgres_server import PostgresServer
+
+    data.mkdir(parents=True, exist_ok=True)
+    server: Any = SimpleNamespace(pgdata=data, system_user=_system_user(), postgres_user="postgres")
+    PostgresServer.ensure_pgdata_inited(server)
 
 
 def binaries() -> str:

@@ -182,13 +182,11 @@ def _next_xid(dsn: str) -> str:
 
 
 def start_kept(kept: Kept) -> Server:
-    """pgserver on a kept folder (see database.kept): seeded already when `kept.schema` is set, else
-    created here (autovacuum off: nothing but the seeding writes to it) for the run to seed."""
-    get_server = _pgserver()
-    (kept.data / ".handle_pids.json").unlink(missing_ok=True)
+    """Postgres on a kept folder (see database.kept): seeded already when `kept.schema` is set, else
+    made here (autovacuum off: nothing but the seeding is to write to it) for the run to seed."""
+    need("pgserver", "--rag-db=embedded")
     try:
-        server = get_server(kept.data, cleanup_mode="stop")
-        uri = server.get_uri()
+        uri = kept.start()
         if kept.schema is None:
             with open_connection(uri, "the kept database refuses connections", autocommit=True) as conn:
                 conn.execute("ALTER SYSTEM SET autovacuum = off")
@@ -206,7 +204,7 @@ def start_kept(kept: Kept) -> Server:
         with suppress(Exception):
             unchanged = bool(before) and _next_xid(uri) == before[0]
         try:
-            server.cleanup()
+            kept.stop()
         except BaseException:
             leftovers.stop_postmaster(kept.data)
             kept.release(False)
