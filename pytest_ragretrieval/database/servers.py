@@ -184,7 +184,7 @@ def _next_xid(dsn: str) -> str:
 def start_kept(kept: Kept) -> Server:
     """Postgres on a kept folder (see database.kept): seeded already when `kept.schema` is set, else
     made here (autovacuum off: nothing but the seeding is to write to it) for the run to seed."""
-    need("pgserver", "--rag-db=embedded")
+    _pgserver()
     try:
         uri = kept.start()
         if kept.schema is None:
