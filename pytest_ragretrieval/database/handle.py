@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from contextlib import suppress
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ..errors import DatabaseError
@@ -260,13 +261,25 @@ class Database:
         self.close()
 
 
+def _start(choice: Choice, dsn: str | None, kept: Kept | None) -> Server:
+    """The mode's server; on a kept folder that will not start (copied without its owner, say) the
+    folder is wiped and a temporary database is seeded as without one, and the header says why."""
+    if kept is None or choice.mode != "embedded":
+        return STARTERS[choice.mode](dsn)
+    try:
+        return start_kept(kept)
+    except DatabaseError as exc:
+        why = str(exc).partition("; use --rag-db")[0]
+        server = STARTERS[choice.mode](dsn)
+        return replace(server, notes=(*server.notes, f"{why}; the kept database was removed, a temporary one seeded"))
+
+
 def open_database(choice: Choice, dsn: str | None = None, kept: Kept | None = None) -> Database:
     """Start the server (on a kept folder when given, embedded mode only), wait until it answers,
     create our schema unless it is seeded already, make sure `vector` is there."""
     if choice.mode not in STARTERS:
         raise DatabaseError(f"cannot open mode {choice.mode!r}; resolve it with choose() first")
-    server = start_kept(kept) if kept is not None and choice.mode == "embedded" else STARTERS[choice.mode](dsn)
-    database = Database(choice.mode, server)
+    database = Database(choice.mode, _start(choice, dsn, kept))
     try:
         database._prepare()
     except BaseException:

@@ -105,3 +105,17 @@ def test_keep_database_false_seeds_every_run_and_keeps_nothing(pytester: pytest.
     for options in (("--rag-update-baseline",), ("--rag-eval",)):
         pytester.runpytest(*options, *RUN).stdout.fnmatch_lines([SEEDED])
     assert not (pytester.path / "cache" / "databases").exists()
+
+
+def test_a_kept_folder_that_will_not_start_is_replaced_by_a_temporary_database(pytester: pytest.Pytester) -> None:
+    write_e2e_project(pytester.path, retriever("vector", "vector"), "cache")
+    pytester.runpytest("--rag-update-baseline", *RUN).stdout.fnmatch_lines([SEEDED])
+    [kept] = kept_folders(pytester.path)
+    (kept / "data" / "global" / "pg_control").unlink()
+    broken = pytester.runpytest("--rag-eval", *RUN)
+    broken.assert_outcomes(passed=2)
+    broken.stdout.fnmatch_lines([
+        "rag: the embedded Postgres (pgserver) did not start: *; the kept database was removed, a temporary one seeded",
+        SEEDED,
+    ])
+    assert not (kept / "data").exists() and not (kept / "seeded.json").exists()
