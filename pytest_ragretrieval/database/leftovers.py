@@ -72,8 +72,10 @@ def _postmaster(data: Path) -> tuple[int, Path | None] | None:
     """(pid, socket folder) from postmaster.pid, or None without one."""
     try:
         lines = (data / "postmaster.pid").read_text(encoding="utf-8", errors="replace").splitlines()
-        pid = int(lines[0])
+        pid = abs(int(lines[0]))  # negative: a standalone backend, initdb's
     except (OSError, ValueError, IndexError):
+        return None
+    if not pid:
         return None
     socket_dir = Path(lines[4].strip()) if len(lines) > 4 and lines[4].strip() else None
     return pid, socket_dir

@@ -134,8 +134,10 @@ def _pgserver() -> Callable[..., Any]:
 def _not_started(exc: BaseException, data: Path, cleanup: Callable[[], None]) -> DatabaseError:
     """Stop whatever started, clean up, and say why in one line (re-raising an interrupt as it is)."""
     tail = _log_tail(data / "log")
-    leftovers.stop_postmaster(data)
-    cleanup()
+    try:
+        leftovers.stop_postmaster(data)
+    finally:
+        cleanup()
     if not isinstance(exc, Exception):
         raise exc
     return DatabaseError(
