@@ -19,11 +19,13 @@ import hashlib
 import json
 import os
 import shutil
+import tempfile
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from ..optional import absent, need
 from ..paths import write_atomic
 from . import leftovers
 
@@ -62,28 +64,33 @@ class Kept:
         """The seeding committed: a later run may trust the folder once this one releases it unchanged."""
         write_atomic(self.folder / SEEDED, json.dumps({"key": self.key, "schema": schema}) + "\n")
 
+    @property
+    def sockets(self) -> Path:
+        """The server's socket folder: short (a socket path has a length limit), one per kept folder."""
+        return Path(tempfile.gettempdir()) / f"rag-pg-{self.key[:16]}"
+
     def start(self) -> str:
         """Start Postgres on the folder (after an `initdb` by pgserver when it holds none) and return its URI.
 
-        pg_ctl is called directly: pgserver's own start and stop wait on one lock shared by every
-        pgserver process of the user, held through each one's `initdb`, seconds on a busy machine.
+        pg_ctl is run directly, and pgserver is not even imported on a warm start: its own start
+        and stop wait on one lock shared by every pgserver process of the user, held through each
+        one's `initdb`, seconds on a busy machine.
         """
         if not (self.data / "PG_VERSION").is_file():
             _initdb(self.data)
-        from pgserver.postgres_server import PostgresServer
-        from pgserver.utils import find_suitable_socket_dir
-
         (self.data / ".handle_pids.json").unlink(missing_ok=True)
-        sockets = find_suitable_socket_dir(self.data, PostgresServer.runtime_path)
-        if _system_user() is not None and sockets != self.data:
-            sockets.chmod(0o777)
-        log = str(self.data / "log")
-        _pg_ctl(self.data, ["-w", "-t", str(START_SECONDS), "-o", '-h ""', "-o", f"-k {sockets}", "-l", log, "start"])
-        return f"postgresql://postgres:@/postgres?host={sockets}"
+        self.sockets.mkdir(exist_ok=True)
+        if _system_user() is not None:
+            self.sockets.chmod(0o777)
+        listen = ["-o", '-h ""', "-o", f"-k {self.sockets}"]  # the socket only, no TCP port
+        _pg_ctl(self.data, ["-w", "-t", str(START_SECONDS), *listen, "-l", str(self.data / "log"), "start"])
+        return f"postgresql://postgres:@/postgres?host={self.sockets}"
 
     def stop(self) -> None:
         """Fast shutdown (open sessions are ended), waiting until Postgres is gone."""
         _pg_ctl(self.data, ["-w", "-t", str(START_SECONDS), "-m", "fast", "stop"])
+        with suppress(OSError):
+            self.sockets.rmdir()
 
     def release(self, unchanged: bool) -> None:
         """Postgres has stopped: keep the folder when nothing wrote to it, else wipe it; then unlock."""
@@ -102,21 +109,37 @@ def _system_user() -> str | None:
 
 
 def _pg_ctl(data: Path, args: list[str]) -> None:
-    import importlib
+    """pgserver's pg_ctl, run as pgserver would run it; its output goes to a file, not a pipe, which
+    the server it starts would hold open."""
+    import importlib.util
+    import subprocess
 
-    command = getattr(importlib.import_module("pgserver._commands"), "pg_ctl")  # noqa: B009 (made by setattr)
-    command(args, pgdata=data, user=_system_user(), timeout=START_SECONDS + 5)
+    spec = importlib.util.find_spec("pgserver")
+    if spec is None or not spec.submodule_search_locations:
+        raise absent("pgserver", "--rag-db=embedded")
+    pg_ctl = Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin" / "pg_ctl"
+    with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as output:
+        done = subprocess.run(
+            [str(pg_ctl), "-D", str(data), *args], stdout=output, stderr=subprocess.STDOUT, user=_system_user(),
+            timeout=START_SECONDS + 5, check=False,
+        )
+        if done.returncode:
+            output.seek(0)
+            said = [line.strip() for line in output.read().splitlines() if line.strip()]
+            raise RuntimeError(f"pg_ctl {args[-1]} failed: {said[-1] if said else f'exit status {done.returncode}'}")
 
 
 def _initdb(data: Path) -> None:
     """pgserver's `initdb`, as its server would run it (as root: making the `pgserver` user, who owns the folder)."""
+    import warnings
     from types import SimpleNamespace
 
-    from pgserver.postgres_server import PostgresServer
-
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # platformdirs: XDG_RUNTIME_DIR is not set
+        postgres_server = need("pgserver.postgres_server", "--rag-db=embedded")
     data.mkdir(parents=True, exist_ok=True)
     server: Any = SimpleNamespace(pgdata=data, system_user=_system_user(), postgres_user="postgres")
-    PostgresServer.ensure_pgdata_inited(server)
+    postgres_server.PostgresServer.ensure_pgdata_inited(server)
 
 
 def binaries() -> str:

@@ -130,6 +130,8 @@ def reclaim(folder: Path | None = None) -> list[Path]:
         path for path in sorted(Path(folder or tempfile.gettempdir()).glob(PREFIX + "*"))
         if path.is_dir() and not path.is_symlink() and (path / MARKER).exists()
     ]
+    if not candidates:
+        return []
     try:
         import fcntl  # noqa: F401
 

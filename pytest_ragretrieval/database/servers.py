@@ -18,8 +18,6 @@ from typing import TYPE_CHECKING, Any
 from ..errors import DatabaseError
 from ..optional import need
 from . import leftovers
-from .docker import docker_answers
-from .docker import start as start_container
 from .dsn import one_line, redact, scrub
 from .hints import ALTERNATIVES, URL_ENV
 
@@ -72,6 +70,8 @@ def choose(mode: str, dsn: str | None) -> Choice:
         return Choice("url", f"url: existing server {redact(dsn)}")
     if mode == "embedded":
         return Choice("embedded", "embedded: local Postgres from pgserver, as configured")
+    from .docker import docker_answers  # the Docker SDK's checks: docker and auto modes only
+
     if mode == "docker":
         need("testcontainers", "--rag-db=docker")
         answers, seen = docker_answers()
@@ -186,7 +186,6 @@ def _next_xid(dsn: str) -> str:
 def start_kept(kept: Kept) -> Server:
     """Postgres on a kept folder (see database.kept): seeded already when `kept.schema` is set, else
     made here (autovacuum off: nothing but the seeding is to write to it) for the run to seed."""
-    _pgserver()
     try:
         uri = kept.start()
         if kept.schema is None:
@@ -218,7 +217,9 @@ def start_kept(kept: Kept) -> Server:
 
 def _start_docker(dsn: str | None) -> Server:
     """A labelled, throwaway pgvector container; leftovers of runs that are gone are removed first."""
-    started = start_container()
+    from .docker import start
+
+    started = start()
     return Server(started.dsn, True, started.stop, READY_SECONDS, started.diagnose, started.notes)
 
 
