@@ -81,7 +81,7 @@ class Kept:
         (self.data / ".handle_pids.json").unlink(missing_ok=True)
         self.sockets.mkdir(exist_ok=True)
         if _system_user() is not None:
-            self.sockets.chmod(0o777)
+            _open_to_postgres(self.sockets)
         listen = ["-o", '-h ""', "-o", f"-k {self.sockets}"]  # the socket only, no TCP port
         _pg_ctl(self.data, ["-w", "-t", str(START_SECONDS), *listen, "-l", str(self.data / "log"), "start"])
         return f"postgresql://postgres:@/postgres?host={self.sockets}"
@@ -106,6 +106,16 @@ class Kept:
 def _system_user() -> str | None:
     """pgserver runs Postgres as `pgserver` when we are root (Postgres refuses to run as root)."""
     return "pgserver" if hasattr(os, "geteuid") and os.geteuid() == 0 else None
+
+
+def _open_to_postgres(sockets: Path) -> None:
+    """As root, Postgres runs as `pgserver`: it must reach and write the socket folder (pgserver opens
+    the folders above its own the same way)."""
+    sockets.chmod(0o777)
+    for folder in sockets.parents:
+        mode = folder.stat().st_mode
+        if mode & 0o055 != 0o055:
+            folder.chmod(mode | 0o055)
 
 
 def _pg_ctl(data: Path, args: list[str]) -> None:

@@ -120,8 +120,9 @@ def timeout_note(exc: Exception) -> str:
 def _log_tail(log: Path) -> str:
     with suppress(OSError):
         lines = [line for line in log.read_text(errors="replace").splitlines() if line.strip()]
+        faults = [line for line in lines if any(word in line for word in ("FATAL:", "PANIC:", "ERROR:"))]
         if lines:
-            return f" (server log: {lines[-1].strip()})"
+            return f" (server log: {(faults or lines)[-1].strip()})"
     return ""
 
 
