@@ -19,7 +19,9 @@ import hashlib
 import json
 import os
 import shutil
+import subprocess
 import tempfile
+import time
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,6 +47,8 @@ LOCK = "lock"
 SEEDED = "seeded.json"
 IN_USE = "in-use"
 START_SECONDS = 60
+POLL = 0.005
+"""Seconds between two looks at postmaster.pid while Postgres starts or stops."""
 
 
 @dataclass(frozen=True)
@@ -83,12 +87,12 @@ class Kept:
         if _system_user() is not None:
             _open_to_postgres(self.sockets)
         listen = ["-o", '-h ""', "-o", f"-k {self.sockets}"]  # the socket only, no TCP port
-        _pg_ctl(self.data, ["-w", "-t", str(START_SECONDS), *listen, "-l", str(self.data / "log"), "start"])
+        _pg_ctl(self.data, ["-w", "-t", str(START_SECONDS), *listen, "-l", str(self.data / "log"), "start"], "ready")
         return f"postgresql://postgres:@/postgres?host={self.sockets}"
 
     def stop(self) -> None:
         """Fast shutdown (open sessions are ended), waiting until Postgres is gone."""
-        _pg_ctl(self.data, ["-w", "-t", str(START_SECONDS), "-m", "fast", "stop"])
+        _pg_ctl(self.data, ["-W", "-m", "fast", "stop"], None)
         with suppress(OSError):
             self.sockets.rmdir()
 
@@ -118,25 +122,53 @@ def _open_to_postgres(sockets: Path) -> None:
             folder.chmod(mode | 0o055)
 
 
-def _pg_ctl(data: Path, args: list[str]) -> None:
-    """pgserver's pg_ctl, run as pgserver would run it; its output goes to a file, not a pipe, which
-    the server it starts would hold open."""
+_LOOKING: list[subprocess.Popen[bytes]] = []
+"""pg_ctl processes still looking at a server that was ready sooner: reaped by the next call."""
+
+
+def _status(data: Path) -> str | None:
+    """The server's state from postmaster.pid (`starting`, `ready`, `stopping`); None without one."""
+    try:
+        lines = (data / "postmaster.pid").read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    return lines[7].strip() if len(lines) > 7 else ""
+
+
+def _pg_ctl(data: Path, args: list[str], until: str | None) -> None:
+    """pgserver's pg_ctl, run as pgserver would run it, done once postmaster.pid's state is `until`.
+
+    pg_ctl looks every 100 ms; postmaster.pid is read here every POLL seconds, and pg_ctl's own
+    failure (its exit status and last line) still counts. Its output goes to a file, not a pipe,
+    which the server it starts would hold open.
+    """
     import importlib.util
-    import subprocess
 
     spec = importlib.util.find_spec("pgserver")
     if spec is None or not spec.submodule_search_locations:
         raise absent("pgserver", "--rag-db=embedded")
     pg_ctl = Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin" / "pg_ctl"
+    _LOOKING[:] = [looking for looking in _LOOKING if looking.poll() is None]
+    deadline = time.monotonic() + START_SECONDS + 5
     with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as output:
-        done = subprocess.run(
+        process = subprocess.Popen(
             [str(pg_ctl), "-D", str(data), *args], stdout=output, stderr=subprocess.STDOUT, user=_system_user(),
-            timeout=START_SECONDS + 5, check=False,
         )
-        if done.returncode:
+        while True:
+            code = process.poll()
+            if code is None and until is not None and _status(data) == until:
+                _LOOKING.append(process)  # ready before pg_ctl looked again: it exits by itself
+                break
+            if code is not None and (code or _status(data) == until):
+                break
+            if time.monotonic() > deadline:
+                process.kill()
+                raise RuntimeError(f"pg_ctl {args[-1]} did not finish within {START_SECONDS + 5} s")
+            time.sleep(POLL)
+        if code:
             output.seek(0)
             said = [line.strip() for line in output.read().splitlines() if line.strip()]
-            raise RuntimeError(f"pg_ctl {args[-1]} failed: {said[-1] if said else f'exit status {done.returncode}'}")
+            raise RuntimeError(f"pg_ctl {args[-1]} failed: {said[-1] if said else f'exit status {code}'}")
 
 
 def _initdb(data: Path) -> None:
