@@ -70,8 +70,9 @@ class Kept:
 
     @property
     def sockets(self) -> Path:
-        """The server's socket folder: short (a socket path has a length limit), one per kept folder."""
-        return Path(tempfile.gettempdir()) / f"rag-pg-{self.key[:16]}"
+        """The server's socket folder: short (a socket path has a length limit), one per kept folder
+        (two repositories with the same corpus have the same key, and may run at once)."""
+        return Path(tempfile.gettempdir()) / f"rag-pg-{hashlib.sha256(str(self.folder).encode()).hexdigest()[:16]}"
 
     def start(self) -> str:
         """Start Postgres on the folder (after an `initdb` by pgserver when it holds none) and return its URI.
