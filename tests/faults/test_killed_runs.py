@@ -50,13 +50,14 @@ def make(ctx):
 BM25 = retriever("bm25", "bm25")
 RETRIEVERS = BM25 + retriever("blocking", "python", factory="blocking:make")
 SETTINGS = 'db = "embedded"\ncache = "cache"\nembedding = "python:hash_embedder:embed"\nembedding_id = "test:hash"'
+TEMPORARY = SETTINGS + "\nkeep_database = false"
+"""A temporary server per run (`rag-eval-pg-*` in TMPDIR), not the kept one (database/kept.py)."""
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
+def make_project(tmp_path: Path, retrievers: str, settings: str) -> Path:
     folder = tmp_path / "project"
     folder.mkdir()
-    write_project(folder, retrievers=RETRIEVERS, settings=SETTINGS)
+    write_project(folder, retrievers=retrievers, settings=settings)
     (folder / "hash_embedder.py").write_text(HASH_EMBEDDER, encoding="utf-8")
     (folder / "blocking.py").write_text(BLOCKING, encoding="utf-8")
     # TMPDIR holds the servers' folders and their sockets: keep it short (a unix socket path has
@@ -64,6 +65,24 @@ def project(tmp_path: Path) -> Path:
     short = Path(tempfile.mkdtemp(prefix="rag-k-"))
     (folder / ".servers-tmp").write_text(str(short), encoding="utf-8")
     return folder
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    return make_project(tmp_path, RETRIEVERS, TEMPORARY)
+
+
+@pytest.fixture
+def kept_project(tmp_path: Path) -> Path:
+    """Seeded once (by vector, which does not block): later runs reuse its kept database."""
+    folder = make_project(tmp_path, retriever("vector", "vector") + RETRIEVERS, SETTINGS)
+    first = run_gate(folder, "--rag-update-baseline", "-k", "not blocking")
+    assert "rag: seeded " in first.stdout and len(kept(folder)) == 1, first.stdout[-3000:]
+    return folder
+
+
+def kept(project: Path) -> list[Path]:
+    return sorted((project / "cache" / "databases").glob("*/data"))
 
 
 def server_tmp(project: Path) -> Path:
@@ -78,8 +97,7 @@ def servers(project: Path) -> list[Path]:
     return sorted(server_tmp(project).glob("rag-eval-pg-*"))
 
 
-@pytest.fixture
-def runs(project: Path) -> Iterator[list[subprocess.Popen[str]]]:
+def stopped(project: Path) -> Iterator[list[subprocess.Popen[str]]]:
     """Runs started by a test; whatever a failed test leaves running is killed and its server reclaimed."""
     started: list[subprocess.Popen[str]] = []
     yield started
@@ -91,8 +109,18 @@ def runs(project: Path) -> Iterator[list[subprocess.Popen[str]]]:
     shutil.rmtree(server_tmp(project), ignore_errors=True)
 
 
+@pytest.fixture
+def runs(project: Path) -> Iterator[list[subprocess.Popen[str]]]:
+    yield from stopped(project)
+
+
+@pytest.fixture
+def kept_runs(kept_project: Path) -> Iterator[list[subprocess.Popen[str]]]:
+    yield from stopped(kept_project)
+
+
 def start_blocked(project: Path, runs: list[subprocess.Popen[str]], *flags: str) -> tuple[subprocess.Popen[str], int]:
-    """A gate run waiting in its blocking retriever, with the pid of its embedded postmaster."""
+    """A gate run waiting in its blocking retriever, with the pid of its embedded postmaster (temporary or kept)."""
     (project / "running").unlink(missing_ok=True)
     process = subprocess.Popen(
         [sys.executable, "-m", "pytest", *flags, *RUN], cwd=project, env=environment(project),
@@ -104,8 +132,9 @@ def start_blocked(project: Path, runs: list[subprocess.Popen[str]], *flags: str)
         assert process.poll() is None, process.communicate()[0]
         assert time.monotonic() < deadline, "the run never reached its blocking retriever"
         time.sleep(0.1)
-    (folder,) = [path for path in servers(project) if (path / "data" / "postmaster.pid").exists()]
-    postmaster = int((folder / "data" / "postmaster.pid").read_text(encoding="utf-8").split()[0])
+    datas = [path / "data" for path in servers(project)] + kept(project)
+    (data,) = [path for path in datas if (path / "postmaster.pid").exists()]
+    postmaster = int((data / "postmaster.pid").read_text(encoding="utf-8").split()[0])
     assert psutil.pid_exists(postmaster)
     return process, postmaster
 
@@ -154,6 +183,35 @@ def test_what_sigkill_leaves_the_next_run_reclaims_and_a_live_run_is_never_touch
     assert f"rag: reclaimed 1 embedded Postgres server left by killed runs ({live.name})" in after.stdout
     assert gone(postmaster) and servers(project) == []
     assert not [p for p in psutil.process_iter(["cmdline"]) if str(live) in " ".join(p.info["cmdline"] or [])]
+
+
+def test_sigterm_on_a_kept_database_stops_it_and_leaves_it_usable(
+    kept_project: Path, kept_runs: list[subprocess.Popen[str]]
+) -> None:
+    process, postmaster = start_blocked(kept_project, kept_runs, "--rag-eval")
+    assert servers(kept_project) == [], "the kept database was reused, no temporary one started"
+    process.send_signal(signal.SIGTERM)
+    output = process.communicate(timeout=GUARD)[0]
+    assert process.returncode == pytest.ExitCode.INTERRUPTED, output
+    assert "rag: reused the seeded database kept in " in output
+    (data,) = kept(kept_project)
+    assert gone(postmaster) and not (data / "postmaster.pid").exists() and not (data.parent / "in-use").exists()
+    again = run_gate(kept_project, "--rag-eval", "-k", "vector")
+    assert "rag: reused the seeded database kept in " in again.stdout, again.stdout[-3000:]
+
+
+def test_what_sigkill_leaves_on_a_kept_database_the_next_run_stops_and_seeds_again(
+    kept_project: Path, kept_runs: list[subprocess.Popen[str]]
+) -> None:
+    """The killed run might have written to it: its Postgres is stopped and the folder seeded afresh."""
+    process, postmaster = start_blocked(kept_project, kept_runs, "--rag-eval")
+    process.kill()
+    process.communicate(timeout=GUARD)
+    (data,) = kept(kept_project)
+    assert not gone(postmaster) and (data.parent / "in-use").exists()
+    after = run_gate(kept_project, "--rag-eval", "-k", "vector")
+    assert "rag: seeded " in after.stdout and "rag: reused" not in after.stdout, after.stdout[-3000:]
+    assert gone(postmaster) and not (data.parent / "in-use").exists() and (data.parent / "seeded.json").exists()
 
 
 FAKE_SENTENCE_TRANSFORMERS = '''

@@ -42,6 +42,8 @@ def test_defaults(tmp_path: Path) -> None:
     assert config.tokenizer == "jieba" and config.tolerance == Tolerance()
     assert config.retriever("bm25").params == {"k1": 1.5, "b": 0.75, "epsilon": 0.25, "min_score": 0.0}
     assert config.db == "auto" and config.index.kind == "exact" and config.significance == "none"
+    assert config.keep_database is True
+    assert config_at(tmp_path, MINIMAL.replace("[tool.ragretrieval]\n", "[tool.ragretrieval]\nkeep_database = false\n", 1)).keep_database is False
 
 
 def test_metric_cutoffs_and_depth(tmp_path: Path) -> None:
@@ -79,6 +81,7 @@ def test_a_dependency_graph_of_retrievers(tmp_path: Path) -> None:
         (("[tool.ragretrieval]\n", '[tool.ragretrieval]\ntokenizer = "spacy"\n'), "pyproject.toml [tool.ragretrieval] key 'tokenizer': must be one of 'jieba', 'jieba-search', 'whitespace', 'english', got 'spacy'"),
         (("[tool.ragretrieval]\n", "[tool.ragretrieval]\ntolerance = -0.1\n"), "pyproject.toml [tool.ragretrieval] key 'tolerance': must be >= 0.0, got -0.1"),
         (("[tool.ragretrieval]\n", '[tool.ragretrieval]\ntolerance = "small"\n'), "pyproject.toml [tool.ragretrieval] key 'tolerance': must be a number, got 'small'"),
+        (("[tool.ragretrieval]\n", '[tool.ragretrieval]\nkeep_database = "no"\n'), "pyproject.toml [tool.ragretrieval] key 'keep_database': must be true or false, got 'no'"),
         (("[tool.ragretrieval]\n", '[tool.ragretrieval]\ndb = "sqlite"\n'), "pyproject.toml [tool.ragretrieval] key 'db': must be one of 'auto', 'docker', 'embedded', 'url', got 'sqlite'"),
         (("[tool.ragretrieval]\n", '[tool.ragretrieval]\nembedding = "cohere:x"\n'), "pyproject.toml [tool.ragretrieval] key 'embedding': must start with"),
         (("[tool.ragretrieval]\n", '[tool.ragretrieval]\nembedding = "python:m:f"\n'), "pyproject.toml [tool.ragretrieval] key 'embedding_id': is required with a python: embedder"),
