@@ -138,10 +138,10 @@ class Database:
         conn = open_connection(self._server.dsn, self._hint)
         path = [self.schema] + ([self.vector_schema] if self.vector_schema != self.schema else [])
         try:
+            conn.execute("SELECT set_config('statement_timeout', %s, false)", (STATEMENT_TIMEOUT,))
             conn.execute(
                 sql.SQL("SET search_path TO {}").format(sql.SQL(", ").join(map(sql.Identifier, path)))
             )
-            conn.execute("SELECT set_config('statement_timeout', %s, false)", (STATEMENT_TIMEOUT,))
             register_vector(conn)
             conn.commit()
         except psycopg.Error as exc:
