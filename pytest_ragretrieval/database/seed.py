@@ -141,7 +141,7 @@ def seed(
         with conn.cursor() as cursor:
             cursor.execute("SELECT set_config('statement_timeout', %s, true)", (seed_timeout(len(stored), index),))
             if index.kind == "hnsw":
-                memory = f"{index_memory_mb(*stored.shape, index)}MB"
+                memory = f"{index_memory_mb(stored.shape[0], stored.shape[1], index)}MB"
                 cursor.execute("SELECT set_config('maintenance_work_mem', %s, true)", (memory,))
             cursor.execute(create)
             with cursor.copy(copy_sql) as copy:
