@@ -342,6 +342,37 @@ def summary(values: list[float]) -> dict[str, float]:
     return {"median": round(statistics.median(values), 1), "max": round(max(values), 1)}
 
 
+def table(results: dict[str, Any]) -> str:
+    """The published rows, as Markdown, from a results file."""
+    lines = ["| run | wall | pytest peak RSS | tree peak RSS / PSS | phases (s) | recall@10 | nDCG@10 | ann_recall@10 (worst) | load before / after |",
+             "| --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | --- |"]
+    for step in ("cold", "warm", "warm2"):
+        run = results.get(step)
+        if not run:
+            continue
+        metrics, diagnostics = run["metrics"], run["diagnostics"]
+        ann = (f"{diagnostics[f'ann_recall@{K}']:.4f} ({diagnostics[f'ann_recall_worst@{K}']:.1f})"
+               if f"ann_recall@{K}" in diagnostics else "—")
+        phases = ", ".join(f"{name} {value}" for name, value in run["phases_s"].items() if value >= 0.5)
+        lines.append(
+            f"| {step} | {run['wall_s']:.0f} s | {run['pytest_peak_rss_mib'] / 1024:.2f} GiB | "
+            f"{run['tree_peak_rss_mib'] / 1024:.2f} / {run['tree_peak_pss_mib'] / 1024:.2f} GiB | {phases} | "
+            f"{metrics.get(f'recall@{K}', 0):.4f} | {metrics.get(f'ndcg@{K}', 0):.4f} | {ann} | "
+            f"{run['load_before'][0]} / {run['load_after'][0]} |")
+    exact = results.get("exact")
+    if exact:
+        lines += ["", f"Per question ({exact['sample']} questions, ms, median / max):", "",
+                  "| search | median | max | recall against the full scan (mean / worst) |", "| --- | ---: | ---: | --- |",
+                  f"| pgvector full scan (`ORDER BY distance, id`) | {exact['full_scan_ms']['median']} | "
+                  f"{exact['full_scan_ms']['max']} | 1 (the reference) |",
+                  f"| the gate's exact path (numpy candidates, then pgvector) | {exact['gate_exact_ms']['median']} | "
+                  f"{exact['gate_exact_ms']['max']} | same rankings: {exact['gate_same_rankings']} |"]
+        for ef, row in sorted(exact.get("hnsw", {}).items(), key=lambda item: int(item[0])):
+            lines.append(f"| hnsw, ef_search = {ef} | {row['ms']['median']} | {row['ms']['max']} | "
+                         f"{row['recall_mean']} / {row['recall_worst']} |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--size", choices=sorted(SIZES), default="20k")
@@ -349,11 +380,15 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=HERE / ".work")
     parser.add_argument("--sample", type=int, default=20)
     parser.add_argument("--interval", type=float, default=0.5)
+    parser.add_argument("--table", action="store_true", help="print the results file's rows as Markdown, run nothing")
     args = parser.parse_args()
+    path = HERE / "results" / f"million-{args.size}.json"
+    if args.table:
+        print(table(json.loads(path.read_text(encoding="utf-8"))))
+        return
     subreaper()
     chunks, questions, dimensions, index = SIZES[args.size]
     folder = project(args.work.resolve(), args.size)
-    path = HERE / "results" / f"million-{args.size}.json"
     path.parent.mkdir(exist_ok=True)
     results = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
     results.update(size=args.size, chunks=chunks, questions=questions, dimensions=dimensions, index=index,
