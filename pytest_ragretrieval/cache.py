@@ -141,7 +141,7 @@ class Namespace:
         numbers = np.searchsorted(starts, ids, side="right") - 1
         found = ids >= 0
         parts = []
-        for number in np.unique(numbers[found]).tolist():
+        for number in np.flatnonzero(np.bincount(numbers[found])).tolist():  # np.unique imports numpy.ma
             positions = np.flatnonzero(found & (numbers == number))
             parts.append((self.packs()[number], positions, ids[positions] - starts[number]))
         return parts

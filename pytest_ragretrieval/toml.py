@@ -141,6 +141,12 @@ class Table:
             raise self.error(key, "lists an entry twice")
         return list(value)
 
+    def boolean(self, key: str, default: bool) -> bool:
+        given, value = self._get(key, default)
+        if given and not isinstance(value, bool):
+            raise self.error(key, f"must be true or false, got {value!r}")
+        return bool(value)
+
     def raw(self, key: str, default: Any = _MISSING) -> Any:
         return self._get(key, default)[1]
 

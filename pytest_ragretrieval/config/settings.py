@@ -88,6 +88,8 @@ class Config:
     compare: tuple[tuple[str, str], ...] | None = None
     """Pairs of retrievers to compare; None: each hybrid or rerank retriever against its sources."""
     workers: int = 1
+    keep_database: bool = True
+    """Reuse a seeded embedded database kept under the cache folder while its inputs are unchanged."""
 
     @property
     def depth(self) -> int:
@@ -293,6 +295,7 @@ def load_config(config_option: str | None, rootpath: Path) -> Config:
         min_questions=table.integer("min_questions", 20, minimum=1),
         fail_on=tuple(table.texts("fail_on", ["metric"])),
         workers=table.integer("workers", cores(), minimum=1),
+        keep_database=table.boolean("keep_database", True),
     )
     config = replace(config, compare=_compare(table, {spec.name for spec in config.retrievers}))
     for entry in config.fail_on:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from contextlib import suppress
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ..errors import DatabaseError
@@ -24,10 +25,12 @@ from .schemas import (
     reclaim,
     vector_row,
 )
-from .servers import STARTERS, STATEMENT_TIMEOUT, Choice, Server, open_connection, timeout_note
+from .servers import STARTERS, STATEMENT_TIMEOUT, Choice, Server, open_connection, start_kept, timeout_note
 
 if TYPE_CHECKING:
     import psycopg
+
+    from .kept import Kept
 
 
 class Database:
@@ -35,7 +38,9 @@ class Database:
 
     def __init__(self, mode: str, server: Server) -> None:
         self.mode = mode
-        self.schema = new_schema()
+        self.schema = server.schema or new_schema()
+        self.seeded = server.schema is not None
+        """The schema is a kept database's, seeded already (see database.kept)."""
         self._server = server
         self._connections: list[psycopg.Connection] = []
         self._lock: psycopg.Connection | None = None
@@ -153,8 +158,9 @@ class Database:
         if not self._server.owned:
             self._claim(conn)
         try:
-            conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(self.schema)))
-            self._created_schema = True
+            if not self.seeded:
+                conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(self.schema)))
+                self._created_schema = True
         except psycopg.errors.QueryCanceled:
             raise
         except psycopg.Error as exc:
@@ -170,6 +176,11 @@ class Database:
                 " or use --rag-db=embedded)",
                 exc,
             ) from None
+
+    def keep(self) -> None:
+        """The run seeded our schema: a kept database may be reused by later runs (see database.kept)."""
+        if self._server.keep is not None:
+            self._server.keep(self.schema)
 
     @property
     def summary(self) -> str:
@@ -250,11 +261,25 @@ class Database:
         self.close()
 
 
-def open_database(choice: Choice, dsn: str | None = None) -> Database:
-    """Start the server, wait until it answers, create our schema, make sure `vector` is there."""
+def _start(choice: Choice, dsn: str | None, kept: Kept | None) -> Server:
+    """The mode's server; on a kept folder that will not start (copied without its owner, say) the
+    folder is wiped and a temporary database is seeded as without one, and the header says why."""
+    if kept is None or choice.mode != "embedded":
+        return STARTERS[choice.mode](dsn)
+    try:
+        return start_kept(kept)
+    except DatabaseError as exc:
+        why = str(exc).partition("; use --rag-db")[0]
+        server = STARTERS[choice.mode](dsn)
+        return replace(server, notes=(*server.notes, f"{why}; the kept database was removed, a temporary one seeded"))
+
+
+def open_database(choice: Choice, dsn: str | None = None, kept: Kept | None = None) -> Database:
+    """Start the server (on a kept folder when given, embedded mode only), wait until it answers,
+    create our schema unless it is seeded already, make sure `vector` is there."""
     if choice.mode not in STARTERS:
         raise DatabaseError(f"cannot open mode {choice.mode!r}; resolve it with choose() first")
-    database = Database(choice.mode, STARTERS[choice.mode](dsn))
+    database = Database(choice.mode, _start(choice, dsn, kept))
     try:
         database._prepare()
     except BaseException:

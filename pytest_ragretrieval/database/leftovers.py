@@ -72,8 +72,10 @@ def _postmaster(data: Path) -> tuple[int, Path | None] | None:
     """(pid, socket folder) from postmaster.pid, or None without one."""
     try:
         lines = (data / "postmaster.pid").read_text(encoding="utf-8", errors="replace").splitlines()
-        pid = int(lines[0])
+        pid = abs(int(lines[0]))  # negative: a standalone backend, initdb's
     except (OSError, ValueError, IndexError):
+        return None
+    if not pid:
         return None
     socket_dir = Path(lines[4].strip()) if len(lines) > 4 and lines[4].strip() else None
     return pid, socket_dir
@@ -128,6 +130,8 @@ def reclaim(folder: Path | None = None) -> list[Path]:
         path for path in sorted(Path(folder or tempfile.gettempdir()).glob(PREFIX + "*"))
         if path.is_dir() and not path.is_symlink() and (path / MARKER).exists()
     ]
+    if not candidates:
+        return []
     try:
         import fcntl  # noqa: F401
 

@@ -13,18 +13,18 @@ from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import DatabaseError
 from ..optional import need
 from . import leftovers
-from .docker import docker_answers
-from .docker import start as start_container
 from .dsn import one_line, redact, scrub
 from .hints import ALTERNATIVES, URL_ENV
 
 if TYPE_CHECKING:
     import psycopg
+
+    from .kept import Kept
 
 READY_SECONDS = 30.0
 CONNECT_TIMEOUT = 10
@@ -52,6 +52,10 @@ class Server:
     ready_seconds: float
     diagnose: Callable[[str], str] | None = None
     notes: tuple[str, ...] = ()
+    schema: str | None = None
+    """The seeded schema of a kept database (see database.kept); None: the run creates and seeds its own."""
+    keep: Callable[[str], None] | None = None
+    """Called with the schema once seeded, on a kept database that was not seeded yet."""
 
 
 def choose(mode: str, dsn: str | None) -> Choice:
@@ -66,6 +70,8 @@ def choose(mode: str, dsn: str | None) -> Choice:
         return Choice("url", f"url: existing server {redact(dsn)}")
     if mode == "embedded":
         return Choice("embedded", "embedded: local Postgres from pgserver, as configured")
+    from .docker import docker_answers  # the Docker SDK's checks: docker and auto modes only
+
     if mode == "docker":
         need("testcontainers", "--rag-db=docker")
         answers, seen = docker_answers()
@@ -119,47 +125,101 @@ def _log_tail(log: Path) -> str:
     return ""
 
 
-def _start_embedded(dsn: str | None) -> Server:
-    """pgserver in a fresh temporary folder, marked as this run's (see leftovers); stopping it removes the folder."""
+def _pgserver() -> Callable[..., Any]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        get_server = need("pgserver", "--rag-db=embedded").get_server
+        return need("pgserver", "--rag-db=embedded").get_server  # type: ignore[no-any-return]
+
+
+def _not_started(exc: BaseException, data: Path, cleanup: Callable[[], None]) -> DatabaseError:
+    """Stop whatever started, clean up, and say why in one line (re-raising an interrupt as it is)."""
+    tail = _log_tail(data / "log")
+    try:
+        leftovers.stop_postmaster(data)
+    finally:
+        cleanup()
+    if not isinstance(exc, Exception):
+        raise exc
+    return DatabaseError(
+        f"the embedded Postgres (pgserver) did not start: {one_line(str(exc))}{tail}; "
+        "use --rag-db=docker or --rag-db=url instead"
+    )
+
+
+def _start_embedded(dsn: str | None) -> Server:
+    """pgserver in a fresh temporary folder, marked as this run's (see leftovers); stopping it removes the folder."""
+    get_server = _pgserver()
     folder = Path(tempfile.mkdtemp(prefix=leftovers.PREFIX))
     marker = leftovers.mark(folder)
+
+    def remove() -> None:
+        shutil.rmtree(folder, ignore_errors=True)
+        if marker is not None:
+            marker.close()
+
     try:
         server = get_server(folder / "data", cleanup_mode="delete")
         socket_dir = server.get_postmaster_info().socket_dir
         uri = server.get_uri()
     except BaseException as exc:
-        tail = _log_tail(folder / "data" / "log")
-        leftovers.stop_postmaster(folder / "data")
-        shutil.rmtree(folder, ignore_errors=True)
-        if marker is not None:
-            marker.close()
-        if not isinstance(exc, Exception):
-            raise
-        raise DatabaseError(
-            f"the embedded Postgres (pgserver) did not start: {one_line(str(exc))}{tail}; "
-            "use --rag-db=docker or --rag-db=url instead"
-        ) from None
+        raise _not_started(exc, folder / "data", remove) from None
 
     def stop() -> None:
         try:
             server.cleanup()
         finally:
-            shutil.rmtree(folder, ignore_errors=True)
+            remove()
             if socket_dir is not None and folder not in socket_dir.parents:
                 with suppress(OSError):
                     socket_dir.rmdir()
-            if marker is not None:
-                marker.close()
 
     return Server(uri, owned=True, stop=stop, ready_seconds=READY_SECONDS)
 
 
+def _next_xid(dsn: str) -> str:
+    """The id the next writing transaction gets: reading never takes one, writing anything does."""
+    with open_connection(dsn, "the kept database stopped answering", autocommit=True) as conn:
+        row = conn.execute("SELECT pg_snapshot_xmax(pg_current_snapshot())::text").fetchone()
+    return str(row[0]) if row else "?"
+
+
+def start_kept(kept: Kept) -> Server:
+    """Postgres on a kept folder (see database.kept): seeded already when `kept.schema` is set, else
+    made here (autovacuum off: nothing but the seeding is to write to it) for the run to seed."""
+    try:
+        uri = kept.start()
+        if kept.schema is None:
+            with open_connection(uri, "the kept database refuses connections", autocommit=True) as conn:
+                conn.execute("ALTER SYSTEM SET autovacuum = off")
+                conn.execute("SELECT pg_reload_conf()")
+        before = [_next_xid(uri)] if kept.schema is not None else []
+    except BaseException as exc:
+        raise _not_started(exc, kept.data, lambda: kept.release(False)) from None
+
+    def keep(schema: str) -> None:
+        before.append(_next_xid(uri))
+        kept.seeded(schema)
+
+    def stop() -> None:
+        unchanged = False
+        with suppress(Exception):
+            unchanged = bool(before) and _next_xid(uri) == before[0]
+        try:
+            kept.stop()
+        except BaseException:
+            leftovers.stop_postmaster(kept.data)
+            kept.release(False)
+            raise
+        kept.release(unchanged)
+
+    return Server(uri, owned=True, stop=stop, ready_seconds=READY_SECONDS, schema=kept.schema, keep=keep)
+
+
 def _start_docker(dsn: str | None) -> Server:
     """A labelled, throwaway pgvector container; leftovers of runs that are gone are removed first."""
-    started = start_container()
+    from .docker import start
+
+    started = start()
     return Server(started.dsn, True, started.stop, READY_SECONDS, started.diagnose, started.notes)
 
 

@@ -81,15 +81,16 @@ def hub_reachable(timeout: float = 3.0) -> bool:
 
 
 def in_hub_cache(model: str) -> bool:
-    """Whether the Hugging Face cache holds `model`, asked without importing torch (which takes seconds)."""
+    """Whether the Hugging Face cache holds `model` (its config.json at the `main` ref), looked up as
+    huggingface_hub lays the cache out: importing it (and its HTTP stack) takes longer than a warm run's gate."""
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "huggingface"
+    hub = os.environ.get("HF_HUB_CACHE") or os.environ.get("HUGGINGFACE_HUB_CACHE")
+    folder = Path(hub or Path(os.environ.get("HF_HOME") or cache) / "hub") / ("models--" + model.replace("/", "--"))
     try:
-        from huggingface_hub import try_to_load_from_cache
-    except ImportError:
-        return True
-    try:
-        return isinstance(try_to_load_from_cache(model, "config.json"), str)
-    except Exception:
+        revision = (folder / "refs" / "main").read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
         return False
+    return bool(revision) and (folder / "snapshots" / revision / "config.json").is_file()
 
 
 class CrossEncoderScorer:

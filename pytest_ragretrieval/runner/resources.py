@@ -10,6 +10,7 @@ from ..cache import Cache, Namespace
 from ..config.settings import Config
 from ..errors import RagError
 from ..evalset.records import Chunk
+from ..paths import display
 from ..progress import Output, PlainOutput
 from ..timing import Phases
 
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
     import psycopg
 
     from ..database.handle import Database
+    from ..database.kept import Kept
     from ..embedding.cached import CachedEmbedder
 
 
@@ -107,30 +109,42 @@ class Resources:
         with self.phases.phase("embedding corpus"):
             vectors = self.embed([chunk.text for chunk in self.chunks], "embedding corpus")
         stats = self.embedder.stats
+        self._vectors = storable(self.chunks, vectors, self.config.index)
         started = time.perf_counter()
         with self.phases.phase("database start"):
             choice = choose(self.db_mode, self.dsn)
-            database = open_database(choice, self.dsn)
+            kept = self._kept(choice.mode, self._vectors)
+            database = open_database(choice, self.dsn, kept)
         self._database = database
         self.out.line(f"rag: database {database.describe()} ({choice.reason}) in {time.perf_counter() - started:.2f}s")
         for note in database.notes:
             self.out.line(f"rag: {note}")
-        started = time.perf_counter()
-        with self.phases.phase("seeding"):
-            conn = database.connect()
-            try:
-                seed(conn, database.schema, self.chunks, vectors, self.config.index)
-            finally:
-                conn.close()
-        self._table = table_label(database.schema)
-        self._vectors = storable(self.chunks, vectors, self.config.index)
         index = "exact search" if self.config.index.kind == "exact" else f"{self.config.index.kind} index"
-        self.out.line(
-            f"rag: seeded {len(self.chunks)} chunks ({vectors.shape[1]} dimensions, {stats.hits} embeddings "
-            f"from the cache, {stats.embedded} computed, {index}) "
-            f"in {time.perf_counter() - started:.2f}s"
-        )
+        what = (f"{len(self.chunks)} chunks ({vectors.shape[1]} dimensions, {stats.hits} embeddings "
+                f"from the cache, {stats.embedded} computed, {index})")
+        if database.seeded and kept is not None:
+            self.out.line(f"rag: reused the seeded database kept in {display(kept.folder)}: {what}")
+        else:
+            started = time.perf_counter()
+            with self.phases.phase("seeding"):
+                conn = database.connect()
+                try:
+                    seed(conn, database.schema, self.chunks, vectors, self.config.index)
+                finally:
+                    conn.close()
+                database.keep()
+            self.out.line(f"rag: seeded {what} in {time.perf_counter() - started:.2f}s")
+        self._table = table_label(database.schema)
         return database
+
+    def _kept(self, mode: str, stored: np.ndarray) -> Kept | None:
+        """The kept folder for this corpus, embeddings and index (see database.kept): embedded mode,
+        `keep_database` on and a readwrite cache only; None when another run holds it."""
+        if mode != "embedded" or not self.config.keep_database or self.cache.mode != "readwrite":
+            return None
+        from ..database.kept import claim, key
+
+        return claim(self.config.cache_dir, key(self.chunks, stored, self.config.index))
 
     def reclaim(self) -> None:
         """Stop and remove embedded servers whose run was killed, and say so (see database.leftovers)."""

@@ -88,14 +88,14 @@ def test_a_published_port_that_never_answers_names_the_container(
     docker_clean: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Ready inside, silent outside (paused here): the connection error names the container, its state and logs."""
-    start = servers.start_container
+    start = docker_server.start
 
     def paused_after_start() -> docker_server.Started:
         started = start()
         docker_clean.api.pause(started.container_id)
         return started
 
-    monkeypatch.setattr(servers, "start_container", paused_after_start)
+    monkeypatch.setattr(docker_server, "start", paused_after_start)
     monkeypatch.setattr(servers, "READY_SECONDS", 1.0)
     monkeypatch.setattr(servers, "CONNECT_TIMEOUT", 2)
     with pytest.raises(DatabaseError) as caught:

@@ -1,0 +1,128 @@
+"""A warm no-change run of the sample as a user's repository, against a reference run.
+
+The sample's files (fixtures, baseline, the committed cache) and its `[tool.ragretrieval]` table
+are copied into a temporary folder without this repository's tests, twice: once as configured
+(the seeded database is kept, database/kept.py) and once with `keep_database = false` (initdb
+and COPY every run, as before). After one cold run each, rounds alternate: the gate on the kept
+folder, the gate on the other, and `pytest --collect-only` of the same folder (the reference:
+interpreter, pytest and the plugin's import, nothing run). Printed: pytest's own reported time,
+the process's wall time, the database start and the gate's phases (its "rag: time" total), as
+medians, with the machine and its load average before and after.
+
+Only pytest and this plugin are loaded (PYTEST_DISABLE_PLUGIN_AUTOLOAD, `-p`): a user's
+environment has no hypothesis or xdist, which this repository's dev environment adds to every run.
+Usage: python benchmarks/warm.py [--rounds N] [--all-plugins]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+REPORTED = re.compile(r" in ([0-9.]+)s(?: \([0-9:]+\))?(?: =+)?$")
+DATABASE = re.compile(r"^rag: database .* in ([0-9.]+)s$")
+PHASES = re.compile(r"^rag: time: .*; total ([0-9.]+)s$")
+
+
+def user_repository(folder: Path, *extra: str) -> None:
+    """The sample's files and its settings table, as a user's repository would hold them."""
+    for name in ("fixtures", "baselines"):
+        shutil.copytree(ROOT / name, folder / name)
+    shutil.copytree(ROOT / ".rag-cache", folder / ".rag-cache", ignore=shutil.ignore_patterns("databases"))
+    lines = (ROOT / "pyproject.toml").read_text(encoding="utf-8").splitlines()
+    first = lines.index("[tool.ragretrieval]")
+    table = [lines[first], *extra]
+    for line in lines[first + 1:]:
+        if line.startswith("[") and not line.startswith("[tool.ragretrieval"):
+            break
+        table.append(line)
+    (folder / "pyproject.toml").write_text("\n".join(table).rstrip() + "\n", encoding="utf-8")
+
+
+def run(folder: Path, args: list[str], env: dict[str, str]) -> dict[str, float]:
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "pytest", *args], cwd=folder, env=env, capture_output=True,
+                          text=True, timeout=600)
+    wall = time.perf_counter() - started
+    lines = done.stdout.splitlines()
+    found = {"wall": wall}
+    for name, pattern in (("reported", REPORTED), ("database", DATABASE), ("phases", PHASES)):
+        for line in lines:
+            match = pattern.search(line)
+            if match:
+                found[name] = float(match.group(1))
+    if done.returncode not in (0, 5) or "reported" not in found:
+        raise SystemExit(f"pytest {' '.join(args)} failed ({done.returncode}):\n{done.stdout[-3000:]}{done.stderr[-2000:]}")
+    found["reused"] = float(any(line.startswith("rag: reused the seeded database") for line in lines))
+    return found
+
+
+def machine() -> str:
+    model = "?"
+    with open("/proc/cpuinfo", encoding="utf-8") as info:
+        for line in info:
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    return f"{os.cpu_count()} cores ({model}), {platform.system()} {platform.release()}, Python {platform.python_version()}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--all-plugins", action="store_true", help="load every installed pytest plugin")
+    args = parser.parse_args()
+    env = dict(os.environ, HF_HUB_OFFLINE="1")
+    plugins = [] if args.all_plugins else ["-p", "pytest_ragretrieval.plugin"]
+    if not args.all_plugins:
+        env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    common = ["-p", "no:cacheprovider", *plugins]
+    gate = ["--rag-eval", "--rag-db=embedded", *common]
+    load_before = os.getloadavg()
+    with tempfile.TemporaryDirectory(prefix="rag-warm-") as name:
+        kept, fresh = Path(name) / "kept", Path(name) / "fresh"
+        user_repository(kept)
+        user_repository(fresh, "keep_database = false")
+        cold = run(kept, gate, env)
+        run(fresh, gate, env)
+        results: dict[str, list[dict[str, float]]] = {"kept": [], "fresh": [], "reference": []}
+        for _ in range(args.rounds):
+            results["kept"].append(run(kept, gate, env))
+            results["fresh"].append(run(fresh, gate, env))
+            results["reference"].append(run(kept, ["--collect-only", "-q", *common], env))
+    load_after = os.getloadavg()
+    assert all(row["reused"] for row in results["kept"]) and not any(row["reused"] for row in results["fresh"])
+
+    def median(which: str, field: str) -> str:
+        values = [row[field] for row in results[which] if field in row]
+        return f"{statistics.median(values):.2f}" if values else "-"
+
+    print(f"machine: {machine()}")
+    print(f"load average before {load_before[0]:.2f}/{load_before[1]:.2f}/{load_before[2]:.2f}, "
+          f"after {load_after[0]:.2f}/{load_after[1]:.2f}/{load_after[2]:.2f}")
+    print(f"plugins: {'all installed' if args.all_plugins else 'pytest and pytest-ragretrieval only'}; "
+          f"cold run (seeds the kept database): pytest {cold['reported']:.2f} s, wall {cold['wall']:.2f} s")
+    print(f"median of {args.rounds} alternating rounds, seconds:")
+    print("run                                   pytest  wall  database start  gate phases")
+    for which, label in (("kept", "warm, kept database reused"), ("fresh", "warm, keep_database = false"),
+                         ("reference", "pytest --collect-only (reference)")):
+        print(f"{label:<36}  {median(which, 'reported'):>6}  {median(which, 'wall'):>4}  "
+              f"{median(which, 'database'):>14}  {median(which, 'phases'):>11}")
+    kept_wall = statistics.median(row["wall"] for row in results["kept"])
+    reference = statistics.median(row["wall"] for row in results["reference"])
+    fresh_wall = statistics.median(row["wall"] for row in results["fresh"])
+    print(f"wall ratios: kept / reference {kept_wall / reference:.2f}, keep_database = false / kept "
+          f"{fresh_wall / kept_wall:.2f}")
+
+
+if __name__ == "__main__":
+    main()
