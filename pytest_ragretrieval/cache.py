@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import RagError
-from .packs import SUFFIX, DamagedPack, Pack, decode, digest, encode, pack_name
+from .packs import SUFFIX, DamagedPack, Pack, decode, digest, encode, encode_parts, pack_name
 from .paths import display, remove_stale_temporaries, write_atomic
 
 MODES = ("readwrite", "readonly", "off")
@@ -226,7 +226,11 @@ class Namespace:
         for pack in chosen:
             for row, key in enumerate(pack.keys):
                 merged.setdefault(key, pack.entry(row))
-        target = self._write(merged)
+        # Written piece by piece and not read back: the packs it merges stay in memory and answer the
+        # same, so a million vectors are not held twice (nor three times while encoding).
+        target = self.folder / pack_name(encode_parts(merged, self.dtype))
+        if not target.exists():
+            write_atomic(target, encode_parts(merged, self.dtype))
         for pack in chosen:
             if pack.path != target:
                 pack.path.unlink(missing_ok=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import struct
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,31 +54,46 @@ def _pad(size: int) -> int:
     return -size % 8
 
 
-def encode(entries: Mapping[bytes, np.ndarray], dtype: np.dtype, vocabulary: Sequence[str] = ()) -> bytes:
-    """The bytes of a pack holding `entries` (sha256 key -> 1-D array), in key order."""
-    keyed = sorted((key, np.ascontiguousarray(value, dtype=dtype).ravel()) for key, value in entries.items())
-    lengths = [value.size for _, value in keyed]
+BLOCK = 8192
+"""Entries per piece of a pack's data as `encode_parts` yields it."""
+
+
+def encode_parts(
+    entries: Mapping[bytes, np.ndarray], dtype: np.dtype, vocabulary: Sequence[str] = ()
+) -> Iterator[bytes]:
+    """The bytes of a pack holding `entries` (sha256 key -> 1-D array), in key order, piece by piece:
+    the data `BLOCK` entries at a time, so a million-entry pack is never held whole a second time."""
+    keyed = sorted(entries.items(), key=lambda item: item[0])
+    values = [np.ascontiguousarray(value, dtype=dtype).ravel() for _, value in keyed]
+    lengths = [value.size for value in values]
     width = lengths[0] if lengths and len(set(lengths)) == 1 else None
     offsets = np.zeros(len(keyed) + 1, dtype="<u8")
     np.cumsum(lengths, out=offsets[1:])
     little = dtype.newbyteorder("<")
-    data = np.concatenate([value for _, value in keyed]) if keyed else np.zeros(0, dtype=dtype)
-    body = data.astype(little).tobytes()
     words = json.dumps(list(vocabulary), ensure_ascii=False).encode("utf-8") if vocabulary else b""
     header = json.dumps(
         {"format": 1, "dtype": little.str, "count": len(keyed), "width": width, "vocabulary": len(words)},
         sort_keys=True,
     ).encode("ascii")
     header += b" " * _pad(len(MAGIC) + 4 + len(header))
-    return b"".join([
-        MAGIC, struct.pack("<I", len(header)), header,
-        b"".join(key for key, _ in keyed), offsets.tobytes(), body, b"\0" * _pad(len(body)), words,
-    ])
+    yield b"".join([MAGIC, struct.pack("<I", len(header)), header, b"".join(key for key, _ in keyed)])
+    yield offsets.tobytes()
+    for start in range(0, len(values), BLOCK):
+        yield np.concatenate(values[start:start + BLOCK]).astype(little, copy=False).tobytes()
+    yield b"\0" * _pad(int(offsets[-1]) * little.itemsize) + words
 
 
-def pack_name(data: bytes) -> str:
-    """A pack's file name: the sha256 of its bytes, so equal packs are one file."""
-    return hashlib.sha256(data).hexdigest() + SUFFIX
+def encode(entries: Mapping[bytes, np.ndarray], dtype: np.dtype, vocabulary: Sequence[str] = ()) -> bytes:
+    """The bytes of a pack holding `entries` (sha256 key -> 1-D array), in key order."""
+    return b"".join(encode_parts(entries, dtype, vocabulary))
+
+
+def pack_name(data: bytes | Iterable[bytes]) -> str:
+    """A pack's file name: the sha256 of its bytes (whole, or the pieces in order), so equal packs are one file."""
+    sha = hashlib.sha256()
+    for piece in [data] if isinstance(data, bytes) else data:
+        sha.update(piece)
+    return sha.hexdigest() + SUFFIX
 
 
 def decode(path: Path, raw: bytes, dtype: np.dtype) -> Pack:

@@ -8,7 +8,7 @@ import re
 import stat
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 
@@ -78,16 +78,38 @@ def read_input(path: Path) -> bytes:
     The kind is checked before opening, so a FIFO or a device never blocks the run.
     """
     try:
-        mode = path.stat().st_mode
-        if stat.S_ISDIR(mode):
-            raise Unreadable("is a directory; give a file path")
-        if not stat.S_ISREG(mode):
-            raise Unreadable("is not a regular file")
+        _check_regular(path)
         return path.read_bytes()
     except OSError as exc:
         raise Unreadable(_kind_problem(path, exc), missing=isinstance(exc, FileNotFoundError)) from None
     except ValueError:
         raise Unreadable("is not a valid path (it holds a NUL character)") from None
+
+
+def input_lines(path: Path) -> Iterator[bytes]:
+    """`read_input`'s lines (each with its `\\n`), read one at a time: a corpus of a million chunks
+    is never held whole, nor split into a second copy, beside the records made of it."""
+    try:
+        _check_regular(path)
+        stream = path.open("rb")
+    except OSError as exc:
+        raise Unreadable(_kind_problem(path, exc), missing=isinstance(exc, FileNotFoundError)) from None
+    except ValueError:
+        raise Unreadable("is not a valid path (it holds a NUL character)") from None
+    with stream:
+        try:
+            yield from stream
+        except OSError as exc:
+            raise Unreadable(_kind_problem(path, exc)) from None
+
+
+def _check_regular(path: Path) -> None:
+    """Checked before opening, so a FIFO or a device never blocks the run."""
+    mode = path.stat().st_mode
+    if stat.S_ISDIR(mode):
+        raise Unreadable("is a directory; give a file path")
+    if not stat.S_ISREG(mode):
+        raise Unreadable("is not a regular file")
 
 
 _SPECIAL = (
@@ -194,23 +216,25 @@ def _mode_for(path: Path) -> int:
         return 0o666 & ~_umask()
 
 
-def write_atomic(path: Path, data: bytes | str) -> None:
+def write_atomic(path: Path, data: bytes | str | Iterable[bytes]) -> None:
     """Write beside the target, flush to disk, then rename: readers see the old file or the new.
 
     Used for baselines, results, reports and cache entries, so a crash or a parallel run never
     leaves a half-written file behind. Text is written as UTF-8 with `\\n` line ends. The file
-    gets the mode a plain write would give it, not the temporary file's 0600. A symbolic link is
+    gets the mode a plain write would give it, not the temporary file's 0600. Pieces (an iterable of
+    bytes) are written one after the other, so a large file is never held whole. A symbolic link is
     written through (the file it names is replaced, the link stays); a target that is no regular
     file (a device, a FIFO, a socket) raises NotRegularFile and nothing is written.
     """
-    payload = data.encode("utf-8") if isinstance(data, str) else data
+    pieces = [data.encode("utf-8")] if isinstance(data, str) else [data] if isinstance(data, bytes) else data
     path = _regular_target(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(handle, "wb") as stream:
             os.fchmod(stream.fileno(), _mode_for(path))
-            stream.write(payload)
+            for piece in pieces:
+                stream.write(piece)
             stream.flush()
             os.fsync(stream.fileno())
         os.replace(temporary, path)

@@ -5,6 +5,7 @@ the ANN index production would use, so its recall loss shows up in the metrics t
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +27,25 @@ MAX_DIMENSIONS = 16000
 MAX_HNSW_DIMENSIONS = 2000
 EF_SEARCH_RANGE = (1, 1000)
 COLUMN_TYPES = ["text", "text", "text", "jsonb", "vector"]
+SEED_SECONDS = 300
+"""The seeding statements' base `statement_timeout`, as every other statement's; it grows with the corpus."""
+SECONDS_PER_ROW = {"exact": 0.0005, "hnsw": 0.005}
+"""What a row may add to it: a million-row COPY takes about a minute, an hnsw build over them many on 2 cores."""
+INDEX_MEMORY_CAP_MB = 4096
+
+
+def seed_timeout(rows: int, index: IndexSettings) -> str:
+    """`statement_timeout` of the seeding transaction: a large corpus is not cancelled for its size,
+    a stuck server still is."""
+    return f"{SEED_SECONDS + math.ceil(rows * SECONDS_PER_ROW[index.kind])}s"
+
+
+def index_memory_mb(rows: int, dimensions: int, index: IndexSettings) -> int:
+    """`maintenance_work_mem` that holds the hnsw graph (each row's vector and about 2·m neighbour
+    entries of 16 bytes, plus its header): pgvector builds it on disk, several times slower, when it
+    does not fit the default 64 MB (from about 30,000 rows of 384 dimensions). Capped."""
+    need = rows * (4 * dimensions + 32 * index.m + 200)
+    return max(64, min(INDEX_MEMORY_CAP_MB, math.ceil(need / 2**20)))
 
 
 class VectorError(RagError):
@@ -73,7 +93,7 @@ def storable(chunks: Sequence[Chunk], vectors: Any, index: IndexSettings) -> num
             'use index = "exact"'
         )
     with numpy.errstate(over="ignore", invalid="ignore"):
-        stored = array.astype(numpy.float32)
+        stored = array.astype(numpy.float32, copy=False)  # a million rows: no second copy
     finite = numpy.isfinite(stored).all(axis=1)
     if not finite.all():
         row = int(numpy.argmin(finite))
@@ -119,6 +139,10 @@ def seed(
     create, copy_sql, *after = _statements(schema, stored.shape[1], index)
     try:
         with conn.cursor() as cursor:
+            cursor.execute("SELECT set_config('statement_timeout', %s, true)", (seed_timeout(len(stored), index),))
+            if index.kind == "hnsw":
+                memory = f"{index_memory_mb(stored.shape[0], stored.shape[1], index)}MB"
+                cursor.execute("SELECT set_config('maintenance_work_mem', %s, true)", (memory,))
             cursor.execute(create)
             with cursor.copy(copy_sql) as copy:
                 copy.set_types(COLUMN_TYPES)

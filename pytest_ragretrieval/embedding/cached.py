@@ -76,11 +76,14 @@ class CachedEmbedder:
             raise self.namespace.miss_error(len(misses), self.what)
         if misses:
             fresh = self._run(misses, len(unique) - len(misses), label, side)
-            if matrix is None:
+            if matrix is None and len(misses) == len(unique):
+                matrix = fresh  # nothing cached: the model's rows are the answer, not copied into a second matrix
+            elif matrix is None:
                 matrix = np.zeros((len(unique), fresh.shape[1]), dtype=np.float32)
+                matrix[missing] = fresh
             else:
                 self._probe(unique, set(missing), matrix, side)
-            matrix[missing] = fresh
+                matrix[missing] = fresh
         self.stats = EmbedStats(
             hits=len(unique) - len(misses),
             embedded=len(misses),
@@ -135,7 +138,7 @@ class CachedEmbedder:
         """Embed the misses batch by batch, keeping each batch in the cache as it arrives."""
         key = self.embedder.prompts.key
         total = -(-len(misses) // self.batch_size)
-        parts: list[np.ndarray] = []
+        found: np.ndarray | None = None
         written: list[Path | None] = []
         waiting: dict[str, np.ndarray] = {}
         # A quiet call (label None) reports nothing, unless a batch hangs: that is always said.
@@ -160,7 +163,9 @@ class CachedEmbedder:
                     except RagError as exc:
                         raise self._in_batch(exc, number, total) from exc.__cause__
                     self.dimension = vectors.shape[1]
-                    parts.append(vectors)
+                    if found is None:  # filled in place: the batches are never held twice
+                        found = np.empty((len(misses), self.dimension), dtype=np.float32)
+                    found[start:start + len(batch)] = vectors
                     waiting.update((key(text, side), vector) for text, vector in zip(batch, vectors, strict=True))
                     if time.perf_counter() - last >= self.write_seconds:
                         written.append(self._keep(waiting))
@@ -169,7 +174,8 @@ class CachedEmbedder:
             finally:
                 written.append(self._keep(waiting))
                 self.namespace.compact([path for path in written if path is not None])
-        return np.concatenate(parts)
+        assert found is not None
+        return found
 
     def _keep(self, waiting: dict[str, np.ndarray]) -> Path | None:
         """Write the batches not yet in the cache as one pack."""

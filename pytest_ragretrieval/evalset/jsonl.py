@@ -5,6 +5,7 @@ fixture never produces half a result or touches the baseline.
 """
 from __future__ import annotations
 
+import codecs
 import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
@@ -13,7 +14,7 @@ from typing import Any
 
 from ..errors import FixtureError
 from ..jsontext import JSONProblem, control_character, first_unstorable, loads, unstorable
-from ..paths import Unreadable, display, read_input
+from ..paths import Unreadable, display, input_lines
 from .records import Chunk, Question
 
 CHUNK_KEYS = frozenset({"id", "text", "doc", "metadata"})
@@ -30,17 +31,27 @@ QUESTION_ID = re.compile(r"[\w.+/\[\]:-]+")
 
 
 def _records(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
-    """Yield (`file:line`, object) for each non-blank line; a UTF-8 byte-order mark is skipped."""
+    """Yield (`file:line`, object) for each non-blank line, read a line at a time; a UTF-8 byte-order
+    mark is skipped."""
     name = display(path)
-    try:
-        data = read_input(path)
-    except Unreadable as exc:
-        raise FixtureError(f"{name}: {exc}") from None
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise FixtureError(f"{name}: not UTF-8 ({exc.reason} at byte {exc.start})") from None
-    for number, line in enumerate(text.split("\n"), start=1):
+    lines = input_lines(path)
+    offset = 0
+    number = 0
+    while True:
+        try:
+            raw = next(lines, None)
+        except Unreadable as exc:
+            raise FixtureError(f"{name}: {exc}") from None
+        if raw is None:
+            return
+        number += 1
+        if number == 1 and raw.startswith(codecs.BOM_UTF8):
+            raw, offset = raw[len(codecs.BOM_UTF8):], len(codecs.BOM_UTF8)
+        try:
+            line = raw.removesuffix(b"\n").decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise FixtureError(f"{name}: not UTF-8 ({exc.reason} at byte {offset + exc.start})") from None
+        offset += len(raw)
         if not line.strip():
             continue
         where = f"{name}:{number}"

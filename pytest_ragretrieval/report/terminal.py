@@ -231,7 +231,8 @@ def summary_lines(config: Config, runs: Mapping[str, Run], judge: Judge, every_t
         lines.append("latency per question p50/p95 ms: " + ", ".join(latency))
     if diagnostics:
         lines.append(
-            "diagnostics (ann_recall: the ANN index against exact search; pool_recall: the ceiling of a reranker): "
+            "diagnostics (ann_recall: the ANN index against exact search, _worst its worst question; "
+            "pool_recall: the ceiling of a reranker): "
             + ", ".join(diagnostics)
         )
     if since is not None and not comparable:

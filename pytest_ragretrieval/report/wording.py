@@ -51,6 +51,10 @@ MEANINGS = {
         "ANN 索引前 {depth} 条与精确检索的重合率，低于 1 说明近似索引漏了结果 / "
         "share of the exact top {depth} that the ANN index returned"
     ),
+    "ann_recall_worst": (
+        "最差一题的 ANN 索引前 {depth} 条与精确检索的重合率 / "
+        "the worst question's share of the exact top {depth} that the ANN index returned"
+    ),
     "pool_recall": (
         "重排候选池（前 {depth} 条）的召回，任何重排都无法超过这个上限 / "
         "recall of the top-{depth} candidate pool: the ceiling no reranker can pass"

@@ -14,6 +14,23 @@ from .candidates import Candidates
 from .protocol import Context, Setup
 
 
+def ann_recall(overlaps: Sequence[float]) -> float:
+    """The mean share of each query's exact top k that the index returned."""
+    return sum(overlaps) / len(overlaps)
+
+
+def ann_recall_worst(overlaps: Sequence[float]) -> float:
+    """The worst query's share: a mean near 1 can hide questions the index fails outright."""
+    return min(overlaps)
+
+
+ANN_DIAGNOSTICS: dict[str, Callable[[Sequence[float]], float]] = {
+    "ann_recall": ann_recall,
+    "ann_recall_worst": ann_recall_worst,
+}
+"""What `diagnostics` reports per depth from the queries' overlaps with exact search."""
+
+
 def parse(table: Table) -> dict[str, Any]:
     return {"min_score": table.number("min_score", None, minimum=-1.0, maximum=1.0)}
 
@@ -122,7 +139,11 @@ class VectorRetriever:
 
     def diagnostics(self, questions: Sequence[Question]) -> dict[str, float]:
         """The ANN index's recall against exact search at each depth asked, over the queries asked."""
-        return {f"ann_recall@{k}": round(sum(v) / len(v), 6) for k, v in sorted(self.overlaps.items())}
+        return {
+            f"{name}@{k}": round(function(values), 6)
+            for k, values in sorted(self.overlaps.items())
+            for name, function in ANN_DIAGNOSTICS.items()
+        }
 
     def close(self) -> None:
         for conn in [self.conn, *self.pool]:

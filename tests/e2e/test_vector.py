@@ -95,13 +95,14 @@ def test_hnsw_reports_ann_recall_and_records_the_index(
         "ef_search": 10,
     }
     diagnostics = results["retrievers"]["vector"]["diagnostics"]
-    assert list(diagnostics) == [f"ann_recall@{E2E_DEPTH}"]
+    assert list(diagnostics) == [f"ann_recall@{E2E_DEPTH}", f"ann_recall_worst@{E2E_DEPTH}"]
     overlaps = [
         len(set(found) & set(brute_force(similarities[qid], E2E_DEPTH))) / E2E_DEPTH
         for qid, found in rankings(results, "vector").items()
     ]
     assert 0.0 <= diagnostics[f"ann_recall@{E2E_DEPTH}"] <= 1.0
     assert diagnostics[f"ann_recall@{E2E_DEPTH}"] == pytest.approx(sum(overlaps) / len(overlaps), abs=1e-6)
+    assert diagnostics[f"ann_recall_worst@{E2E_DEPTH}"] == pytest.approx(min(overlaps), abs=1e-6)
 
 
 def test_reports_and_results_name_no_temporary_folder_and_no_run_schema(pytester: pytest.Pytester) -> None:
