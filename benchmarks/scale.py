@@ -17,7 +17,7 @@ stable sort), the gate breaks them by chunk id (README: hybrid). The project ask
 script's rule and compares that with the script's own hybrid, which isolates the tie rule.
 
 Usage: python benchmarks/scale.py --size 20k|100k [--rounds 2] [--work DIR] [--only script,cold,warm]
-       [--script-configs vector,hybrid]
+       [--script-configs vector,hybrid] [--all-plugins]
 Writes WORK/gate-<size>/logs/summary.json as well.
 """
 from __future__ import annotations
@@ -91,17 +91,24 @@ def project(work: Path, size: str) -> Path:
     return folder
 
 
-def run(command: list[str], cwd: Path, log: Path) -> tuple[float, float, int]:
+def run(command: list[str], cwd: Path, log: Path, env: dict[str, str] | None = None) -> tuple[float, float, int]:
     """(wall seconds, peak RSS of the child in MiB, exit code)."""
     started = time.perf_counter()
     with log.open("w", encoding="utf-8") as out:
-        child = subprocess.Popen(command, cwd=cwd, stdout=out, stderr=subprocess.STDOUT)
+        child = subprocess.Popen(command, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, env=env)
         _, status, usage = os.wait4(child.pid, 0)
     return time.perf_counter() - started, usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status)
 
 
-def gate_command(extra: list[str]) -> list[str]:
-    return [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *extra]
+def gate_command(extra: list[str], all_plugins: bool) -> list[str]:
+    """pytest with this plugin only (as a user's repository has it: PYTEST_DISABLE_PLUGIN_AUTOLOAD,
+    see gate_env), or with every plugin of this environment (hypothesis, xdist: about 0.8 s a run here)."""
+    plugins = [] if all_plugins else ["-p", "pytest_ragretrieval.plugin"]
+    return [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *plugins, *extra]
+
+
+def gate_env(all_plugins: bool) -> dict[str, str]:
+    return dict(os.environ) if all_plugins else dict(os.environ, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
 
 
 def relevance(folder: Path) -> dict[str, set[str]]:
@@ -170,16 +177,19 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=HERE / ".work")
     parser.add_argument("--only", default="script,cold,warm")
     parser.add_argument("--script-configs", default="vector,hybrid")
+    parser.add_argument("--all-plugins", action="store_true", help="load every pytest plugin installed, not only this one")
     args = parser.parse_args()
+    env = gate_env(args.all_plugins)
     which = args.only.split(",")
     folder = project(args.work.resolve(), args.size)
     logs = folder / "logs"
     logs.mkdir(exist_ok=True)
     chunks, questions = SIZES[args.size]
     print(f"{args.size}: {chunks} chunks, {questions} questions; {platform.processor() or platform.machine()}, "
-          f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f} at the start", flush=True)
+          f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f} at the start; gate with "
+          f"{'every installed pytest plugin' if args.all_plugins else 'pytest and this plugin only'}", flush=True)
     if not (folder / "baselines" / "retrieval.json").exists() and {"cold", "warm"} & set(which):
-        took, rss, code = run(gate_command(["--rag-update-baseline"]), folder, logs / "record.log")
+        took, rss, code = run(gate_command(["--rag-update-baseline"], args.all_plugins), folder, logs / "record.log", env)
         print(f"baseline recorded in {took:.1f}s (exit {code}, peak RSS {rss:.0f} MiB)", flush=True)
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name in which}
     loads = []
@@ -193,8 +203,8 @@ def main() -> None:
             else:
                 if name == "cold":
                     shutil.rmtree(folder / ".rag-cache", ignore_errors=True)
-                command = gate_command(["--rag-eval", "--rag-json", str(out)])
-            took, rss, code = run(command, folder, logs / f"{name}-{round_}.log")
+                command = gate_command(["--rag-eval", "--rag-json", str(out)], args.all_plugins)
+            took, rss, code = run(command, folder, logs / f"{name}-{round_}.log", None if name == "script" else env)
             document = json.loads(out.read_text(encoding="utf-8")) if out.exists() else {}
             ran = {len(entry["questions"]) for entry in document.get("retrievers", {}).values()}
             if name != "script" and ran != {questions}:
