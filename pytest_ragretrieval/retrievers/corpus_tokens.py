@@ -74,7 +74,8 @@ def cached_tokens(
 
 def _own_vocabulary(entries: dict[str, np.ndarray], vocabulary: list[str]) -> tuple[dict[str, np.ndarray], list[str]]:
     """The entries renumbered into the vocabulary they use, so the pack holds no stranger's tokens."""
-    used = np.unique(np.concatenate([*entries.values(), np.zeros(0, dtype=np.int32)]))
+    every = np.concatenate([*entries.values(), np.zeros(0, dtype=np.int32)])
+    used = np.flatnonzero(np.bincount(every, minlength=len(vocabulary))).astype(np.int32)  # np.unique, without a sort
     renumber = np.zeros(len(vocabulary), dtype=np.int32)
     renumber[used] = np.arange(used.size, dtype=np.int32)
     return {text: renumber[ids] for text, ids in entries.items()}, [vocabulary[i] for i in used.tolist()]

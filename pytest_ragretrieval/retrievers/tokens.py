@@ -17,6 +17,7 @@ from typing import Any
 
 from ..errors import RagError
 from ..paths import display
+from .jieba_cut import cutter
 from .user_dict import UserDict, read_user_dict
 
 TOKENIZERS = ("jieba", "jieba-search", "whitespace", "english")
@@ -74,8 +75,7 @@ def _jieba_tokenizer(user_dict: UserDict | None) -> Any:
 
 
 def _jieba(search: bool, user_dict: UserDict | None) -> Callable[[str], list[str]]:
-    own = _jieba_tokenizer(user_dict)
-    cut = own.cut_for_search if search else own.cut
+    cut = cutter(_jieba_tokenizer(user_dict), search)
 
     def tokenize(text: str) -> list[str]:
         return [token.lower() for token in cut(text) if token.strip()]
