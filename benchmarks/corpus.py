@@ -9,6 +9,7 @@ The same seed gives the same files, byte for byte, on every machine.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,6 +48,19 @@ def dictionary() -> tuple[list[str], np.ndarray]:
     return words, weights / weights.sum()
 
 
+def span_of(rng: np.random.Generator, chosen: list[str], word_of: Callable[[str], str] = str) -> str:
+    """A question: an 8-24 character run of a chunk's words from a random start, each word through
+    `word_of` (the topical corpus swaps one in four for another word of its topic)."""
+    start = int(rng.integers(0, max(1, len(chosen) - 4)))
+    span = int(rng.integers(8, 25))
+    query = ""
+    for word in chosen[start:]:
+        if len(query) >= span:
+            break
+        query += word_of(word)
+    return query
+
+
 def generate(chunks: int, questions: int, seed: int = 20260916) -> Corpus:
     """`chunks` chunks and `questions` questions (each from a different chunk)."""
     words, probabilities = dictionary()
@@ -72,14 +86,7 @@ def generate(chunks: int, questions: int, seed: int = 20260916) -> Corpus:
     asked = rng.choice(chunks, size=questions, replace=False)
     queries: list[dict[str, object]] = []
     for number, position in enumerate(sorted(int(p) for p in asked)):
-        chosen = pieces[position]
-        start = int(rng.integers(0, max(1, len(chosen) - 4)))
-        span = int(rng.integers(8, 25))
-        query = ""
-        for word in chosen[start:]:
-            if len(query) >= span:
-                break
-            query += word
+        query = span_of(rng, pieces[position])
         queries.append({"id": f"q{number:05d}", "query": query, "relevant": {rows[position]["id"]: 1}})
     return Corpus(rows, queries)
 
@@ -138,13 +145,8 @@ def stream_topical(folder: Path, chunks: int, questions: int, seed: int = 202612
             out.write(json.dumps({"id": cid, "doc": f"doc-{position // CHUNKS_PER_DOC:06d}.md", "text": text,
                                   "metadata": {}}, ensure_ascii=False) + "\n")
             if position in asked:
-                start = int(rng.integers(0, max(1, len(chosen) - 4)))
-                span = int(rng.integers(8, 25))
-                query = ""
-                for word in chosen[start:]:
-                    if len(query) >= span:
-                        break
-                    query += words[int(topic[rng.integers(0, TOPIC_WORDS)])] if rng.random() < 0.25 else word
+                query = span_of(rng, chosen, lambda word, topic=topic: (
+                    words[int(topic[rng.integers(0, TOPIC_WORDS)])] if rng.random() < 0.25 else word))
                 queries.append(json.dumps({"id": f"q{len(queries):05d}", "query": query, "relevant": {cid: 1}},
                                           ensure_ascii=False))
     (folder / "evalset.jsonl").write_text("".join(line + "\n" for line in queries), encoding="utf-8")

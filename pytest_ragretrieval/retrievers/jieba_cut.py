@@ -18,6 +18,9 @@ from typing import Any
 
 VERSION = "0.42.1"
 """The jieba release whose algorithm this module repeats."""
+STEPS = (("B", "E", "S"), ("M", "B", "M"), ("E", "B", "M"), ("S", "E", "S"))
+"""Each HMM state and the two states it can follow (jieba's `PrevStatus`), the later letter second:
+it wins a tie."""
 
 
 def cutter(tokenizer: Any, search: bool) -> Callable[[str], Iterable[str]]:
@@ -46,11 +49,13 @@ class Cut:
         self._skip = jieba.re_skip_default
         self._han = finalseg.re_han
         self._han_skip = finalseg.re_skip
-        emit = finalseg.emit_P
-        self._emit_b, self._emit_m, self._emit_s, self._emit_e = emit["B"], emit["M"], emit["S"], emit["E"]
-        start, trans = finalseg.start_P, finalseg.trans_P
-        self._start_b, self._start_m, self._start_s, self._start_e = start["B"], start["M"], start["S"], start["E"]
-        self._trans = {(a, b): trans[a].get(b, finalseg.MIN_FLOAT) for a in "BMES" for b in "BMES"}
+        emit, trans = finalseg.emit_P, finalseg.trans_P
+        self._start = {state: (probability, emit[state].get) for state, probability in finalseg.start_P.items()}
+        self._steps = tuple(
+            (state, emit[state].get, early, trans[early].get(state, finalseg.MIN_FLOAT), late,
+             trans[late].get(state, finalseg.MIN_FLOAT))
+            for state, early, late in STEPS
+        )
 
     def cut(self, sentence: str) -> list[str]:
         """jieba's `cut(sentence)`: Han-and-word blocks by the DAG, whitespace kept, other characters one by one."""
@@ -74,10 +79,9 @@ class Cut:
         get = self._tokenizer.FREQ.get
         words: list[str] = []
         for word in self.cut(sentence):
-            if len(word) > 2:
-                words.extend(gram for gram in (word[i:i + 2] for i in range(len(word) - 1)) if get(gram))
-            if len(word) > 3:
-                words.extend(gram for gram in (word[i:i + 3] for i in range(len(word) - 2)) if get(gram))
+            for size in (2, 3):
+                if len(word) > size:
+                    words.extend(gram for gram in (word[i:i + size] for i in range(len(word) - size + 1)) if get(gram))
             words.append(word)
         return words
 
@@ -173,38 +177,28 @@ class Cut:
         return words
 
     def _viterbi(self, sentence: str) -> str:
-        """jieba's `finalseg.viterbi` over states B, M, E, S: each sum `previous + transition + emission`
-        in that order; of equal scores the later state letter wins, as `max` over `(score, state)`."""
+        """jieba's `finalseg.viterbi`: each sum `previous + transition + emission` in that order; of
+        equal scores the later state letter wins, as jieba's `max` over `(score, state)`."""
         from jieba.finalseg import MIN_FLOAT
 
-        eb, em, es, ee = self._emit_b.get, self._emit_m.get, self._emit_s.get, self._emit_e.get
-        t = self._trans
-        t_eb, t_sb, t_mm, t_bm = t["E", "B"], t["S", "B"], t["M", "M"], t["B", "M"]
-        t_ss, t_es, t_be, t_me = t["S", "S"], t["E", "S"], t["B", "E"], t["M", "E"]
         first = sentence[0]
-        b = self._start_b + eb(first, MIN_FLOAT)
-        m = self._start_m + em(first, MIN_FLOAT)
-        e = self._start_e + ee(first, MIN_FLOAT)
-        s = self._start_s + es(first, MIN_FLOAT)
-        back: list[tuple[str, str, str, str]] = []
+        score = {state: start + emission(first, MIN_FLOAT) for state, (start, emission) in self._start.items()}
+        back = []
         for char in sentence[1:]:
-            emission = eb(char, MIN_FLOAT)
-            from_e, from_s = e + t_eb + emission, s + t_sb + emission
-            new_b, back_b = (from_s, "S") if from_s >= from_e else (from_e, "E")
-            emission = em(char, MIN_FLOAT)
-            from_m, from_b = m + t_mm + emission, b + t_bm + emission
-            new_m, back_m = (from_m, "M") if from_m >= from_b else (from_b, "B")
-            emission = es(char, MIN_FLOAT)
-            from_s, from_e = s + t_ss + emission, e + t_es + emission
-            new_s, back_s = (from_s, "S") if from_s >= from_e else (from_e, "E")
-            emission = ee(char, MIN_FLOAT)
-            from_b, from_m = b + t_be + emission, m + t_me + emission
-            new_e, back_e = (from_m, "M") if from_m >= from_b else (from_b, "B")
-            back.append((back_b, back_m, back_s, back_e))
-            b, m, s, e = new_b, new_m, new_s, new_e
-        state = "S" if s >= e else "E"
+            new: dict[str, float] = {}
+            came: dict[str, str] = {}
+            for state, emission, early, from_early, late, from_late in self._steps:
+                here = emission(char, MIN_FLOAT)
+                by_early, by_late = score[early] + from_early + here, score[late] + from_late + here
+                if by_late >= by_early:
+                    new[state], came[state] = by_late, late
+                else:
+                    new[state], came[state] = by_early, early
+            back.append(came)
+            score = new
+        state = "S" if score["S"] >= score["E"] else "E"
         path = [state]
-        for pointers in reversed(back):
-            state = pointers["BMSE".index(state)]
+        for came in reversed(back):
+            state = came[state]
             path.append(state)
         return "".join(reversed(path))
