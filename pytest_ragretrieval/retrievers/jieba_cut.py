@@ -117,24 +117,22 @@ class Cut:
         return ends
 
     def _cut_block(self, sentence: str, words: list[str]) -> None:
-        """jieba's `__cut_DAG`: runs of single characters that are no word go to the HMM."""
+        """jieba's `__cut_DAG`: runs of single characters that are no word go to the HMM. jieba grows
+        the run a character at a time (`buf += ...`, quadratic on a long run); we slice it once."""
         ends = self._ends(sentence)
         append = words.append
-        x = 0
-        buf = ""
+        x = run = 0
         n = len(sentence)
         while x < n:
             y = ends[x] + 1
-            if y - x == 1:
-                buf += sentence[x]
-            else:
-                if buf:
-                    self._single(buf, words)
-                    buf = ""
+            if y - x > 1:
+                if run < x:
+                    self._single(sentence[run:x], words)
                 append(sentence[x:y])
+                run = y
             x = y
-        if buf:
-            self._single(buf, words)
+        if run < n:
+            self._single(sentence[run:], words)
 
     def _single(self, buf: str, words: list[str]) -> None:
         """A run of single-character words: one character as is, a dictionary word as characters, else the HMM."""

@@ -89,6 +89,14 @@ def test_equal_scores_take_the_longer_word_as_jieba_does(tiny: Any) -> None:
         assert fast.cut_for_search(text) == list(tiny.cut_for_search(text)), text
 
 
+def test_long_runs_of_single_characters_are_jiebas(loaded: Any) -> None:
+    """Runs jieba grows a character at a time, here sliced once: letters, a Han character jieba's
+    dictionary lacks (the HMM's), and both around words."""
+    fast = Cut(loaded)
+    for text in ("a" * 3000, "\u9fa6" * 3000, "电脑" + "\u9fa6" * 2000 + "丢失" + "a1" * 500, "了" * 2000):
+        assert fast.cut(text) == list(loaded.cut(text))
+
+
 def test_words_added_later_count_and_force_split_words_stay_split(loaded: Any) -> None:
     own = jieba.Tokenizer()
     own.FREQ, own.total, own.initialized = dict(loaded.FREQ), loaded.total, True
