@@ -1,4 +1,4 @@
-"""jieba 0.42.1's accurate and search modes (HMM on): the same tokens, 1.5 to 1.7 times as fast.
+"""jieba 0.42.1's accurate and search modes (HMM on): the same tokens, 1.3 to 1.7 times as fast.
 
 Cold runs spent most of their time in jieba (8.4 of 13.3 s at 20,000 chunks, on two cores): its
 `get_DAG` builds a dict of lists per block, `calc` a generator and a tuple `max` per character,
