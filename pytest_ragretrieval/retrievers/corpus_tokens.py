@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pickle
 import time
+from collections import defaultdict
 from collections.abc import Sequence
 from functools import partial
 
@@ -19,12 +20,13 @@ import numpy as np
 from ..cache import Namespace
 from ..errors import RagError
 from .parallel import Child, ChildFailed, Measured, cpu_times, fork, idle_cores, processes, result, stop
-from .tokens import describe, tokenizer
+from .tokens import describe, steps, tokenizer
 
 RULE = "tokens 1"
 """Bump when what we do to the tokenizer's output changes: cached tokens then stop matching."""
 PROBE_SECONDS = 0.25
-"""How long this process tokenizes alone before the rest is shared out (it measures meanwhile)."""
+"""How long this process works alone (loading the dictionary, then tokenizing) before the rest is
+shared out; it measures meanwhile."""
 BLOCK = 64
 """Texts tokenized between two looks at the clock while measuring."""
 BUDGET = 60.0
@@ -39,14 +41,28 @@ def tokenizer_id(name: str) -> str:
 
 
 def tokenize_batch(name: str, texts: Sequence[str]) -> tuple[list[str], list[np.ndarray]]:
-    """(vocabulary, token ids per text, the vocabulary in order of first use) for one batch."""
-    tokenize = tokenizer(name)
-    vocabulary: dict[str, int] = {}
+    """(vocabulary in order of first use, token ids per text) for one batch.
+
+    Pieces are numbered as they come (a dict whose missing key gets the next number, all in C),
+    and only the distinct pieces are finished (lower-cased, blanks dropped): the same vocabulary
+    and ids as finishing every piece, since a token's first use is its first piece's."""
+    split, finish = steps(name).split, steps(name).finish
+    pieces: defaultdict[str, int] = defaultdict()
+    pieces.default_factory = pieces.__len__
+    number = pieces.__getitem__
     rows = []
-    for text in texts:
-        tokens = tokenize(text)
-        ids = (vocabulary.setdefault(token, len(vocabulary)) for token in tokens)
-        rows.append(np.fromiter(ids, dtype=np.int32, count=len(tokens)))
+    for found in split(texts):
+        rows.append(np.fromiter(map(number, found), dtype=np.int32, count=len(found)))
+    if finish is None:
+        return list(pieces), rows
+    vocabulary: dict[str, int] = {}
+    final = np.fromiter(
+        (-1 if (token := finish(piece)) is None else vocabulary.setdefault(token, len(vocabulary)) for piece in pieces),
+        dtype=np.int32, count=len(pieces),
+    )
+    rows = [final[row] for row in rows]
+    if final.size and final.min() < 0:
+        rows = [row[row >= 0] for row in rows]
     return list(vocabulary), rows
 
 
@@ -61,10 +77,11 @@ def cached_tokens(
     misses = [text for text, ids in zip(unique, found, strict=True) if ids is None]
     rows = {text: ids for text, ids in zip(unique, found, strict=True) if ids is not None}
     if misses:
-        merged = {token: number for number, token in enumerate(vocabulary)}
+        merged: defaultdict[str, int] = defaultdict(None, ((token, number) for number, token in enumerate(vocabulary)))
+        merged.default_factory = merged.__len__  # a word not seen yet gets the next number
         fresh: dict[str, np.ndarray] = {}
         for words, batch, part in _tokenize(name, misses, workers):
-            remap = np.fromiter((merged.setdefault(w, len(merged)) for w in words), dtype=np.int32, count=len(words))
+            remap = np.fromiter(map(merged.__getitem__, words), dtype=np.int32, count=len(words))
             fresh.update((text, remap[ids]) for text, ids in zip(part, batch, strict=True))
         vocabulary = list(merged)
         namespace.write(*_own_vocabulary(fresh, vocabulary))
@@ -83,17 +100,20 @@ def _own_vocabulary(entries: dict[str, np.ndarray], vocabulary: list[str]) -> tu
 
 def _tokenize(name: str, misses: list[str], workers: int) -> list[Part]:
     """The misses as contiguous parts, in order, so the merged vocabulary (and the pack) is the same
-    whatever the split. This process tokenizes alone for PROBE_SECONDS, measuring its speed and the
-    cores idle beside it; `parallel.processes` then says how many processes share the rest, the
-    others forked from this one with the dictionary it loaded."""
+    whatever the split. This process loads the dictionary and tokenizes alone until PROBE_SECONDS
+    have passed (at least one block), measuring its speed and the cores idle beside it meanwhile
+    (loading jieba's dictionary keeps this process as busy as tokenizing); `parallel.processes`
+    then says how many processes share the rest, the others forked from this one with the
+    dictionary it loaded."""
     if workers <= 1:
         return [(*tokenize_batch(name, misses), misses)]
+    window = time.perf_counter()
     before = cpu_times()
     tokenizer(name)  # the dictionary, loaded once, here
     started = time.perf_counter()
     parts: list[Part] = []
     done = 0
-    while done < len(misses) and time.perf_counter() - started < PROBE_SECONDS:
+    while done < len(misses) and (not done or time.perf_counter() - window < PROBE_SECONDS):
         block = misses[done:done + BLOCK]
         parts.append((*tokenize_batch(name, block), block))
         done += len(block)

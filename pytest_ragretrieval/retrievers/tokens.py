@@ -11,13 +11,14 @@ import logging
 import re
 import unicodedata
 from collections.abc import Callable
-from functools import cache
+from dataclasses import dataclass
+from functools import cache, partial
 from pathlib import Path
 from typing import Any
 
 from ..errors import RagError
 from ..paths import display
-from .jieba_cut import cutter
+from .jieba_cut import Split, cutter
 from .user_dict import UserDict, read_user_dict
 
 TOKENIZERS = ("jieba", "jieba-search", "whitespace", "english")
@@ -74,17 +75,30 @@ def _jieba_tokenizer(user_dict: UserDict | None) -> Any:
     return own
 
 
-def _jieba(search: bool, user_dict: UserDict | None) -> Callable[[str], list[str]]:
-    cut = cutter(_jieba_tokenizer(user_dict), search)
+@dataclass(frozen=True)
+class Steps:
+    """A tokenizer in two steps: `split` a text into pieces, then `finish` each piece into its token
+    (None: dropped). Tokenizing a corpus finishes each distinct piece once, not each occurrence:
+    jieba's 4.3 million characters at 20,000 chunks give 2.5 million pieces, 198,000 of them distinct."""
 
-    def tokenize(text: str) -> list[str]:
-        return [token.lower() for token in cut(text) if token.strip()]
+    split: Split
+    """Many texts to their pieces (jieba's substrings are looked up a batch at a time)."""
+    finish: Callable[[str], str | None] | None
+    """None: the pieces are the tokens."""
 
-    return tokenize
+    def __call__(self, text: str) -> list[str]:
+        pieces = next(iter(self.split((text,))))
+        if self.finish is None:
+            return pieces
+        return [token for token in map(self.finish, pieces) if token is not None]
 
 
-def _whitespace(text: str) -> list[str]:
-    return [token.lower() for token in text.split()]
+def _lower_unless_blank(piece: str) -> str | None:
+    return piece.lower() if piece.strip() else None
+
+
+def _jieba(search: bool, user_dict: UserDict | None) -> Steps:
+    return Steps(cutter(_jieba_tokenizer(user_dict), search), _lower_unless_blank)
 
 
 def _english() -> Callable[[str], list[str]]:
@@ -119,9 +133,14 @@ def _parts(key: str) -> tuple[str, str | None, Path | None]:
     return name, sha256, Path(path)
 
 
-@cache
 def tokenizer(key: str) -> Callable[[str], list[str]]:
     """The tokenizer of `key`: lower-cased tokens, blank tokens dropped."""
+    return steps(key)
+
+
+@cache
+def steps(key: str) -> Steps:
+    """The tokenizer of `key` as its two steps."""
     name, sha256, path = _parts(key)
     user_dict = None
     if path is not None:
@@ -136,9 +155,9 @@ def tokenizer(key: str) -> Callable[[str], list[str]]:
     if user_dict is not None:
         raise ValueError(f"tokenizer {name!r} takes no user dictionary")
     if name == "whitespace":
-        return _whitespace
+        return Steps(partial(map, str.split), str.lower)
     if name == "english":
-        return _english()
+        return Steps(partial(map, _english()), None)
     raise ValueError(f"unknown tokenizer {name!r}")
 
 

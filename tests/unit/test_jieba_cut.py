@@ -1,4 +1,4 @@
-"""Our cut of jieba 0.42.1 gives jieba's own tokens, on the sample, generated text and tie cases."""
+"""Our cut of jieba 0.42.1 gives jieba's own tokens, on the sample, generated text, batches and tie cases."""
 from __future__ import annotations
 
 import json
@@ -48,6 +48,24 @@ def test_sample_tokens_are_jiebas(loaded: Any) -> None:
         assert fast.cut_for_search(text) == list(loaded.cut_for_search(text)), text
 
 
+ACROSS = ["笔记", "本电脑", "中华人民", "共和国", "北京大", "学", "\ud800笔记本\U00020000电脑", "丢", "失。"]
+"""Texts whose neighbours complete their words: a batch is one string, a text's words stay its own."""
+
+
+@pytest.mark.parametrize("batch", [1, 5, 64, 1 << 16])
+def test_many_texts_in_batches_of_any_size_give_each_texts_own_tokens(loaded: Any, batch: int) -> None:
+    fast = Cut(loaded)
+    texts = ACROSS + sample_texts()[:40] + ACROSS
+    assert list(fast.cut_many(texts, batch)) == [list(loaded.cut(text)) for text in texts]
+    assert list(fast.search_many(texts, batch)) == [list(loaded.cut_for_search(text)) for text in texts]
+
+
+def test_a_text_longer_than_a_batch_is_one_batch(loaded: Any) -> None:
+    fast = Cut(loaded)
+    text = "笔记本电脑丢失怎么办" * 300 + "a1" * 200
+    assert list(fast.cut_many([text, "电脑"], batch=100)) == [list(loaded.cut(text)), ["电脑"]]
+
+
 WORDS = ["笔记本电脑", "丢失", "怎么办", "北京大学", "研究生", "命", "的", "了", "中华人民共和国", "密码", "重置"]
 PIECES = st.one_of(
     st.sampled_from(WORDS),
@@ -59,12 +77,24 @@ PIECES = st.one_of(
 )
 
 
+@pytest.fixture(scope="module")
+def fast(loaded: Any) -> Cut:
+    return Cut(loaded)
+
+
 @settings(max_examples=400, deadline=None)
 @given(st.lists(PIECES, max_size=40).map("".join))
-def test_generated_text_gives_jiebas_tokens(loaded: Any, text: str) -> None:
-    fast = Cut(loaded)
+def test_generated_text_gives_jiebas_tokens(loaded: Any, fast: Cut, text: str) -> None:
     assert fast.cut(text) == list(loaded.cut(text))
     assert fast.cut_for_search(text) == list(loaded.cut_for_search(text))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.lists(PIECES, max_size=12).map("".join), max_size=6), st.integers(min_value=1, max_value=40))
+def test_generated_texts_in_generated_batches_give_jiebas_tokens(
+    loaded: Any, fast: Cut, texts: list[str], batch: int
+) -> None:
+    assert list(fast.cut_many(texts, batch)) == [list(loaded.cut(text)) for text in texts]
 
 
 @pytest.fixture
@@ -97,14 +127,17 @@ def test_long_runs_of_single_characters_are_jiebas(loaded: Any) -> None:
         assert fast.cut(text) == list(loaded.cut(text))
 
 
-def test_words_added_later_count_and_force_split_words_stay_split(loaded: Any) -> None:
+def test_user_words_count_force_split_words_stay_split_and_a_later_change_is_refused(loaded: Any) -> None:
     own = jieba.Tokenizer()
     own.FREQ, own.total, own.initialized = dict(loaded.FREQ), loaded.total, True
-    fast = Cut(own)
+    before = Cut(own)
     text = "电脑丢了怎么办，联系小蓝鲸客服"
     own.add_word("小蓝鲸客服", 2000)
     own.add_word("蓝鲸", 0)  # frequency 0: jieba also adds it to the HMM's force-split words
     try:
+        with pytest.raises(RuntimeError, match="dictionary changed after this Cut was made"):
+            before.cut(text)
+        fast = Cut(own)
         assert fast.cut(text) == list(own.cut(text))
         assert "小蓝鲸客服" in fast.cut(text)
         assert fast.cut("蓝鲸来了") == list(own.cut("蓝鲸来了"))
@@ -115,5 +148,7 @@ def test_words_added_later_count_and_force_split_words_stay_split(loaded: Any) -
 def test_another_jieba_version_gets_jiebas_own_cut(loaded: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     assert isinstance(cutter(loaded, search=False).__self__, Cut)  # type: ignore[attr-defined]
     monkeypatch.setattr(jieba, "__version__", "0.43.0")
-    assert cutter(loaded, search=False) == loaded.cut
-    assert cutter(loaded, search=True) == loaded.cut_for_search
+    monkeypatch.setattr(jieba.Tokenizer, "cut", lambda self, text: iter(["cut", text]))
+    monkeypatch.setattr(jieba.Tokenizer, "cut_for_search", lambda self, text: iter(["search", text]))
+    assert list(cutter(loaded, search=False)(["电脑", "丢"])) == [["cut", "电脑"], ["cut", "丢"]]  # jieba's own
+    assert list(cutter(loaded, search=True)(["电脑"])) == [["search", "电脑"]]

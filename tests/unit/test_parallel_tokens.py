@@ -116,9 +116,9 @@ def counted_forks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 def test_the_measured_idle_cores_decide_whether_a_process_is_forked(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, idle: float, expected: int
 ) -> None:
-    """The probe tokenizes one block of 2 texts in 0.2 s (so the 14 left take about 2 s): time enough
-    for 2 processes; only the measured idleness differs."""
-    stepping_clock(monkeypatch, 0.1)
+    """The dictionary loads and the probe tokenizes one block of 2 texts in 0.3 s (so the 14 left
+    take about 2.1 s): time enough for 2 processes; only the measured idleness differs."""
+    stepping_clock(monkeypatch, 0.15)
     monkeypatch.setattr(module, "BLOCK", 2)
     monkeypatch.setattr(module, "idle_cores", lambda before, after: idle)
     forks = counted_forks(monkeypatch)
@@ -161,6 +161,7 @@ def test_a_failing_child_is_one_line_naming_the_tokenizer(tmp_path: Path, monkey
 
     monkeypatch.setattr(module, "tokenize_batch", tokenize_batch)
     monkeypatch.setattr(module, "PROBE_SECONDS", 0.0)
+    monkeypatch.setattr(module, "BLOCK", 2)  # the probe takes one block, whatever the clock says
     monkeypatch.setattr(module, "processes", lambda workers, measured: 2)
     with pytest.raises(RagError, match=r"^tokenizing the corpus with jieba in a worker process failed: "
                                        r"ValueError: cannot tokenize BOOM$"):
