@@ -46,7 +46,8 @@ def tokenize_batch(name: str, texts: Sequence[str]) -> tuple[list[str], list[np.
     Pieces are numbered as they come (a dict whose missing key gets the next number, all in C),
     and only the distinct pieces are finished (lower-cased, blanks dropped): the same vocabulary
     and ids as finishing every piece, since a token's first use is its first piece's."""
-    split, finish = steps(name).split, steps(name).finish
+    chosen = steps(name)
+    split, finish = chosen.split, chosen.finish
     pieces: defaultdict[str, int] = defaultdict()
     pieces.default_factory = pieces.__len__
     number = pieces.__getitem__
