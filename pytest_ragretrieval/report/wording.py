@@ -41,7 +41,8 @@ def adjustment_words(data: ReportInput) -> tuple[str, str]:
         return "p 值未做多重校正", 'p not adjusted for the number of items (adjustment = "none")'
     zh, en = ADJUSTMENT_WORDS[data.adjustment]
     count = data.family
-    return f"p 值按 {zh} 在本次评判的 {count} 个指标项上校正", f"p {en} over the {count} metric items judged"
+    items = f"{count} metric item{'s' if count != 1 else ''}"
+    return f"p 值按 {zh} 在本次评判的 {count} 个指标项上校正", f"p {en} over the {items} judged"
 
 
 def significance_hint(data: ReportInput) -> str:
