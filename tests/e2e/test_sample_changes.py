@@ -82,7 +82,7 @@ def test_a_lowering_retune_fails_hybrid_names_it_and_the_ratchet_holds(tmp_path:
     assert results["since_baseline"]["changes"] == ["hybrid.weights [1.0, 0.5] -> [0.2, 1.0]"]
     report = (folder / "report.md").read_text(encoding="utf-8")
     assert "- compared across changes: hybrid.weights [1.0, 0.5] -> [0.2, 1.0]" in report
-    assert "| hybrid      | recall@5    |   0.7783 | 0.6283 | -0.1500 |        53 |   0.0046 |         0.0002 |" in report
+    assert "| hybrid      | recall@5    |   0.7783 | 0.6283 | -0.1500 |        53 |       0.0004 |         0.0002 |" in report
 
     before = (folder / "baselines" / "retrieval.json").read_bytes()
     refused = gate(folder, "--rag-update-baseline")
@@ -124,8 +124,10 @@ def test_an_edited_unlabelled_chunk_is_compared_and_fails_only_where_a_value_fel
                   for label, c in entry["comparison"].items() if c["delta"] < 0)
     failed = sorted(line.split()[1] for line in done.stdout.splitlines() if line.startswith("FAILED rag::"))
     assert failed == fell and len(fell) == 8, done.stdout[-3000:]
-    assert "mrr@5 of 'bm25' fell from 0.6305 to 0.6138 (-0.0167, tolerance 0.0000) after a change of chunks: 2 edited " \
-           "(security-018, travel-001), 0 added, 0 removed" in done.stdout
+    assert "mrr@5 of 'bm25' fell from 0.6305 to 0.6138 (-0.0167, tolerance 0.0000) after a change of chunks" \
+        in done.stdout.splitlines()
+    assert "compared across changes: chunks: 2 edited (security-018, travel-001), 0 added, 0 removed" \
+        in done.stdout.splitlines()
 
 
 def test_added_and_removed_questions_pass_on_the_unchanged_ones_and_are_named(tmp_path: Path) -> None:
