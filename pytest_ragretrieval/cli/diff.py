@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> Result:
         if bool(args.old_config) != bool(args.new_config):
             raise UsageError("--old-config and --new-config go together: the settings of both sides are compared")
         sides = from_files(args.old, args.new, args.old_config, args.new_config)
-    checked_output("--json", args.json_path, sides.inputs)
+    checked_output("--json", args.json_path, sides.inputs, getattr(args, "config", None))
     return run_diff(sides, fail_on_lower=args.fail_on_lower, json_path=args.json_path,
                     with_changes=args.against is not None)
 

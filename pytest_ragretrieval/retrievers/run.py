@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, RetrieverError
-from ..paths import display
+from ..paths import absolute, display
 from ..toml import Table
 from .protocol import Context, Query, Setup
 
@@ -49,6 +49,11 @@ def parse(table: Table) -> dict[str, Any]:
 
 def sources(params: Mapping[str, Any]) -> list[str]:
     return []
+
+
+def inputs(params: Mapping[str, Any], root: Path) -> dict[str, Path]:
+    """The run file, which the run reads: no output may replace it."""
+    return {"path": absolute(root / params["path"])}
 
 
 @dataclass(frozen=True)
