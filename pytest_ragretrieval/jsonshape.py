@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from .jsontext import MAX_DEPTH, MAX_DIGITS, JSONProblem, control_character, unstorable
+from .jsontext import MAX_DEPTH, MAX_DIGITS, JSONProblem, control_character, fits_float, unstorable
 
 
 @dataclass(frozen=True)
@@ -170,7 +170,7 @@ class Node:
 
     def number(self) -> float:
         """A finite number (a boolean is none)."""
-        if isinstance(self.value, bool) or not isinstance(self.value, (int, float)) or not math.isfinite(self.value):
+        if isinstance(self.value, bool) or not isinstance(self.value, (int, float)) or not fits_float(self.value):
             raise self.problem(f"must be a finite number, got {self._got()}")
         return float(self.value)
 

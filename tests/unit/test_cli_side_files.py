@@ -75,6 +75,19 @@ def test_an_integer_of_5000_digits_is_named_by_its_path(workspace: Path, capsys:
     )
 
 
+@pytest.mark.parametrize("digits", [310, 400, 4300])
+def test_an_integer_no_float_holds_is_named_by_its_path(workspace: Path, capsys: pytest.CaptureFixture[str],
+                                                         digits: int) -> None:
+    """issue 32: 310 to 4,300 digits decode as Python integers, and gave OverflowError where used."""
+    text = (workspace / "changes.json").read_text(encoding="utf-8").replace('"new": 0.5', '"new": ' + "9" * digits)
+    (workspace / "changes.json").write_text(text, encoding="utf-8")
+    for argv in (pr_check(), ["comment", "--baseline-changes", "changes.json"]):
+        assert one_line(capsys, argv) == (
+            f"changes.json: malformed baseline-changes file: lowered[0].new must be a finite number, got "
+            f"99999999999999999999... ({digits} characters); write it with `ragretrieval diff OLD NEW --json PATH`"
+        )
+
+
 @pytest.mark.parametrize(
     ("raw", "shown"),
     [("1e400", "1e400"), ("true", "true"), ("7.5", "7.5"), ('"7"', 'the string "7"'), ("0", "0"), ("9" * 5000, "99999999999999999999... (5000 characters)")],
