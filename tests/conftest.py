@@ -30,8 +30,13 @@ def minilm() -> Any:
 
     Loading it imports torch, transformers and sentence-transformers outside the inline runs;
     imported inside one, pytester would drop them afterwards and torch cannot load twice.
-    Only the end-to-end tests ask for it, so other sessions never pay for torch.
+    Only the end-to-end tests ask for it, so other sessions never pay for torch. Without torch (the
+    README's first command installs none) every test that asks for it, the cross-encoder's
+    included, is skipped with the reason.
     """
+    for module in ("torch", "sentence_transformers"):
+        pytest.importorskip(module, reason=f"needs {module}, which the test extras bring: "
+                            ".venv/bin/pip install torch==2.13.0 -e \".[dev]\"")
     from pytest_ragretrieval.embedding.sentence_transformers import (
         SentenceTransformerEmbedder,
     )
