@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from .jsontext import MAX_DEPTH, MAX_DIGITS, JSONProblem, control_character, fits_float, unstorable
+from .jsontext import MAX_DEPTH, MAX_DIGITS, JSONProblem, control_character, fits_float, metric_key_problem, unstorable
 
 
 @dataclass(frozen=True)
@@ -160,6 +160,14 @@ class Node:
         if bad is not None:
             raise self.problem(f"holds {bad}")
         return self.value
+
+    def metric_key(self) -> str:
+        """A metric key (`ndcg@5`, jsontext.METRIC_KEY), or "" where a change names no metric (a whole retriever)."""
+        text = self.text()
+        problem = metric_key_problem(text) if text else None
+        if problem is not None:
+            raise self.problem(f"holds {problem}")
+        return text
 
     def integer(self, minimum: int, maximum: int) -> int:
         """A whole number in range: a boolean, a fraction or 1e400 is none."""

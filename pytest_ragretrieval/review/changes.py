@@ -342,4 +342,5 @@ def parse_changes(path: Path, text: str) -> Changes:
 def _entry(node: Node, kind: type) -> Any:
     """One listed change: exactly its record's fields, numbers finite, texts printable."""
     node.exactly(*(f.name for f in fields(kind)))
-    return kind(**{f.name: node[f.name].number() if f.type == "float" else node[f.name].text() for f in fields(kind)})
+    return kind(**{f.name: node[f.name].number() if f.type == "float" else
+                   node[f.name].metric_key() if f.name == "metric" else node[f.name].text() for f in fields(kind)})
