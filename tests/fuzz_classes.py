@@ -192,6 +192,21 @@ WRONG_TYPES = ["0.5", None, True, [], {}, [0.5]]
 BAD_KEYS = ["ndcg@\u00b2", "ndcg@" + "5" * 5001, "ndcg@", "ndcg@x", "NDCG@3", "ndcg@３", "ndcg@3 "]
 
 
+def _kind(value: Any) -> str:
+    """A value's JSON type: a number is one, whole or not."""
+    if isinstance(value, bool) or value is None:
+        return repr(value)
+    return "number" if isinstance(value, (int, float)) else type(value).__name__
+
+
+def _set_wrong_type(doc: Any, path: tuple[Any, ...], chance: random.Random, choices: list[Any]) -> None:
+    """The value at `path` replaced by one of another JSON type, so the file is damaged, not merely edited."""
+    node = doc
+    for key in path[:-1]:
+        node = node[key]
+    _set(doc, path, chance.choice([value for value in choices if _kind(value) != _kind(node[path[-1]])]))
+
+
 def _baseline_out_of_range(doc: Any, chance: random.Random) -> None:
     paths = _nodes(doc, lambda key, value: "@" in key and _is_number(key, value))
     _set(doc, chance.choice(paths), chance.choice(OUT_OF_RANGE))
@@ -200,7 +215,7 @@ def _baseline_out_of_range(doc: Any, chance: random.Random) -> None:
 def _baseline_wrong_type(doc: Any, chance: random.Random) -> None:
     paths = _nodes(doc, lambda key, value: key in ("metrics", "questions", "ranking", "k", "fingerprint", "retrievers")
                    or ("@" in key and _is_number(key, value)))
-    _set(doc, chance.choice(paths), chance.choice(WRONG_TYPES))
+    _set_wrong_type(doc, chance.choice(paths), chance, WRONG_TYPES)
 
 
 def _baseline_bad_key(doc: Any, chance: random.Random) -> None:
@@ -237,7 +252,7 @@ def _changes_out_of_range(doc: Any, chance: random.Random) -> None:
 
 def _changes_wrong_type(doc: Any, chance: random.Random) -> None:
     paths = _nodes(doc, lambda key, value: key not in ("kind", "version"))
-    _set(doc, chance.choice(paths), chance.choice([*WRONG_TYPES, 5]))
+    _set_wrong_type(doc, chance.choice(paths), chance, [*WRONG_TYPES, 5])
 
 
 def _changes_bad_key(doc: Any, chance: random.Random) -> None:
