@@ -331,55 +331,79 @@ class Tally:
     examples: list[str] = field(default_factory=list)
 
 
-def named(text: str, name: str) -> bool:
-    """Whether output names the damaged file: its path, or for a user dictionary the key that names it."""
-    return name in text or Path(name).name in text or (name == USER_DICT and "user_dict" in text)
+def mentions(line: str, name: str) -> bool:
+    """Whether a line names the damaged file: its path or name, or for a user dictionary the key that names it."""
+    return name in line or Path(name).name in line or (name == USER_DICT and "user_dict" in line)
+
+
+Outcome = tuple[bool, bool, str]
+"""(refused: an error line or exit 2, failed: an item or exit 1, everything printed)."""
+
+
+def _outcomes(folder: Path, name: str, update: bool, tally: Tally, label: str) -> list[Outcome]:
+    """Run what reads `name` in `folder`: the gate (and, for the baseline, `diff` and `suspects`), or
+    `pr-check` and `comment` for a side file of the command."""
+    outcomes: list[Outcome] = []
+    with chdir(folder), _workflow_unset():
+        if name in (CHANGES_FILE, APPROVED_FILE):
+            for argv in (["pr-check", CHANGES_FILE, "--event", EVENT_FILE, "--approved", APPROVED_FILE],
+                         ["comment", "--baseline-changes", CHANGES_FILE]):
+                code, text = run_command(argv)
+                _no_fault(text, tally, [label, *argv])
+                outcomes.append((code == 2, code == 1, text))
+            return outcomes
+        error, verdicts, text = run_gate(folder, update)
+        _no_fault(error or "", tally, [label, "gate"])
+        outcomes.append((error is not None, "failed" in verdicts, (error or "") + "\n" + text))
+        if name == BASELINE:
+            for argv in (["diff", BASELINE, BASELINE], ["suspects", BASELINE]):
+                code, text = run_command(argv)
+                _no_fault(text, tally, [label, *argv])
+                outcomes.append((code == 2, code == 1, text))
+    return outcomes
+
+
+def _lay_out(folder: Path, files: dict[str, bytes]) -> None:
+    shutil.rmtree(folder, ignore_errors=True)
+    for path, content in files.items():
+        (folder / path).parent.mkdir(parents=True, exist_ok=True)
+        (folder / path).write_bytes(content)
+
+
+_UNDAMAGED: dict[tuple[str, bool], list[Outcome]] = {}
+"""What the same commands give on the undamaged project: a damaged file must change that."""
 
 
 def one_try(pristine: dict[str, bytes], folder: Path, name: str, kind: str, seed: int, tally: Tally) -> None:
-    """Damage `name` by `kind` (seeded), run what reads it, and count the outcome in `tally`."""
+    """Damage `name` by `kind` (seeded), run what reads it, and count the outcome in `tally`: a silent
+    pass is an outcome no worse than the undamaged project's, with no new line naming the file."""
     chance = random.Random(f"{name}|{kind}|{seed}")
-    shutil.rmtree(folder, ignore_errors=True)
-    for path, content in pristine.items():
-        (folder / path).parent.mkdir(parents=True, exist_ok=True)
-        (folder / path).write_bytes(content)
-    damaged = DAMAGES[name][kind](pristine[name].decode("utf-8"), chance).encode("utf-8", "surrogatepass")
-    (folder / name).write_bytes(damaged)
-    files = {**pristine, name: damaged}
-    tally.tries += 1
     update = chance.random() < 0.3
-    outcomes: list[tuple[bool, bool, str]] = []  # (refused, failed, text)
-    with chdir(folder), _workflow_unset():
-        try:
-            if name in (CHANGES_FILE, APPROVED_FILE):
-                for argv in (["pr-check", CHANGES_FILE, "--event", EVENT_FILE, "--approved", APPROVED_FILE],
-                             ["comment", "--baseline-changes", CHANGES_FILE]):
-                    code, text = run_command(argv)
-                    _no_fault(text, tally, argv)
-                    outcomes.append((code == 2, code == 1, text))
-            else:
-                error, verdicts, text = run_gate(folder, update)
-                _no_fault(error or "", tally, ["gate"])
-                outcomes.append((error is not None, "failed" in verdicts, (error or "") + "\n" + text))
-                if name == BASELINE:
-                    for argv in (["diff", BASELINE, BASELINE], ["suspects", BASELINE], ["comment", BASELINE]):
-                        code, text = run_command(argv)
-                        _no_fault(text, tally, argv)
-                        outcomes.append((code == 2, False, text))
-        except Exception as exc:  # a traceback: what no input may cause
-            tally.tracebacks.append(f"{kind}, seed {seed}: {type(exc).__name__}: {str(exc)[:200]}")
-            return
+    if (name, update) not in _UNDAMAGED:
+        _lay_out(folder, pristine)
+        _UNDAMAGED[(name, update)] = _outcomes(folder, name, update, Tally(), "undamaged")
+    before = _UNDAMAGED[(name, update)]
+    damaged = DAMAGES[name][kind](pristine[name].decode("utf-8"), chance).encode("utf-8", "surrogatepass")
+    files = {**pristine, name: damaged}
+    _lay_out(folder, files)
+    tally.tries += 1
+    try:
+        outcomes = _outcomes(folder, name, update, tally, f"{kind}, seed {seed}")
+    except Exception as exc:  # a traceback: what no input may cause
+        tally.tracebacks.append(f"{kind}, seed {seed}: {type(exc).__name__}: {str(exc)[:200]}")
+        return
     for path, content in files.items():
         now = (folder / path).read_bytes()
-        if now != content and not (path == BASELINE and update and outcomes[0][0] is False):
+        if now != content and not (path == BASELINE and update and not outcomes[0][0]):
             tally.changed.append(f"{kind}, seed {seed}: {path}")
-    if any(refused for refused, _, _ in outcomes):
-        tally.refused += 1
-    elif any(failed for _, failed, _ in outcomes):
-        tally.failed += 1
-    if any(named(text, name) for _, _, text in outcomes):
-        tally.named += 1
-    elif not any(refused or failed for refused, failed, _ in outcomes):
+    refused = any(now[0] and not was[0] for now, was in zip(outcomes, before, strict=True))
+    failed = any(now[1] and not was[1] for now, was in zip(outcomes, before, strict=True))
+    known = {line for _, _, text in before for line in text.splitlines()}
+    named = any(mentions(line, name) and line not in known for _, _, text in outcomes for line in text.splitlines())
+    tally.refused += refused
+    tally.failed += failed and not refused
+    tally.named += named
+    if not (refused or failed or named):
         tally.silent += 1
         if len(tally.examples) < 3:
             tally.examples.append(f"seed {seed}: {damaged[:160]!r}")
