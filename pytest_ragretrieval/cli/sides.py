@@ -151,7 +151,7 @@ def _materialise(rev: str, config_path: str, root: Path, scratch: Path) -> None:
 
 def _without(scratch: Path, rev: str, text: str) -> str:
     """A message about the copy, naming REV's files as `REV:path`: no temporary path reaches a comment."""
-    for prefix in {str(scratch), os.path.realpath(scratch)}:
+    for prefix in sorted({str(scratch), os.path.realpath(scratch), os.path.relpath(scratch)}, key=len, reverse=True):
         text = text.replace(prefix + os.sep, f"{rev}:").replace(prefix, rev)
     return text
 
