@@ -20,7 +20,7 @@ from typing import Any
 
 from ..errors import RagError
 from ..paths import display
-from .jieba_cut import Split, cutter
+from .jieba_cut import VERSION, Split, cutter
 from .user_dict import UserDict, read_user_dict
 
 TOKENIZERS = ("jieba", "jieba-search", "whitespace", "english")
@@ -80,7 +80,8 @@ def _jieba_tokenizer(user_dict: UserDict | None) -> Any:
         for word, frequency, tag in user_dict.entries if user_dict is not None else ():
             own.add_word(word, frequency, tag)  # what jieba.load_userdict does with each line, in order
     finally:
-        shared.intersection_update(before)  # add_word's force-split words are this tokenizer's alone
+        if jieba.__version__ == VERSION:  # our cut keeps them per tokenizer; jieba's own cut reads only the shared set
+            shared.intersection_update(before)
     return own
 
 

@@ -13,9 +13,10 @@ from fuzz_classes import BASELINE, CLASSES, Tally, make_project, one_try
 TRIES = int(os.environ.get("RAG_FUZZ_TRIES", "2"))
 SEED = int(os.environ.get("RAG_FUZZ_SEED", "0"))
 KNOWN_SILENT = {(BASELINE, "inconsistent fingerprints"), (BASELINE, "digests emptied")}
-"""Classes that still pass silently here: a baseline whose own facts disagree (k against the
-yardstick's, an entry without its fingerprint, a digest emptied) is read and judged. Refusing
-such a baseline as damaged is issue 32's item 2; with it merged this set is empty."""
+"""Classes that still pass silently here: a baseline whose own facts disagree (an entry without its
+fingerprint; the corpus's or the eval set's `sha256` emptied while the per-item digests stand) is
+read and judged. Refusing such a baseline as damaged is issue 32's item 2 (baseline/format.py);
+with it merged this set should be empty: run `python benchmarks/fuzz_inputs.py --tries 300`."""
 
 
 @pytest.fixture(scope="module")
