@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from .jsontext import MAX_DEPTH, MAX_DIGITS, JSONProblem, control_character, unstorable
+from .jsontext import MAX_DEPTH, MAX_DIGITS, JSONProblem, control_character, fits_float, metric_key_problem, unstorable
 
 
 @dataclass(frozen=True)
@@ -161,6 +161,14 @@ class Node:
             raise self.problem(f"holds {bad}")
         return self.value
 
+    def metric_key(self) -> str:
+        """A metric key (`ndcg@5`, jsontext.METRIC_KEY), or "" where a change names no metric (a whole retriever)."""
+        text = self.text()
+        problem = metric_key_problem(text) if text else None
+        if problem is not None:
+            raise self.problem(f"holds {problem}")
+        return text
+
     def integer(self, minimum: int, maximum: int) -> int:
         """A whole number in range: a boolean, a fraction or 1e400 is none."""
         value = self.value
@@ -170,7 +178,7 @@ class Node:
 
     def number(self) -> float:
         """A finite number (a boolean is none)."""
-        if isinstance(self.value, bool) or not isinstance(self.value, (int, float)) or not math.isfinite(self.value):
+        if isinstance(self.value, bool) or not isinstance(self.value, (int, float)) or not fits_float(self.value):
             raise self.problem(f"must be a finite number, got {self._got()}")
         return float(self.value)
 

@@ -23,6 +23,11 @@ MAX_DIGITS = sys.get_int_max_str_digits() or 4300
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
+MAX_CUTOFF_DIGITS = 9
+"""A metric key's cutoff has at most this many digits (`ndcg@999999999`): more is no cutoff any run asks for."""
+METRIC_KEY = re.compile(rf"([a-z0-9_]+)(?:@([0-9]{{1,{MAX_CUTOFF_DIGITS}}}))?")
+"""The one form of a metric key in every file: a name, then optionally `@` and ASCII digits (`ndcg@5`, `mrr`)."""
+
 
 class JSONProblem(Exception):
     """Why a text is not JSON we accept; the message is one line, with `at line L column C` when known."""
@@ -59,6 +64,36 @@ def loads(text: str, *, allow_nan: bool = False) -> Any:
     if depth > MAX_DEPTH:
         raise JSONProblem(f"nested deeper than {MAX_DEPTH} levels")
     return value
+
+
+def fits_float(value: int | float) -> bool:
+    """Whether a number is one the gate can compute with: a finite float, or an integer a float holds
+    (up to about 1.8e308; 310 digits and more never do). The one rule every reader applies (baseline,
+    results, changes, approval records, user dictionaries), so an integer of 310 to 4,300 digits is
+    refused where it is read, never an OverflowError where it is used."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if value.bit_length() > 1024:
+        return False
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:
+        return False
+
+
+def metric_key_problem(key: str) -> str | None:
+    """Why `key` is not a metric key (`name@digits`, at most MAX_CUTOFF_DIGITS ASCII digits; None: it is one)."""
+    if METRIC_KEY.fullmatch(key):
+        return None
+    shown = key if len(key) <= 40 else f"{key[:30]}... ({len(key)} characters)"
+    return (f"{escaped(shown)!r} is not a metric key: a lower-case name, then optionally '@' and a cutoff of "
+            f"1 to {MAX_CUTOFF_DIGITS} ASCII digits (ndcg@5)")
+
+
+def cutoff(key: str) -> int | None:
+    """The cutoff of a metric key (`ndcg@5` -> 5), None when it has none or is no metric key."""
+    match = METRIC_KEY.fullmatch(key)
+    return int(match.group(2)) if match is not None and match.group(2) is not None else None
 
 
 def _depth(value: Any) -> int:

@@ -14,7 +14,7 @@ from typing import Any
 
 from .. import __version__
 from ..errors import BaselineError
-from ..jsontext import JSONProblem, control_character, loads, unstorable
+from ..jsontext import JSONProblem, control_character, cutoff, loads, metric_key_problem, unstorable
 from ..paths import Unreadable, display, read_input
 from ..scoring.evaluate import RetrieverResult
 from ..scoring.metrics import METRICS
@@ -131,6 +131,9 @@ def _numbers(path: Path, where: str, value: Any) -> dict[str, float]:
         isinstance(v, (int, float)) and not isinstance(v, bool) for v in value.values()
     ):
         raise damaged(path, f"{where} must map metric names to numbers")
+    for key in value:
+        if (problem := metric_key_problem(key)) is not None:
+            raise damaged(path, f"{where}: {problem}")
     return {str(k): _number(path, f"{where}.{k}", v) for k, v in value.items()}
 
 
@@ -288,7 +291,7 @@ def _depth(path: Path, name: str, entry: Recorded, k: int) -> None:
     """A run records each ranking as deep as k and its metrics' cutoffs need, never deeper."""
     labels = set(entry.metrics) | {label for q in entry.questions.values() for label in q.metrics}
     labels |= {label for values in entry.tags.values() for label in values}
-    cutoffs = [int(cut) for label in labels if (cut := label.rpartition("@")[2]) and "@" in label and cut.isdigit()]
+    cutoffs = [found for label in labels if (found := cutoff(label)) is not None]
     depth = max([k, *cutoffs])
     for qid, question in entry.questions.items():
         if len(question.ranking) > depth:

@@ -114,14 +114,33 @@ WORKFLOW_FILES = ("GITHUB_OUTPUT", "GITHUB_STEP_SUMMARY")
 """Files GitHub hands a step to append to: a command's own output must not replace them."""
 
 
-def checked_output(option: str, value: str | None, inputs: Mapping[str, Path]) -> Path | None:
+def project_inputs(config_option: str | None, cwd: Path) -> dict[str, Path]:
+    """Every file the project's gate reads (config/outputs.py: chunks, eval set, config, baseline, user
+    dictionaries, run files), from the config at `cwd` (or `--config`); a config that cannot be read
+    still leaves the files it would be read from, so no output replaces them either."""
+    from ..config.outputs import inputs
+    from ..config.settings import load_config
+    from ..errors import RagError
+
+    try:
+        return inputs(load_config(config_option, cwd))
+    except RagError:
+        candidate = Path(config_option) if config_option else cwd / "pyproject.toml"
+        return {"the config file": candidate} if candidate.exists() else {}
+
+
+def checked_output(option: str, value: str | None, inputs: Mapping[str, Path],
+                   config_option: str | None = None) -> Path | None:
     """The path an option writes, checked as the plugin checks its outputs (config/outputs.py) before
-    anything is read or written: never one of `inputs` (description -> path), a workflow file, a
-    directory, a device, a FIFO or a socket; one line naming the option and the fix otherwise."""
+    anything is read or written: never one of `inputs` (description -> path), a file the project's
+    gate reads (`project_inputs`), a workflow file, a directory, a device, a FIFO or a socket; one
+    line naming the option and the fix otherwise."""
     if value is None:
         return None
     path = Path(value)
-    read = {**inputs, **{f"${name}": Path(os.environ[name]) for name in WORKFLOW_FILES if os.environ.get(name)}}
+    project = project_inputs(config_option, Path.cwd())
+    read = {**inputs, **{what: where for what, where in project.items() if what not in inputs},
+            **{f"${name}": Path(os.environ[name]) for name in WORKFLOW_FILES if os.environ.get(name)}}
     problem = output_problem(path, read)
     if problem is not None:
         raise UsageError(f"{option} {display(path)}: {problem}")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +58,7 @@ def run(args: argparse.Namespace) -> Result:
         if bool(args.old_config) != bool(args.new_config):
             raise UsageError("--old-config and --new-config go together: the settings of both sides are compared")
         sides = from_files(args.old, args.new, args.old_config, args.new_config)
-    checked_output("--json", args.json_path, sides.inputs)
+    checked_output("--json", args.json_path, sides.inputs, getattr(args, "config", None))
     return run_diff(sides, fail_on_lower=args.fail_on_lower, json_path=args.json_path,
                     with_changes=args.against is not None)
 
@@ -207,6 +208,7 @@ def verdict_line(changes: Changes) -> str:
         _count(len(changes.removed), "entry", "entries") + " removed" if changes.removed else "",
         _count(len(changes.loosened), "setting", "settings") + " loosened" if changes.loosened else "",
         _count(len(changes.lost_hits), "question", "questions") + " no longer a hit" if changes.lost_hits else "",
+        _count(len(changes.unreadable), "side", "sides") + " of the base unreadable" if changes.unreadable else "",
     ]
     return "the baseline lowers the bar: " + ", ".join(part for part in parts if part)
 
@@ -224,6 +226,7 @@ def change_lines(changes: Changes) -> list[str]:
     if changes.fingerprint:
         lines.append(f"  compared across changes: {'; '.join(changes.fingerprint)}")
     lines += [f"  {line}" for line in changes.questions]
+    lines += [f"  unreadable: {why}" for why in changes.unreadable]
     lines += [_moved("lowered", c.retriever, c.metric, c.old, c.new) for c in changes.lowered]
     lines += [f"  removed: {subject(e.retriever, e.metric)} ({e.reason})" for e in changes.removed]
     lines += [f"  loosened: {s.setting}{' of ' + s.subject if s.subject else ''} {s.old} -> {s.new}"
@@ -249,6 +252,7 @@ def run_diff(sides: Sides, *, fail_on_lower: bool = False, json_path: str | None
     if not (fail_on_lower or json_path is not None or with_changes):
         return Result(out=lines, code=code)
     changes = classify(sides.old, sides.new, sides.old_settings, sides.new_settings, sides.notes)
+    changes = replace(changes, unreadable=sides.unreadable)
     if json_path is not None:
         write_atomic(Path(json_path), dumps_changes(changes))
     lines = [*lines, "", *change_lines(changes)] if lines else change_lines(changes)

@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> Result:
     actor = args.actor if args.actor is not None else os.environ.get("GITHUB_ACTOR", "")
     read = {"CHANGES.json": Path(args.changes), **({"the event file": Path(event_path)} if event_path else {}),
             **({"--approved": Path(args.approved)} if args.approved else {})}
-    checked_output("--json", args.json_path, read)
+    checked_output("--json", args.json_path, read, getattr(args, "config", None))
     recorded, note = read_approved(args.approved)
     result = run_pr_check(read_changes(Path(args.changes)), event_path, args.label, actor, args.comment,
                           args.json_path, recorded)

@@ -4,8 +4,11 @@ Tolerance and the other gate settings live in the config, not in the baseline, s
 a pull request does not lower its bar compares the configs of both sides as well. `--against
 REV` reads the config at REV with `git show`, parses it with the plugin's own reader, follows
 *that* config's `baseline` path (so a moved baseline is still found), and compares both with
-the work tree's. A base config this version cannot parse is a note, not an error: a pull
-request that changes the config's schema must not be blocked by its own base branch.
+the work tree's. REV is read as a whole: the config with every file it names (a user dictionary
+relative to the config), materialised from REV in a temporary folder whose path no message keeps.
+A base config or baseline that exists but cannot be read (by this version, or at all) fails the
+check closed, naming why; the approval label is the way through, as for a lowering: otherwise a
+pull request that made the base unreadable would compare nothing and pass.
 """
 from __future__ import annotations
 
@@ -18,9 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..baseline.format import Baseline, parse, read
+from ..config.files import find_settings
 from ..config.outputs import inputs
 from ..config.settings import load_config
 from ..errors import RagError
+from ..jsontext import strings
 from ..paths import display
 from ..review.changes import GateSettings, gate_settings
 
@@ -40,6 +45,8 @@ class Sides:
     notes: tuple[str, ...] = ()
     inputs: Mapping[str, Path] = field(default_factory=dict, hash=False)
     """What was read from the work tree, by the name messages give it: `--json` must not overwrite it."""
+    unreadable: tuple[str, ...] = ()
+    """Why the base's config or baseline, which it holds, cannot be read: the check fails closed."""
 
 
 def settings_from(path: Path) -> GateSettings:
@@ -72,13 +79,17 @@ def _git(args: Sequence[str], cwd: Path) -> subprocess.CompletedProcess[str]:
         raise GitError("--against needs git on PATH") from None
 
 
-def _show(rev: str, repo_path: str, root: Path) -> str | None:
-    """The file at `rev`, or None when `rev` has no such file."""
+def _blob(rev: str, repo_path: str, root: Path) -> bytes | None:
+    """The file at `rev` as it is stored, or None when `rev` has no such file."""
     if _git(["cat-file", "-e", f"{rev}:{repo_path}"], root).returncode != 0:
         return None
-    shown = _git(["show", f"{rev}:{repo_path}"], root)
+    try:
+        shown = subprocess.run(["git", "cat-file", "blob", f"{rev}:{repo_path}"], cwd=root, capture_output=True,
+                               timeout=60)
+    except FileNotFoundError:
+        raise GitError("--against needs git on PATH") from None
     if shown.returncode != 0:
-        raise GitError(f"git show {rev}:{repo_path} failed: {shown.stderr.strip()}")
+        raise GitError(f"git cat-file blob {rev}:{repo_path} failed: {shown.stderr.decode(errors='replace').strip()}")
     return shown.stdout
 
 
@@ -95,8 +106,64 @@ def _repository(rev: str, cwd: Path) -> Path:
     return root
 
 
+def _listing(rev: str, root: Path) -> set[str]:
+    """Every file at `rev`, by its path in the repository."""
+    listed = _git(["ls-tree", "-r", "-z", "--name-only", rev], root)
+    if listed.returncode != 0:
+        raise GitError(f"git ls-tree {rev} failed: {listed.stderr.strip()}")
+    return set(listed.stdout.split("\0")) - {""}
+
+
+def _copy_blob(rev: str, repo_path: str, root: Path, target: Path) -> None:
+    """The file at `rev` written to `target`, streamed (a run file may be large), bytes as they are."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with target.open("wb") as out:
+        try:
+            done = subprocess.run(["git", "cat-file", "blob", f"{rev}:{repo_path}"], cwd=root, stdout=out,
+                                  stderr=subprocess.PIPE, timeout=300)
+        except FileNotFoundError:
+            raise GitError("--against needs git on PATH") from None
+    if done.returncode != 0:
+        raise GitError(f"git cat-file blob {rev}:{repo_path} failed: {done.stderr.decode(errors='replace').strip()}")
+
+
+def _materialise(rev: str, config_path: str, root: Path, scratch: Path) -> None:
+    """REV's config at its place under `scratch`, with every file at REV that one of its strings names
+    relative to the config's folder (a user dictionary, a run file, whatever a retriever type reads),
+    so the config reads at REV as it did there. The chunks and the eval set are left out: the diff
+    reads neither, and they may be large."""
+    listing = _listing(rev, root)
+    _copy_blob(rev, config_path, root, scratch / config_path)
+    copy = scratch / config_path
+    try:
+        _, _, table = find_settings(None if copy.name == "pyproject.toml" else str(copy), copy.parent)
+    except RagError:
+        return  # load_config says why, in the caller
+    skipped = {table.get(key) for key in ("chunks", "evalset")}
+    folder = posixpath.dirname(config_path)
+    for text in strings(table):
+        if text in skipped or not 0 < len(text) <= 4096 or "\0" in text or posixpath.isabs(text):
+            continue
+        named = posixpath.normpath(posixpath.join(folder, text))
+        if named in listing and named != config_path:
+            _copy_blob(rev, named, root, scratch / named)
+
+
+def _without(scratch: Path, rev: str, text: str) -> str:
+    """A message about the copy, naming REV's files as `REV:path`: no temporary path reaches a comment."""
+    for prefix in sorted({str(scratch), os.path.realpath(scratch), os.path.relpath(scratch)}, key=len, reverse=True):
+        text = text.replace(prefix + os.sep, f"{rev}:").replace(prefix, rev)
+    return text
+
+
 def from_revision(rev: str, config_option: str | None, cwd: Path) -> Sides:
-    """`diff --against REV`: the config and the baseline it names at REV, against the work tree's."""
+    """`diff --against REV`: the config and the baseline it names at REV, against the work tree's.
+
+    REV is read as a whole: its config with every file the config names, so relative paths resolve
+    as they did at REV. A config or baseline that REV holds but that cannot be read (by this version,
+    or at all) is `unreadable`: the check fails closed, and the approval label is the way through, as
+    for a lowering. REV without a baseline (the first one) is no lowering: there is no bar to lower.
+    """
     new_config = load_config(config_option, cwd)
     root = _repository(rev, cwd)
     try:
@@ -108,27 +175,38 @@ def from_revision(rev: str, config_option: str | None, cwd: Path) -> Sides:
             f"{display(new_config.source)} or its baseline is outside it"
         ) from None
     notes: list[str] = []
+    unreadable: list[str] = []
     old_settings: GateSettings | None = None
-    text = _show(rev, config_path, root)
-    if text is None:
+    if _blob(rev, config_path, root) is None:
         notes.append(f"{rev} has no {config_path}: settings not compared")
     else:
-        with tempfile.TemporaryDirectory() as scratch:
-            copy = Path(scratch).resolve() / Path(config_path).name
-            copy.write_text(text, encoding="utf-8")
+        with tempfile.TemporaryDirectory() as folder:
+            scratch = Path(folder).resolve()
+            _materialise(rev, config_path, root, scratch)
+            copy = scratch / config_path
             try:
                 old_config = load_config(None if copy.name == "pyproject.toml" else str(copy), copy.parent)
             except RagError as exc:
-                notes.append(f"the config at {rev} cannot be read by this version, settings not compared: {exc}")
+                unreadable.append(f"the config at {rev} ({config_path}) cannot be read by this version: "
+                                  f"{_without(scratch, rev, str(exc))}")
             else:
                 old_settings = gate_settings(old_config)
                 inside = Path(os.path.relpath(old_config.baseline, copy.parent)).as_posix()
                 old_baseline_path = posixpath.normpath(posixpath.join(posixpath.dirname(config_path), inside))
     if old_baseline_path.startswith("../"):
         raise GitError(f"the config at {rev} names a baseline outside the repository ({old_baseline_path})")
-    old_text = _show(rev, old_baseline_path, root)
-    old = None if old_text is None else parse(Path(f"{rev}:{old_baseline_path}"), old_text)
-    if old is None:
+    old: Baseline | None = None
+    old_bytes = _blob(rev, old_baseline_path, root)
+    if old_bytes is None:
         notes.append(f"{rev} has no {old_baseline_path}: every entry is new")
+    else:
+        where = f"{rev}:{old_baseline_path}"
+        try:
+            old = parse(Path(where), old_bytes.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            unreadable.append(f"the baseline at {rev} ({old_baseline_path}) cannot be read: {where}: not UTF-8 "
+                              f"({exc.reason} at byte {exc.start})")
+        except RagError as exc:
+            unreadable.append(f"the baseline at {rev} ({old_baseline_path}) cannot be read by this version: {exc}")
     return Sides(old, read(new_config.baseline), old_settings, gate_settings(new_config), tuple(notes),
-                 inputs(new_config))
+                 inputs(new_config), tuple(unreadable))

@@ -15,13 +15,21 @@ from .settings import Config
 
 
 def inputs(config: Config) -> dict[str, Path]:
-    """What the run reads, by the name messages give it."""
-    return {
+    """Every file the run reads, by the name messages give it: the chunks, the eval set (its
+    `relevant_text` snippets are matched in the chunks), the config, the baseline, and each file a
+    retriever type declares (`inputs(params, root)`: a user dictionary, a run file)."""
+    found = {
         "the chunks file": config.chunks,
         "the eval set": config.evalset,
         "the config file": config.source,
         "the baseline": config.baseline,
     }
+    for spec in config.retrievers:
+        declared = getattr(spec.module, "inputs", None)
+        if declared is not None:
+            for key, path in declared(spec.params, config.root).items():
+                found[f"retriever {spec.name!r}'s {key}"] = path
+    return found
 
 
 def check_outputs(config: Config, outputs: Mapping[str, Path], update: bool) -> None:

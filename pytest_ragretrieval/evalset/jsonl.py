@@ -198,6 +198,8 @@ def load_evalset(path: Path, chunks: Sequence[Chunk]) -> tuple[Question, ...]:
             matched = _snippet_relevance(where, record["relevant_text"], chunks)
             for chunk_id, grade in matched.items():
                 grades[chunk_id] = max(grade, grades.get(chunk_id, 0))
+        if not isinstance(record.get("metadata", {}), dict):
+            raise FixtureError(f"{where}: field 'metadata' must be an object (or left out)")
         tags = record.get("tags", [])
         if not isinstance(tags, list) or not all(isinstance(t, str) and t.strip() for t in tags):
             raise FixtureError(f"{where}: 'tags' must be a list of non-empty strings")

@@ -14,6 +14,7 @@ from typing import Any
 from ..baseline.format import Baseline
 from ..errors import BaselineError
 from ..gate.checks import ADJUSTED, Comparison
+from ..jsontext import fits_float
 from ..paths import display
 from ..scoring.metrics import metric_order
 from .model import Failure, ReportInput, RetrieverView
@@ -45,7 +46,8 @@ def _fail(results: Baseline, problem: str) -> BaselineError:
 
 
 def _number(value: Any) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    fits = isinstance(value, (int, float)) and not isinstance(value, bool) and fits_float(value)
+    return float(value) if fits else None
 
 
 def _ci(raw: Any) -> tuple[float, float] | None:

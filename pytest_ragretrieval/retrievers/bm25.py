@@ -41,6 +41,11 @@ def parse(table: Table) -> dict[str, Any]:
     return params
 
 
+def inputs(params: Mapping[str, Any], root: Path) -> dict[str, Path]:
+    """The user dictionary, which the run reads: no output may replace it."""
+    return {"user_dict": absolute(root / params["user_dict"])} if "user_dict" in params else {}
+
+
 class BM25Retriever:
     """Scores every chunk; ids scoring 0 or below `min_score` are never returned.
 

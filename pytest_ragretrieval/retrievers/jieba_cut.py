@@ -39,15 +39,15 @@ Split = Callable[[Sequence[str]], Iterable[list[str]]]
 """Many texts to their pieces, in order."""
 
 
-def cutter(tokenizer: Any, search: bool) -> Split:
+def cutter(tokenizer: Any, search: bool, force_split: frozenset[str] | None = None) -> Split:
     """The cut (or cut for search) of an initialised `jieba.Tokenizer`, over many texts: ours for
-    jieba 0.42.1, jieba's own otherwise."""
+    jieba 0.42.1, jieba's own otherwise. `force_split`: the tokenizer's own force-split words (see `Cut`)."""
     import jieba
 
     if jieba.__version__ != VERSION:
         cut: Callable[[str], Iterable[str]] = tokenizer.cut_for_search if search else tokenizer.cut
         return lambda texts: (list(cut(text)) for text in texts)
-    fast = Cut(tokenizer)
+    fast = Cut(tokenizer, force_split)
     return fast.search_many if search else fast.cut_many
 
 
@@ -86,10 +86,13 @@ class Cut:
     """jieba's `Tokenizer.cut(sentence)` and `cut_for_search(sentence)` (HMM on) over its dictionary
     as it is when the Cut is made (the gate's tokenizers are its own, complete before their first
     cut; a later change to the dictionary is refused, not missed). The HMM's probabilities are
-    read once, from jieba's module globals (nothing changes them); its force-split words at each
-    cut, as jieba reads them (`add_word` with frequency 0 adds one)."""
+    read once, from jieba's module globals (nothing changes them). The force-split words (`add_word`
+    with frequency 0 adds one) are jieba's one module-global set, which every tokenizer in the
+    process shares: given `force_split`, this cut uses that set of its own instead, so one
+    retriever's user dictionary cannot change another's tokens; without it, jieba's set as it is
+    at each cut, as jieba itself reads it."""
 
-    def __init__(self, tokenizer: Any) -> None:
+    def __init__(self, tokenizer: Any, force_split: frozenset[str] | None = None) -> None:
         import jieba
         from jieba import finalseg
 
@@ -98,7 +101,8 @@ class Cut:
         self._made_with = (len(tokenizer.FREQ), tokenizer.total)
         self._logtotal = log(tokenizer.total)
         self._one, self._two, self._three = _tables(tokenizer.FREQ, self._logtotal)
-        self._finalseg = finalseg
+        self._force_split: frozenset[str] | set[str] = (
+            finalseg.Force_Split_Words if force_split is None else force_split)
         self._blocks = jieba.re_han_default
         self._skip = jieba.re_skip_default
         self._han = finalseg.re_han
@@ -259,7 +263,7 @@ class Cut:
     def _hmm(self, sentence: str, words: list[str]) -> None:
         """jieba's `finalseg.cut`: Han runs by Viterbi (force-split words as characters), the rest as is."""
         han, skip = self._han, self._han_skip
-        force_split = self._finalseg.Force_Split_Words
+        force_split = self._force_split
         for block in han.split(sentence):
             if han.match(block):
                 for word in self._viterbi_words(block):

@@ -172,6 +172,9 @@ class RetrieverType(Protocol):
     Modules import their heavy dependencies only in `build`, so reading a config stays cheap.
     A type that reads its sources at a fixed depth may also define `source_depth(params) -> int`:
     each source's rankings are then computed once at that depth (or deeper) for every consumer.
+    A type that reads files of its own (a user dictionary, a run file) defines
+    `inputs(params, root) -> dict[str, Path]`: each file by the key that names it, `root` being the
+    config's folder. They join the run's inputs, which no output option may name (`config/outputs.py`).
     """
 
     def parse(self, table: Table) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import struct
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -19,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, RetrieverError
-from ..paths import display
+from ..jsontext import MAX_DIGITS, fits_float
+from ..paths import absolute, display
 from ..toml import Table
 from .protocol import Context, Query, Setup
 
@@ -27,6 +29,12 @@ FORMATS = ("trec", "jsonl")
 ORDERS = ("score", "rank")
 EXTENSIONS = {".trec": "trec", ".txt": "trec", ".run": "trec", ".jsonl": "jsonl"}
 MAX_LISTED = 10
+_RANK = re.compile(r"[+-]?[0-9]+")
+"""A rank as trec_eval reads one (`atol`): ASCII digits; jsontext.fits_float bounds it, as every reader does."""
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= 40 else f"{text[:30]}... ({len(text)} characters)"
 
 
 def parse(table: Table) -> dict[str, Any]:
@@ -51,6 +59,11 @@ def sources(params: Mapping[str, Any]) -> list[str]:
     return []
 
 
+def inputs(params: Mapping[str, Any], root: Path) -> dict[str, Path]:
+    """The run file, which the run reads: no output may replace it."""
+    return {"path": absolute(root / params["path"])}
+
+
 @dataclass(frozen=True)
 class _Row:
     line: int
@@ -69,10 +82,9 @@ def read_trec(path: Path, order: str, questions: Collection[str], chunks: Collec
         if len(fields) != 6:
             raise RetrieverError(f"{where}: expected 6 fields 'qid Q0 docno rank score tag', got {len(fields)}")
         qid, _, docno, rank_text, score_text, _ = fields
-        try:
-            rank = int(rank_text)
-        except ValueError:
-            raise RetrieverError(f"{where}: rank {rank_text!r} is not an integer") from None
+        if not _RANK.fullmatch(rank_text) or len(rank_text) > MAX_DIGITS or not fits_float(rank := int(rank_text)):
+            raise RetrieverError(f"{where}: rank {_cut(rank_text)!r} is not an integer a float holds (ASCII digits, "
+                                 f"up to about 1.8e308)")
         try:
             score = float(score_text)
         except ValueError:

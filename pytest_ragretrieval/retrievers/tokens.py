@@ -3,7 +3,9 @@
 A tokenizer is named by a key: its name (`jieba`), or, with a jieba user dictionary, its name,
 the dictionary's digest and its path (`tokenizer_key`). The key is all a worker process needs to
 build the same tokenizer, and each key gets its own `jieba.Tokenizer`: jieba's module-level one
-is global state that a user dictionary (or a user's own code) would change for everyone.
+is global state that a user dictionary (or a user's own code) would change for everyone. jieba's
+force-split words (a user dictionary's frequency-0 words) are one module-global set even across
+`jieba.Tokenizer`s: each tokenizer here keeps its own and leaves jieba's as it found it.
 """
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from typing import Any
 
 from ..errors import RagError
 from ..paths import display
-from .jieba_cut import Split, cutter
+from .jieba_cut import VERSION, Split, cutter
 from .user_dict import UserDict, read_user_dict
 
 TOKENIZERS = ("jieba", "jieba-search", "whitespace", "english")
@@ -68,11 +70,24 @@ def _jieba_tokenizer(user_dict: UserDict | None) -> Any:
     import jieba
 
     jieba.setLogLevel(logging.WARNING)
+    from jieba import finalseg
+
     own = jieba.Tokenizer()
     own.initialize()
-    for word, frequency, tag in user_dict.entries if user_dict is not None else ():
-        own.add_word(word, frequency, tag)  # what jieba.load_userdict does with each line, in order
+    shared = finalseg.Force_Split_Words
+    before = set(shared)
+    try:
+        for word, frequency, tag in user_dict.entries if user_dict is not None else ():
+            own.add_word(word, frequency, tag)  # what jieba.load_userdict does with each line, in order
+    finally:
+        if jieba.__version__ == VERSION:  # our cut keeps them per tokenizer; jieba's own cut reads only the shared set
+            shared.intersection_update(before)
     return own
+
+
+def force_split(user_dict: UserDict | None) -> frozenset[str]:
+    """The words jieba force-splits after loading `user_dict` in a fresh process: those added with frequency 0."""
+    return frozenset(word for word, frequency, _ in user_dict.entries if frequency == 0) if user_dict else frozenset()
 
 
 @dataclass(frozen=True)
@@ -98,7 +113,7 @@ def _lower_unless_blank(piece: str) -> str | None:
 
 
 def _jieba(search: bool, user_dict: UserDict | None) -> Steps:
-    return Steps(cutter(_jieba_tokenizer(user_dict), search), _lower_unless_blank)
+    return Steps(cutter(_jieba_tokenizer(user_dict), search, force_split(user_dict)), _lower_unless_blank)
 
 
 def _english() -> Callable[[str], list[str]]:

@@ -106,6 +106,7 @@ def what_lowered(changes: Changes) -> str:
         (len(changes.removed), "removed", "removed"),
         (len(changes.loosened), "setting loosened", "settings loosened"),
         (len(changes.lost_hits), "question no longer a hit", "questions no longer a hit"),
+        (len(changes.unreadable), "side of the base unreadable", "sides of the base unreadable"),
     )
     return ", ".join(f"{n} {one if n == 1 else many}" for n, one, many in counts if n)
 

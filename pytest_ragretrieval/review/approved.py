@@ -205,7 +205,8 @@ _FIELDS = {
 def _items(node: Node, key: str) -> list[dict[str, Any]]:
     """The entries of one list of the set: exactly their keys, numbers finite, texts printable."""
     numbers = ("base", "new") if key == "lowered" else ()
-    return [{name: item[name].number() if name in numbers else item[name].text() for name in _FIELDS[key]}
+    return [{name: item[name].number() if name in numbers else item[name].metric_key() if name == "metric"
+             else item[name].text() for name in _FIELDS[key]}
             for item in (entry.exactly(*_FIELDS[key]) for entry in node[key].items())]
 
 

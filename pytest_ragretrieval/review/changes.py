@@ -120,11 +120,14 @@ class Changes:
     """Changes of the yardstick (k, metric definitions, grading rules): the values are compared as recorded."""
     questions: tuple[str, ...] = ()
     """How the questions differ; values are compared over the questions both sides share."""
+    unreadable: tuple[str, ...] = ()
+    """Why the base's config or baseline, which the base holds, cannot be read (`diff --against`):
+    its bar cannot be compared, so the check fails closed and the label must approve, as for a lowering."""
 
     @property
     def lowers_the_bar(self) -> bool:
         """What `--fail-on-lower` exits 1 for, and what the pull-request label must approve."""
-        return bool(self.lowered or self.removed or self.loosened or self.lost_hits)
+        return bool(self.lowered or self.removed or self.loosened or self.lost_hits or self.unreadable)
 
     @property
     def unchanged(self) -> bool:
@@ -326,7 +329,7 @@ def parse_changes(path: Path, text: str) -> Changes:
     if not isinstance(doc.value, dict) or doc.value.get("kind") != KIND or doc.value.get("version") != VERSION:
         raise BaselineError(f"{display(path)}: not a baseline-changes file of version {VERSION}; {fix}")
     try:
-        later = ("yardstick", "questions")  # files written before these were listed lack them
+        later = ("yardstick", "questions", "unreadable")  # files written before these were listed lack them
         doc.exactly("kind", "version", "lowers_the_bar", "old_path", "new_path", "fingerprint", "notes", *_LISTS,
                     optional=later)
         texts: dict[str, Any] = {key: tuple(item.text() for item in doc[key].items())
@@ -345,4 +348,5 @@ def parse_changes(path: Path, text: str) -> Changes:
 def _entry(node: Node, kind: type) -> Any:
     """One listed change: exactly its record's fields, numbers finite, texts printable."""
     node.exactly(*(f.name for f in fields(kind)))
-    return kind(**{f.name: node[f.name].number() if f.type == "float" else node[f.name].text() for f in fields(kind)})
+    return kind(**{f.name: node[f.name].number() if f.type == "float" else
+                   node[f.name].metric_key() if f.name == "metric" else node[f.name].text() for f in fields(kind)})

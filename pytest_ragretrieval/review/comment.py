@@ -151,6 +151,9 @@ def _block(title: str, count: int, body: list[str]) -> list[str]:
 
 def _lowering(changes: Changes, limit: int | None) -> list[str]:
     lines: list[str] = []
+    if changes.unreadable:
+        lines += _block("⛔ 无法读取 / the base cannot be read", len(changes.unreadable),
+                        [f"- {esc(why)}" for why in changes.unreadable])
     if changes.lowered:
         lines += _block("⬇️ 降低 / lowered", len(changes.lowered), _values_table(changes.lowered, limit))
     if changes.removed:

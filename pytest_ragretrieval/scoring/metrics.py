@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from ..errors import did_you_mean
 from ..extensions import Registry
+from ..jsontext import METRIC_KEY, cutoff
 
 METRICS_VERSION = 1
 """Bumped whenever a definition changes, so old baselines stop comparing (pitfall 3)."""
@@ -115,7 +116,7 @@ class Metric:
         return self.function(ranking, relevance, k)
 
 
-_LABEL = re.compile(r"([a-z_0-9]+)(?:@([0-9]+))?")
+_LABEL = METRIC_KEY
 
 
 def checked_metric(name: str, value: object, members: Mapping[str, Metric]) -> Metric:
@@ -176,8 +177,8 @@ class MetricSpec:
         """Parse `ndcg` or `recall@20`; raises ValueError with the accepted forms."""
         match = _LABEL.fullmatch(text)
         if not match or match.group(1) not in METRICS:
-            _, at, cutoff = text.partition("@")
-            hint = did_you_mean(text, [name + at + cutoff for name in METRICS])
+            _, at, written = text.partition("@")
+            hint = did_you_mean(text, [name + at + written for name in METRICS])
             raise ValueError(
                 f"unknown metric {text!r}{hint or ';'} known metrics: {', '.join(METRICS)} (optionally as name@k)"
             )
@@ -193,6 +194,6 @@ class MetricSpec:
 
 def metric_order(label: str) -> tuple[int, int, str]:
     """The plugin's metric order (precision, recall, f1, ndcg, ...), then by cutoff."""
-    name, _, cutoff = label.partition("@")
+    name = label.partition("@")[0]
     names = list(METRICS)
-    return (names.index(name) if name in names else len(names)), int(cutoff) if cutoff.isdigit() else 0, label
+    return (names.index(name) if name in names else len(names)), cutoff(label) or 0, label

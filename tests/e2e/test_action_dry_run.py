@@ -384,3 +384,32 @@ def test_install_takes_shell_quoted_words_and_torch_only_when_asked(lowered: Dry
     assert calls(argv) == [["pip", "install", f"{ROOT}[pgvector,e5]"],
                            ["pip", "install", "-e", ".", "my-retrievers[zh] @ file:///src/mine"]]
     assert load(ACTION)["inputs"]["torch"]["default"] == ""
+
+
+# issue 32: the base is read as a whole, and a base that cannot be read fails closed
+
+USER_DICT_PYPROJECT = PYPROJECT + 'user_dict = "fixtures/user_dict.txt"\n'
+
+
+def test_dry_run_catches_a_loosened_tolerance_beside_a_user_dict(tmp_path: Path) -> None:
+    if shutil.which("git") is None:
+        pytest.skip("the dry run needs git")
+    run = DryRun(tmp_path, {"pyproject.toml": USER_DICT_PYPROJECT, "fixtures/user_dict.txt": "猫眼屏 20 n\n",
+                            "baselines/retrieval.json": baseline(0.6)},
+                 {"pyproject.toml": USER_DICT_PYPROJECT.replace("k = 2\n", "k = 2\ntolerance = 0.2\n")})
+    assert run.check() == 1, run.log
+    assert "baseline check: fail: the baseline lowers the bar (2 settings loosened)" in run.log
+    assert "not compared" not in run.log and "/tmp" not in run.ours()["body"]
+    assert run.label(LABEL) == 0, run.log
+
+
+def test_dry_run_fails_closed_on_a_base_config_it_cannot_read(tmp_path: Path) -> None:
+    if shutil.which("git") is None:
+        pytest.skip("the dry run needs git")
+    run = DryRun(tmp_path, {"pyproject.toml": PYPROJECT + "retired = 1\n", "baselines/retrieval.json": baseline(0.6)},
+                 {"pyproject.toml": PYPROJECT})
+    assert run.check() == 1, run.log
+    assert "baseline check: fail: the baseline lowers the bar (1 side of the base unreadable)" in run.log
+    assert "the config at origin/main (pyproject.toml) cannot be read by this version" in run.ours()["body"]
+    assert "/tmp" not in run.ours()["body"]
+    assert run.label(LABEL) == 0, run.log

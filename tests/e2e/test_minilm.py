@@ -15,6 +15,8 @@ from pytest_ragretrieval.embedding.cached import CachedEmbedder, EmbedStats
 from pytest_ragretrieval.embedding.sentence_transformers import SentenceTransformerEmbedder
 from pytest_ragretrieval.errors import RagError
 
+pytest.importorskip("sentence_transformers", reason="needs sentence-transformers and torch, which the test extras bring: .venv/bin/pip install torch==2.13.0 -e \".[dev]\"")
+
 TEXTS = [
     "The cat sat on the mat.",
     "A cat was sitting on the rug.",

@@ -23,17 +23,33 @@ def first_code_block(text: str) -> list[str]:
 
 
 def test_readme_opens_with_the_two_set_up_commands() -> None:
+    """The first installs no torch (the sample runs on the packaged e5 embedder); the second brings the
+    test extras, torch pinned to its CPU build, and runs the tests."""
     assert README.startswith("# pytest-ragretrieval\n\n```bash\n")
     install_and_gate, tests = first_code_block(README)
-    assert "pip install torch==2.13.0" in install_and_gate and install_and_gate.endswith("pytest --rag-eval -m rag_eval")
-    assert tests == ".venv/bin/pytest"
+    assert install_and_gate == (
+        'python3 -m venv .venv && .venv/bin/pip install -e ".[pgvector,e5]" && .venv/bin/pytest --rag-eval -m rag_eval')
+    assert "torch" not in install_and_gate and "dev" not in install_and_gate
+    assert tests == '.venv/bin/pip install torch==2.13.0 -e ".[dev]" && .venv/bin/pytest'
+
+
+def test_the_first_commands_extras_bring_no_torch() -> None:
+    """Neither extra of the first command asks for torch or what pulls it in (sentence-transformers)."""
+    import tomllib
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
+    asked = " ".join([*extras["pgvector"], *extras["e5"]]).lower()
+    assert not any(name in asked for name in ("torch", "sentence-transformers", "transformers", "[local]", "[all]"))
 
 
 def test_ci_installs_like_the_readme_and_runs_its_test_command() -> None:
     script = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
-    install_and_gate, tests = first_code_block(README)
-    assert 'pip install --quiet torch==2.13.0 -e ".[dev]"' in script
-    assert script.rstrip().endswith(tests)
+    _, tests = first_code_block(README)
+    install, run = tests.split(" && ")
+    assert '.venv/bin/pip install --quiet -e ".[pgvector,e5]"' in script
+    assert install.replace("pip install ", "pip install --quiet ") in script
+    assert script.index('-e ".[pgvector,e5]"') < script.index("torch==2.13.0")
+    assert script.rstrip().endswith(run)
 
 
 def test_the_bundled_sample_meets_the_sizes() -> None:

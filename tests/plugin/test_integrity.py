@@ -76,6 +76,13 @@ def set_value(path: list[str], value: object) -> Callable[[str], str]:
          "retrievers.table.questions.q01.ranking holds 'nope-001', which is no chunk id of the corpus it was recorded on"),
         (["retrievers", "table", "no_answer", "empty"], 0,
          "retrievers.table.no_answer.empty = 0 does not agree with the file's rankings, which give 1"),
+        # issue 32: a metric key that does not parse as name@digits (a superscript, 5,001 digits)
+        (["retrievers", "bm25", "metrics", "ndcg@\u00b2"], "0.5",
+         "retrievers.bm25.metrics: 'ndcg@\u00b2' is not a metric key: a lower-case name, then optionally '@' and a "
+         "cutoff of 1 to 9 ASCII digits (ndcg@5)"),
+        (["retrievers", "bm25", "questions", "q01", "metrics", "ndcg@" + "5" * 5001], "0.5",
+         "retrievers.bm25.questions.q01.metrics: 'ndcg@5555555555555555555555555... (5006 characters)' is not a "
+         "metric key: a lower-case name, then optionally '@' and a cutoff of 1 to 9 ASCII digits (ndcg@5)"),
     ],
 )
 def test_a_baseline_value_that_lies_stops_the_gate(
@@ -323,6 +330,39 @@ def test_an_output_that_would_hurt_an_input_stops_the_run(recorded: pytest.Pytes
     before = {path: path.read_bytes() for path in recorded.path.rglob("*") if path.is_file()}
     assert one_line_error(recorded.runpytest(flag, *argv, *RUN)) == message
     assert {path: path.read_bytes() for path in recorded.path.rglob("*") if path.is_file()} == before
+
+
+
+# issue 32: every file the configuration makes the run read is an input
+
+
+def _with_declared_inputs(folder: Path) -> None:
+    (folder / "fixtures").mkdir()
+    (folder / "fixtures" / "user_dict.txt").write_text("猫眼屏 5 n\n", encoding="utf-8")
+    (folder / "fixtures" / "run.trec").write_text("q1 Q0 doc/1 1 2.0 mine\n", encoding="utf-8")
+    write_project(folder, retrievers=retriever("bm25", "bm25", tokenizer="jieba", user_dict="fixtures/user_dict.txt")
+                  + retriever("mine", "run", path="fixtures/run.trec"))
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--rag-html", "fixtures/user_dict.txt"], "ERROR: --rag-html fixtures/user_dict.txt: is retriever 'bm25''s "
+         "user_dict, which writing would overwrite; give another path"),
+        (["--rag-json", "fixtures/run.trec"], "ERROR: --rag-json fixtures/run.trec: is retriever 'mine''s path, "
+         "which writing would overwrite; give another path"),
+        (["--rag-report", "linked.txt"], "ERROR: --rag-report linked.txt: is retriever 'bm25''s user_dict, "
+         "which writing would overwrite; give another path"),
+    ],
+)
+@pytest.mark.parametrize("flag", ["--rag-eval", "--rag-update-baseline"])
+def test_no_output_names_a_user_dictionary_or_a_run_file(pytester: pytest.Pytester, argv: list[str], message: str,
+                                                          flag: str) -> None:
+    _with_declared_inputs(pytester.path)
+    (pytester.path / "linked.txt").symlink_to(pytester.path / "fixtures" / "user_dict.txt")
+    before = {path: path.read_bytes() for path in pytester.path.rglob("*") if path.is_file()}
+    assert one_line_error(pytester.runpytest(flag, *argv, *RUN)) == message
+    assert {path: path.read_bytes() for path in pytester.path.rglob("*") if path.is_file()} == before
 
 
 SABOTAGE = '''

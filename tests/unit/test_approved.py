@@ -114,8 +114,12 @@ def damaged(**changes: Any) -> dict[str, Any]:
     (damaged(set__lowered__0__metric=5), "set.lowered[0].metric must be a string, got 5"),
     (damaged(set__lowered__0__tag=""), "set.lowered[0] holds the unknown key 'tag'"),
     (damaged(set__lowered__0__new=0.1), "digest does not match the set: the record was edited"),
+    # issue 32: integers a float cannot hold are refused where they are read, never an OverflowError
+    (damaged(set__lowered__0__new=10 ** 309), "set.lowered[0].new must be a finite number, got 1000000000"),
+    (damaged(set__lowered__0__base=-(10 ** 4299)), "set.lowered[0].base must be a finite number, got -100000000"),
+    (damaged(set__lowered__0__metric="ndcg@" + "5" * 5001), "set.lowered[0].metric holds 'ndcg@55555555555555555555"),
 ], ids=["not-object", "missing", "unknown", "version", "pr", "head", "list", "nan", "string-number", "text",
-        "item-key", "edited"])
+        "item-key", "edited", "310-digits", "4300-digits", "metric-key"])
 def test_a_record_the_action_did_not_write_names_its_json_path(doc: Any, problem: str) -> None:
     with pytest.raises(ShapeProblem) as raised:
         parse_record(Node(doc))

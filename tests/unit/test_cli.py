@@ -385,15 +385,20 @@ def results_text(project: Path, replace: str, by: str) -> None:
          "retrievers.bm25.metrics.precision@2 = 10000000000000000000... (401 digits) is not a finite number in [0, 1]"),
         ('"precision@2": 0.5', '"precision@2": NaN', "retrievers.bm25.metrics.precision@2 = NaN is not a finite number in [0, 1]"),
         ('"retrievers": {\n      "bm25"', '"retrievers": [\n      "bm25"', "not valid JSON*"),
+        # issue 32: metric keys have one form, `name@digits`, its digits ASCII and bounded
+        ('"precision@2": 0.5', '"precision@\u00b2": 0.5', "retrievers.bm25.metrics: 'precision@²' is not a metric key*"),
+        ('"precision@2": 0.5', '"precision@' + "1" * 5001 + '": 0.5',
+         "retrievers.bm25.metrics: 'precision@11111111111111111111... (5011 characters)' is not a metric key*"),
     ],
 )
-@pytest.mark.parametrize("command", ["diff", "suspects"])
+@pytest.mark.parametrize("command", ["diff", "suspects", "comment"])
 def test_results_python_cannot_decode_exit_2_not_1(
     project: Path, capsys: pytest.CaptureFixture[str], replace: str, by: str, problem: str, command: str
 ) -> None:
     write_results(project / "results.json", {"bm25": entry({"q1": (["c1"], {"precision@2": 0.5})}, {"precision@2": 0.5})})
     results_text(project, replace, by)
-    argv = ["diff", "results.json", "results.json"] if command == "diff" else ["suspects", "results.json"]
+    argv = {"diff": ["diff", "results.json", "results.json"], "suspects": ["suspects", "results.json"],
+            "comment": ["comment", "results.json"]}[command]
     code, out, err = run(capsys, *argv)
     assert (code, out, len(err)) == (2, [], 1), err
     expected = f"ragretrieval: error: results.json: {problem}; fix it, or delete it and run `pytest --rag-update-baseline` to record a new one"

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -178,11 +179,67 @@ def test_against_follows_a_moved_baseline_and_sees_the_base_tolerance(repo: Path
     assert "  loosened: tolerance of ndcg@2 0.01 -> 0.05" in out.splitlines()
 
 
-def test_against_a_base_config_this_version_cannot_read_is_a_note(repo: Path,
-                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+def test_against_a_base_config_this_version_cannot_read_fails_closed(repo: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """issue 32: a base that holds a config nobody can compare is no pass: the label is the way through."""
     commit(repo, {"baselines/retrieval.json": results(),
                   "pyproject.toml": SETTINGS.format(extra="retired_key = 1")}, "base")
     (repo / "pyproject.toml").write_text(SETTINGS.format(extra=""), encoding="utf-8")
+    status, out, _ = run(capsys, "diff", "--against", "main", "--fail-on-lower", "--json", "changes.json")
+    assert status == 1
+    line = next(line for line in out.splitlines() if line.startswith("  unreadable: "))
+    assert line.startswith("  unreadable: the config at main (pyproject.toml) cannot be read by this version: "
+                           "main:pyproject.toml [tool.ragretrieval]: unknown key 'retired_key'"), line
+    assert out.splitlines()[-1] == "the baseline lowers the bar: 1 side of the base unreadable"
+    changes = json.loads((repo / "changes.json").read_text(encoding="utf-8"))
+    assert changes["lowers_the_bar"] is True and changes["unreadable"] == [line.removeprefix("  unreadable: ")]
+    assert tempfile.gettempdir() not in out
+
+
+@pytest.mark.parametrize("damage", [b"{", b"\xff", b'{"format": 99}'], ids=["truncated", "not-utf8", "format"])
+def test_against_a_base_baseline_that_cannot_be_read_fails_closed(repo: Path, capsys: pytest.CaptureFixture[str],
+                                                                  damage: bytes) -> None:
+    (repo / "baselines").mkdir()
+    (repo / "baselines" / "retrieval.json").write_bytes(damage)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "base")
+    (repo / "baselines/retrieval.json").write_text(results(), encoding="utf-8")
     status, out, _ = run(capsys, "diff", "--against", "main", "--fail-on-lower")
-    assert status == 0
-    assert "the config at main cannot be read by this version, settings not compared" in out
+    assert status == 1
+    assert "  unreadable: the baseline at main (baselines/retrieval.json) cannot be read" in out
+    assert out.splitlines()[-1] == "the baseline lowers the bar: 1 side of the base unreadable"
+
+
+USER_DICT_SETTINGS = SETTINGS.replace('type = "bm25"\n', 'type = "bm25"\nuser_dict = "fixtures/user_dict.txt"\n')
+
+
+def test_against_reads_the_base_as_a_whole_so_a_user_dict_resolves(repo: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """issue 32: a config naming a `user_dict` was read alone from a temporary folder, its dictionary
+    missing, "settings not compared", and a pull request adding `tolerance = 0.2` passed."""
+    commit(repo, {"baselines/retrieval.json": results(), "fixtures/user_dict.txt": "猫眼屏 20 n\n",
+                  "pyproject.toml": USER_DICT_SETTINGS.format(extra="")}, "base")
+    git(repo, "switch", "-q", "-c", "pr")
+    (repo / "pyproject.toml").write_text(USER_DICT_SETTINGS.format(extra="tolerance = 0.2"), encoding="utf-8")
+    status, out, _ = run(capsys, "diff", "--against", "main", "--fail-on-lower")
+    assert status == 1
+    assert "  loosened: tolerance of ndcg@2 0 -> 0.2" in out.splitlines()
+    assert out.splitlines()[-1] == "the baseline lowers the bar: 2 settings loosened"
+    assert "not compared" not in out and tempfile.gettempdir() not in out
+
+
+def test_against_reads_the_dictionary_as_it_was_at_the_base(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The base's own dictionary, not the work tree's: one the pull request broke leaves the base
+    readable; a base whose own dictionary is broken is not."""
+    commit(repo, {"baselines/retrieval.json": results(), "fixtures/user_dict.txt": "猫眼屏 20 n\n",
+                  "pyproject.toml": USER_DICT_SETTINGS.format(extra="")}, "base")
+    (repo / "fixtures/user_dict.txt").write_text("猫眼屏 20 N\n", encoding="utf-8")
+    (repo / "pyproject.toml").write_text(SETTINGS.format(extra=""), encoding="utf-8")
+    status, out, _ = run(capsys, "diff", "--against", "main", "--fail-on-lower")
+    assert (status, out.splitlines()[-1]) == (0, "the baseline does not lower the bar")
+    commit(repo, {"pyproject.toml": USER_DICT_SETTINGS.format(extra="")}, "a broken dictionary named")
+    (repo / "fixtures/user_dict.txt").write_text("猫眼屏 20 n\n", encoding="utf-8")
+    status, out, _ = run(capsys, "diff", "--against", "HEAD", "--fail-on-lower")
+    assert status == 1
+    assert ("  unreadable: the config at HEAD (pyproject.toml) cannot be read by this version: HEAD:pyproject.toml "
+            "[tool.ragretrieval.retrievers.bm25] key 'user_dict': HEAD:fixtures/user_dict.txt:1: expected") in out

@@ -20,6 +20,7 @@ k = 2
 
 [tool.ragretrieval.retrievers.bm25]
 type = "bm25"
+user_dict = "fixtures/user_dict.txt"
 """
 FINGERPRINT = {"k": 2, "tokenizer": "jieba 0.42.1", "retrievers": {"bm25": {"type": "bm25"}}}
 
@@ -37,6 +38,10 @@ def git(cwd: Path, *args: str) -> None:
 def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A git work tree whose baseline was lowered since HEAD, and the changes and event files of a pull request."""
     (tmp_path / "pyproject.toml").write_text(PYPROJECT, encoding="utf-8")
+    (tmp_path / "fixtures").mkdir()
+    for name in ("chunks.jsonl", "evalset.jsonl"):
+        (tmp_path / "fixtures" / name).write_text("", encoding="utf-8")
+    (tmp_path / "fixtures" / "user_dict.txt").write_text("猫眼屏 5\n", encoding="utf-8")
     (tmp_path / "baselines").mkdir()
     (tmp_path / "baselines" / "retrieval.json").write_text(baseline(0.6), encoding="utf-8")
     git(tmp_path, "init", "-q", "-b", "main")
@@ -86,6 +91,17 @@ def refused(capsys: pytest.CaptureFixture[str], folder: Path, argv: list[str]) -
          "--json event.json: is the event file, which writing would overwrite; give another path"),
         (["pr-check", "changes.json", "--event", "event.json", "--approved", "comment.md", "--json", "comment.md"],
          "--json comment.md: is --approved, which writing would overwrite; give another path"),
+        # issue 32: the project's inputs, though neither side names them
+        (["diff", "old.json", "old.json", "--json", "baselines/retrieval.json"],
+         "--json baselines/retrieval.json: is the baseline, which writing would overwrite; give another path"),
+        (["diff", "old.json", "old.json", "--json", "pyproject.toml"],
+         "--json pyproject.toml: is the config file, which writing would overwrite; give another path"),
+        (["diff", "old.json", "old.json", "--json", "fixtures/evalset.jsonl"],
+         "--json fixtures/evalset.jsonl: is the eval set, which writing would overwrite; give another path"),
+        (["pr-check", "changes.json", "--event", "event.json", "--json", "fixtures/chunks.jsonl"],
+         "--json fixtures/chunks.jsonl: is the chunks file, which writing would overwrite; give another path"),
+        (["diff", "old.json", "old.json", "--json", "fixtures/user_dict.txt"],
+         "--json fixtures/user_dict.txt: is retriever 'bm25''s user_dict, which writing would overwrite; give another path"),
         (["pr-check", "changes.json", "--event", "event.json", "--json", "baselines"],
          "--json baselines: is a directory; give a file path"),
     ],

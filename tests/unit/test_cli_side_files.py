@@ -75,6 +75,19 @@ def test_an_integer_of_5000_digits_is_named_by_its_path(workspace: Path, capsys:
     )
 
 
+@pytest.mark.parametrize("digits", [310, 400, 4300])
+def test_an_integer_no_float_holds_is_named_by_its_path(workspace: Path, capsys: pytest.CaptureFixture[str],
+                                                         digits: int) -> None:
+    """issue 32: 310 to 4,300 digits decode as Python integers, and gave OverflowError where used."""
+    text = (workspace / "changes.json").read_text(encoding="utf-8").replace('"new": 0.5', '"new": ' + "9" * digits)
+    (workspace / "changes.json").write_text(text, encoding="utf-8")
+    for argv in (pr_check(), ["comment", "--baseline-changes", "changes.json"]):
+        assert one_line(capsys, argv) == (
+            f"changes.json: malformed baseline-changes file: lowered[0].new must be a finite number, got "
+            f"99999999999999999999... ({digits} characters); write it with `ragretrieval diff OLD NEW --json PATH`"
+        )
+
+
 @pytest.mark.parametrize(
     ("raw", "shown"),
     [("1e400", "1e400"), ("true", "true"), ("7.5", "7.5"), ('"7"', 'the string "7"'), ("0", "0"), ("9" * 5000, "99999999999999999999... (5000 characters)")],
@@ -137,6 +150,8 @@ def test_a_deleted_fork_and_a_push_event_are_no_errors(workspace: Path, capsys: 
         (lambda d: d.update(lowers_the_bar=False), "lowers_the_bar disagrees with the changes the file lists"),
         (lambda d: d.update(lowers_the_bar=0), "lowers_the_bar must be true or false, got 0"),
         (lambda d: d.pop("raised"), "the document lacks the key 'raised'"),
+        (lambda d: d["lowered"][0].update(metric="ndcg@\u00b2"), "lowered[0].metric holds 'ndcg@²' is not a metric key: "
+         "a lower-case name, then optionally '@' and a cutoff of 1 to 9 ASCII digits (ndcg@5)"),
     ],
 )
 def test_malformed_changes_name_their_path(workspace: Path, capsys: pytest.CaptureFixture[str], change: Any, path: str) -> None:

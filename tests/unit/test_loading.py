@@ -108,6 +108,9 @@ def test_a_line_of_only_zero_grades_is_a_no_answer_question(tmp_path: Path) -> N
         ({"id": "q2", "query": "x", "relevant": [], "tags": "kw"}, "e.jsonl:2: 'tags' must be a list of non-empty strings"),
         ({"id": "q2", "query": "x", "relevant": [], "tags": ["a", "a"]}, "e.jsonl:2: a tag is listed twice in 'tags'"),
         ({"id": "q2", "query": "x", "relevant": [], "answer": "y"}, "e.jsonl:2: unknown field 'answer'"),
+        # issue 32: a question's metadata is an object, as a chunk's is
+        *(({"id": "q2", "query": "x", "relevant": [], "metadata": bad},
+           "e.jsonl:2: field 'metadata' must be an object") for bad in ([], [1], 3, "m", None)),
     ],
 )
 def test_bad_question_lines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, row: object, message: str) -> None:

@@ -293,3 +293,20 @@ def test_the_documented_event_example_is_what_pr_check_reads(workspace: Path, ca
     del payload["action"], payload["label"]
     assert main(["pr-check", "changes.json", "--event", write_event(workspace, payload)]) == 1
     assert "and pull request #42 has no 'rag-baseline-approved' label" in capsys.readouterr().out
+
+
+def test_an_unreadable_base_needs_the_label_as_a_lowering_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """issue 32: `diff --against` names a base config or baseline it cannot read in CHANGES.json's
+    `unreadable`; pr-check fails closed without the label and approves it with the label."""
+    monkeypatch.chdir(tmp_path)
+    for name in ("GITHUB_ACTIONS", "GITHUB_OUTPUT", "GITHUB_STEP_SUMMARY", "GITHUB_EVENT_PATH"):
+        monkeypatch.delenv(name, raising=False)
+    why = "the config at origin/main (pyproject.toml) cannot be read by this version: ..."
+    (tmp_path / "changes.json").write_text(dumps_changes(Changes("", "new.json", unreadable=(why,))), encoding="utf-8")
+    (tmp_path / "push.json").write_text(json.dumps(event(added=None)), encoding="utf-8")
+    (tmp_path / "labeled.json").write_text(json.dumps(event(("rag-baseline-approved",))), encoding="utf-8")
+    assert main(["pr-check", "changes.json", "--event", "push.json"]) == 1
+    assert "the baseline lowers the bar (1 side of the base unreadable) and pull request #42 has no " in capsys.readouterr().out
+    assert main(["pr-check", "changes.json", "--event", "labeled.json"]) == 0
+    assert "approved with the label 'rag-baseline-approved'" in capsys.readouterr().out

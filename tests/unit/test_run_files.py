@@ -131,7 +131,13 @@ def test_jsonl_runs_keep_their_order(tmp_path: Path) -> None:
     [
         ("q1 Q0 a 1 0.5\n", "run.trec:1: expected 6 fields 'qid Q0 docno rank score tag', got 5"),
         ("q1 Q0 a 1 high t\n", "run.trec:1: score 'high' is not a number"),
-        ("q1 Q0 a x 0.5 t\n", "run.trec:1: rank 'x' is not an integer"),
+        ("q1 Q0 a x 0.5 t\n", "run.trec:1: rank 'x' is not an integer a float holds (ASCII digits, up to about 1.8e308)"),
+        # issue 32: the one rule for integers, in every reader
+        ("q1 Q0 a " + "9" * 320 + " 0.5 t\n", "run.trec:1: rank '999999999999999999999999999999... (320 characters)' "
+         "is not an integer a float holds (ASCII digits, up to about 1.8e308)"),
+        ("q1 Q0 a " + "9" * 5000 + " 0.5 t\n", "run.trec:1: rank '999999999999999999999999999999... (5000 characters)' "
+         "is not an integer a float holds (ASCII digits, up to about 1.8e308)"),
+        ("q1 Q0 a 1_0 0.5 t\n", "run.trec:1: rank '1_0' is not an integer a float holds (ASCII digits, up to about 1.8e308)"),
         ("q1 Q0 a 1 nan t\n", "run.trec:1: score 'nan' is not finite"),
         ("\nq9 Q0 a 1 0.5 t\n", "run.trec:2: unknown question id 'q9'; a run must use the eval set's ids"),
         ("q1 Q0 zz 1 0.5 t\n", "run.trec:1: unknown chunk id 'zz'; a run must use the chunks file's ids"),

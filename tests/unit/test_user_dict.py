@@ -4,7 +4,12 @@ global state, the token cache or a worker process."""
 from __future__ import annotations
 
 import json
+import os
+import re
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import jieba
 import pytest
@@ -21,7 +26,7 @@ from pytest_ragretrieval.retrievers import corpus_tokens
 from pytest_ragretrieval.retrievers.bm25 import BM25Retriever, tokenizer_for
 from pytest_ragretrieval.retrievers.corpus_tokens import cached_tokens, tokenizer_id
 from pytest_ragretrieval.retrievers.tokens import describe, tokenizer, tokenizer_key
-from pytest_ragretrieval.retrievers.user_dict import read_user_dict
+from pytest_ragretrieval.retrievers.user_dict import MAX_WORD, read_user_dict
 
 LAPTOP = Chunk("it-1", "笔记本电脑丢失后，须在2小时内报告信息技术部")
 CHUNKS = [
@@ -187,3 +192,150 @@ def test_the_samples_search_mode_variant_finds_the_laptop_and_records_its_dictio
     recorded = json.loads((root / "baselines" / "retrieval.json").read_text(encoding="utf-8"))
     assert recorded["fingerprint"]["retrievers"]["bm25_search"]["user_dict_sha256"] == params["user_dict_sha256"]
     assert recorded["fingerprint"]["retrievers"]["bm25_search"]["tokenizer"] == f"jieba-search {jieba.__version__}"
+
+
+# issue 32: tokenizers share nothing; dictionaries read exactly as jieba.load_userdict reads them
+
+ROOT = Path(__file__).resolve().parents[2]
+ORDERS = r'''
+import json, sys
+from pathlib import Path
+import jieba
+from pytest_ragretrieval.evalset.jsonl import load_chunks, load_evalset
+from pytest_ragretrieval.retrievers.bm25 import BM25Retriever
+from pytest_ragretrieval.retrievers.tokens import tokenizer, tokenizer_key
+from pytest_ragretrieval.retrievers.user_dict import read_user_dict
+from pytest_ragretrieval.scoring.metrics import ndcg
+
+root, zero, order = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3].split(",")
+chunks = load_chunks(root / "fixtures" / "chunks.jsonl")
+questions = [q for q in load_evalset(root / "fixtures" / "evalset.jsonl", chunks) if any(q.relevance.values())]
+texts = [c.text for c in chunks] + [q.query for q in questions]
+keys = {"bm25": "jieba", "zero": tokenizer_key("jieba-search", zero, read_user_dict(zero).sha256)}
+for name in order:
+    tokenizer(keys[name])("预热")  # each built and used before the next one is built
+ours = {name: [tokenizer(keys[name])(text) for text in texts] for name in order}
+ranked = BM25Retriever(chunks, tokenizer("jieba"), k1=1.5, b=0.75, epsilon=0.25, min_score=0.0)
+found = round(sum(ndcg(ranked(q.query, 5), q.relevance, 5) for q in questions) / len(questions), 6)
+def finished(pieces):
+    return [piece.lower() for piece in pieces if piece.strip()]
+alone = {"bm25": [finished(jieba.cut(text)) for text in texts]}  # jieba's global state is as it was
+own = jieba.Tokenizer()
+own.load_userdict(str(zero))  # jieba alone: its global force-split words are this dictionary's
+alone["zero"] = [finished(own.cut_for_search(text)) for text in texts]
+print(json.dumps({"ndcg@5": found, "same": {name: ours[name] == alone[name] for name in order},
+                  "split": "哪台" not in {t for tokens in ours["zero"] for t in tokens},
+                  "kept": "哪台" in {t for tokens in ours["bm25"] for t in tokens}}))
+'''
+
+
+def _in_a_fresh_process(zero: Path, order: str) -> dict[str, Any]:
+    done = subprocess.run([sys.executable, "-c", ORDERS, str(ROOT), str(zero), order], capture_output=True,
+                          text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr
+    found: dict[str, Any] = json.loads(done.stdout)
+    return found
+
+
+@pytest.mark.parametrize("order", ["zero,bm25", "bm25,zero"])
+def test_a_frequency_0_word_in_one_dictionary_changes_no_other_tokenizer(tmp_path: Path, order: str) -> None:
+    """The sample's user dictionary plus `哪台 0` (a word jieba's HMM finds in the sample, forced to
+    split) for a jieba-search tokenizer, and the sample's plain jieba `bm25`, built in either order in
+    a fresh process: each gives jieba's tokens for it alone, and bm25 keeps nDCG@5 0.588477 (the
+    recorded baseline's; 0.579652 when the force-split word leaked into it)."""
+    zero = write(tmp_path, (ROOT / "fixtures" / "user_dict.txt").read_text(encoding="utf-8") + "哪台 0\n", "zero.txt")
+    assert _in_a_fresh_process(zero, order) == {
+        "ndcg@5": 0.588477, "same": {"bm25": True, "zero": True}, "split": True, "kept": True}
+
+
+def test_building_a_tokenizer_leaves_jiebas_own_force_split_words_alone(tmp_path: Path) -> None:
+    from jieba import finalseg
+
+    before = set(finalseg.Force_Split_Words)
+    zero = key(tmp_path, "李小福 0\n", file="zero.txt")
+    text = "李小福是创新办主任"
+    assert tokenizer(zero)(text)[:3] == ["李", "小", "福"]
+    assert set(finalseg.Force_Split_Words) == before
+    assert list(jieba.cut(text))[0] == "李小福"
+    assert tokenizer(key(tmp_path, "云桌面 100 n\n", file="other.txt"))(text)[0] == "李小福"
+
+
+LOAD_USERDICT = r'''
+import json, sys
+import jieba
+
+taken = []
+class Recording(jieba.Tokenizer):
+    def add_word(self, word, freq=None, tag=None):
+        taken.append([word, None if freq is None else int(freq), tag])
+own = Recording()
+own.initialize()
+for path in sys.argv[1:]:
+    del taken[:]
+    try:
+        own.load_userdict(path)
+        print(json.dumps(taken))
+    except ValueError:
+        print(json.dumps("not utf-8"))
+'''
+PIECES = ["云桌面", "报销单", "猫眼屏", "ThinkPad X1", "X1", "\ufeff", "\ufeff\ufeff", " ", "\t", "\r", " 5", " 100",
+          " 0", " n", " nz", " N", "\u3000", "词 5 n", "a\x0bb", "\x0c", "\x85", "5", "n"]
+
+
+def _generated(seed: int) -> str:
+    import random
+
+    chance = random.Random(seed)
+    lines = []
+    for _ in range(chance.randint(1, 6)):
+        lines.append("".join(chance.choice(PIECES) for _ in range(chance.randint(0, 4))))
+    return chance.choice(["\n", "\r\n"]).join(lines) + chance.choice(["", "\n"])
+
+
+def test_dictionaries_read_as_jieba_load_userdict_reads_them(tmp_path: Path) -> None:
+    """A differential test against jieba: byte-order marks on any line, blank lines, tags, spaces in
+    words, frequencies. Where jieba takes a word holding whitespace we refuse the line (file:line)."""
+    texts = ["\ufeff云桌面 100 n\n\ufeff猫眼屏 20 n\n", "报销单\n\n\ufeff\n  \ufeff  \n云桌面 nz\n"]
+    texts += [_generated(seed) for seed in range(120)]
+    paths = [write(tmp_path, text, f"d{number}.txt") for number, text in enumerate(texts)]
+    done = subprocess.run([sys.executable, "-c", LOAD_USERDICT, *map(str, paths)], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    for path, line in zip(paths, done.stdout.splitlines(), strict=True):
+        taken = json.loads(line)
+        try:
+            ours = [list(entry) for entry in read_user_dict(path).entries]
+        except ValueError as error:
+            assert re.match(rf"^.*{re.escape(path.name)}:\d+: expected 'word ", str(error)), error
+            assert any(space in word for word, _, _ in taken for space in " \t\r\f\v\x85\u3000"), (path.read_bytes(), taken)
+        else:
+            assert ours == taken, path.read_bytes()
+
+
+def test_two_dictionaries_concatenated_read_as_jieba_reads_them(tmp_path: Path) -> None:
+    path = write(tmp_path, "\ufeff猫眼 20 n\n" + "\ufeff猫眼屏 20 n\n")
+    assert read_user_dict(path).entries == (("猫眼", 20, "n"), ("猫眼屏", 20, "n"))
+    assert tokenizer(tokenizer_key("jieba", path, read_user_dict(path).sha256))("猫眼屏坏了")[0] == "猫眼屏"
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("云桌面\n" + "词" * 101 + " 5\n", "terms.txt:2: a word of 101 characters; a user dictionary's words may be 100 "
+                                      "characters at most (jieba's own are 16 at most)"),
+    ("词" * 100_000 + "\n", "terms.txt:1: a line of 100,000 characters; a user dictionary's words may be 100 "
+                            "characters at most (jieba's own are 16 at most)"),
+    ("云桌面 " + "9" * 309 + "\n", "terms.txt:1: the frequency '99999999999999999999999999999999999999999999999999"
+                                 "... (309 characters)' is too large; give a whole number up to 1e308"),
+])
+def test_a_word_or_frequency_beyond_its_bound_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                            text: str, message: str) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError) as error:
+        read_user_dict(write(tmp_path, text))
+    assert str(error.value).startswith(message) and "\n" not in str(error.value)
+    assert read_user_dict(write(tmp_path, "词" * 100 + " 5\n")).entries == (("词" * 100, 5, None),)
+
+
+def test_jiebas_longest_word_is_within_the_bound() -> None:
+    dictionary = Path(jieba.__file__).parent / "dict.txt"
+    longest = max(len(line.split(" ")[0]) for line in dictionary.read_text(encoding="utf-8").splitlines())
+    assert longest == 16 and longest < MAX_WORD
