@@ -16,12 +16,13 @@ from .settings import Config
 
 def inputs(config: Config) -> dict[str, Path]:
     """What the run reads, by the name messages give it."""
-    return {
+    found = {
         "the chunks file": config.chunks,
         "the eval set": config.evalset,
         "the config file": config.source,
         "the baseline": config.baseline,
     }
+    return {what: path for what, path in found.items() if path is not None}
 
 
 def check_outputs(config: Config, outputs: Mapping[str, Path], update: bool) -> None:

@@ -13,6 +13,7 @@ from ..embedding.base import DEFAULT_RETRIES, DEFAULT_TIMEOUT, EmbedderSettings
 from ..errors import ConfigError, did_you_mean
 from ..paths import absolute
 from ..retrievers import RetrieverSpec, parse_spec
+from ..retrievers.table import TeamCorpus, corpus_of
 from ..retrievers.tokens import TOKENIZERS
 from ..scoring.metrics import MetricSpec
 from ..toml import Table
@@ -60,7 +61,8 @@ class Config:
     source: Path
     where: str
     root: Path
-    chunks: Path
+    chunks: Path | None
+    """None: every retriever reads the team's own table, and the chunks are read from `team_corpus`."""
     evalset: Path
     baseline: Path
     k: int
@@ -90,6 +92,8 @@ class Config:
     workers: int = 1
     keep_database: bool = True
     """Reuse a seeded embedded database kept under the cache folder while its inputs are unchanged."""
+    team_corpus: TeamCorpus | None = None
+    """Where the chunks come from when the config names no chunks file (see retrievers.table)."""
 
     @property
     def depth(self) -> int:
@@ -104,6 +108,15 @@ class Config:
             query_prompt=self.query_prompt, passage_prompt=self.passage_prompt,
             query_input_type=self.query_input_type, passage_input_type=self.passage_input_type,
         )
+
+    def chunks_file(self, needed_by: str) -> Path:
+        """The chunks file, or one line saying that `needed_by` needs one (the team's table is not read there)."""
+        if self.chunks is None:
+            raise ConfigError(
+                f"{self.where} key 'chunks': {needed_by} reads a chunks file, and this config reads its chunks "
+                "from the team's table; add chunks = \"PATH\" (an export of the table) to use it"
+            )
+        return self.chunks
 
     def retriever(self, name: str) -> RetrieverSpec:
         for spec in self.retrievers:
@@ -232,6 +245,44 @@ def _reject_cycles(specs: list[RetrieverSpec], label: Callable[[str], str]) -> N
         visit(name, [])
 
 
+TEAM_TYPES = ("table", "sql")
+"""The retriever types that read the team's own database."""
+
+
+def _team_corpus(table: Table, specs: tuple[RetrieverSpec, ...], label: Callable[[str], str]) -> TeamCorpus:
+    """Without a chunks file: every retriever must read the team's database (a `table` or `sql`
+    retriever, or one fusing or reranking only those), and the tables they name must be one."""
+    reads: dict[str, bool] = {}
+
+    def team(spec: RetrieverSpec) -> bool:
+        if spec.name not in reads:
+            reads[spec.name] = spec.type in TEAM_TYPES or (
+                bool(spec.sources) and all(team(next(s for s in specs if s.name == name)) for name in spec.sources)
+            )
+        return reads[spec.name]
+
+    for spec in specs:
+        if not team(spec):
+            raise table.error(
+                "chunks", f"is needed: retriever {spec.name!r} (type {spec.type}) does not read the team's table; "
+                "only table and sql retrievers (and those fusing them) run without a chunks file"
+            )
+    named = [(spec.name, corpus) for spec in specs if (corpus := corpus_of(spec.params)) is not None]
+    if not named:
+        raise table.error(
+            "chunks", "is needed, or a table or sql retriever must name the team's table (table = \"NAME\")"
+        )
+    first_name, first = named[0]
+    for name, corpus in named[1:]:
+        if corpus != first:
+            raise ConfigError(
+                f"{label(name)} key 'table': reads {corpus.describe()} ({corpus.id_column}, {corpus.text_column}, "
+                f"digest {corpus.digest}), but retriever {first_name!r} reads {first.describe()} ({first.id_column}, "
+                f"{first.text_column}, digest {first.digest}); without a chunks file they must name one corpus"
+            )
+    return first
+
+
 def load_config(config_option: str | None, rootpath: Path) -> Config:
     """Read and validate everything; any problem is a ConfigError naming the file and key."""
     source, dotted, data = find_settings(config_option, rootpath)
@@ -269,7 +320,7 @@ def load_config(config_option: str | None, rootpath: Path) -> Config:
         source=source,
         where=where,
         root=root,
-        chunks=path("chunks"),
+        chunks=path("chunks") if table.has("chunks") else None,
         evalset=path("evalset"),
         baseline=path("baseline", "baselines/retrieval.json"),
         k=k,
@@ -298,6 +349,8 @@ def load_config(config_option: str | None, rootpath: Path) -> Config:
         keep_database=table.boolean("keep_database", True),
     )
     config = replace(config, compare=_compare(table, {spec.name for spec in config.retrievers}))
+    if config.chunks is None:
+        config = replace(config, team_corpus=_team_corpus(table, config.retrievers, label))
     for entry in config.fail_on:
         if entry not in FAIL_ON:
             hint = did_you_mean(entry, FAIL_ON)

@@ -34,8 +34,10 @@ def header_lines(config: Config, chunks: Sequence[Chunk], questions: Sequence[Qu
         lines.append(f"rag: baseline {display(config.baseline)}")
     empty = sum(1 for chunk in chunks if not chunk.text.strip())
     if empty:
+        team = config.team_corpus
+        where = f"the team's {team.describe()}" if team is not None else display(config.chunks_file("the header"))
         lines.append(
-            f"rag: warning: {empty} chunk{'s' if empty != 1 else ''} in {display(config.chunks)} "
+            f"rag: warning: {empty} chunk{'s' if empty != 1 else ''} in {where} "
             f"{'have' if empty != 1 else 'has'} an empty text; ranked and scored like any other"
         )
     if update:

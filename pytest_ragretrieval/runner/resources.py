@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..cache import Cache, Namespace
@@ -92,6 +92,18 @@ class Resources:
     @property
     def index(self) -> dict[str, Any]:
         return self.config.index.fingerprint
+
+    def engine(self, settings: Mapping[str, Any], table: str | None, column: str | None) -> dict[str, Any]:
+        """The team server's engine for a `table` or `sql` retriever's fingerprint (see database.team)."""
+        from ..database.team import engine_record
+
+        return engine_record(self.dsn, settings, table, column)
+
+    def team_connection(self, name: str) -> psycopg.Connection:
+        """A read-only connection to the team's server: it starts, creates and seeds nothing."""
+        from ..database.team import connect, need_dsn
+
+        return connect(need_dsn(self.dsn, f"retriever {name!r}"))
 
     def score_cache(self, kind: str, model_id: str) -> Namespace:
         return self.cache.namespace(kind, model_id, ext="f64", dtype="<f8")
