@@ -19,6 +19,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from pgvector.psycopg import register_vector
 from projects import jsonl, retriever
 
 from pytest_ragretrieval.retrievers.table import apply_settings, search_sql
@@ -138,9 +139,61 @@ def test_table_runs_read_only_like_seeded_exact(server: tuple[str, str], tmp_pat
     code, out = gate(seeded, None, "--rag-json", str(tmp_path / "seeded.json"), "--rag-update-baseline")
     assert code == 0, out
     team_results, seeded_results = results(tmp_path / "team.json"), results(tmp_path / "seeded.json")
-    print(out)
     assert team_results["retrievers"]["prod"]["metrics"] == seeded_results["retrievers"]["prod"]["metrics"]
     assert {q: v["ranking"] for q, v in team_results["retrievers"]["prod"]["questions"].items()} == {
         q: v["ranking"] for q, v in seeded_results["retrievers"]["prod"]["questions"].items()}
-    print(team_results["retrievers"]["prod"]["metrics"])
     assert catalog(owner) == before
+    with psycopg.connect(reader) as conn:
+        register_vector(conn)
+        cursor = conn.cursor()
+        params = {"table": "public.docs", "id_column": "id", "embedding_column": "emb", "operator": "cosine",
+                  "where": None}
+        apply_settings(cursor, {"hnsw.ef_search": 1000})
+        cursor.execute(b"EXPLAIN " + search_sql(params).as_bytes(conn), {"q": embed(["w01 w02"])[0], "k": 10})
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    assert "Index Scan using docs_emb_idx" in plan, plan
+
+
+def test_a_changed_search_setting_is_named_and_exact_check_measures_the_index(
+    server: tuple[str, str], tmp_path: Path
+) -> None:
+    _, reader = server
+    folder = project(tmp_path / "team", prod(1000))
+    code, out = gate(folder, reader, "--rag-update-baseline")
+    assert code == 0, out
+    project(folder, prod(1, exact_check=6))
+    code, out = gate(folder, reader, "--rag-json", str(tmp_path / "low.json"))
+    assert "prod.engine.hnsw.ef_search 1000 -> 1" in out, out
+    assert code == 1, out
+    diagnostics = results(tmp_path / "low.json")["retrievers"]["prod"]["diagnostics"]
+    assert 0 <= diagnostics["ann_recall@10"] < 1, diagnostics
+
+
+FULL_TEXT = (
+    "SELECT id FROM public.docs WHERE to_tsvector('simple', body) @@ plainto_tsquery('simple', %(query)s) "
+    "ORDER BY ts_rank(to_tsvector('simple', body), plainto_tsquery('simple', %(query)s)) DESC, id LIMIT %(k)s"
+)
+
+
+def test_a_full_text_sql_retriever_is_gated(server: tuple[str, str], tmp_path: Path) -> None:
+    _, reader = server
+    keys = {"table": "public.docs", "text_column": "body"}
+    folder = project(tmp_path / "team", retriever("fts", "sql", query=FULL_TEXT, **keys))
+    code, out = gate(folder, reader, "--rag-update-baseline", "--rag-json", str(tmp_path / "fts.json"))
+    assert code == 0, out
+    assert results(tmp_path / "fts.json")["retrievers"]["fts"]["metrics"]["recall@10"] == 1.0
+    worse = FULL_TEXT.replace("plainto_tsquery('simple', %(query)s)) DESC, id", "plainto_tsquery('simple', %(query)s)), id")
+    project(folder, retriever("fts", "sql", query=worse, **keys))
+    code, out = gate(folder, reader)
+    assert code == 1, out
+    assert "fts.query" in out, out
+
+
+def test_a_gold_id_the_table_lacks_is_one_line(server: tuple[str, str], tmp_path: Path) -> None:
+    _, reader = server
+    folder = project(tmp_path / "team", prod(40))
+    with (folder / "evalset.jsonl").open("a", encoding="utf-8") as lines:
+        lines.write(json.dumps({"id": "q99", "query": "w01", "relevant": ["doc-9999"]}) + "\n")
+    code, out = gate(folder, reader)
+    assert code != 0
+    assert "evalset.jsonl:13: unknown chunk id 'doc-9999' in 'relevant' (table public.docs has no row with that id)" in out
