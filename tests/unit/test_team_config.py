@@ -1,0 +1,96 @@
+"""The `table` and `sql` retriever types' keys, and a config without a chunks file: every problem
+is one line naming the key."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from projects import retriever
+
+from pytest_ragretrieval.config.settings import load_config
+from pytest_ragretrieval.errors import ConfigError
+from pytest_ragretrieval.retrievers.protocol import Query
+from pytest_ragretrieval.retrievers.sql import placeholders
+from pytest_ragretrieval.retrievers.table import TeamCorpus, sampled, setting_text
+
+HEAD = '[tool.ragretrieval]\nevalset = "evalset.jsonl"\n'
+PROD = retriever("prod", "table", table="kb.docs", id_column="doc_id", text_column="body", embedding_column="emb")
+FTS = "SELECT id FROM kb.docs WHERE body @@ plainto_tsquery(%(query)s) LIMIT %(k)s"
+
+
+def config_at(tmp_path: Path, text: str):
+    (tmp_path / "pyproject.toml").write_text(text, encoding="utf-8")
+    return load_config(None, tmp_path)
+
+
+def error_of(tmp_path: Path, text: str) -> str:
+    with pytest.raises(ConfigError) as error:
+        config_at(tmp_path, text)
+    assert "\n" not in str(error.value)
+    return str(error.value)
+
+
+def test_a_table_retriever_without_a_chunks_file(tmp_path: Path) -> None:
+    config = config_at(tmp_path, HEAD + PROD + 'search_settings = { "hnsw.ef_search" = 100, "hnsw.iterative_scan" = "relaxed_order" }\n')
+    assert config.chunks is None
+    assert config.team_corpus == TeamCorpus("kb.docs", "doc_id", "body", None, "md5")
+    assert config.retriever("prod").params == {
+        "table": "kb.docs", "id_column": "doc_id", "text_column": "body", "where": None, "digest": "md5",
+        "embedding_column": "emb", "operator": "cosine", "exact_check": 0,
+        "engine": {"hnsw.ef_search": 100, "hnsw.iterative_scan": "relaxed_order"},
+    }
+
+
+def test_defaults_and_a_cheap_digest(tmp_path: Path) -> None:
+    text = HEAD + retriever("prod", "table", table="docs", digest="count_and_max:updated_at", where="lang = 'zh'")
+    params = config_at(tmp_path, text).retriever("prod").params
+    assert (params["id_column"], params["text_column"], params["embedding_column"]) == ("id", "text", "embedding")
+    assert params["digest"] == "count_and_max:updated_at" and params["where"] == "lang = 'zh'"
+
+
+def test_a_sql_retriever_beside_a_table_one_reads_the_same_corpus(tmp_path: Path) -> None:
+    text = HEAD + PROD + retriever("fts", "sql", query=FTS, table="kb.docs", id_column="doc_id", text_column="body")
+    fts = config_at(tmp_path, text).retriever("fts").params
+    assert fts["embeds"] is False and fts["engine"] == {}
+    assert config_at(tmp_path, HEAD + retriever("fts", "sql", query=FTS, table="kb.docs")).team_corpus == TeamCorpus(
+        "kb.docs", "id", "text", None, "md5")
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    (HEAD + retriever("bm25", "bm25"), "[tool.ragretrieval]: missing key 'chunks'"),
+    (HEAD + PROD + retriever("vector", "vector"), "retriever 'vector' (type vector) does not read the team's table"),
+    (HEAD + retriever("fts", "sql", query=FTS), "key 'chunks': is needed, or a table or sql retriever must name"),
+    (HEAD + PROD + retriever("fts", "sql", query=FTS, table="kb.other"), "retrievers.fts] key 'table': reads table kb.other"),
+    (HEAD + retriever("prod", "table", embedding_column="emb"), "retrievers.prod]: missing key 'table'"),
+    (HEAD + retriever("prod", "table", table="a.b.c"), "key 'table': must be schema.table or table"),
+    (HEAD + retriever("prod", "table", table='docs"; drop'), "key 'table': must be schema.table or table"),
+    (HEAD + retriever("prod", "table", table="docs", id_column="a.b"), "key 'id_column': must be a column name"),
+    (HEAD + retriever("prod", "table", table="docs", operator="dot"), "key 'operator'"),
+    (HEAD + retriever("prod", "table", table="docs", digest="sha1"), 'key \'digest\': must be "md5" or "count_and_max:COLUMN"'),
+    (HEAD + retriever("prod", "table", table="docs", where="1=1; delete from docs"), "key 'where': must be one SQL condition"),
+    (HEAD + retriever("prod", "table", table="docs", exact_check=-1), "key 'exact_check'"),
+    (HEAD + retriever("prod", "table", table="docs") + 'search_settings = { "work_mem" = "1GB" }\n',
+     "key 'search_settings.work_mem': is not a search setting"),
+    (HEAD + retriever("prod", "table", table="docs") + 'search_settings = { "hnsw.ef_search" = [1] }\n',
+     "key 'search_settings.hnsw.ef_search': must be a number, a boolean or a string"),
+    (HEAD + retriever("prod", "table", table="docs") + 'search_settings = 5\n', "key 'search_settings': must be a table"),
+    (HEAD + retriever("fts", "sql", query="SELECT id FROM t WHERE a = %(lang)s", table="t"), "key 'query': uses %(lang)s"),
+    (HEAD + retriever("fts", "sql", query="SELECT id FROM t WHERE a LIKE 'x%'", table="t"), "key 'query': holds a bare '%'"),
+    (HEAD + retriever("fts", "sql", query="SELECT 1; DROP TABLE t", table="t"), "key 'query': must be one statement"),
+    (HEAD + retriever("fts", "sql", query=FTS, where="x"), "key 'where': names a column or rows of `table`"),
+])
+def test_bad_keys_are_one_line_naming_the_key(tmp_path: Path, text: str, message: str) -> None:
+    assert message in error_of(tmp_path, text)
+
+
+def test_placeholders_and_settings() -> None:
+    assert placeholders("SELECT id FROM t ORDER BY e <=> %(embedding)s LIMIT %(k)s -- 100%%") == {"embedding", "k"}
+    assert setting_text(True) == "on" and setting_text(False) == "off" and setting_text(40) == "40"
+
+
+def test_the_exact_check_sample_is_the_same_whatever_the_order() -> None:
+    questions = [Query(f"q{n}", f"text {n}") for n in range(50)]
+    chosen = sampled(questions, 7)
+    assert len(chosen) == 7
+    assert sampled(list(reversed(questions)), 7) == chosen
+    assert sampled(questions, 0) == set()
