@@ -96,12 +96,19 @@ def corpus_of(params: Mapping[str, Any]) -> TeamCorpus | None:
 
 
 def search_settings(table: Table) -> dict[str, Any]:
-    """`search_settings = { "hnsw.ef_search" = 100 }`: names checked, values numbers, booleans or strings."""
+    """`search_settings = { "hnsw.ef_search" = 100 }` (quoted or dotted keys): names checked, values
+    numbers, booleans or strings."""
     value = table.raw("search_settings", {})
     if not isinstance(value, dict):
         raise table.error(
             "search_settings", f'must be a table such as {{ "hnsw.ef_search" = 100 }}, got {shown(value)}'
         )
+    # Unquoted, `hnsw.ef_search = 100` is a dotted key, which TOML reads as {"hnsw": {"ef_search": 100}}.
+    value = {
+        f"{key}.{name}" if isinstance(setting, dict) else key: inner
+        for key, setting in value.items()
+        for name, inner in (setting.items() if isinstance(setting, dict) else [("", setting)])
+    }
     for key, setting in value.items():
         if not SETTING.fullmatch(key):
             raise table.error(

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from projects import retriever
 
+from pytest_ragretrieval.baseline.since import corpus_change, retriever_changes
 from pytest_ragretrieval.config.settings import load_config
 from pytest_ragretrieval.errors import ConfigError
 from pytest_ragretrieval.retrievers.protocol import Query
@@ -39,6 +40,11 @@ def test_a_table_retriever_without_a_chunks_file(tmp_path: Path) -> None:
         "embedding_column": "emb", "operator": "cosine", "exact_check": 0,
         "engine": {"hnsw.ef_search": 100, "hnsw.iterative_scan": "relaxed_order"},
     }
+
+
+def test_search_settings_as_dotted_keys(tmp_path: Path) -> None:
+    text = HEAD + PROD + "search_settings = { hnsw.ef_search = 100, ivfflat.probes = 4 }\n"
+    assert config_at(tmp_path, text).retriever("prod").params["engine"] == {"hnsw.ef_search": 100, "ivfflat.probes": 4}
 
 
 def test_defaults_and_a_cheap_digest(tmp_path: Path) -> None:
@@ -94,3 +100,19 @@ def test_the_exact_check_sample_is_the_same_whatever_the_order() -> None:
     assert len(chosen) == 7
     assert sampled(list(reversed(questions)), 7) == chosen
     assert sampled(questions, 0) == set()
+
+
+def test_a_change_in_the_teams_table_is_named_like_a_chunks_change() -> None:
+    old = {"sha256": "1", "count": 12040, "table": "table kb.docs", "digest": "md5:3f"}
+    new = {"sha256": "2", "count": 12045, "table": "table kb.docs", "digest": "md5:9a"}
+    assert str(corpus_change(old, new)) == "chunks: changed (12,040 -> 12,045 chunks in table kb.docs; md5:3f -> md5:9a)"
+    assert corpus_change(old, dict(old)) is None
+    assert str(corpus_change({"sha256": "0"}, new)) == "chunks: changed (12,045 chunks in table kb.docs; (none) -> md5:9a)"
+
+
+def test_a_search_setting_or_an_extension_version_is_named_under_engine() -> None:
+    engine = {"server": "16.4", "vector": "0.7.4", "hnsw.ef_search": 40, "indexes": {"docs_emb_idx": {"method": "hnsw"}}}
+    old = {"retrievers": {"prod": {"type": "table", "engine": engine}}}
+    new = {"retrievers": {"prod": {"type": "table", "engine": {**engine, "vector": "0.8.0", "hnsw.ef_search": 100}}}}
+    assert [str(change) for change in retriever_changes(old, new, "prod")] == [
+        "prod.engine.hnsw.ef_search 40 -> 100", 'prod.engine.vector "0.7.4" -> "0.8.0"']
