@@ -51,6 +51,14 @@ def connect(dsn: str) -> psycopg.Connection:
     return conn
 
 
+def where(conn: psycopg.Connection) -> str:
+    """host:port/database of a connection (a socket's folder is not named: it differs between machines)."""
+    host = conn.info.host
+    if host and not host.startswith("/"):
+        return f"{host}:{conn.info.port}/{conn.info.dbname}"
+    return f"/{conn.info.dbname}"
+
+
 def _failed(what: str, dsn: str, exc: Exception) -> DatabaseError:
     return DatabaseError(f"{what} on {redact(dsn)}: {scrub(str(exc), dsn)}{timeout_note(exc)}")
 
