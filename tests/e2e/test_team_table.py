@@ -143,6 +143,11 @@ def test_table_runs_read_only_like_seeded_exact(server: tuple[str, str], tmp_pat
     assert team_results["retrievers"]["prod"]["metrics"] == seeded_results["retrievers"]["prod"]["metrics"]
     assert {q: v["ranking"] for q, v in team_results["retrievers"]["prod"]["questions"].items()} == {
         q: v["ranking"] for q, v in seeded_results["retrievers"]["prod"]["questions"].items()}
+    engine = team_results["fingerprint"]["retrievers"]["prod"]["engine"]
+    assert engine["hnsw.ef_search"] == 1000 and engine["vector"] and engine["server"].startswith("16")
+    assert engine["indexes"]["docs_emb_idx"]["method"] == "hnsw"
+    assert engine["indexes"]["docs_emb_idx"]["options"] == ["ef_construction=64", "m=16"]
+    assert "vector" not in seeded_results["fingerprint"]["retrievers"]["prod"].get("engine", {})
     assert catalog(owner) == before
     with psycopg.connect(reader) as conn:
         register_vector(conn)
@@ -177,16 +182,22 @@ FULL_TEXT = (
     "ORDER BY ts_rank(to_tsvector('simple', body), plainto_tsquery('simple', %(query)s)) DESC, id LIMIT %(k)s"
 )
 
+NEAREST = "SELECT id FROM public.docs ORDER BY emb <=> %(embedding)s, id LIMIT %(k)s"
+"""An exact nearest-neighbour query (the ORDER BY's tie-break keeps the index out): the seeded values."""
+
 
 def test_a_full_text_sql_retriever_is_gated(server: tuple[str, str], tmp_path: Path) -> None:
     _, reader = server
     keys = {"table": "public.docs", "text_column": "body"}
-    folder = project(tmp_path / "team", retriever("fts", "sql", query=FULL_TEXT, **keys))
+    knn = retriever("knn", "sql", query=NEAREST, **keys) + prod(1000)
+    folder = project(tmp_path / "team", retriever("fts", "sql", query=FULL_TEXT, **keys) + knn)
     code, out = gate(folder, reader, "--rag-update-baseline", "--rag-json", str(tmp_path / "fts.json"))
     assert code == 0, out
-    assert results(tmp_path / "fts.json")["retrievers"]["fts"]["metrics"]["recall@10"] == 1.0
+    found = results(tmp_path / "fts.json")["retrievers"]
+    assert found["fts"]["metrics"]["recall@10"] == 1.0
+    assert found["knn"]["metrics"] == found["prod"]["metrics"]
     worse = FULL_TEXT.replace("plainto_tsquery('simple', %(query)s)) DESC, id", "plainto_tsquery('simple', %(query)s)), id")
-    project(folder, retriever("fts", "sql", query=worse, **keys))
+    project(folder, retriever("fts", "sql", query=worse, **keys) + knn)
     code, out = gate(folder, reader)
     assert code == 1, out
     assert "fts.query" in out, out
