@@ -10,14 +10,13 @@ and `text_column` may name the table its ids come from, for a run without a chun
 from __future__ import annotations
 
 import re
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from ..optional import need
 from ..toml import Table
 from .protocol import Context, Setup
-from .table import apply_settings, corpus_keys, search_settings
+from .table import TeamRetriever, apply_settings, corpus_keys, search_settings
 
 PARAMETERS = ("query", "embedding", "k")
 PLACEHOLDER = re.compile(r"%\((\w*)\)s|%(%|.?)")
@@ -50,45 +49,23 @@ def parse(table: Table) -> dict[str, Any]:
     return params
 
 
-class SqlRetriever:
+class SqlRetriever(TeamRetriever):
     """Runs the team's query once per question, its parameters bound, and keeps the first column."""
 
     def __init__(self, params: Mapping[str, Any], ctx: Context) -> None:
         sql = need("psycopg.sql", f"retriever {ctx.name!r}")
-        self.ctx = ctx
-        self.settings: Mapping[str, Any] = params["engine"]
         self.statement = sql.SQL(params["query"].strip().rstrip(";"))
         self.embeds = bool(params["embeds"])
-        self.conn = ctx.team_connection()
+        super().__init__(ctx, params["engine"])
 
-    def _rows(self, query: str, vector: Any, k: int) -> list[str]:
+    def answer(self, conn: Any, query: str, vector: Any, k: int) -> list[str]:
         bound = {"query": query, "k": k, **({"embedding": vector} if self.embeds else {})}
-        with self.conn.cursor() as cursor:
+        with conn.cursor() as cursor:
             apply_settings(cursor, self.settings)
             cursor.execute(self.statement, bound)
             rows = [str(row[0]) for row in cursor.fetchmany(k)]
-        self.conn.rollback()
+        conn.rollback()
         return rows
-
-    def __call__(self, query: str, k: int) -> list[str]:
-        return self._rows(query, self.ctx.embed([query])[0] if self.embeds else None, k)
-
-    def search_many(
-        self, queries: Sequence[str], k: int, tick: Callable[[int], None]
-    ) -> list[tuple[Sequence[str], float]]:
-        """The queries embedded in one call (when the query uses %(embedding)s), then run one by one."""
-        started = time.perf_counter()
-        vectors: Sequence[Any] = self.ctx.embed(list(queries)) if self.embeds else [None] * len(queries)
-        share = (time.perf_counter() - started) * 1000.0 / max(1, len(queries))
-        found: list[tuple[Sequence[str], float]] = []
-        for query, vector in zip(queries, vectors, strict=True):
-            began = time.perf_counter()
-            found.append((self._rows(query, vector, k), (time.perf_counter() - began) * 1000.0 + share))
-            tick(1)
-        return found
-
-    def close(self) -> None:
-        self.conn.close()
 
 
 def build(params: Mapping[str, Any], ctx: Context) -> SqlRetriever:

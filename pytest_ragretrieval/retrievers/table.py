@@ -16,9 +16,12 @@ chunks (ids and texts) from that table and the corpus's fingerprint is computed 
 from __future__ import annotations
 
 import hashlib
+import queue
 import re
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Any
 
@@ -183,63 +186,99 @@ def sampled(questions: Sequence[Query], count: int) -> set[str]:
     return {question.query for question in chosen[:count]}
 
 
-class TableRetriever:
-    """Embeds queries through the cache and asks the team's table for the nearest rows."""
+class TeamRetriever(ABC):
+    """What the `table` and `sql` types share: read-only connections to the team's server (up to
+    `workers` at once, as the seeded `vector` retriever uses), the search settings, and the
+    queries embedded through the cache, all at once, when the type needs their vectors."""
 
-    def __init__(self, params: Mapping[str, Any], ctx: Context) -> None:
-        need("pgvector.psycopg", f"retriever {ctx.name!r}")
+    embeds = True
+
+    def __init__(self, ctx: Context, settings: Mapping[str, Any]) -> None:
         self.ctx = ctx
-        self.settings: Mapping[str, Any] = params["engine"]
-        self.statement = search_sql(params)
+        self.settings = settings
         self.conn = ctx.team_connection()
-        self.checked = sampled(ctx.questions, params["exact_check"])
-        self.overlaps: dict[int, list[float]] = {}
+        self.pool: list[Any] = []
 
-    def _rows(self, vector: Any, k: int, exact: bool) -> list[str]:
-        with self.conn.cursor() as cursor:
-            apply_settings(cursor, {**self.settings, **(EXACT if exact else {})})
-            cursor.execute(self.statement, {"q": vector, "k": k})
-            rows = [(str(chunk_id), float(distance)) for chunk_id, distance in cursor.fetchall()]
-        self.conn.rollback()
-        rows.sort(key=lambda row: (row[1], row[0]))
-        return [chunk_id for chunk_id, _ in rows]
+    @abstractmethod
+    def answer(self, conn: Any, query: str, vector: Any, k: int) -> list[str]:
+        """One query's ranking, on `conn` (a connection no other thread uses meanwhile)."""
 
-    def _rank(self, query: str, vector: Any, k: int) -> list[str]:
-        found = self._rows(vector, k, exact=False)
-        if query in self.checked:
-            exact = self._rows(vector, k, exact=True)
-            if exact:
-                self.overlaps.setdefault(k, []).append(len(set(found) & set(exact)) / len(exact))
-        return found
+    def _vectors(self, queries: Sequence[str]) -> Sequence[Any]:
+        return self.ctx.embed(list(queries)) if self.embeds else [None] * len(queries)
 
     def __call__(self, query: str, k: int) -> list[str]:
-        return self._rank(query, self.ctx.embed([query])[0], k)
+        return self.answer(self.conn, query, self._vectors([query])[0], k)
 
     def search_many(
         self, queries: Sequence[str], k: int, tick: Callable[[int], None]
     ) -> list[tuple[Sequence[str], float]]:
-        """The queries embedded in one call, then searched one by one; each latency holds its share
-        of the embedding call."""
+        """Every query's ranking and latency: its search, plus its share of the embedding call."""
         started = time.perf_counter()
-        vectors = self.ctx.embed(list(queries))
+        vectors = self._vectors(queries)
         share = (time.perf_counter() - started) * 1000.0 / max(1, len(queries))
-        found: list[tuple[Sequence[str], float]] = []
-        for query, vector in zip(queries, vectors, strict=True):
-            began = time.perf_counter()
-            found.append((self._rank(query, vector, k), (time.perf_counter() - began) * 1000.0 + share))
-            tick(1)
+        while len(self.pool) < self.ctx.workers - 1:
+            self.pool.append(self.ctx.team_connection())
+        idle: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        for conn in [self.conn, *self.pool]:
+            idle.put(conn)
+
+        def search(position: int) -> tuple[int, list[str], float]:
+            conn = idle.get()
+            try:
+                began = time.perf_counter()
+                ranking = self.answer(conn, queries[position], vectors[position], k)
+                return position, ranking, (time.perf_counter() - began) * 1000.0
+            finally:
+                idle.put(conn)
+
+        found: list[tuple[Sequence[str], float]] = [((), 0.0)] * len(queries)
+        with ThreadPoolExecutor(1 + len(self.pool), thread_name_prefix="rag-team") as pool:
+            for future in as_completed([pool.submit(search, i) for i in range(len(queries))]):
+                position, ranking, took = future.result()
+                found[position] = (ranking, took + share)
+                tick(1)
+        return found
+
+    def close(self) -> None:
+        for conn in [self.conn, *self.pool]:
+            conn.close()
+
+
+class TableRetriever(TeamRetriever):
+    """Asks the team's table for the nearest rows to each query's vector."""
+
+    def __init__(self, params: Mapping[str, Any], ctx: Context) -> None:
+        need("pgvector.psycopg", f"retriever {ctx.name!r}")
+        self.statement = search_sql(params)
+        self.checked = sampled(ctx.questions, params["exact_check"])
+        self.overlaps: dict[int, list[float]] = {}
+        super().__init__(ctx, params["engine"])
+
+    def _rows(self, conn: Any, vector: Any, k: int, exact: bool) -> list[str]:
+        with conn.cursor() as cursor:
+            apply_settings(cursor, {**self.settings, **(EXACT if exact else {})})
+            cursor.execute(self.statement, {"q": vector, "k": k})
+            rows = [(str(chunk_id), float(distance)) for chunk_id, distance in cursor.fetchall()]
+        conn.rollback()
+        rows.sort(key=lambda row: (row[1], row[0]))
+        return [chunk_id for chunk_id, _ in rows]
+
+    def answer(self, conn: Any, query: str, vector: Any, k: int) -> list[str]:
+        found = self._rows(conn, vector, k, exact=False)
+        if query in self.checked:
+            exact = self._rows(conn, vector, k, exact=True)
+            if exact:
+                self.overlaps.setdefault(k, []).append(len(set(found) & set(exact)) / len(exact))
         return found
 
     def diagnostics(self, questions: Sequence[Question]) -> dict[str, float]:
         """The index's recall against an exact scan of the same rows, over the sampled questions."""
         return {
-            f"{name}@{k}": round(function(values), 6)
+            f"{name}@{k}": round(function(sorted(values)), 6)
             for k, values in sorted(self.overlaps.items())
             for name, function in ANN_DIAGNOSTICS.items()
         }
 
-    def close(self) -> None:
-        self.conn.close()
 
 
 def build(params: Mapping[str, Any], ctx: Context) -> TableRetriever:
