@@ -165,13 +165,21 @@ def test_table_runs_read_only_like_seeded_exact(server: tuple[str, str], tmp_pat
 def test_a_changed_search_setting_is_named_and_exact_check_measures_the_index(
     server: tuple[str, str], tmp_path: Path
 ) -> None:
-    _, reader = server
+    owner, reader = server
     folder = project(tmp_path / "team", prod(1000))
     code, out = gate(folder, reader, "--rag-update-baseline")
     assert code == 0, out
     project(folder, prod(1, exact_check=6))
-    code, out = gate(folder, reader, "--rag-json", str(tmp_path / "low.json"))
+    edit = "UPDATE docs SET body = body || %s WHERE id = 'doc-0000'"
+    with psycopg.connect(owner, autocommit=True) as conn:
+        conn.execute(edit, (" edited",))
+    try:
+        code, out = gate(folder, reader, "--rag-json", str(tmp_path / "low.json"))
+    finally:
+        with psycopg.connect(owner, autocommit=True) as conn:
+            conn.execute("UPDATE docs SET body = left(body, -7) WHERE id = 'doc-0000'")
     assert "prod.engine.hnsw.ef_search 1000 -> 1" in out, out
+    assert "chunks: changed (600 -> 600 chunks in table public.docs; md5:" in out, out
     assert code == 1, out
     diagnostics = results(tmp_path / "low.json")["retrievers"]["prod"]["diagnostics"]
     assert 0 <= diagnostics["ann_recall@10"] < 1, diagnostics

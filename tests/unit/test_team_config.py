@@ -116,3 +116,18 @@ def test_a_search_setting_or_an_extension_version_is_named_under_engine() -> Non
     new = {"retrievers": {"prod": {"type": "table", "engine": {**engine, "vector": "0.8.0", "hnsw.ef_search": 100}}}}
     assert [str(change) for change in retriever_changes(old, new, "prod")] == [
         "prod.engine.hnsw.ef_search 40 -> 100", 'prod.engine.vector "0.7.4" -> "0.8.0"']
+
+
+def test_a_hybrid_of_team_retrievers_needs_no_chunks_file(tmp_path: Path) -> None:
+    fts = retriever("fts", "sql", query=FTS, table="kb.docs", id_column="doc_id", text_column="body")
+    config = config_at(tmp_path, HEAD + PROD + fts + retriever("both", "hybrid", sources=["prod", "fts"]))
+    assert config.chunks is None and config.team_corpus is not None
+    with_bm25 = HEAD + PROD + retriever("bm25", "bm25") + retriever("both", "hybrid", sources=["prod", "bm25"])
+    assert "retriever 'bm25' (type bm25) does not read the team's table" in error_of(tmp_path, with_bm25)
+
+
+def test_commands_that_read_a_chunks_file_say_so_in_one_line(tmp_path: Path) -> None:
+    from pytest_ragretrieval.cli.find import run_find
+
+    with pytest.raises(ConfigError, match=r"key 'chunks': ragretrieval find reads a chunks file, and this config reads"):
+        run_find(config_at(tmp_path, HEAD + PROD), "refund")
