@@ -71,7 +71,7 @@ def read_corpus(dsn: str, corpus: TeamCorpus) -> tuple[tuple[Chunk, ...], dict[s
     from psycopg import sql
 
     key, text = sql.Identifier(corpus.id_column), sql.Identifier(corpus.text_column)
-    parts = {"id": key, "text": text, "table": identifier(corpus.table), "where": condition(corpus.where)}
+    parts = {"id": key, "text": text, "table": identifier(corpus.table), "where": condition(corpus.where, bound=False)}
     rows_sql = sql.SQL(
         "SELECT {id}::text, coalesce({text}::text, '') FROM {table}{where} ORDER BY {id}::text COLLATE \"C\""
     ).format(**parts)

@@ -147,10 +147,13 @@ def identifier(name: str) -> Any:
     return sql.Identifier(*name.split("."))
 
 
-def condition(where: str | None) -> Any:
-    """The `where` fragment, the team's own SQL, as a WHERE clause (empty without one)."""
+def condition(where: str | None, bound: bool) -> Any:
+    """The `where` fragment, the team's own SQL, as a WHERE clause (empty without one); in a
+    statement run with parameters (`bound`) its `%` is doubled, so `LIKE 'z%'` stays a literal."""
     sql = need("psycopg.sql", "the table retriever")
-    return sql.SQL(" WHERE ({})").format(sql.SQL(where)) if where else sql.SQL("")
+    if not where:
+        return sql.SQL("")
+    return sql.SQL(" WHERE ({})").format(sql.SQL(where.replace("%", "%%") if bound else where))
 
 
 def apply_settings(cursor: Any, settings: Mapping[str, Any]) -> None:
@@ -171,7 +174,7 @@ def search_sql(params: Mapping[str, Any]) -> Any:
     )
     return sql.SQL("SELECT {id}::text, {distance} FROM {table}{where} ORDER BY {distance} LIMIT %(k)s").format(
         id=sql.Identifier(params["id_column"]), distance=distance, table=identifier(params["table"]),
-        where=condition(params["where"]),
+        where=condition(params["where"], bound=True),
     )
 
 

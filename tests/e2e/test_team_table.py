@@ -133,7 +133,7 @@ def results(path: Path) -> dict[str, Any]:
 def test_table_runs_read_only_like_seeded_exact(server: tuple[str, str], tmp_path: Path) -> None:
     owner, reader = server
     before = catalog(owner)
-    team = project(tmp_path / "team", prod(1000))
+    team = project(tmp_path / "team", prod(1000, where="id LIKE 'doc-%'"))  # every row; a literal %
     code, out = gate(team, reader, "--rag-update-baseline", "--rag-json", str(tmp_path / "team.json"))
     assert code == 0, out
     seeded = project(tmp_path / "seeded", retriever("prod", "vector"), chunks=True)

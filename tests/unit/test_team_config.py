@@ -12,7 +12,7 @@ from pytest_ragretrieval.config.settings import load_config
 from pytest_ragretrieval.errors import ConfigError
 from pytest_ragretrieval.retrievers.protocol import Query
 from pytest_ragretrieval.retrievers.sql import placeholders
-from pytest_ragretrieval.retrievers.table import TeamCorpus, sampled, setting_text
+from pytest_ragretrieval.retrievers.table import TeamCorpus, sampled, search_sql, setting_text
 
 HEAD = '[tool.ragretrieval]\nevalset = "evalset.jsonl"\n'
 PROD = retriever("prod", "table", table="kb.docs", id_column="doc_id", text_column="body", embedding_column="emb")
@@ -131,3 +131,12 @@ def test_commands_that_read_a_chunks_file_say_so_in_one_line(tmp_path: Path) -> 
 
     with pytest.raises(ConfigError, match=r"key 'chunks': ragretrieval find reads a chunks file, and this config reads"):
         run_find(config_at(tmp_path, HEAD + PROD), "refund")
+
+
+def test_the_search_statement_quotes_names_and_keeps_a_percent_in_where_literal() -> None:
+    params = {"table": "kb.docs", "id_column": "doc id", "embedding_column": "emb", "operator": "l2",
+              "where": "lang LIKE 'z%'"}
+    assert search_sql(params).as_string(None) == (
+        'SELECT "doc id"::text, "emb" <-> %(q)s FROM "kb"."docs" WHERE (lang LIKE \'z%%\') '
+        'ORDER BY "emb" <-> %(q)s LIMIT %(k)s'
+    )
