@@ -22,9 +22,10 @@ def header_lines(config: Config, chunks: Sequence[Chunk], questions: Sequence[Qu
                  update: bool) -> list[str]:
     """The run header: what was loaded, the baseline, and the warnings every report repeats."""
     answerable = sum(1 for q in questions if q.answerable)
+    from_table = f" (the team's {config.team_corpus.describe()})" if config.team_corpus is not None else ""
     lines = [
         f"rag: config {config.where}",
-        f"rag: {len(chunks)} chunks, {len(questions)} questions "
+        f"rag: {len(chunks)} chunks{from_table}, {len(questions)} questions "
         f"({answerable} answerable, {len(questions) - answerable} no-answer), "
         f"k={config.k}, metrics {', '.join(s.label for s in config.metrics)}",
     ]

@@ -136,6 +136,7 @@ def test_table_runs_read_only_like_seeded_exact(server: tuple[str, str], tmp_pat
     team = project(tmp_path / "team", prod(1000, where="id LIKE 'doc-%'"))  # every row; a literal %
     code, out = gate(team, reader, "--rag-update-baseline", "--rag-json", str(tmp_path / "team.json"))
     assert code == 0, out
+    assert "rag: 600 chunks (the team's table public.docs where id LIKE 'doc-%'), 12 questions" in out, out
     seeded = project(tmp_path / "seeded", retriever("prod", "vector"), chunks=True)
     code, out = gate(seeded, None, "--rag-json", str(tmp_path / "seeded.json"), "--rag-update-baseline")
     assert code == 0, out
