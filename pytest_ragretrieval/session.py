@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .baseline.fingerprint import fingerprint
 from .baseline.format import Baseline, dumps
@@ -75,6 +76,8 @@ class RagSession:
         self._judge: Judge | None = None
         self._runner: Runner | None = None
         self.phases = Phases()
+        self.corpus: dict[str, Any] | None = None
+        """The corpus's record as the team's database computed it, without a chunks file."""
 
     def load(self) -> None:
         """Read config, fixtures and baseline; any RagError here stops the run before it starts."""
@@ -84,8 +87,17 @@ class RagSession:
     def _load(self) -> None:
         self.config = load_config(self.options.config_path, self.options.rootpath)
         check_outputs(self.config, self.options.outputs, self.options.update)
-        self.chunks = load_chunks(self.config.chunks)
-        self.questions = load_evalset(self.config.evalset, self.chunks)
+        if self.config.chunks is not None:
+            self.chunks = load_chunks(self.config.chunks)
+            self.questions = load_evalset(self.config.evalset, self.chunks)
+        else:
+            assert self.config.team_corpus is not None
+            from .database.team import need_dsn, read_corpus
+
+            source = self.config.team_corpus
+            dsn = need_dsn(database_url(self.options.db_url), f"{self.config.where}, without a chunks file,")
+            self.chunks, self.corpus = read_corpus(dsn, source)
+            self.questions = load_evalset(self.config.evalset, self.chunks, source.describe())
         if any(spec.on_no_answer for spec in self.config.metrics) and all(q.answerable for q in self.questions):
             raise ConfigError(
                 f"{self.config.where} key 'metrics': abstention is scored on no-answer questions and "
@@ -127,7 +139,7 @@ class RagSession:
     def judge(self) -> Judge:
         """Built on first use, from the runner's set-up: the fingerprint of what ran, as data."""
         if self._judge is None:
-            found = fingerprint(self.config, self.chunks, self.questions, self.runner.setup())
+            found = fingerprint(self.config, self.chunks, self.questions, self.runner.setup(), self.corpus)
             self._judge = Judge(
                 self.config, self.questions, self.baseline, found, self.runs,
                 update=self.options.update, allow_regression=self.options.allow_regression, selected=self.selected,

@@ -90,16 +90,19 @@ def yardstick(config: Config) -> dict[str, Any]:
 
 
 def fingerprint(
-    config: Config, chunks: Sequence[Chunk], questions: Sequence[Question], setup: Mapping[str, Mapping[str, Any]]
+    config: Config, chunks: Sequence[Chunk], questions: Sequence[Question], setup: Mapping[str, Mapping[str, Any]],
+    corpus: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """This run's fingerprint: the yardstick, the shared inputs and one entry per configured retriever.
 
-    `setup` is what each retriever's type adds (the embedder, the index), as the runner found it.
+    `setup` is what each retriever's type adds (the embedder, the index), as the runner found it;
+    `corpus` the record the team's database computed for its table (database.team), which then
+    stands for the chunks.
     """
     return {
         "yardstick": yardstick(config),
         "tokenizer": describe(config.tokenizer),
-        "chunks": corpus_record(chunks),
+        "chunks": dict(corpus) if corpus is not None else corpus_record(chunks),
         "questions": questions_record(questions),
         "retrievers": {spec.name: retriever_fingerprint(config, spec.name, setup) for spec in config.retrievers},
     }

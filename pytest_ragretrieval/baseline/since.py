@@ -85,8 +85,16 @@ class CorpusChange:
     edited: tuple[str, ...] | None = None
     added: tuple[str, ...] = ()
     removed: tuple[str, ...] = ()
+    table: str | None = None
+    """The team's table the corpus was read from (its digest computed there), for a run without a chunks file."""
+    digests: tuple[str, str] = ("", "")
+    """The table's digest before and after."""
 
     def __str__(self) -> str:
+        if self.table is not None:
+            was = f"{self.old_count:,} -> " if self.old_count is not None else ""
+            before = self.digests[0] or "(none)"
+            return f"chunks: changed ({was}{self.new_count:,} chunks in {self.table}; {before} -> {self.digests[1]})"
         if self.edited is None and self.old_count is None:
             return (f"chunks: changed ({self.new_count:,} chunks now; not itemized: a format-1 baseline records "
                     "one digest for the whole corpus)")
@@ -105,6 +113,9 @@ def corpus_change(old: Mapping[str, Any], new: Mapping[str, Any]) -> CorpusChang
     before, after = old.get("digests"), new.get("digests")
     count = old.get("count")
     old_count = count if isinstance(count, int) and not isinstance(count, bool) else None
+    if isinstance(new.get("table"), str):
+        digests = (str(old.get("digest", "")), str(new.get("digest", "")))
+        return CorpusChange(old_count, int(new.get("count", 0)), table=new["table"], digests=digests)
     if not isinstance(before, Mapping) or not isinstance(after, Mapping):
         return CorpusChange(old_count, int(new.get("count", 0)))
     return CorpusChange(

@@ -35,7 +35,8 @@ def matching(chunks: Sequence[Chunk], keyword: str) -> list[Chunk]:
 def run_find(config: Config, keyword: str) -> Result:
     if not keyword.strip():
         raise UsageError("KEYWORD must not be empty")
-    hits = matching(load_chunks(config.chunks), keyword)
+    path = config.chunks_file(f"{PROG} find")
+    hits = matching(load_chunks(path), keyword)
     if not hits:
-        return Result(err=[f"{PROG}: no chunk contains {keyword!r} in {display(config.chunks)}"], code=FAILED)
+        return Result(err=[f"{PROG}: no chunk contains {keyword!r} in {display(path)}"], code=FAILED)
     return Result(out=[f"{chunk.id}\t{preview(chunk.text)}" for chunk in hits])

@@ -84,7 +84,8 @@ def _check_known(
                 if cid not in chunks:
                     raise BaselineError(
                         f"{display(results.path)}: chunk {cid!r} (retriever {name!r}, question {qid!r}) is not in "
-                        f"{display(config.chunks)}; the corpus changed since the results were written; {rerun}"
+                        f"{display(config.chunks_file('ragretrieval suspects'))}; the corpus changed since the "
+                        f"results were written; {rerun}"
                     )
 
 
@@ -174,7 +175,7 @@ def suspect_lines(found: list[Suspect], judged: int, k: int, results: Baseline, 
 
 def run_suspects(config: Config, results_path: str, k: int | None, per_question: int = PER_QUESTION,
                  listed: int = QUESTIONS) -> Result:
-    chunks = load_chunks(config.chunks)
+    chunks = load_chunks(config.chunks_file("ragretrieval suspects"))
     questions = {q.id: q for q in load_evalset(config.evalset, chunks)}
     by_id = {chunk.id: chunk for chunk in chunks}
     results = read(Path(results_path))

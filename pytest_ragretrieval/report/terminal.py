@@ -22,9 +22,10 @@ def header_lines(config: Config, chunks: Sequence[Chunk], questions: Sequence[Qu
                  update: bool) -> list[str]:
     """The run header: what was loaded, the baseline, and the warnings every report repeats."""
     answerable = sum(1 for q in questions if q.answerable)
+    from_table = f" (the team's {config.team_corpus.describe()})" if config.team_corpus is not None else ""
     lines = [
         f"rag: config {config.where}",
-        f"rag: {len(chunks)} chunks, {len(questions)} questions "
+        f"rag: {len(chunks)} chunks{from_table}, {len(questions)} questions "
         f"({answerable} answerable, {len(questions) - answerable} no-answer), "
         f"k={config.k}, metrics {', '.join(s.label for s in config.metrics)}",
     ]
@@ -34,8 +35,10 @@ def header_lines(config: Config, chunks: Sequence[Chunk], questions: Sequence[Qu
         lines.append(f"rag: baseline {display(config.baseline)}")
     empty = sum(1 for chunk in chunks if not chunk.text.strip())
     if empty:
+        team = config.team_corpus
+        where = f"the team's {team.describe()}" if team is not None else display(config.chunks_file("the header"))
         lines.append(
-            f"rag: warning: {empty} chunk{'s' if empty != 1 else ''} in {display(config.chunks)} "
+            f"rag: warning: {empty} chunk{'s' if empty != 1 else ''} in {where} "
             f"{'have' if empty != 1 else 'has'} an empty text; ranked and scored like any other"
         )
     if update:

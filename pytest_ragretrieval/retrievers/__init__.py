@@ -13,7 +13,7 @@ from typing import Any, cast
 from ..errors import ConfigError
 from ..extensions import Registry
 from ..toml import Table
-from . import bm25, hybrid, python, rerank, run, vector
+from . import bm25, hybrid, python, rerank, run, sql, table, vector
 from .protocol import Asking, Batched, Closing, Context, Diagnosing, Noting, Retriever, RetrieverType, Setup, ask
 
 __all__ = ["TYPES", "Asking", "Batched", "Closing", "Context", "Diagnosing", "Noting", "Retriever", "RetrieverSpec",
@@ -41,6 +41,8 @@ TYPES: Registry[RetrieverType] = Registry("retrievers", {
     "rerank": rerank,
     "python": python,
     "run": run,
+    "table": table,
+    "sql": sql,
 }, checked_type)
 
 

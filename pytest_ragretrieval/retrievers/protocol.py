@@ -137,6 +137,10 @@ class Context(Protocol):
     def connect(self) -> Any:
         """A psycopg connection to the seeded database, its search_path set to the plugin's schema."""
 
+    def team_connection(self) -> Any:
+        """A read-only psycopg connection to the team's own server (`--rag-db-url`), as it is: no
+        schema created, nothing seeded (the `table` and `sql` types)."""
+
     @property
     def index_kind(self) -> str:
         """`exact` or `hnsw`: how the seeded table is searched."""
@@ -164,6 +168,11 @@ class Setup(Protocol):
 
     @property
     def index(self) -> dict[str, Any]: ...
+
+    def engine(self, settings: Mapping[str, Any], table: str | None, column: str | None) -> dict[str, Any]:
+        """What answers on the team's server: its version, the vector extensions', the indexes of
+        `table` (on `column` when given) as the catalog reports them, and the `settings` applied
+        (or the error that kept us from asking)."""
 
 
 class RetrieverType(Protocol):

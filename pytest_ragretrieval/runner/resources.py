@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..cache import Cache, Namespace
@@ -47,6 +47,8 @@ class Resources:
         self._failure: Exception | None = None
         self._embedding_error: str | None = None
         self._vectors: np.ndarray | None = None
+        self._team: str | None = None
+        """Where the team's server is (host:port/database), once a table or sql retriever connected."""
 
     @property
     def embedder(self) -> CachedEmbedder:
@@ -92,6 +94,20 @@ class Resources:
     @property
     def index(self) -> dict[str, Any]:
         return self.config.index.fingerprint
+
+    def engine(self, settings: Mapping[str, Any], table: str | None, column: str | None) -> dict[str, Any]:
+        """The team server's engine for a `table` or `sql` retriever's fingerprint (see database.team)."""
+        from ..database.team import engine_record
+
+        return engine_record(self.dsn, settings, table, column)
+
+    def team_connection(self, name: str) -> psycopg.Connection:
+        """A read-only connection to the team's server: it starts, creates and seeds nothing."""
+        from ..database.team import connect, need_dsn, where
+
+        conn = connect(need_dsn(self.dsn, f"retriever {name!r}"))
+        self._team = where(conn)
+        return conn
 
     def score_cache(self, kind: str, model_id: str) -> Namespace:
         return self.cache.namespace(kind, model_id, ext="f64", dtype="<f8")
@@ -205,9 +221,10 @@ class Resources:
 
     @property
     def database_description(self) -> str:
+        team = f"the team's server at {self._team}, read-only (table and sql retrievers)" if self._team else ""
         if self._database is None:
-            return "not started (no selected retriever needed it)"
-        return str(self._database.summary)
+            return team or "not started (no selected retriever needed it)"
+        return str(self._database.summary) + (f"; {team}" if team else "")
 
     def close(self) -> None:
         if self._database is not None:

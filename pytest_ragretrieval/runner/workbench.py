@@ -82,6 +82,9 @@ class RetrieverContext:
     def connect(self) -> Any:
         return self._bench.resources.connect()
 
+    def team_connection(self) -> Any:
+        return self._bench.resources.team_connection(self.name)
+
     @property
     def index_kind(self) -> str:
         return self._bench.config.index.kind

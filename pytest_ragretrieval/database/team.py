@@ -1,0 +1,154 @@
+"""The team's own server, read as it is (the `table` and `sql` retriever types).
+
+Unlike `url` mode (database.handle), nothing here creates a schema, seeds a table or writes a
+row: every session is read-only (`default_transaction_read_only`), runs under the plugin's
+connect and statement timeouts, and needs only SELECT on the team's table (and USAGE on its
+schema). This module reads the corpus from that table for a run without a chunks file, computes
+the corpus's digest in the database, and reports the engine for the fingerprint.
+"""
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from ..errors import DatabaseError
+from ..evalset.records import Chunk
+from ..retrievers.table import CHEAP, TeamCorpus, condition, identifier
+from .dsn import redact, scrub
+from .hints import URL_ENV
+from .servers import STATEMENT_TIMEOUT, open_connection, timeout_note
+
+if TYPE_CHECKING:
+    import psycopg
+
+EXTENSIONS = ("vector", "vectorscale", "vchord")
+"""The extensions whose versions shape a vector search's answers: pgvector, pgvectorscale, VectorChord."""
+
+
+def need_dsn(dsn: str | None, what: str) -> str:
+    if not dsn:
+        raise DatabaseError(f"{what} reads the team's own table: pass --rag-db-url DSN or set {URL_ENV}")
+    return dsn
+
+
+def connect(dsn: str) -> psycopg.Connection:
+    """A read-only session on the team's server, pgvector's adapter registered when the type exists."""
+    import psycopg
+    from pgvector.psycopg import register_vector
+
+    hint = f"check that the server is running and that the DSN from --rag-db-url or {URL_ENV} is right"
+    conn = open_connection(dsn, hint)
+    try:
+        conn.execute("SELECT set_config('statement_timeout', %s, false)", (STATEMENT_TIMEOUT,))
+        conn.execute("SELECT set_config('default_transaction_read_only', 'on', false)")
+        if conn.execute("SELECT to_regtype('vector') IS NOT NULL").fetchone() == (True,):
+            register_vector(conn)
+        conn.commit()
+    except psycopg.Error as exc:
+        conn.close()
+        raise DatabaseError(f"cannot prepare a read-only session on {redact(dsn)}: {scrub(str(exc), dsn)}") from None
+    return conn
+
+
+def where(conn: psycopg.Connection) -> str:
+    """host:port/database of a connection (a socket's folder is not named: it differs between machines)."""
+    host = conn.info.host
+    if host and not host.startswith("/"):
+        return f"{host}:{conn.info.port}/{conn.info.dbname}"
+    return f"/{conn.info.dbname}"
+
+
+def _failed(what: str, dsn: str, exc: Exception) -> DatabaseError:
+    return DatabaseError(f"{what} on {redact(dsn)}: {scrub(str(exc), dsn)}{timeout_note(exc)}")
+
+
+def read_corpus(dsn: str, corpus: TeamCorpus) -> tuple[tuple[Chunk, ...], dict[str, Any]]:
+    """The table's rows as chunks (ids as text, sorted by id), and the corpus's fingerprint record,
+    its digest computed by the database: md5 over `id:md5(text)` in id order (byte order, so no
+    collation decides it), or the row count and the largest value of a column (`count_and_max:`)."""
+    import psycopg
+    from psycopg import sql
+
+    key, text = sql.Identifier(corpus.id_column), sql.Identifier(corpus.text_column)
+    parts = {"id": key, "text": text, "table": identifier(corpus.table), "where": condition(corpus.where, bound=False)}
+    rows_sql = sql.SQL(
+        "SELECT {id}::text, coalesce({text}::text, '') FROM {table}{where} ORDER BY {id}::text COLLATE \"C\""
+    ).format(**parts)
+    if corpus.digest.startswith(CHEAP):
+        digest_sql = sql.SQL("SELECT count(*), max({column})::text FROM {table}{where}").format(
+            column=sql.Identifier(corpus.digest[len(CHEAP):]), **parts)
+    else:
+        digest_sql = sql.SQL(
+            "SELECT count(*), md5(coalesce(string_agg({id}::text || ':' || md5(coalesce({text}::text, '')), ',' "
+            "ORDER BY {id}::text COLLATE \"C\"), '')) FROM {table}{where}"
+        ).format(**parts)
+    try:
+        with connect(dsn) as conn:
+            rows = conn.execute(rows_sql).fetchall()
+            count, value = conn.execute(digest_sql).fetchone() or (0, None)
+    except psycopg.Error as exc:
+        raise _failed(f"cannot read the chunks from {corpus.describe()}", dsn, exc) from None
+    chunks: list[Chunk] = []
+    for chunk_id, body in rows:
+        if chunk_id is None:
+            raise DatabaseError(
+                f"{corpus.describe()} holds a row whose {corpus.id_column} is NULL; every chunk needs an id"
+            )
+        if chunks and chunks[-1].id == chunk_id:
+            raise DatabaseError(f"{corpus.describe()} holds id {chunk_id!r} twice; ids must be unique")
+        chunks.append(Chunk(id=chunk_id, text=body))
+    if not chunks:
+        raise DatabaseError(f"{corpus.describe()} holds no rows; nothing to evaluate")
+    digest = f"{corpus.digest}:{value}"
+    source = corpus.describe()
+    record = {
+        "sha256": hashlib.sha256(f"{source}\n{count}\n{digest}".encode()).hexdigest(),
+        "count": int(count),
+        "table": source,
+        "digest": digest,
+    }
+    return tuple(chunks), record
+
+
+def engine(conn: psycopg.Connection, table: str | None, column: str | None) -> dict[str, Any]:
+    """The server's version, the vector extensions' versions, and the indexes of `table` (those on
+    `column` when given) as the catalog reports them: method, definition, build options."""
+    found: dict[str, Any] = {"server": conn.info.parameter_status("server_version") or "?"}
+    for name, version in conn.execute(
+        "SELECT extname, extversion FROM pg_extension WHERE extname = ANY(%s) ORDER BY extname", (list(EXTENSIONS),)
+    ).fetchall():
+        found[name] = version
+    if table is not None:
+        name = identifier(table).as_string(conn)
+        rows = conn.execute(
+            "SELECT i.relname, am.amname, pg_get_indexdef(i.oid), coalesce(i.reloptions, '{}') "
+            "FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid JOIN pg_am am ON am.oid = i.relam "
+            "WHERE x.indrelid = %s::regclass AND (%s::text IS NULL OR EXISTS (SELECT 1 FROM pg_attribute a "
+            "WHERE a.attrelid = x.indrelid AND a.attnum = ANY(x.indkey) AND a.attname = %s)) ORDER BY i.relname",
+            (name, column, column),
+        ).fetchall()
+        found["indexes"] = {
+            index: {"method": method, "definition": definition, "options": sorted(options)}
+            for index, method, definition, options in rows
+        }
+    conn.rollback()
+    return found
+
+
+def engine_record(
+    dsn: str | None, settings: Mapping[str, Any], table: str | None, column: str | None
+) -> dict[str, Any]:
+    """`engine` for the fingerprint, the settings beside it; a failure is recorded as the error,
+    so the fingerprint differs from any recorded one and the item shows why."""
+    import psycopg
+
+    try:
+        with connect(need_dsn(dsn, "a table or sql retriever")) as conn:
+            found = engine(conn, table, column)
+    except DatabaseError as exc:
+        return {"error": str(exc), **settings}
+    except psycopg.Error as exc:
+        assert dsn is not None
+        return {"error": str(_failed("cannot read the engine's catalog", dsn, exc)), **settings}
+    return {**found, **settings}

@@ -1,0 +1,305 @@
+"""The team's own pgvector table, read as it is: nothing seeded, nothing created, nothing written.
+
+The retriever connects to the server named by `--rag-db-url` / `RAG_EVAL_DATABASE_URL` through
+a read-only session (`ctx.team_connection()`), embeds each query with the configured embedder
+and asks the named table for its nearest rows with the configured operator, in the index-friendly
+form (`ORDER BY emb <=> q LIMIT k`), so the team's own index answers, under the retriever's
+`search_settings` (set with SET LOCAL in every transaction). Rows come back ordered by (distance,
+id), as the seeded `vector` retriever orders them. With `exact_check = N`, N sampled questions are
+also answered by an exact scan of the same rows (index scans off in that transaction), and the
+index's recall against it is reported (`ann_recall@k`), as the seeded mode does.
+
+The keys that name the corpus (`table`, `id_column`, `text_column`, `where`, `digest`) are shared
+with the `sql` type (`corpus_keys`): when the config has no `chunks` file, the run reads the
+chunks (ids and texts) from that table and the corpus's fingerprint is computed there.
+"""
+from __future__ import annotations
+
+import hashlib
+import queue
+import re
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
+from typing import Any
+
+from ..evalset.records import Question
+from ..optional import need
+from ..toml import Table, shown
+from .protocol import Context, Query, Setup
+from .vector import ANN_DIAGNOSTICS
+
+OPERATORS = {"cosine": "<=>", "l2": "<->", "ip": "<#>"}
+"""pgvector's distance operators by the name the config gives them; smaller is nearer for each."""
+SETTING = re.compile(r"(hnsw|ivfflat|diskann|vchordrq|vchordg)\.[a-z_][a-z0-9_]*")
+"""The search settings a run may apply: those of pgvector (hnsw, ivfflat), pgvectorscale (diskann)
+and VectorChord (vchordrq, vchordg), as `extension.name`."""
+NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*")
+"""A table, schema or column name as the config may give it (quoted in every statement)."""
+DIGESTS = ("md5",)
+"""`digest = "md5"` (the default): md5 over every row's id and md5(text), computed in the database;
+or `"count_and_max:COLUMN"`: the row count and the largest value of COLUMN (an `updated_at`)."""
+CHEAP = "count_and_max:"
+
+
+@dataclass(frozen=True)
+class TeamCorpus:
+    """Where a run without a chunks file reads its chunks: the team's table, its id and text columns,
+    the rows it keeps (`where`) and how the corpus's fingerprint is computed (`digest`)."""
+
+    table: str
+    id_column: str
+    text_column: str
+    where: str | None
+    digest: str
+
+    def describe(self) -> str:
+        return f"table {self.table}" + (f" where {self.where}" if self.where else "")
+
+
+def _name(table: Table, key: str, value: str, parts: int) -> str:
+    pieces = value.split(".")
+    if len(pieces) > parts or not all(NAME.fullmatch(piece) for piece in pieces):
+        form = "schema.table or table" if parts == 2 else "a column name"
+        raise table.error(key, f"must be {form} (letters, digits, '_', '$'), got {shown(value)}")
+    return value
+
+
+def corpus_keys(table: Table, required: bool) -> dict[str, Any]:
+    """The keys naming the team's table and how its rows are read; `required`: `table` must be given."""
+    name = table.text("table") if required else table.text("table", None)
+    if name is None:
+        for key in ("id_column", "text_column", "where", "digest"):
+            if table.has(key):
+                raise table.error(key, 'names a column or rows of `table`, which is not given; add table = "NAME"')
+        return {}
+    found: dict[str, Any] = {
+        "table": _name(table, "table", name, 2),
+        "id_column": _name(table, "id_column", table.text("id_column", "id"), 1),
+        "text_column": _name(table, "text_column", table.text("text_column", "text"), 1),
+        "where": table.text("where", None),
+        "digest": table.text("digest", "md5"),
+    }
+    digest = found["digest"]
+    if digest not in DIGESTS and not (digest.startswith(CHEAP) and NAME.fullmatch(digest[len(CHEAP):])):
+        wanted = 'must be "md5" or "count_and_max:COLUMN" (an updated_at, say)'
+        raise table.error("digest", f"{wanted}, got {shown(digest)}")
+    if found["where"] is not None and (";" in found["where"] or not found["where"].strip()):
+        raise table.error("where", "must be one SQL condition without ';', such as \"tenant = 'acme'\"")
+    return found
+
+
+def corpus_of(params: Mapping[str, Any]) -> TeamCorpus | None:
+    """The team table a `table` or `sql` retriever names, None when it names none."""
+    if "table" not in params:
+        return None
+    return TeamCorpus(params["table"], params["id_column"], params["text_column"], params["where"], params["digest"])
+
+
+def search_settings(table: Table) -> dict[str, Any]:
+    """`search_settings = { "hnsw.ef_search" = 100 }` (quoted or dotted keys): names checked, values
+    numbers, booleans or strings."""
+    value = table.raw("search_settings", {})
+    if not isinstance(value, dict):
+        raise table.error(
+            "search_settings", f'must be a table such as {{ "hnsw.ef_search" = 100 }}, got {shown(value)}'
+        )
+    # Unquoted, `hnsw.ef_search = 100` is a dotted key, which TOML reads as {"hnsw": {"ef_search": 100}}.
+    value = {
+        f"{key}.{name}" if isinstance(setting, dict) else key: inner
+        for key, setting in value.items()
+        for name, inner in (setting.items() if isinstance(setting, dict) else [("", setting)])
+    }
+    for key, setting in value.items():
+        if not SETTING.fullmatch(key):
+            raise table.error(
+                f"search_settings.{key}",
+                "is not a search setting; use hnsw.*, ivfflat.*, diskann.*, vchordrq.* or vchordg.* "
+                "(hnsw.ef_search, say)",
+            )
+        if not isinstance(setting, (bool, int, float, str)):
+            problem = f"must be a number, a boolean or a string, got {shown(setting)}"
+            raise table.error(f"search_settings.{key}", problem)
+    return dict(sorted(value.items()))
+
+
+def setting_text(value: Any) -> str:
+    """A setting's value as set_config takes it: booleans as on/off."""
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    return str(value)
+
+
+def parse(table: Table) -> dict[str, Any]:
+    params = corpus_keys(table, True)
+    params["embedding_column"] = _name(table, "embedding_column", table.text("embedding_column", "embedding"), 1)
+    params["operator"] = table.text("operator", "cosine", choices=OPERATORS)
+    params["engine"] = search_settings(table)
+    params["exact_check"] = table.integer("exact_check", 0, minimum=0)
+    return params
+
+
+def identifier(name: str) -> Any:
+    """A (schema-qualified) name as a quoted psycopg identifier."""
+    sql = need("psycopg.sql", "the table retriever")
+    return sql.Identifier(*name.split("."))
+
+
+def condition(where: str | None, bound: bool) -> Any:
+    """The `where` fragment, the team's own SQL, as a WHERE clause (empty without one); in a
+    statement run with parameters (`bound`) its `%` is doubled, so `LIKE 'z%'` stays a literal."""
+    sql = need("psycopg.sql", "the table retriever")
+    if not where:
+        return sql.SQL("")
+    return sql.SQL(" WHERE ({})").format(sql.SQL(where.replace("%", "%%") if bound else where))
+
+
+def apply_settings(cursor: Any, settings: Mapping[str, Any]) -> None:
+    """The search settings for this transaction only (SET LOCAL), in one statement."""
+    if settings:
+        names = list(settings)
+        cursor.execute(
+            "SELECT set_config(name, value, true) FROM unnest(%s::text[], %s::text[]) AS s(name, value)",
+            (names, [setting_text(settings[name]) for name in names]),
+        )
+
+
+def search_sql(params: Mapping[str, Any]) -> Any:
+    """The nearest rows in the form the table's index answers: ORDER BY the distance expression, LIMIT k."""
+    sql = need("psycopg.sql", "the table retriever")
+    distance = sql.SQL("{column} {op} %(q)s").format(
+        column=sql.Identifier(params["embedding_column"]), op=sql.SQL(OPERATORS[params["operator"]])
+    )
+    return sql.SQL("SELECT {id}::text, {distance} FROM {table}{where} ORDER BY {distance} LIMIT %(k)s").format(
+        id=sql.Identifier(params["id_column"]), distance=distance, table=identifier(params["table"]),
+        where=condition(params["where"], bound=True),
+    )
+
+
+EXACT = {"enable_indexscan": "off", "enable_bitmapscan": "off", "enable_indexonlyscan": "off"}
+"""What turns the index off for one transaction: the same statement is then an exact scan."""
+
+
+def sampled(questions: Sequence[Query], count: int) -> set[str]:
+    """The query texts of `count` questions, chosen by the sha256 of their ids: the same sample on
+    every run over the same questions, spread over the eval set whatever its order."""
+    chosen = sorted(questions, key=lambda question: hashlib.sha256(question.id.encode("utf-8")).hexdigest())
+    return {question.query for question in chosen[:count]}
+
+
+class TeamRetriever(ABC):
+    """What the `table` and `sql` types share: read-only connections to the team's server (up to
+    `workers` at once, as the seeded `vector` retriever uses), the search settings, and the
+    queries embedded through the cache, all at once, when the type needs their vectors."""
+
+    embeds = True
+
+    def __init__(self, ctx: Context, settings: Mapping[str, Any]) -> None:
+        self.ctx = ctx
+        self.settings = settings
+        self.conn = ctx.team_connection()
+        self.pool: list[Any] = []
+
+    @abstractmethod
+    def answer(self, conn: Any, query: str, vector: Any, k: int) -> list[str]:
+        """One query's ranking, on `conn` (a connection no other thread uses meanwhile)."""
+
+    def _vectors(self, queries: Sequence[str]) -> Sequence[Any]:
+        return self.ctx.embed(list(queries)) if self.embeds else [None] * len(queries)
+
+    def __call__(self, query: str, k: int) -> list[str]:
+        return self.answer(self.conn, query, self._vectors([query])[0], k)
+
+    def search_many(
+        self, queries: Sequence[str], k: int, tick: Callable[[int], None]
+    ) -> list[tuple[Sequence[str], float]]:
+        """Every query's ranking and latency: its search, plus its share of the embedding call."""
+        started = time.perf_counter()
+        vectors = self._vectors(queries)
+        share = (time.perf_counter() - started) * 1000.0 / max(1, len(queries))
+        while len(self.pool) < self.ctx.workers - 1:
+            self.pool.append(self.ctx.team_connection())
+        idle: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        for conn in [self.conn, *self.pool]:
+            idle.put(conn)
+
+        def search(position: int) -> tuple[int, list[str], float]:
+            conn = idle.get()
+            try:
+                began = time.perf_counter()
+                ranking = self.answer(conn, queries[position], vectors[position], k)
+                return position, ranking, (time.perf_counter() - began) * 1000.0
+            finally:
+                idle.put(conn)
+
+        found: list[tuple[Sequence[str], float]] = [((), 0.0)] * len(queries)
+        with ThreadPoolExecutor(1 + len(self.pool), thread_name_prefix="rag-team") as pool:
+            for future in as_completed([pool.submit(search, i) for i in range(len(queries))]):
+                position, ranking, took = future.result()
+                found[position] = (ranking, took + share)
+                tick(1)
+        return found
+
+    def close(self) -> None:
+        for conn in [self.conn, *self.pool]:
+            conn.close()
+
+
+class TableRetriever(TeamRetriever):
+    """Asks the team's table for the nearest rows to each query's vector."""
+
+    def __init__(self, params: Mapping[str, Any], ctx: Context) -> None:
+        need("pgvector.psycopg", f"retriever {ctx.name!r}")
+        self.statement = search_sql(params)
+        self.checked = sampled(ctx.questions, params["exact_check"])
+        self.overlaps: dict[int, list[float]] = {}
+        super().__init__(ctx, params["engine"])
+
+    def _rows(self, conn: Any, vector: Any, k: int, exact: bool) -> list[str]:
+        with conn.cursor() as cursor:
+            apply_settings(cursor, {**self.settings, **(EXACT if exact else {})})
+            cursor.execute(self.statement, {"q": vector, "k": k})
+            rows = [(str(chunk_id), float(distance)) for chunk_id, distance in cursor.fetchall()]
+        conn.rollback()
+        rows.sort(key=lambda row: (row[1], row[0]))
+        return [chunk_id for chunk_id, _ in rows]
+
+    def answer(self, conn: Any, query: str, vector: Any, k: int) -> list[str]:
+        found = self._rows(conn, vector, k, exact=False)
+        if query in self.checked:
+            exact = self._rows(conn, vector, k, exact=True)
+            if exact:
+                self.overlaps.setdefault(k, []).append(len(set(found) & set(exact)) / len(exact))
+        return found
+
+    def diagnostics(self, questions: Sequence[Question]) -> dict[str, float]:
+        """The index's recall against an exact scan of the same rows, over the sampled questions."""
+        return {
+            f"{name}@{k}": round(function(sorted(values)), 6)
+            for k, values in sorted(self.overlaps.items())
+            for name, function in ANN_DIAGNOSTICS.items()
+        }
+
+
+
+def build(params: Mapping[str, Any], ctx: Context) -> TableRetriever:
+    return TableRetriever(params, ctx)
+
+
+def sources(params: Mapping[str, Any]) -> list[str]:
+    return []
+
+
+def fingerprint(params: Mapping[str, Any], setup: Setup) -> dict[str, Any]:
+    """The embedder, and the engine that answers: server, extensions, the embedding column's
+    indexes as the catalog reports them, and the search settings applied."""
+    return {
+        "embedding": setup.embedding(),
+        "engine": setup.engine(params["engine"], params["table"], params["embedding_column"]),
+    }
+
+
+def details(params: Mapping[str, Any]) -> dict[str, str]:
+    return {"table": params["table"]}

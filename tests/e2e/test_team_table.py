@@ -1,0 +1,222 @@
+"""The team's own pgvector table, read through a role that may only SELECT (the `table` and `sql` types).
+
+One embedded server for the module holds `docs(id text, body text, emb vector(8))` with an HNSW
+index, built as a team would; the gate runs against it without a chunks file. A small python
+embedder (eight dimensions from each text's sha256) keeps each run to a few seconds.
+"""
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from pgvector.psycopg import register_vector
+from projects import jsonl, retriever
+
+from pytest_ragretrieval.database.team import connect
+from pytest_ragretrieval.retrievers.table import apply_settings, search_sql
+
+EMBEDDER = '''
+import hashlib
+
+import numpy
+
+
+def word(text):
+    return numpy.frombuffer(hashlib.sha256(text.encode()).digest()[:8], dtype=numpy.uint8).astype(numpy.float32)
+
+
+def embed(texts):
+    """Eight dimensions per text: the sum of its words' vectors (each from the word's sha256)."""
+    return numpy.array([sum(word(w) for w in text.split()) + 1.0 for text in texts], dtype=numpy.float32)
+'''
+ROWS = 600
+WORDS = [f"w{n:02d}" for n in range(40)]
+
+
+def corpus() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """ROWS chunks of six words each, and 12 questions asking for three words of one chunk."""
+    pick = random.Random(20261206)
+    chunks = [{"id": f"doc-{i:04d}", "text": " ".join(pick.sample(WORDS, 6))} for i in range(ROWS)]
+    questions = []
+    for n, chunk in enumerate(pick.sample(chunks, 12)):
+        questions.append({"id": f"q{n:02d}", "query": " ".join(chunk["text"].split()[:3]), "relevant": [chunk["id"]]})
+    return chunks, questions
+
+
+def embed(texts: list[str]) -> Any:
+    namespace: dict[str, Any] = {}
+    exec(EMBEDDER, namespace)
+    return namespace["embed"](texts)
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[tuple[str, str]]:
+    """(the owner's DSN, the reader's DSN): `reader` has LOGIN, USAGE on public and SELECT on docs, nothing else."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import pgserver
+    folder = Path(tempfile.mkdtemp(prefix="rag-team-"))  # /tmp: the server's own user can reach it
+    pg = pgserver.get_server(folder / "data", cleanup_mode="delete")
+    host = pg.get_postmaster_info().socket_dir
+    owner = f"postgresql://postgres@/postgres?host={host}"
+    chunks, _ = corpus()
+    vectors = embed([chunk["text"] for chunk in chunks])
+    with psycopg.connect(owner, autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        conn.execute("CREATE TABLE docs (id text PRIMARY KEY, body text NOT NULL, emb vector(8) NOT NULL)")
+        with conn.cursor() as cursor:
+            cursor.executemany(
+                "INSERT INTO docs VALUES (%s, %s, %s::vector)",
+                [(c["id"], c["text"], str([float(x) for x in v])) for c, v in zip(chunks, vectors, strict=True)],
+            )
+        conn.execute("CREATE INDEX docs_emb_idx ON docs USING hnsw (emb vector_cosine_ops) WITH (m = 16, ef_construction = 64)")
+        conn.execute("ANALYZE docs")
+        conn.execute("CREATE ROLE reader LOGIN")
+        conn.execute("REVOKE CREATE ON SCHEMA public FROM PUBLIC")
+        conn.execute("GRANT USAGE ON SCHEMA public TO reader")
+        conn.execute("GRANT SELECT ON docs TO reader")
+    yield owner, f"postgresql://reader@/postgres?host={host}"
+    pg.cleanup()
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def catalog(dsn: str) -> set[tuple[str, str]]:
+    """Every schema and relation on the server: a run that created anything changes this."""
+    with psycopg.connect(dsn) as conn:
+        schemas = {("schema", name) for (name,) in conn.execute("SELECT nspname FROM pg_namespace")}
+        relations = {("relation", f"{n}.{r}") for n, r in conn.execute(
+            "SELECT nspname, relname FROM pg_class JOIN pg_namespace ON pg_namespace.oid = relnamespace")}
+    return schemas | relations
+
+
+def project(folder: Path, retrievers: str, *, chunks: bool = False) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    rows, questions = corpus()
+    (folder / "hashed.py").write_text(EMBEDDER, encoding="utf-8")
+    (folder / "evalset.jsonl").write_text(jsonl(questions), encoding="utf-8")
+    lines = ['evalset = "evalset.jsonl"', 'embedding = "python:hashed:embed"', 'embedding_id = "hashed-8"',
+             'metrics = ["ndcg", "recall@10", "precision"]', "k = 5", f'cache = "{folder / "cache"}"']
+    if chunks:
+        (folder / "chunks.jsonl").write_text(jsonl(rows), encoding="utf-8")
+        lines += ['chunks = "chunks.jsonl"', 'db = "embedded"', "keep_database = false"]
+    (folder / "pyproject.toml").write_text("[tool.ragretrieval]\n" + "\n".join(lines) + "\n" + retrievers, encoding="utf-8")
+    return folder
+
+
+def prod(ef_search: int, **more: object) -> str:
+    return retriever("prod", "table", table="public.docs", id_column="id", text_column="body",
+                     embedding_column="emb", **more) + f'search_settings = {{ "hnsw.ef_search" = {ef_search} }}\n'
+
+
+def gate(folder: Path, dsn: str | None, *flags: str) -> tuple[int, str]:
+    command = [sys.executable, "-m", "pytest", "--rag-eval", "-p", "no:cacheprovider", *flags]
+    if dsn is not None:
+        command += ["--rag-db-url", dsn]
+    done = subprocess.run(command, cwd=folder, capture_output=True, text=True, timeout=300)
+    return done.returncode, done.stdout + done.stderr
+
+
+def results(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def test_table_runs_read_only_like_seeded_exact(server: tuple[str, str], tmp_path: Path) -> None:
+    owner, reader = server
+    before = catalog(owner)
+    team = project(tmp_path / "team", prod(1000, where="id LIKE 'doc-%'"))  # every row; a literal %
+    code, out = gate(team, reader, "--rag-update-baseline", "--rag-json", str(tmp_path / "team.json"))
+    assert code == 0, out
+    assert "rag: 600 chunks (the team's table public.docs where id LIKE 'doc-%'), 12 questions" in out, out
+    seeded = project(tmp_path / "seeded", retriever("prod", "vector"), chunks=True)
+    code, out = gate(seeded, None, "--rag-json", str(tmp_path / "seeded.json"), "--rag-update-baseline")
+    assert code == 0, out
+    team_results, seeded_results = results(tmp_path / "team.json"), results(tmp_path / "seeded.json")
+    assert team_results["retrievers"]["prod"]["metrics"] == seeded_results["retrievers"]["prod"]["metrics"]
+    assert {q: v["ranking"] for q, v in team_results["retrievers"]["prod"]["questions"].items()} == {
+        q: v["ranking"] for q, v in seeded_results["retrievers"]["prod"]["questions"].items()}
+    engine = team_results["fingerprint"]["retrievers"]["prod"]["engine"]
+    assert engine["hnsw.ef_search"] == 1000 and engine["vector"] and engine["server"].startswith("16")
+    assert engine["indexes"]["docs_emb_idx"]["method"] == "hnsw"
+    assert engine["indexes"]["docs_emb_idx"]["options"] == ["ef_construction=64", "m=16"]
+    assert "vector" not in seeded_results["fingerprint"]["retrievers"]["prod"].get("engine", {})
+    assert catalog(owner) == before
+    with psycopg.connect(reader) as conn:
+        register_vector(conn)
+        cursor = conn.cursor()
+        params = {"table": "public.docs", "id_column": "id", "embedding_column": "emb", "operator": "cosine",
+                  "where": None}
+        apply_settings(cursor, {"hnsw.ef_search": 1000})
+        cursor.execute(b"EXPLAIN " + search_sql(params).as_bytes(conn), {"q": embed(["w01 w02"])[0], "k": 10})
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    assert "Index Scan using docs_emb_idx" in plan, plan
+    with connect(owner) as conn, pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
+        conn.execute("CREATE TEMP TABLE scratch (x int)")  # the plugin's sessions write nothing, even as the owner
+
+
+def test_a_changed_search_setting_is_named_and_exact_check_measures_the_index(
+    server: tuple[str, str], tmp_path: Path
+) -> None:
+    owner, reader = server
+    folder = project(tmp_path / "team", prod(1000))
+    code, out = gate(folder, reader, "--rag-update-baseline")
+    assert code == 0, out
+    project(folder, prod(1, exact_check=6))
+    edit = "UPDATE docs SET body = body || %s WHERE id = 'doc-0000'"
+    with psycopg.connect(owner, autocommit=True) as conn:
+        conn.execute(edit, (" edited",))
+    try:
+        code, out = gate(folder, reader, "--rag-json", str(tmp_path / "low.json"))
+    finally:
+        with psycopg.connect(owner, autocommit=True) as conn:
+            conn.execute("UPDATE docs SET body = left(body, -7) WHERE id = 'doc-0000'")
+    assert "prod.engine.hnsw.ef_search 1000 -> 1" in out, out
+    assert "chunks: changed (600 -> 600 chunks in table public.docs; md5:" in out, out
+    assert code == 1, out
+    diagnostics = results(tmp_path / "low.json")["retrievers"]["prod"]["diagnostics"]
+    assert 0 <= diagnostics["ann_recall@10"] < 1, diagnostics
+
+
+FULL_TEXT = (
+    "SELECT id FROM public.docs WHERE to_tsvector('simple', body) @@ plainto_tsquery('simple', %(query)s) "
+    "ORDER BY ts_rank(to_tsvector('simple', body), plainto_tsquery('simple', %(query)s)) DESC, id LIMIT %(k)s"
+)
+
+NEAREST = "SELECT id FROM public.docs ORDER BY emb <=> %(embedding)s, id LIMIT %(k)s"
+"""An exact nearest-neighbour query (the ORDER BY's tie-break keeps the index out): the seeded values."""
+
+
+def test_a_full_text_sql_retriever_is_gated(server: tuple[str, str], tmp_path: Path) -> None:
+    _, reader = server
+    keys = {"table": "public.docs", "text_column": "body"}
+    knn = retriever("knn", "sql", query=NEAREST, **keys) + prod(1000)
+    folder = project(tmp_path / "team", retriever("fts", "sql", query=FULL_TEXT, **keys) + knn)
+    code, out = gate(folder, reader, "--rag-update-baseline", "--rag-json", str(tmp_path / "fts.json"))
+    assert code == 0, out
+    found = results(tmp_path / "fts.json")["retrievers"]
+    assert found["fts"]["metrics"]["recall@10"] == 1.0
+    assert found["knn"]["metrics"] == found["prod"]["metrics"]
+    worse = FULL_TEXT.replace("plainto_tsquery('simple', %(query)s)) DESC, id", "plainto_tsquery('simple', %(query)s)), id")
+    project(folder, retriever("fts", "sql", query=worse, **keys) + knn)
+    code, out = gate(folder, reader)
+    assert code == 1, out
+    assert "fts.query" in out, out
+
+
+def test_a_gold_id_the_table_lacks_is_one_line(server: tuple[str, str], tmp_path: Path) -> None:
+    _, reader = server
+    folder = project(tmp_path / "team", prod(40))
+    with (folder / "evalset.jsonl").open("a", encoding="utf-8") as lines:
+        lines.write(json.dumps({"id": "q99", "query": "w01", "relevant": ["doc-9999"]}) + "\n")
+    code, out = gate(folder, reader)
+    assert code != 0
+    assert "evalset.jsonl:13: unknown chunk id 'doc-9999' in 'relevant' (table public.docs has no row with that id)" in out
