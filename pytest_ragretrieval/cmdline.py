@@ -20,6 +20,19 @@ ALLOW_REGRESSION_ALONE = (
     "--rag-allow-regression only applies to --rag-update-baseline (it lets an update record values below the "
     "baseline's); add --rag-update-baseline, or drop it"
 )
+
+
+def shard_problem(eval_: bool, update: bool, json_path: str | None) -> str | None:
+    """Why `--rag-shard` cannot run with these options, as one line, or None."""
+    if update:
+        return ("--rag-shard records a partial run and judges nothing, so it records no baseline; run the shards "
+                "with --rag-eval, then `ragretrieval merge PART... --update-baseline`")
+    if not eval_:
+        return "--rag-shard only applies to --rag-eval; add --rag-eval, or drop it"
+    if json_path is None:
+        return ("--rag-shard needs --rag-json PATH: the shard's partial record is written there for "
+                "`ragretrieval merge`; add --rag-json shard-I.json")
+    return None
 """Without --rag-update-baseline the flag would change nothing: said, rather than ignored."""
 
 
