@@ -3,6 +3,7 @@ the same baseline as one unsharded run, on the bundled sample; a missing shard i
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,12 @@ def without_timings(path: Path) -> dict[str, Any]:
     return found
 
 
+def report(path: Path) -> str:
+    """A Markdown report without its latencies (`0.2 / 0.5`) and timings."""
+    text = re.sub(r"[0-9.]+ / [0-9.]+", "p50 / p95", path.read_text(encoding="utf-8"))
+    return "\n".join(line for line in text.splitlines() if "time" not in line.lower())
+
+
 def merge(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, list[str], list[str]]:
     capsys.readouterr()  # what the runs before printed
     code = main(["merge", *args])
@@ -46,7 +53,7 @@ def merge(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, list[str
 
 
 def test_three_shards_merged_are_one_run(project: pytest.Pytester, capsys: pytest.CaptureFixture[str]) -> None:
-    whole = project.runpytest("--rag-eval", "--rag-json=whole.json", "-rA", *RUN)
+    whole = project.runpytest("--rag-eval", "--rag-json=whole.json", "--rag-report=whole.md", "-rA", *RUN)
     assert whole.ret == 1
     path = project.path / "baselines" / "retrieval.json"
     before = path.read_bytes()
@@ -59,9 +66,10 @@ def test_three_shards_merged_are_one_run(project: pytest.Pytester, capsys: pytes
         parts.append(f"part{index}.json")
     assert path.read_bytes() == before
 
-    code, out, err = merge(capsys, *parts, "--json", "merged.json")
+    code, out, err = merge(capsys, *parts, "--json", "merged.json", "--report", "markdown=merged.md")
     assert (code, err) == (1, [])
     assert without_timings(project.path / "merged.json") == without_timings(project.path / "whole.json")
+    assert report(project.path / "merged.md") == report(project.path / "whole.md")
     verdicts = {line.split(" ", 2)[1]: line.split(" ", 1)[0] for line in whole.outlines
                 if line.startswith(("PASSED rag::", "FAILED rag::"))}
     merged = {line.split(" ", 2)[1].rstrip(":"): line.split(" ", 1)[0] for line in out
