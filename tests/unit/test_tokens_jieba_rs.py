@@ -50,6 +50,12 @@ def test_on_the_sample_the_tokens_differ_only_in_joined_ascii_runs() -> None:
     ("foo_bar和a.b", ["foo", "_", "bar", "和", "a", ".", "b"], ["foo_bar", "和", "a.b"]),
     ("全长2.4km", ["全长", "2.4", "km"], ["全长", "2.4km"]),
     ("笔记本电脑丢了", ["笔记本电脑", "丢", "了"], ["笔记本电脑", "丢", "了"]),
+    # CMRC 2018's dev set, as docs/retrievers.md quotes it
+    ("CCTV-1频道", ["cctv", "-", "1", "频道"], ["cctv-1", "频道"]),
+    ("编号QS3304.1201.0002的产品", ["编号", "qs3304.1201", ".", "0002", "的", "产品"],
+     ["编号", "qs3304.1201.0002", "的", "产品"]),
+    ("斜坡。常在较陡峭的礁岸", ["斜坡", "。", "常", "在", "较", "陡峭", "的", "礁岸"],
+     ["斜坡", "。", "常在", "较", "陡峭", "的", "礁岸"]),  # the HMM, rarely: 2 places on CMRC
 ])
 def test_the_documented_cases(text: str, theirs: list[str], ours: list[str]) -> None:
     assert tokenizer("jieba")(text) == theirs
