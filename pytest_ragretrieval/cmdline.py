@@ -21,6 +21,7 @@ ALLOW_REGRESSION_ALONE = (
     "--rag-allow-regression only applies to --rag-update-baseline (it lets an update record values below the "
     "baseline's); add --rag-update-baseline, or drop it"
 )
+"""Without --rag-update-baseline the flag would change nothing: said, rather than ignored."""
 
 
 def add_shard_option(group: Any) -> None:
@@ -44,13 +45,12 @@ def option_problem(option: Any) -> str | None:
         return ("--rag-shard needs --rag-json PATH: the shard's partial record is written there for "
                 "`ragretrieval merge`; add --rag-json shard-I.json")
     return None
-"""Without --rag-update-baseline the flag would change nothing: said, rather than ignored."""
 
 
 def value_flags() -> tuple[str, ...]:
     """This plugin's options that take a value: what pytest's first look at the arguments does not know."""
     reports = (fmt.flag for fmt in formats.FORMATS.usable().values())
-    return ("--rag-config", "--rag-json", *reports, "--rag-db", "--rag-db-url", "--rag-cache")
+    return ("--rag-config", "--rag-json", *reports, "--rag-db", "--rag-db-url", "--rag-cache", "--rag-shard")
 
 
 def spaced_paths(args: Sequence[str], flags: Iterable[str]) -> list[tuple[str, str]]:

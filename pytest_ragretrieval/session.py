@@ -67,6 +67,8 @@ class RagSession:
     config: Config
     chunks: tuple[Chunk, ...]
     questions: tuple[Question, ...]
+    share: tuple[Question, ...]
+    """The questions this run asks: all of them, or a shard's."""
     baseline: Baseline | None
 
     def __init__(self, options: Options) -> None:
