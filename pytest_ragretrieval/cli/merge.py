@@ -43,6 +43,8 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
                         help="write the results, as `pytest --rag-json` does, to PATH")
     merge_.add_argument("--report", metavar="FORMAT=PATH", action="append", default=[], type=_target,
                         help="write a report (markdown, html) to PATH, as --rag-report and --rag-html do; repeatable")
+    merge_.add_argument("--tags", action="store_true",
+                        help="print every row of the per-tag table, as pytest's --rag-tags does")
     merge_.add_argument("--update-baseline", action="store_true",
                         help="record the merged values as the new baseline, as `pytest --rag-update-baseline` does")
     merge_.add_argument("--allow-regression", action="store_true",
@@ -83,7 +85,7 @@ def run(args: argparse.Namespace) -> Result:
                   allow_regression=args.allow_regression, selected=selected)
     result = Result()
     failures = _items(judge, selected, result)
-    result.out += summary_lines(config, merged.runs, judge)
+    result.out += summary_lines(config, merged.runs, judge, args.tags)
     result.out += [f"warning: {note}" for note in judge.notes()]
     written = Written(result)
     if args.json_path is not None:

@@ -66,8 +66,8 @@ def test_three_shards_merged_are_one_run(project: pytest.Pytester, capsys: pytes
         parts.append(f"part{index}.json")
     assert path.read_bytes() == before
 
-    code, out, err = merge(capsys, *parts, "--json", "merged.json", "--report", "markdown=merged.md")
-    assert (code, err) == (1, [])
+    code, out, err = merge(capsys, *parts, "--json", "merged.json", "--report", "markdown=merged.md", "--tags")
+    assert (code, err) == (1, []) and "per tag:" in out  # --tags: every row, under its own header
     assert without_timings(project.path / "merged.json") == without_timings(project.path / "whole.json")
     assert report(project.path / "merged.md") == report(project.path / "whole.md")
     verdicts = {line.split(" ", 2)[1]: line.split(" ", 1)[0] for line in whole.outlines
