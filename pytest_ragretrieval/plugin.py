@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from .cmdline import add_shard_option, option_problem
 from .errors import one_of
 from .report import formats
 
@@ -65,6 +66,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="embedding and rerank cache: readwrite, readonly (a miss is an error: CI without keys) or off")
     group.addoption("--rag-allow-regression", action="store_true", dest="rag_allow_regression", default=False,
                     help="with --rag-update-baseline, record values lower than the baseline's")
+    add_shard_option(group)
     group.addoption("--rag-tags", action="store_true", dest="rag_tags", default=False,
                     help="print every row of the per-tag table (default: only the tags whose values moved)")
 
@@ -90,10 +92,8 @@ def _path(value: str | None) -> Path | None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", f"{MARKER}: an item of the retrieval gate (pytest-ragretrieval)")
     option = config.option
-    if option.rag_allow_regression and not option.rag_update_baseline:
-        from .cmdline import ALLOW_REGRESSION_ALONE
-
-        raise pytest.UsageError(ALLOW_REGRESSION_ALONE)
+    if (problem := option_problem(option)) is not None:
+        raise pytest.UsageError(problem)
     if not (option.rag_eval or option.rag_update_baseline):
         return
     workerinput = getattr(config, "workerinput", {})
@@ -120,7 +120,7 @@ def pytest_configure(config: pytest.Config) -> None:
         rootpath=config.rootpath, config_path=option.rag_config, update=option.rag_update_baseline,
         json_path=json_path, reports=reports, outputs=outputs, db=option.rag_db, db_url=option.rag_db_url,
         cache_mode=option.rag_cache, allow_regression=option.rag_allow_regression, every_tag=option.rag_tags,
-    )
+        shard=option.rag_shard)
     session = RagSession(options)
     try:
         session.load()

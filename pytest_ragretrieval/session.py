@@ -14,6 +14,7 @@ from typing import Any
 from .baseline.fingerprint import fingerprint
 from .baseline.format import Baseline, dumps
 from .baseline.format import load as load_baseline
+from .baseline.partial import partial_document
 from .baseline.verify import verify
 from .config.outputs import check_outputs
 from .config.settings import Config, load_config
@@ -25,6 +26,7 @@ from .gate.checks import Outcome
 from .gate.items import ItemKey, Skip, item_keys
 from .gate.judge import Judge
 from .gate.record import baseline_update, results_document
+from .gate.shard import shard_outcome
 from .gate.verdicts import Verdict
 from .paths import display, write_atomic, write_problem
 from .progress import Output, PlainOutput
@@ -34,6 +36,7 @@ from .report.terminal import header_lines, summary_lines
 from .runner.resources import database_mode, database_url
 from .runner.runs import Runner
 from .scoring.evaluate import Run
+from .shards import Shard
 from .timing import Phases
 
 
@@ -55,6 +58,8 @@ class Options:
     allow_regression: bool = False
     every_tag: bool = False
     """--rag-tags: the per-tag table with every row, not only those that moved."""
+    shard: Shard | None = None
+    """--rag-shard: run this shard's questions and write a partial record to json_path; judge nothing."""
 
 
 class RagSession:
@@ -63,6 +68,8 @@ class RagSession:
     config: Config
     chunks: tuple[Chunk, ...]
     questions: tuple[Question, ...]
+    share: tuple[Question, ...]
+    """The questions this run asks: all of them, or a shard's."""
     baseline: Baseline | None
 
     def __init__(self, options: Options) -> None:
@@ -98,6 +105,8 @@ class RagSession:
             dsn = need_dsn(database_url(self.options.db_url), f"{self.config.where}, without a chunks file,")
             self.chunks, self.corpus = read_corpus(dsn, source)
             self.questions = load_evalset(self.config.evalset, self.chunks, source.describe())
+        shard = self.options.shard
+        self.share = tuple(q for q in self.questions if shard is None or shard.holds(q.id))
         if any(spec.on_no_answer for spec in self.config.metrics) and all(q.answerable for q in self.questions):
             raise ConfigError(
                 f"{self.config.where} key 'metrics': abstention is scored on no-answer questions and "
@@ -121,7 +130,7 @@ class RagSession:
         if self._runner is None:
             mode = database_mode(self.options.db, self.config.db, self.options.db_url)
             self._runner = Runner(
-                self.config, self.chunks, self.questions, db_mode=mode, dsn=database_url(self.options.db_url),
+                self.config, self.chunks, self.share, db_mode=mode, dsn=database_url(self.options.db_url),
                 cache_mode=self.options.cache_mode, phases=self.phases, out=out,
             )
         return self._runner
@@ -163,8 +172,8 @@ class RagSession:
 
     def outcome(self, key: ItemKey) -> Outcome:
         """The verdict of one item; failing ones are kept for the reports and annotations."""
-        self.run(key.retriever)
-        found = self.judge.outcome(key)
+        run = self.run(key.retriever)
+        found = self.judge.outcome(key) if self.options.shard is None else shard_outcome(key, run, self.options.shard)
         if not found.passed:
             self.failures[key] = found
         return found
@@ -184,11 +193,18 @@ class RagSession:
         )
 
     def finish(self) -> None:
-        """Write the requested files; the baseline only when every selected retriever ran cleanly."""
+        """Write the requested files; the baseline only when every selected retriever ran cleanly. A shard
+        writes its partial record alone: reports, results and baselines are the merge's."""
+        if self.options.shard is not None and self.options.json_path is not None and self.runs:
+            found = fingerprint(self.config, self.chunks, self.questions, self.runner.setup(), self.corpus)
+            described = {"embedder": self.runner.embedder_description, "database": self.runner.database_description}
+            self._write(self.options.json_path, dumps(partial_document(
+                self.config, self.options.shard, found, self.runner.setup(), [key.nodeid for key in self.selected],
+                [q.id for q in self.share], self.runs, described)))
         with self.phases.phase("reports"):
-            if self.runs and (self.options.reports or in_github_actions()):
+            if self.runs and self.options.shard is None and (self.options.reports or in_github_actions()):
                 self._report(self.report_input())
-        if self.options.json_path is not None and self.runs:
+        if self.options.json_path is not None and self.runs and self.options.shard is None:
             document = results_document(self.config, self.judge.fingerprint, self.runs, self.judge, self.failures)
             document["phases"] = self.phases.rounded()
             self._write(self.options.json_path, dumps(document))
@@ -227,9 +243,13 @@ class RagSession:
     @property
     def failed_lines(self) -> list[str]:
         """What fails the run as a whole, one line each (a gate run without a baseline)."""
-        return self.judge.missing_baseline() if self.runs else []
+        return self.judge.missing_baseline() if self.runs and self.options.shard is None else []
 
     def summary_lines(self, columns: int | None = None) -> list[str]:
+        if self.options.shard is not None:
+            return [f"rag: shard {self.options.shard}: {len(self.share)} of {len(self.questions)} questions, "
+                    "judged by `ragretrieval merge` over the partial records of all shards",
+                    self.phases.line(), *self.update_lines, *self.written]
         lines = summary_lines(self.config, self.runs, self.judge, self.options.every_tag, columns)
         notes = [f"warning: {note}" for note in self.judge.notes()]
         return [*lines, *notes, self.phases.line(), *self.update_lines, *self.written, *self.failed_lines]

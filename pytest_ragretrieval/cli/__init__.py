@@ -4,7 +4,8 @@
 `diff` compares two results files, checking first that they are comparable (pitfalls 3-4), or
 says whether a pull request's baseline lowers the bar (`--fail-on-lower`). `pr-check` decides
 the pull request's baseline check (label, fork) and `comment` prints its sticky comment.
-Nothing here runs a retriever, so no model, database or numpy is loaded.
+`merge` judges the partial records of a sharded run once. Nothing here runs a retriever, so no
+model or database is loaded.
 """
 from __future__ import annotations
 
@@ -15,11 +16,11 @@ from pathlib import Path
 
 from ..errors import ConfigError, RagError, describe_exception
 from ..paths import display
-from . import comment, diff, find, pr_check, suspects
+from . import comment, diff, find, merge, pr_check, suspects
 from .common import BUG, FAILED, OK, PROG, USAGE, Command, Parser, Result, UsageError
 
 COMMANDS: dict[str, Command] = {
-    "find": find, "suspects": suspects, "diff": diff, "pr-check": pr_check, "comment": comment,
+    "find": find, "suspects": suspects, "diff": diff, "pr-check": pr_check, "comment": comment, "merge": merge,
 }
 """The registry: a command is one module with `register(commands, common)` and `run(args)`, and one line here."""
 
@@ -28,13 +29,15 @@ EPILOG = """\
 exit status:
   0  success (find: a chunk matched; suspects: listed, even when none;
      diff: comparable and no metric dropped, or with --fail-on-lower: the bar
-     was not lowered; pr-check: the baseline check passed; comment: printed)
+     was not lowered; pr-check: the baseline check passed; comment: printed;
+     merge: every item passed)
   1  find: no chunk matched; diff: a retriever's metric dropped (over the
      questions both files share), or the yardsticks differ so the numbers are
      not comparable; with
      --fail-on-lower: a value lowered, an entry removed or a setting loosened;
-     pr-check: the bar was lowered without the approval label
-  2  usage error, or a bad config, fixture line, results or event file
+     pr-check: the bar was lowered without the approval label; merge: an item
+     failed, there is no baseline to judge against, or a file was not written
+  2  usage error, or a bad config, fixture line, results, partial or event file
   3  an unexpected error: a bug of ragretrieval (please report the line)
 
 every command reads [tool.ragretrieval] of ./pyproject.toml, or the TOML file

@@ -31,7 +31,7 @@ def parse(table: Table) -> dict[str, Any]:
     if path is not None:
         if name is not None and name not in JIEBA:
             raise table.error("user_dict", f"is a jieba user dictionary, which tokenizer {name!r} does not take; "
-                              f"set tokenizer = \"jieba\" or \"jieba-search\", or remove user_dict")
+                              f"set tokenizer = \"jieba\", \"jieba-search\" or \"jieba-rs\", or remove user_dict")
         try:
             found = read_user_dict(absolute(table.root / path))
         except ValueError as exc:
@@ -112,7 +112,7 @@ def build(params: Mapping[str, Any], ctx: Context) -> BM25Retriever:
     if "user_dict" in params and name not in JIEBA:
         raise RetrieverError(
             f"retriever {ctx.name!r}: user_dict is a jieba user dictionary, which the global tokenizer {name!r} "
-            "does not take; set tokenizer = \"jieba\" or \"jieba-search\" in its table"
+            "does not take; set tokenizer = \"jieba\", \"jieba-search\" or \"jieba-rs\" in its table"
         )
     key = tokenizer_for(params, ctx.tokenizer, ctx.root)
     own = {param: value for param, value in params.items() if param in ("k1", "b", "epsilon", "min_score")}

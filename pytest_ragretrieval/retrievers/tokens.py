@@ -19,15 +19,17 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RagError
+from ..optional import need
 from ..paths import display
 from .jieba_cut import VERSION, Split, cutter
 from .user_dict import UserDict, read_user_dict
 
-TOKENIZERS = ("jieba", "jieba-search", "whitespace", "english")
-JIEBA = ("jieba", "jieba-search")
+TOKENIZERS = ("jieba", "jieba-search", "jieba-rs", "whitespace", "english")
+JIEBA = ("jieba", "jieba-search", "jieba-rs")
 """The tokenizers that take a user dictionary. `jieba-search` is jieba's search mode
 (`cut_for_search`): a long word also gives its two- and three-character words (笔记本电脑 gives
-笔记, 电脑, 笔记本 and 笔记本电脑), as Chinese search engines index."""
+笔记, 电脑, 笔记本 and 笔记本电脑), as Chinese search engines index. `jieba-rs` is jieba's cut by
+the Rust port (rjieba, an optional extra): faster, and not always the same tokens (docs/retrievers.md)."""
 
 ENGLISH_VERSION = 1
 """Bumped whenever the English token rule or stop list changes, so old baselines stop comparing."""
@@ -116,6 +118,16 @@ def _jieba(search: bool, user_dict: UserDict | None) -> Steps:
     return Steps(cutter(_jieba_tokenizer(user_dict), search, force_split(user_dict)), _lower_unless_blank)
 
 
+def _jieba_rs(user_dict: UserDict | None) -> Steps:
+    """jieba's cut (HMM on) by jieba-rs through rjieba, an instance of our own with the user
+    dictionary's entries added in file order, as `_jieba_tokenizer` adds them to jieba's."""
+    rjieba = need("rjieba", "tokenizer 'jieba-rs'")
+    own = rjieba.Jieba()
+    for word, frequency, tag in user_dict.entries if user_dict is not None else ():
+        own.add_word(word, frequency, tag)
+    return Steps(partial(map, own.cut), _lower_unless_blank)
+
+
 def _english() -> Callable[[str], list[str]]:
     """NFKC, lower case, word tokens, stop words dropped, then Snowball English (Porter2) stems.
 
@@ -165,6 +177,8 @@ def steps(key: str) -> Steps:
             raise RagError(f"user dictionary: {exc}") from None
         if user_dict.sha256 != sha256:
             raise RagError(f"the user dictionary {display(path)} changed while the gate ran; run it again")
+    if name == "jieba-rs":
+        return _jieba_rs(user_dict)
     if name in JIEBA:
         return _jieba(name == "jieba-search", user_dict)
     if user_dict is not None:
@@ -178,10 +192,15 @@ def steps(key: str) -> Steps:
 
 def describe(key: str) -> str:
     """`name version` (and the user dictionary's digest), the form the fingerprint and the cache record."""
-    from importlib.metadata import version
+    from importlib.metadata import PackageNotFoundError, version
 
     name, sha256, _ = _parts(key)
-    if name in JIEBA:
+    if name == "jieba-rs":
+        try:
+            found = f"jieba-rs (rjieba {version('rjieba')})"
+        except PackageNotFoundError:  # the run fails with the extra's line; the record says why
+            found = "jieba-rs (rjieba not installed)"
+    elif name in JIEBA:
         found = f"{name} {version('jieba')}"
     elif name == "english":
         found = f"english {ENGLISH_VERSION} (snowball stop list, PyStemmer {version('PyStemmer')})"

@@ -3,6 +3,9 @@ the default cut in one session, the dictionary recorded by digest, its change no
 from __future__ import annotations
 
 import json
+import shutil
+from importlib.metadata import version
+from pathlib import Path
 
 import jieba
 import pytest
@@ -66,3 +69,21 @@ def test_a_changed_dictionary_is_a_named_change_of_its_retriever(project: pytest
     after = read_user_dict(project.path / "fixtures/terms.txt").sha256
     result = project.runpytest("--rag-eval", "-k", "bm25_search", *RUN)
     result.stdout.fnmatch_lines([f'compared across changes: bm25_search.user_dict_sha256 "{before[:50]}* -> "{after[:50]}*'])
+
+
+def test_the_sample_runs_with_jieba_rs(pytester: pytest.Pytester) -> None:
+    """The bundled sample under the Rust port's cut: recorded with rjieba's version, and gated."""
+    sample = Path(__file__).resolve().parents[2] / "fixtures"
+    write_project(pytester.path, retrievers=retriever("bm25", "bm25") + retriever("bm25_rs", "bm25", tokenizer="jieba-rs"),
+                  settings='metrics = ["recall", "ndcg"]')
+    for name in ("chunks.jsonl", "evalset.jsonl"):
+        shutil.copy(sample / name, pytester.path / "fixtures" / name)
+    result = pytester.runpytest("--rag-update-baseline", "--rag-json=results.json", *RUN)
+    assert result.ret == 0, result.stdout.str()
+    results = json.loads((pytester.path / "results.json").read_text(encoding="utf-8"))
+    assert results["fingerprint"]["retrievers"]["bm25_rs"]["tokenizer"] == f"jieba-rs (rjieba {version('rjieba')})"
+    questions = results["retrievers"]["bm25_rs"]["questions"]
+    assert len(questions) == len((sample / "evalset.jsonl").read_text(encoding="utf-8").splitlines())
+    assert results["retrievers"]["bm25_rs"]["metrics"]["recall@3"] > 0
+    assert rankings(results, "bm25_rs") != rankings(results, "bm25")  # TR-01 is one token here, three there
+    pytester.runpytest("--rag-eval", *RUN).assert_outcomes(passed=4)

@@ -15,7 +15,7 @@ MAX_LINES = 350
 MAX_SESSION_LINES = 250
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "env", "values", "jsontext", "jsonshape", "paths", "redact", "optional", "timing", "progress", "packs",
+    ("errors", "env", "values", "jsontext", "jsonshape", "paths", "redact", "optional", "timing", "progress", "packs", "shards",
      "cache", "loader", "toml", "extensions", "signals"),
     ("evalset",),
     ("scoring",),

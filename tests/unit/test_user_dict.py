@@ -114,7 +114,7 @@ def test_the_config_records_tokenizer_dictionary_and_digest(tmp_path: Path) -> N
                "(the path is relative to the config's folder)"),
     (('tokenizer = "jieba-search"', 'tokenizer = "english"'),
      "pyproject.toml [tool.ragretrieval.retrievers.bm25_search] key 'user_dict': is a jieba user dictionary, which "
-     "tokenizer 'english' does not take; set tokenizer = \"jieba\" or \"jieba-search\", or remove user_dict"),
+     "tokenizer 'english' does not take; set tokenizer = \"jieba\", \"jieba-search\" or \"jieba-rs\", or remove user_dict"),
 ])
 def test_a_dictionary_that_cannot_be_used_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                       edit: tuple[str, str], message: str) -> None:

@@ -1,0 +1,151 @@
+"""`ragretrieval merge PART...`: the partial records of a sharded run, judged once over all questions.
+
+Each shard (`pytest --rag-eval --rag-shard I/N --rag-json PART`) measured its share of the
+questions and judged nothing; here the partials are checked and combined (`baseline/merge.py`), and
+the gate's own judge decides every item as one unsharded run would: the same verdicts, the same
+family-wise adjustment, the same `--json` results, reports and baseline update (with its ratchet).
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from ..baseline.format import dumps
+from ..baseline.format import load as load_baseline
+from ..baseline.merge import merge
+from ..baseline.partial import PartialError, read_partial
+from ..baseline.verify import verify
+from ..config.outputs import check_outputs
+from ..config.settings import load_config
+from ..env import in_github_actions
+from ..evalset.jsonl import load_chunks, load_evalset
+from ..gate.checks import Outcome
+from ..gate.items import ItemKey, Skip, item_keys
+from ..gate.judge import Judge
+from ..gate.record import baseline_update, results_document
+from ..paths import display, write_atomic, write_problem
+from ..report.build import build_report
+from ..report.terminal import summary_lines
+from .common import FAILED, OK, Result, UsageError, checked_output
+
+
+def register(commands: Any, common: argparse.ArgumentParser) -> None:
+    merge_ = commands.add_parser(
+        "merge", parents=[common], help="judge the partial records of a sharded run (--rag-shard) once",
+        description="Read the partial records that `pytest --rag-eval --rag-shard I/N --rag-json PART` wrote, one "
+        "per shard, check that they are every shard of one run of this repository's configuration, and judge all "
+        "questions once, as one unsharded run: each item PASSED, FAILED or SKIPPED with its message, then the "
+        "summary. Exit 0 when every item passed, 1 when one failed (or nothing could be judged), 2 on errors.",
+    )
+    merge_.add_argument("parts", metavar="PART", nargs="+", help="a shard's partial record")
+    merge_.add_argument("--json", metavar="PATH", default=None, dest="json_path",
+                        help="write the results, as `pytest --rag-json` does, to PATH")
+    merge_.add_argument("--report", metavar="FORMAT=PATH", action="append", default=[], type=_target,
+                        help="write a report (markdown, html) to PATH, as --rag-report and --rag-html do; repeatable")
+    merge_.add_argument("--tags", action="store_true",
+                        help="print every row of the per-tag table, as pytest's --rag-tags does")
+    merge_.add_argument("--update-baseline", action="store_true",
+                        help="record the merged values as the new baseline, as `pytest --rag-update-baseline` does")
+    merge_.add_argument("--allow-regression", action="store_true",
+                        help="with --update-baseline, record values lower than the baseline's")
+
+
+def _target(text: str) -> tuple[str, str]:
+    from ..report.formats import FORMATS
+
+    name, _, path = text.partition("=")
+    if name not in FORMATS or not path:
+        raise argparse.ArgumentTypeError(f"expected FORMAT=PATH with FORMAT one of {', '.join(FORMATS)}, got {text!r}")
+    return name, path
+
+
+def run(args: argparse.Namespace) -> Result:
+    if args.allow_regression and not args.update_baseline:
+        raise UsageError("--allow-regression only applies to --update-baseline; add --update-baseline, or drop it")
+    config = load_config(getattr(args, "config", None), Path.cwd())
+    parts = [Path(part) for part in args.parts]
+    read = {f"the partial record {display(part)}": part for part in parts}
+    wanted = {"--json": args.json_path, **{f"--report {name}": path for name, path in args.report}}
+    outputs = {option: path for option, value in wanted.items() if (path := checked_output(option, value, read))}
+    check_outputs(config, outputs, args.update_baseline)
+    chunks = load_chunks(config.chunks)
+    questions = load_evalset(config.evalset, chunks)
+    baseline = load_baseline(config.baseline)
+    if baseline is not None:
+        verify(baseline, config.k, chunks, questions)
+    merged = merge([read_partial(part) for part in parts], config, chunks, questions)
+    keys = {key.nodeid: key for key in item_keys(config, questions)}
+    unknown = next((nodeid for nodeid in merged.selected if nodeid not in keys), None)
+    if unknown is not None:
+        raise PartialError(f"{display(parts[0])}: item {unknown} is not an item of {config.where}; merge in the "
+                           "checkout the shards ran in")
+    selected = [keys[nodeid] for nodeid in merged.selected]
+    judge = Judge(config, questions, baseline, merged.fingerprint, merged.runs, update=args.update_baseline,
+                  allow_regression=args.allow_regression, selected=selected)
+    result = Result()
+    failures = _items(judge, selected, result)
+    result.out += summary_lines(config, merged.runs, judge, args.tags)
+    result.out += [f"warning: {note}" for note in judge.notes()]
+    written = Written(result)
+    if args.json_path is not None:
+        written(Path(args.json_path), dumps(results_document(config, judge.fingerprint, merged.runs, judge, failures)))
+    if args.report or in_github_actions():
+        _reports(build_report(config, chunks, questions, merged.runs, judge, failures, merged.described["embedder"],
+                              merged.described["database"]), {name: Path(path) for name, path in args.report},
+                 written, result)
+    if args.update_baseline:
+        plan = baseline_update(config, baseline, judge.fingerprint, merged.runs, selected, judge)
+        result.out += plan.lines
+        if plan.document is not None:
+            written(config.baseline, dumps(plan.document))
+        written.failed = written.failed or plan.failed
+    missing = judge.missing_baseline()
+    result.out += missing
+    result.code = FAILED if failures or missing or written.failed else OK
+    return result
+
+
+def _items(judge: Judge, selected: list[ItemKey], result: Result) -> dict[ItemKey, Outcome]:
+    """Each item's verdict, one line (and its detail lines, indented), as the gate would give it."""
+    failures = {}
+    for key in selected:
+        try:
+            outcome = judge.outcome(key)
+        except Skip as exc:
+            result.out.append(f"SKIPPED {key.nodeid}: {exc}")
+            continue
+        result.out.append(f"{'PASSED' if outcome.passed else 'FAILED'} {key.nodeid}: {outcome.summary}")
+        result.out += [f"    {line}" for line in outcome.details]
+        if not outcome.passed:
+            failures[key] = outcome
+    return failures
+
+
+class Written:
+    """Writes the requested files: `wrote PATH`, or one error line that fails the command."""
+
+    def __init__(self, result: Result) -> None:
+        self.result = result
+        self.failed = False
+
+    def __call__(self, path: Path, text: str) -> None:
+        try:
+            write_atomic(path, text)
+        except OSError as exc:
+            self.result.err.append(f"ragretrieval: error: could not write {display(path)}: {write_problem(path, exc)}")
+            self.failed = True
+        else:
+            self.result.out.append(f"wrote {display(path)}")
+
+
+def _reports(data: Any, targets: dict[str, Path], written: Written, result: Result) -> None:
+    from ..report.formats import write_reports
+
+    write_reports(targets, data, written)
+    if in_github_actions():
+        from ..report.github import append_summary, error_annotations
+
+        warning = append_summary(data)
+        result.out += [warning] if warning else []
+        result.out += error_annotations(data)
