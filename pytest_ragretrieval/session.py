@@ -13,12 +13,14 @@ from pathlib import Path
 from .baseline.fingerprint import fingerprint
 from .baseline.format import Baseline, dumps
 from .baseline.format import load as load_baseline
+from .baseline.gold import recorded_gold
+from .baseline.relabel import anchoring_error, plan
 from .baseline.verify import verify
 from .config.outputs import check_outputs
 from .config.settings import Config, load_config
 from .env import in_github_actions
-from .errors import ConfigError
-from .evalset.jsonl import load_chunks, load_evalset
+from .errors import ConfigError, FixtureError
+from .evalset.jsonl import UnknownChunk, load_chunks, load_evalset
 from .evalset.records import Chunk, Question
 from .gate.checks import Outcome
 from .gate.items import ItemKey, Skip, item_keys
@@ -85,7 +87,10 @@ class RagSession:
         self.config = load_config(self.options.config_path, self.options.rootpath)
         check_outputs(self.config, self.options.outputs, self.options.update)
         self.chunks = load_chunks(self.config.chunks)
-        self.questions = load_evalset(self.config.evalset, self.chunks)
+        try:
+            self.questions = load_evalset(self.config.evalset, self.chunks)
+        except UnknownChunk as exc:
+            raise self._reanchored(exc) from None
         if any(spec.on_no_answer for spec in self.config.metrics) and all(q.answerable for q in self.questions):
             raise ConfigError(
                 f"{self.config.where} key 'metrics': abstention is scored on no-answer questions and "
@@ -93,7 +98,17 @@ class RagSession:
             )
         self.baseline = load_baseline(self.config.baseline)
         if self.baseline is not None:
+            recorded_gold(self.baseline)  # a damaged record of the gold texts fails here, before anything runs
             verify(self.baseline, self.config.k, self.chunks, self.questions)
+
+    def _reanchored(self, problem: UnknownChunk) -> FixtureError:
+        """A gold id the corpus no longer holds: where the baseline's record of its text went, as a proposal."""
+        baseline = load_baseline(self.config.baseline)
+        recorded = recorded_gold(baseline)
+        found = plan(self.config.evalset, self.chunks, recorded) if recorded is not None else None
+        why = (f"there is no baseline at {display(self.config.baseline)}" if baseline is None
+               else f"{display(self.config.baseline)} records no gold texts (recorded before they were kept)")
+        return anchoring_error(problem, found, self.options.config_path, why)
 
     def header_lines(self) -> list[str]:
         return header_lines(self.config, self.chunks, self.questions, self.baseline, self.options.update)

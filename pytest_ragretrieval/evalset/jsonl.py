@@ -30,7 +30,7 @@ QUESTION_ID = re.compile(r"[\w.+/\[\]:-]+")
 """What a -k expression can name (pytest's identifier characters, less the backslash)."""
 
 
-def _records(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+def records(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
     """Yield (`file:line`, object) for each non-blank line, read a line at a time; a UTF-8 byte-order
     mark is skipped."""
     name = display(path)
@@ -66,6 +66,10 @@ def _records(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
             if problem is not None:
                 raise FixtureError(f"{where}: field {key!r} holds {problem}; remove it")
         yield where, record
+
+
+class UnknownChunk(FixtureError):
+    """A `relevant` id the corpus does not hold: the gate then looks for where its recorded text went."""
 
 
 def _columns_only(message: str) -> str:
@@ -116,7 +120,7 @@ def load_chunks(path: Path) -> tuple[Chunk, ...]:
     """Read the corpus; ids must be unique non-empty one-line strings; texts may be empty."""
     chunks: list[Chunk] = []
     seen: dict[str, str] = {}
-    for where, record in _records(path):
+    for where, record in records(path):
         _check_keys(where, record, CHUNK_KEYS)
         chunk_id = _string(where, record, "id")
         text = _string(where, record, "text", empty=True)
@@ -159,7 +163,7 @@ def _relevance(where: str, value: Any, known: Mapping[str, Chunk]) -> dict[str, 
         )
     for chunk_id in grades:
         if chunk_id not in known:
-            raise FixtureError(f"{where}: unknown chunk id {chunk_id!r} in 'relevant'")
+            raise UnknownChunk(f"{where}: unknown chunk id {chunk_id!r} in 'relevant'")
     return grades
 
 
@@ -181,7 +185,7 @@ def load_evalset(path: Path, chunks: Sequence[Chunk]) -> tuple[Question, ...]:
     known = {chunk.id: chunk for chunk in chunks}
     questions: list[Question] = []
     seen: dict[str, str] = {}
-    for where, record in _records(path):
+    for where, record in records(path):
         _check_keys(where, record, QUESTION_KEYS)
         question_id = _string(where, record, "id")
         query = _string(where, record, "query")

@@ -11,6 +11,7 @@ from typing import Any
 
 from ..baseline.fingerprint import questions_record
 from ..baseline.format import RERECORD, Baseline, Recorded
+from ..baseline.gold import EditedGold, by_question, edited_gold, recorded_gold, review_line
 from ..baseline.since import QuestionChanges, Since, question_changes, since
 from ..baseline.update import partial_lines
 from ..baseline.verify import reproduced
@@ -124,8 +125,13 @@ class Judge:
             questions = baseline_questions(self.baseline, self.config, self.questions)
             if questions.note:
                 found = replace(found, questions=questions)
-            self._since = found
+            self._since = replace(found, labels=review_line(self.edited_gold()) or "")
         return self._since
+
+    def edited_gold(self) -> tuple[EditedGold, ...]:
+        """Gold chunks whose text changed since the baseline recorded it, with the questions they are gold of."""
+        today = self.fingerprint.get("chunks", {}).get("gold", {})
+        return edited_gold(recorded_gold(self.baseline), today, self.questions)
 
     def notes(self) -> list[str]:
         """The warnings every report repeats: a small eval set, too few comparable questions."""
@@ -226,11 +232,13 @@ class Judge:
             edited = dict(found.questions.edited).get(key.name)
             if edited is None and key.name not in found.questions.comparable and key.name in recorded.questions:
                 edited = found.questions.note or "not comparable"
-            return QuestionCheck(key.retriever, question, self.config.k).evaluate(recorded, run.result, edited)
+            gold_edited = by_question(self.edited_gold()).get(key.name, ())
+            return QuestionCheck(key.retriever, question, self.config.k, gold_edited).evaluate(
+                recorded, run.result, edited)
         metric = next(s for s in self.config.metrics if s.label == key.name)
         check = MetricCheck(
             key.retriever, metric, self.config.tolerance.for_metric(metric), self.config.significance,
-            self.config.alpha, self.changes(key.retriever),
+            self.config.alpha, self.changes(key.retriever), by_question(self.edited_gold()),
         )
         return check.evaluate(recorded, run.result, self.comparison(key.retriever, key.name),
                               found.questions.comparable)
