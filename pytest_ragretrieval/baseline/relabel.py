@@ -149,6 +149,8 @@ def rewritten(text: str, found: Plan) -> str:
     lines = [part + "\n" for part in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
     by_line: dict[int, list[Move]] = {}
     for move in found.moves:
+        if move.lost:
+            continue
         by_line.setdefault(int(move.where.rpartition(":")[2]) - 1, []).append(move)
     for index, moves in by_line.items():
         line = lines[index]
