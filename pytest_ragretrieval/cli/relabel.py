@@ -64,9 +64,9 @@ def run_relabel(config: Config, config_path: str | None, *, apply: bool = False,
         return Result(out=[f"{PROG}: nothing to relabel: every gold chunk id in {name} is in {display(config.chunks)}"])
     if recorded is None:
         first = found.moves[0]
-        why = "there is no baseline" if baseline is None else "it records no gold texts (recorded before they were kept)"
-        raise FixtureError(f"{first.where}: unknown chunk id {first.old!r} in 'relevant' and {display(config.baseline)} "
-                           f"cannot say where it went: {why}; relabel it by hand")
+        why = "there is none" if baseline is None else "it records no gold texts (recorded before they were kept)"
+        raise FixtureError(f"{first.where}: unknown chunk id {first.old!r} in 'relevant', and the baseline "
+                           f"{display(config.baseline)} cannot say where it went: {why}; relabel it by hand")
     before = _text(config.evalset)
     after = rewritten(before, found)
     diff = difflib.unified_diff(before.split("\n"), after.split("\n"), f"a/{name}", f"b/{name}", lineterm="")
