@@ -77,7 +77,7 @@ class Anchor:
             return f"not found: no chunk holds {PIECE:.0%} or more of its text"
         share = f"{math.floor(self.covered * 100)}%"
         text = (f"text {share} contained" if self.how == "contained"
-                else f"text {share} matched, fuzzy score {self.score:.0f}")
+                else f"text {share} matched, fuzzy score {self.score:g}")
         return f"{text}; ambiguous: {self.ambiguous}" if self.ambiguous else text
 
 
