@@ -20,7 +20,7 @@ from .config.outputs import check_outputs
 from .config.settings import Config, load_config
 from .env import in_github_actions
 from .errors import ConfigError, FixtureError
-from .evalset.jsonl import UnknownChunk, load_chunks, load_evalset
+from .evalset.jsonl import Unanchored, load_chunks, load_evalset
 from .evalset.records import Chunk, Question
 from .gate.checks import Outcome
 from .gate.items import ItemKey, Skip, item_keys
@@ -89,7 +89,7 @@ class RagSession:
         self.chunks = load_chunks(self.config.chunks)
         try:
             self.questions = load_evalset(self.config.evalset, self.chunks)
-        except UnknownChunk as exc:
+        except Unanchored as exc:
             raise self._reanchored(exc) from None
         if any(spec.on_no_answer for spec in self.config.metrics) and all(q.answerable for q in self.questions):
             raise ConfigError(
@@ -101,14 +101,15 @@ class RagSession:
             recorded_gold(self.baseline)  # a damaged record of the gold texts fails here, before anything runs
             verify(self.baseline, self.config.k, self.chunks, self.questions)
 
-    def _reanchored(self, problem: UnknownChunk) -> FixtureError:
-        """A gold id the corpus no longer holds: where the baseline's record of its text went, as a proposal."""
+    def _reanchored(self, problem: Unanchored) -> FixtureError:
+        """A label naming what the corpus no longer holds: where its text went (for an id, the text the
+        baseline recorded), as a proposal."""
         baseline = load_baseline(self.config.baseline)
         recorded = recorded_gold(baseline)
-        found = plan(self.config.evalset, self.chunks, recorded) if recorded is not None else None
+        found = plan(self.config.evalset, self.chunks, recorded or {})
         why = (f"there is no baseline at {display(self.config.baseline)}" if baseline is None
                else f"{display(self.config.baseline)} records no gold texts (recorded before they were kept)")
-        return anchoring_error(problem, found, self.options.config_path, why)
+        return anchoring_error(problem, found, recorded is not None, self.options.config_path, why)
 
     def header_lines(self) -> list[str]:
         return header_lines(self.config, self.chunks, self.questions, self.baseline, self.options.update)

@@ -9,7 +9,7 @@ that finds anything decides:
 2. chunks inside the old text (a split whose pieces lost or changed text at the cut): taken
    when together they cover CONTAINED of it;
 3. fuzzy overlap (rapidfuzz's `partial_ratio`, the best alignment of the shorter text in the
-   longer): chunks scoring FUZZY or more.
+   longer): chunks scoring FUZZY or more, compared only where they share SHARED of the trigrams.
 
 A candidate covering less than PIECE of the old text is never proposed. A proposal is ambiguous,
 and `relabel --apply` refuses it without `--accept-ambiguous`, when the old text (or a part of
@@ -34,6 +34,9 @@ FUZZY = 80.0
 """rapidfuzz `partial_ratio` (0-100) at or above which a chunk is a fuzzy candidate."""
 CERTAIN = 95.0
 """A fuzzy proposal whose every chunk scores this or more is certain; below, it is ambiguous."""
+SHARED = 0.2
+"""The fuzzy step compares only chunks sharing this share of the shorter side's distinct trigrams: an
+alignment scoring FUZZY changes at most a fifth of the characters, which leaves about half the trigrams."""
 GAP = 5.0
 """Two overlapping candidates whose scores differ by less than this are two places, not one and noise."""
 
@@ -93,6 +96,8 @@ class Matcher:
             self.starts.append(offset)
             offset += len(text)
         self.joined = "".join(self.texts)
+        self._grams: dict[str, list[int]] | None = None
+        self._sizes: list[int] = []
 
     def anchor(self, old: str) -> Anchor:
         """Where `old` went; see the module's steps."""
@@ -138,17 +143,40 @@ class Matcher:
         return spans
 
     def _fuzzy(self, text: str) -> list[Span]:
-        """Step 3: chunks whose best alignment with the old text scores FUZZY or more."""
-        from rapidfuzz import fuzz, process
+        """Step 3: chunks whose best alignment with the old text scores FUZZY or more, among those that
+        share SHARED of the shorter text's trigrams (the others cannot score near FUZZY)."""
+        from rapidfuzz import fuzz
 
         spans = []
-        for _, score, index in process.extract(text, self.texts, scorer=fuzz.partial_ratio, score_cutoff=FUZZY,
-                                               limit=None):
+        for index in self._sharing(text):
             aligned = fuzz.partial_ratio_alignment(text, self.texts[index], score_cutoff=FUZZY)
             if aligned is None or aligned.src_end - aligned.src_start < PIECE * len(text):
                 continue
-            spans.append(Span(self.ids[index], aligned.src_start, aligned.src_end, round(score, 1)))
+            spans.append(Span(self.ids[index], aligned.src_start, aligned.src_end, round(aligned.score, 1)))
         return spans
+
+    def _sharing(self, text: str) -> list[int]:
+        """The chunks, by position, that share at least SHARED of the shorter side's distinct trigrams."""
+        if self._grams is None:
+            self._grams = {}
+            self._sizes = []
+            for index, piece in enumerate(self.texts):
+                grams = _trigrams(piece)
+                self._sizes.append(len(grams))
+                for gram in grams:
+                    self._grams.setdefault(gram, []).append(index)
+        wanted = _trigrams(text)
+        shared: dict[int, int] = {}
+        for gram in wanted:
+            for index in self._grams.get(gram, ()):
+                shared[index] = shared.get(index, 0) + 1
+        return sorted(index for index, count in shared.items()
+                      if count >= SHARED * min(len(wanted), self._sizes[index]))
+
+
+def _trigrams(text: str) -> set[str]:
+    """The distinct 3-character substrings (the text itself when shorter)."""
+    return {text[i:i + 3] for i in range(max(1, len(text) - 2))} if text else set()
 
 
 def _covered(spans: Sequence[Span]) -> int:

@@ -6,8 +6,9 @@ for it went (`anchor.py`) and fails with the proposal and the command that appli
 `ragretrieval relabel` prints the eval set's changes as a diff and `--apply` writes them. Only
 ids absent from the corpus move; a label's grade goes to every chunk it moves to (the higher
 grade wins where the question already grades one); a grade-0 judgment of a chunk that is gone
-is dropped (no text is recorded for it). `relevant_text` snippets are not ids: they follow their
-text by themselves.
+is dropped (no text is recorded for it). A `relevant_text` snippet follows its text by itself,
+unless no chunk holds it whole any more (a cut through it): it is then looked for as any old text
+is, and its label becomes the ids of the chunks holding it, graded 1 as the snippet graded them.
 """
 from __future__ import annotations
 
@@ -36,6 +37,8 @@ class Move:
     grade: int
     anchor: Anchor | None
     """None: nothing recorded to look for (no text recorded for the id, or a grade-0 judgment)."""
+    snippet: bool = False
+    """`old` is a `relevant_text` snippet that no chunk holds whole, not a chunk id."""
 
     @property
     def chunks(self) -> tuple[str, ...]:
@@ -51,7 +54,8 @@ class Move:
         return self.anchor is not None and bool(self.anchor.ambiguous)
 
     def __str__(self) -> str:
-        head = f"{self.question}: {self.old} -> "
+        shown = self.old if len(self.old) <= SHOWN else self.old[: SHOWN - 1] + "…"
+        head = f"{self.question}: {f'relevant_text {shown!r}' if self.snippet else self.old} -> "
         if self.grade == 0 and not self.chunks:
             return head + "(dropped: a grade-0 judgment of a chunk no longer in the corpus)"
         if self.anchor is None:
@@ -63,7 +67,8 @@ class Move:
 
 @dataclass(frozen=True)
 class Plan:
-    """Every label of the eval set at `path` whose chunk id the corpus no longer holds."""
+    """Every label of the eval set at `path` that names nothing in the corpus: a chunk id it no longer
+    holds, a snippet no chunk holds whole."""
 
     path: Path
     moves: tuple[Move, ...]
@@ -80,8 +85,7 @@ class Plan:
         """The proposal block, as the gate fails with it and `relabel` prints it."""
         count = len(self.moves)
         lines = [f"{display(self.path)}: {count} gold label{'s' if count != 1 else ''} name{'s' if count == 1 else ''} "
-                 "a chunk id no longer in the corpus; where the text the baseline recorded for "
-                 f"{'it' if count == 1 else 'them'} went:"]
+                 f"what the corpus no longer holds; where {'its' if count == 1 else 'their'} text went:"]
         lines += [f"  {move}" for move in self.moves]
         if self.lost:
             lines.append(f"label {', '.join(sorted({m.question for m in self.lost}))} by hand first, then run "
@@ -92,6 +96,10 @@ class Plan:
         else:
             lines.append(f"apply it with `{command} --apply` (see the diff with `{command}`)")
         return lines
+
+
+SHOWN = 24
+"""Characters of a snippet shown in a proposal."""
 
 
 def command(config_path: str | None) -> str:
@@ -126,6 +134,10 @@ def plan(path: Path, chunks: Sequence[Chunk], recorded: Mapping[str, str]) -> Pl
                     found[old] = matcher.anchor(recorded[old])
                 anchor = found[old]
             moves.append(Move(qid, where, old, grade, anchor))
+        snippets = record.get("relevant_text", [])
+        for snippet in snippets if isinstance(snippets, list) else []:
+            if isinstance(snippet, str) and snippet.strip() and not any(snippet in c.text for c in chunks):
+                moves.append(Move(qid, where, snippet, 1, matcher.anchor(snippet), snippet=True))
     return Plan(path, tuple(moves))
 
 
@@ -143,6 +155,26 @@ def _moved(value: Any, moves: Sequence[Move]) -> Any:
     return list(merged) if isinstance(value, list) else merged
 
 
+def _unsnipped(record: dict[str, Any], moves: Sequence[Move]) -> None:
+    """Snippets no chunk holds whole any more, turned into their chunks' ids graded 1 (an id already
+    graded keeps the higher grade); `relevant_text` is removed when no snippet is left in it."""
+    gone = {move.old for move in moves}
+    left = [snippet for snippet in record["relevant_text"] if snippet not in gone]
+    if left:
+        record["relevant_text"] = left
+    else:
+        del record["relevant_text"]
+    added = [cid for move in moves for cid in move.chunks]
+    value = record.get("relevant", [])
+    if isinstance(value, list):
+        record["relevant"] = list(dict.fromkeys([*value, *added]))
+        return
+    merged = dict(value)
+    for cid in added:
+        merged[cid] = max(1, merged.get(cid, 1))
+    record["relevant"] = merged
+
+
 def rewritten(text: str, found: Plan) -> str:
     """The eval set's text with the plan applied; lines without a move are kept byte for byte."""
     parts = text.split("\n")
@@ -157,14 +189,25 @@ def rewritten(text: str, found: Plan) -> str:
         body = line.removesuffix("\n").removesuffix("\r")
         bom = "\ufeff" if index == 0 and body.startswith("\ufeff") else ""
         record = json.loads(body.removeprefix(bom))
-        record["relevant"] = _moved(record["relevant"], moves)
+        ids = [move for move in moves if not move.snippet]
+        if ids:
+            record["relevant"] = _moved(record["relevant"], ids)
+        cut = [move for move in moves if move.snippet]
+        if cut:
+            _unsnipped(record, cut)
         lines[index] = bom + json.dumps(record, ensure_ascii=False) + line[len(body):]
     return "".join(lines)
 
 
-def anchoring_error(problem: FixtureError, found: Plan | None, config_path: str | None, why: str) -> FixtureError:
-    """What the gate fails with when a gold id is unknown: the proposal, or today's line and why
-    there is none (`why`: no baseline, or one that records no gold texts)."""
-    if found is None or not found.moves:
+def needs_record(found: Plan) -> bool:
+    """Some label is an id that left the corpus: only the baseline's record of its text can say where it went."""
+    return any(not move.snippet for move in found.moves)
+
+
+def anchoring_error(problem: FixtureError, found: Plan, recorded: bool, config_path: str | None,
+                    why: str) -> FixtureError:
+    """What the gate fails with when a label names nothing in the corpus: the proposal, or today's line
+    and why there is none (`why`: no baseline, or one that records no gold texts)."""
+    if not found.moves or (not recorded and needs_record(found)):
         return FixtureError(f"{problem}; {why}, so where it went cannot be found: relabel it by hand")
     return FixtureError("\n".join(found.lines(command(config_path))))

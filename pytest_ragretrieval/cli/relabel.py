@@ -16,7 +16,7 @@ from typing import Any
 
 from ..baseline.format import load
 from ..baseline.gold import recorded_gold
-from ..baseline.relabel import Plan, command, plan, rewritten
+from ..baseline.relabel import Plan, command, needs_record, plan, rewritten
 from ..config.settings import Config, load_config
 from ..errors import FixtureError
 from ..evalset.jsonl import load_chunks
@@ -62,8 +62,8 @@ def run_relabel(config: Config, config_path: str | None, *, apply: bool = False,
     name = display(config.evalset)
     if not found.moves:
         return Result(out=[f"{PROG}: nothing to relabel: every gold chunk id in {name} is in {display(config.chunks)}"])
-    if recorded is None:
-        first = found.moves[0]
+    if recorded is None and needs_record(found):
+        first = next(move for move in found.moves if not move.snippet)
         why = "there is none" if baseline is None else "it records no gold texts (recorded before they were kept)"
         raise FixtureError(f"{first.where}: unknown chunk id {first.old!r} in 'relevant', and the baseline "
                            f"{display(config.baseline)} cannot say where it went: {why}; relabel it by hand")

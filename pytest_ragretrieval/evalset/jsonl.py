@@ -68,8 +68,9 @@ def records(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
         yield where, record
 
 
-class UnknownChunk(FixtureError):
-    """A `relevant` id the corpus does not hold: the gate then looks for where its recorded text went."""
+class Unanchored(FixtureError):
+    """A label that names nothing in the corpus (a `relevant` id it does not hold, a snippet no chunk holds):
+    the gate then looks for where its text went."""
 
 
 def _columns_only(message: str) -> str:
@@ -163,7 +164,7 @@ def _relevance(where: str, value: Any, known: Mapping[str, Chunk]) -> dict[str, 
         )
     for chunk_id in grades:
         if chunk_id not in known:
-            raise UnknownChunk(f"{where}: unknown chunk id {chunk_id!r} in 'relevant'")
+            raise Unanchored(f"{where}: unknown chunk id {chunk_id!r} in 'relevant'")
     return grades
 
 
@@ -174,7 +175,7 @@ def _snippet_relevance(where: str, value: Any, chunks: Sequence[Chunk]) -> dict[
     for snippet in value:
         matches = [chunk.id for chunk in chunks if snippet in chunk.text]
         if not matches:
-            raise FixtureError(f"{where}: snippet {snippet!r} in 'relevant_text' matches no chunk")
+            raise Unanchored(f"{where}: snippet {snippet!r} in 'relevant_text' matches no chunk")
         for chunk_id in matches:
             grades[chunk_id] = 1
     return grades

@@ -125,8 +125,7 @@ def test_relabel_prints_the_proposal_and_a_unified_diff(project: Path, capsys: p
     code, out, err = run(capsys)
     assert (code, err) == (0, [])
     assert out[:5] == [
-        "evalset.jsonl: 3 gold labels name a chunk id no longer in the corpus; where the text the baseline "
-        "recorded for them went:",
+        "evalset.jsonl: 3 gold labels name what the corpus no longer holds; where their text went:",
         "  q1: hotel -> hotel-1, hotel-2 (text 100% contained)",
         "  q2: hotel -> hotel-1, hotel-2 (text 100% contained)",
         "  q4: hotel -> hotel-1, hotel-2 (text 100% contained)",
