@@ -108,6 +108,9 @@ def check(folder: Path, chunks: list[dict[str, Any]], questions: list[dict[str, 
         "wrong": len(wrong), "wrong_ids": wrong[:10], "snippet_labels": snippets,
         "snippets_cut_through": cut_through, "snippet_wrong": len(snippet_wrong),
         "kinds": sorted({move.anchor.how for move in found.moves if move.anchor is not None}),
+        "by_kind": {how: sum(1 for m in moves.values() if m.anchor is not None and m.anchor.how == how)
+                    for how in ("contained", "fuzzy")},
+        "gold_chunks": len(recorded), "gold_bytes": len(json.dumps(recorded, ensure_ascii=False).encode()),
         "plan_seconds": round(seconds, 3),
     }
 
