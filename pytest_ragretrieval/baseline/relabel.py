@@ -206,8 +206,11 @@ def needs_record(found: Plan) -> bool:
 
 def anchoring_error(problem: FixtureError, found: Plan, recorded: bool, config_path: str | None,
                     why: str) -> FixtureError:
-    """What the gate fails with when a label names nothing in the corpus: the proposal, or today's line
-    and why there is none (`why`: no baseline, or one that records no gold texts)."""
-    if not found.moves or (not recorded and needs_record(found)):
+    """What the gate fails with when a label names nothing in the corpus: the proposal; or today's line
+    and why there is none (`why`: no baseline, or one that records no gold texts); or today's line
+    alone when nothing was found anywhere (a mistyped id or snippet)."""
+    if not recorded and needs_record(found):
         return FixtureError(f"{problem}; {why}, so where it went cannot be found: relabel it by hand")
+    if not any(move.chunks for move in found.moves):
+        return problem
     return FixtureError("\n".join(found.lines(command(config_path))))

@@ -34,7 +34,7 @@ def test_an_edited_gold_text_names_its_questions_and_their_drops(recorded: pytes
     write_chunks(recorded, [dict(c, text="本条已废止。") if c["id"] == "travel-001" else c for c in CHUNKS])
     set_rankings(recorded.path, dict(GOLD, q01=["refund-001"]))
     result = recorded.runpytest("--rag-eval", "-k", "table and recall", "--rag-json", "results.json",
-                                "--rag-report", "report.md", *RUN)
+                                "--rag-report", "report.md", "--rag-html", "report.html", *RUN)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines([
         "rag: warning: labels to review: q01 (the text of gold chunk travel-001 was edited)",
@@ -47,6 +47,8 @@ def test_an_edited_gold_text_names_its_questions_and_their_drops(recorded: pytes
     assert "labels to review: q01 (the text of gold chunk travel-001 was edited)" in results["since_baseline"]["lines"]
     assert "- labels to review: q01 (the text of gold chunk travel-001 was edited)" in (
         recorded.path / "report.md").read_text(encoding="utf-8")
+    assert "labels to review: q01 (the text of gold chunk travel-001 was edited)" in (
+        recorded.path / "report.html").read_text(encoding="utf-8")
 
 
 def test_a_split_gold_chunk_is_re_anchored_by_relabel_and_the_next_run_passes(

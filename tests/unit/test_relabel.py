@@ -211,3 +211,21 @@ def test_old_chunks_give_the_old_gold(tmp_path: Path) -> None:
     write_project(tmp_path, GOLD, chunks=OLD_CHUNKS, questions=[q for q in QUESTIONS if q["id"] != "q4"])
     chunks = load_chunks(tmp_path / "chunks.jsonl")
     assert gold_texts(chunks, load_evalset(tmp_path / "evalset.jsonl", chunks)) == GOLD
+
+
+def test_the_gate_s_error_is_the_proposal_today_s_line_with_why_or_today_s_line_alone(tmp_path: Path) -> None:
+    from pytest_ragretrieval.baseline.relabel import anchoring_error
+    from pytest_ragretrieval.errors import FixtureError
+
+    write_project(tmp_path, GOLD)
+    problem = FixtureError("evalset.jsonl:1: unknown chunk id 'hotel' in 'relevant'")
+    chunks = load_chunks(tmp_path / "chunks.jsonl")
+    found = plan(tmp_path / "evalset.jsonl", chunks, GOLD)
+    assert str(anchoring_error(problem, found, True, None, "")).splitlines()[1:2] == [
+        "  q1: hotel -> hotel-1, hotel-2 (text 100% contained)"]
+    assert str(anchoring_error(problem, plan(tmp_path / "evalset.jsonl", chunks, {}), False, None,
+                               "there is no baseline at b.json")) == (
+        "evalset.jsonl:1: unknown chunk id 'hotel' in 'relevant'; there is no baseline at b.json, so where it went "
+        "cannot be found: relabel it by hand")
+    typo = plan(tmp_path / "evalset.jsonl", chunks, {"hotel": "谁也没有的文字，找不到。"})
+    assert anchoring_error(problem, typo, True, None, "") is problem
