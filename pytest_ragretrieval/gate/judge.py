@@ -108,6 +108,7 @@ class Judge:
         self._family: dict[tuple[str, str], Comparison] | None = None
         self._pairs: Pairs | None = None
         self._since: Since | None = None
+        self._edited: tuple[EditedGold, ...] | None = None
 
     def pairs(self) -> Pairs:
         """The comparisons between configurations, computed once for the summary, reports and results."""
@@ -129,9 +130,12 @@ class Judge:
         return self._since
 
     def edited_gold(self) -> tuple[EditedGold, ...]:
-        """Gold chunks whose text changed since the baseline recorded it, with the questions they are gold of."""
-        today = self.fingerprint.get("chunks", {}).get("gold", {})
-        return edited_gold(recorded_gold(self.baseline), today, self.questions)
+        """Gold chunks whose text changed since the baseline recorded it, with the questions they are gold of
+        (computed once)."""
+        if self._edited is None:
+            today = self.fingerprint.get("chunks", {}).get("gold", {})
+            self._edited = edited_gold(recorded_gold(self.baseline), today, self.questions)
+        return self._edited
 
     def notes(self) -> list[str]:
         """The warnings every report repeats: a small eval set, too few comparable questions."""
