@@ -14,13 +14,15 @@ from typing import Any
 from .baseline.fingerprint import fingerprint
 from .baseline.format import Baseline, dumps
 from .baseline.format import load as load_baseline
+from .baseline.gold import recorded_gold
 from .baseline.partial import partial_document
+from .baseline.relabel import anchoring_error, plan
 from .baseline.verify import verify
 from .config.outputs import check_outputs
 from .config.settings import Config, load_config
 from .env import in_github_actions
-from .errors import ConfigError
-from .evalset.jsonl import load_chunks, load_evalset
+from .errors import ConfigError, FixtureError
+from .evalset.jsonl import Unanchored, load_chunks, load_evalset
 from .evalset.records import Chunk, Question
 from .gate.checks import Outcome
 from .gate.items import ItemKey, Skip, item_keys
@@ -96,7 +98,10 @@ class RagSession:
         check_outputs(self.config, self.options.outputs, self.options.update)
         if self.config.chunks is not None:
             self.chunks = load_chunks(self.config.chunks)
-            self.questions = load_evalset(self.config.evalset, self.chunks)
+            try:
+                self.questions = load_evalset(self.config.evalset, self.chunks)
+            except Unanchored as exc:
+                raise self._reanchored(exc) from None
         else:
             assert self.config.team_corpus is not None
             from .database.team import need_dsn, read_corpus
@@ -114,7 +119,18 @@ class RagSession:
             )
         self.baseline = load_baseline(self.config.baseline)
         if self.baseline is not None:
+            recorded_gold(self.baseline)  # a damaged record of the gold texts fails here, before anything runs
             verify(self.baseline, self.config.k, self.chunks, self.questions)
+
+    def _reanchored(self, problem: Unanchored) -> FixtureError:
+        """A label naming what the corpus no longer holds: where its text went (for an id, the text the
+        baseline recorded), as a proposal."""
+        baseline = load_baseline(self.config.baseline)
+        recorded = recorded_gold(baseline)
+        found = plan(self.config.evalset, self.chunks, recorded or {})
+        why = (f"there is no baseline at {display(self.config.baseline)}" if baseline is None
+               else f"{display(self.config.baseline)} records no gold texts (recorded before they were kept)")
+        return anchoring_error(problem, found, recorded is not None, self.options.config_path, why)
 
     def header_lines(self) -> list[str]:
         return header_lines(self.config, self.chunks, self.questions, self.baseline, self.options.update)

@@ -21,6 +21,7 @@ from ..evalset.jsonl import GRADING_VERSION
 from ..evalset.records import Chunk, Question
 from ..retrievers.tokens import describe
 from ..scoring.metrics import METRICS_VERSION
+from .gold import gold_texts
 
 ITEMIZE_LIMIT = 20_000
 """Above this many chunks the baseline records the corpus's digest and size only, not one digest per
@@ -94,6 +95,7 @@ def fingerprint(
     corpus: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """This run's fingerprint: the yardstick, the shared inputs and one entry per configured retriever.
+    The corpus part also keeps the gold chunks' texts (`gold.py`), the labels' provenance.
 
     `setup` is what each retriever's type adds (the embedder, the index), as the runner found it;
     `corpus` the record the team's database computed for its table (database.team), which then
@@ -102,7 +104,7 @@ def fingerprint(
     return {
         "yardstick": yardstick(config),
         "tokenizer": describe(config.tokenizer),
-        "chunks": dict(corpus) if corpus is not None else corpus_record(chunks),
+        "chunks": dict(corpus) if corpus is not None else {**corpus_record(chunks), "gold": gold_texts(chunks, questions)},
         "questions": questions_record(questions),
         "retrievers": {spec.name: retriever_fingerprint(config, spec.name, setup) for spec in config.retrievers},
     }

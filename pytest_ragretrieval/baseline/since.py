@@ -221,6 +221,8 @@ class Since:
     corpus: CorpusChange | None
     questions: QuestionChanges
     retrievers: Mapping[str, tuple[Change, ...]] = field(hash=False)
+    labels: str = ""
+    """`labels to review: ...`: the questions whose gold chunk's text was edited (`gold.py`); the judge adds it."""
 
     @property
     def comparable(self) -> bool:
@@ -263,7 +265,7 @@ class Since:
         system = self.system()
         if system and not self.yardstick:
             found.append("compared across changes: " + "; ".join(system))
-        return found + self.questions.lines()
+        return found + self.questions.lines() + ([self.labels] if self.labels else [])
 
 
 def retriever_changes(old: Mapping[str, Any], new: Mapping[str, Any], name: str) -> tuple[Change, ...]:

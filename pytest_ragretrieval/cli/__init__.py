@@ -16,11 +16,12 @@ from pathlib import Path
 
 from ..errors import ConfigError, RagError, describe_exception
 from ..paths import display
-from . import comment, diff, find, merge, pr_check, suspects
+from . import comment, diff, find, merge, pr_check, relabel, suspects
 from .common import BUG, FAILED, OK, PROG, USAGE, Command, Parser, Result, UsageError
 
 COMMANDS: dict[str, Command] = {
     "find": find, "suspects": suspects, "diff": diff, "pr-check": pr_check, "comment": comment, "merge": merge,
+    "relabel": relabel,
 }
 """The registry: a command is one module with `register(commands, common)` and `run(args)`, and one line here."""
 
@@ -36,7 +37,9 @@ exit status:
      not comparable; with
      --fail-on-lower: a value lowered, an entry removed or a setting loosened;
      pr-check: the bar was lowered without the approval label; merge: an item
-     failed, there is no baseline to judge against, or a file was not written
+     failed, there is no baseline to judge against, or a file was not written;
+     relabel --apply: a proposal is ambiguous (without --accept-ambiguous) or a
+     label is found nowhere, so nothing was written
   2  usage error, or a bad config, fixture line, results, partial or event file
   3  an unexpected error: a bug of ragretrieval (please report the line)
 

@@ -30,7 +30,7 @@ QUESTION_ID = re.compile(r"[\w.+/\[\]:-]+")
 """What a -k expression can name (pytest's identifier characters, less the backslash)."""
 
 
-def _records(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+def records(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
     """Yield (`file:line`, object) for each non-blank line, read a line at a time; a UTF-8 byte-order
     mark is skipped."""
     name = display(path)
@@ -66,6 +66,11 @@ def _records(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
             if problem is not None:
                 raise FixtureError(f"{where}: field {key!r} holds {problem}; remove it")
         yield where, record
+
+
+class Unanchored(FixtureError):
+    """A label that names nothing in the corpus (a `relevant` id it does not hold, a snippet no chunk holds):
+    the gate then looks for where its text went."""
 
 
 def _columns_only(message: str) -> str:
@@ -116,7 +121,7 @@ def load_chunks(path: Path) -> tuple[Chunk, ...]:
     """Read the corpus; ids must be unique non-empty one-line strings; texts may be empty."""
     chunks: list[Chunk] = []
     seen: dict[str, str] = {}
-    for where, record in _records(path):
+    for where, record in records(path):
         _check_keys(where, record, CHUNK_KEYS)
         chunk_id = _string(where, record, "id")
         text = _string(where, record, "text", empty=True)
@@ -160,7 +165,7 @@ def _relevance(where: str, value: Any, known: Mapping[str, Chunk], source: str |
     for chunk_id in grades:
         if chunk_id not in known:
             lacks = f" ({source} has no row with that id)" if source else ""
-            raise FixtureError(f"{where}: unknown chunk id {chunk_id!r} in 'relevant'{lacks}")
+            raise Unanchored(f"{where}: unknown chunk id {chunk_id!r} in 'relevant'{lacks}")
     return grades
 
 
@@ -171,7 +176,7 @@ def _snippet_relevance(where: str, value: Any, chunks: Sequence[Chunk]) -> dict[
     for snippet in value:
         matches = [chunk.id for chunk in chunks if snippet in chunk.text]
         if not matches:
-            raise FixtureError(f"{where}: snippet {snippet!r} in 'relevant_text' matches no chunk")
+            raise Unanchored(f"{where}: snippet {snippet!r} in 'relevant_text' matches no chunk")
         for chunk_id in matches:
             grades[chunk_id] = 1
     return grades
@@ -183,7 +188,7 @@ def load_evalset(path: Path, chunks: Sequence[Chunk], source: str | None = None)
     known = {chunk.id: chunk for chunk in chunks}
     questions: list[Question] = []
     seen: dict[str, str] = {}
-    for where, record in _records(path):
+    for where, record in records(path):
         _check_keys(where, record, QUESTION_KEYS)
         question_id = _string(where, record, "id")
         query = _string(where, record, "query")

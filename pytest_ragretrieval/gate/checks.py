@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from ..baseline.format import Recorded, RecordedQuestion
 from ..baseline.since import detectable, paired
@@ -87,14 +87,30 @@ def drops(label: str, recorded: Recorded, result: RetrieverResult, comparable: C
     return found
 
 
-def drop_lines(found: list[Drop]) -> list[str]:
+def edited_text(chunks: Sequence[str]) -> str:
+    """`its gold chunk security-018 was edited`, or `its gold chunks a, b were edited`."""
+    if len(chunks) == 1:
+        return f"its gold chunk {chunks[0]} was edited"
+    return f"its gold chunks {', '.join(chunks)} were edited"
+
+
+def drop_lines(found: list[Drop], edited: Mapping[str, Sequence[str]] | None = None) -> list[str]:
+    """The drops, worst first; `edited`: question id -> its gold chunks whose text was edited since the
+    baseline, named on its line and counted apart (the label may be stale, not the retrieval worse)."""
     if not found:
         return []
+    edited = edited or {}
     lines = ["questions that dropped, worst first:"]
     for drop in found[:MAX_LISTED]:
-        lines.append(f"  {drop.question}: {fmt(drop.before)} -> {fmt(drop.after)} ({signed(drop.delta)})")
+        gold = f" — {edited_text(edited[drop.question])}" if drop.question in edited else ""
+        lines.append(f"  {drop.question}: {fmt(drop.before)} -> {fmt(drop.after)} ({signed(drop.delta)}){gold}")
     if len(found) > MAX_LISTED:
         lines.append(f"  ... and {len(found) - MAX_LISTED} more")
+    stale = [drop.question for drop in found if drop.question in edited]
+    if stale:
+        lines.append(f"{len(stale)} of the {len(found)} questions that dropped stand on gold text edited since the "
+                     f"baseline ({', '.join(stale[:MAX_LISTED])}{', ...' if len(stale) > MAX_LISTED else ''}): "
+                     "review their labels before reading the drop as worse retrieval")
     return lines
 
 
@@ -167,6 +183,8 @@ class MetricCheck:
     significance: str = "none"
     alpha: float = 0.05
     changes: tuple[str, ...] = ()
+    edited: Mapping[str, tuple[str, ...]] = field(default_factory=dict, hash=False)
+    """Question id -> its gold chunks whose text was edited since the baseline (`baseline/gold.py`)."""
 
     def evaluate(self, recorded: Recorded, result: RetrieverResult, comparison: Comparison | None = None,
                  comparable: Collection[str] | None = None) -> Outcome:
@@ -204,9 +222,9 @@ class MetricCheck:
             test = self._test_text(comparison)
             if comparison.p_value is not None and comparison.p_value >= self.alpha:
                 return Outcome(True, f"{head}, but the drop is not significant ({test})", (), comparison)
-            return Outcome(False, f"{head}; {test}", tuple(drop_lines(found)), comparison)
+            return Outcome(False, f"{head}; {test}", tuple(drop_lines(found, self.edited)), comparison)
         if fell:
-            return Outcome(False, head, tuple(drop_lines(found)), comparison)
+            return Outcome(False, head, tuple(drop_lines(found, self.edited)), comparison)
         tested = f"; {self.significance} test {p_text(comparison)}" if comparison.p_value is not None else ""
         return Outcome(
             True, f"{label} of {self.retriever!r}: {fmt(after)} ({signed(after - before)} against {fmt(before)})"
@@ -232,6 +250,8 @@ class QuestionCheck:
     retriever: str
     question: Question
     k: int
+    edited: tuple[str, ...] = ()
+    """Its gold chunks whose text was edited since the baseline."""
 
     def evaluate(self, recorded: Recorded, result: RetrieverResult, edited: str | None = None) -> Outcome:
         old: RecordedQuestion | None = recorded.questions.get(self.question.id)
@@ -251,7 +271,8 @@ class QuestionCheck:
                 f"{self.retriever!r} and is no longer one",
                 (f"  before: {', '.join(old.ranking[: self.k]) or '(nothing)'}",
                  f"  now:    {', '.join(ranking[: self.k]) or '(nothing)'}",
-                 f"  relevant: {', '.join(sorted(self.question.relevant_ids))}"),
+                 f"  relevant: {', '.join(sorted(self.question.relevant_ids))}",
+                 *([f"  {edited_text(self.edited)} since the baseline: review the label"] if self.edited else [])),
             )
         state = "still a hit" if before else ("a new hit" if now else "not a hit, as before")
         return Outcome(True, f"question {self.question.id} of {self.retriever!r}: {state} within {self.k}")

@@ -11,6 +11,7 @@ from typing import Any
 
 from ..baseline.fingerprint import questions_record
 from ..baseline.format import RERECORD, Baseline, Recorded
+from ..baseline.gold import EditedGold, by_question, edited_gold, recorded_gold, review_line
 from ..baseline.since import QuestionChanges, Since, question_changes, since
 from ..baseline.update import partial_lines
 from ..baseline.verify import reproduced
@@ -109,6 +110,7 @@ class Judge:
         self._members: list[Member] | None = None
         self._pairs: Pairs | None = None
         self._since: Since | None = None
+        self._edited: tuple[EditedGold, ...] | None = None
 
     def pairs(self) -> Pairs:
         """The comparisons between configurations, computed once for the summary, reports and results."""
@@ -126,8 +128,16 @@ class Judge:
             questions = baseline_questions(self.baseline, self.config, self.questions)
             if questions.note:
                 found = replace(found, questions=questions)
-            self._since = found
+            self._since = replace(found, labels=review_line(self.edited_gold()) or "")
         return self._since
+
+    def edited_gold(self) -> tuple[EditedGold, ...]:
+        """Gold chunks whose text changed since the baseline recorded it, with the questions they are gold of
+        (computed once)."""
+        if self._edited is None:
+            today = self.fingerprint.get("chunks", {}).get("gold", {})
+            self._edited = edited_gold(recorded_gold(self.baseline), today, self.questions)
+        return self._edited
 
     def notes(self) -> list[str]:
         """The warnings every report repeats: a small eval set, too few comparable questions, drops
@@ -257,11 +267,13 @@ class Judge:
             edited = dict(found.questions.edited).get(key.name)
             if edited is None and key.name not in found.questions.comparable and key.name in recorded.questions:
                 edited = found.questions.note or "not comparable"
-            return QuestionCheck(key.retriever, question, self.config.k).evaluate(recorded, run.result, edited)
+            gold_edited = by_question(self.edited_gold()).get(key.name, ())
+            return QuestionCheck(key.retriever, question, self.config.k, gold_edited).evaluate(
+                recorded, run.result, edited)
         metric = next(s for s in self.config.metrics if s.label == key.name)
         check = MetricCheck(
             key.retriever, metric, self.config.tolerance.for_metric(metric), self.config.significance,
-            self.config.alpha, self.changes(key.retriever),
+            self.config.alpha, self.changes(key.retriever), by_question(self.edited_gold()),
         )
         return check.evaluate(recorded, run.result, self.comparison(key.retriever, key.name),
                               found.questions.comparable)

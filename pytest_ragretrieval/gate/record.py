@@ -25,7 +25,8 @@ def results_document(
     top level, the retrievers skipped here (`unavailable`), the gate's failed items (`failures`), so
     that `ragretrieval comment` can say what failed without judging again, and `comparisons` between
     configurations ({a, b, metric, delta, p_value, ci95, wins, ties, losses}), what changed since the
-    baseline (`since_baseline`) and, in significance mode, how the p-values were adjusted."""
+    baseline (`since_baseline`), the gold chunks whose text was edited since and the questions they are
+    gold of (`labels_to_review`, when any) and, in significance mode, how the p-values were adjusted."""
     entries = {}
     since = judge.since()
     unavailable = {name: run.skipped for name, run in runs.items() if run.skipped is not None}
@@ -57,6 +58,9 @@ def results_document(
             "comparable": since.comparable, "yardstick": [str(c) for c in since.yardstick],
             "changes": since.system(), "questions": since.questions.lines(), "lines": since.lines(),
         }
+    edited = judge.edited_gold()
+    if edited:
+        doc["labels_to_review"] = [{"chunk": e.chunk, "questions": list(e.questions)} for e in edited]
     if config.significance != "none":
         doc["significance"] = {"method": config.significance, "alpha": config.alpha,
                                "adjustment": judge.adjustment(), "family": len(judge.family())}

@@ -4,6 +4,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from ..baseline.format import Baseline
+from ..baseline.gold import edited_gold, gold_texts, recorded_gold, review_line
 from ..config.settings import Config
 from ..evalset.records import Chunk, Question
 from ..gate.checks import ADJUSTED, Comparison
@@ -48,6 +49,8 @@ def header_lines(config: Config, chunks: Sequence[Chunk], questions: Sequence[Qu
     notes = small_set_notes(config, questions)
     if baseline is not None:
         notes += comparable_notes(config, questions, baseline_questions(baseline, config, questions))
+        review = review_line(edited_gold(recorded_gold(baseline), gold_texts(chunks, questions), questions))
+        notes += [review] if review else []
     return lines + [f"rag: warning: {note}" for note in notes]
 
 

@@ -1,0 +1,216 @@
+"""Re-anchoring: gold ids that left the corpus moved to the chunks that hold their recorded text.
+
+When a re-chunking removes a labelled id, the eval set cannot load. Instead of stopping with
+"unknown chunk id", the gate finds, for each such label, where the text the baseline recorded
+for it went (`anchor.py`) and fails with the proposal and the command that applies it;
+`ragretrieval relabel` prints the eval set's changes as a diff and `--apply` writes them. Only
+ids absent from the corpus move; a label's grade goes to every chunk it moves to (the higher
+grade wins where the question already grades one); a grade-0 judgment of a chunk that is gone
+is dropped (no text is recorded for it). A `relevant_text` snippet follows its text by itself,
+unless no chunk holds it whole any more (a cut through it): it is then looked for as any old text
+is, and its label becomes the ids of the chunks holding it, graded 1 as the snippet graded them.
+"""
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import FixtureError
+from ..evalset.jsonl import records
+from ..evalset.records import Chunk
+from ..paths import display
+from .anchor import Anchor, Matcher
+
+
+@dataclass(frozen=True)
+class Move:
+    """One label whose chunk id is no longer in the corpus, and where it goes."""
+
+    question: str
+    where: str
+    """`file:line` of the question."""
+    old: str
+    grade: int
+    anchor: Anchor | None
+    """None: nothing recorded to look for (no text recorded for the id, or a grade-0 judgment)."""
+    snippet: bool = False
+    """`old` is a `relevant_text` snippet that no chunk holds whole, not a chunk id."""
+
+    @property
+    def chunks(self) -> tuple[str, ...]:
+        return self.anchor.chunks if self.anchor is not None else ()
+
+    @property
+    def lost(self) -> bool:
+        """Nowhere to go, and no judgment to drop: only a person can relabel it."""
+        return self.grade > 0 and not self.chunks
+
+    @property
+    def ambiguous(self) -> bool:
+        return self.anchor is not None and bool(self.anchor.ambiguous)
+
+    def __str__(self) -> str:
+        shown = self.old if len(self.old) <= SHOWN else self.old[: SHOWN - 1] + "…"
+        head = f"{self.question}: {f'relevant_text {shown!r}' if self.snippet else self.old} -> "
+        if self.grade == 0 and not self.chunks:
+            return head + "(dropped: a grade-0 judgment of a chunk no longer in the corpus)"
+        if self.anchor is None:
+            return head + f"? (the baseline records no text for it; label it by hand at {self.where})"
+        if not self.chunks:
+            return head + f"? ({self.anchor}; label it by hand at {self.where})"
+        return head + f"{', '.join(self.chunks)} ({self.anchor})"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Every label of the eval set at `path` that names nothing in the corpus: a chunk id it no longer
+    holds, a snippet no chunk holds whole."""
+
+    path: Path
+    moves: tuple[Move, ...]
+
+    @property
+    def ambiguous(self) -> tuple[Move, ...]:
+        return tuple(move for move in self.moves if move.ambiguous)
+
+    @property
+    def lost(self) -> tuple[Move, ...]:
+        return tuple(move for move in self.moves if move.lost)
+
+    def lines(self, command: str) -> list[str]:
+        """The proposal block, as the gate fails with it and `relabel` prints it."""
+        count = len(self.moves)
+        lines = [f"{display(self.path)}: {count} gold label{'s' if count != 1 else ''} name{'s' if count == 1 else ''} "
+                 f"what the corpus no longer holds; where {'its' if count == 1 else 'their'} text went:"]
+        lines += [f"  {move}" for move in self.moves]
+        if self.lost:
+            lines.append(f"label {', '.join(sorted({m.question for m in self.lost}))} by hand first, then run "
+                         f"`{command}` to see the rest")
+        elif self.ambiguous:
+            lines.append(f"check the ambiguous ones, then apply it with `{command} --apply --accept-ambiguous` "
+                         f"(see the diff with `{command}`)")
+        else:
+            lines.append(f"apply it with `{command} --apply` (see the diff with `{command}`)")
+        return lines
+
+
+SHOWN = 24
+"""Characters of a snippet shown in a proposal."""
+
+
+def command(config_path: str | None) -> str:
+    """The `ragretrieval relabel` command line for the settings this run read."""
+    return "ragretrieval relabel" + (f" --config {shlex.quote(config_path)}" if config_path else "")
+
+
+def _labels(value: Any) -> list[tuple[str, int]]:
+    """(chunk id, grade) of a `relevant` value as the loader reads it; what it refuses is left to it."""
+    if isinstance(value, list):
+        return [(cid, 1) for cid in value if isinstance(cid, str)]
+    if isinstance(value, dict):
+        return [(cid, grade) for cid, grade in value.items()
+                if isinstance(grade, int) and not isinstance(grade, bool)]
+    return []
+
+
+def plan(path: Path, chunks: Sequence[Chunk], recorded: Mapping[str, str]) -> Plan:
+    """Where every absent gold id of the eval set at `path` went, in file order."""
+    known = {chunk.id for chunk in chunks}
+    matcher = Matcher(chunks)
+    found: dict[str, Anchor] = {}
+    moves = []
+    for where, record in records(path):
+        qid = str(record.get("id", ""))
+        for old, grade in _labels(record.get("relevant", [])):
+            if old in known:
+                continue
+            anchor = None
+            if grade > 0 and old in recorded:
+                if old not in found:
+                    found[old] = matcher.anchor(recorded[old])
+                anchor = found[old]
+            moves.append(Move(qid, where, old, grade, anchor))
+        snippets = record.get("relevant_text", [])
+        for snippet in snippets if isinstance(snippets, list) else []:
+            if isinstance(snippet, str) and snippet.strip() and not any(snippet in c.text for c in chunks):
+                moves.append(Move(qid, where, snippet, 1, matcher.anchor(snippet), snippet=True))
+    return Plan(path, tuple(moves))
+
+
+def _moved(value: Any, moves: Sequence[Move]) -> Any:
+    """A `relevant` value with each move applied, in place: the list form stays a list, the object
+    form an object in its order; a chunk named twice keeps its first place and its highest grade."""
+    by_id = {move.old: move for move in moves}
+    pairs: list[tuple[str, int]] = []
+    for cid, grade in _labels(value):
+        move = by_id.get(cid)
+        pairs += [(cid, grade)] if move is None else [(new, grade) for new in move.chunks]
+    merged: dict[str, int] = {}
+    for cid, grade in pairs:
+        merged[cid] = max(grade, merged.get(cid, grade))
+    return list(merged) if isinstance(value, list) else merged
+
+
+def _unsnipped(record: dict[str, Any], moves: Sequence[Move]) -> None:
+    """Snippets no chunk holds whole any more, turned into their chunks' ids graded 1 (an id already
+    graded keeps the higher grade); `relevant_text` is removed when no snippet is left in it."""
+    gone = {move.old for move in moves}
+    left = [snippet for snippet in record["relevant_text"] if snippet not in gone]
+    if left:
+        record["relevant_text"] = left
+    else:
+        del record["relevant_text"]
+    added = [cid for move in moves for cid in move.chunks]
+    value = record.get("relevant", [])
+    if isinstance(value, list):
+        record["relevant"] = list(dict.fromkeys([*value, *added]))
+        return
+    merged = dict(value)
+    for cid in added:
+        merged[cid] = max(1, merged.get(cid, 1))
+    record["relevant"] = merged
+
+
+def rewritten(text: str, found: Plan) -> str:
+    """The eval set's text with the plan applied; lines without a move are kept byte for byte."""
+    parts = text.split("\n")
+    lines = [part + "\n" for part in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
+    by_line: dict[int, list[Move]] = {}
+    for move in found.moves:
+        if move.lost:
+            continue
+        by_line.setdefault(int(move.where.rpartition(":")[2]) - 1, []).append(move)
+    for index, moves in by_line.items():
+        line = lines[index]
+        body = line.removesuffix("\n").removesuffix("\r")
+        bom = "\ufeff" if index == 0 and body.startswith("\ufeff") else ""
+        record = json.loads(body.removeprefix(bom))
+        ids = [move for move in moves if not move.snippet]
+        if ids:
+            record["relevant"] = _moved(record["relevant"], ids)
+        cut = [move for move in moves if move.snippet]
+        if cut:
+            _unsnipped(record, cut)
+        lines[index] = bom + json.dumps(record, ensure_ascii=False) + line[len(body):]
+    return "".join(lines)
+
+
+def needs_record(found: Plan) -> bool:
+    """Some label is an id that left the corpus: only the baseline's record of its text can say where it went."""
+    return any(not move.snippet for move in found.moves)
+
+
+def anchoring_error(problem: FixtureError, found: Plan, recorded: bool, config_path: str | None,
+                    why: str) -> FixtureError:
+    """What the gate fails with when a label names nothing in the corpus: the proposal; or today's line
+    and why there is none (`why`: no baseline, or one that records no gold texts); or today's line
+    alone when nothing was found anywhere (a mistyped id or snippet)."""
+    if not recorded and needs_record(found):
+        return FixtureError(f"{problem}; {why}, so where it went cannot be found: relabel it by hand")
+    if not any(move.chunks for move in found.moves):
+        return problem
+    return FixtureError("\n".join(found.lines(command(config_path))))
