@@ -104,7 +104,8 @@ def fingerprint(
     return {
         "yardstick": yardstick(config),
         "tokenizer": describe(config.tokenizer),
-        "chunks": dict(corpus) if corpus is not None else {**corpus_record(chunks), "gold": gold_texts(chunks, questions)},
+        "chunks": (dict(corpus) if corpus is not None
+                   else {**corpus_record(chunks), "gold": gold_texts(chunks, questions)}),
         "questions": questions_record(questions),
         "retrievers": {spec.name: retriever_fingerprint(config, spec.name, setup) for spec in config.retrievers},
     }

@@ -27,7 +27,7 @@ from ..gate.record import baseline_update, results_document
 from ..paths import display, write_atomic, write_problem
 from ..report.build import build_report
 from ..report.terminal import summary_lines
-from .common import FAILED, OK, Result, UsageError, checked_output
+from .common import FAILED, OK, PROG, Result, UsageError, checked_output
 
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> Result:
     wanted = {"--json": args.json_path, **{f"--report {name}": path for name, path in args.report}}
     outputs = {option: path for option, value in wanted.items() if (path := checked_output(option, value, read))}
     check_outputs(config, outputs, args.update_baseline)
-    chunks = load_chunks(config.chunks)
+    chunks = load_chunks(config.chunks_file(f"{PROG} merge"))
     questions = load_evalset(config.evalset, chunks)
     baseline = load_baseline(config.baseline)
     if baseline is not None:

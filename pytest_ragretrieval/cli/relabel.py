@@ -55,13 +55,14 @@ def _text(path: Path) -> str:
 
 def run_relabel(config: Config, config_path: str | None, *, apply: bool = False, accept_ambiguous: bool = False,
                 backup: bool = False) -> Result:
-    chunks = load_chunks(config.chunks)
+    chunks_path = config.chunks_file(f"{PROG} relabel")
+    chunks = load_chunks(chunks_path)
     baseline = load(config.baseline)
     recorded = recorded_gold(baseline)
     found = plan(config.evalset, chunks, recorded or {})
     name = display(config.evalset)
     if not found.moves:
-        return Result(out=[f"{PROG}: nothing to relabel: every gold chunk id in {name} is in {display(config.chunks)}"])
+        return Result(out=[f"{PROG}: nothing to relabel: every gold chunk id in {name} is in {display(chunks_path)}"])
     if recorded is None and needs_record(found):
         first = next(move for move in found.moves if not move.snippet)
         why = "there is none" if baseline is None else "it records no gold texts (recorded before they were kept)"
@@ -77,7 +78,7 @@ def run_relabel(config: Config, config_path: str | None, *, apply: bool = False,
     if refused:
         return Result(out=out, err=[f"{PROG}: {name} not written: {refused}"], code=FAILED)
     if backup:
-        copy = checked_output("--backup", f"{config.evalset}.bak", {"the corpus": config.chunks,
+        copy = checked_output("--backup", f"{config.evalset}.bak", {"the corpus": chunks_path,
                                                                     "the baseline": config.baseline})
         assert copy is not None
         write_atomic(copy, before)
