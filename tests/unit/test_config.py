@@ -78,7 +78,7 @@ def test_a_dependency_graph_of_retrievers(tmp_path: Path) -> None:
         (('chunks = "data/chunks.jsonl"\n', ""), "pyproject.toml [tool.ragretrieval]: missing key 'chunks'"),
         (("[tool.ragretrieval]\n", '[tool.ragretrieval]\nmetrics = []\n'), "pyproject.toml [tool.ragretrieval] key 'metrics': must not be empty"),
         (("[tool.ragretrieval]\n", '[tool.ragretrieval]\nmetrics = ["ndcg", "ndcg@5"]\n'), "pyproject.toml [tool.ragretrieval] key 'metrics': names the same metric and cutoff twice"),
-        (("[tool.ragretrieval]\n", '[tool.ragretrieval]\ntokenizer = "spacy"\n'), "pyproject.toml [tool.ragretrieval] key 'tokenizer': must be one of 'jieba', 'jieba-search', 'whitespace', 'english', got 'spacy'"),
+        (("[tool.ragretrieval]\n", '[tool.ragretrieval]\ntokenizer = "spacy"\n'), "pyproject.toml [tool.ragretrieval] key 'tokenizer': must be one of 'jieba', 'jieba-search', 'jieba-rs', 'whitespace', 'english', got 'spacy'"),
         (("[tool.ragretrieval]\n", "[tool.ragretrieval]\ntolerance = -0.1\n"), "pyproject.toml [tool.ragretrieval] key 'tolerance': must be >= 0.0, got -0.1"),
         (("[tool.ragretrieval]\n", '[tool.ragretrieval]\ntolerance = "small"\n'), "pyproject.toml [tool.ragretrieval] key 'tolerance': must be a number, got 'small'"),
         (("[tool.ragretrieval]\n", '[tool.ragretrieval]\nkeep_database = "no"\n'), "pyproject.toml [tool.ragretrieval] key 'keep_database': must be true or false, got 'no'"),
