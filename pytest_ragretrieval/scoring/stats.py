@@ -4,6 +4,8 @@ Against the baseline the question is one-sided (`alternative="less"`): did this 
 worse? `p_value` is the chance of a mean drop at least this large if the change were noise.
 Between two configurations it is two-sided (`"two-sided"`): do they differ at all, either way?
 The 95% interval is a percentile bootstrap of the mean per-question difference (after - before).
+Many items at once: `holm` adjusts their p-values whatever their dependence; `maxt` resamples them
+together, so items that move together (the metrics of one retriever) cost the family little.
 numpy only: the bootstrap draws what scipy.stats.bootstrap draws (same seed, same p and interval);
 the sign-flip test is defined as scipy.stats.permutation_test's, with its own random signs.
 """
@@ -115,4 +117,79 @@ def holm(p_values: Sequence[float]) -> list[float]:
     for rank, index in enumerate(order):
         running = max(running, min(1.0, (len(p_values) - rank) * p_values[index]))
         adjusted[index] = round(running, DIGITS)
+    return adjusted
+
+
+
+def _null_means(items: Sequence[np.ndarray], method: str) -> np.ndarray:
+    """Each item's mean under every resample of the null, one row per resample and one column per
+    item, drawn once for all the items (the same sign flips, the same bootstrap indices) with exactly
+    the draws `randomization_p` and `bootstrap_p` make for one item. Where those tests add 1 to both
+    counts (random draws), the observed means are the last row: the observed data count as one
+    resample, which is what the +1 is."""
+    n = items[0].size
+    if method != "bootstrap" and 2**n <= RESAMPLES:
+        patterns = (np.arange(2**n)[:, None] >> np.arange(n)) & 1
+        return np.column_stack([np.where(patterns == 1, -data, data).mean(axis=-1) for data in items])
+    rng = np.random.default_rng(SEED)
+    if method == "bootstrap":
+        shifted = [data - float(data.mean()) for data in items]
+
+        def draw(rows: int) -> np.ndarray:
+            indices = rng.integers(0, n, (rows, n))
+            return np.column_stack([data[indices].mean(axis=-1) for data in shifted])
+    else:
+        def draw(rows: int) -> np.ndarray:
+            flips = rng.random((rows, n)) < 0.5
+            return np.column_stack([np.where(flips, -data, data).mean(axis=-1) for data in items])
+    parts = [draw(min(BATCH, RESAMPLES - done)) for done in range(0, RESAMPLES, BATCH)]
+    return np.concatenate([*parts, np.array([[float(data.mean()) for data in items]])])
+
+
+def maxt(differences: Sequence[np.ndarray], method: str) -> list[float | None]:
+    """Step-down resampling adjusted p-values for drops (Westfall & Young 1993; Carterette 2012 for
+    IR), one per item in the order given; None for an item whose differences are all 0: it has no
+    statistic and leaves the family (whether all are 0 no resample changes, so dropping it costs
+    the family's error control nothing).
+
+    Every item holds its differences over the same questions in the same order, and each resample
+    (the sign flips of `randomization_p`, the indices of `bootstrap_p`, drawn as they draw them) is
+    applied to every item at once, so items that move together stay together. Each item's statistic
+    is standardised by its own null distribution: in every resample, its one-sided p (the share of
+    resamples whose mean is at most this one's, the single-item test's tie rule and +1), so metrics
+    on any scale and of any spread compete fairly. Items are taken from the smallest p up; an item's
+    adjusted p is the share of resamples in which the smallest p among it and the items after it is
+    at most its own, and at least the adjusted p before it (the minP form of the max-T step-down).
+    So: the single-item test's p for one item or for m identical ones; never above Holm's; at least
+    each item's own p.
+    """
+    data = [np.asarray(item, dtype=float) for item in differences]
+    if len({item.size for item in data}) > 1:
+        raise ValueError("max-T resamples every item over the same questions: the lengths differ")
+    members = [index for index, item in enumerate(data) if item.any()]
+    adjusted: list[float | None] = [None] * len(data)
+    if not members:
+        return adjusted
+    items = [data[index] for index in members]
+    null = _null_means(items, method)
+    rows = null.shape[0]
+    observed = np.array([float(item.mean()) for item in items])
+    if method == "bootstrap":
+        slack = np.full(len(items), 1e-12)
+    else:
+        slack = np.abs(100 * np.finfo(float).eps * observed)
+    tails = np.column_stack([np.searchsorted(np.sort(null[:, j]), null[:, j] + slack[j], side="right")
+                             for j in range(len(items))])
+    own = [int(np.count_nonzero(null[:, j] <= observed[j] + slack[j])) for j in range(len(items))]
+    order = sorted(range(len(items)), key=lambda j: own[j])
+    smallest = np.full(rows, rows + 1)
+    found = [0.0] * len(items)
+    for position in range(len(order) - 1, -1, -1):
+        j = order[position]
+        smallest = np.minimum(smallest, tails[:, j])
+        found[position] = int(np.count_nonzero(smallest <= own[j])) / rows
+    running = 0.0
+    for position, j in enumerate(order):
+        running = max(running, found[position])
+        adjusted[members[j]] = round(running, DIGITS)
     return adjusted
