@@ -117,3 +117,14 @@ def test_the_default_is_the_lowest_false_green_among_rules_with_few_false_reds()
     assert power.wilson(0, 100) == (pytest.approx(0.0, abs=1e-12), pytest.approx(0.037, abs=0.001))
     low, high = power.wilson(50, 100)
     assert low < 0.5 < high and high - low == pytest.approx(0.19, abs=0.005)
+
+
+def test_unchanged_items_cost_holm_over_all_18_its_verdict_and_no_other_adjustment() -> None:
+    """One item drops on all 8 questions (exact p = 1/256) and 17 do not move: Holm over 18 makes it
+    0.07, Holm over the items that moved and max-T leave it 0.0039."""
+    before = np.ones((18, 8))
+    after = before.copy()
+    after[7] = 0.0
+    rules = [power.Rule(0.0, test) for test in power.TESTS]
+    assert dict(zip(power.TESTS, power.failed(before, after, rules), strict=True)) == {
+        "none": True, "unadjusted": True, "holm18": False, "holm": True, "maxt": True}
