@@ -39,7 +39,7 @@ give the same tables.
 Data: CMRC 2018 dev (https://github.com/ymcui/cmrc2018, squad-style-data/cmrc2018_dev.json:
 848 passages, 3,219 questions, each question's gold its passage), and the bundled sample
 (fixtures/, graded gold; eval sets of 40 and of all its answerable questions).
-Usage: python benchmarks/power.py [CMRC_DEV_JSON] [--trials 1000] [--resamples 999] [--quick] [--work DIR]
+Usage: python benchmarks/power.py [CMRC_DEV_JSON] [--trials 500] [--resamples 999] [--quick] [--work DIR]
 """
 from __future__ import annotations
 
@@ -367,7 +367,7 @@ def machine() -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("cmrc", type=Path, nargs="?", help="cmrc2018_dev.json (ymcui/cmrc2018, squad-style-data)")
-    parser.add_argument("--trials", type=int, default=1000)
+    parser.add_argument("--trials", type=int, default=500)
     parser.add_argument("--resamples", type=int, default=999)
     parser.add_argument("--quick", action="store_true", help="a smoke run: 20 trials, 199 resamples")
     parser.add_argument("--work", type=Path, default=ROOT / "benchmarks" / ".work" / "power")
