@@ -225,6 +225,12 @@ class Since:
         found = [str(change) for change in self.retrievers.get(name, ())]
         return found + [str(change) for change in self.shared] + ([str(self.corpus)] if self.corpus else [])
 
+    def paths(self, name: str) -> list[str]:
+        """What changed for one retriever, by short path (`hybrid.weights`, `tokenizer`, `chunks`): what
+        an item names, the header having said once how each changed."""
+        found = [str(c) if c.unrecorded else c.path for c in self.retrievers.get(name, ())]
+        return found + [change.path for change in self.shared] + (["chunks"] if self.corpus else [])
+
     def system(self) -> list[str]:
         """Every change of the system under test, once: a source's change is named under the source's
         own name, and under a reader's `reads` only when the source itself does not name it."""

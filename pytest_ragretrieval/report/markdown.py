@@ -111,10 +111,10 @@ def significance_table(data: ReportInput) -> list[str]:
         for label in data.metrics:
             c = view.comparisons.get(label)
             if c is not None and c.p_value is not None:
-                holm = p_value(c.p_value) if c.family else "—"
+                adjusted = p_value(c.p_value) if c.family else "—"
                 raw = p_value(c.p_unadjusted if c.p_unadjusted is not None else c.p_value)
                 rows.append([esc(view.name), esc(label), fmt(c.baseline), fmt(c.value), signed(c.delta) or "—",
-                             str(c.questions or "—"), holm, raw, format_ci(c.ci95), fmt(c.mde)])
+                             str(c.questions or "—"), adjusted, raw, format_ci(c.ci95), fmt(c.mde)])
     return table(list(SIGNIFICANCE_HEADERS), rows, numeric=8)
 
 

@@ -86,7 +86,9 @@ class ReportInput:
     """What changed since the baseline: the yardstick, the system under test, the questions (one line each)."""
     significance: str = "none"
     family: int = 0
-    """How many metric items' p-values were Holm-adjusted together."""
+    """How many metric items' p-values were adjusted together."""
+    adjustment: str = "maxt"
+    """How: "maxt", "holm" or "none"."""
 
     @property
     def primary(self) -> str:

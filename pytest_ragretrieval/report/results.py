@@ -13,7 +13,7 @@ from typing import Any
 
 from ..baseline.format import Baseline
 from ..errors import BaselineError
-from ..gate.checks import Comparison
+from ..gate.checks import ADJUSTED, Comparison
 from ..paths import display
 from ..scoring.metrics import metric_order
 from .model import Failure, ReportInput, RetrieverView
@@ -61,7 +61,15 @@ def _comparison(raw: Any) -> Comparison | None:
     baseline, delta, p_value, raw_p, mde, value_all = (
         _number(raw.get(key)) for key in ("baseline", "delta", "p_value", "p_unadjusted", "mde", "value_all"))
     return Comparison(baseline, value, delta, p_value, _ci(raw.get("ci95")), raw_p, _count(raw.get("family")) or 0,
-                      _count(raw.get("questions")) or 0, raw.get("whole") is not False, value_all, mde)
+                      _count(raw.get("questions")) or 0, raw.get("whole") is not False, value_all, mde,
+                      _adjustment(raw.get("adjustment"), raw.get("family")))
+
+
+def _adjustment(raw: Any, family: Any) -> str:
+    """How a comparison's p was adjusted: results written before max-T say nothing, and meant Holm."""
+    if raw in ADJUSTED:
+        return str(raw)
+    return "holm" if _count(family) else ""
 
 
 def _view(results: Baseline, name: str) -> RetrieverView:
@@ -130,6 +138,7 @@ def report_input(results: Baseline) -> ReportInput:
         failures=failures(results) or (),
         since=tuple(str(line) for line in lines) if isinstance(lines, list) else (),
         significance=str(significance.get("method", "none")), family=_count(significance.get("family")) or 0,
+        adjustment=str(significance.get("adjustment", "holm")),
         alpha=alpha if alpha is not None else 0.05,
     )
 

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from ..baseline.format import Baseline
 from ..config.settings import Config
 from ..evalset.records import Chunk, Question
-from ..gate.checks import Comparison
+from ..gate.checks import ADJUSTED, Comparison
 from ..gate.judge import Judge, baseline_questions, comparable_notes, small_set_notes
 from ..gate.pairs import Pairs
 from ..paths import display
@@ -131,8 +131,17 @@ def significance_lines(config: Config, runs: Mapping[str, Run], judge: Judge, co
     return ["", f"minimum detectable drop (80% power, two-sided 5%; sd of the baseline's per-question values over "
                 f"the {over} comparable questions, per retriever and metric):",
             *fitted(["retriever", *labels], rows, 1, columns),
-            f"p-values Holm-adjusted over the {family} metric item{'s' if family != 1 else ''} judged with a "
-            f"{config.significance} test (alpha {config.alpha:g})"]
+            adjustment_line(judge.adjustment(), family, config)]
+
+
+def adjustment_line(adjustment: str, family: int, config: Config) -> str:
+    """How the p-values that decide were adjusted: `p-values max-T-adjusted over the 6 metric items ...`."""
+    test = f"a {config.significance} test (alpha {config.alpha:g})"
+    if adjustment == "none":
+        return f'p-values of {test}, not adjusted for the number of items (adjustment = "none")'
+    items = f"{family} metric item{'s' if family != 1 else ''}"
+    return (f"p-values {ADJUSTED[adjustment]}-adjusted over the {items} judged with {test}; "
+            "items with no difference on any question leave the family")
 
 
 def tag_lines(config: Config, runs: Mapping[str, Run], judge: Judge, every: bool, columns: int | None) -> list[str]:

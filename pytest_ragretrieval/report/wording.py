@@ -26,18 +26,34 @@ EMPTY = "（空 / empty）"
 NO_ANSWER_HINT = "无答案题的正确结果是空列表 / for a no-answer question the right result is an empty list."
 DELTA_HINT = "括号内为相对基线的差值 / in brackets: the change against the baseline."
 PAIRS_HEADERS = ("a vs b", "metric", "delta", "p", "95% CI", "wins / ties / losses")
-SIGNIFICANCE_HEADERS = ("retriever", "metric", "baseline", "value", "delta", "questions", "p (Holm)", "p (unadjusted)",
-                        "95% CI", "MDE")
+SIGNIFICANCE_HEADERS = ("retriever", "metric", "baseline", "value", "delta", "questions", "p (adjusted)",
+                        "p (unadjusted)", "95% CI", "MDE")
+ADJUSTMENT_WORDS = {
+    "maxt": ("max-T（一次重抽样同时作用于所有项，逐步下降）", "max-T-adjusted (one resample applied to every item "
+             "together, step-down; items with no difference at all leave the family)"),
+    "holm": ("Holm–Bonferroni", "Holm-adjusted (items with no difference at all leave the family)"),
+}
+
+
+def adjustment_words(data: ReportInput) -> tuple[str, str]:
+    """(Chinese, English): how the p-values were adjusted over the family, or that they were not."""
+    if data.adjustment not in ADJUSTMENT_WORDS:
+        return "p 值未做多重校正", 'p not adjusted for the number of items (adjustment = "none")'
+    zh, en = ADJUSTMENT_WORDS[data.adjustment]
+    count = data.family
+    items = f"{count} metric item{'s' if count != 1 else ''}"
+    return f"p 值按 {zh} 在本次评判的 {count} 个指标项上校正", f"p {en} over the {items} judged"
 
 
 def significance_hint(data: ReportInput) -> str:
     """How the p-values were adjusted and what the minimum detectable effect (MDE) is."""
+    zh, en = adjustment_words(data)
     return (
-        f"单侧配对 {data.significance} 检验，p 值按 Holm–Bonferroni 在本次评判的 {data.family} 个指标项上校正 / "
-        f"one-sided paired {data.significance} test against the baseline over the comparable questions, p "
-        f"Holm-adjusted over the {data.family} metric items judged (an item fails when the adjusted p < "
-        f"{data.alpha:g}). MDE: the smallest drop a paired two-sided 5% test detects with 80% power, "
-        "(z0.975 + z0.80) · sd / √n, sd of the baseline's per-question values of that retriever and metric."
+        f"单侧配对 {data.significance} 检验，{zh} / "
+        f"one-sided paired {data.significance} test against the baseline over the comparable questions, {en} "
+        f"(an item fails when the adjusted p < {data.alpha:g}). MDE: the smallest drop a paired two-sided 5% "
+        "test detects with 80% power, (z0.975 + z0.80) · sd / √n, sd of the baseline's per-question values of "
+        "that retriever and metric."
     )
 
 

@@ -26,6 +26,7 @@ from ..paths import Unreadable, display, read_input
 from ..scoring.metrics import METRICS, metric_order
 from ..values import EPSILON
 
+STRICTEST = ("none", "maxt", "holm")  # each p at most the next one's: a later one fails fewer items
 KIND = "ragretrieval-baseline-changes"
 VERSION = 1
 
@@ -38,6 +39,7 @@ class GateSettings:
     tolerances: Mapping[str, float] = field(hash=False)
     significance: str = "none"
     alpha: float = 0.05
+    adjustment: str = "maxt"
     fail_on: tuple[str, ...] = ("metric",)
     retrievers: tuple[str, ...] = ()
     max_latency_ms: Mapping[str, float] = field(default_factory=dict, hash=False)
@@ -49,6 +51,7 @@ def gate_settings(config: Config) -> GateSettings:
         tolerances={spec.label: config.tolerance.for_metric(spec) for spec in config.metrics},
         significance=config.significance,
         alpha=config.alpha,
+        adjustment=config.adjustment,
         fail_on=config.fail_on,
         retrievers=tuple(spec.name for spec in config.retrievers),
         max_latency_ms={s.name: s.max_latency_ms for s in config.retrievers if s.max_latency_ms is not None},
@@ -193,6 +196,9 @@ def _settings(old: GateSettings, new: GateSettings) -> tuple[list[SettingChange]
     elif new.significance != "none" and abs(new.alpha - old.alpha) > EPSILON:
         change = SettingChange("alpha", "", f"{old.alpha:g}", f"{new.alpha:g}")
         (loosened if new.alpha < old.alpha else tightened).append(change)
+    if new.significance == old.significance != "none" and old.adjustment != new.adjustment:
+        change = SettingChange("adjustment", "", old.adjustment, new.adjustment)
+        (loosened if STRICTEST.index(new.adjustment) > STRICTEST.index(old.adjustment) else tightened).append(change)
     if ("question" in old.fail_on) != ("question" in new.fail_on):
         change = SettingChange("fail_on", "question", ", ".join(old.fail_on), ", ".join(new.fail_on))
         (loosened if "question" in old.fail_on else tightened).append(change)

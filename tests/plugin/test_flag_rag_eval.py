@@ -158,8 +158,7 @@ def test_changed_retriever_parameters_are_judged_and_named(project: pytest.Pytes
     pyproject.write_text(worse, encoding="utf-8")
     result = project.runpytest("--rag-eval", "-k", "bm25 and recall", *RUN)
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["recall@3 of 'bm25' fell from 0.9000 to * after changes of bm25.k1 1.5 -> 1.2; "
-                                 "bm25.min_score 0.0 -> 5.0"])
+    result.stdout.fnmatch_lines(["recall@3 of 'bm25' fell from 0.9000 to * after changes of bm25.k1; bm25.min_score"])
 
 
 def test_minus_k_and_minus_m_select_items(project: pytest.Pytester) -> None:

@@ -1,5 +1,5 @@
 """The gate across changes (issue 19): questions added, removed and edited; values over what both sides share;
-Holm-adjusted p-values and the minimum detectable effect in every output; baselines of format 1."""
+adjusted and unadjusted p-values and the minimum detectable effect in every output; baselines of format 1."""
 from __future__ import annotations
 
 import json
@@ -20,7 +20,6 @@ from projects import (
 )
 
 from pytest_ragretrieval.baseline.since import detectable
-from pytest_ragretrieval.scoring.stats import holm
 
 RUN = ("-p", "no:cacheprovider")
 NEW_QUESTION = {"id": "q07", "query": "发票抬头写什么", "relevant": ["travel-003"], "tags": ["semantic"]}
@@ -89,11 +88,11 @@ def test_fail_on_question_passes_a_new_question_and_one_whose_gold_changed(recor
     ])
 
 
-def test_json_reports_and_the_summary_carry_holm_p_and_the_mde(pytester: pytest.Pytester) -> None:
+def test_json_reports_and_the_summary_carry_the_adjusted_p_and_the_mde(pytester: pytest.Pytester) -> None:
     """Thirty questions, ten of them with their two gold chunks swapped in the baseline (so the baseline's
     values spread), twenty swapped today: ten questions each lose 0.1403, a sign pattern as extreme comes
-    up about once in 2^10 = 1024 (p 0.0008 of 9999 seeded draws), and with three unchanged items (p = 1)
-    the family is four: Holm gives 4 x 0.0008."""
+    up about once in 2^10 = 1024 (p 0.0008 of 9999 seeded draws). The three other items did not move on
+    any question: they leave the family (p = 1), so nDCG is a family of one and its p is its own."""
     chunks, questions, gold = synthetic(30)
     settings = 'significance = "randomization"'
     write_project(pytester.path, retrievers=TABLE_ONLY, settings=settings, chunks=chunks, questions=questions)
@@ -105,23 +104,24 @@ def test_json_reports_and_the_summary_carry_holm_p_and_the_mde(pytester: pytest.
                                 "--rag-html", "report.html", *RUN)
     result.assert_outcomes(passed=3, failed=1)
     result.stdout.fnmatch_lines([
-        "ndcg@3 of 'table' fell from 0.9532 to 0.9065 (-0.0468, tolerance 0.0000); randomization test p = 0.0032 < "
-        "alpha 0.05 (Holm-adjusted over 4 items; unadjusted 0.0008), 95% CI of the mean difference *",
+        "ndcg@3 of 'table' fell from 0.9532 to 0.9065 (-0.0468, tolerance 0.0000); randomization test p = 0.0008 < "
+        "alpha 0.05, 95% CI of the mean difference *",
         "minimum detectable drop (80% power, two-sided 5%; sd of the baseline's per-question values over the 30 "
         "comparable questions, per retriever and metric):",
-        "p-values Holm-adjusted over the 4 metric items judged with a randomization test (alpha 0.05)",
+        "p-values max-T-adjusted over the 1 metric item judged with a randomization test (alpha 0.05); items with "
+        "no difference on any question leave the family",
     ])
     results = json.loads((pytester.path / "results.json").read_text(encoding="utf-8"))
-    assert results["significance"] == {"method": "randomization", "alpha": 0.05, "adjustment": "holm", "family": 4}
+    assert results["significance"] == {"method": "randomization", "alpha": 0.05, "adjustment": "maxt", "family": 1}
     comparisons = results["retrievers"]["table"]["comparison"]
-    labels = sorted(comparisons)
-    assert [comparisons[label]["p_value"] for label in labels] == holm([comparisons[label]["p_unadjusted"]
-                                                                         for label in labels])
+    found = {label: (c["p_value"], c["p_unadjusted"], c["family"], c["adjustment"]) for label, c in comparisons.items()}
+    still = dict.fromkeys(("precision@3", "recall@3", "f1@3"), (1.0, 1.0, 0, None))
+    assert found == {"ndcg@3": (0.0008, 0.0008, 1, "maxt"), **still}
     recorded = baseline(pytester.path)["retrievers"]["table"]["questions"]
     before = [recorded[q]["metrics"]["ndcg@3"] for q in sorted(recorded)]
     assert comparisons["ndcg@3"]["mde"] == detectable(before) and comparisons["ndcg@3"]["mde"] > 0
     report = (pytester.path / "report.md").read_text(encoding="utf-8")
-    assert "| p (Holm) | p (unadjusted) |" in report and "Holm-adjusted over the 4 metric items judged" in report
+    assert "| p (adjusted) | p (unadjusted) |" in report and "leave the family) over the 1 metric item judged" in report
     html = (pytester.path / "report.html").read_text(encoding="utf-8")
     assert f'data-mde="{comparisons["ndcg@3"]["mde"]:.6f}"' in html
 

@@ -159,6 +159,14 @@ def test_tag_values_are_listed_but_do_not_lower_the_bar() -> None:
     (settings(significance="bootstrap"), settings(significance="bootstrap", alpha=0.01),
      [SettingChange("alpha", "", "0.05", "0.01")], []),
     (settings(alpha=0.05), settings(alpha=0.01), [], []),  # alpha means nothing without a test
+    # an adjusted p is never below the unadjusted one, nor max-T's above Holm's: later in none, maxt, holm fails less
+    (settings(significance="bootstrap", adjustment="none"), settings(significance="bootstrap"),
+     [SettingChange("adjustment", "", "none", "maxt")], []),
+    (settings(significance="randomization"), settings(significance="randomization", adjustment="holm"),
+     [SettingChange("adjustment", "", "maxt", "holm")], []),
+    (settings(significance="randomization", adjustment="holm"), settings(significance="randomization", adjustment="none"),
+     [], [SettingChange("adjustment", "", "holm", "none")]),
+    (settings(adjustment="none"), settings(adjustment="holm"), [], []),  # nor the adjustment without a test
     (settings(fail_on=("metric", "question")), settings(),
      [SettingChange("fail_on", "question", "metric, question", "metric")], []),
     (settings(max_latency_ms={"bm25": 50.0}), settings(max_latency_ms={"bm25": 80.0}),
@@ -166,7 +174,8 @@ def test_tag_values_are_listed_but_do_not_lower_the_bar() -> None:
     (settings(max_latency_ms={"bm25": 50.0}), settings(), [SettingChange("max_latency_ms", "bm25", "50", "none")], []),
     (settings(), settings(max_latency_ms={"bm25": 50.0}), [], [SettingChange("max_latency_ms", "bm25", "none", "50")]),
 ], ids=["tolerance-raised", "tolerance-lowered", "significance-on", "significance-off", "other-test", "alpha-lowered",
-        "alpha-without-test", "question-gating-off", "latency-raised", "latency-dropped", "latency-added"])
+        "alpha-without-test", "adjustment-on", "maxt-to-holm", "adjustment-off", "adjustment-without-test",
+        "question-gating-off", "latency-raised", "latency-dropped", "latency-added"])
 def test_settings_that_loosen_or_tighten_the_gate(old: GateSettings, new: GateSettings,
                                                    loosened: list[SettingChange], tightened: list[SettingChange]) -> None:
     changes = classify(OLD, OLD, old, new)

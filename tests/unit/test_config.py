@@ -200,3 +200,14 @@ def test_find_reports_a_huge_number_in_a_retriever_as_one_line(
     assert main(["find", "x"]) == 2
     (line,) = capsys.readouterr().err.splitlines()
     assert line.startswith("ragretrieval: error: pyproject.toml [tool.ragretrieval.retrievers.bm25] key 'k1': must be a finite")
+
+
+def test_adjustment_and_detect_default_and_are_checked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = config_at(tmp_path, MINIMAL)
+    assert (config.adjustment, config.detect) == ("maxt", 0.05)
+    given = MINIMAL.replace("[tool.ragretrieval]\n", '[tool.ragretrieval]\nadjustment = "holm"\ndetect = 0.1\n', 1)
+    assert (config_at(tmp_path, given).adjustment, config_at(tmp_path, given).detect) == ("holm", 0.1)
+    for line, found in (('adjustment = "max-t"', "key 'adjustment': must be one of 'maxt', 'holm', 'none', got 'max-t'"),
+                        ("detect = 0", "key 'detect': must be above 0"), ("detect = 1.5", "key 'detect': must be <= 1")):
+        text = MINIMAL.replace("[tool.ragretrieval]\n", f"[tool.ragretrieval]\n{line}\n", 1)
+        assert found in error_of(tmp_path, text, monkeypatch)

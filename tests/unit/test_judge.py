@@ -56,17 +56,19 @@ def test_a_yardstick_change_fails_every_retriever_and_names_it(tmp_path: Path) -
 
 
 def test_a_corpus_change_is_judged_and_named(tmp_path: Path) -> None:
-    """One chunk edited: the values are compared as usual, and every item names the edit."""
+    """One chunk edited: the values are compared as usual, every item names the change by its short
+    path, and the header says once what the change was."""
     cfg = config(tmp_path)
     recorded = baseline(cfg, {"one": ran(cfg, "one", GOOD)}, fingerprint(cfg))
     now = fingerprint(cfg, chunks={"sha256": "c2", "count": 4, "digests": {**CHUNK_DIGESTS, "b": "1b1b1b1b1b1b"}})
     same = Judge(cfg, QUESTIONS, recorded, now, {"one": ran(cfg, "one", GOOD)}).outcome(NDCG)
-    assert same.passed and same.summary == (
-        "ndcg@3 of 'one': 1.0000 (+0.0000 against 1.0000) after a change of chunks: 1 edited (b), 0 added, 0 removed"
-    )
+    assert same.passed and same.summary == "ndcg@3 of 'one': 1.0000 (+0.0000 against 1.0000) after a change of chunks"
     worse = Judge(cfg, QUESTIONS, recorded, now, {"one": ran(cfg, "one", WORSE)}).outcome(NDCG)
     assert not worse.passed and worse.summary.startswith("ndcg@3 of 'one' fell from 1.0000 to 0.6254 (-0.3746, ")
-    assert worse.summary.endswith("after a change of chunks: 1 edited (b), 0 added, 0 removed")
+    assert worse.summary.endswith("after a change of chunks")
+    judge = Judge(cfg, QUESTIONS, recorded, now, {"one": ran(cfg, "one", WORSE)})
+    since = judge.since()
+    assert since is not None and since.lines() == ["compared across changes: chunks: 1 edited (b), 0 added, 0 removed"]
 
 
 def test_a_changed_source_is_judged_and_named_on_the_retrievers_that_read_it(tmp_path: Path) -> None:
@@ -80,8 +82,10 @@ def test_a_changed_source_is_judged_and_named_on_the_retrievers_that_read_it(tmp
     two = judge.outcome(ItemKey("two", "metric", "ndcg@3"))
     assert two.passed and "after a change" not in two.summary
     fused = judge.outcome(ItemKey("fused", "metric", "ndcg@3"))
-    assert fused.passed and fused.summary.endswith("after a change of fused.reads.two.k1 1.5 -> 1.2")
-    assert judge.changes("fused") == ("fused.reads.two.k1 1.5 -> 1.2",)
+    assert fused.passed and fused.summary.endswith("after a change of fused.reads.two.k1")
+    assert judge.changes("fused") == ("fused.reads.two.k1",)
+    since = judge.since()
+    assert since is not None and since.lines() == ["compared across changes: fused.reads.two.k1 1.5 -> 1.2"]
 
 
 def test_a_retriever_unavailable_where_recorded_is_skipped(tmp_path: Path) -> None:
@@ -129,28 +133,41 @@ def test_small_eval_sets_are_flagged(tmp_path: Path) -> None:
     assert small_set_notes(config(tmp_path, "min_questions = 2"), QUESTIONS) == []
 
 
-def test_p_values_are_holm_adjusted_over_the_metric_items_judged(tmp_path: Path) -> None:
-    """'one' got worse on q1 and q2: its nDCG differences are -0.3801 and -0.3691, so of the 4 exact sign
-    patterns only the observed one has a mean as low: p = 1/4. Its recall did not move: p = 1. Judged
-    together (the two selected items), Holm gives min(1, 2 x 0.25) = 0.5 and max(0.5, 1 x 1.0) = 1.0."""
-    cfg = config(tmp_path, 'significance = "randomization"')
-    recorded = baseline(cfg, {"one": ran(cfg, "one", GOOD)}, fingerprint(cfg))
-    selected = [NDCG, ItemKey("one", "metric", "recall@3")]
-    judge = Judge(cfg, QUESTIONS, recorded, fingerprint(cfg), {"one": ran(cfg, "one", WORSE)}, selected=selected)
+@pytest.mark.parametrize(("adjustment", "p", "note"), [
+    ("maxt", 0.25, " (max-T-adjusted over 2 items; unadjusted 0.2500)"),
+    ("holm", 0.5, " (Holm-adjusted over 2 items; unadjusted 0.2500)"),
+    ("none", 0.25, ""),
+])
+def test_p_values_are_adjusted_over_the_metric_items_that_moved(tmp_path: Path, adjustment: str, p: float,
+                                                                 note: str) -> None:
+    """'one' and 'two' got worse alike on q1 and q2: their nDCG differences are -0.3801 and -0.3691, so
+    of the 4 exact sign patterns only the observed one has a mean as low: p = 1/4 each. Their recall did
+    not move: no statistic, so those items leave the family (p 1, unadjusted). Holm over the two nDCG
+    items: min(1, 2 x 0.25) = 0.5; max-T, the two items moving identically in every resample: 0.25,
+    as for one item."""
+    cfg = config(tmp_path, 'significance = "randomization"', f'adjustment = "{adjustment}"')
+    names = ("one", "two")
+    recorded = baseline(cfg, {name: ran(cfg, name, GOOD) for name in names}, fingerprint(cfg))
+    selected = [ItemKey(name, "metric", label) for name in names for label in ("ndcg@3", "recall@3")]
+    judge = Judge(cfg, QUESTIONS, recorded, fingerprint(cfg), {name: ran(cfg, name, WORSE) for name in names},
+                  selected=selected)
+    assert judge.adjustment() == adjustment and len(judge.family()) == (0 if adjustment == "none" else 2)
     ndcg = judge.comparison("one", "ndcg@3")
-    assert ndcg is not None and (ndcg.p_value, ndcg.p_unadjusted, ndcg.family) == (0.5, 0.25, 2)
+    family = 0 if adjustment == "none" else 2
+    assert ndcg is not None and (ndcg.p_value, ndcg.p_unadjusted, ndcg.family) == (p, 0.25, family)
     assert ndcg.mde == 0.0 and ndcg.questions == 2, "the baseline's values were all 1: no spread"
     outcome = judge.outcome(NDCG)
+    relation = ">=" if p >= 0.05 else "<"
     assert outcome.passed and outcome.summary.startswith(
         "ndcg@3 of 'one' fell from 1.0000 to 0.6254 (-0.3746, tolerance 0.0000), but the drop is not significant "
-        "(randomization test p = 0.5000 >= alpha 0.05 (Holm-adjusted over 2 items; unadjusted 0.2500), ")
+        f"(randomization test p = {p:.4f} {relation} alpha 0.05{note}, ")
     assert judge.outcome(ItemKey("one", "metric", "recall@3")).summary == (
-        "recall@3 of 'one': 1.0000 (+0.0000 against 1.0000); randomization test p = 1.0000 "
-        "(Holm-adjusted over 2 items; unadjusted 1.0000)")
-    alone = Judge(cfg, QUESTIONS, recorded, fingerprint(cfg), {"one": ran(cfg, "one", WORSE)}, selected=[NDCG])
+        "recall@3 of 'one': 1.0000 (+0.0000 against 1.0000); randomization test p = 1.0000")
+    alone = Judge(cfg, QUESTIONS, recorded, fingerprint(cfg), {name: ran(cfg, name, WORSE) for name in names},
+                  selected=[NDCG])
     found = alone.comparison("one", "ndcg@3")
-    assert found is not None and (found.p_value, found.family) == (0.25, 1)
-    assert "Holm" not in alone.outcome(NDCG).summary, "a family of one is not adjusted"
+    assert found is not None and (found.p_value, found.family) == (0.25, 0 if adjustment == "none" else 1)
+    assert "adjusted" not in alone.outcome(NDCG).summary, "a family of one is not adjusted"
 
 
 def test_a_question_that_changed_passes_its_item_with_a_note(tmp_path: Path) -> None:

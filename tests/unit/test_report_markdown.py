@@ -67,10 +67,15 @@ def test_metrics_table_has_values_with_deltas_and_the_skipped_row() -> None:
     assert "- hybrid_rerank: unavailable: cross-encoder not available" in text.splitlines()
 
 
-def test_significance_table_shows_holm_and_unadjusted_p_the_interval_and_the_mde() -> None:
+def test_significance_table_shows_adjusted_and_unadjusted_p_the_interval_and_the_mde() -> None:
     text = section(render_markdown(sample_input()), "metrics")
     significance = text[text.index(HEADINGS["significance"]):]
-    assert "p Holm-adjusted over the 2 metric items judged" in significance
+    assert "p max-T-adjusted (one resample applied to every item together, step-down; items with no " in significance
+    assert "difference at all leave the family) over the 2 metric items judged" in significance
+    held = section(render_markdown(replace(sample_input(), adjustment="holm")), "metrics")
+    assert "p Holm-adjusted (items with no difference at all leave the family) over the 2 metric items" in held
+    unadjusted = section(render_markdown(replace(sample_input(), adjustment="none")), "metrics")
+    assert 'p not adjusted for the number of items (adjustment = "none")' in unadjusted
     assert "(z0.975 + z0.80) · sd / √n" in significance
     hybrid = [line for line in significance.splitlines() if line.startswith("| hybrid ")]
     assert [cell.strip() for cell in hybrid[1].strip("|").split("|")] == [

@@ -1,0 +1,84 @@
+"""The family: the metric items whose p-values are adjusted together, and the drops too small to see.
+
+Pure, as the judge: the comparisons and per-question values are handed over. An item whose
+per-question differences are all 0 has no statistic and is no member: no resample moves it, so it
+can never fail and costs the others nothing (its p stays the test's own, 1).
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from ..baseline.format import Recorded
+from ..baseline.since import paired
+from ..config.settings import Config
+from ..scoring.evaluate import RetrieverResult
+from ..values import EPSILON, fmt
+from .checks import Comparison, per_question, recorded_values
+
+
+@dataclass(frozen=True)
+class Member:
+    """One item of the family: its comparison, the questions it was compared on (in id order) and its
+    per-question differences (today - baseline)."""
+
+    key: tuple[str, str]
+    comparison: Comparison
+    ids: tuple[str, ...]
+    differences: tuple[float, ...]
+
+
+def member(key: tuple[str, str], comparison: Comparison, recorded: Recorded, result: RetrieverResult,
+           comparable: frozenset[str]) -> Member | None:
+    """The item as a member of the family, or None when none of its differences is other than 0."""
+    pairs = paired(key[1], recorded_values(recorded), per_question(result), comparable)
+    differences = tuple(after - before for before, after in zip(pairs.before, pairs.after, strict=True))
+    return Member(key, comparison, pairs.ids, differences) if any(differences) else None
+
+
+def used(configured: str, members: Sequence[Member]) -> str:
+    """The adjustment used: the configured one, except that max-T, which resamples every item over the
+    same questions, gives way to Holm when the members were compared on different questions (possible
+    only when the baseline's entries hold different questions)."""
+    if configured == "maxt" and len({found.ids for found in members}) > 1:
+        return "holm"
+    return configured
+
+
+def adjusted(members: Sequence[Member], method: str, significance: str) -> dict[tuple[str, str], Comparison]:
+    """Each member's comparison with its p adjusted over the family by `method` ("maxt" or "holm")."""
+    import numpy as np
+
+    from ..scoring.stats import holm, maxt
+
+    if method == "maxt":
+        found = maxt([np.asarray(item.differences) for item in members], significance)
+    else:
+        found = list(holm([item.comparison.p_value or 0.0 for item in members]))
+    family = {}
+    for item, p in zip(members, found, strict=True):
+        assert p is not None
+        family[item.key] = replace(item.comparison, p_value=p, family=len(members), adjustment=method)
+    return family
+
+
+def power_lines(config: Config, comparisons: Mapping[str, Mapping[str, Comparison]]) -> list[str]:
+    """In significance mode, one line per retriever whose minimum detectable effect exceeds `detect`
+    (its worst metric, the first in the configured order on a tie), with the questions that would
+    detect `detect` at 80% power: n = ((z0.975 + z0.80) sd / detect)^2 (Sakai 2016's topic-set size),
+    which with the MDE's sd is n * (mde / detect)^2, rounded up. `comparisons`: retriever -> label ->
+    comparison, in the configured order."""
+    if config.significance == "none":
+        return []
+    detect = config.detect
+    lines = []
+    for name, found in comparisons.items():
+        blind = [(c.mde, label, c.questions) for label, c in found.items() if c.mde is not None
+                 and c.mde > detect + EPSILON]
+        if blind:
+            mde, label, count = max(blind, key=lambda entry: entry[0])
+            needed = math.ceil(count * (mde / detect) ** 2 - EPSILON)
+            lines.append(f"{name} {label}: drops under {fmt(mde)} cannot be told from noise with {count} "
+                         f"question{'s' if count != 1 else ''}; about {needed} would detect {detect:g}")
+    return lines
