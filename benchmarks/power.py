@@ -358,6 +358,13 @@ def choose(cells: Sequence[Cell], sizes: Callable[[int], bool] = lambda n: True)
     return best
 
 
+def summary(cells: Sequence[Cell], rule: int, sizes: Callable[[int], bool]) -> list[str]:
+    """The rule's mean false-green and worst false-red rates over the cells of these sizes, in %."""
+    green = [cell.rate(rule) for cell in cells if sizes(cell.n) and cell.scenario.kind == "regression"]
+    red = [cell.rate(rule) for cell in cells if sizes(cell.n) and cell.scenario.kind != "regression"]
+    return [percent(sum(green) / len(green)), percent(max(red))]
+
+
 def machine() -> str:
     found = [line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
              if line.startswith("model name")] if Path("/proc/cpuinfo").exists() else []
@@ -405,6 +412,11 @@ def main() -> None:
     print(f"Each rate is over {trials} trials: its 95% Wilson interval is at most {percent(high - low)} points wide "
           f"(at 50%); at 0% it reaches {percent(wilson(0, trials)[1])}%, at 5% {percent(wilson(trials // 20, trials)[0])}"
           f"-{percent(wilson(trials // 20, trials)[1])}%.\n")
+    print("Summary: each rule's mean false green over the regression cells and worst false red over the harmless "
+          f"ones, all sizes and 40 to 100 questions (eligible: worst false red at most {percent(FALSE_RED_LIMIT)}%)\n")
+    print(table(["rule", "mean false green", "worst false red", "n <= 100: mean false green", "worst false red"],
+                [[rule.label, *summary(every, index, lambda n: True), *summary(every, index, lambda n: n <= 100)]
+                 for index, rule in enumerate(RULES)]) + "\n")
     shown: set[int] = set()
     for what, sizes_ in (("all sizes", lambda n: True), ("small sets (40 to 100 questions)", lambda n: n <= 100)):
         best = choose(every, sizes_)
