@@ -382,16 +382,16 @@ def main() -> None:
     trials, resamples = (20, 199) if args.quick else (args.trials, args.resamples)
     stats.RESAMPLES = resamples
     started = time.perf_counter()
-    sets: list[tuple[str, tuple[list[Chunk], list[Question]], tuple[int, ...]]] = []
+    sets: list[tuple[int, str, tuple[list[Chunk], list[Question]], tuple[int, ...]]] = []
     if args.cmrc is not None:
-        sets.append(("CMRC 2018 dev", cmrc(args.cmrc), (40, 100, 300)))
+        sets.append((0, "CMRC 2018 dev", cmrc(args.cmrc), (40, 100, 300)))
     sample = bundled()
-    sets.append(("the bundled sample", sample, (40, len(sample[1]))))
+    sets.append((1, "the bundled sample", sample, (40, len(sample[1]))))
     scenarios = [*(Scenario("regression", size) for size in DROPS), Scenario("zero"), Scenario("tiny")]
     print(f"# How often the gate is wrong\n\n{trials} trials per cell, {resamples} resamples per test, "
           f"alpha {ALPHA:g}, k = {K}; {machine()}\n")
     every: list[Cell] = []
-    for number, (name, (chunks, questions), sizes) in enumerate(sets):
+    for number, name, (chunks, questions), sizes in sets:
         values = values_of(rankings(chunks, questions, args.work), questions)
         print(f"## {name}: {len(chunks)} chunks, {len(questions)} answerable questions\n")
         means = values.base.mean(axis=2)
