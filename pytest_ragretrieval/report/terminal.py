@@ -139,9 +139,11 @@ def adjustment_line(adjustment: str, family: int, config: Config) -> str:
     test = f"a {config.significance} test (alpha {config.alpha:g})"
     if adjustment == "none":
         return f'p-values of {test}, not adjusted for the number of items (adjustment = "none")'
+    if not family:
+        return f"p-values of {test}: no metric item moved on any question, so none was adjusted"
     items = f"{family} metric item{'s' if family != 1 else ''}"
-    return (f"p-values {ADJUSTED[adjustment]}-adjusted over the {items} judged with {test}; "
-            "items with no difference on any question leave the family")
+    return (f"p-values {ADJUSTED[adjustment]}-adjusted over the {items} judged with {test} that moved "
+            "(items with no difference on any question leave the family)")
 
 
 def tag_lines(config: Config, runs: Mapping[str, Run], judge: Judge, every: bool, columns: int | None) -> list[str]:

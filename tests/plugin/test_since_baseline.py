@@ -108,8 +108,8 @@ def test_json_reports_and_the_summary_carry_the_adjusted_p_and_the_mde(pytester:
         "alpha 0.05, 95% CI of the mean difference *",
         "minimum detectable drop (80% power, two-sided 5%; sd of the baseline's per-question values over the 30 "
         "comparable questions, per retriever and metric):",
-        "p-values max-T-adjusted over the 1 metric item judged with a randomization test (alpha 0.05); items with "
-        "no difference on any question leave the family",
+        "p-values max-T-adjusted over the 1 metric item judged with a randomization test (alpha 0.05) that moved "
+        "(items with no difference on any question leave the family)",
     ])
     results = json.loads((pytester.path / "results.json").read_text(encoding="utf-8"))
     assert results["significance"] == {"method": "randomization", "alpha": 0.05, "adjustment": "maxt", "family": 1}

@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 from stages import CHUNK_DIGESTS, GOOD, QUESTIONS, WORSE, baseline, config, fingerprint, ran
 
+from pytest_ragretrieval.baseline.format import document, dumps, parse, retriever_entry
 from pytest_ragretrieval.errors import RetrieverError
+from pytest_ragretrieval.evalset.records import Question
 from pytest_ragretrieval.gate.items import ItemKey, Skip
 from pytest_ragretrieval.gate.judge import Judge, small_set_notes
 from pytest_ragretrieval.scoring.evaluate import Run, score
@@ -187,3 +189,28 @@ def test_a_question_that_changed_passes_its_item_with_a_note(tmp_path: Path) -> 
     assert judge.notes()[-1] == (
         "only 1 answerable questions are comparable with the baseline, fewer than min_questions = 20: "
         "too little data for a verdict to mean much")
+
+
+def test_maxt_gives_way_to_holm_when_the_items_were_compared_on_different_questions(tmp_path: Path) -> None:
+    """max-T applies one resample to every item, so every item needs the same questions. Here the
+    baseline's entry of `two` lacks q1 (recorded before q1 was added): its items are compared on
+    q2, q4, q5, those of `one` on q1, q2, q4, q5, and the session falls back on Holm, saying so."""
+    questions = (*QUESTIONS[:2], Question("q4", "发票", {"c": 1}), Question("q5", "抬头", {"a": 1}))
+    good = {**GOOD, "q4": ["c", "x"], "q5": ["a", "x"]}
+    worse = {**WORSE, "q4": ["x", "c"], "q5": ["x", "a"]}
+    cfg = config(tmp_path, 'significance = "randomization"')
+    names = ("one", "two")
+    entries = {name: retriever_entry(score(name, questions, good, cfg.metrics)) for name in names}
+    del entries["two"]["questions"]["q1"]
+    recorded = parse(cfg.baseline, dumps(document(cfg.k, fingerprint(cfg, questions), entries, None)))
+    runs = {name: Run(result=score(name, questions, worse, cfg.metrics)) for name in names}
+    judge = Judge(cfg, questions, recorded, fingerprint(cfg, questions), runs)
+    assert {member.ids for member in judge.members()} == {("q1", "q2", "q4", "q5"), ("q2", "q4", "q5")}
+    assert judge.adjustment() == "holm"
+    assert {c.adjustment for c in judge.family().values()} == {"holm"}
+    assert ("p-values Holm-adjusted, not max-T: the metric items were compared on different questions "
+            "(max-T resamples every item over the same ones)") in judge.notes()
+    same = Judge(cfg, questions, parse(cfg.baseline, dumps(document(cfg.k, fingerprint(cfg, questions), {
+        name: retriever_entry(score(name, questions, good, cfg.metrics)) for name in names}, None))),
+        fingerprint(cfg, questions), runs)
+    assert same.adjustment() == "maxt" and not any("not max-T" in note for note in same.notes())
