@@ -99,3 +99,26 @@ def test_machine_labels_are_counted_in_the_fingerprint(tmp_path: Path) -> None:
     assert questions[0].machine_labels == {"a", "b"}
     assert questions_record(questions)["machine_labels"] == 2
     assert "machine_labels" not in questions_record(questions[1:])
+
+
+def test_a_drop_whose_new_top_k_holds_unjudged_chunks_is_named_a_possible_false_miss() -> None:
+    """q1 and q2 dropped; q1's new top 2 holds 'x', which nobody judged; q2's holds only judged chunks;
+    q3 ranks an unjudged chunk but did not drop."""
+    from pytest_ragretrieval.baseline.format import Recorded, RecordedQuestion
+    from pytest_ragretrieval.gate.checks import MetricCheck
+    from pytest_ragretrieval.scoring.evaluate import QuestionResult, RetrieverResult
+
+    spec = MetricSpec("ndcg", 2)
+    old = Recorded({"ndcg@2": 1.0}, {q: RecordedQuestion(("a",), {"ndcg@2": 1.0}) for q in ("q1", "q2", "q3")})
+    new = RetrieverResult("r", {"ndcg@2": 0.5}, {}, (
+        QuestionResult("q1", ("x", "a", "y"), {"ndcg@2": 0.63}),
+        QuestionResult("q2", ("b", "a"), {"ndcg@2": 0.63}),
+        QuestionResult("q3", ("a", "z"), {"ndcg@2": 1.0}),
+    ), 0, 0)
+    judged_ids = {"q1": {"a"}, "q2": {"a", "b"}, "q3": {"a"}}
+    outcome = MetricCheck("r", spec, 0.0, judged=judged_ids).evaluate(old, new)
+    assert not outcome.passed
+    assert outcome.lines[-1] == ("1 of the 2 questions that dropped rank unjudged chunks in the top 2: "
+                                 "possibly false misses; see `ragretrieval pool`")
+    fully = MetricCheck("r", spec, 0.0, judged={**judged_ids, "q1": {"a", "x"}}).evaluate(old, new)
+    assert fully.lines[-1] == "  q2: 1.0000 -> 0.6300 (-0.3700)"
