@@ -93,7 +93,9 @@ def drop_lines(found: list[Drop]) -> list[str]:
     return lines
 
 
-def unjudged_line(found: list[Drop], result: RetrieverResult, judged: Mapping[str, Collection[str]], k: int) -> list[str]:
+def unjudged_line(
+    found: list[Drop], result: RetrieverResult, judged: Mapping[str, Collection[str]], k: int
+) -> list[str]:
     """`3 of the 4 questions that dropped rank unjudged chunks in the top 5: ...`: a drop whose new top k
     holds chunks nobody judged may be a false miss (a relevant chunk nobody labelled), not a regression."""
     rankings = {question.id: question.ranking for question in result.questions}

@@ -2,8 +2,8 @@
 
 Every function takes one ranking (chunk ids, best first, no duplicates) and one relevance map
 (chunk id -> grade) and scores the first `k` ids. A chunk is relevant when its grade is >= 1;
-unjudged chunks count as grade 0 (only `judged` tells them apart). A ranking shorter than `k` is scored as trec_eval scores it:
-precision still divides by `k` and the ideal DCG is still cut at `k`.
+unjudged chunks count as grade 0 (only `judged` tells them apart). A ranking shorter than `k` is
+scored as trec_eval scores it: precision still divides by `k` and the ideal DCG is still cut at `k`.
 """
 from __future__ import annotations
 

@@ -39,7 +39,7 @@ def test_judged_at_k_by_hand(ranking: list[str], k: int, expected: float) -> Non
 def test_judged_is_precision_with_every_judgment_counted_relevant() -> None:
     """ir_measures defines Judged@k as P@k with a relevance threshold below every judgment."""
     ranking, relevance = ["a", "x", "b", "c"], {"a": 3, "b": 0, "c": 0, "q": 1}
-    assert judged(ranking, relevance, 4) == precision(ranking, {cid: 1 for cid in relevance}, 4) == 0.75
+    assert judged(ranking, relevance, 4) == precision(ranking, dict.fromkeys(relevance, 1), 4) == 0.75
 
 
 def test_judged_is_registered_as_a_plain_metric() -> None:
