@@ -148,3 +148,71 @@ def test_machine_labels_are_applied_only_when_accepted_and_keep_their_provenance
     q2 = json.loads((pooled / EVALSET).read_text(encoding="utf-8").splitlines()[1])
     assert q2["not_relevant"] == ["c5"]
     assert q2["machine_labels"] == {"c5": {"model": "openai:m", "prompt_sha256": "ab" * 32, "date": "2026-12-06"}}
+
+
+# --judge, against the fake OpenAI-compatible server
+
+@pytest.fixture
+def judged(pooled: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    from openai_server import FakeOpenAI
+
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1796515200")  # 2026-12-06
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-secret-key-0123456789abcdef")
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    with FakeOpenAI() as server:
+        # UMBRELA 3 for the long reimbursement passage, 1 for anything else
+        server.chat = lambda prompt: "##final score: 3" if "逾期" in prompt.split("Passage:")[-1] else "M: 1\n##final score: 1"
+        yield server
+
+
+def test_the_judge_proposes_grades_with_provenance_and_caches_them(
+    judged: Any, pooled: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pytest_ragretrieval.cli.pool_judge import PROMPT, PROMPT_SHA256
+
+    argv = ("pool", "--results", "results.json", "--judge", "openai:judge-model", "--base-url", judged.url,
+            "--out", "proposals.jsonl")
+    code, out, err = run(capsys, *argv)
+    assert (code, err) == (0, [])
+    assert out == ["4 unjudged chunks for 3 questions in the top 2: wrote proposals.jsonl",
+                   "judged 4 chunks with openai:judge-model (0 from the cache); apply with "
+                   "`ragretrieval pool --apply FILE --accept-machine-labels` after review"]
+    rows = lines((pooled / "proposals.jsonl").read_text(encoding="utf-8").splitlines())
+    provenance = {"model": "openai:judge-model", "prompt_sha256": PROMPT_SHA256, "date": "2026-12-06"}
+    assert [(row["chunk"], row["grade"], row["judge"]) for row in rows] == [
+        ("c2", 0, {**provenance, "umbrela": 1}), ("c5", 2, {**provenance, "umbrela": 3}),
+        ("c5", 2, {**provenance, "umbrela": 3}), ("c2", 0, {**provenance, "umbrela": 1})]
+    asked = [request.body for request in judged.requests]
+    assert len(asked) == 4 and asked[0]["model"] == "judge-model" and asked[0]["temperature"] == 0
+    assert asked[0]["messages"] == [{"role": "user", "content": PROMPT.format(query=rows[0]["query"], passage=rows[0]["text"])}]
+    # the same queue again: every score from the cache, nothing asked, the same bytes
+    first = (pooled / "proposals.jsonl").read_bytes()
+    assert run(capsys, *argv)[1][1].startswith("judged 4 chunks with openai:judge-model (4 from the cache)")
+    assert len(judged.requests) == 4 and (pooled / "proposals.jsonl").read_bytes() == first
+    # machine labels enter the eval set only when accepted, with their provenance
+    before = (pooled / EVALSET).read_bytes()
+    assert run(capsys, "pool", "--apply", "proposals.jsonl")[1] == [
+        "4 machine labels skipped (graded by an LLM judge); pass --accept-machine-labels to apply them",
+        "no labels to apply: fixtures/evalset.jsonl left as it was"]
+    assert (pooled / EVALSET).read_bytes() == before
+    assert run(capsys, "pool", "--apply", "proposals.jsonl", "--accept-machine-labels")[0] == 0
+    q1 = json.loads((pooled / EVALSET).read_text(encoding="utf-8").splitlines()[0])
+    assert q1["machine_labels"] == {"c2": provenance, "c5": provenance}
+    assert q1["relevant"] == {"c1": 1, "c5": 2} and q1["not_relevant"] == ["c2"]
+
+
+def test_a_judge_failure_is_one_line_without_the_key(judged: Any, pooled: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from openai_server import Reply
+
+    judged.default = Reply(status=401, message="invalid key {key}")
+    code, out, err = run(capsys, "pool", "--judge", "openai:m", "--base-url", judged.url, "--out", "p.jsonl")
+    assert code == 2 and out == [] and len(err) == 1
+    assert err[0].startswith("ragretrieval: error: judge openai:m: AuthenticationError: ")
+    assert "sk-test-secret" not in err[0] and not (pooled / "p.jsonl").exists()
+
+
+def test_a_judge_answer_without_a_score_is_named(judged: Any, pooled: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    judged.chat = lambda prompt: "I think it is relevant."
+    code, _, err = run(capsys, "pool", "--judge", "openai:m", "--base-url", judged.url)
+    assert code == 2 and err == ["ragretrieval: error: judge openai:m: the answer holds no '##final score: N' (0-3): "
+                                 "'I think it is relevant.'"]
