@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from test_cli import CHUNKS, entry, project, run, write_results  # noqa: F401  (the fixture)
 
 EVALSET = Path("fixtures/evalset.jsonl")
