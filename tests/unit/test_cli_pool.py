@@ -215,3 +215,10 @@ def test_a_judge_answer_without_a_score_is_named(judged: Any, pooled: Path, caps
     code, _, err = run(capsys, "pool", "--judge", "openai:m", "--base-url", judged.url)
     assert code == 2 and err == ["ragretrieval: error: judge openai:m: the answer holds no '##final score: N' (0-3): "
                                  "'I think it is relevant.'"]
+
+
+def test_the_docs_show_the_judge_s_prompt_verbatim() -> None:
+    from pytest_ragretrieval.cli.pool_judge import PROMPT
+
+    page = (Path(__file__).parents[2] / "docs" / "labels.md").read_text(encoding="utf-8")
+    assert f"```text\n{PROMPT}\n```" in page
