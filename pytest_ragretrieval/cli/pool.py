@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> Result:
     if model is not None:
         from .pool_judge import judge_entries
 
-        graded = judge_entries(config, model, args.base_url, entries, args.judge_budget)
+        graded = judge_entries(config, model, args.base_url, [entry.record() for entry in entries], args.judge_budget)
         lines = [line for line, _ in graded]
         notes = [f"judged {len(graded)} chunk{'s' if len(graded) != 1 else ''} with {args.judge} "
                  f"({sum(1 for _, cached in graded if cached)} from the cache); apply with "

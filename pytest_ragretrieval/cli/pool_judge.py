@@ -21,7 +21,7 @@ import json
 import os
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..cache import Cache, sha256
@@ -29,7 +29,6 @@ from ..config.settings import Config
 from ..errors import RagError
 from ..optional import need
 from ..redact import safe_line
-from .pool import Entry
 
 PROMPT = """\
 You judge how relevant a passage is to a search query, on an integer scale from 0 to 3:
@@ -135,17 +134,18 @@ class ChatJudge:
         return RagError(safe_line(f"judge openai:{self.model}: {detail}", self._secrets))
 
 
-def judge_entries(config: Config, model: str, base_url: str | None, entries: Sequence[Entry],
+def judge_entries(config: Config, model: str, base_url: str | None, records: Sequence[Mapping[str, Any]],
                   budget: float) -> list[tuple[str, bool]]:
-    """Each entry's line with the proposed grade and its provenance, and whether the score was cached."""
+    """Each pool line (its `query` and `text` judged) with the proposed grade and its provenance, and
+    whether the score was cached."""
     judge = ChatJudge(config, model, base_url, budget)
     provenance = {"model": f"openai:{model}", "prompt_sha256": PROMPT_SHA256, "date": today()}
     lines = []
     try:
-        for entry in entries:
-            found, cached = judge.score(entry.question.query, entry.chunk.text)
-            record = {**entry.record(), "grade": grade(found), "judge": {**provenance, "umbrela": found}}
-            lines.append((json.dumps(record, ensure_ascii=False), cached))
+        for record in records:
+            found, cached = judge.score(record["query"], record["text"])
+            graded = {**record, "grade": grade(found), "judge": {**provenance, "umbrela": found}}
+            lines.append((json.dumps(graded, ensure_ascii=False), cached))
     finally:
         judge.save()
     return lines
