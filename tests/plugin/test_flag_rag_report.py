@@ -67,7 +67,7 @@ def test_html_report_renders_in_chromium(regressed: pytest.Pytester) -> None:
     dom = dump_dom(executable, regressed.path / "eval.html").stdout
     parsed = Collector()
     parsed.feed(dom)
-    assert len(parsed.bars) == 8
+    assert len(parsed.bars) == 10
     assert f'data-gold-count="{parsed.gold}"' in dom
 
 
