@@ -222,3 +222,11 @@ def test_the_docs_show_the_judge_s_prompt_verbatim() -> None:
 
     page = (Path(__file__).parents[2] / "docs" / "labels.md").read_text(encoding="utf-8")
     assert f"```text\n{PROMPT}\n```" in page
+
+
+def test_diff_shows_judged_but_never_counts_it_as_a_drop(project: Path, capsys: pytest.CaptureFixture[str]) -> None:  # noqa: F811
+    old = write_results(project / "old.json", {"bm25": entry({}, {"recall@2": 0.5, "judged@2": 1.0})})
+    new = write_results(project / "new.json", {"bm25": entry({}, {"recall@2": 0.5, "judged@2": 0.5})})
+    code, out, _ = run(capsys, "diff", old, new)
+    assert code == 0
+    assert out[-2:] == ["bm25       judged@2  1.0000  0.5000  -0.5000", "0 metrics dropped, 0 improved"]
