@@ -8,10 +8,11 @@ passage that holds an answer counts as relevant, as TREC RAG reads UMBRELA's sca
 
 The server is any OpenAI-compatible chat server: `--base-url`, else OPENAI_BASE_URL, else
 api.openai.com; the key is OPENAI_API_KEY (a placeholder for a server at a base URL that needs
-none), masked by value in every message. Each request has the config's `embedding_timeout` and
-the client retries `embedding_retries` times; all requests together may take `--judge-budget`
-seconds. Scores are cached by content (model, prompt digest, query, passage) under the config's
-cache folder, so a second run asks nothing; a run stopped by the budget keeps what it graded.
+none), masked by value in every message. Each request has the config's `embedding_timeout`; a
+timeout, lost connection, 429 or 5xx is tried `embedding_retries` more times; all requests and
+waits together stay within `--judge-budget` seconds. Scores are cached by content (model, prompt
+digest, query, passage) under the config's cache folder, so a second run asks nothing; a run
+stopped by the budget keeps what it graded.
 The date of the provenance is UTC today, or SOURCE_DATE_EPOCH's day when that is set.
 """
 from __future__ import annotations
@@ -68,7 +69,7 @@ class ChatJudge:
     """One chat request per (query, passage), temperature 0; answers cached by content."""
 
     def __init__(self, config: Config, model: str, base_url: str | None, budget: float,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> None:
         self.model = model
         self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or "").rstrip("/") or None
         key = os.environ.get("OPENAI_API_KEY") or (PLACEHOLDER_KEY if self.base_url else "")
@@ -82,6 +83,7 @@ class ChatJudge:
         self.deadline = clock() + budget
         self.budget = budget
         self.clock = clock
+        self.sleep = sleep
         self.space = Cache(config.cache_dir).namespace("judgments", f"openai:{model}")
         self._client: Any = None
         self.fresh: dict[str, int] = {}
@@ -107,24 +109,34 @@ class ChatJudge:
         self.space.write({key: np.array([found], dtype=np.uint8) for key, found in self.fresh.items()})
 
     def _ask(self, prompt: str) -> int:
-        left = self.deadline - self.clock()
-        if left <= 0:
-            raise RagError(f"judge openai:{self.model}: the --judge-budget of {self.budget:g} s is spent; the "
-                           "scores so far are cached: run the same command again to go on")
+        """One answer: a timeout, a lost connection, 429 or 5xx is tried `retries` more times (waits of
+        0.5, 1, 2 ... s), every attempt and wait within what is left of the budget."""
         openai = need("openai", f"judge openai:{self.model}")
         if self._client is None:
             self._client = openai.OpenAI(base_url=self.base_url or DEFAULT_BASE_URL, api_key=self._key,
-                                         max_retries=self.retries, timeout=self.timeout)
-        try:
-            answer = self._client.chat.completions.create(
-                model=self.model, messages=[{"role": "user", "content": prompt}], temperature=0,
-                timeout=min(self.timeout, left),
-            )
-            text = answer.choices[0].message.content or ""
-        except openai.OpenAIError as exc:
-            raise self._error(f"{type(exc).__name__}: {exc}") from None
-        except (AttributeError, IndexError, TypeError):
-            raise self._error("the server's answer is no chat completion (choices[0].message.content)") from None
+                                         max_retries=0, timeout=self.timeout)
+        attempt = 0
+        while True:
+            left = self.deadline - self.clock()
+            if left <= 0:
+                raise RagError(f"judge openai:{self.model}: the --judge-budget of {self.budget:g} s is spent; "
+                               "the scores so far are cached: run the same command again to go on")
+            try:
+                answer = self._client.chat.completions.create(
+                    model=self.model, messages=[{"role": "user", "content": prompt}], temperature=0,
+                    timeout=min(self.timeout, left),
+                )
+                text = answer.choices[0].message.content or ""
+                break
+            except (openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError) as exc:
+                attempt += 1
+                if attempt > self.retries:
+                    raise self._error(f"{type(exc).__name__}: {exc} (after {attempt} attempts)") from None
+                self.sleep(min(0.5 * 2 ** (attempt - 1), max(self.deadline - self.clock(), 0.0)))
+            except openai.OpenAIError as exc:
+                raise self._error(f"{type(exc).__name__}: {exc}") from None
+            except (AttributeError, IndexError, TypeError):
+                raise self._error("the server's answer is no chat completion (choices[0].message.content)") from None
         scores = SCORE.findall(text)
         if not scores:
             raise self._error(f"the answer holds no '##final score: N' (0-3): {text!r}")

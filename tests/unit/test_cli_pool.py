@@ -230,3 +230,9 @@ def test_diff_shows_judged_but_never_counts_it_as_a_drop(project: Path, capsys: 
     code, out, _ = run(capsys, "diff", old, new)
     assert code == 0
     assert out[-2:] == ["bm25       judged@2  1.0000  0.5000  -0.5000", "0 metrics dropped, 0 improved"]
+
+
+def test_a_server_error_is_tried_again(judged: Any, pooled: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    judged.script(503)
+    code, out, err = run(capsys, "pool", "--judge", "openai:m", "--base-url", judged.url)
+    assert (code, len(out)) == (0, 1) and len(judged.requests) == 2  # the 503, then the answer for q1 c2
