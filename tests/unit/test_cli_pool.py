@@ -236,3 +236,18 @@ def test_a_server_error_is_tried_again(judged: Any, pooled: Path, capsys: pytest
     judged.script(503)
     code, out, err = run(capsys, "pool", "--judge", "openai:m", "--base-url", judged.url)
     assert (code, len(out)) == (0, 1) and len(judged.requests) == 2  # the 503, then the answer for q1 c2
+
+
+def test_the_judge_stops_when_its_budget_is_spent(judged: Any, tmp_path: Path) -> None:
+    """The clock reads 0 at the start and at the first question, 100 at the second: a budget of 10 s is spent."""
+    from stages import config
+
+    from pytest_ragretrieval.cli.pool_judge import ChatJudge
+    from pytest_ragretrieval.errors import RagError
+
+    times = iter([0.0, 0.0, 100.0])
+    judge = ChatJudge(config(tmp_path), "m", judged.url, 10, clock=lambda: next(times))
+    assert judge.score("query", "passage") == (1, False)
+    with pytest.raises(RagError, match=r"^judge openai:m: the --judge-budget of 10 s is spent; the scores so far"):
+        judge.score("query", "another passage")
+    assert len(judged.requests) == 1
