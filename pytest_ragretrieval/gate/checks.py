@@ -104,6 +104,7 @@ def unjudged_line(
     if not count:
         return []
     questions = "the question that dropped ranks" if len(found) == 1 else \
+        f"all {count} questions that dropped rank" if count == len(found) else \
         f"{count} of the {len(found)} questions that dropped rank"
     return [f"{questions} unjudged chunks in the top {k}: possibly false misses; see `ragretrieval pool`"]
 

@@ -122,3 +122,16 @@ def test_a_drop_whose_new_top_k_holds_unjudged_chunks_is_named_a_possible_false_
                                  "possibly false misses; see `ragretrieval pool`")
     fully = MetricCheck("r", spec, 0.0, judged={**judged_ids, "q1": {"a", "x"}}).evaluate(old, new)
     assert fully.lines[-1] == "  q2: 1.0000 -> 0.6300 (-0.3700)"
+
+
+def test_when_every_question_that_dropped_ranks_unjudged_chunks_the_line_says_all() -> None:
+    from pytest_ragretrieval.gate.checks import Drop, unjudged_line
+    from pytest_ragretrieval.scoring.evaluate import QuestionResult, RetrieverResult
+
+    result = RetrieverResult("r", {}, {}, (QuestionResult("q1", ("x",), {}), QuestionResult("q2", ("y", "a"), {})), 0, 0)
+    found = [Drop("q1", 1.0, 0.0), Drop("q2", 1.0, 0.5)]
+    assert unjudged_line(found, result, {"q1": {"a"}, "q2": {"a"}}, 5) == [
+        "all 2 questions that dropped rank unjudged chunks in the top 5: possibly false misses; see `ragretrieval pool`"]
+    assert unjudged_line(found[:1], result, {"q1": {"a"}}, 5) == [
+        "the question that dropped ranks unjudged chunks in the top 5: possibly false misses; see `ragretrieval pool`"]
+    assert unjudged_line(found, result, {"q1": {"x"}, "q2": {"a", "y"}}, 5) == []
