@@ -135,3 +135,17 @@ def test_when_every_question_that_dropped_ranks_unjudged_chunks_the_line_says_al
     assert unjudged_line(found[:1], result, {"q1": {"a"}}, 5) == [
         "the question that dropped ranks unjudged chunks in the top 5: possibly false misses; see `ragretrieval pool`"]
     assert unjudged_line(found, result, {"q1": {"x"}, "q2": {"a", "y"}}, 5) == []
+
+
+@pytest.mark.parametrize(("metrics", "shown"), [
+    ('["ndcg", "recall"]', ["ndcg@3", "recall@3", "judged@3"]),  # informational: scored and shown, not gated
+    ('["ndcg", "judged@5"]', ["ndcg@3", "judged@5"]),  # listed: gated and recorded like the others
+])
+def test_judged_is_shown_always_and_gated_when_listed(tmp_path: Path, metrics: str, shown: list[str]) -> None:
+    from pytest_ragretrieval.config.settings import load_config
+
+    (tmp_path / "rag.toml").write_text(f'chunks = "c.jsonl"\nevalset = "e.jsonl"\nk = 3\nmetrics = {metrics}\n'
+                                       '[retrievers.one]\ntype = "bm25"\n', encoding="utf-8")
+    config = load_config(str(tmp_path / "rag.toml"), tmp_path)
+    assert [spec.label for spec in config.shown] == shown
+    assert [spec.label for spec in config.metrics] == shown[:2]
