@@ -1,4 +1,5 @@
-"""A local stand-in for `POST /v1/embeddings`, scripted per test, for the real openai client.
+"""A local stand-in for `POST /v1/embeddings` and `POST /v1/chat/completions`, scripted per test, for
+the real openai client. A chat answer is `server.chat(prompt)` (the last user message's text).
 
 Replies are taken from a queue (`server.script(429, 200)` or `Reply(...)` items); an empty
 queue answers `server.default` (200 unless set). Vectors are derived from the text's hash, so
@@ -17,7 +18,7 @@ import socket
 import struct
 import threading
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -62,6 +63,7 @@ class FakeOpenAI:
         self.dimension = dimension
         self.requests: list[Request] = []
         self.default = Reply()
+        self.chat: Callable[[str], str] = lambda prompt: "##final score: 0"
         self.stopping = threading.Event()
         self._replies: deque[Reply] = deque()
         self._lock = threading.Lock()
@@ -97,7 +99,9 @@ class FakeOpenAI:
         with self._lock:
             self.requests.append(request)
             reply = self._replies.popleft() if self._replies else self.default
-        if request.path != "/v1/embeddings":
+        if request.path == "/v1/chat/completions" and reply.status == 200:
+            return reply, _completion(self.chat(request.body["messages"][-1]["content"]), request)
+        if request.path not in ("/v1/embeddings", "/v1/chat/completions"):
             return Reply(status=404), _error(f"no route {request.path}", "invalid_request_error")
         if reply.status != 200:
             key = request.headers.get("authorization", "").removeprefix("Bearer ")
@@ -121,6 +125,14 @@ class FakeOpenAI:
             "model": request.body.get("model", ""),
             "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
         }
+
+
+def _completion(text: str, request: Request) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": request.body.get("model", ""),
+        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+    }
 
 
 def _error(message: str, kind: str) -> dict[str, Any]:

@@ -78,11 +78,17 @@ def question_record(question: Question) -> dict[str, Any]:
 
 
 def questions_record(questions: Sequence[Question]) -> dict[str, Any]:
-    return {
+    """The eval set's digest, size and questions; `machine_labels` counts the judgments an LLM judge
+    made (present only when there are any, so a set labelled by people records what it always did)."""
+    found: dict[str, Any] = {
         "sha256": evalset_digest(questions),
         "count": len(questions),
         "digests": {question.id: question_record(question) for question in questions},
     }
+    machine = sum(len(question.machine_labels) for question in questions)
+    if machine:
+        found["machine_labels"] = machine
+    return found
 
 
 def yardstick(config: Config) -> dict[str, Any]:

@@ -151,7 +151,7 @@ def plan_update(
         state = runs.get(name)
         comparable_old = old_doc.get(name) if not changed and name in old_fp else None
         if name in selected and name not in held and state is not None and state.result is not None:
-            entries[name] = retriever_entry(state.result)
+            entries[name] = _restrict(retriever_entry(state.result), all_labels)
             recorded_fp[name] = fingerprint["retrievers"][name]
         elif comparable_old is not None:
             entries[name] = _restrict(comparable_old, all_labels)

@@ -1,11 +1,12 @@
 """`ragretrieval`: the labelling, review and pull-request helpers that sit beside the pytest gate.
 
-`find` is the tutorial's `find_ids`, `suspects` hunts for missing gold labels (pitfall 2) and
+`find` is the tutorial's `find_ids`, `suspects` hunts for missing gold labels (pitfall 2), `pool`
+turns the unjudged top k into a labelling queue and folds the labels back, and
 `diff` compares two results files, checking first that they are comparable (pitfalls 3-4), or
 says whether a pull request's baseline lowers the bar (`--fail-on-lower`). `pr-check` decides
 the pull request's baseline check (label, fork) and `comment` prints its sticky comment.
 `merge` judges the partial records of a sharded run once. Nothing here runs a retriever, so no
-model or database is loaded.
+model or database is loaded (`pool --judge` alone loads numpy, for its cache, and calls the LLM it names).
 """
 from __future__ import annotations
 
@@ -16,12 +17,12 @@ from pathlib import Path
 
 from ..errors import ConfigError, RagError, describe_exception
 from ..paths import display
-from . import comment, diff, find, merge, pr_check, relabel, suspects
+from . import comment, diff, find, merge, pool, pr_check, relabel, suspects
 from .common import BUG, FAILED, OK, PROG, USAGE, Command, Parser, Result, UsageError
 
 COMMANDS: dict[str, Command] = {
-    "find": find, "suspects": suspects, "diff": diff, "pr-check": pr_check, "comment": comment, "merge": merge,
-    "relabel": relabel,
+    "find": find, "suspects": suspects, "pool": pool, "relabel": relabel, "diff": diff, "pr-check": pr_check,
+    "comment": comment, "merge": merge,
 }
 """The registry: a command is one module with `register(commands, common)` and `run(args)`, and one line here."""
 
@@ -29,6 +30,7 @@ COMMANDS: dict[str, Command] = {
 EPILOG = """\
 exit status:
   0  success (find: a chunk matched; suspects: listed, even when none;
+     pool: the queue written, or the labels applied;
      diff: comparable and no metric dropped, or with --fail-on-lower: the bar
      was not lowered; pr-check: the baseline check passed; comment: printed;
      merge: every item passed)

@@ -87,7 +87,8 @@ def _delta_cell(before: float | None, after: float | None) -> str:
 
 def metric_rows(name: str, old: Recorded, new: Recorded, found: Since) -> tuple[list[list[str]], int, int]:
     """(rows, metrics dropped, metrics improved) for one retriever present in both files: over the
-    comparable questions both scored when the yardstick is the same, as recorded otherwise."""
+    comparable questions both scored when the yardstick is the same, as recorded otherwise.
+    judged@k is shown but counts neither way: it measures the labels, not the retriever."""
     rows: list[list[str]] = []
     dropped = improved = 0
     shared: tuple[dict[str, float], dict[str, float]] = (dict(old.metrics), dict(new.metrics))
@@ -96,7 +97,7 @@ def metric_rows(name: str, old: Recorded, new: Recorded, found: Since) -> tuple[
     for label in sorted(set(old.metrics) | set(new.metrics), key=metric_order):
         before = shared[0].get(label, old.metrics.get(label)) if label in old.metrics else None
         after = shared[1].get(label, new.metrics.get(label)) if label in new.metrics else None
-        if before is not None and after is not None:
+        if before is not None and after is not None and not label.startswith("judged@"):
             dropped += int(after < before - EPSILON)
             improved += int(after > before + EPSILON)
         rows.append([

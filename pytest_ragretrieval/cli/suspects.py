@@ -68,7 +68,7 @@ class Suspect:
         return len(self.retrievers)
 
 
-def _check_known(
+def check_known(
     results: Baseline, questions: Mapping[str, Question], chunks: Mapping[str, Chunk], config: Config
 ) -> None:
     """Results must match today's fixtures by id; otherwise they describe another eval set or corpus."""
@@ -179,7 +179,7 @@ def run_suspects(config: Config, results_path: str, k: int | None, per_question:
     questions = {q.id: q for q in load_evalset(config.evalset, chunks)}
     by_id = {chunk.id: chunk for chunk in chunks}
     results = read(Path(results_path))
-    _check_known(results, questions, by_id, config)
+    check_known(results, questions, by_id, config)
     cutoff = k if k is not None else results.k
     found, judged = find_suspects(results, questions, by_id, cutoff)
     return Result(out=depth_note(results, k) + suspect_lines(found, judged, cutoff, results, per_question, listed))

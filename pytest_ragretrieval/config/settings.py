@@ -102,6 +102,15 @@ class Config:
     """Where the chunks come from when the config names no chunks file (see retrievers.table)."""
 
     @property
+    def shown(self) -> tuple[MetricSpec, ...]:
+        """The listed metrics, then judged@k when it is not listed: always scored and shown beside the
+        others, but gated and recorded in the baseline only when `metrics` lists it, so adding it changed
+        no baseline's comparability."""
+        if any(spec.name == "judged" for spec in self.metrics):
+            return self.metrics
+        return (*self.metrics, MetricSpec("judged", self.k))
+
+    @property
     def depth(self) -> int:
         """How many ids each retriever is asked for: k, or the largest cutoff of any metric."""
         return max([self.k, *(spec.k for spec in self.metrics)])

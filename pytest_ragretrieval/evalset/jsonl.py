@@ -18,14 +18,18 @@ from ..paths import Unreadable, display, input_lines
 from .records import Chunk, Question
 
 CHUNK_KEYS = frozenset({"id", "text", "doc", "metadata"})
-QUESTION_KEYS = frozenset({"id", "query", "relevant", "relevant_text", "tags", "metadata"})
+QUESTION_KEYS = frozenset({"id", "query", "relevant", "not_relevant", "relevant_text", "tags", "metadata",
+                           "machine_labels"})
+JUDGE_KEYS = ("model", "prompt_sha256", "date")
+"""What `machine_labels` records of each machine-made judgment: who judged, with which prompt, when."""
 MAX_GRADE = 100
 """Grades are integers from 0 to this: enough for any judging scale, small enough for every float sum."""
 GRADING_VERSION = 1
 """The grading rules' version, part of the baseline's yardstick: bumped whenever what this module
 decides about grades changes (MAX_GRADE, a list's ids graded 1, a `relevant_text` snippet grading
 every chunk that contains it 1, the higher grade winning where both name a chunk), because values
-graded by other rules cannot be compared (pitfall 3)."""
+graded by other rules cannot be compared (pitfall 3). `not_relevant` added no rule: its ids are
+graded 0, as `{"id": 0}` in `relevant` always was."""
 QUESTION_ID = re.compile(r"[\w.+/\[\]:-]+")
 """What a -k expression can name (pytest's identifier characters, less the backslash)."""
 
@@ -182,6 +186,37 @@ def _snippet_relevance(where: str, value: Any, chunks: Sequence[Chunk]) -> dict[
     return grades
 
 
+def _not_relevant(where: str, value: Any, grades: Mapping[str, int], known: Mapping[str, Chunk]) -> list[str]:
+    """`not_relevant`: sugar for grade 0, so a chunk judged not relevant counts as judged (judged@k)."""
+    if not isinstance(value, list) or not all(isinstance(chunk_id, str) for chunk_id in value):
+        raise FixtureError(f"{where}: 'not_relevant' must be a list of chunk id strings")
+    for number, chunk_id in enumerate(value):
+        if chunk_id in value[:number]:
+            raise FixtureError(f"{where}: chunk id {chunk_id!r} listed twice in 'not_relevant'")
+        if chunk_id not in known:
+            raise FixtureError(f"{where}: unknown chunk id {chunk_id!r} in 'not_relevant'")
+        if chunk_id in grades:
+            raise FixtureError(
+                f"{where}: chunk id {chunk_id!r} is both in 'relevant' and in 'not_relevant'; keep one"
+            )
+    return list(value)
+
+
+def _machine_labels(where: str, value: Any, grades: Mapping[str, int]) -> frozenset[str]:
+    """`machine_labels`: {chunk id: {model, prompt_sha256, date}} for judgments an LLM judge made."""
+    if not isinstance(value, dict):
+        raise FixtureError(f"{where}: 'machine_labels' must be an object {{chunk_id: {{model, prompt_sha256, date}}}}")
+    for chunk_id, provenance in value.items():
+        if chunk_id not in grades:
+            raise FixtureError(f"{where}: 'machine_labels' names {chunk_id!r}, which this line does not judge; "
+                               "remove it or judge the chunk")
+        if (not isinstance(provenance, dict) or sorted(provenance) != sorted(JUDGE_KEYS)
+                or not all(isinstance(provenance[key], str) and provenance[key] for key in JUDGE_KEYS)):
+            raise FixtureError(f"{where}: 'machine_labels.{chunk_id}' must be an object of non-empty strings "
+                               f"{', '.join(JUDGE_KEYS)}")
+    return frozenset(value)
+
+
 def load_evalset(path: Path, chunks: Sequence[Chunk], source: str | None = None) -> tuple[Question, ...]:
     """Read the eval set against the loaded corpus, resolving `relevant_text` snippets; `source`
     names where the chunks came from when it is not a chunks file (the team's table)."""
@@ -200,6 +235,7 @@ def load_evalset(path: Path, chunks: Sequence[Chunk], source: str | None = None)
         if "relevant" not in record and "relevant_text" not in record:
             raise FixtureError(f"{where}: missing field 'relevant' (use [] for a no-answer question)")
         grades = _relevance(where, record.get("relevant", []), known, source)
+        rejected = _not_relevant(where, record.get("not_relevant", []), grades, known)
         matched: dict[str, int] = {}
         if "relevant_text" in record:
             matched = _snippet_relevance(where, record["relevant_text"], chunks)
@@ -207,6 +243,13 @@ def load_evalset(path: Path, chunks: Sequence[Chunk], source: str | None = None)
                 grades[chunk_id] = max(grade, grades.get(chunk_id, 0))
         if not isinstance(record.get("metadata", {}), dict):
             raise FixtureError(f"{where}: field 'metadata' must be an object (or left out)")
+        for chunk_id in rejected:
+            if chunk_id in matched:
+                raise FixtureError(f"{where}: chunk id {chunk_id!r} is in 'not_relevant' but a 'relevant_text' "
+                                   "snippet matches it; keep one")
+            grades[chunk_id] = 0
+        machine = _machine_labels(where, record["machine_labels"], grades) if "machine_labels" in record \
+            else frozenset()
         tags = record.get("tags", [])
         if not isinstance(tags, list) or not all(isinstance(t, str) and t.strip() for t in tags):
             raise FixtureError(f"{where}: 'tags' must be a list of non-empty strings")
@@ -215,7 +258,8 @@ def load_evalset(path: Path, chunks: Sequence[Chunk], source: str | None = None)
         for tag in tags:
             _one_line(where, "tag", tag)
         questions.append(
-            Question(id=question_id, query=query, relevance=grades, tags=tuple(tags), snippet_ids=frozenset(matched))
+            Question(id=question_id, query=query, relevance=grades, tags=tuple(tags), snippet_ids=frozenset(matched),
+                     machine_labels=machine)
         )
     if not questions:
         raise FixtureError(f"{display(path)}: no questions")

@@ -31,6 +31,9 @@ class Question:
     snippet_ids: frozenset[str] = frozenset()
     """The chunks its `relevant_text` snippets matched: the baseline records them, so a chunk edited
     until a snippet no longer matches it can be named."""
+    machine_labels: frozenset[str] = frozenset()
+    """The chunks whose judgment an LLM judge made (`machine_labels` on the line, written by
+    `ragretrieval pool --apply --accept-machine-labels`): the baseline counts them."""
 
     @property
     def answerable(self) -> bool:

@@ -114,6 +114,22 @@ def drop_lines(found: list[Drop], edited: Mapping[str, Sequence[str]] | None = N
     return lines
 
 
+def unjudged_line(
+    found: list[Drop], result: RetrieverResult, judged: Mapping[str, Collection[str]], k: int
+) -> list[str]:
+    """`3 of the 4 questions that dropped rank unjudged chunks in the top 5: ...`: a drop whose new top k
+    holds chunks nobody judged may be a false miss (a relevant chunk nobody labelled), not a regression."""
+    rankings = {question.id: question.ranking for question in result.questions}
+    count = sum(1 for drop in found if drop.question in judged
+                and any(cid not in judged[drop.question] for cid in rankings.get(drop.question, ())[:k]))
+    if not count:
+        return []
+    questions = "the question that dropped ranks" if len(found) == 1 else \
+        f"all {count} questions that dropped rank" if count == len(found) else \
+        f"{count} of the {len(found)} questions that dropped rank"
+    return [f"{questions} unjudged chunks in the top {k}: possibly false misses; see `ragretrieval pool`"]
+
+
 def compare(
     label: str, recorded: Recorded, result: RetrieverResult, significance: str, comparable: Collection[str]
 ) -> Comparison | None:
@@ -185,6 +201,8 @@ class MetricCheck:
     changes: tuple[str, ...] = ()
     edited: Mapping[str, tuple[str, ...]] = field(default_factory=dict, hash=False)
     """Question id -> its gold chunks whose text was edited since the baseline (`baseline/gold.py`)."""
+    judged: Mapping[str, Collection[str]] = field(default_factory=dict, hash=False)
+    """Each question's judged chunk ids (any grade), for the line on unjudged chunks in a drop's top k."""
 
     def evaluate(self, recorded: Recorded, result: RetrieverResult, comparison: Comparison | None = None,
                  comparable: Collection[str] | None = None) -> Outcome:
@@ -222,14 +240,18 @@ class MetricCheck:
             test = self._test_text(comparison)
             if comparison.p_value is not None and comparison.p_value >= self.alpha:
                 return Outcome(True, f"{head}, but the drop is not significant ({test})", (), comparison)
-            return Outcome(False, f"{head}; {test}", tuple(drop_lines(found, self.edited)), comparison)
+            return Outcome(False, f"{head}; {test}", self._drop_details(found, result), comparison)
         if fell:
-            return Outcome(False, head, tuple(drop_lines(found, self.edited)), comparison)
+            return Outcome(False, head, self._drop_details(found, result), comparison)
         tested = f"; {self.significance} test {p_text(comparison)}" if comparison.p_value is not None else ""
         return Outcome(
             True, f"{label} of {self.retriever!r}: {fmt(after)} ({signed(after - before)} against {fmt(before)})"
             f"{scope}{changed}{tested}", (), comparison,
         )
+
+    def _drop_details(self, found: list[Drop], result: RetrieverResult) -> tuple[str, ...]:
+        unjudged = [] if self.spec.on_no_answer else unjudged_line(found, result, self.judged, self.spec.k)
+        return (*drop_lines(found, self.edited), *unjudged)
 
     def _test_text(self, comparison: Comparison) -> str:
         if comparison.p_value is None:

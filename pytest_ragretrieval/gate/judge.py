@@ -273,7 +273,8 @@ class Judge:
         metric = next(s for s in self.config.metrics if s.label == key.name)
         check = MetricCheck(
             key.retriever, metric, self.config.tolerance.for_metric(metric), self.config.significance,
-            self.config.alpha, self.changes(key.retriever), by_question(self.edited_gold()),
+            self.config.alpha, self.changes(key.retriever), edited=by_question(self.edited_gold()),
+            judged={q.id: frozenset(q.relevance) for q in self.questions},
         )
         return check.evaluate(recorded, run.result, self.comparison(key.retriever, key.name),
                               found.questions.comparable)

@@ -30,6 +30,8 @@ def build_report(
     views = tuple(
         _view(spec.name, spec.type, runs[spec.name], judge) for spec in config.retrievers if spec.name in runs
     )
+    shown = [spec for spec in config.shown if spec in config.metrics or any(
+        run.result is not None and spec.label in run.result.metrics for run in runs.values())]
     pairs = judge.pairs()
     run_notes = [f"{name}: {note}" for name, run in runs.items() for note in run.notes]
     rerankers = tuple(
@@ -38,8 +40,8 @@ def build_report(
     )
     return ReportInput(
         k=config.k,
-        metrics=tuple(spec.label for spec in config.metrics),
-        definitions={spec.label: spec.definition for spec in config.metrics},
+        metrics=tuple(spec.label for spec in shown),
+        definitions={spec.label: spec.definition for spec in shown},
         questions=tuple(QuestionView(q.id, q.query, q.tags, dict(q.relevance)) for q in questions),
         chunks={c.id: ChunkView(c.id, c.text, c.doc) for c in chunks},
         retrievers=views,

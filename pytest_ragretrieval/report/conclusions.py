@@ -15,12 +15,15 @@ TUNING = {"hybrid": "weights, depth or rrf_k", "rerank": "depth or the model"}
 
 
 def leaders(data: ReportInput) -> str | None:
-    """`highest: recall@5 hybrid 0.7783, ndcg@5 vector 0.7401` (ties name every leader)."""
+    """`highest: recall@5 hybrid 0.7783, ndcg@5 vector 0.7401` (ties name every leader; judged@k measures
+    the labels, not the retriever, so it leads nothing)."""
     views = [view for view in ran(data) if view.metrics]
     if not views:
         return None
     parts = []
     for label in data.metrics:
+        if label.startswith("judged@"):
+            continue
         scored = [(view.metrics[label], view.name) for view in views if label in view.metrics]
         if not scored:
             continue

@@ -152,10 +152,17 @@ def adjustment_line(adjustment: str, family: int, config: Config) -> str:
             "(items with no difference on any question leave the family)")
 
 
+def shown_labels(config: Config, runs: Mapping[str, Run]) -> list[str]:
+    """The listed metrics, then judged@k where it was scored though not listed (see `Config.shown`)."""
+    listed = [spec.label for spec in config.metrics]
+    return listed + [spec.label for spec in config.shown if spec.label not in listed and any(
+        run.result is not None and spec.label in run.result.metrics for run in runs.values())]
+
+
 def tag_lines(config: Config, runs: Mapping[str, Run], judge: Judge, every: bool, columns: int | None) -> list[str]:
     """The per-tag table: by default only the rows (retriever, tag) where a value moved since the
     baseline, else one line saying how to see them; with `every` (--rag-tags) every row."""
-    labels = [spec.label for spec in config.metrics]
+    labels = shown_labels(config, runs)
     since = judge.since()
     deltas = since is not None and since.comparable and not since.questions.changed
     rows: list[list[str]] = []
@@ -188,8 +195,8 @@ def tag_lines(config: Config, runs: Mapping[str, Run], judge: Judge, every: bool
 def summary_lines(config: Config, runs: Mapping[str, Run], judge: Judge, every_tag: bool = False,
                   columns: int | None = None) -> list[str]:
     """The changes since the baseline, the summary table (split to fit `columns`), the per-tag table,
-    the comparisons, and the no-answer and latency lines."""
-    labels = [spec.label for spec in config.metrics]
+    the comparisons, and the no-answer and latency lines; judged@k is shown even when not listed."""
+    labels = shown_labels(config, runs)
     since = judge.since()
     comparable = since is not None and since.comparable
     answerable = None

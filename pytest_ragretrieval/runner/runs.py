@@ -42,7 +42,7 @@ class Runner:
         if name not in self.runs:
             known = {chunk.id for chunk in self.chunks}
             self.runs[name] = execute(
-                name, lambda: self.bench.get(name), self.questions, self.config.metrics, self.config.depth, known,
+                name, lambda: self.bench.get(name), self.questions, self.config.shown, self.config.depth, known,
                 self.out, self.phases,
             )
         return self.runs[name]

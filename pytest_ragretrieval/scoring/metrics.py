@@ -2,8 +2,8 @@
 
 Every function takes one ranking (chunk ids, best first, no duplicates) and one relevance map
 (chunk id -> grade) and scores the first `k` ids. A chunk is relevant when its grade is >= 1;
-unjudged chunks count as grade 0. A ranking shorter than `k` is scored as trec_eval scores it:
-precision still divides by `k` and the ideal DCG is still cut at `k`.
+unjudged chunks count as grade 0 (only `judged` tells them apart). A ranking shorter than `k` is
+scored as trec_eval scores it: precision still divides by `k` and the ideal DCG is still cut at `k`.
 """
 from __future__ import annotations
 
@@ -88,6 +88,12 @@ def average_precision(ranking: Ranking, relevance: Relevance, k: int) -> float:
     return summed / total
 
 
+def judged(ranking: Ranking, relevance: Relevance, k: int) -> float:
+    """Share of the k slots holding a judged chunk, grade 0 included (ir_measures Judged@k): slots past
+    the ranking's end count as unjudged, as ir_measures' P@k-like division by k does."""
+    return sum(1 for chunk_id in ranking[:k] if chunk_id in relevance) / k
+
+
 def abstention(ranking: Ranking, relevance: Relevance, k: int) -> float:
     """1 when a no-answer question got an empty result (the honest answer), else 0."""
     return 0.0 if ranking[:k] else 1.0
@@ -141,6 +147,7 @@ METRICS: Registry[Metric] = Registry("metrics", {
         Metric("map", average_precision, "sum of precision@rank at each relevant hit within k / all relevant chunks",
                hit=True),
         Metric("abstention", abstention, "share of no-answer questions that got an empty result", no_answer=True),
+        Metric("judged", judged, "judged chunks (any grade, 0 included) in the top k / k"),
     )
 }, checked_metric)
 

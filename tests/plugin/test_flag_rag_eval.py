@@ -219,12 +219,12 @@ def test_summary_shows_values_deltas_and_the_no_answer_line(project: pytest.Pyte
         [
             "*= rag retrieval =*",
             "k=3, 5 answerable questions",
-            "retriever  precision@3  recall@3  f1@3    ndcg@3",
-            "bm25       0.3333       0.9000    0.4800  0.9520",
-            "table      0.4000       1.0000    0.5600  0.9262 (-0.0738)",
+            "retriever  precision@3  recall@3  f1@3    ndcg@3            judged@3",
+            "bm25       0.3333       0.9000    0.4800  0.9520            0.3333",
+            "table      0.4000       1.0000    0.5600  0.9262 (-0.0738)  0.4000",
             "per tag, where a value moved (1 of 4 rows; --rag-tags shows every row):",
-            "retriever  tag       precision@3  recall@3  f1@3    ndcg@3",
-            "table      semantic  0.4444       1.0000    0.6000  0.8770 (-0.1230)",
+            "retriever  tag       precision@3  recall@3  f1@3    ndcg@3            judged@3",
+            "table      semantic  0.4444       1.0000    0.6000  0.8770 (-0.1230)  0.4444",
             "no-answer questions that got an empty result: bm25 0/1, table 0/1",
         ]
     )
@@ -242,6 +242,6 @@ def test_tables_fit_an_80_column_terminal(project: pytest.Pytester, monkeypatch:
     tables = [line for line in section if line.startswith(("retriever", "table ", "bm25 ", "---"))]
     assert tables and max(len(line) for line in tables) <= 80, tables
     assert "retriever  precision@3       recall@3          f1@3" in section
-    assert "retriever  ndcg@3" in section
-    assert "retriever  tag       ndcg@3" in section
+    assert "retriever  ndcg@3            judged@3" in section
+    assert "retriever  tag       ndcg@3            judged@3" in section
     assert "answerable questions that wrongly got an empty result: table 1/5 (q05)" in section

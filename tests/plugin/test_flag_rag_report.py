@@ -52,7 +52,7 @@ def test_html_report_of_a_real_run(regressed: pytest.Pytester) -> None:
     page = (regressed.path / "reports" / "eval.html").read_text(encoding="utf-8")
     parsed = Collector()
     parsed.feed(page)
-    assert len(parsed.bars) == 2 * 4
+    assert len(parsed.bars) == 2 * 5  # the four listed metrics and judged@3
     assert {bar["data-retriever"] for bar in parsed.bars} == {"bm25", "table"}
     assert parsed.rows == ["q01", "q02", "q03", "q04", "q05", "q06"]
     assert parsed.gold > 0
@@ -67,7 +67,7 @@ def test_html_report_renders_in_chromium(regressed: pytest.Pytester) -> None:
     dom = dump_dom(executable, regressed.path / "eval.html").stdout
     parsed = Collector()
     parsed.feed(dom)
-    assert len(parsed.bars) == 8
+    assert len(parsed.bars) == 10
     assert f'data-gold-count="{parsed.gold}"' in dom
 
 
