@@ -24,7 +24,7 @@ from ..evalset.jsonl import JUDGE_KEYS, MAX_GRADE, load_chunks, load_evalset
 from ..evalset.records import Chunk, Question
 from ..jsontext import JSONProblem, loads
 from ..paths import Unreadable, display, read_input, write_atomic
-from .common import Result, UsageError, checked_output, positive
+from .common import PROG, Result, UsageError, checked_output, positive
 from .suspects import check_known
 
 JUDGE_PREFIX = "openai:"
@@ -68,10 +68,11 @@ def run(args: argparse.Namespace) -> Result:
         model = args.judge.removeprefix(JUDGE_PREFIX)
         if not args.judge.startswith(JUDGE_PREFIX) or not model.strip():
             raise UsageError(f"--judge {args.judge}: expected openai:MODEL (any OpenAI-compatible chat server)")
-    inputs = {"the eval set": config.evalset, "the corpus": config.chunks, "the baseline": config.baseline,
+    chunks_path = config.chunks_file(f"{PROG} pool")
+    inputs = {"the eval set": config.evalset, "the corpus": chunks_path, "the baseline": config.baseline,
               **{f"--results {name}": Path(name) for name in args.results}}
-    out = checked_output("--out", args.out, inputs)
-    chunks = load_chunks(config.chunks)
+    out = checked_output("--out", args.out, inputs, getattr(args, "config", None))
+    chunks = load_chunks(chunks_path)
     questions = load_evalset(config.evalset, chunks)
     entries = pool(config, chunks, questions, [Path(name) for name in args.results], args.k or config.k)
     lines = [entry.line() for entry in entries]
@@ -216,7 +217,8 @@ def apply_labels(config: Config, path: Path, accept_machine: bool) -> Result:
     stay byte for byte, a changed line is written again as one JSON line with its keys in order."""
     if path.resolve() == config.evalset.resolve():
         raise UsageError(f"--apply {display(path)}: that is the eval set itself; pass the labelled pool file")
-    chunks = load_chunks(config.chunks)
+    chunks_path = config.chunks_file(f"{PROG} pool --apply")
+    chunks = load_chunks(chunks_path)
     questions = {q.id: q for q in load_evalset(config.evalset, chunks)}
     known = {chunk.id for chunk in chunks}
     labels, open_lines, machine = read_labels(path)
@@ -229,7 +231,7 @@ def apply_labels(config: Config, path: Path, accept_machine: bool) -> Result:
         if label.question not in questions:
             raise UsageError(f"{label.where}: question {label.question!r} is not in {display(config.evalset)}")
         if label.chunk not in known:
-            raise UsageError(f"{label.where}: chunk {label.chunk!r} is not in {display(config.chunks)}")
+            raise UsageError(f"{label.where}: chunk {label.chunk!r} is not in {display(chunks_path)}")
         held = questions[label.question].relevance.get(label.chunk)
         if held is not None:
             if held != label.grade:
