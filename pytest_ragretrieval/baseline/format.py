@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,11 +19,16 @@ from ..jsontext import JSONProblem, control_character, loads, unstorable
 from ..paths import Unreadable, display, read_input
 from ..scoring.evaluate import RetrieverResult
 from ..scoring.metrics import METRICS
+from ..values import DIGITS
 
-FORMAT_VERSION = 2
-"""2: the fingerprint splits the yardstick from the system under test and itemizes the corpus and
-the questions (`fingerprint`). Files of format 1 are still read (`upgraded`)."""
-READABLE = (1, FORMAT_VERSION)
+FORMAT_VERSION = 3
+"""3: each entry may hold a `bar`, the per-question values the team last approved where they differ
+from the recorded ones. 2: the fingerprint splits the yardstick from the system under test and
+itemizes the corpus and the questions (`fingerprint`). Files of formats 1 and 2 are still read, their
+bar equal to their recorded values (format 1's fingerprint through `upgraded`)."""
+READABLE = (1, 2, FORMAT_VERSION)
+METRIC_KEY = re.compile(r"[a-z_][a-z_0-9]*(?:@[1-9][0-9]{0,8})?")
+"""A metric key as a file holds it: `name` or `name@cutoff`, the cutoff ASCII digits, 1 to 999,999,999."""
 RERECORD = "run `pytest --rag-update-baseline` to record one"
 NO_ANSWER_KEYS = ("questions", "empty", "answerable_empty")
 
@@ -42,6 +48,30 @@ class Recorded:
     tags: Mapping[str, Mapping[str, float]] = field(default_factory=dict, hash=False)
     no_answer: Mapping[str, int] | None = field(default=None, hash=False)
     """The no-answer counts, when the file holds them (files of 0.1.0 lack `answerable_empty`)."""
+    bar: Mapping[str, Mapping[str, float]] = field(default_factory=dict, hash=False)
+    """The bar where it differs from the recorded values: metric label -> question id -> value."""
+
+    def bar_values(self, label: str) -> dict[str, float]:
+        """The bar of one metric, question by question: the recorded values, the bar's own where it holds one."""
+        found = {qid: q.metrics[label] for qid, q in self.questions.items() if label in q.metrics}
+        found.update(self.bar.get(label, {}))
+        return found
+
+    def bar_view(self) -> Recorded:
+        """This entry with the bar in place of the recorded values (rankings kept): what a run is judged
+        against. A metric whose bar differs has the mean of its bar's values as its value."""
+        if not self.bar:
+            return self
+        metrics = dict(self.metrics)
+        for label in self.bar:
+            values = list(self.bar_values(label).values())
+            metrics[label] = round(math.fsum(values) / len(values), DIGITS) if values else metrics[label]
+        questions = {
+            qid: RecordedQuestion(q.ranking, {**q.metrics, **{label: self.bar[label][qid] for label in self.bar
+                                                               if qid in self.bar[label]}})
+            for qid, q in self.questions.items()
+        }
+        return Recorded(metrics=metrics, questions=questions, tags=self.tags, no_answer=self.no_answer)
 
 
 @dataclass(frozen=True)
@@ -55,9 +85,10 @@ class Baseline:
     format_version: int = FORMAT_VERSION
 
 
-def retriever_entry(result: RetrieverResult) -> dict[str, Any]:
-    """The reproducible part of a retriever's results, as the baseline stores it."""
-    return {
+def retriever_entry(result: RetrieverResult, bar: Mapping[str, Mapping[str, float]] | None = None) -> dict[str, Any]:
+    """The reproducible part of a retriever's results, as the baseline stores it; `bar` where the bar
+    differs from these values (metric label -> question id -> value), written only when it holds one."""
+    entry: dict[str, Any] = {
         "metrics": dict(result.metrics),
         "tags": {tag: dict(values) for tag, values in result.tags.items()},
         "no_answer": {
@@ -69,6 +100,10 @@ def retriever_entry(result: RetrieverResult) -> dict[str, Any]:
             q.id: {"ranking": list(q.ranking), "metrics": dict(q.values)} for q in result.questions
         },
     }
+    held = {label: dict(values) for label, values in (bar or {}).items() if values}
+    if held:
+        entry["bar"] = held
+    return entry
 
 
 def document(
@@ -112,9 +147,10 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 24 else f"{text[:20]}... ({len(text)} digits)"
 
 
-def _number(path: Path, where: str, value: Any) -> float:
-    """A finite float in range for the metric its label names (any finite value for an unknown metric)."""
-    metric = METRICS.get(where.rpartition(".")[2].partition("@")[0])
+def _number(path: Path, where: str, value: Any, label: str | None = None) -> float:
+    """A finite float in range for the metric its label names (the last part of `where` unless given;
+    any finite value for an unknown metric)."""
+    metric = METRICS.get((label or where.rpartition(".")[2]).partition("@")[0])
     bounds = metric.bounds if metric is not None else None
     try:
         number = float(value)
@@ -131,7 +167,35 @@ def _numbers(path: Path, where: str, value: Any) -> dict[str, float]:
         isinstance(v, (int, float)) and not isinstance(v, bool) for v in value.values()
     ):
         raise damaged(path, f"{where} must map metric names to numbers")
+    for key in value:
+        _metric_key(path, where, key)
     return {str(k): _number(path, f"{where}.{k}", v) for k, v in value.items()}
+
+
+def _metric_key(path: Path, where: str, key: str) -> None:
+    """A metric key must read `name` or `name@cutoff` (lower-case name, ASCII cutoff 1 to 999,999,999)."""
+    if not METRIC_KEY.fullmatch(key):
+        raise damaged(path, f"{where} key {_shown(key)!r} is not a metric key (name or name@cutoff, the cutoff "
+                      "1 to 999999999 in ASCII digits)")
+
+
+def _bar(path: Path, where: str, value: Any, questions: Mapping[str, RecordedQuestion]) -> dict[str, dict[str, float]]:
+    """The bar where it differs from the recorded values: each value of a metric a recorded question holds."""
+    if not isinstance(value, dict):
+        raise damaged(path, f"{where} must map metric names to objects")
+    found: dict[str, dict[str, float]] = {}
+    for label, values in value.items():
+        _metric_key(path, where, label)
+        if not isinstance(values, dict) or not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in values.values()
+        ):
+            raise damaged(path, f"{where}.{label} must map question ids to numbers")
+        for qid in values:
+            if label not in (questions[qid].metrics if qid in questions else {}):
+                raise damaged(path, f"{where}.{label}.{qid} is a bar value of no recorded value: "
+                              f"questions.{qid}.metrics holds no {label}")
+        found[label] = {qid: _number(path, f"{where}.{label}.{qid}", number, label) for qid, number in values.items()}
+    return found
 
 
 def _counts(path: Path, where: str, value: Any) -> dict[str, int]:
@@ -177,7 +241,8 @@ def _recorded(path: Path, name: str, entry: Any) -> Recorded:
         raise damaged(path, f"{where}.tags must be an object")
     tags = {tag: _numbers(path, f"{where}.tags.{tag}", values) for tag, values in tags_raw.items()}
     no_answer = _counts(path, f"{where}.no_answer", entry["no_answer"]) if "no_answer" in entry else None
-    return Recorded(metrics=metrics, questions=questions, tags=tags, no_answer=no_answer)
+    bar = _bar(path, f"{where}.bar", entry.get("bar", {}), questions)
+    return Recorded(metrics=metrics, questions=questions, tags=tags, no_answer=no_answer, bar=bar)
 
 
 def _text_problem(doc: Mapping[str, Any]) -> tuple[str, str] | None:
@@ -256,7 +321,7 @@ def parse(path: Path, text: str) -> Baseline:
         raise damaged(path, "not a results document (expected a JSON object)")
     version = doc.get("format_version")
     if type(version) is not int or version not in READABLE:
-        readable = " and ".join(map(str, READABLE))
+        readable = ", ".join(map(str, READABLE[:-1])) + f" and {READABLE[-1]}"
         raise damaged(path, f"format_version is {_shown(version)}, this plugin reads format_version {readable}")
     bad_text = _text_problem(doc)
     if bad_text is not None:
@@ -268,8 +333,12 @@ def parse(path: Path, text: str) -> Baseline:
     k = doc.get("k")
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise damaged(path, "k must be an integer >= 1")
-    if "k" in fingerprint and fingerprint["k"] != k:
-        raise damaged(path, f"k = {k} disagrees with fingerprint.k = {_shown(fingerprint['k'])}; one run writes both")
+    recorded_k = fingerprint.get("yardstick", {}).get("k", k)
+    if version == 1 and recorded_k is None:
+        recorded_k = k  # a format-1 fingerprint without its own k: nothing to disagree with
+    if recorded_k != k or isinstance(recorded_k, bool):
+        where = "fingerprint.k" if version == 1 else "fingerprint.yardstick.k"
+        raise damaged(path, f"k = {k} disagrees with {where} = {_shown(recorded_k)}; one run writes both")
     unavailable = doc.get("unavailable", {})
     if not isinstance(unavailable, dict) or not all(isinstance(v, str) for v in unavailable.values()):
         raise damaged(path, "unavailable must map retriever names to reasons")
@@ -280,6 +349,11 @@ def parse(path: Path, text: str) -> Baseline:
     recorded = {name: _recorded(path, name, entry) for name, entry in retrievers.items()}
     for name, entry in recorded.items():
         _depth(path, name, entry, k)
+    unfingerprinted = sorted(set(retrievers) - set(fingerprint.get("retrievers", {})))
+    if unfingerprinted:
+        name = unfingerprinted[0]
+        raise damaged(path, f"retrievers.{name} has no fingerprint.retrievers.{name}: what its values were measured "
+                      "under is not recorded; one run writes both")
     return Baseline(path=path, k=k, fingerprint=fingerprint, retrievers=recorded, document=doc, unavailable=unavailable,
                     format_version=version)
 
