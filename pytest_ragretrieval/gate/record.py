@@ -82,7 +82,8 @@ def baseline_update(
     selected: Sequence[ItemKey],
     judge: Judge,
 ) -> UpdatePlan:
-    """The update the selected items ask for, with the ratchet's refusals first among its lines."""
+    """The update the selected items ask for, with the bar each entry keeps, and the refusals (values
+    that would lower a bar without --rag-allow-regression) first among its lines."""
     chosen: dict[str, set[str]] = {}
     refused: dict[str, list[str]] = {}
     for key in selected:
@@ -92,6 +93,7 @@ def baseline_update(
         reason = judge.refused(key)
         if reason is not None:
             refused.setdefault(key.retriever, []).append(f"rag: {reason}")
-    plan = plan_update(config, baseline, fingerprint, runs, chosen, refused)
+    bars = {name: judge.next_bar(name) for name in chosen if name not in refused}
+    plan = plan_update(config, baseline, fingerprint, runs, chosen, refused, bars)
     lines = [line for reasons in refused.values() for line in reasons] + plan.lines
     return UpdatePlan(plan.document, lines, plan.failed)
