@@ -3,10 +3,12 @@
 A pull request can lower its own bar: `--rag-update-baseline --rag-allow-regression` and a
 commit make any regression pass, and a raised tolerance does the same without touching the
 baseline. `classify` compares the base branch's baseline and settings with the pull request's
-and sorts every difference into what lowers the bar (lowered values, removed entries, loosened
-settings, lost hits under per-question gating) and what does not (raised values, new entries,
-tightened settings). Per-tag values are listed but never lower the bar: the gate does not judge
-them. Pure: files and git are the callers' business.
+and sorts every difference into what lowers the bar (a bar lowered over the questions both share,
+edited or removed questions replaced by lower values, removed entries, loosened settings, lost
+hits under per-question gating) and what does not (raised bars, new entries, tightened settings).
+It compares bars, not recorded values (docs/verdicts.md, "The bar"): values the gate accepted
+below the bar leave it where it was. Per-tag values are listed but never lower the bar: the gate
+does not judge them. Pure: files and git are the callers' business.
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from ..baseline.bar import replacement
 from ..baseline.format import Baseline, Recorded
 from ..baseline.since import common_means, held, since
 from ..config.settings import Config
@@ -57,13 +60,16 @@ def gate_settings(config: Config) -> GateSettings:
 
 @dataclass(frozen=True)
 class ValueChange:
-    """One recorded value that moved; `tag` is set for per-tag values."""
+    """One bar that moved (a recorded value, for per-tag values: `tag` set): the means over the
+    questions both sides share, or, with `scope` set, over questions whose bar values were replaced
+    (`scope` says which: `the 12 edited questions (q01, ...): bar 0.8123, their new values 0.6000`)."""
 
     retriever: str
     metric: str
     old: float
     new: float
     tag: str = ""
+    scope: str = ""
 
     @property
     def delta(self) -> float:
@@ -141,6 +147,17 @@ def _values(
         elif change.delta > EPSILON:
             raised.append(change)
     return lowered, raised
+
+
+def _replaced(name: str, old: Recorded, new: Recorded, comparable: frozenset[str], known: set[str]) -> list[ValueChange]:
+    """Bars lowered by question changes: edited or removed questions whose bar values were replaced by
+    lower ones (`baseline.bar.replacement`), for the metrics not already lowered over the shared questions."""
+    found = []
+    for label in sorted((set(old.metrics) & set(new.metrics)) - known, key=metric_order):
+        replaced = replacement(old.bar_values(label), new.bar_values(label), comparable)
+        if replaced is not None:
+            found.append(ValueChange(name, label, replaced.before, replaced.after, scope=replaced.text()))
+    return found
 
 
 def _hit(values: Mapping[str, float], k: int) -> bool | None:
@@ -254,10 +271,12 @@ def classify(
         shared = set(before.questions) & set(after.questions)
         if found.comparable:
             shared &= found.questions.comparable
-            values = common_means(before, after, shared)
-        else:  # another yardstick: the values are compared as recorded, and lowered ones still need the label
-            values = (dict(before.metrics), dict(after.metrics))
+            values = common_means(before.bar_view(), after.bar_view(), shared)
+        else:  # another yardstick: the bars are compared whole, and lowered ones still need the label
+            values = (dict(before.bar_view().metrics), dict(after.bar_view().metrics))
         down, up = _values(*values, name)
+        if found.comparable:
+            down += _replaced(name, before, after, found.questions.comparable, {c.metric for c in down})
         lowered, raised = lowered + down, raised + up
         if not found.questions.changed:
             for tag in sorted(set(before.tags) & set(after.tags)):
@@ -336,7 +355,15 @@ def parse_changes(path: Path, text: str) -> Changes:
     return changes
 
 
+LATER_FIELDS = ("scope",)
+"""Fields files written before them lack."""
+
+
 def _entry(node: Node, kind: type) -> Any:
     """One listed change: exactly its record's fields, numbers finite, texts printable."""
-    node.exactly(*(f.name for f in fields(kind)))
-    return kind(**{f.name: node[f.name].number() if f.type == "float" else node[f.name].text() for f in fields(kind)})
+    names = [f.name for f in fields(kind)]
+    node.exactly(*(name for name in names if name not in LATER_FIELDS),
+                 optional=tuple(name for name in names if name in LATER_FIELDS))
+    held = node.mapping()
+    return kind(**{f.name: node[f.name].number() if f.type == "float" else node[f.name].text()
+                   for f in fields(kind) if f.name in held})

@@ -20,6 +20,7 @@ from pytest_ragretrieval.evalset.records import Question
 from pytest_ragretrieval.gate.items import ItemKey
 from pytest_ragretrieval.gate.judge import Judge
 from pytest_ragretrieval.gate.record import baseline_update
+from pytest_ragretrieval.review.changes import ValueChange, classify
 from pytest_ragretrieval.scoring.evaluate import QuestionResult, RetrieverResult, Run
 
 LABELS = ("ndcg@3", "recall@3")
@@ -212,3 +213,22 @@ def test_the_bar_is_judged_and_shown_by_the_judge(tmp_path: Path) -> None:
     assert comparison is not None and comparison.baseline == 0.9 and comparison.delta == -0.01
     text = json.dumps(old.document["retrievers"]["one"]["bar"], sort_keys=True)
     assert text == '{"ndcg@3": {"q1": 0.9, "q2": 0.9}, "recall@3": {"q1": 0.9, "q2": 0.9}}'
+
+
+def test_the_pull_request_check_compares_bars_not_recorded_values(tmp_path: Path) -> None:
+    """Recorded values the gate accepted below the bar lower nothing; the flag's lowering is one lowered value
+    (the bar's means, 0.9 -> 0.6), and edited questions recorded lower are one too."""
+    cfg = config(tmp_path, "tolerance = 0.02")
+    base = first(cfg, {"q1": 0.9, "q2": 0.9})
+    accepted, _, _ = update(cfg, base, {"q1": 0.89, "q2": 0.89})
+    assert accepted is not None and not classify(base, accepted).lowers_the_bar
+    lowered, _, _ = update(cfg, accepted, {"q1": 0.5, "q2": 0.7}, allow=True)
+    assert lowered is not None
+    assert classify(accepted, lowered).lowered == tuple(ValueChange("one", label, 0.9, 0.6) for label in ("recall@3", "ndcg@3"))
+    grown, _, _ = update(cfg, accepted, {"q1": 0.89, "q2": 0.89, "q4": 0.1}, questions=ADDED)
+    assert grown is not None and not classify(accepted, grown).lowers_the_bar
+    edited, _, _ = update(cfg, base, {"q1": 0.4, "q2": 0.9}, questions=EDITED, allow=True)
+    assert edited is not None
+    assert classify(base, edited).lowered == tuple(ValueChange(
+        "one", label, 0.9, 0.4, scope="the 1 edited question (q1): bar 0.9000, their new values 0.4000")
+        for label in ("recall@3", "ndcg@3"))

@@ -71,7 +71,9 @@ def entry(questions: Mapping[str, tuple[list[str], Mapping[str, float]]], metric
 
 
 def write_results(path: Path, retrievers: Mapping[str, Any], fingerprint: Mapping[str, Any] = FINGERPRINT, k: int = 2) -> str:
-    path.write_text(dumps(document(k, fingerprint, retrievers)), encoding="utf-8")
+    """A results file; a retriever the fingerprint does not name gets one (a file holds each entry's)."""
+    named = {**{name: {"type": name} for name in retrievers}, **fingerprint.get("retrievers", {})}
+    path.write_text(dumps(document(k, {**fingerprint, "retrievers": named}, retrievers)), encoding="utf-8")
     return path.name
 
 
