@@ -212,7 +212,7 @@ def verdict_line(changes: Changes) -> str:
 
 
 def _moved(kind: str, retriever: str, metric: str, old: float, new: float, scope: str = "") -> str:
-    """`  lowered: ndcg@5 of 'bm25' 0.8 -> 0.7 (-0.1)`, or over replaced questions: `...: the 12 edited questions ...`."""
+    """`  lowered: ndcg@5 of 'bm25' 0.8 -> 0.7 (-0.1)`, or over replaced questions: `...: the 12 edited ...`."""
     if scope:
         return f"  {kind}: {subject(retriever, metric)}: {scope}"
     return f"  {kind}: {subject(retriever, metric)} {fmt(old)} -> {fmt(new)} ({signed(new - old)})"

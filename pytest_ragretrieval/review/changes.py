@@ -149,7 +149,8 @@ def _values(
     return lowered, raised
 
 
-def _replaced(name: str, old: Recorded, new: Recorded, comparable: frozenset[str], known: set[str]) -> list[ValueChange]:
+def _replaced(name: str, old: Recorded, new: Recorded, comparable: frozenset[str],
+              known: set[str]) -> list[ValueChange]:
     """Bars lowered by question changes: edited or removed questions whose bar values were replaced by
     lower ones (`baseline.bar.replacement`), for the metrics not already lowered over the shared questions."""
     found = []
