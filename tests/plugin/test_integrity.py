@@ -116,7 +116,7 @@ def test_a_refused_update_leaves_the_baseline_byte_identical(recorded: pytest.Py
     result.assert_outcomes(passed=7, failed=1)
     result.stdout.fnmatch_lines([
         "rag: refused to record ndcg@3 of 'table': *",
-        "rag: table not recorded: a value was refused, so its whole entry is left as it was",
+        "rag: baseline not written: values of 'table' would lower the bar",
         "rag: baselines/retrieval.json is left as it was, byte for byte",
     ])
     assert baseline_bytes(recorded.path) == before
