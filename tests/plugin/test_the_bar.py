@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from fnmatch import fnmatchcase
 from typing import Any
 
 import pytest
@@ -115,7 +116,7 @@ def _unfingerprinted(doc: dict[str, Any]) -> None:
 
 
 @pytest.mark.parametrize(("damage", "problem"), [
-    (_k, "k = 3 disagrees with fingerprint.yardstick.k = 7; one run writes both"),
+    (_k, "k = 3 disagrees with fingerprint.yardstick.k = 7; one run writes both; *"),
     (_key, "retrievers.table.questions.q01.metrics key 'ndcg@²' is not a metric key *"),
     (_long_key, "retrievers.table.metrics key 'ndcg@555555555555555... (5006 digits)' is not a metric key *"),
     (_unfingerprinted, "retrievers.table has no fingerprint.retrievers.table: *"),
@@ -133,7 +134,5 @@ def test_a_baseline_that_disagrees_with_itself_is_damage(pytester: pytest.Pytest
     path.write_text(json.dumps(doc, ensure_ascii=False, indent=2), encoding="utf-8")
     before = baseline_bytes(pytester.path)
     line = one_line_error(pytester.runpytest(flag, *RUN))
-    assert line.startswith("ERROR: baselines/retrieval.json: ")
-    from fnmatch import fnmatchcase
     assert fnmatchcase(line, f"ERROR: baselines/retrieval.json: {problem}"), line
     assert baseline_bytes(pytester.path) == before
