@@ -9,7 +9,17 @@ from fnmatch import fnmatchcase
 from typing import Any
 
 import pytest
-from projects import GOLD, QUESTIONS, RUN, TABLE_ONLY, baseline, baseline_bytes, one_line_error, set_rankings, write_project
+from projects import (
+    GOLD,
+    QUESTIONS,
+    RUN,
+    TABLE_ONLY,
+    baseline,
+    baseline_bytes,
+    one_line_error,
+    set_rankings,
+    write_project,
+)
 
 Q01_SWAPPED = ["travel-002", "travel-001"]
 """q01's gold chunk second: ndcg@3 1 -> 1/log2(3) = 0.6309, the mean of the five answerable questions -0.0738."""
