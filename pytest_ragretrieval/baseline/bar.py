@@ -20,7 +20,9 @@ import math
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
+from ..scoring.metrics import metric_order
 from ..values import EPSILON, fmt
+from .format import Recorded
 
 
 def _mean(values: Collection[float]) -> float:
@@ -90,3 +92,10 @@ def kept_bar(old: Mapping[str, float], new: Mapping[str, float], comparable: Col
     """The bar an update keeps, where it differs from `new` (the values recorded): the old bar's value
     of every comparable question both hold; edited and added questions take their new values."""
     return {q: old[q] for q in sorted(new) if q in comparable and q in old and old[q] != new[q]}
+
+
+def replaced_bars(old: Recorded, new: Recorded, comparable: Collection[str]) -> list[tuple[str, Replacement]]:
+    """(metric, what lowers its bar) for each metric both entries hold whose question changes lower it."""
+    found = ((label, replacement(old.bar_values(label), new.bar_values(label), comparable))
+             for label in sorted(set(old.metrics) & set(new.metrics), key=metric_order))
+    return [(label, lowered) for label, lowered in found if lowered is not None]

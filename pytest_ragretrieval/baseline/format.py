@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,11 +14,11 @@ from typing import Any
 
 from .. import __version__
 from ..errors import BaselineError
-from ..jsontext import JSONProblem, control_character, loads, unstorable
+from ..jsontext import JSONProblem, loads
 from ..paths import Unreadable, display, read_input
 from ..scoring.evaluate import RetrieverResult
-from ..scoring.metrics import METRICS
 from ..values import DIGITS
+from .checked import damaged, json_type, metric_key, number, shown, text_problem
 
 FORMAT_VERSION = 3
 """3: each entry may hold a `bar`, the per-question values the team last approved where they differ
@@ -27,8 +26,6 @@ from the recorded ones. 2: the fingerprint splits the yardstick from the system 
 itemizes the corpus and the questions (`fingerprint`). Files of formats 1 and 2 are still read, their
 bar equal to their recorded values (format 1's fingerprint through `upgraded`)."""
 READABLE = (1, 2, FORMAT_VERSION)
-METRIC_KEY = re.compile(r"[a-z_][a-z_0-9]*(?:@[1-9][0-9]{0,8})?")
-"""A metric key as a file holds it: `name` or `name@cutoff`, the cutoff ASCII digits, 1 to 999,999,999."""
 RERECORD = "run `pytest --rag-update-baseline` to record one"
 NO_ANSWER_KEYS = ("questions", "empty", "answerable_empty")
 
@@ -130,53 +127,14 @@ def dumps(doc: Mapping[str, Any]) -> str:
     return json.dumps(doc, ensure_ascii=False, sort_keys=True, indent=2) + "\n"
 
 
-def damaged(path: Path, problem: str) -> BaselineError:
-    """The one line for a file that is not a baseline we can trust, with the two ways out."""
-    return BaselineError(
-        f"{display(path)}: {problem}; fix it, or delete it and run `pytest --rag-update-baseline` to record a new one"
-    )
-
-
-def _shown(value: Any) -> str:
-    """A bad number as JSON would spell it: NaN, Infinity, or the first digits of a huge integer."""
-    if isinstance(value, float) and math.isnan(value):
-        return "NaN"
-    if isinstance(value, float) and math.isinf(value):
-        return "Infinity" if value > 0 else "-Infinity"
-    text = str(value)
-    return text if len(text) <= 24 else f"{text[:20]}... ({len(text)} digits)"
-
-
-def _number(path: Path, where: str, value: Any, label: str | None = None) -> float:
-    """A finite float in range for the metric its label names (the last part of `where` unless given;
-    any finite value for an unknown metric)."""
-    metric = METRICS.get((label or where.rpartition(".")[2]).partition("@")[0])
-    bounds = metric.bounds if metric is not None else None
-    try:
-        number = float(value)
-    except OverflowError:
-        number = math.inf
-    if math.isfinite(number) and (bounds is None or bounds[0] <= number <= bounds[1]):
-        return number
-    scope = "" if bounds is None else f" in [{bounds[0]:g}, {bounds[1]:g}]"
-    raise damaged(path, f"{where} = {_shown(value)} is not a finite number{scope}")
-
-
 def _numbers(path: Path, where: str, value: Any) -> dict[str, float]:
     if not isinstance(value, dict) or not all(
         isinstance(v, (int, float)) and not isinstance(v, bool) for v in value.values()
     ):
         raise damaged(path, f"{where} must map metric names to numbers")
     for key in value:
-        _metric_key(path, where, key)
-    return {str(k): _number(path, f"{where}.{k}", v) for k, v in value.items()}
-
-
-def _metric_key(path: Path, where: str, key: str) -> None:
-    """A metric key must read `name` or `name@cutoff` (lower-case name, ASCII cutoff 1 to 999,999,999)."""
-    if not METRIC_KEY.fullmatch(key):
-        raise damaged(path, f"{where} key {_shown(key)!r} is not a metric key (name or name@cutoff, the cutoff "
-                      "1 to 999999999 in ASCII digits)")
+        metric_key(path, where, key)
+    return {str(k): number(path, f"{where}.{k}", v) for k, v in value.items()}
 
 
 def _bar(path: Path, where: str, value: Any, questions: Mapping[str, RecordedQuestion]) -> dict[str, dict[str, float]]:
@@ -185,7 +143,7 @@ def _bar(path: Path, where: str, value: Any, questions: Mapping[str, RecordedQue
         raise damaged(path, f"{where} must map metric names to objects")
     found: dict[str, dict[str, float]] = {}
     for label, values in value.items():
-        _metric_key(path, where, label)
+        metric_key(path, where, label)
         if not isinstance(values, dict) or not all(
             isinstance(v, (int, float)) and not isinstance(v, bool) for v in values.values()
         ):
@@ -194,7 +152,7 @@ def _bar(path: Path, where: str, value: Any, questions: Mapping[str, RecordedQue
             if label not in (questions[qid].metrics if qid in questions else {}):
                 raise damaged(path, f"{where}.{label}.{qid} is a bar value of no recorded value: "
                               f"questions.{qid}.metrics holds no {label}")
-        found[label] = {qid: _number(path, f"{where}.{label}.{qid}", number, label) for qid, number in values.items()}
+        found[label] = {qid: number(path, f"{where}.{label}.{qid}", value, label) for qid, value in values.items()}
     return found
 
 
@@ -245,30 +203,6 @@ def _recorded(path: Path, name: str, entry: Any) -> Recorded:
     return Recorded(metrics=metrics, questions=questions, tags=tags, no_answer=no_answer, bar=bar)
 
 
-def _text_problem(doc: Mapping[str, Any]) -> tuple[str, str] | None:
-    """(JSON path, problem) of the first key or string that holds a control character or unstorable text."""
-    stack: list[tuple[str, Any]] = [("", doc)]
-    while stack:
-        where, value = stack.pop()
-        if isinstance(value, dict):
-            for key, child in value.items():
-                inside = f"{where}.{key}" if where else str(key)
-                problem = _one_text(key)
-                if problem is not None:
-                    return f"{where or 'the document'} key {key!r}", problem
-                stack.append((inside, child))
-        elif isinstance(value, list):
-            stack.extend((f"{where}[{index}]", child) for index, child in enumerate(value))
-        elif isinstance(value, str) and (problem := _one_text(value)) is not None:
-            return where, problem
-    return None
-
-
-def _one_text(text: str) -> str | None:
-    control = control_character(text)
-    return f"a control character ({control})" if control is not None else unstorable(text)
-
-
 def upgraded(fingerprint: Mapping[str, Any]) -> dict[str, Any]:
     """A format-1 fingerprint in format 2's shape. Format 1 recorded one digest for the corpus and one
     for the eval set, so neither is itemized; its grading rules are version 1's, the only ones then."""
@@ -290,25 +224,20 @@ def _fingerprint(path: Path, value: Any, version: int) -> dict[str, Any]:
     for key in ("yardstick", "chunks", "questions"):
         section = value.get(key, {})
         if not isinstance(section, dict):
-            raise damaged(path, f"fingerprint.{key} must be an object, got {_json_type(section)}")
+            raise damaged(path, f"fingerprint.{key} must be an object, got {json_type(section)}")
         digests = section.get("digests", {})
         if key != "yardstick" and not isinstance(digests, dict):
-            raise damaged(path, f"fingerprint.{key}.digests must be an object, got {_json_type(digests)}")
+            raise damaged(path, f"fingerprint.{key}.digests must be an object, got {json_type(digests)}")
         if key == "questions" and not all(isinstance(entry, dict) for entry in digests.values()):
             raise damaged(path, "fingerprint.questions.digests must map question ids to objects")
     found: dict[str, Any] = value
     retrievers = value.get("retrievers", {})
     if not isinstance(retrievers, dict):
-        raise damaged(path, f"fingerprint.retrievers must be an object, got {_json_type(retrievers)}")
+        raise damaged(path, f"fingerprint.retrievers must be an object, got {json_type(retrievers)}")
     for name, entry in retrievers.items():
         if not isinstance(entry, dict):
-            raise damaged(path, f"fingerprint.retrievers.{name} must be an object, got {_json_type(entry)}")
+            raise damaged(path, f"fingerprint.retrievers.{name} must be an object, got {json_type(entry)}")
     return found
-
-
-def _json_type(value: Any) -> str:
-    names = {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "an array"}
-    return names.get(type(value), "an object" if isinstance(value, dict) else "null")
 
 
 def parse(path: Path, text: str) -> Baseline:
@@ -322,8 +251,8 @@ def parse(path: Path, text: str) -> Baseline:
     version = doc.get("format_version")
     if type(version) is not int or version not in READABLE:
         readable = ", ".join(map(str, READABLE[:-1])) + f" and {READABLE[-1]}"
-        raise damaged(path, f"format_version is {_shown(version)}, this plugin reads format_version {readable}")
-    bad_text = _text_problem(doc)
+        raise damaged(path, f"format_version is {shown(version)}, this plugin reads format_version {readable}")
+    bad_text = text_problem(doc)
     if bad_text is not None:
         raise damaged(path, f"{bad_text[0]} holds {bad_text[1]}")
     fingerprint = _fingerprint(path, doc.get("fingerprint"), version)
@@ -338,7 +267,7 @@ def parse(path: Path, text: str) -> Baseline:
         recorded_k = k  # a format-1 fingerprint without its own k: nothing to disagree with
     if recorded_k != k or isinstance(recorded_k, bool):
         where = "fingerprint.k" if version == 1 else "fingerprint.yardstick.k"
-        raise damaged(path, f"k = {k} disagrees with {where} = {_shown(recorded_k)}; one run writes both")
+        raise damaged(path, f"k = {k} disagrees with {where} = {shown(recorded_k)}; one run writes both")
     unavailable = doc.get("unavailable", {})
     if not isinstance(unavailable, dict) or not all(isinstance(v, str) for v in unavailable.values()):
         raise damaged(path, "unavailable must map retriever names to reasons")

@@ -225,6 +225,12 @@ class Since:
         found = [str(change) for change in self.retrievers.get(name, ())]
         return found + [str(change) for change in self.shared] + ([str(self.corpus)] if self.corpus else [])
 
+    def short(self, name: str) -> str:
+        """` after a change of chunks`: what changed for one retriever, by short path (`lines` has it in full)."""
+        paths = [c.path for c in self.retrievers.get(name, ())] + [c.path for c in self.shared]
+        paths = list(dict.fromkeys(paths + (["chunks"] if self.corpus is not None else [])))
+        return f" after {'a change' if len(paths) == 1 else 'changes'} of {', '.join(paths)}" if paths else ""
+
     def system(self) -> list[str]:
         """Every change of the system under test, once: a source's change is named under the source's
         own name, and under a reader's `reads` only when the source itself does not name it."""

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from ..baseline.bar import kept_bar, replacement
+from ..baseline.bar import replacement
 from ..baseline.fingerprint import questions_record
 from ..baseline.format import RERECORD, Baseline, Recorded
 from ..baseline.since import QuestionChanges, Since, question_changes, since
@@ -20,7 +20,7 @@ from ..errors import RagError
 from ..evalset.records import Question
 from ..paths import display
 from ..scoring.evaluate import Run, latency_summary
-from ..values import EPSILON, fmt, signed
+from ..values import fmt, signed
 from .checks import (
     Comparison,
     LatencyCheck,
@@ -240,9 +240,9 @@ class Judge:
             if edited is None and key.name not in found.questions.comparable and key.name in recorded.questions:
                 edited = found.questions.note or "not comparable"
             return QuestionCheck(key.retriever, question, self.config.k).evaluate(recorded, run.result, edited)
-        return self._metric_verdict(key.retriever, key.name)
+        return self.metric_verdict(key.retriever, key.name)
 
-    def _metric_verdict(self, name: str, label: str) -> Outcome:
+    def metric_verdict(self, name: str, label: str) -> Outcome:
         """One retriever x metric judged against its bar, by the gate's rule."""
         bar, found, run = self.bar(name), self.since(), self.runs[name]
         assert bar is not None and found is not None and run.result is not None
@@ -306,29 +306,17 @@ class Judge:
             return None
         comparison = self.comparison(key.retriever, key.name)
         if comparison is not None and comparison.baseline is not None and key.name in bar.metrics:
-            if not self._metric_verdict(key.retriever, key.name).passed:
+            if not self.metric_verdict(key.retriever, key.name).passed:
                 tolerance = self.config.tolerance.for_metric(next(s for s in self.config.metrics
                                                                   if s.label == key.name))
                 tested = (f"; {self.config.significance} test {p_text(comparison)}"
                           if comparison.p_value is not None else "")
                 return (f"{fmt(comparison.value)} is below the bar's {fmt(comparison.baseline)} "
                         f"({signed(comparison.value - comparison.baseline)}, tolerance {fmt(tolerance)}"
-                        f"{tested}){scope_text(comparison)}{self._short_changes(key.retriever)}")
+                        f"{tested}){scope_text(comparison)}{found.short(key.retriever)}")
         new = {qid: values[key.name] for qid, values in per_question(run.result).items() if key.name in values}
         replaced = replacement(bar.bar_values(key.name), new, found.questions.comparable)
         return None if replaced is None else f"{replaced.text()}, below the bar"
-
-    def _short_changes(self, name: str) -> str:
-        """` after a change of chunks`: what changed since the baseline, by short path (the header lists it in full)."""
-        found = self.since()
-        if found is None:
-            return ""
-        paths = [change.path for change in found.retrievers.get(name, ())] + [c.path for c in found.shared]
-        paths += ["chunks"] if found.corpus is not None else []
-        paths = list(dict.fromkeys(paths))
-        if not paths:
-            return ""
-        return f" after {'a change' if len(paths) == 1 else 'changes'} of {', '.join(paths)}"
 
     def refused(self, key: ItemKey) -> str | None:
         """Why this item's values will not be recorded: they would lower its bar (`lowering`) and
@@ -341,28 +329,3 @@ class Judge:
         return (f"refused to record {key.name} of {key.retriever!r}: {lowering}; fix it and re-run, or pass "
                 f"--rag-allow-regression to record it, which lowers the bar: the pull request then needs "
                 f"{APPROVAL_LABEL}")
-
-    def next_bar(self, name: str) -> dict[str, dict[str, float]]:
-        """The bar an update writes for `name`, where it differs from the values it records: per metric,
-        the old bar kept where the values pass against it without rising by more than the tolerance;
-        nothing (the bar becomes the new values) where they rose by more, where they lower it (with
-        --rag-allow-regression), or where the baseline holds nothing comparable."""
-        recorded, found, run = self.recorded(name), self.since(), self.runs.get(name)
-        if recorded is None or found is None or run is None or run.result is None:
-            return {}
-        values = per_question(run.result)
-        bars: dict[str, dict[str, float]] = {}
-        for spec in self.config.metrics:
-            label = spec.label
-            comparison = self.comparison(name, label)
-            if comparison is None or comparison.delta is None or label not in recorded.metrics:
-                continue
-            if comparison.delta > self.config.tolerance.for_metric(spec) + EPSILON:
-                continue
-            if not self._metric_verdict(name, label).passed:
-                continue
-            new = {qid: v[label] for qid, v in values.items() if label in v}
-            kept = kept_bar(recorded.bar_values(label), new, found.questions.comparable)
-            if kept:
-                bars[label] = kept
-        return bars

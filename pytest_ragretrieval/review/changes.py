@@ -3,12 +3,10 @@
 A pull request can lower its own bar: `--rag-update-baseline --rag-allow-regression` and a
 commit make any regression pass, and a raised tolerance does the same without touching the
 baseline. `classify` compares the base branch's baseline and settings with the pull request's
-and sorts every difference into what lowers the bar (a bar lowered over the questions both share,
-edited or removed questions replaced by lower values, removed entries, loosened settings, lost
-hits under per-question gating) and what does not (raised bars, new entries, tightened settings).
-It compares bars, not recorded values (docs/verdicts.md, "The bar"): values the gate accepted
-below the bar leave it where it was. Per-tag values are listed but never lower the bar: the gate
-does not judge them. Pure: files and git are the callers' business.
+and sorts every difference into what lowers the bar (lowered bars, edited or removed questions
+replaced by lower values, removed entries, loosened settings, lost hits under per-question
+gating) and what does not. It compares bars, not recorded values (docs/verdicts.md, "The bar").
+Per-tag values are listed but never lower the bar: the gate does not judge them. Pure.
 """
 from __future__ import annotations
 
@@ -18,7 +16,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from ..baseline.bar import replacement
+from ..baseline.bar import replaced_bars
 from ..baseline.format import Baseline, Recorded
 from ..baseline.since import common_means, held, since
 from ..config.settings import Config
@@ -60,9 +58,8 @@ def gate_settings(config: Config) -> GateSettings:
 
 @dataclass(frozen=True)
 class ValueChange:
-    """One bar that moved (a recorded value, for per-tag values: `tag` set): the means over the
-    questions both sides share, or, with `scope` set, over questions whose bar values were replaced
-    (`scope` says which: `the 12 edited questions (q01, ...): bar 0.8123, their new values 0.6000`)."""
+    """One bar that moved (a recorded value when `tag` is set): means over the questions both sides share,
+    or over questions whose bar values were replaced, `scope` saying which (`the 12 edited questions ...`)."""
 
     retriever: str
     metric: str
@@ -147,18 +144,6 @@ def _values(
         elif change.delta > EPSILON:
             raised.append(change)
     return lowered, raised
-
-
-def _replaced(name: str, old: Recorded, new: Recorded, comparable: frozenset[str],
-              known: set[str]) -> list[ValueChange]:
-    """Bars lowered by question changes: edited or removed questions whose bar values were replaced by
-    lower ones (`baseline.bar.replacement`), for the metrics not already lowered over the shared questions."""
-    found = []
-    for label in sorted((set(old.metrics) & set(new.metrics)) - known, key=metric_order):
-        replaced = replacement(old.bar_values(label), new.bar_values(label), comparable)
-        if replaced is not None:
-            found.append(ValueChange(name, label, replaced.before, replaced.after, scope=replaced.text()))
-    return found
 
 
 def _hit(values: Mapping[str, float], k: int) -> bool | None:
@@ -276,8 +261,8 @@ def classify(
         else:  # another yardstick: the bars are compared whole, and lowered ones still need the label
             values = (dict(before.bar_view().metrics), dict(after.bar_view().metrics))
         down, up = _values(*values, name)
-        if found.comparable:
-            down += _replaced(name, before, after, found.questions.comparable, {c.metric for c in down})
+        down += [ValueChange(name, label, r.before, r.after, scope=r.text()) for label, r in replaced_bars(
+            before, after, found.questions.comparable) if found.comparable and label not in {c.metric for c in down}]
         lowered, raised = lowered + down, raised + up
         if not found.questions.changed:
             for tag in sorted(set(before.tags) & set(after.tags)):
@@ -356,15 +341,10 @@ def parse_changes(path: Path, text: str) -> Changes:
     return changes
 
 
-LATER_FIELDS = ("scope",)
-"""Fields files written before them lack."""
-
-
 def _entry(node: Node, kind: type) -> Any:
-    """One listed change: exactly its record's fields, numbers finite, texts printable."""
+    """One listed change: exactly its record's fields (a `scope` only files written before it lack),
+    numbers finite, texts printable."""
     names = [f.name for f in fields(kind)]
-    node.exactly(*(name for name in names if name not in LATER_FIELDS),
-                 optional=tuple(name for name in names if name in LATER_FIELDS))
-    held = node.mapping()
+    node.exactly(*(name for name in names if name != "scope"), optional=("scope",) if "scope" in names else ())
     return kind(**{f.name: node[f.name].number() if f.type == "float" else node[f.name].text()
-                   for f in fields(kind) if f.name in held})
+                   for f in fields(kind) if f.name in node.mapping()})
