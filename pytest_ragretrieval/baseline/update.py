@@ -115,12 +115,6 @@ def plan_update(
     what = _together(found)
     changed = bool(what)
     lines: list[str] = []
-    if refused:
-        names = ", ".join(map(repr, sorted(refused)))
-        path = display(config.baseline)
-        return UpdatePlan(None, [f"rag: baseline not written: values of {names} would lower the bar",
-                                 f"rag: {path} is left as it was, byte for byte" if baseline is not None
-                                 else f"rag: {path} is not written"], failed=True)
     if changed:
         partial = [
             spec.name
@@ -138,6 +132,12 @@ def plan_update(
                 failed=True,
             )
         lines.append(f"rag: {what} changed: every retriever re-recorded")
+    if refused:
+        names = ", ".join(map(repr, sorted(refused)))
+        path = display(config.baseline)
+        return UpdatePlan(None, [f"rag: baseline not written: values of {names} would lower the bar",
+                                 f"rag: {path} is left as it was, byte for byte" if baseline is not None
+                                 else f"rag: {path} is not written"], failed=True)
     held = partial_lines(config, selected)
     lines.extend(held.values())
     old_doc = baseline.document.get("retrievers", {}) if baseline is not None else {}
