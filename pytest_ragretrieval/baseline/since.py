@@ -49,11 +49,8 @@ class Change:
     path: str
     old: Any = field(default=None, hash=False, compare=False)
     new: Any = field(default=None, hash=False, compare=False)
-    unrecorded: bool = False
 
     def __str__(self) -> str:
-        if self.unrecorded:
-            return f"{self.path} (no fingerprint recorded)"
         return f"{self.path} {show(self.old)} -> {show(self.new)}"
 
 
@@ -256,12 +253,10 @@ class Since:
 
 
 def retriever_changes(old: Mapping[str, Any], new: Mapping[str, Any], name: str) -> tuple[Change, ...]:
-    """What changed in one retriever's fingerprint, by dotted path from its name; an entry recorded
-    without a fingerprint is one change, named as such."""
+    """What changed in one retriever's fingerprint, by dotted path from its name (a file's entry without
+    its fingerprint is damage: `format.parse` refuses it)."""
     before, after = old.get("retrievers", {}), new.get("retrievers", {})
-    if name not in before:
-        return (Change(name, unrecorded=True),) if name in after else ()
-    return tuple(changes(before[name], after.get(name, {}), name))
+    return tuple(changes(before.get(name, {}), after.get(name, {}), name))
 
 
 def since(
