@@ -56,6 +56,7 @@ def fingerprint(cfg: Config, questions: Sequence[Question] = QUESTIONS, **change
 
 
 def baseline(cfg: Config, runs: Mapping[str, Run], fp: Mapping[str, Any], unavailable: Mapping[str, str] | None = None) -> Baseline:
-    """The baseline these runs would record, parsed back as the plugin reads it."""
+    """The baseline these runs would record (at the k its yardstick names), parsed back as the plugin reads it."""
     entries = {name: retriever_entry(run.result) for name, run in runs.items() if run.result is not None}
-    return parse(cfg.baseline, dumps(document(cfg.k, fp, entries, unavailable)))
+    k = fp.get("yardstick", {}).get("k", cfg.k)
+    return parse(cfg.baseline, dumps(document(k, fp, entries, unavailable)))

@@ -14,19 +14,20 @@ from typing import Any
 
 from .. import __version__
 from ..errors import BaselineError
-from ..jsontext import JSONProblem, control_character, cutoff, loads, metric_key_problem, unstorable
+from ..jsontext import JSONProblem, cutoff, loads
 from ..paths import Unreadable, display, read_input
 from ..scoring.evaluate import RetrieverResult
-from ..scoring.metrics import METRICS
+from ..values import DIGITS
+from .checked import damaged, json_type, metric_key, number, shown, text_problem
 
-FORMAT_VERSION = 2
-"""2: the fingerprint splits the yardstick from the system under test and itemizes the corpus and
-the questions (`fingerprint`). Files of format 1 are still read (`upgraded`)."""
-READABLE = (1, FORMAT_VERSION)
+FORMAT_VERSION = 3
+"""3: each entry may hold a `bar`, the per-question values the team last approved where they differ
+from the recorded ones. 2: the fingerprint splits the yardstick from the system under test and
+itemizes the corpus and the questions (`fingerprint`). Files of formats 1 and 2 are still read, their
+bar equal to their recorded values (format 1's fingerprint through `upgraded`)."""
+READABLE = (1, 2, FORMAT_VERSION)
 RERECORD = "run `pytest --rag-update-baseline` to record one"
 NO_ANSWER_KEYS = ("questions", "empty", "answerable_empty")
-FREE_TEXT = frozenset({"fingerprint.chunks.gold"})
-"""JSON paths whose strings are chunk texts, never printed: line breaks allowed (`gold.py` checks them)."""
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,30 @@ class Recorded:
     tags: Mapping[str, Mapping[str, float]] = field(default_factory=dict, hash=False)
     no_answer: Mapping[str, int] | None = field(default=None, hash=False)
     """The no-answer counts, when the file holds them (files of 0.1.0 lack `answerable_empty`)."""
+    bar: Mapping[str, Mapping[str, float]] = field(default_factory=dict, hash=False)
+    """The bar where it differs from the recorded values: metric label -> question id -> value."""
+
+    def bar_values(self, label: str) -> dict[str, float]:
+        """The bar of one metric, question by question: the recorded values, the bar's own where it holds one."""
+        found = {qid: q.metrics[label] for qid, q in self.questions.items() if label in q.metrics}
+        found.update(self.bar.get(label, {}))
+        return found
+
+    def bar_view(self) -> Recorded:
+        """This entry with the bar in place of the recorded values (rankings kept): what a run is judged
+        against. A metric whose bar differs has the mean of its bar's values as its value."""
+        if not self.bar:
+            return self
+        metrics = dict(self.metrics)
+        for label in self.bar:
+            values = list(self.bar_values(label).values())
+            metrics[label] = round(math.fsum(values) / len(values), DIGITS) if values else metrics[label]
+        questions = {
+            qid: RecordedQuestion(q.ranking, {**q.metrics, **{label: self.bar[label][qid] for label in self.bar
+                                                               if qid in self.bar[label]}})
+            for qid, q in self.questions.items()
+        }
+        return Recorded(metrics=metrics, questions=questions, tags=self.tags, no_answer=self.no_answer)
 
 
 @dataclass(frozen=True)
@@ -57,9 +82,10 @@ class Baseline:
     format_version: int = FORMAT_VERSION
 
 
-def retriever_entry(result: RetrieverResult) -> dict[str, Any]:
-    """The reproducible part of a retriever's results, as the baseline stores it."""
-    return {
+def retriever_entry(result: RetrieverResult, bar: Mapping[str, Mapping[str, float]] | None = None) -> dict[str, Any]:
+    """The reproducible part of a retriever's results, as the baseline stores it; `bar` where the bar
+    differs from these values (metric label -> question id -> value), written only when it holds one."""
+    entry: dict[str, Any] = {
         "metrics": dict(result.metrics),
         "tags": {tag: dict(values) for tag, values in result.tags.items()},
         "no_answer": {
@@ -71,6 +97,10 @@ def retriever_entry(result: RetrieverResult) -> dict[str, Any]:
             q.id: {"ranking": list(q.ranking), "metrics": dict(q.values)} for q in result.questions
         },
     }
+    held = {label: dict(values) for label, values in (bar or {}).items() if values}
+    if held:
+        entry["bar"] = held
+    return entry
 
 
 def document(
@@ -97,46 +127,33 @@ def dumps(doc: Mapping[str, Any]) -> str:
     return json.dumps(doc, ensure_ascii=False, sort_keys=True, indent=2) + "\n"
 
 
-def damaged(path: Path, problem: str) -> BaselineError:
-    """The one line for a file that is not a baseline we can trust, with the two ways out."""
-    return BaselineError(
-        f"{display(path)}: {problem}; fix it, or delete it and run `pytest --rag-update-baseline` to record a new one"
-    )
-
-
-def _shown(value: Any) -> str:
-    """A bad number as JSON would spell it: NaN, Infinity, or the first digits of a huge integer."""
-    if isinstance(value, float) and math.isnan(value):
-        return "NaN"
-    if isinstance(value, float) and math.isinf(value):
-        return "Infinity" if value > 0 else "-Infinity"
-    text = str(value)
-    return text if len(text) <= 24 else f"{text[:20]}... ({len(text)} digits)"
-
-
-def _number(path: Path, where: str, value: Any) -> float:
-    """A finite float in range for the metric its label names (any finite value for an unknown metric)."""
-    metric = METRICS.get(where.rpartition(".")[2].partition("@")[0])
-    bounds = metric.bounds if metric is not None else None
-    try:
-        number = float(value)
-    except OverflowError:
-        number = math.inf
-    if math.isfinite(number) and (bounds is None or bounds[0] <= number <= bounds[1]):
-        return number
-    scope = "" if bounds is None else f" in [{bounds[0]:g}, {bounds[1]:g}]"
-    raise damaged(path, f"{where} = {_shown(value)} is not a finite number{scope}")
-
-
 def _numbers(path: Path, where: str, value: Any) -> dict[str, float]:
     if not isinstance(value, dict) or not all(
         isinstance(v, (int, float)) and not isinstance(v, bool) for v in value.values()
     ):
         raise damaged(path, f"{where} must map metric names to numbers")
     for key in value:
-        if (problem := metric_key_problem(key)) is not None:
-            raise damaged(path, f"{where}: {problem}")
-    return {str(k): _number(path, f"{where}.{k}", v) for k, v in value.items()}
+        metric_key(path, where, key)
+    return {str(k): number(path, f"{where}.{k}", v) for k, v in value.items()}
+
+
+def _bar(path: Path, where: str, value: Any, questions: Mapping[str, RecordedQuestion]) -> dict[str, dict[str, float]]:
+    """The bar where it differs from the recorded values: each value of a metric a recorded question holds."""
+    if not isinstance(value, dict):
+        raise damaged(path, f"{where} must map metric names to objects")
+    found: dict[str, dict[str, float]] = {}
+    for label, values in value.items():
+        metric_key(path, where, label)
+        if not isinstance(values, dict) or not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in values.values()
+        ):
+            raise damaged(path, f"{where}.{label} must map question ids to numbers")
+        for qid in values:
+            if label not in (questions[qid].metrics if qid in questions else {}):
+                raise damaged(path, f"{where}.{label}.{qid} is a bar value of no recorded value: "
+                              f"questions.{qid}.metrics holds no {label}")
+        found[label] = {qid: number(path, f"{where}.{label}.{qid}", value, label) for qid, value in values.items()}
+    return found
 
 
 def _counts(path: Path, where: str, value: Any) -> dict[str, int]:
@@ -182,32 +199,8 @@ def _recorded(path: Path, name: str, entry: Any) -> Recorded:
         raise damaged(path, f"{where}.tags must be an object")
     tags = {tag: _numbers(path, f"{where}.tags.{tag}", values) for tag, values in tags_raw.items()}
     no_answer = _counts(path, f"{where}.no_answer", entry["no_answer"]) if "no_answer" in entry else None
-    return Recorded(metrics=metrics, questions=questions, tags=tags, no_answer=no_answer)
-
-
-def _text_problem(doc: Mapping[str, Any]) -> tuple[str, str] | None:
-    """(JSON path, problem) of the first key or string that holds a control character or unstorable text."""
-    stack: list[tuple[str, Any]] = [("", doc)]
-    while stack:
-        where, value = stack.pop()
-        if isinstance(value, dict):
-            for key, child in value.items():
-                inside = f"{where}.{key}" if where else str(key)
-                problem = _one_text(key)
-                if problem is not None:
-                    return f"{where or 'the document'} key {key!r}", problem
-                if where not in FREE_TEXT:
-                    stack.append((inside, child))
-        elif isinstance(value, list):
-            stack.extend((f"{where}[{index}]", child) for index, child in enumerate(value))
-        elif isinstance(value, str) and (problem := _one_text(value)) is not None:
-            return where, problem
-    return None
-
-
-def _one_text(text: str) -> str | None:
-    control = control_character(text)
-    return f"a control character ({control})" if control is not None else unstorable(text)
+    bar = _bar(path, f"{where}.bar", entry.get("bar", {}), questions)
+    return Recorded(metrics=metrics, questions=questions, tags=tags, no_answer=no_answer, bar=bar)
 
 
 def upgraded(fingerprint: Mapping[str, Any]) -> dict[str, Any]:
@@ -231,25 +224,20 @@ def _fingerprint(path: Path, value: Any, version: int) -> dict[str, Any]:
     for key in ("yardstick", "chunks", "questions"):
         section = value.get(key, {})
         if not isinstance(section, dict):
-            raise damaged(path, f"fingerprint.{key} must be an object, got {_json_type(section)}")
+            raise damaged(path, f"fingerprint.{key} must be an object, got {json_type(section)}")
         digests = section.get("digests", {})
         if key != "yardstick" and not isinstance(digests, dict):
-            raise damaged(path, f"fingerprint.{key}.digests must be an object, got {_json_type(digests)}")
+            raise damaged(path, f"fingerprint.{key}.digests must be an object, got {json_type(digests)}")
         if key == "questions" and not all(isinstance(entry, dict) for entry in digests.values()):
             raise damaged(path, "fingerprint.questions.digests must map question ids to objects")
     found: dict[str, Any] = value
     retrievers = value.get("retrievers", {})
     if not isinstance(retrievers, dict):
-        raise damaged(path, f"fingerprint.retrievers must be an object, got {_json_type(retrievers)}")
+        raise damaged(path, f"fingerprint.retrievers must be an object, got {json_type(retrievers)}")
     for name, entry in retrievers.items():
         if not isinstance(entry, dict):
-            raise damaged(path, f"fingerprint.retrievers.{name} must be an object, got {_json_type(entry)}")
+            raise damaged(path, f"fingerprint.retrievers.{name} must be an object, got {json_type(entry)}")
     return found
-
-
-def _json_type(value: Any) -> str:
-    names = {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "an array"}
-    return names.get(type(value), "an object" if isinstance(value, dict) else "null")
 
 
 def parse(path: Path, text: str) -> Baseline:
@@ -262,9 +250,9 @@ def parse(path: Path, text: str) -> Baseline:
         raise damaged(path, "not a results document (expected a JSON object)")
     version = doc.get("format_version")
     if type(version) is not int or version not in READABLE:
-        readable = " and ".join(map(str, READABLE))
-        raise damaged(path, f"format_version is {_shown(version)}, this plugin reads format_version {readable}")
-    bad_text = _text_problem(doc)
+        readable = ", ".join(map(str, READABLE[:-1])) + f" and {READABLE[-1]}"
+        raise damaged(path, f"format_version is {shown(version)}, this plugin reads format_version {readable}")
+    bad_text = text_problem(doc)
     if bad_text is not None:
         raise damaged(path, f"{bad_text[0]} holds {bad_text[1]}")
     fingerprint = _fingerprint(path, doc.get("fingerprint"), version)
@@ -274,8 +262,12 @@ def parse(path: Path, text: str) -> Baseline:
     k = doc.get("k")
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise damaged(path, "k must be an integer >= 1")
-    if "k" in fingerprint and fingerprint["k"] != k:
-        raise damaged(path, f"k = {k} disagrees with fingerprint.k = {_shown(fingerprint['k'])}; one run writes both")
+    recorded_k = fingerprint.get("yardstick", {}).get("k", k)
+    if version == 1 and recorded_k is None:
+        recorded_k = k  # a format-1 fingerprint without its own k: nothing to disagree with
+    if recorded_k != k or isinstance(recorded_k, bool):
+        where = "fingerprint.k" if version == 1 else "fingerprint.yardstick.k"
+        raise damaged(path, f"k = {k} disagrees with {where} = {shown(recorded_k)}; one run writes both")
     unavailable = doc.get("unavailable", {})
     if not isinstance(unavailable, dict) or not all(isinstance(v, str) for v in unavailable.values()):
         raise damaged(path, "unavailable must map retriever names to reasons")
@@ -286,6 +278,11 @@ def parse(path: Path, text: str) -> Baseline:
     recorded = {name: _recorded(path, name, entry) for name, entry in retrievers.items()}
     for name, entry in recorded.items():
         _depth(path, name, entry, k)
+    unfingerprinted = sorted(set(retrievers) - set(fingerprint.get("retrievers", {})))
+    if unfingerprinted:
+        name = unfingerprinted[0]
+        raise damaged(path, f"retrievers.{name} has no fingerprint.retrievers.{name}: what its values were measured "
+                      "under is not recorded; one run writes both")
     return Baseline(path=path, k=k, fingerprint=fingerprint, retrievers=recorded, document=doc, unavailable=unavailable,
                     format_version=version)
 

@@ -15,7 +15,8 @@ from typing import Any
 
 from ..evalset.records import Chunk, Question
 from ..jsontext import unstorable
-from .format import Baseline, damaged
+from .checked import damaged
+from .format import Baseline
 
 LISTED = 10
 """Question ids listed per edited gold chunk; the rest are counted."""

@@ -49,11 +49,8 @@ class Change:
     path: str
     old: Any = field(default=None, hash=False, compare=False)
     new: Any = field(default=None, hash=False, compare=False)
-    unrecorded: bool = False
 
     def __str__(self) -> str:
-        if self.unrecorded:
-            return f"{self.path} (no fingerprint recorded)"
         return f"{self.path} {show(self.old)} -> {show(self.new)}"
 
 
@@ -239,10 +236,10 @@ class Since:
         return found + [str(change) for change in self.shared] + ([str(self.corpus)] if self.corpus else [])
 
     def paths(self, name: str) -> list[str]:
-        """What changed for one retriever, by short path (`hybrid.weights`, `tokenizer`, `chunks`): what
-        an item names, the header having said once how each changed."""
-        found = [str(c) if c.unrecorded else c.path for c in self.retrievers.get(name, ())]
-        return found + [change.path for change in self.shared] + (["chunks"] if self.corpus else [])
+        """What changed for one retriever, by short path (`hybrid.weights`, `tokenizer`, `chunks`), each
+        once: what an item names, the header having said once how each changed (`lines`)."""
+        found = [c.path for c in self.retrievers.get(name, ())] + [c.path for c in self.shared]
+        return list(dict.fromkeys(found + (["chunks"] if self.corpus is not None else [])))
 
     def system(self) -> list[str]:
         """Every change of the system under test, once: a source's change is named under the source's
@@ -269,12 +266,10 @@ class Since:
 
 
 def retriever_changes(old: Mapping[str, Any], new: Mapping[str, Any], name: str) -> tuple[Change, ...]:
-    """What changed in one retriever's fingerprint, by dotted path from its name; an entry recorded
-    without a fingerprint is one change, named as such."""
+    """What changed in one retriever's fingerprint, by dotted path from its name (a file's entry without
+    its fingerprint is damage: `format.parse` refuses it)."""
     before, after = old.get("retrievers", {}), new.get("retrievers", {})
-    if name not in before:
-        return (Change(name, unrecorded=True),) if name in after else ()
-    return tuple(changes(before[name], after.get(name, {}), name))
+    return tuple(changes(before.get(name, {}), after.get(name, {}), name))
 
 
 def since(

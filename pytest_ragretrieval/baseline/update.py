@@ -24,9 +24,12 @@ class UpdatePlan:
 
 
 def _restrict(entry: Mapping[str, Any], labels: set[str]) -> dict[str, Any]:
-    """An entry holding only the metric labels in `labels`, at every level."""
+    """An entry holding only the metric labels in `labels`, at every level (its bar included)."""
+    bar = {label: values for label, values in entry.get("bar", {}).items() if label in labels}
+    found = {key: value for key, value in entry.items() if key != "bar"}
     return {
-        **entry,
+        **found,
+        **({"bar": bar} if bar else {}),
         "metrics": {k: v for k, v in entry["metrics"].items() if k in labels},
         "tags": {t: {k: v for k, v in m.items() if k in labels} for t, m in entry.get("tags", {}).items()},
         "questions": {
@@ -85,11 +88,14 @@ def plan_update(
     runs: Mapping[str, Run],
     selected: Mapping[str, set[str]],
     refused: Collection[str] = (),
+    bars: Mapping[str, Mapping[str, Mapping[str, float]]] | None = None,
 ) -> UpdatePlan:
     """Decide the new baseline from this run, the old baseline and the items `-k`/`-m` selected.
 
-    `selected` maps each retriever to its selected metric labels; a retriever in `refused` (the
-    ratchet refused one of its values) or selected in part keeps its old entry whole.
+    `selected` maps each retriever to its selected metric labels; one selected in part keeps its
+    old entry whole. When any retriever is in `refused` (a value would lower its bar) nothing is
+    written, whatever the file's format. `bars` holds each recorded entry's bar where it differs
+    from the values recorded (`Judge.next_bar`).
     """
     failed = sorted(name for name in selected if name in runs and runs[name].error is not None)
     if failed:
@@ -125,22 +131,15 @@ def plan_update(
                 ],
                 failed=True,
             )
-        if refused:
-            return UpdatePlan(
-                None,
-                [
-                    f"rag: baseline not written: {what} changed, so every retriever is recorded together, and "
-                    f"values of {', '.join(map(repr, sorted(refused)))} were refused; fix the regression, or pass "
-                    "--rag-allow-regression to record them"
-                ],
-                failed=True,
-            )
         lines.append(f"rag: {what} changed: every retriever re-recorded")
+    if refused:
+        names = ", ".join(map(repr, sorted(refused)))
+        path = display(config.baseline)
+        return UpdatePlan(None, [f"rag: baseline not written: values of {names} would lower the bar",
+                                 f"rag: {path} is left as it was, byte for byte" if baseline is not None
+                                 else f"rag: {path} is not written"], failed=True)
     held = partial_lines(config, selected)
     lines.extend(held.values())
-    for name in sorted(set(refused) - set(held)):
-        lines.append(f"rag: {name} not recorded: a value was refused, so its whole entry is left as it was")
-        held[name] = ""
     old_doc = baseline.document.get("retrievers", {}) if baseline is not None else {}
     old_fp = baseline.fingerprint.get("retrievers", {}) if baseline is not None and not changed else {}
     entries: dict[str, Any] = {}
@@ -151,7 +150,7 @@ def plan_update(
         state = runs.get(name)
         comparable_old = old_doc.get(name) if not changed and name in old_fp else None
         if name in selected and name not in held and state is not None and state.result is not None:
-            entries[name] = _restrict(retriever_entry(state.result), all_labels)
+            entries[name] = _restrict(retriever_entry(state.result, (bars or {}).get(name)), all_labels)
             recorded_fp[name] = fingerprint["retrievers"][name]
         elif comparable_old is not None:
             entries[name] = _restrict(comparable_old, all_labels)

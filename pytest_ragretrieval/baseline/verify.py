@@ -18,8 +18,9 @@ from ..evalset.records import Chunk, Question
 from ..scoring.evaluate import RetrieverResult, score
 from ..scoring.metrics import METRICS_VERSION, MetricSpec
 from ..values import EPSILON, fmt
+from .checked import damaged
 from .fingerprint import chunks_digest, evalset_digest, question_record
-from .format import Baseline, Recorded, damaged
+from .format import Baseline, Recorded
 
 
 def verify(baseline: Baseline, k: int, chunks: Sequence[Chunk], questions: Sequence[Question]) -> None:

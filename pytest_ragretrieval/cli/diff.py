@@ -214,7 +214,10 @@ def verdict_line(changes: Changes) -> str:
     return "the baseline lowers the bar: " + ", ".join(part for part in parts if part)
 
 
-def _moved(kind: str, retriever: str, metric: str, old: float, new: float) -> str:
+def _moved(kind: str, retriever: str, metric: str, old: float, new: float, scope: str = "") -> str:
+    """`  lowered: ndcg@5 of 'bm25' 0.8 -> 0.7 (-0.1)`, or over replaced questions: `...: the 12 edited ...`."""
+    if scope:
+        return f"  {kind}: {subject(retriever, metric)}: {scope}"
     return f"  {kind}: {subject(retriever, metric)} {fmt(old)} -> {fmt(new)} ({signed(new - old)})"
 
 
@@ -228,7 +231,7 @@ def change_lines(changes: Changes) -> list[str]:
         lines.append(f"  compared across changes: {'; '.join(changes.fingerprint)}")
     lines += [f"  {line}" for line in changes.questions]
     lines += [f"  unreadable: {why}" for why in changes.unreadable]
-    lines += [_moved("lowered", c.retriever, c.metric, c.old, c.new) for c in changes.lowered]
+    lines += [_moved("lowered", c.retriever, c.metric, c.old, c.new, c.scope) for c in changes.lowered]
     lines += [f"  removed: {subject(e.retriever, e.metric)} ({e.reason})" for e in changes.removed]
     lines += [f"  loosened: {s.setting}{' of ' + s.subject if s.subject else ''} {s.old} -> {s.new}"
               for s in changes.loosened]

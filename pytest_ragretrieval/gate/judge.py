@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from ..baseline.bar import replacement
 from ..baseline.fingerprint import questions_record
 from ..baseline.format import RERECORD, Baseline, Recorded
 from ..baseline.gold import EditedGold, by_question, edited_gold, recorded_gold, review_line
@@ -20,7 +21,7 @@ from ..errors import RagError
 from ..evalset.records import Question
 from ..paths import display
 from ..scoring.evaluate import Run, latency_summary
-from ..values import EPSILON, fmt
+from ..values import fmt, signed
 from .checks import (
     Comparison,
     LatencyCheck,
@@ -29,6 +30,8 @@ from .checks import (
     QuestionCheck,
     change_text,
     compare,
+    p_text,
+    per_question,
     scope_text,
 )
 from .family import Member, adjusted, member, power_lines, used
@@ -76,6 +79,10 @@ def comparable_notes(config: Config, questions: Sequence[Question], changes: Que
         f"only {shared} answerable questions are comparable with the baseline, fewer than min_questions = "
         f"{config.min_questions}: too little data for a verdict to mean much"
     ]
+
+
+APPROVAL_LABEL = "the approval label (rag-baseline-approved unless the action's `label` input names another)"
+"""The label a lowering needs, as a local run can name it: the action's configuration is not read here."""
 
 
 class Judge:
@@ -173,10 +180,17 @@ class Judge:
         return None
 
     def recorded(self, name: str) -> Recorded | None:
-        """The baseline entry of `name` when the baseline's yardstick is today's, else None."""
+        """The baseline entry of `name` when the baseline's yardstick is today's, else None: its recorded
+        values (what "what changed" shows) and its bar (`bar`)."""
         if self.baseline is None or self.comparable() is not None:
             return None
         return self.baseline.retrievers.get(name)
+
+    def bar(self, name: str) -> Recorded | None:
+        """What `name`'s items are judged against: its baseline entry with the bar in place of the
+        recorded values (the rankings are the recorded ones)."""
+        recorded = self.recorded(name)
+        return recorded.bar_view() if recorded is not None else None
 
     def changes(self, name: str) -> tuple[str, ...]:
         """What changed since the baseline for one retriever (its parameters, its sources', the shared
@@ -195,7 +209,7 @@ class Judge:
     def _comparison(self, name: str, label: str) -> Comparison | None:
         if (name, label) not in self._raw:
             run = self.runs.get(name)
-            recorded = self.recorded(name)
+            recorded = self.bar(name)
             found = None
             changes = self.since()
             if (run is not None and run.result is not None and recorded is not None and changes is not None
@@ -270,14 +284,19 @@ class Judge:
             gold_edited = by_question(self.edited_gold()).get(key.name, ())
             return QuestionCheck(key.retriever, question, self.config.k, gold_edited).evaluate(
                 recorded, run.result, edited)
-        metric = next(s for s in self.config.metrics if s.label == key.name)
+        return self.metric_verdict(key.retriever, key.name)
+
+    def metric_verdict(self, name: str, label: str) -> Outcome:
+        """One retriever x metric judged against its bar, by the gate's rule."""
+        bar, found, run = self.bar(name), self.since(), self.runs[name]
+        assert bar is not None and found is not None and run.result is not None
+        metric = next(s for s in self.config.metrics if s.label == label)
         check = MetricCheck(
-            key.retriever, metric, self.config.tolerance.for_metric(metric), self.config.significance,
-            self.config.alpha, self.changes(key.retriever), edited=by_question(self.edited_gold()),
+            name, metric, self.config.tolerance.for_metric(metric), self.config.significance,
+            self.config.alpha, self.changes(name), edited=by_question(self.edited_gold()),
             judged={q.id: frozenset(q.relevance) for q in self.questions},
         )
-        return check.evaluate(recorded, run.result, self.comparison(key.retriever, key.name),
-                              found.questions.comparable)
+        return check.evaluate(bar, run.result, self.comparison(name, label), found.questions.comparable)
 
     def missing_baseline(self) -> list[str]:
         """The one line a gate run without a baseline fails with, its items skipped each with one short
@@ -319,19 +338,39 @@ class Judge:
         refused = self.refused(key)
         if refused is not None:
             return Outcome(False, refused)
-        return Outcome(True, f"{key.name} of {key.retriever!r}: {fmt(metrics[key.name])} to be recorded")
+        lowering = self.lowering(key)
+        lowered = f"; it lowers the bar ({lowering}), as --rag-allow-regression allows" if lowering else ""
+        return Outcome(True, f"{key.name} of {key.retriever!r}: {fmt(metrics[key.name])} to be recorded{lowered}")
+
+    def lowering(self, key: ItemKey) -> str | None:
+        """Why recording this item's values lowers its bar, else None: a value would fail against the
+        bar under the gate's rule, or questions whose bar values leave (edited, removed) are replaced by
+        lower ones (`baseline.bar.replacement`)."""
+        bar, found, run = self.bar(key.retriever), self.since(), self.runs.get(key.retriever)
+        if key.kind != "metric" or bar is None or found is None or run is None or run.result is None:
+            return None
+        comparison = self.comparison(key.retriever, key.name)
+        if comparison is not None and comparison.baseline is not None and key.name in bar.metrics:
+            if not self.metric_verdict(key.retriever, key.name).passed:
+                tolerance = self.config.tolerance.for_metric(next(s for s in self.config.metrics
+                                                                  if s.label == key.name))
+                tested = (f"; {self.config.significance} test {p_text(comparison)}"
+                          if comparison.p_value is not None else "")
+                return (f"{fmt(comparison.value)} is below the bar's {fmt(comparison.baseline)} "
+                        f"({signed(comparison.value - comparison.baseline)}, tolerance {fmt(tolerance)}"
+                        f"{tested}){scope_text(comparison)}{change_text(self.changes(key.retriever))}")
+        new = {qid: values[key.name] for qid, values in per_question(run.result).items() if key.name in values}
+        replaced = replacement(bar.bar_values(key.name), new, found.questions.comparable)
+        return None if replaced is None else f"{replaced.text()}, below the bar"
 
     def refused(self, key: ItemKey) -> str | None:
-        """The ratchet: why a lower value than the comparable baseline's will not be recorded, whatever
-        changed in the system under test (over the comparable questions, as the items compare)."""
-        if self.allow_regression or key.kind != "metric":
+        """Why this item's values will not be recorded: they would lower its bar (`lowering`) and
+        --rag-allow-regression was not given. Names both ways on."""
+        if self.allow_regression:
             return None
-        comparison = self._comparison(key.retriever, key.name)
-        if comparison is None or comparison.baseline is None or comparison.value >= comparison.baseline - EPSILON:
+        lowering = self.lowering(key)
+        if lowering is None:
             return None
-        return (
-            f"refused to record {key.name} of {key.retriever!r}: {fmt(comparison.value)} is below the baseline's "
-            f"{fmt(comparison.baseline)}{scope_text(comparison)}{change_text(self.changes(key.retriever))}; "
-            "pass --rag-allow-regression to record it"
-        )
-
+        return (f"refused to record {key.name} of {key.retriever!r}: {lowering}; fix it and re-run, or pass "
+                f"--rag-allow-regression to record it, which lowers the bar: the pull request then needs "
+                f"{APPROVAL_LABEL}")

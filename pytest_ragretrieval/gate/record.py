@@ -4,12 +4,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..baseline.bar import kept_bar
 from ..baseline.format import Baseline, document, retriever_entry
 from ..baseline.update import UpdatePlan, plan_update
 from ..config.settings import Config
 from ..jsontext import escaped
 from ..scoring.evaluate import Run, latency_summary
-from .checks import Comparison, Outcome
+from ..values import EPSILON
+from .checks import Comparison, Outcome, per_question
 from .items import ItemKey
 from .judge import Judge
 
@@ -87,7 +89,8 @@ def baseline_update(
     selected: Sequence[ItemKey],
     judge: Judge,
 ) -> UpdatePlan:
-    """The update the selected items ask for, with the ratchet's refusals first among its lines."""
+    """The update the selected items ask for, with the bar each entry keeps, and the refusals (values
+    that would lower a bar without --rag-allow-regression) first among its lines."""
     chosen: dict[str, set[str]] = {}
     refused: dict[str, list[str]] = {}
     for key in selected:
@@ -97,6 +100,32 @@ def baseline_update(
         reason = judge.refused(key)
         if reason is not None:
             refused.setdefault(key.retriever, []).append(f"rag: {reason}")
-    plan = plan_update(config, baseline, fingerprint, runs, chosen, refused)
+    bars = {name: next_bar(judge, name) for name in chosen if name not in refused}
+    plan = plan_update(config, baseline, fingerprint, runs, chosen, refused, bars)
     lines = [line for reasons in refused.values() for line in reasons] + plan.lines
     return UpdatePlan(plan.document, lines, plan.failed)
+
+
+def next_bar(judge: Judge, name: str) -> dict[str, dict[str, float]]:
+    """The bar an update writes for `name`, where it differs from the values it records: per metric, the
+    old bar kept where the values pass against it without rising by more than the tolerance; nothing (the
+    bar becomes the new values) where they rose by more, where they lower it (with --rag-allow-regression),
+    or where the baseline holds nothing comparable (docs/verdicts.md, "The bar")."""
+    recorded, found, run = judge.recorded(name), judge.since(), judge.runs.get(name)
+    if recorded is None or found is None or run is None or run.result is None:
+        return {}
+    values = per_question(run.result)
+    bars: dict[str, dict[str, float]] = {}
+    for spec in judge.config.metrics:
+        comparison = judge.comparison(name, spec.label)
+        if comparison is None or comparison.delta is None or spec.label not in recorded.metrics:
+            continue
+        if comparison.delta > judge.config.tolerance.for_metric(spec) + EPSILON:
+            continue
+        if not judge.metric_verdict(name, spec.label).passed:
+            continue
+        new = {qid: v[spec.label] for qid, v in values.items() if spec.label in v}
+        kept = kept_bar(recorded.bar_values(spec.label), new, found.questions.comparable)
+        if kept:
+            bars[spec.label] = kept
+    return bars

@@ -3,10 +3,10 @@
 A pull request can lower its own bar: `--rag-update-baseline --rag-allow-regression` and a
 commit make any regression pass, and a raised tolerance does the same without touching the
 baseline. `classify` compares the base branch's baseline and settings with the pull request's
-and sorts every difference into what lowers the bar (lowered values, removed entries, loosened
-settings, lost hits under per-question gating) and what does not (raised values, new entries,
-tightened settings). Per-tag values are listed but never lower the bar: the gate does not judge
-them. Pure: files and git are the callers' business.
+and sorts every difference into what lowers the bar (lowered bars, edited or removed questions
+replaced by lower values, removed entries, loosened settings, lost hits under per-question
+gating) and what does not. It compares bars, not recorded values (docs/verdicts.md, "The bar").
+Per-tag values are listed but never lower the bar: the gate does not judge them. Pure.
 """
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from ..baseline.bar import replaced_bars
 from ..baseline.format import Baseline, Recorded
 from ..baseline.since import common_means, held, since
 from ..config.settings import Config
@@ -60,13 +61,15 @@ def gate_settings(config: Config) -> GateSettings:
 
 @dataclass(frozen=True)
 class ValueChange:
-    """One recorded value that moved; `tag` is set for per-tag values."""
+    """One bar that moved (a recorded value when `tag` is set): means over the questions both sides share,
+    or over questions whose bar values were replaced, `scope` saying which (`the 12 edited questions ...`)."""
 
     retriever: str
     metric: str
     old: float
     new: float
     tag: str = ""
+    scope: str = ""
 
     @property
     def delta(self) -> float:
@@ -263,10 +266,12 @@ def classify(
         shared = set(before.questions) & set(after.questions)
         if found.comparable:
             shared &= found.questions.comparable
-            values = common_means(before, after, shared)
-        else:  # another yardstick: the values are compared as recorded, and lowered ones still need the label
-            values = (dict(before.metrics), dict(after.metrics))
+            values = common_means(before.bar_view(), after.bar_view(), shared)
+        else:  # another yardstick: the bars are compared whole, and lowered ones still need the label
+            values = (dict(before.bar_view().metrics), dict(after.bar_view().metrics))
         down, up = _values(*values, name)
+        down += [ValueChange(name, label, r.before, r.after, scope=r.text()) for label, r in replaced_bars(
+            before, after, found.questions.comparable) if found.comparable and label not in {c.metric for c in down}]
         lowered, raised = lowered + down, raised + up
         if not found.questions.changed:
             for tag in sorted(set(before.tags) & set(after.tags)):
@@ -346,7 +351,10 @@ def parse_changes(path: Path, text: str) -> Changes:
 
 
 def _entry(node: Node, kind: type) -> Any:
-    """One listed change: exactly its record's fields, numbers finite, texts printable."""
-    node.exactly(*(f.name for f in fields(kind)))
+    """One listed change: exactly its record's fields (a `scope` only files written before it lack),
+    numbers finite, metric keys as every reader reads them, texts printable."""
+    names = [f.name for f in fields(kind)]
+    node.exactly(*(name for name in names if name != "scope"), optional=("scope",) if "scope" in names else ())
     return kind(**{f.name: node[f.name].number() if f.type == "float" else
-                   node[f.name].metric_key() if f.name == "metric" else node[f.name].text() for f in fields(kind)})
+                   node[f.name].metric_key() if f.name == "metric" else node[f.name].text()
+                   for f in fields(kind) if f.name in node.mapping()})

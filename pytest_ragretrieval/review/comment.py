@@ -124,8 +124,8 @@ def _cut_message(failure: Failure, limit: int | None) -> str:
 
 def _values_table(changes: Sequence[ValueChange], limit: int | None) -> list[str]:
     shown = list(changes) if limit is None else list(changes)[:limit]
-    rows = [[esc(c.retriever), esc(c.tag), esc(c.metric), fmt(c.old), fmt(c.new),
-             signed(c.delta)] for c in shown]
+    rows = [[esc(c.retriever), esc(c.tag), esc(c.metric) + (f", {esc(c.scope.partition(':')[0])}" if c.scope else ""),
+             fmt(c.old), fmt(c.new), signed(c.delta)] for c in shown]
     headers = ["retriever", "tag", "metric", "base", "this PR", "delta"]
     if not any(c.tag for c in changes):
         headers, rows = [headers[0], *headers[2:]], [[row[0], *row[2:]] for row in rows]

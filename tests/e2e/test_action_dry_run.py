@@ -115,6 +115,8 @@ class DryRun:
             "GITHUB_BASE_REF": "main", "GITHUB_REPOSITORY": "team/repo", "GITHUB_ACTION_PATH": str(ROOT),
             "GITHUB_OUTPUT": str(self.root / "output"), "GITHUB_STEP_SUMMARY": str(self.root / "summary"),
             "FAKE_GH_STATE": str(self.state),
+            # The package under test where it is put on the path rather than installed (a worktree).
+            **({"PYTHONPATH": os.environ["PYTHONPATH"]} if "PYTHONPATH" in os.environ else {}),
         }
 
     def contexts(self, inputs: Mapping[str, str]) -> dict[str, str]:
@@ -413,3 +415,30 @@ def test_dry_run_fails_closed_on_a_base_config_it_cannot_read(tmp_path: Path) ->
     assert "the config at origin/main (pyproject.toml) cannot be read by this version" in run.ours()["body"]
     assert "/tmp" not in run.ours()["body"]
     assert run.label(LABEL) == 0, run.log
+
+
+def questions_baseline(values: Mapping[str, float], query: str) -> str:
+    """A baseline whose questions are itemized, every query ending in `query`, both metrics at `values`."""
+    digests = {qid: {"query": f"{qid}{query}", "gold": f"{qid}-gold", "tags": []} for qid in values}
+    fingerprint = {**FINGERPRINT, "questions": {"sha256": f"e{query}", "count": len(values), "digests": digests}}
+    mean = round(sum(values.values()) / len(values), 6)
+    entry = {"metrics": {"recall@2": mean, "ndcg@2": mean},
+             "questions": {qid: {"ranking": ["c1"], "metrics": {"recall@2": v, "ndcg@2": v}} for qid, v in values.items()}}
+    return dumps(document(2, fingerprint, {"bm25": entry}))
+
+
+def test_dry_run_editing_every_query_and_recording_lower_values_needs_the_label(tmp_path: Path) -> None:
+    """Issue 32: every query edited (appended "？") and lower values recorded: no question is comparable,
+    so the values were never compared and the check passed. The edited questions' bar values left the bar
+    and lower ones replaced them: a lowering, which fails without the label and passes with it."""
+    if shutil.which("git") is None or shutil.which("ragretrieval", path=str(Path(sys.executable).parent)) is None:
+        pytest.skip("the dry run needs git and the ragretrieval command beside this Python")
+    run = DryRun(tmp_path, {"pyproject.toml": PYPROJECT,
+                            "baselines/retrieval.json": questions_baseline({"q1": 1.0, "q2": 0.5}, "")},
+                 {"baselines/retrieval.json": questions_baseline({"q1": 0.5, "q2": 0.5}, "？")})
+    assert run.check() == 1, run.log
+    assert run.outputs["check"] == "fail"
+    assert ("lowered: ndcg@2 of 'bm25': the 2 edited questions (q1, q2): bar 0.7500, their new values 0.5000"
+            in run.log), run.log
+    assert run.label(LABEL) == 0, run.log
+    assert run.outputs["check"] == "approved"

@@ -204,3 +204,44 @@ def test_the_sample_passes_with_its_vectors_computed_afresh(tmp_path: Path) -> N
     done = gate(sample(tmp_path), "--rag-eval", "--rag-cache=off")
     assert done.returncode == 0 and outcome(done).startswith("24 passed, 6 skipped"), done.stdout[-3000:]
     assert "0 embeddings from the cache, 215 computed" in done.stdout
+
+
+def test_growing_the_eval_set_keeps_the_bar_and_editing_every_query_lowers_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issues 31.3 and 32.2 on the sample. Questions added after a passed run: recorded without
+    --rag-allow-regression, and `diff --fail-on-lower` says the bar is not lowered. Every query then edited
+    (cut to its first three characters and a "？") and its lower values recorded: refused without the flag;
+    with it, `diff --fail-on-lower` exits 1 and `pr-check` fails without the label."""
+    from pytest_ragretrieval.cli import main
+
+    folder = sample(tmp_path)
+    monkeypatch.chdir(folder)
+    shutil.copy2(folder / "baselines" / "retrieval.json", folder / "base.json")
+    evalset = folder / "fixtures" / "evalset.jsonl"
+    write_lines(evalset, [*lines(evalset),
+                          {"id": "q61", "query": "出差期间的交通费怎么报销", "relevant": {"travel-012": 1}, "tags": ["semantic"]},
+                          {"id": "q62", "query": "发票抬头写什么", "relevant": {"travel-003": 1}, "tags": ["semantic"]}])
+    grown = gate(folder, "--rag-update-baseline")
+    assert grown.returncode == 0, grown.stdout[-3000:]
+    assert main(["diff", "base.json", "baselines/retrieval.json", "--fail-on-lower"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "the baseline does not lower the bar"
+
+    shutil.copy2(folder / "baselines" / "retrieval.json", folder / "grown.json")
+    write_lines(evalset, [dict(row, query=row["query"][:3] + "？") for row in lines(evalset)])
+    before = (folder / "baselines" / "retrieval.json").read_bytes()
+    refused = gate(folder, "--rag-update-baseline")
+    assert refused.returncode == 1, refused.stdout[-3000:]
+    assert "edited questions" in refused.stdout and "fix it and re-run, or pass --rag-allow-regression" in refused.stdout
+    assert (folder / "baselines" / "retrieval.json").read_bytes() == before
+    assert gate(folder, "--rag-update-baseline", "--rag-allow-regression").returncode == 0
+    capsys.readouterr()
+    assert main(["diff", "grown.json", "baselines/retrieval.json", "--fail-on-lower", "--json", "changes.json"]) == 1
+    out = capsys.readouterr().out
+    assert "the baseline lowers the bar: " in out and "edited questions" in out, out[-3000:]
+    event = {"action": "synchronize", "pull_request": {
+        "number": 1, "labels": [], "head": {"sha": "0" * 40, "repo": {"full_name": "team/repo"}},
+        "base": {"repo": {"full_name": "team/repo"}}}}
+    (folder / "event.json").write_text(json.dumps(event), encoding="utf-8")
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    assert main(["pr-check", "changes.json", "--event", "event.json"]) == 1
+    assert "baseline check: fail: the baseline lowers the bar" in capsys.readouterr().out

@@ -1,4 +1,4 @@
-"""The ratchet: `--rag-update-baseline` will not record a lower value without `--rag-allow-regression`."""
+"""The ratchet: `--rag-update-baseline` will not record a value that lowers the bar without `--rag-allow-regression`."""
 from __future__ import annotations
 
 import json
@@ -21,8 +21,9 @@ def test_lower_values_are_refused_and_named(worse: pytest.Pytester) -> None:
     result.assert_outcomes(passed=3, failed=1)
     result.stdout.fnmatch_lines(
         [
-            "refused to record ndcg@3 of 'table': 0.9262 is below the baseline's 1.0000; "
-            "pass --rag-allow-regression to record it",
+            "refused to record ndcg@3 of 'table': 0.9262 is below the bar's 1.0000 (-0.0738, tolerance 0.0000); "
+            "fix it and re-run, or pass --rag-allow-regression to record it, which lowers the bar: the pull request then "
+            "needs the approval label (rag-baseline-approved unless the action's `label` input names another)",
             "rag: refused to record ndcg@3 of 'table'*",
         ]
     )
@@ -38,7 +39,7 @@ def test_a_refusal_holds_the_whole_entry_of_its_retriever(worse: pytest.Pytester
     result = worse.runpytest("--rag-update-baseline", *RUN)
     result.assert_outcomes(passed=7, failed=1)
     result.stdout.fnmatch_lines([
-        "rag: table not recorded: a value was refused, so its whole entry is left as it was",
+        "rag: baseline not written: values of 'table' would lower the bar",
         "rag: baselines/retrieval.json is left as it was, byte for byte",
     ])
     assert baseline_bytes(worse.path) == before
@@ -60,10 +61,9 @@ def test_a_corpus_change_does_not_turn_the_ratchet_off(worse: pytest.Pytester) -
     result = worse.runpytest("--rag-update-baseline", *RUN)
     result.assert_outcomes(passed=7, failed=1)
     result.stdout.fnmatch_lines([
-        "refused to record ndcg@3 of 'table': 0.9262 is below the baseline's 1.0000 after a change of chunks; "
-        "pass --rag-allow-regression to record it",
-        "rag: baseline not written: the chunks changed, so every retriever is recorded together, and values of "
-        "'table' were refused; fix the regression, or pass --rag-allow-regression to record them",
+        "refused to record ndcg@3 of 'table': 0.9262 is below the bar's 1.0000 (-0.0738, tolerance 0.0000) after a "
+        "change of chunks; fix it and re-run, or pass --rag-allow-regression *",
+        "rag: baseline not written: values of 'table' would lower the bar",
     ])
     assert result.ret == 1 and baseline_bytes(worse.path) == before
     allowed = worse.runpytest("--rag-update-baseline", "--rag-allow-regression", *RUN)

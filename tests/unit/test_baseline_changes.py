@@ -41,7 +41,9 @@ def retriever(metrics: dict[str, float] | None = None, tags: dict[str, dict[str,
 
 def baseline(name: str, retrievers: dict[str, Any], fingerprint: dict[str, Any] | None = None,
              unavailable: dict[str, str] | None = None) -> Any:
-    doc = document(2, FINGERPRINT if fingerprint is None else fingerprint, retrievers, unavailable)
+    found = FINGERPRINT if fingerprint is None else fingerprint
+    named = {**{name: {"type": name} for name in retrievers}, **found.get("retrievers", {})}
+    doc = document(2, {**found, "retrievers": named}, retrievers, unavailable)
     return parse(Path(name), dumps(doc))
 
 
@@ -135,7 +137,13 @@ def test_values_are_compared_over_the_questions_both_share() -> None:
     newer = baseline("newer.json", {"bm25": retriever({"recall@2": 0.0}, questions={
         "q1": {"recall@2": 0.0}, "q2": {"recall@2": 0.0}, "q3": {"recall@2": 0.0}})},
         {**FINGERPRINT, "questions": {"sha256": "e2", "digests": edited}})
-    assert classify(old, newer).lowered == ()  # q1's gold changed: it is not compared, q2 did not move
+    # q1's gold changed: its bar value 1.0 left, and its new value 0.0 replaces it: a lowering (issue 32)
+    assert classify(old, newer).lowered == (ValueChange(
+        "bm25", "recall@2", 1.0, 0.0, scope="the 1 edited question (q1): bar 1.0000, their new values 0.0000"),)
+    same = baseline("same.json", {"bm25": retriever({"recall@2": 0.333333}, questions={
+        "q1": {"recall@2": 1.0}, "q2": {"recall@2": 0.0}, "q3": {"recall@2": 0.0}})},
+        {**FINGERPRINT, "questions": {"sha256": "e2", "digests": edited}})
+    assert not classify(old, same).lowers_the_bar  # edited, and scoring as well as before
 
 
 def test_tag_values_are_listed_but_do_not_lower_the_bar() -> None:

@@ -5,7 +5,7 @@ import json
 import re
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -71,7 +71,9 @@ def entry(questions: Mapping[str, tuple[list[str], Mapping[str, float]]], metric
 
 
 def write_results(path: Path, retrievers: Mapping[str, Any], fingerprint: Mapping[str, Any] = FINGERPRINT, k: int = 2) -> str:
-    path.write_text(dumps(document(k, fingerprint, retrievers)), encoding="utf-8")
+    """A results file; a retriever the fingerprint does not name gets one (a file holds each entry's)."""
+    named = {**{name: {"type": name} for name in retrievers}, **fingerprint.get("retrievers", {})}
+    path.write_text(dumps(document(k, {**fingerprint, "retrievers": named}, retrievers)), encoding="utf-8")
     return path.name
 
 
@@ -415,3 +417,41 @@ def test_an_unexpected_error_is_one_line_and_exit_3(
     code, out, err = run(capsys, "find", "x")
     assert (code, out, len(err)) == (3, [], 1)
     assert err[0].startswith("ragretrieval: internal error: RuntimeError: bug here (") and err[0].endswith("; please report it")
+
+
+# issue 32: a baseline that disagrees with itself is damage for every command that reads it
+
+
+def _k(doc: dict[str, Any]) -> None:
+    doc["fingerprint"]["yardstick"] = {"k": 7}
+
+
+def _key(cutoff: str) -> Callable[[dict[str, Any]], None]:
+    def damage(doc: dict[str, Any]) -> None:
+        doc["retrievers"]["bm25"]["metrics"][f"ndcg@{cutoff}"] = 0.5
+    return damage
+
+
+def _unfingerprinted(doc: dict[str, Any]) -> None:
+    del doc["fingerprint"]["retrievers"]["bm25"]
+
+
+@pytest.mark.parametrize(("damage", "problem"), [
+    (_k, "k = 2 disagrees with fingerprint.yardstick.k = 7; one run writes both"),
+    (_key("²"), "retrievers.bm25.metrics key 'ndcg@²' is not a metric key"),
+    (_key("9" * 5001), "retrievers.bm25.metrics key 'ndcg@999999999999999... (5006 digits)' is not a metric key"),
+    (_unfingerprinted, "retrievers.bm25 has no fingerprint.retrievers.bm25"),
+])
+@pytest.mark.parametrize("command", [("diff", "good.json", "bad.json"), ("diff", "bad.json", "good.json"),
+                                     ("suspects", "bad.json"), ("comment", "bad.json")])
+def test_a_self_contradicting_file_is_one_line_for_every_command(
+        project: Path, capsys: pytest.CaptureFixture[str], damage: Callable[[dict[str, Any]], None], problem: str,
+        command: tuple[str, ...]) -> None:
+    write_results(project / "good.json", OLD)
+    write_results(project / "bad.json", OLD)
+    doc = json.loads((project / "bad.json").read_text(encoding="utf-8"))
+    damage(doc)
+    (project / "bad.json").write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
+    code, _, err = run(capsys, *command)
+    assert code == 2 and len(err) == 1, err
+    assert err[0].startswith(f"ragretrieval: error: bad.json: {problem}"), err[0]

@@ -19,6 +19,11 @@ from pytest_ragretrieval.review.changes import Changes, Entry, ValueChange, dump
 from pytest_ragretrieval.review.comment import LIMIT, MARKER, CommentInput, baseline_summary, render, size
 
 FINGERPRINT: dict[str, Any] = {"k": 5, "tokenizer": "jieba 0.42.1", "retrievers": {"hybrid": {"type": "hybrid"}}}
+
+
+def fingerprinted(*names: str) -> dict[str, Any]:
+    """FINGERPRINT with an entry for each of `names` too: a file holds each retriever's."""
+    return {**FINGERPRINT, "retrievers": {**FINGERPRINT["retrievers"], **{name: {"type": "bm25"} for name in names}}}
 DROPS = tuple(f"  q{n:02d}: 1.0000 -> 0.0000 (-1.0000)" for n in range(1, 11))
 FAILURE = {"item": "rag::hybrid::ndcg@5", "retriever": "hybrid", "metric": "ndcg@5",
            "summary": "ndcg@5 of 'hybrid' fell from 0.8500 to 0.7500 (-0.1000, tolerance 0.0000)",
@@ -184,7 +189,8 @@ def test_change_lists_are_cut_after_the_question_lists() -> None:
 
 def test_a_comment_that_cannot_fit_is_cut_at_a_line_with_a_note() -> None:
     entry = {"metrics": {"ndcg@5": 0.5}, "questions": {}, "latency_ms": {"p50": 1.0, "p95": 2.0}}
-    body = render_doc(document(5, FINGERPRINT, {f"retriever_{n:05d}": entry for n in range(4000)}))
+    body = render_doc(document(5, fingerprinted(*(f"retriever_{n:05d}" for n in range(4000))),
+                                    {f"retriever_{n:05d}": entry for n in range(4000)}))
     assert size(body) <= LIMIT and body.startswith(MARKER)
     assert body.endswith("comment cut at GitHub's size limit: the report artifact has everything\n")
 
@@ -227,10 +233,10 @@ def test_comment_command_reads_the_files_the_workflow_writes(workspace: Path, ca
 def test_comment_with_the_issue_s_baseline_diff_form(workspace: Path, capsys: pytest.CaptureFixture[str]) -> None:
     # `comment RESULTS.json --baseline-diff OLD`: OLD against the baseline the config names.
     entry = {"metrics": {"ndcg@5": 0.6}, "questions": {}}
-    (workspace / "base.json").write_text(dumps(document(5, FINGERPRINT, {"bm25": entry})), encoding="utf-8")
+    (workspace / "base.json").write_text(dumps(document(5, fingerprinted("bm25"), {"bm25": entry})), encoding="utf-8")
     (workspace / "baselines").mkdir()
     lowered = {"metrics": {"ndcg@5": 0.5}, "questions": {}}
-    (workspace / "baselines" / "retrieval.json").write_text(dumps(document(5, FINGERPRINT, {"bm25": lowered})),
+    (workspace / "baselines" / "retrieval.json").write_text(dumps(document(5, fingerprinted("bm25"), {"bm25": lowered})),
                                                             encoding="utf-8")
     (workspace / "pyproject.toml").write_text(
         '[tool.ragretrieval]\nchunks = "c.jsonl"\nevalset = "e.jsonl"\nk = 5\n'
@@ -246,7 +252,7 @@ def test_comment_with_the_issue_s_baseline_diff_form(workspace: Path, capsys: py
 @pytest.mark.parametrize(("name", "text", "message"), [
     ("results.json", "{", "results.json: not valid JSON"),
     ("results.json", dumps(results([{"item": "x"}])), "results.json: 'failures' must list objects"),
-    ("results.json", dumps(document(5, FINGERPRINT, {"bm25": {"metrics": {}, "questions": {}}})),
+    ("results.json", dumps(document(5, fingerprinted("bm25"), {"bm25": {"metrics": {}, "questions": {}}})),
      "results.json: retrievers.bm25.latency_ms is missing: this is a baseline, not --rag-json results"),
     ("decision.json", '{"check": "maybe"}', "decision.json: not a decision written by `ragretrieval pr-check --json`"),
     ("decision.json", "[", "decision.json: not valid JSON"),

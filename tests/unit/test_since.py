@@ -39,7 +39,6 @@ def test_values_are_shown_as_json_and_long_ones_are_cut() -> None:
     assert str(Change("hybrid.weights", [1.0, 0.5], [0.2, 1.0])) == "hybrid.weights [1.0, 0.5] -> [0.2, 1.0]"
     assert str(Change("tokenizer", "jieba 0.42.1", None)) == 'tokenizer "jieba 0.42.1" -> (none)'
     assert show("x" * 100) == '"' + "x" * 58 + "…"
-    assert str(Change("bm25", unrecorded=True)) == "bm25 (no fingerprint recorded)"
 
 
 def test_a_retrievers_changes_carry_its_sources_by_dotted_path_and_are_listed_once() -> None:

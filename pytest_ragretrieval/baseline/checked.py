@@ -1,0 +1,84 @@
+"""The checks every key, number and text of a results or baseline file passes, each failure one line
+naming the file and the JSON path (`damaged`), so no reader meets a value it cannot handle."""
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ..errors import BaselineError
+from ..jsontext import control_character, metric_key_problem, unstorable
+from ..paths import display
+from ..scoring.metrics import METRICS
+
+FREE_TEXT = frozenset({"fingerprint.chunks.gold"})
+"""JSON paths whose strings are chunk texts, never printed: line breaks allowed (`gold.py` checks them)."""
+
+
+def damaged(path: Path, problem: str) -> BaselineError:
+    """The one line for a file that is not a baseline we can trust, with the two ways out."""
+    return BaselineError(
+        f"{display(path)}: {problem}; fix it, or delete it and run `pytest --rag-update-baseline` to record a new one"
+    )
+
+
+def shown(value: Any) -> str:
+    """A bad number as JSON would spell it: NaN, Infinity, or the first digits of a huge integer."""
+    if isinstance(value, float) and math.isnan(value):
+        return "NaN"
+    if isinstance(value, float) and math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    text = str(value)
+    return text if len(text) <= 24 else f"{text[:20]}... ({len(text)} digits)"
+
+
+def number(path: Path, where: str, value: Any, label: str | None = None) -> float:
+    """A finite float in range for the metric its label names (the last part of `where` unless given;
+    any finite value for an unknown metric)."""
+    metric = METRICS.get((label or where.rpartition(".")[2]).partition("@")[0])
+    bounds = metric.bounds if metric is not None else None
+    try:
+        number = float(value)
+    except OverflowError:
+        number = math.inf
+    if math.isfinite(number) and (bounds is None or bounds[0] <= number <= bounds[1]):
+        return number
+    scope = "" if bounds is None else f" in [{bounds[0]:g}, {bounds[1]:g}]"
+    raise damaged(path, f"{where} = {shown(value)} is not a finite number{scope}")
+
+
+def metric_key(path: Path, where: str, key: str) -> None:
+    """A metric key must read as every reader reads one (`jsontext.metric_key_problem`: `name` or `name@digits`)."""
+    if (problem := metric_key_problem(key)) is not None:
+        raise damaged(path, f"{where}: {problem}")
+
+
+def text_problem(doc: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(JSON path, problem) of the first key or string that holds a control character or unstorable text."""
+    stack: list[tuple[str, Any]] = [("", doc)]
+    while stack:
+        where, value = stack.pop()
+        if isinstance(value, dict):
+            for key, child in value.items():
+                inside = f"{where}.{key}" if where else str(key)
+                problem = _one_text(key)
+                if problem is not None:
+                    return f"{where or 'the document'} key {key!r}", problem
+                if where not in FREE_TEXT:
+                    stack.append((inside, child))
+        elif isinstance(value, list):
+            stack.extend((f"{where}[{index}]", child) for index, child in enumerate(value))
+        elif isinstance(value, str) and (problem := _one_text(value)) is not None:
+            return where, problem
+    return None
+
+
+def _one_text(text: str) -> str | None:
+    control = control_character(text)
+    return f"a control character ({control})" if control is not None else unstorable(text)
+
+
+def json_type(value: Any) -> str:
+    names = {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "an array"}
+    return names.get(type(value), "an object" if isinstance(value, dict) else "null")
