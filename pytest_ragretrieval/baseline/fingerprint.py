@@ -66,12 +66,17 @@ def corpus_record(chunks: Sequence[Chunk], limit: int = ITEMIZE_LIMIT) -> dict[s
 def question_record(question: Question) -> dict[str, Any]:
     """What makes a question the same exam question: its query and graded gold (a short digest
     each), its tags (listed when they change, never a reason not to compare) and the chunks its
-    `relevant_text` snippets matched."""
+    `relevant_text` snippets matched. A question with relevant chunks keeps its grade-0 judgments
+    apart, under `judged`: they move no metric but judged@k, so labels from a pool keep it comparable."""
+    positive = {chunk_id: grade for chunk_id, grade in question.relevance.items() if grade > 0}
     found: dict[str, Any] = {
         "query": _digest(question.query, SHORT),
-        "gold": _digest(dict(sorted(question.relevance.items())), SHORT),
+        "gold": _digest(dict(sorted((positive or question.relevance).items())), SHORT),
         "tags": sorted(question.tags),
     }
+    rejected = sorted(chunk_id for chunk_id, grade in question.relevance.items() if grade == 0)
+    if positive and rejected:
+        found["judged"] = _digest(rejected, SHORT)
     if question.snippet_ids:
         found["snippets"] = sorted(question.snippet_ids)
     return found

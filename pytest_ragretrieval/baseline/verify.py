@@ -50,7 +50,8 @@ def same_yardstick(baseline: Baseline, k: int) -> bool:
 
 def _same_question(recorded: Mapping[str, Any], question: Question) -> bool:
     today = question_record(question)
-    return bool(recorded.get("query") == today["query"] and recorded.get("gold") == today["gold"])
+    return bool(recorded.get("query") == today["query"] and recorded.get("gold") == today["gold"]
+                and recorded.get("judged") == today.get("judged"))
 
 
 def reproduced(baseline: Baseline, k: int, questions: Sequence[Question]) -> frozenset[str]:

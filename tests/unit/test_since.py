@@ -165,3 +165,19 @@ def test_a_format_2_fingerprint_section_of_the_wrong_type_is_one_line(key: str) 
     doc = {"format_version": 2, "k": 5, "retrievers": {}, "fingerprint": {key: []}}
     with pytest.raises(Exception, match=rf"fingerprint.{key} must be an object, got an array; fix it"):
         parse(Path("b.json"), json.dumps(doc))
+
+
+def test_grade_0_judgments_added_from_a_pool_keep_a_question_comparable() -> None:
+    """`ragretrieval pool --apply` adds grade-0 judgments: they move no metric but judged@k, so the question
+    stays comparable (a retune in the same pull request is still judged on it); a new relevant chunk, a
+    regrade, or grade 0 on a no-answer question (which changes what it is) still edits it."""
+    before = [Question("q1", "a", {"c1": 1}), Question("q2", "b", {"c2": 1, "c3": 0}), Question("q3", "c", {}),
+              Question("q4", "d", {"c4": 2})]
+    after = [Question("q1", "a", {"c1": 1, "c9": 0}), Question("q2", "b", {"c2": 1}), Question("q3", "c", {"c9": 0}),
+             Question("q4", "d", {"c4": 2, "c8": 1})]
+    found = question_changes(questions_record(before), questions_record(after), None)
+    assert found.comparable == {"q1", "q2"}
+    assert [qid for qid, _ in found.edited] == ["q3", "q4"]
+    pooled = question_record(after[0])
+    assert {key: value for key, value in pooled.items() if key != "judged"} == question_record(before[0])
+    assert "judged" in pooled and "judged" not in question_record(before[0])
