@@ -258,12 +258,25 @@ def apply_labels(config: Config, path: Path, accept_machine: bool) -> Result:
     write_atomic(config.evalset, data)
     count = sum(len(found) for found in taken.values())
     relevant = sum(1 for found in taken.values() for label in found if label.grade > 0)
+    edited = sum(1 for qid, found in taken.items()
+                 if not questions[qid].answerable or any(label.grade > 0 for label in found))
     return Result(out=[
         *notes,
         f"applied {count} label{'s' if count != 1 else ''} ({relevant} relevant, {count - relevant} not relevant) "
         f"to {len(taken)} question{'s' if len(taken) != 1 else ''} of {display(config.evalset)}; "
-        "their gold changed, so the next run compares them as edited questions",
+        + _compared(edited, len(taken)),
     ])
+
+
+def _compared(edited: int, labelled: int) -> str:
+    """What the next run compares: a question whose graded gold changed is an edited question; grade-0
+    judgments added to one with relevant chunks move no metric but judged@k, and it stays compared."""
+    if edited == labelled:
+        return "their gold changed, so the next run compares them as edited questions"
+    if not edited:
+        return "they gained only grade-0 judgments, so the next run still compares them (judged@k rises)"
+    return (f"{edited} gained relevant chunks and are compared as edited questions; the other {labelled - edited} "
+            "gained only grade-0 judgments and are still compared")
 
 
 def _folded(evalset: Path, taken: Mapping[str, list[Label]]) -> bytes:

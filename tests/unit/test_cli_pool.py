@@ -105,6 +105,14 @@ def test_apply_folds_grades_into_the_eval_set_and_keeps_every_other_line(pooled:
     assert evalset.read_bytes().splitlines(keepends=True) == after
 
 
+def test_grade_0_labels_alone_keep_their_questions_compared(pooled: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    labelled(pooled, capsys, {("q1", "c5"): 0, ("q2", "c5"): 0})
+    code, out, _ = run(capsys, "pool", "--apply", "labelled.jsonl")
+    assert code == 0 and out[-1] == ("applied 2 labels (0 relevant, 2 not relevant) to 2 questions of "
+                                     "fixtures/evalset.jsonl; they gained only grade-0 judgments, so the next run "
+                                     "still compares them (judged@k rises)")
+
+
 @pytest.mark.parametrize(
     ("line", "message"),
     [
