@@ -248,10 +248,7 @@ def parse(path: Path, text: str) -> Baseline:
         raise damaged(path, f"not valid JSON ({exc})") from None
     if not isinstance(doc, dict):
         raise damaged(path, "not a results document (expected a JSON object)")
-    version = doc.get("format_version")
-    if type(version) is not int or version not in READABLE:
-        readable = ", ".join(map(str, READABLE[:-1])) + f" and {READABLE[-1]}"
-        raise damaged(path, f"format_version is {shown(version)}, this plugin reads format_version {readable}")
+    version = _version(path, doc)
     bad_text = text_problem(doc)
     if bad_text is not None:
         raise damaged(path, f"{bad_text[0]} holds {bad_text[1]}")
@@ -259,22 +256,8 @@ def parse(path: Path, text: str) -> Baseline:
     retrievers = doc.get("retrievers")
     if not isinstance(retrievers, dict):
         raise damaged(path, "retrievers must be an object")
-    k = doc.get("k")
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise damaged(path, "k must be an integer >= 1")
-    recorded_k = fingerprint.get("yardstick", {}).get("k", k)
-    if version == 1 and recorded_k is None:
-        recorded_k = k  # a format-1 fingerprint without its own k: nothing to disagree with
-    if recorded_k != k or isinstance(recorded_k, bool):
-        where = "fingerprint.k" if version == 1 else "fingerprint.yardstick.k"
-        raise damaged(path, f"k = {k} disagrees with {where} = {shown(recorded_k)}; one run writes both")
-    unavailable = doc.get("unavailable", {})
-    if not isinstance(unavailable, dict) or not all(isinstance(v, str) for v in unavailable.values()):
-        raise damaged(path, "unavailable must map retriever names to reasons")
-    both = sorted(set(unavailable) & set(retrievers))
-    if both:
-        raise damaged(path, f"unavailable.{both[0]} names a retriever that retrievers.{both[0]} also holds; "
-                      "a retriever either ran or could not")
+    k = _k(path, doc, fingerprint, version)
+    unavailable = _unavailable(path, doc, retrievers)
     recorded = {name: _recorded(path, name, entry) for name, entry in retrievers.items()}
     for name, entry in recorded.items():
         _depth(path, name, entry, k)
@@ -285,6 +268,42 @@ def parse(path: Path, text: str) -> Baseline:
                       "under is not recorded; one run writes both")
     return Baseline(path=path, k=k, fingerprint=fingerprint, retrievers=recorded, document=doc, unavailable=unavailable,
                     format_version=version)
+
+
+def _version(path: Path, doc: dict[str, Any]) -> int:
+    """Which format the file is in, refused before anything else is read: the rest depends on it."""
+    version = doc.get("format_version")
+    if type(version) is not int or version not in READABLE:
+        readable = ", ".join(map(str, READABLE[:-1])) + f" and {READABLE[-1]}"
+        raise damaged(path, f"format_version is {shown(version)}, this plugin reads format_version {readable}")
+    return version
+
+
+def _k(path: Path, doc: dict[str, Any], fingerprint: dict[str, Any], version: int) -> int:
+    """The document's k, which must agree with the k its fingerprint recorded: one run writes both."""
+    k = doc.get("k")
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise damaged(path, "k must be an integer >= 1")
+    recorded_k = fingerprint.get("yardstick", {}).get("k", k)
+    if version == 1 and recorded_k is None:
+        recorded_k = k  # a format-1 fingerprint without its own k: nothing to disagree with
+    if recorded_k != k or isinstance(recorded_k, bool):
+        where = "fingerprint.k" if version == 1 else "fingerprint.yardstick.k"
+        raise damaged(path, f"k = {k} disagrees with {where} = {shown(recorded_k)}; one run writes both")
+    return k
+
+
+def _unavailable(path: Path, doc: dict[str, Any], retrievers: dict[str, Any]) -> dict[str, str]:
+    """The retrievers that could not run, with why; a retriever either ran or could not, never both."""
+    unavailable = doc.get("unavailable", {})
+    if not isinstance(unavailable, dict) or not all(isinstance(v, str) for v in unavailable.values()):
+        raise damaged(path, "unavailable must map retriever names to reasons")
+    both = sorted(set(unavailable) & set(retrievers))
+    if both:
+        raise damaged(path, f"unavailable.{both[0]} names a retriever that retrievers.{both[0]} also holds; "
+                      "a retriever either ran or could not")
+    found: dict[str, str] = unavailable
+    return found
 
 
 def _depth(path: Path, name: str, entry: Recorded, k: int) -> None:

@@ -97,19 +97,9 @@ def plan_update(
     written, whatever the file's format. `bars` holds each recorded entry's bar where it differs
     from the values recorded (`Judge.next_bar`).
     """
-    failed = sorted(name for name in selected if name in runs and runs[name].error is not None)
-    if failed:
-        return UpdatePlan(
-            None,
-            [f"rag: baseline not written: retriever {', '.join(map(repr, failed))} failed; fix it and run again"],
-            failed=True,
-        )
-    missing = sorted(name for name in selected if name not in runs)
-    if missing:
-        return UpdatePlan(
-            None, [f"rag: baseline not written: retriever {', '.join(map(repr, missing))} did not run (interrupted?)"],
-            failed=True,
-        )
+    unrun = _unrun(runs, selected)
+    if unrun is not None:
+        return unrun
     all_labels = {spec.label for spec in config.metrics}
     found = since(baseline.fingerprint, fingerprint) if baseline is not None else None
     what = _together(found)
@@ -133,24 +123,61 @@ def plan_update(
             )
         lines.append(f"rag: {what} changed: every retriever re-recorded")
     if refused:
-        names = ", ".join(map(repr, sorted(refused)))
-        path = display(config.baseline)
-        return UpdatePlan(None, [f"rag: baseline not written: values of {names} would lower the bar",
-                                 f"rag: {path} is left as it was, byte for byte" if baseline is not None
-                                 else f"rag: {path} is not written"], failed=True)
+        return _refused(config, baseline, refused)
     held = partial_lines(config, selected)
     lines.extend(held.values())
+    old_doc = baseline.document.get("retrievers", {}) if baseline is not None else {}
+    picked = _pick(config, baseline, changed, fingerprint, runs, {name for name in selected if name not in held},
+                   bars or {})
+    entries, recorded_fp, unavailable = picked.entries, picked.fingerprints, picked.unavailable
+    lines.extend(picked.lines)
+    configured = {spec.name for spec in config.retrievers}
+    for name in sorted(set(old_doc) - configured):
+        lines.append(f"rag: {name} is no longer configured: removed")
+    new_fp = {**fingerprint, "retrievers": recorded_fp}
+    doc = document(config.k, new_fp, entries, unavailable)
+    if baseline is not None and doc == baseline.document:
+        verdict = "left as it was, byte for byte" if held else "already up to date"
+        return UpdatePlan(None, [*lines, f"rag: {display(config.baseline)} is {verdict}"])
+    lines.append(f"rag: baseline changes in {config.baseline.name}:")
+    lines.extend(change_lines(old_doc, entries) or ["  none"])
+    return UpdatePlan(doc, lines)
+
+
+@dataclass(frozen=True)
+class _Picked:
+    """Each configured retriever's new entry, fingerprint or reason it is unavailable, and the lines that say so."""
+
+    entries: dict[str, Any]
+    fingerprints: dict[str, Any]
+    unavailable: dict[str, str]
+    lines: list[str]
+
+
+def _pick(
+    config: Config,
+    baseline: Baseline | None,
+    changed: bool,
+    fingerprint: Mapping[str, Any],
+    runs: Mapping[str, Run],
+    recording: set[str],
+    bars: Mapping[str, Mapping[str, Mapping[str, float]]],
+) -> _Picked:
+    """Fresh values for the retrievers `recording` names, else the recorded ones where they still compare
+    (nothing shared `changed`), else unavailable when skipped here or in the baseline."""
+    all_labels = {spec.label for spec in config.metrics}
     old_doc = baseline.document.get("retrievers", {}) if baseline is not None else {}
     old_fp = baseline.fingerprint.get("retrievers", {}) if baseline is not None and not changed else {}
     entries: dict[str, Any] = {}
     recorded_fp: dict[str, Any] = {}
     unavailable: dict[str, str] = {}
+    lines: list[str] = []
     for spec in config.retrievers:
         name = spec.name
         state = runs.get(name)
         comparable_old = old_doc.get(name) if not changed and name in old_fp else None
-        if name in selected and name not in held and state is not None and state.result is not None:
-            entries[name] = _restrict(retriever_entry(state.result, (bars or {}).get(name)), all_labels)
+        if name in recording and state is not None and state.result is not None:
+            entries[name] = _restrict(retriever_entry(state.result, bars.get(name)), all_labels)
             recorded_fp[name] = fingerprint["retrievers"][name]
         elif comparable_old is not None:
             entries[name] = _restrict(comparable_old, all_labels)
@@ -164,17 +191,34 @@ def plan_update(
             lines.append(f"rag: {name} recorded as unavailable: {state.skipped}")
         elif baseline is not None and not changed and name in baseline.unavailable:
             unavailable[name] = baseline.unavailable[name]
-    configured = {spec.name for spec in config.retrievers}
-    for name in sorted(set(old_doc) - configured):
-        lines.append(f"rag: {name} is no longer configured: removed")
-    new_fp = {**fingerprint, "retrievers": recorded_fp}
-    doc = document(config.k, new_fp, entries, unavailable)
-    if baseline is not None and doc == baseline.document:
-        verdict = "left as it was, byte for byte" if held else "already up to date"
-        return UpdatePlan(None, [*lines, f"rag: {display(config.baseline)} is {verdict}"])
-    lines.append(f"rag: baseline changes in {config.baseline.name}:")
-    lines.extend(change_lines(old_doc, entries) or ["  none"])
-    return UpdatePlan(doc, lines)
+    return _Picked(entries, recorded_fp, unavailable, lines)
+
+
+def _unrun(runs: Mapping[str, Run], selected: Mapping[str, set[str]]) -> UpdatePlan | None:
+    """The failed plan when a selected retriever failed or never ran: its values would be missing."""
+    failed = sorted(name for name in selected if name in runs and runs[name].error is not None)
+    if failed:
+        return UpdatePlan(
+            None,
+            [f"rag: baseline not written: retriever {', '.join(map(repr, failed))} failed; fix it and run again"],
+            failed=True,
+        )
+    missing = sorted(name for name in selected if name not in runs)
+    if missing:
+        return UpdatePlan(
+            None, [f"rag: baseline not written: retriever {', '.join(map(repr, missing))} did not run (interrupted?)"],
+            failed=True,
+        )
+    return None
+
+
+def _refused(config: Config, baseline: Baseline | None, refused: Collection[str]) -> UpdatePlan:
+    """The failed plan when a value would lower a bar: nothing is written, and the lines say so."""
+    names = ", ".join(map(repr, sorted(refused)))
+    path = display(config.baseline)
+    return UpdatePlan(None, [f"rag: baseline not written: values of {names} would lower the bar",
+                             f"rag: {path} is left as it was, byte for byte" if baseline is not None
+                             else f"rag: {path} is not written"], failed=True)
 
 
 def _together(found: Since | None) -> str:

@@ -240,14 +240,7 @@ def apply_labels(config: Config, path: Path, accept_machine: bool) -> Result:
             already += 1
             continue
         taken.setdefault(label.question, []).append(label)
-    notes = []
-    if open_lines:
-        notes.append(f"{open_lines} line{'s' if open_lines != 1 else ''} still without a grade skipped")
-    if skipped_machine:
-        notes.append(f"{skipped_machine} machine label{'s' if skipped_machine != 1 else ''} skipped "
-                     "(graded by an LLM judge); pass --accept-machine-labels to apply them")
-    if already:
-        notes.append(f"{already} label{'s' if already != 1 else ''} already in the eval set left as they are")
+    notes = _skipped_notes(open_lines, skipped_machine, already)
     if not taken:
         return Result(out=[*notes, f"no labels to apply: {display(config.evalset)} left as it was"])
     data = _folded(config.evalset, taken)
@@ -277,6 +270,19 @@ def _compared(edited: int, labelled: int) -> str:
         return "they gained only grade-0 judgments, so the next run still compares them (judged@k rises)"
     return (f"{edited} gained relevant chunks and are compared as edited questions; the other {labelled - edited} "
             "gained only grade-0 judgments and are still compared")
+
+
+def _skipped_notes(open_lines: int, skipped_machine: int, already: int) -> list[str]:
+    """One line for each kind of label that `--apply` left out, so none is dropped silently."""
+    notes = []
+    if open_lines:
+        notes.append(f"{open_lines} line{'s' if open_lines != 1 else ''} still without a grade skipped")
+    if skipped_machine:
+        notes.append(f"{skipped_machine} machine label{'s' if skipped_machine != 1 else ''} skipped "
+                     "(graded by an LLM judge); pass --accept-machine-labels to apply them")
+    if already:
+        notes.append(f"{already} label{'s' if already != 1 else ''} already in the eval set left as they are")
+    return notes
 
 
 def _folded(evalset: Path, taken: Mapping[str, list[Label]]) -> bytes:

@@ -217,6 +217,17 @@ def _machine_labels(where: str, value: Any, grades: Mapping[str, int]) -> frozen
     return frozenset(value)
 
 
+def _tags(where: str, value: Any) -> tuple[str, ...]:
+    """`tags`: distinct one-line names, since each becomes a report row and a pytest item id."""
+    if not isinstance(value, list) or not all(isinstance(t, str) and t.strip() for t in value):
+        raise FixtureError(f"{where}: 'tags' must be a list of non-empty strings")
+    if len(set(value)) != len(value):
+        raise FixtureError(f"{where}: a tag is listed twice in 'tags'")
+    for tag in value:
+        _one_line(where, "tag", tag)
+    return tuple(value)
+
+
 def load_evalset(path: Path, chunks: Sequence[Chunk], source: str | None = None) -> tuple[Question, ...]:
     """Read the eval set against the loaded corpus, resolving `relevant_text` snippets; `source`
     names where the chunks came from when it is not a chunks file (the team's table)."""
@@ -250,15 +261,9 @@ def load_evalset(path: Path, chunks: Sequence[Chunk], source: str | None = None)
             grades[chunk_id] = 0
         machine = _machine_labels(where, record["machine_labels"], grades) if "machine_labels" in record \
             else frozenset()
-        tags = record.get("tags", [])
-        if not isinstance(tags, list) or not all(isinstance(t, str) and t.strip() for t in tags):
-            raise FixtureError(f"{where}: 'tags' must be a list of non-empty strings")
-        if len(set(tags)) != len(tags):
-            raise FixtureError(f"{where}: a tag is listed twice in 'tags'")
-        for tag in tags:
-            _one_line(where, "tag", tag)
+        tags = _tags(where, record.get("tags", []))
         questions.append(
-            Question(id=question_id, query=query, relevance=grades, tags=tuple(tags), snippet_ids=frozenset(matched),
+            Question(id=question_id, query=query, relevance=grades, tags=tags, snippet_ids=frozenset(matched),
                      machine_labels=machine)
         )
     if not questions:

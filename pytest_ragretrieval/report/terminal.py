@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from ..baseline.format import Baseline
 from ..baseline.gold import edited_gold, gold_texts, recorded_gold, review_line
@@ -192,13 +193,22 @@ def tag_lines(config: Config, runs: Mapping[str, Run], judge: Judge, every: bool
     return ["", title, *fitted(["retriever", "tag", *labels], rows, 2, columns)]
 
 
-def summary_lines(config: Config, runs: Mapping[str, Run], judge: Judge, every_tag: bool = False,
-                  columns: int | None = None) -> list[str]:
-    """The changes since the baseline, the summary table (split to fit `columns`), the per-tag table,
-    the comparisons, and the no-answer and latency lines; judged@k is shown even when not listed."""
-    labels = shown_labels(config, runs)
-    since = judge.since()
-    comparable = since is not None and since.comparable
+@dataclass(frozen=True)
+class _Table:
+    """What the retrievers of the run give the summary: the table's rows and the lists of the lines below it."""
+
+    answerable: int | None
+    rows: list[list[str]]
+    partial: bool
+    notes: list[str]
+    no_answer: list[str]
+    wrongly_empty: list[str]
+    latency: list[str]
+    diagnostics: list[str]
+
+
+def _table(config: Config, runs: Mapping[str, Run], judge: Judge, labels: Sequence[str]) -> _Table:
+    """One row per retriever that ran, in the config's order; one that could not run is a note instead."""
     answerable = None
     rows: list[list[str]] = []
     notes: list[str] = []
@@ -232,33 +242,53 @@ def summary_lines(config: Config, runs: Mapping[str, Run], judge: Judge, every_t
         notes.extend(f"{spec.name}: {note}" for note in run.notes)
         summary = latency_summary(result)
         latency.append(f"{spec.name} {summary['p50']:.1f}/{summary['p95']:.1f}")
+    return _Table(answerable, rows, partial, notes, no_answer, wrongly_empty, latency, diagnostics)
+
+
+def _footer_lines(table: _Table) -> list[str]:
+    """The lines under the tables: empty results, latency and diagnostics, each present only when it says something."""
+    lines: list[str] = []
+    if table.no_answer:
+        lines.append("no-answer questions that got an empty result: " + ", ".join(table.no_answer))
+    if table.wrongly_empty:
+        lines.append("answerable questions that wrongly got an empty result: " + ", ".join(table.wrongly_empty))
+    if table.latency:
+        lines.append("latency per question p50/p95 ms: " + ", ".join(table.latency))
+    if table.diagnostics:
+        lines.append(
+            "diagnostics (ann_recall: the ANN index against exact search, _worst its worst question; "
+            "pool_recall: the ceiling of a reranker): "
+            + ", ".join(table.diagnostics)
+        )
+    return lines
+
+
+def summary_lines(config: Config, runs: Mapping[str, Run], judge: Judge, every_tag: bool = False,
+                  columns: int | None = None) -> list[str]:
+    """The changes since the baseline, the summary table (split to fit `columns`), the per-tag table,
+    the comparisons, and the no-answer and latency lines; judged@k is shown even when not listed."""
+    labels = shown_labels(config, runs)
+    since = judge.since()
+    comparable = since is not None and since.comparable
+    table = _table(config, runs, judge, labels)
+    answerable = table.answerable
     lines = [f"k={config.k}" + (f", {answerable} answerable questions" if answerable is not None else "")]
     lines.extend(since.lines() if since is not None else [])
-    if rows:
-        lines.extend(fitted(["retriever", *labels], rows, 1, columns))
-    if partial:
+    if table.rows:
+        lines.extend(fitted(["retriever", *labels], table.rows, 1, columns))
+    if table.partial:
         lines.append("deltas over the comparable questions both the baseline and this run scored; "
                      "values over this run's whole eval set")
-    if rows:
+    if table.rows:
         lines.extend(significance_lines(config, runs, judge, columns))
     lines.extend(tag_lines(config, runs, judge, every_tag, columns))
+    notes = list(table.notes)
     pairs: Pairs | None = judge.pairs() if runs else None
     if pairs is not None:
         lines.extend(comparison_lines(pairs, columns))
         notes.extend(pairs.notes)
     lines.extend(notes)
-    if no_answer:
-        lines.append("no-answer questions that got an empty result: " + ", ".join(no_answer))
-    if wrongly_empty:
-        lines.append("answerable questions that wrongly got an empty result: " + ", ".join(wrongly_empty))
-    if latency:
-        lines.append("latency per question p50/p95 ms: " + ", ".join(latency))
-    if diagnostics:
-        lines.append(
-            "diagnostics (ann_recall: the ANN index against exact search, _worst its worst question; "
-            "pool_recall: the ceiling of a reranker): "
-            + ", ".join(diagnostics)
-        )
+    lines.extend(_footer_lines(table))
     if since is not None and not comparable:
         lines.append("deltas not shown: the baseline's yardstick differs from this run's")
     return lines

@@ -1,5 +1,6 @@
 """The package's shape, enforced: layers in the order of a run, no import cycle (type-only imports too),
-a judge and metrics that reach no I/O library, small modules, pytest only in the glue."""
+a judge and metrics that reach no I/O library, pytest only in the glue. How large a function may grow
+is ruff's complexity limit (C901, PLR0912, PLR0915 in pyproject.toml), not a cap on a module's lines."""
 from __future__ import annotations
 
 import ast
@@ -11,8 +12,6 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "pytest_ragretrieval"
 NAME = PACKAGE.name
-MAX_LINES = 350
-MAX_SESSION_LINES = 250
 
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors", "env", "values", "jsontext", "jsonshape", "paths", "redact", "optional", "timing", "progress", "packs", "shards",
@@ -209,12 +208,6 @@ def test_importing_the_metrics_and_the_judge_loads_no_io_library() -> None:
     loaded = json.loads(done.stdout)
     assert sorted(name for name in loaded if name.split(".")[0] in {lib.split(".")[0] for lib in IO_LIBRARIES}
                   and any(name == lib or name.startswith(lib + ".") for lib in IO_LIBRARIES)) == []
-
-
-def test_modules_stay_small() -> None:
-    sizes = {name: len(path.read_text(encoding="utf-8").splitlines()) for name, path in modules().items()}
-    assert {name: size for name, size in sizes.items() if size > MAX_LINES} == {}
-    assert sizes[f"{NAME}.session"] < MAX_SESSION_LINES
 
 
 def test_only_the_pytest_glue_imports_pytest() -> None:
