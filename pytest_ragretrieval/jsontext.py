@@ -25,8 +25,9 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 MAX_CUTOFF_DIGITS = 9
 """A metric key's cutoff has at most this many digits (`ndcg@999999999`): more is no cutoff any run asks for."""
-METRIC_KEY = re.compile(rf"([a-z0-9_]+)(?:@([0-9]{{1,{MAX_CUTOFF_DIGITS}}}))?")
-"""The one form of a metric key in every file: a name, then optionally `@` and ASCII digits (`ndcg@5`, `mrr`)."""
+METRIC_KEY = re.compile(rf"([a-z_][a-z0-9_]*)(?:@([1-9][0-9]{{0,{MAX_CUTOFF_DIGITS - 1}}}))?")
+"""The one form of a metric key in every file: a name, then optionally `@` and a cutoff in ASCII digits
+without a leading 0 (`ndcg@5`, `mrr`), so one cutoff has one spelling."""
 
 
 class JSONProblem(Exception):
@@ -87,7 +88,7 @@ def metric_key_problem(key: str) -> str | None:
         return None
     shown = key if len(key) <= 40 else f"{key[:30]}... ({len(key)} characters)"
     return (f"{escaped(shown)!r} is not a metric key: a lower-case name, then optionally '@' and a cutoff of "
-            f"1 to {MAX_CUTOFF_DIGITS} ASCII digits (ndcg@5)")
+            f"1 to {MAX_CUTOFF_DIGITS} ASCII digits, the first not 0 (ndcg@5)")
 
 
 def cutoff(key: str) -> int | None:

@@ -51,7 +51,7 @@ def number(path: Path, where: str, value: Any, label: str | None = None) -> floa
 def metric_key(path: Path, where: str, key: str) -> None:
     """A metric key must read as every reader reads one (`jsontext.metric_key_problem`: `name` or `name@digits`)."""
     if (problem := metric_key_problem(key)) is not None:
-        raise damaged(path, f"{where}: {problem}")
+        raise damaged(path, f"{where} key {problem}")
 
 
 def text_problem(doc: Mapping[str, Any]) -> tuple[str, str] | None:

@@ -61,7 +61,7 @@ def test_a_metric_key_that_does_not_parse_is_damage(key: str, where: str) -> Non
               "question": entry["questions"]["q1"]["metrics"]}[where]
     target[key] = 0.5
     line = error(data)
-    assert "is not a metric key (name or name@cutoff" in line and len(line) < 400, line
+    assert "is not a metric key: a lower-case name" in line and len(line) < 400, line
 
 
 def test_a_bar_key_that_does_not_parse_is_damage() -> None:

@@ -388,9 +388,9 @@ def results_text(project: Path, replace: str, by: str) -> None:
         ('"precision@2": 0.5', '"precision@2": NaN', "retrievers.bm25.metrics.precision@2 = NaN is not a finite number in [0, 1]"),
         ('"retrievers": {\n      "bm25"', '"retrievers": [\n      "bm25"', "not valid JSON*"),
         # issue 32: metric keys have one form, `name@digits`, its digits ASCII and bounded
-        ('"precision@2": 0.5', '"precision@\u00b2": 0.5', "retrievers.bm25.metrics: 'precision@²' is not a metric key*"),
+        ('"precision@2": 0.5', '"precision@\u00b2": 0.5', "retrievers.bm25.metrics key 'precision@²' is not a metric key*"),
         ('"precision@2": 0.5', '"precision@' + "1" * 5001 + '": 0.5',
-         "retrievers.bm25.metrics: 'precision@11111111111111111111... (5011 characters)' is not a metric key*"),
+         "retrievers.bm25.metrics key 'precision@11111111111111111111... (5011 characters)' is not a metric key*"),
     ],
 )
 @pytest.mark.parametrize("command", ["diff", "suspects", "comment"])
@@ -439,7 +439,7 @@ def _unfingerprinted(doc: dict[str, Any]) -> None:
 @pytest.mark.parametrize(("damage", "problem"), [
     (_k, "k = 2 disagrees with fingerprint.yardstick.k = 7; one run writes both"),
     (_key("²"), "retrievers.bm25.metrics key 'ndcg@²' is not a metric key"),
-    (_key("9" * 5001), "retrievers.bm25.metrics key 'ndcg@999999999999999... (5006 digits)' is not a metric key"),
+    (_key("9" * 5001), "retrievers.bm25.metrics key 'ndcg@9999999999999999999999999... (5006 characters)' is not a metric key"),
     (_unfingerprinted, "retrievers.bm25 has no fingerprint.retrievers.bm25"),
 ])
 @pytest.mark.parametrize("command", [("diff", "good.json", "bad.json"), ("diff", "bad.json", "good.json"),

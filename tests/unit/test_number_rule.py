@@ -30,7 +30,7 @@ def test_fits_float_never_raises_and_agrees_with_float(value: int) -> None:
 
 
 @pytest.mark.parametrize(("key", "found"), [
-    ("ndcg@5", 5), ("recall@20", 20), ("mrr", None), ("hit_rate@999999999", 999999999), ("ndcg@0", 0),
+    ("ndcg@5", 5), ("recall@20", 20), ("mrr", None), ("hit_rate@999999999", 999999999),
 ])
 def test_metric_keys_that_parse(key: str, found: int | None) -> None:
     assert metric_key_problem(key) is None
@@ -39,7 +39,7 @@ def test_metric_keys_that_parse(key: str, found: int | None) -> None:
 
 @pytest.mark.parametrize("key", [
     "ndcg@\u00b2", "ndcg@\u0665", "ndcg@\uff15", "ndcg@", "ndcg@5 ", "NDCG@5", "ndcg@1234567890", "ndcg@" + "5" * 5001,
-    "", "@5", "nd cg@5", "ndcg@5@5", "ndcg\n@5",
+    "", "@5", "nd cg@5", "ndcg@5@5", "ndcg\n@5", "ndcg@0", "ndcg@05", "5ndcg@5",
 ])
 def test_metric_keys_that_do_not_parse_are_one_line_and_never_raise(key: str) -> None:
     problem = metric_key_problem(key)
