@@ -141,7 +141,7 @@ def _run(name: str, partials: Sequence[Partial], questions: Sequence[Question], 
     shard_runs = [(p, p.runs[name]) for p in partials]
     rankings = {qid: ranking for _, run in shard_runs for qid, ranking in run.rankings.items()}
     latencies = {qid: took for _, run in shard_runs for qid, took in run.latencies.items()}
-    result = score(name, questions, rankings, config.metrics, latencies)
+    result = score(name, questions, rankings, config.shown, latencies)
     for partial, run in shard_runs:
         _agrees(partial, name, run, {q.id: q.values for q in result.questions})
     diagnostics = {f"{key} shard {p.shard}": value for p, run in shard_runs for key, value in run.diagnostics.items()}

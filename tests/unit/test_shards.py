@@ -93,7 +93,7 @@ def write_shards(tmp_path: Path, config: Config, chunks: list[Any], questions: l
         shard = Shard(index, count)
         share = [q for q in questions if shard.holds(q.id)]
         ran = runs(shard, share) if runs is not None else {
-            name: Run(result=score(name, share, rankings(name, share), config.metrics, latencies(share)),
+            name: Run(result=score(name, share, rankings(name, share), config.shown, latencies(share)),
                       diagnostics={"ann_recall@5": 1.0}, notes=("a note",))
             for name in ("one", "two")}
         doc = partial_document(config, shard, found, setup, selected, [q.id for q in share], ran, DESCRIBED)
@@ -111,7 +111,7 @@ def test_the_merge_scores_all_questions_as_one_run(tmp_path: Path) -> None:
     config, chunks, questions = project(tmp_path)
     found = merged(write_shards(tmp_path, config, chunks, questions), config, chunks, questions)
     for name in ("one", "two"):
-        whole = score(name, questions, rankings(name, questions), config.metrics, latencies(questions))
+        whole = score(name, questions, rankings(name, questions), config.shown, latencies(questions))
         assert found.runs[name].result == whole
     assert found.runs["one"].result is not None and found.runs["one"].result.no_answer_empty == 1
     assert found.runs["one"].diagnostics == {f"ann_recall@5 shard {i}/3": 1.0 for i in (1, 2, 3)}
@@ -127,9 +127,9 @@ def test_an_error_or_a_skip_on_a_shard_is_the_runs(tmp_path: Path) -> None:
 
     def runs(shard: Shard, share: list[Question]) -> dict[str, Run]:
         one = Run(error=RetrieverError("retriever 'one' raised boom")) if shard.index == 2 else Run(
-            result=score("one", share, rankings("one", share), config.metrics, latencies(share)))
+            result=score("one", share, rankings("one", share), config.shown, latencies(share)))
         two = Run(skipped="no server here") if shard.index == 3 else Run(
-            result=score("two", share, rankings("two", share), config.metrics, latencies(share)))
+            result=score("two", share, rankings("two", share), config.shown, latencies(share)))
         return {"one": one, "two": two}
 
     found = merged(write_shards(tmp_path, config, chunks, questions, runs=runs), config, chunks, questions)
@@ -213,7 +213,7 @@ def test_a_shards_items_say_what_was_measured_and_pass(tmp_path: Path) -> None:
     config, _, questions = project(tmp_path)
     shard = Shard(1, 3)
     share = [q for q in questions if shard.holds(q.id)]
-    run = Run(result=score("one", share, rankings("one", share), config.metrics, latencies(share)))
+    run = Run(result=score("one", share, rankings("one", share), config.shown, latencies(share)))
     assert run.result is not None
     found = shard_outcome(ItemKey("one", "metric", "ndcg@3"), run, shard)
     assert found.passed and found.summary == (
