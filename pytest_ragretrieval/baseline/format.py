@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +29,8 @@ bar equal to their recorded values (format 1's fingerprint through `upgraded`)."
 READABLE = (1, 2, FORMAT_VERSION)
 RERECORD = "run `pytest --rag-update-baseline` to record one"
 NO_ANSWER_KEYS = ("questions", "empty", "answerable_empty")
+HEX = re.compile("[0-9a-f]{64}")
+SHORT_HEX = re.compile("[0-9a-f]{12}")
 
 
 @dataclass(frozen=True)
@@ -230,6 +233,8 @@ def _fingerprint(path: Path, value: Any, version: int) -> dict[str, Any]:
             raise damaged(path, f"fingerprint.{key}.digests must be an object, got {json_type(digests)}")
         if key == "questions" and not all(isinstance(entry, dict) for entry in digests.values()):
             raise damaged(path, "fingerprint.questions.digests must map question ids to objects")
+        if key != "yardstick" and version != 1:
+            _digests(path, key, section)
     found: dict[str, Any] = value
     retrievers = value.get("retrievers", {})
     if not isinstance(retrievers, dict):
@@ -237,7 +242,40 @@ def _fingerprint(path: Path, value: Any, version: int) -> dict[str, Any]:
     for name, entry in retrievers.items():
         if not isinstance(entry, dict):
             raise damaged(path, f"fingerprint.retrievers.{name} must be an object, got {json_type(entry)}")
+        if version != 1:
+            _named_digests(path, f"fingerprint.retrievers.{name}", entry)
     return found
+
+
+def _named_digests(path: Path, where: str, value: Any) -> None:
+    """Every digest a retriever's fingerprint records (a key `sha256` or `..._sha256`: a user dictionary,
+    a run file) is 64 hex digits, as a run writes it: an emptied one is damage, not a change to judge."""
+    stack = [(where, value)]
+    while stack:
+        at, node = stack.pop()
+        if isinstance(node, dict):
+            for key, child in node.items():
+                if (key == "sha256" or str(key).endswith("_sha256")) and not (
+                        isinstance(child, str) and HEX.fullmatch(child)):
+                    raise damaged(path, f"{at}.{key} = {shown(child)} is not a SHA-256 digest (64 hex digits)")
+                stack.append((f"{at}.{key}", child))
+        elif isinstance(node, list):
+            stack.extend((f"{at}[{index}]", child) for index, child in enumerate(node))
+
+
+def _digests(path: Path, key: str, section: Mapping[str, Any]) -> None:
+    """The corpus's and the eval set's digests are hex as a run writes them: an emptied one (`""`, `0`,
+    null) would make every chunk or question look changed, or none, and must not be read as a change."""
+    if "sha256" in section and not (isinstance(section["sha256"], str) and HEX.fullmatch(section["sha256"])):
+        raise damaged(path, f"fingerprint.{key}.sha256 = {shown(section['sha256'])} is not a SHA-256 digest "
+                      "(64 hex digits)")
+    for item, entry in section.get("digests", {}).items():
+        parts = {"": entry} if key == "chunks" else {
+            f".{part}": entry[part] for part in ("query", "gold", "judged") if part in entry}
+        for part, digest in parts.items():
+            if not (isinstance(digest, str) and SHORT_HEX.fullmatch(digest)):
+                raise damaged(path, f"fingerprint.{key}.digests.{item}{part} = {shown(digest)} is not a short digest "
+                              "(12 hex digits)")
 
 
 def parse(path: Path, text: str) -> Baseline:

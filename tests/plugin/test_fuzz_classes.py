@@ -12,11 +12,6 @@ from fuzz_classes import BASELINE, CLASSES, Tally, make_project, one_try
 
 TRIES = int(os.environ.get("RAG_FUZZ_TRIES", "2"))
 SEED = int(os.environ.get("RAG_FUZZ_SEED", "0"))
-KNOWN_SILENT = {(BASELINE, "inconsistent fingerprints"), (BASELINE, "digests emptied")}
-"""Classes that still pass silently here: a baseline whose own facts disagree (an entry without its
-fingerprint; the corpus's or the eval set's `sha256` emptied while the per-item digests stand) is
-read and judged. Refusing such a baseline as damaged is issue 32's item 2 (baseline/format.py);
-with it merged this set should be empty: run `python benchmarks/fuzz_inputs.py --tries 300`."""
 
 
 @pytest.fixture(scope="module")
@@ -33,5 +28,4 @@ def test_each_class_of_damage_is_refused_failed_or_named(pristine: dict[str, byt
     assert tally.tracebacks == [], tally.tracebacks
     assert tally.changed == [], tally.changed
     assert tally.tries == TRIES
-    if (name, kind) not in KNOWN_SILENT:
-        assert tally.silent == 0, tally.examples
+    assert tally.silent == 0, tally.examples
