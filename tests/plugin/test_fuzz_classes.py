@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
-from fuzz_classes import BASELINE, CLASSES, Tally, make_project, one_try
+from fuzz_classes import CLASSES, Tally, make_project, one_try
 
 TRIES = int(os.environ.get("RAG_FUZZ_TRIES", "2"))
 SEED = int(os.environ.get("RAG_FUZZ_SEED", "0"))
