@@ -30,7 +30,6 @@ READABLE = (1, 2, FORMAT_VERSION)
 RERECORD = "run `pytest --rag-update-baseline` to record one"
 NO_ANSWER_KEYS = ("questions", "empty", "answerable_empty")
 HEX = re.compile("[0-9a-f]{64}")
-SHORT_HEX = re.compile("[0-9a-f]{12}")
 
 
 @dataclass(frozen=True)
@@ -264,18 +263,11 @@ def _named_digests(path: Path, where: str, value: Any) -> None:
 
 
 def _digests(path: Path, key: str, section: Mapping[str, Any]) -> None:
-    """The corpus's and the eval set's digests are hex as a run writes them: an emptied one (`""`, `0`,
-    null) would make every chunk or question look changed, or none, and must not be read as a change."""
+    """The corpus's and the eval set's digest is hex as a run writes it: an emptied one (`""`, `0`, null)
+    would make every chunk or question look changed, or none, and must not be read as a change."""
     if "sha256" in section and not (isinstance(section["sha256"], str) and HEX.fullmatch(section["sha256"])):
         raise damaged(path, f"fingerprint.{key}.sha256 = {shown(section['sha256'])} is not a SHA-256 digest "
                       "(64 hex digits)")
-    for item, entry in section.get("digests", {}).items():
-        parts = {"": entry} if key == "chunks" else {
-            f".{part}": entry[part] for part in ("query", "gold", "judged") if part in entry}
-        for part, digest in parts.items():
-            if not (isinstance(digest, str) and SHORT_HEX.fullmatch(digest)):
-                raise damaged(path, f"fingerprint.{key}.digests.{item}{part} = {shown(digest)} is not a short digest "
-                              "(12 hex digits)")
 
 
 def parse(path: Path, text: str) -> Baseline:

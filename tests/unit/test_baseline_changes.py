@@ -23,8 +23,8 @@ from pytest_ragretrieval.review.changes import (
 QUESTION_DIGESTS = {qid: {"query": f"{qid}-query", "gold": f"{qid}-gold", "tags": []} for qid in ("q1", "q2", "q3")}
 FINGERPRINT: dict[str, Any] = {
     "yardstick": {"k": 2, "metrics_version": 1, "grading_version": 1}, "tokenizer": "jieba 0.42.1",
-    "chunks": {"sha256": "c", "count": 1, "digests": {"c1": "0c0c0c0c0c0c"}},
-    "questions": {"sha256": "e", "count": 3, "digests": QUESTION_DIGESTS},
+    "chunks": {"sha256": "c" * 64, "count": 1, "digests": {"c1": "0c0c0c0c0c0c"}},
+    "questions": {"sha256": "e" * 64, "count": 3, "digests": QUESTION_DIGESTS},
     "retrievers": {"bm25": {"type": "bm25", "k1": 1.5}, "vector": {"type": "vector"}},
 }
 METRICS = {"precision@2": 0.5, "recall@2": 0.75, "ndcg@2": 0.6}
@@ -127,7 +127,7 @@ def test_values_are_compared_over_the_questions_both_share() -> None:
     though the recorded mean fell from 0.5 to 0.3333."""
     old = baseline("old.json", {"bm25": retriever({"recall@2": 0.5}, questions={"q1": {"recall@2": 1.0},
                                                                                 "q2": {"recall@2": 0.0}})},
-                   {**FINGERPRINT, "questions": {"sha256": "e0", "digests": {q: QUESTION_DIGESTS[q] for q in ("q1", "q2")}}})
+                   {**FINGERPRINT, "questions": {"sha256": "e0" * 32, "digests": {q: QUESTION_DIGESTS[q] for q in ("q1", "q2")}}})
     new = baseline("new.json", {"bm25": retriever({"recall@2": 0.333333}, questions={
         "q1": {"recall@2": 1.0}, "q2": {"recall@2": 0.0}, "q3": {"recall@2": 0.0}})})
     changes = classify(old, new)
@@ -136,13 +136,13 @@ def test_values_are_compared_over_the_questions_both_share() -> None:
     edited = {**QUESTION_DIGESTS, "q1": {**QUESTION_DIGESTS["q1"], "gold": "other"}}
     newer = baseline("newer.json", {"bm25": retriever({"recall@2": 0.0}, questions={
         "q1": {"recall@2": 0.0}, "q2": {"recall@2": 0.0}, "q3": {"recall@2": 0.0}})},
-        {**FINGERPRINT, "questions": {"sha256": "e2", "digests": edited}})
+        {**FINGERPRINT, "questions": {"sha256": "e2" * 32, "digests": edited}})
     # q1's gold changed: its bar value 1.0 left, and its new value 0.0 replaces it: a lowering (issue 32)
     assert classify(old, newer).lowered == (ValueChange(
         "bm25", "recall@2", 1.0, 0.0, scope="the 1 edited question (q1): bar 1.0000, their new values 0.0000"),)
     same = baseline("same.json", {"bm25": retriever({"recall@2": 0.333333}, questions={
         "q1": {"recall@2": 1.0}, "q2": {"recall@2": 0.0}, "q3": {"recall@2": 0.0}})},
-        {**FINGERPRINT, "questions": {"sha256": "e2", "digests": edited}})
+        {**FINGERPRINT, "questions": {"sha256": "e2" * 32, "digests": edited}})
     assert not classify(old, same).lowers_the_bar  # edited, and scoring as well as before
 
 

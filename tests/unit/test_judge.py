@@ -65,7 +65,7 @@ def test_a_corpus_change_is_judged_and_named(tmp_path: Path) -> None:
     path, and the header says once what the change was."""
     cfg = config(tmp_path)
     recorded = baseline(cfg, {"one": ran(cfg, "one", GOOD)}, fingerprint(cfg))
-    now = fingerprint(cfg, chunks={"sha256": "c2", "count": 4, "digests": {**CHUNK_DIGESTS, "b": "1b1b1b1b1b1b"}})
+    now = fingerprint(cfg, chunks={"sha256": "c2" * 32, "count": 4, "digests": {**CHUNK_DIGESTS, "b": "1b1b1b1b1b1b"}})
     same = Judge(cfg, QUESTIONS, recorded, now, {"one": ran(cfg, "one", GOOD)}).outcome(NDCG)
     assert same.passed and same.summary == "ndcg@3 of 'one': 1.0000 (+0.0000 against 1.0000) after a change of chunks"
     worse = Judge(cfg, QUESTIONS, recorded, now, {"one": ran(cfg, "one", WORSE)}).outcome(NDCG)

@@ -46,7 +46,7 @@ def test_a_shared_input_change_records_every_retriever_together(tmp_path: Path) 
     cfg = config(tmp_path)
     names = ("one", "two", "fused")
     recorded = baseline(cfg, {name: ran(cfg, name, GOOD) for name in names}, fingerprint(cfg))
-    now = fingerprint(cfg, chunks={"sha256": "c2", "count": 1, "digests": {"a": "1a1a1a1a1a1a"}})
+    now = fingerprint(cfg, chunks={"sha256": "c2" * 32, "count": 1, "digests": {"a": "1a1a1a1a1a1a"}})
     runs = {name: ran(cfg, name, GOOD) for name in names}
     every = dict.fromkeys(names, ALL)
     refused = plan_update(cfg, recorded, now, runs, every, refused=["two"])
