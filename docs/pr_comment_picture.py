@@ -2,8 +2,8 @@
 
 The manual's picture (docs/ci.md) must show what the comment says today, so it is made, not drawn: a
 two-commit repository holds the sample (base: this repository's config and baseline; pull
-request: bm25 retuned to k1 = 0.3, b = 0.2, bm25 and hybrid re-recorded with
-`--rag-allow-regression`, no label), the gate writes its results, `ragretrieval diff
+request: hybrid's weights retuned from [1.0, 0.5] to [0.2, 1.0], a drop the gate fails, re-recorded with
+`--rag-allow-regression`, which lowers the bar, and no label), the gate writes its results, `ragretrieval diff
 --against`, `pr-check` and `comment` run as action/ runs them, and Chromium photographs the
 comment rendered as GitHub renders Markdown (markdown-it-py's GFM-like preset).
 
@@ -27,7 +27,7 @@ from markdown_it import MarkdownIt
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 SECTION = re.compile(r"^\[tool\.ragretrieval(?:\.[^\]]+)?\]\n(?:(?!\[).*\n?)*", re.MULTILINE)
-RETUNED = '[tool.ragretrieval.retrievers.bm25]\ntype = "bm25"\nk1 = 0.3\nb = 0.2\n'
+WEIGHTS, RETUNED = "weights = [1.0, 0.5]\n", "weights = [0.2, 1.0]\n"
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "GITHUB_ACTIONS": "", "GITHUB_STEP_SUMMARY": "", "GITHUB_OUTPUT": ""}
 
 STYLE = """
@@ -85,13 +85,13 @@ def repository(folder: Path) -> Path:
 
 
 def pull_request(work: Path) -> Path:
-    """bm25 retuned and re-recorded; the gate's results, the baseline check and the comment."""
+    """hybrid retuned and re-recorded; the gate's results, the baseline check and the comment."""
     text = (work / "pyproject.toml").read_text(encoding="utf-8")
-    (work / "pyproject.toml").write_text(text.replace('[tool.ragretrieval.retrievers.bm25]\ntype = "bm25"\n', RETUNED),
-                                         encoding="utf-8")
+    assert WEIGHTS in text, "the sample's hybrid weights moved: update WEIGHTS"
+    (work / "pyproject.toml").write_text(text.replace(WEIGHTS, RETUNED), encoding="utf-8")
     pytest = (str(BIN / "pytest"), "-p", "no:cacheprovider", "-m", "rag_eval", "--rag-db=embedded")
     run(*pytest, "--rag-update-baseline", "--rag-allow-regression", cwd=work)
-    git(work, "commit", "-q", "-am", "bm25 retuned")
+    git(work, "commit", "-q", "-am", "hybrid retuned")
     reports = work / "reports"
     run(*pytest, "--rag-eval", "--rag-json", str(reports / "rag-eval.json"), cwd=work)
     event = work.parent / "event.json"
