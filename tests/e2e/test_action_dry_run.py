@@ -11,6 +11,7 @@ to what the label approved, and a fork gets the job summary instead. It runs git
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -420,7 +421,7 @@ def test_dry_run_fails_closed_on_a_base_config_it_cannot_read(tmp_path: Path) ->
 def questions_baseline(values: Mapping[str, float], query: str) -> str:
     """A baseline whose questions are itemized, every query ending in `query`, both metrics at `values`."""
     digests = {qid: {"query": f"{qid}{query}", "gold": f"{qid}-gold", "tags": []} for qid in values}
-    fingerprint = {**FINGERPRINT, "questions": {"sha256": f"e{query}", "count": len(values), "digests": digests}}
+    fingerprint = {**FINGERPRINT, "questions": {"sha256": hashlib.sha256(query.encode()).hexdigest(), "count": len(values), "digests": digests}}
     mean = round(sum(values.values()) / len(values), 6)
     entry = {"metrics": {"recall@2": mean, "ndcg@2": mean},
              "questions": {qid: {"ranking": ["c1"], "metrics": {"recall@2": v, "ndcg@2": v}} for qid, v in values.items()}}
