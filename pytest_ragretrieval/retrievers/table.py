@@ -23,13 +23,17 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..evalset.records import Question
 from ..optional import need
 from ..toml import Table, shown
 from .protocol import Context, Query, Setup
 from .vector import ANN_DIAGNOSTICS
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
 
 OPERATORS = {"cosine": "<=>", "l2": "<->", "ip": "<#>"}
 """pgvector's distance operators by the name the config gives them; smaller is nearer for each."""
@@ -206,7 +210,7 @@ class TeamRetriever(ABC):
     def answer(self, conn: Any, query: str, vector: Any, k: int) -> list[str]:
         """One query's ranking, on `conn` (a connection no other thread uses meanwhile)."""
 
-    def _vectors(self, queries: Sequence[str]) -> Sequence[Any]:
+    def _vectors(self, queries: Sequence[str]) -> NDArray[np.float32] | list[None]:
         return self.ctx.embed(list(queries)) if self.embeds else [None] * len(queries)
 
     def __call__(self, query: str, k: int) -> list[str]:

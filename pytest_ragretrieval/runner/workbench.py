@@ -3,29 +3,32 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING
 
 from ..cache import Namespace
 from ..config.settings import Config
 from ..errors import RagError, RetrieverError
 from ..evalset.records import Chunk, Question
 from ..retrievers import TYPES, Closing, Retriever
-from ..retrievers.protocol import Query, asked
+from ..retrievers.protocol import Connection, IndexKind, Query, asked
 from ..retrievers.tokens import tokenizer
 from .resources import Resources
 from .store import Memo, Rankings
 
 if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
     from ..embedding.prompts import Side
 
 
 class RetrieverContext:
     """The `Context` a retriever type's `build` and a user's factory get."""
 
-    def __init__(self, bench: Workbench, name: str, options: Mapping[str, Any]) -> None:
+    def __init__(self, bench: Workbench, name: str, options: Mapping[str, object]) -> None:
         self._bench = bench
         self.name = name
-        self.options: Mapping[str, Any] = dict(options)
+        self.options: Mapping[str, object] = dict(options)
 
     @property
     def chunks(self) -> tuple[Chunk, ...]:
@@ -51,13 +54,15 @@ class RetrieverContext:
     def tokenize(self) -> Callable[[str], list[str]]:
         return tokenizer(self._bench.config.tokenizer)
 
-    def corpus_vectors(self) -> tuple[list[str], Any]:
+    def corpus_vectors(self) -> tuple[list[str], NDArray[np.float32]]:
         return self._bench.resources.corpus_vectors()
 
-    def corpus_tokens(self, tokenizer: str | None = None) -> tuple[list[str], list[Any]]:
+    def corpus_tokens(self, tokenizer: str | None = None) -> tuple[list[str], list[NDArray[np.int32]]]:
         return self._bench.corpus_tokens(tokenizer or self.tokenizer)
 
-    def tokens(self, texts: Sequence[str], tokenizer: str | None = None) -> tuple[list[str], list[Any]]:
+    def tokens(
+        self, texts: Sequence[str], tokenizer: str | None = None
+    ) -> tuple[list[str], list[NDArray[np.int32]]]:
         return self._bench.tokens(texts, tokenizer or self.tokenizer)
 
     @property
@@ -79,14 +84,14 @@ class RetrieverContext:
         self._bench.read_by(self.name, source)
         return source
 
-    def connect(self) -> Any:
+    def connect(self) -> Connection:
         return self._bench.resources.connect()
 
-    def team_connection(self) -> Any:
+    def team_connection(self) -> Connection:
         return self._bench.resources.team_connection(self.name)
 
     @property
-    def index_kind(self) -> str:
+    def index_kind(self) -> IndexKind:
         return self._bench.config.index.kind
 
     @property
@@ -96,12 +101,13 @@ class RetrieverContext:
     def score_cache(self, kind: str, model_id: str) -> Namespace:
         return self._bench.resources.score_cache(kind, model_id)
 
-    def embed(self, texts: Sequence[str], side: str = "query") -> Any:
+    def embed(self, texts: Sequence[str], side: Side = "query") -> NDArray[np.float32]:
+        # a user's factory may pass any value, typed or not: checked here, where it enters
         if side not in ("query", "passage"):
             raise RetrieverError(
                 f"retriever {self.name!r} called ctx.embed with side={side!r}; use 'query' or 'passage'"
             )
-        return self._bench.resources.embedder.embed(list(texts), None, cast("Side", side))
+        return self._bench.resources.embedder.embed(list(texts), None, side)
 
 
 class Workbench:
@@ -122,20 +128,20 @@ class Workbench:
         self._failed: dict[str, RagError] = {}
         self._building: list[str] = []
         self._sources: dict[str, list[Memo]] = {}
-        self._tokens: dict[str, tuple[list[str], list[Any]]] = {}
+        self._tokens: dict[str, tuple[list[str], list[NDArray[np.int32]]]] = {}
 
     def depth(self, name: str) -> int:
         """The deepest any configured consumer reads `name`: the session's depth, a hybrid's, a rerank's."""
         asked = [spec.source_depth or 0 for spec in self.config.retrievers if name in spec.sources]
         return max([self.config.depth, *asked])
 
-    def corpus_tokens(self, key: str) -> tuple[list[str], list[Any]]:
+    def corpus_tokens(self, key: str) -> tuple[list[str], list[NDArray[np.int32]]]:
         """(vocabulary, token ids per chunk, chunks by id) by tokenizer `key`, once per session, through the cache."""
         if key not in self._tokens:
             self._tokens[key] = self.tokens([chunk.text for chunk in sorted(self.chunks, key=lambda c: c.id)], key)
         return self._tokens[key]
 
-    def tokens(self, texts: Sequence[str], key: str) -> tuple[list[str], list[Any]]:
+    def tokens(self, texts: Sequence[str], key: str) -> tuple[list[str], list[NDArray[np.int32]]]:
         """(vocabulary, token ids per text) by tokenizer `key`, through the cache: its namespace is the
         tokenizer's (and its user dictionary's digest), so two tokenizers never share an entry."""
         from ..retrievers.corpus_tokens import cached_tokens, tokenizer_id
