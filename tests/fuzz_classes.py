@@ -188,7 +188,7 @@ def _is_number(_: str, value: Any) -> bool:
 
 
 OUT_OF_RANGE = [_raw("1e400"), _raw("1" + "0" * 400), _raw("9" * 320), _raw("-" + "9" * 4299), 1.5, -0.25, 10**30]
-WRONG_TYPES = ["0.5", None, True, [], {}, [0.5]]
+WRONG_TYPES: list[object] = ["0.5", None, True, [], {}, [0.5]]
 BAD_KEYS = ["ndcg@\u00b2", "ndcg@" + "5" * 5001, "ndcg@", "ndcg@x", "NDCG@3", "ndcg@３", "ndcg@3 "]
 
 

@@ -74,6 +74,7 @@ class FakeOpenAI:
     @property
     def url(self) -> str:
         host, port = self._server.server_address[:2]
+        assert isinstance(host, str)  # an AF_INET server's address
         return f"http://{host}:{port}/v1"
 
     def script(self, *replies: int | Reply) -> None:

@@ -57,7 +57,7 @@ def write_distribution(folder: Path, name: str, entry_points: Mapping[str, Mappi
         (folder / path).write_text(source, encoding="utf-8")
     return folder
 
-CHUNKS = [
+CHUNKS: list[dict[str, str]] = [
     {"id": "travel-001", "doc": "差旅报销制度.md", "text": "一线城市住宿标准为每晚不超过600元，二线城市每晚不超过450元。"},
     {"id": "travel-002", "doc": "差旅报销制度.md", "text": "出差结束后15个工作日内在系统提交报销单，并附上发票原件。"},
     {"id": "travel-003", "doc": "差旅报销制度.md", "text": "报销需要提供增值税发票，抬头必须是公司全称。"},
@@ -68,7 +68,7 @@ CHUNKS = [
     {"id": "service-001", "doc": "客服.md", "text": "客服工作时间为周一至周五9:00到18:00，周末休息。"},
 ]
 
-QUESTIONS = [
+QUESTIONS: list[dict[str, Any]] = [
     {"id": "q01", "query": "住宿标准一晚多少钱", "relevant": {"travel-001": 2}, "tags": ["semantic"]},
     {"id": "q02", "query": "ORDER-2024 是什么错误", "relevant": ["error-001"], "tags": ["keyword"]},
     {"id": "q03", "query": "出差回来钱怎么报", "relevant": {"travel-002": 2, "travel-003": 1}, "tags": ["semantic"]},
@@ -154,7 +154,8 @@ def baseline_bytes(folder: Path) -> bytes:
 
 
 def baseline(folder: Path) -> dict[str, Any]:
-    return json.loads(baseline_bytes(folder))
+    document: dict[str, Any] = json.loads(baseline_bytes(folder))
+    return document
 
 
 E2E_CHUNKS = [*CHUNKS, {"id": "faq-001", "doc": "常见问题.md", "text": CHUNKS[3]["text"]}]
@@ -189,7 +190,8 @@ def write_e2e_project(folder: Path, retrievers: str, cache: Path | str, *lines: 
 
 
 def read_results(path: Path) -> dict[str, Any]:
-    return json.loads(path.read_text(encoding="utf-8"))
+    document: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return document
 
 
 def rankings(results: Mapping[str, Any], retriever: str) -> dict[str, list[str]]:

@@ -57,6 +57,7 @@ class FakeReranker:
     @property
     def url(self) -> str:
         host, port = self._server.server_address[:2]
+        assert isinstance(host, str)  # an AF_INET server's address
         return f"http://{host}:{port}/rerank"
 
     def script(self, *replies: Reply) -> None:

@@ -165,7 +165,7 @@ class DryRun:
     def label(self, name: str, head_repo: str = "team/repo", **inputs: str) -> int:
         """A maintainer adds a label: GitHub holds it and runs the `labeled` event."""
         self.edit(lambda state: state["labels"].append(name))
-        return self.check(head_repo=head_repo, added=name, **inputs)
+        return self.check(None, head_repo, name, **inputs)
 
     def edit(self, change: Callable[[dict[str, Any]], object]) -> None:
         state = self.gh
@@ -177,7 +177,8 @@ class DryRun:
         return (self.root / "summary").read_text(encoding="utf-8")
 
     def ours(self) -> dict[str, Any]:
-        (comment,) = [c for c in self.gh["comments"] if c["user"]["login"] == BOT]
+        comments: list[dict[str, Any]] = self.gh["comments"]
+        (comment,) = [c for c in comments if c["user"]["login"] == BOT]
         return comment
 
     def writes(self) -> list[str]:

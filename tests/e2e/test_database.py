@@ -71,8 +71,8 @@ def server_dsn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A second embedded server standing in for someone else's, with a canary table; pgserver trusts any password."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        import pgserver
-    server = pgserver.get_server(tmp_path_factory.mktemp("target") / "data", cleanup_mode="delete")
+        from pgserver.postgres_server import get_server
+    server = get_server(tmp_path_factory.mktemp("target") / "data", cleanup_mode="delete")
     with psycopg.connect(server.get_uri(), autocommit=True) as conn:
         conn.execute("CREATE TABLE public.canary (id int PRIMARY KEY, name text)")
         conn.execute("INSERT INTO public.canary VALUES (1, 'tweety'), (2, 'sylvester')")

@@ -16,7 +16,8 @@ README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 
 def block(lang: str, holding: str) -> str:
-    (found,) = [b for b in re.findall(rf"^```{lang}\n(.*?)^```$", README, re.S | re.M) if holding in b]
+    blocks: list[str] = re.findall(rf"^```{lang}\n(.*?)^```$", README, re.S | re.M)
+    (found,) = [b for b in blocks if holding in b]
     return found
 
 

@@ -4,15 +4,12 @@ computed (simulated by perturbing the committed vectors by up to 1e-3)."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
+from sample_project import gate, lines, outcome, sample, write_lines
 
 from pytest_ragretrieval.packs import decode, encode, pack_name
 
@@ -21,38 +18,10 @@ FORMAT_1 = ROOT / "tests" / "data" / "baseline-format-1.json"
 pytestmark = pytest.mark.slow
 
 
-def sample(folder: Path) -> Path:
-    for name in ("pyproject.toml", "fixtures", "baselines", ".rag-cache"):
-        source = ROOT / name
-        (shutil.copytree if source.is_dir() else shutil.copy2)(source, folder / name)
-    return folder
-
-
-def gate(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, HF_HUB_OFFLINE="1")
-    return subprocess.run(
-        [sys.executable, "-m", "pytest", "-m", "rag_eval", "--rag-db=embedded", "-p", "no:cacheprovider", *args],
-        cwd=folder, env=env, capture_output=True, text=True, timeout=300,
-    )
-
-
-def outcome(done: subprocess.CompletedProcess[str]) -> str:
-    """pytest's last line, `24 passed, 6 skipped, 1 warning in 7.65s`, without its rule."""
-    return done.stdout.strip().splitlines()[-1].strip("= ")
-
-
 def edit(path: Path, old: str, new: str) -> None:
     text = path.read_text(encoding="utf-8")
     assert old in text
     path.write_text(text.replace(old, new, 1), encoding="utf-8")
-
-
-def lines(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
-
-
-def write_lines(path: Path, rows: list[dict[str, Any]]) -> None:
-    path.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
 
 
 def test_a_lowering_retune_fails_hybrid_names_it_and_the_ratchet_holds(tmp_path: Path) -> None:

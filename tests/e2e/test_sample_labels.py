@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from test_sample_changes import gate, lines, outcome, sample, write_lines
+from sample_project import gate, lines, outcome, sample, write_lines
 
 from pytest_ragretrieval.baseline.format import dumps
 from pytest_ragretrieval.baseline.gold import gold_texts

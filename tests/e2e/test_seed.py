@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Iterator
+from typing import Any
 
 import numpy
 import psycopg
@@ -98,7 +99,7 @@ def test_loads_with_copy_not_inserts(
     statements: list[str] = []
     execute = psycopg.Cursor.execute
 
-    def record(self: psycopg.Cursor, query: object, *args: object, **kwargs: object) -> object:
+    def record(self: psycopg.Cursor, query: Any, *args: Any, **kwargs: Any) -> Any:
         statements.append(query.as_string(conn) if isinstance(query, sql.Composable) else str(query))
         return execute(self, query, *args, **kwargs)
 

@@ -13,7 +13,7 @@ import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import numpy
@@ -32,6 +32,9 @@ from pytest_ragretrieval.database.servers import Choice, choose
 from pytest_ragretrieval.errors import DatabaseError, RagError
 from pytest_ragretrieval.evalset.records import Chunk
 
+if TYPE_CHECKING:
+    from pgserver.postgres_server import PostgresServer
+
 PASSWORD = "S3cr3t-p@ss:w/rd"
 ROLE = "rag_user"
 CHUNKS = tuple(Chunk(f"c{i}", f"text {i}", doc=None if i % 2 else "d", metadata={"i": i}) for i in range(5))
@@ -42,7 +45,7 @@ VECTORS = numpy.array([[1, 0, 0], [1, 1, 0], [0, 1, 0], [-1, 0, 0], [1, 0, 1]], 
 class Target:
     """A second server standing in for someone else's: a canary, another schema, a password role."""
 
-    server: Any
+    server: PostgresServer
 
     def uri(self, database: str = "postgres") -> str:
         return self.server.get_uri(database)
@@ -62,8 +65,8 @@ def _run(uri: str, *statements: str) -> None:
 def target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        import pgserver
-    server = pgserver.get_server(tmp_path_factory.mktemp("target") / "data", cleanup_mode="delete")
+        from pgserver.postgres_server import get_server
+    server = get_server(tmp_path_factory.mktemp("target") / "data", cleanup_mode="delete")
     found = Target(server)
     _run(
         found.uri(),

@@ -64,9 +64,9 @@ def server() -> Iterator[tuple[str, str]]:
     """(the owner's DSN, the reader's DSN): `reader` has LOGIN, USAGE on public and SELECT on docs, nothing else."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        import pgserver
+        from pgserver.postgres_server import get_server
     folder = Path(tempfile.mkdtemp(prefix="rag-team-"))  # /tmp: the server's own user can reach it
-    pg = pgserver.get_server(folder / "data", cleanup_mode="delete")
+    pg = get_server(folder / "data", cleanup_mode="delete")
     host = pg.get_postmaster_info().socket_dir
     owner = f"postgresql://postgres@/postgres?host={host}"
     chunks, _ = corpus()
@@ -127,7 +127,8 @@ def gate(folder: Path, dsn: str | None, *flags: str) -> tuple[int, str]:
 
 
 def results(path: Path) -> dict[str, Any]:
-    return json.loads(path.read_text(encoding="utf-8"))
+    document: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return document
 
 
 def test_table_runs_read_only_like_seeded_exact(server: tuple[str, str], tmp_path: Path) -> None:

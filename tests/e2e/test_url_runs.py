@@ -43,8 +43,8 @@ def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """Someone else's server: no vector extension until a run installs it."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        import pgserver
-    server = pgserver.get_server(tmp_path_factory.mktemp("shared") / "data", cleanup_mode="delete")
+        from pgserver.postgres_server import get_server
+    server = get_server(tmp_path_factory.mktemp("shared") / "data", cleanup_mode="delete")
     yield f"postgresql://postgres@/postgres?host={server.get_postmaster_info().socket_dir}"
     server.cleanup()
 

@@ -142,7 +142,7 @@ def start_blocked(project: Path, runs: list[subprocess.Popen[str]], *flags: str)
 def gone(pid: int) -> bool:
     """Exited, or a zombie nobody reaps (pid 1 in a container may not): either way no server."""
     try:
-        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+        return bool(psutil.Process(pid).status() == psutil.STATUS_ZOMBIE)
     except psutil.NoSuchProcess:
         return True
 

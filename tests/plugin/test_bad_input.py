@@ -2,13 +2,14 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 import pytest
 from projects import RUN, baseline_bytes, one_line_error, retriever, write_project
 
 
 @pytest.fixture
-def recorded(pytester: pytest.Pytester):
+def recorded(pytester: pytest.Pytester) -> pytest.Pytester:
     write_project(pytester.path)
     assert pytester.runpytest("--rag-update-baseline", *RUN).ret == 0
     return pytester
@@ -92,7 +93,9 @@ def test_a_bad_config_value(recorded: pytest.Pytester, edit: tuple[str, str], me
     ],
 )
 @pytest.mark.parametrize("flag", ["--rag-eval", "--rag-update-baseline"])
-def test_a_corrupted_baseline(recorded: pytest.Pytester, damage, message: str, flag: str) -> None:
+def test_a_corrupted_baseline(
+    recorded: pytest.Pytester, damage: Callable[[str], str], message: str, flag: str
+) -> None:
     path = recorded.path / "baselines" / "retrieval.json"
     path.write_text(damage(path.read_text(encoding="utf-8")), encoding="utf-8")
     before = baseline_bytes(recorded.path)

@@ -17,7 +17,7 @@ type = "bm25"
 
 
 @pytest.fixture
-def project(pytester: pytest.Pytester):
+def project(pytester: pytest.Pytester) -> pytest.Pytester:
     write_project(pytester.path)
     (pytester.path / "eval").mkdir()
     (pytester.path / "eval" / "rag.toml").write_text(CONFIG, encoding="utf-8")

@@ -6,7 +6,7 @@ from projects import GOLD, RUN, baseline_bytes, set_rankings, write_project
 
 
 @pytest.fixture
-def project(pytester: pytest.Pytester):
+def project(pytester: pytest.Pytester) -> pytest.Pytester:
     write_project(pytester.path)
     return pytester
 

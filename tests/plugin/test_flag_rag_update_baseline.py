@@ -6,7 +6,7 @@ from projects import GOLD, RUN, baseline, baseline_bytes, retriever, set_ranking
 
 
 @pytest.fixture
-def project(pytester: pytest.Pytester):
+def project(pytester: pytest.Pytester) -> pytest.Pytester:
     write_project(pytester.path)
     return pytester
 

@@ -96,5 +96,5 @@ def test_bootstrap_mode_gives_a_p_and_an_interval_around_the_mean() -> None:
 
 
 def test_no_difference_and_too_few_pairs() -> None:
-    assert paired_test([0.5, 0.5], [0.5, 0.5], "randomization").p_value == 1.0
+    assert (same := paired_test([0.5, 0.5], [0.5, 0.5], "randomization")) is not None and same.p_value == 1.0
     assert paired_test([0.5], [0.2], "randomization") is None

@@ -96,7 +96,10 @@ def test_json_reports_and_the_summary_carry_the_adjusted_p_and_the_mde(pytester:
     chunks, questions, gold = synthetic(30)
     settings = 'significance = "randomization"'
     write_project(pytester.path, retrievers=TABLE_ONLY, settings=settings, chunks=chunks, questions=questions)
-    swap = lambda ids: {q: list(reversed(r)) if q in ids else r for q, r in gold.items()}  # noqa: E731
+
+    def swap(ids: set[str]) -> dict[str, list[str]]:
+        return {q: list(reversed(r)) if q in ids else r for q, r in gold.items()}
+
     set_rankings(pytester.path, swap({f"q{i:02d}" for i in range(1, 11)}), questions)
     assert pytester.runpytest("--rag-update-baseline", *RUN).ret == 0
     set_rankings(pytester.path, swap({f"q{i:02d}" for i in range(1, 21)}), questions)

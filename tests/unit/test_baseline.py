@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,7 +22,7 @@ from pytest_ragretrieval.scoring.evaluate import score
 from pytest_ragretrieval.scoring.metrics import MetricSpec
 
 
-def sample_document() -> dict:
+def sample_document() -> dict[str, Any]:
     questions = (Question("q1", "a", {"c1": 1}), Question("q2", "b", {}))
     result = score("bm25", questions, {"q1": ["c2", "c1"], "q2": []}, (MetricSpec("ndcg", 5),))
     return document(5, {"k": 5, "retrievers": {"bm25": {"type": "bm25"}}}, {"bm25": retriever_entry(result)})

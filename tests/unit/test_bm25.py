@@ -20,9 +20,10 @@ CHUNKS = [
 ]
 
 
-def bm25(chunks, **params) -> BM25Retriever:
-    merged = {"k1": 1.5, "b": 0.75, "epsilon": 0.25, "min_score": 0.0, **params}
-    return BM25Retriever(chunks, tokenizer("jieba"), **merged)
+def bm25(
+    chunks: list[Chunk], k1: float = 1.5, b: float = 0.75, epsilon: float = 0.25, min_score: float = 0.0
+) -> BM25Retriever:
+    return BM25Retriever(chunks, tokenizer("jieba"), k1=k1, b=b, epsilon=epsilon, min_score=min_score)
 
 
 def test_jieba_tokens_are_lower_cased_without_blanks() -> None:
@@ -42,7 +43,7 @@ def test_min_score_drops_weak_matches() -> None:
     scores = dict(bm25(CHUNKS).scores("订单超时 支付"))
     assert len(scores) == 2
     cut = max(scores.values())
-    assert bm25(CHUNKS, min_score=cut)("订单超时 支付", 5) == [max(scores, key=scores.get)]
+    assert bm25(CHUNKS, min_score=cut)("订单超时 支付", 5) == [max(scores, key=scores.__getitem__)]
 
 
 def test_ties_are_broken_by_chunk_id() -> None:

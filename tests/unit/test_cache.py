@@ -106,7 +106,7 @@ def test_a_failed_write_leaves_no_file_and_keeps_the_old_packs(tmp_path: Path, m
     def broken_replace(src: str, dst: str) -> None:
         raise OSError("disk full")
 
-    monkeypatch.setattr(files_module.os, "replace", broken_replace)
+    monkeypatch.setattr(os, "replace", broken_replace)  # as paths.py calls it
     with pytest.raises(OSError, match="disk full"):
         vectors(tmp_path).write({"new": np.zeros(2, np.float32)})
     monkeypatch.undo()

@@ -17,7 +17,7 @@ from pytest_ragretrieval.cli import main
 
 LONG = "差旅费用须在出差结束后十五个工作日内提交报销单并附发票原件逾期不予受理特殊情况需部门负责人签字"
 
-CHUNKS = [
+CHUNKS: list[dict[str, Any]] = [
     {"id": "c1", "text": "ORDER-2024 表示订单已超时关闭"},
     {"id": "c2", "text": "order-2024 的处理办法：重新下单"},
     {"id": "c3", "text": "住宿标准每晚600元\n二线城市450元"},
@@ -25,7 +25,7 @@ CHUNKS = [
     {"id": "c5", "text": LONG},
 ]
 
-QUESTIONS = [
+QUESTIONS: list[dict[str, Any]] = [
     {"id": "q1", "query": "ORDER-2024 是什么错误", "relevant": ["c1"]},
     {"id": "q2", "query": "住宿标准", "relevant": {"c3": 2, "c4": 0}},
     {"id": "q3", "query": "年会在哪", "relevant": []},
@@ -40,7 +40,7 @@ k = 2
 type = "bm25"
 """
 
-FINGERPRINT = {"k": 2, "tokenizer": "jieba 0.42.1", "retrievers": {"bm25": {"k1": 1.5}}}
+FINGERPRINT: dict[str, Any] = {"k": 2, "tokenizer": "jieba 0.42.1", "retrievers": {"bm25": {"k1": 1.5}}}
 
 
 def jsonl(rows: list[dict[str, Any]]) -> str:

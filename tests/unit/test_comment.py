@@ -200,6 +200,7 @@ def test_the_limit_counts_bytes_so_cjk_text_never_overflows() -> None:
     failure = Failure("rag::hybrid::question::q01", "hybrid", "question::q01",
                       "\n".join(["问题", *("住宿标准一晚多少钱" * 10,) * 330]))
     data = comment_input(results())
+    assert data.report is not None
     data = replace(data, report=replace(data.report, failures=(failure,)), failures_recorded=True)
     assert len(render(data, limit=10**6)) < LIMIT < size(render(data, limit=10**6))
     body = render(data)

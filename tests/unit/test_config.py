@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from projects import retriever
 
-from pytest_ragretrieval.config.settings import Tolerance, load_config
+from pytest_ragretrieval.config.settings import Config, Tolerance, load_config
 from pytest_ragretrieval.errors import ConfigError
 from pytest_ragretrieval.scoring.metrics import MetricSpec
 
@@ -20,7 +20,7 @@ type = "bm25"
 """
 
 
-def config_at(tmp_path: Path, text: str):
+def config_at(tmp_path: Path, text: str) -> Config:
     (tmp_path / "pyproject.toml").write_text(text, encoding="utf-8")
     return load_config(None, tmp_path)
 

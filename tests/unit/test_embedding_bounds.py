@@ -41,7 +41,7 @@ def test_the_cache_keys_the_text_as_read(tmp_path: Path) -> None:
 
 
 def test_a_wrapped_embedder_keeps_its_bound() -> None:
-    assert isinstance(FailOnce(ReadsTen()), Bounded)  # type: ignore[arg-type]
+    assert isinstance(FailOnce(ReadsTen()), Bounded)
     class ReadsAll:
         id = "test:all"
         prompts = Prompts()

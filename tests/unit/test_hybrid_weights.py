@@ -9,10 +9,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from projects import retriever
 
-from pytest_ragretrieval.config.settings import load_config
+from pytest_ragretrieval.config.settings import Config, load_config
 from pytest_ragretrieval.errors import ConfigError
 from pytest_ragretrieval.retrievers.hybrid import HybridRetriever, fuse
-from pytest_ragretrieval.retrievers.protocol import Query
+from pytest_ragretrieval.retrievers.protocol import Query, Retriever
 
 RANKINGS = [["a", "b"], ["b", "c"]]
 
@@ -49,7 +49,7 @@ def test_equal_sums_tie_exactly_and_break_by_id() -> None:
 def test_the_retriever_asks_each_source_for_depth_and_cuts_to_k() -> None:
     asked: list[tuple[str, int]] = []
 
-    def source(ids: list[str]):
+    def source(ids: list[str]) -> Retriever:
         def retrieve(query: str, k: int) -> list[str]:
             asked.append((query, k))
             return ids[:k]
@@ -62,7 +62,7 @@ def test_the_retriever_asks_each_source_for_depth_and_cuts_to_k() -> None:
     assert asked == [("q", 2)] * 4
 
 
-def config(tmp_path: Path, lines: str):
+def config(tmp_path: Path, lines: str) -> Config:
     (tmp_path / "pyproject.toml").write_text(
         '[tool.ragretrieval]\nchunks = "c.jsonl"\nevalset = "e.jsonl"\n'
         + retriever("a", "bm25") + retriever("b", "bm25") + retriever("h", "hybrid", sources=["a", "b"]) + f"{lines}\n",

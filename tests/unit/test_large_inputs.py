@@ -71,7 +71,7 @@ def test_embedding_holds_the_vectors_once_beside_the_cache(tmp_path: Path, monke
     monkeypatch.setattr(packs, "BLOCK", 256)
     texts = [f"text {i}" for i in range(20_000)]
     size = len(texts) * WIDTH * 4
-    embedder = CachedEmbedder(Counting(), Cache(tmp_path / "cache"), batch_size=1_000)  # type: ignore[arg-type]
+    embedder = CachedEmbedder(Counting(), Cache(tmp_path / "cache"), batch_size=1_000)
     tracemalloc.start()
     try:
         vectors = embedder.embed(texts, None)
@@ -81,5 +81,5 @@ def test_embedding_holds_the_vectors_once_beside_the_cache(tmp_path: Path, monke
     assert vectors.shape == (20_000, WIDTH) and [float(v) for v in vectors[[0, 12_345], 0]] == [6.0, 10.0]
     assert len(list((tmp_path / "cache").rglob("*.pack"))) == 1
     assert peak < 3 * size, f"peak {peak / size:.1f} times the vectors"
-    again = CachedEmbedder(Counting(), Cache(tmp_path / "cache"), batch_size=1_000)  # type: ignore[arg-type]
+    again = CachedEmbedder(Counting(), Cache(tmp_path / "cache"), batch_size=1_000)
     assert np.array_equal(again.embed(texts, None), vectors) and again.stats.hits == 20_000

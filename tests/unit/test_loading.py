@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -213,7 +214,9 @@ def test_ids_node_ids_can_carry(tmp_path: Path) -> None:
         (lambda p: None, "c.jsonl: file not found"),
     ],
 )
-def test_an_input_path_that_is_no_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, make, message: str) -> None:
+def test_an_input_path_that_is_no_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, make: Callable[[Path], object], message: str
+) -> None:
     monkeypatch.chdir(tmp_path)
     make(tmp_path / "c.jsonl")
     with pytest.raises(FixtureError) as error:

@@ -32,7 +32,7 @@ def test_three_items_over_five_questions_enumerated_by_hand() -> None:
     assert own == [3, 4, 12]  # a: only flips keeping -1, -1, -1/2 reach -1/2; unadjusted 3/32, 4/32, 12/32
     counts = [[sum(1 for other in means if other[j] <= row[j]) for j in range(3)] for row in means]
     steps = [[0, 1, 2], [1, 2], [2]]  # a, b, c by own p
-    expected = []
+    expected: list[float] = []
     for j, rest in zip([0, 1, 2], steps):
         reached = sum(1 for row in counts if min(row[i] for i in rest) <= own[j])
         expected.append(max([reached, *expected]) / 32)

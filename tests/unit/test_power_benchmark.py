@@ -7,6 +7,7 @@ import importlib.util
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import numpy as np
 import pytest
@@ -31,7 +32,7 @@ def _load() -> ModuleType:
 power = _load()
 
 
-def synthetic(questions: int = 12) -> tuple[object, list[Question]]:
+def synthetic(questions: int = 12) -> tuple[Any, list[Question]]:
     """Every retriever ranks question i's one relevant chunk at place 1 + i % 3, among 7 others."""
     asked = [Question(f"q{i}", f"query {i}", {f"gold{i}": 1}) for i in range(questions)]
     rankings = []

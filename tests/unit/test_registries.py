@@ -2,9 +2,10 @@
 read once; a bad entry is one line naming its group, entry and distribution."""
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from fnmatch import fnmatchcase
 from pathlib import Path
+from typing import Any
 
 import pytest
 from projects import write_distribution
@@ -92,7 +93,8 @@ def test_a_bad_entry_is_one_line_naming_group_entry_and_distribution(
     site: Path, group: str, entry: str, value: str, problem: str
 ) -> None:
     install(site, "rag-extra", group, {entry: value})
-    checks = {"metrics": (METRICS, checked_metric), "formats": (FORMATS, checked_format),
+    checks: dict[str, tuple[Registry[Any], Callable[[str, object, Mapping[str, Any]], Any]]] = {
+              "metrics": (METRICS, checked_metric), "formats": (FORMATS, checked_format),
               "embedders": (EMBEDDERS, checked_kind), "retrievers": (TYPES, checked_type)}
     builtins, check = checks[group]
     registry = Registry(group, builtins.builtins, check)

@@ -16,18 +16,18 @@ from pytest_ragretrieval.evalset.jsonl import load_chunks, load_evalset
 
 HALF_A, HALF_B = "一线城市住宿每晚不超过六百元。", "二线城市每晚不超过四百五十元。"
 REFUND = "退款在审核通过后三个工作日内原路退回。"
-OLD_CHUNKS = [
+OLD_CHUNKS: list[dict[str, Any]] = [
     {"id": "hotel", "text": HALF_A + HALF_B},
     {"id": "refund", "text": REFUND},
     {"id": "error", "text": "ORDER-2024 表示订单已超时关闭。"},
 ]
-NEW_CHUNKS = [
+NEW_CHUNKS: list[dict[str, Any]] = [
     {"id": "hotel-1", "text": HALF_A},
     {"id": "hotel-2", "text": HALF_B},
     {"id": "refund", "text": REFUND},
     {"id": "error", "text": "ORDER-2024 表示订单已超时关闭。"},
 ]
-QUESTIONS = [
+QUESTIONS: list[dict[str, Any]] = [
     {"id": "q1", "query": "住宿标准", "relevant": {"hotel": 2, "refund": 0}, "tags": ["t"]},
     {"id": "q2", "query": "二线城市", "relevant": ["hotel", "error"]},
     {"id": "q3", "query": "退款", "relevant": {"refund": 1}},

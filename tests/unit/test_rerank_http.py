@@ -10,6 +10,7 @@ from rerank_server import FakeReranker, Reply, fake_score
 from pytest_ragretrieval.cache import Cache
 from pytest_ragretrieval.config.settings import load_config
 from pytest_ragretrieval.errors import ConfigError, RetrieverError, RetrieverUnavailable
+from pytest_ragretrieval.retrievers import RetrieverSpec
 from pytest_ragretrieval.retrievers.rerank import RerankRetriever
 from pytest_ragretrieval.retrievers.rerank_http import HttpRerankScorer, scorer_id
 
@@ -141,7 +142,7 @@ def test_scores_are_cached_so_a_second_run_sends_nothing(tmp_path: Path) -> None
     assert ranked == expected
 
 
-def rerank_config(tmp_path: Path, lines: str):
+def rerank_config(tmp_path: Path, lines: str) -> RetrieverSpec:
     (tmp_path / "pyproject.toml").write_text(
         '[tool.ragretrieval]\nchunks = "c.jsonl"\nevalset = "e.jsonl"\n'
         + retriever("bm25", "bm25") + retriever("r", "rerank", source="bm25") + f"{lines}\n",

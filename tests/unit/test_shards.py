@@ -19,7 +19,7 @@ from pytest_ragretrieval.baseline.merge import Merged, first_difference, merge
 from pytest_ragretrieval.baseline.partial import PartialError, partial_document, read_partial
 from pytest_ragretrieval.config.settings import Config, load_config
 from pytest_ragretrieval.evalset.jsonl import load_chunks, load_evalset
-from pytest_ragretrieval.evalset.records import Question
+from pytest_ragretrieval.evalset.records import Chunk, Question
 from pytest_ragretrieval.gate.items import ItemKey, Skip
 from pytest_ragretrieval.gate.shard import shard_outcome
 from pytest_ragretrieval.scoring.evaluate import Run, score
@@ -53,7 +53,7 @@ def test_a_good_shard() -> None:
     assert parse_shard("2/4") == Shard(2, 4) and str(parse_shard(" 1/1 ")) == "1/1"
 
 
-def project(tmp_path: Path, k: int = 3) -> tuple[Config, list[Any], list[Question]]:
+def project(tmp_path: Path, k: int = 3) -> tuple[Config, tuple[Chunk, ...], tuple[Question, ...]]:
     rows = [{"id": chunk, "text": f"文本 {chunk}"} for chunk in CHUNKS]
     (tmp_path / "c.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
     questions = [{"id": qid, "query": f"问题 {qid}", "relevant": sorted({CHUNKS[i % 8], CHUNKS[(i * 3 + 1) % 8]})}
@@ -64,6 +64,7 @@ def project(tmp_path: Path, k: int = 3) -> tuple[Config, list[Any], list[Questio
             '[retrievers.one]\ntype = "bm25"\n[retrievers.two]\ntype = "bm25"\nk1 = 1.2\n')
     (tmp_path / "rag.toml").write_text(text, encoding="utf-8")
     config = load_config(str(tmp_path / "rag.toml"), tmp_path)
+    assert config.chunks is not None
     chunks = load_chunks(config.chunks)
     return config, chunks, load_evalset(config.evalset, chunks)
 
@@ -83,7 +84,7 @@ def latencies(questions: Sequence[Question]) -> dict[str, float]:
     return {q.id: number(q) / 7 for q in questions}
 
 
-def write_shards(tmp_path: Path, config: Config, chunks: list[Any], questions: list[Question], count: int = 3,
+def write_shards(tmp_path: Path, config: Config, chunks: tuple[Chunk, ...], questions: tuple[Question, ...], count: int = 3,
                  runs: Any = None) -> list[Path]:
     setup: dict[str, dict[str, Any]] = {"one": {}, "two": {}}
     found = fingerprint(config, chunks, questions, setup)
@@ -103,7 +104,7 @@ def write_shards(tmp_path: Path, config: Config, chunks: list[Any], questions: l
     return paths
 
 
-def merged(paths: Sequence[Path], config: Config, chunks: list[Any], questions: list[Question]) -> Merged:
+def merged(paths: Sequence[Path], config: Config, chunks: tuple[Chunk, ...], questions: tuple[Question, ...]) -> Merged:
     return merge([read_partial(path) for path in paths], config, chunks, questions)
 
 
@@ -138,7 +139,7 @@ def test_an_error_or_a_skip_on_a_shard_is_the_runs(tmp_path: Path) -> None:
                                             "others; run every shard where it runs")
 
 
-def error(paths: Sequence[Path], config: Config, chunks: list[Any], questions: list[Question]) -> str:
+def error(paths: Sequence[Path], config: Config, chunks: tuple[Chunk, ...], questions: tuple[Question, ...]) -> str:
     with pytest.raises(PartialError) as caught:
         merged(paths, config, chunks, questions)
     assert "\n" not in str(caught.value)
@@ -173,9 +174,9 @@ def test_a_foreign_shard_is_one_line(tmp_path: Path) -> None:
 def test_questions_that_are_not_the_shards_share_are_one_line(tmp_path: Path) -> None:
     config, chunks, questions = project(tmp_path)
     paths = write_shards(tmp_path, config, chunks, questions)
-    fewer = [q for q in questions if q.id != "q05"]  # q05 is in shard 1/3
+    fewer = tuple(q for q in questions if q.id != "q05")  # q05 is in shard 1/3
     assert error(paths, config, chunks, fewer).startswith(f"{paths[0]}: question 'q05' is not in ")
-    more = [*questions, Question("q99", "新问题", {"c1": 1})]
+    more = (*questions, Question("q99", "新问题", {"c1": 1}))
     assert error(paths, config, chunks, more) == (
         f"{paths[shard_of('q99', 3) - 1]}: shard {shard_of('q99', 3)}/3 lacks question 'q99' of {config.evalset}; "
         "merge the shards in the checkout they ran in")

@@ -8,7 +8,7 @@ import pytest
 from projects import retriever
 
 from pytest_ragretrieval.baseline.since import corpus_change, retriever_changes
-from pytest_ragretrieval.config.settings import load_config
+from pytest_ragretrieval.config.settings import Config, load_config
 from pytest_ragretrieval.errors import ConfigError
 from pytest_ragretrieval.retrievers.protocol import Query
 from pytest_ragretrieval.retrievers.sql import placeholders
@@ -19,7 +19,7 @@ PROD = retriever("prod", "table", table="kb.docs", id_column="doc_id", text_colu
 FTS = "SELECT id FROM kb.docs WHERE body @@ plainto_tsquery(%(query)s) LIMIT %(k)s"
 
 
-def config_at(tmp_path: Path, text: str):
+def config_at(tmp_path: Path, text: str) -> Config:
     (tmp_path / "pyproject.toml").write_text(text, encoding="utf-8")
     return load_config(None, tmp_path)
 

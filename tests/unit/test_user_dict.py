@@ -176,6 +176,7 @@ def test_the_samples_search_mode_variant_finds_the_laptop_and_records_its_dictio
     """The bundled sample's `bm25_search` (jieba-search and fixtures/user_dict.txt) against its `bm25`."""
     root = Path(__file__).resolve().parents[2]
     config = load_config(None, root)
+    assert config.chunks is not None
     chunks = load_chunks(config.chunks)
     texts = {chunk.id: chunk.text for chunk in chunks}
     found = {}

