@@ -19,6 +19,7 @@ import io
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 
@@ -26,7 +27,9 @@ from .errors import RagError
 from .packs import SUFFIX, DamagedPack, Pack, decode, digest, encode, encode_parts, pack_name
 from .paths import display, remove_stale_temporaries, write_atomic
 
-MODES = ("readwrite", "readonly", "off")
+Mode = Literal["readwrite", "readonly", "off"]
+"""`--rag-cache`: read and write, read only (a miss is an error), or no cache at all."""
+MODES: tuple[Mode, ...] = ("readwrite", "readonly", "off")
 RECORD_COMMAND = (
     "run pytest --rag-eval --rag-cache=readwrite where the model (or API key) is available, "
     "and commit/cache .rag-cache/"
@@ -48,8 +51,8 @@ def slug(model_id: str) -> str:
 class Cache:
     """The cache folder and its mode: `readwrite`, `readonly` (a miss is an error), or `off`."""
 
-    def __init__(self, folder: Path, mode: str = "readwrite") -> None:
-        if mode not in MODES:
+    def __init__(self, folder: Path, mode: Mode = "readwrite") -> None:
+        if mode not in MODES:  # a caller's value, typed or not, is checked where it enters
             raise RagError(f"cache mode must be {', '.join(map(repr, MODES))}, got {mode!r}")
         self.folder = Path(folder)
         self.mode = mode
@@ -78,7 +81,7 @@ class Namespace:
     pending_limit = 4096
     """`put` entries held before they are written as one pack."""
 
-    def __init__(self, folder: Path, kind: str, model_id: str, ext: str, dtype: np.dtype, mode: str) -> None:
+    def __init__(self, folder: Path, kind: str, model_id: str, ext: str, dtype: np.dtype, mode: Mode) -> None:
         self.folder = folder
         self.kind = kind
         self.model_id = model_id

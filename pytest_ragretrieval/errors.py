@@ -5,6 +5,7 @@ import argparse
 import difflib
 import traceback
 from collections.abc import Callable, Iterable
+from typing import TypeVar
 
 
 class RagError(Exception):
@@ -70,11 +71,17 @@ def invalid_choice(value: str, choices: Iterable[str]) -> str:
     return f"invalid choice: {value!r}{did_you_mean(value, known)} (choose from {', '.join(map(repr, known))})"
 
 
-def one_of(*choices: str) -> Callable[[str], str]:
-    """An option's argparse `type=`: the value when it is one of `choices`, else `invalid_choice`."""
-    def check(value: str) -> str:
-        if value not in choices:
-            raise argparse.ArgumentTypeError(invalid_choice(value, choices))
-        return value
+Choice = TypeVar("Choice", bound=str)
+"""One of a closed set of texts, such as a `Literal`'s members."""
+
+
+def one_of(*choices: Choice) -> Callable[[str], Choice]:
+    """An option's argparse `type=`: the value when it is one of `choices` (typed as they are, a
+    `Literal`'s members), else `invalid_choice`."""
+    def check(value: str) -> Choice:
+        for choice in choices:
+            if value == choice:
+                return choice
+        raise argparse.ArgumentTypeError(invalid_choice(value, choices))
 
     return check

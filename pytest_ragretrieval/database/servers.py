@@ -13,7 +13,7 @@ from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import DatabaseError
 from ..optional import need
@@ -24,6 +24,7 @@ from .hints import ALTERNATIVES, URL_ENV
 if TYPE_CHECKING:
     import psycopg
 
+    from ..config.settings import DbMode
     from .kept import Kept
 
 READY_SECONDS = 30.0
@@ -33,11 +34,15 @@ STATEMENT_TIMEOUT = "5min"
 """`statement_timeout` of the plugin's own sessions: a role's own (a tiny one, say) never applies to them."""
 
 
+ServerMode = Literal["docker", "embedded", "url"]
+"""A database mode once `auto` is resolved."""
+
+
 @dataclass(frozen=True)
 class Choice:
     """The resolved mode (never `auto`) and why, for the run header."""
 
-    mode: str
+    mode: ServerMode
     reason: str
 
 
@@ -58,7 +63,7 @@ class Server:
     """Called with the schema once seeded, on a kept database that was not seeded yet."""
 
 
-def choose(mode: str, dsn: str | None) -> Choice:
+def choose(mode: DbMode, dsn: str | None) -> Choice:
     """Resolve `auto` and check each mode's precondition before anything starts.
 
     `auto` takes a given server first: a DSN from --rag-db-url or RAG_EVAL_DATABASE_URL is the
@@ -230,7 +235,7 @@ def _use_url(dsn: str | None) -> Server:
     return Server(dsn, owned=False, stop=lambda: None, ready_seconds=0.0)
 
 
-STARTERS: dict[str, Callable[[str | None], Server]] = {
+STARTERS: dict[ServerMode, Callable[[str | None], Server]] = {
     "docker": _start_docker,
     "embedded": _start_embedded,
     "url": _use_url,

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from ..baseline.format import Recorded, RecordedQuestion
 from ..baseline.since import detectable, paired
@@ -11,6 +12,9 @@ from ..jsontext import escaped
 from ..scoring.evaluate import QuestionResult, RetrieverResult, mean
 from ..scoring.metrics import MetricSpec, hit_rate
 from ..values import DIGITS, EPSILON, fmt, p_clause, p_value, signed
+
+if TYPE_CHECKING:
+    from ..scoring.stats import Significance
 
 MAX_LISTED = 10
 ADJUSTED = {"maxt": "max-T", "holm": "Holm"}
@@ -131,7 +135,7 @@ def unjudged_line(
 
 
 def compare(
-    label: str, recorded: Recorded, result: RetrieverResult, significance: str, comparable: Collection[str]
+    label: str, recorded: Recorded, result: RetrieverResult, significance: Significance, comparable: Collection[str]
 ) -> Comparison | None:
     """Baseline, value and delta over the comparable questions both scored, the minimum detectable
     effect, and in significance mode the paired test's p and 95% interval; None when no question is shared."""
@@ -196,7 +200,7 @@ class MetricCheck:
     retriever: str
     spec: MetricSpec
     tolerance: float
-    significance: str = "none"
+    significance: Significance = "none"
     alpha: float = 0.05
     changes: tuple[str, ...] = ()
     edited: Mapping[str, tuple[str, ...]] = field(default_factory=dict, hash=False)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Literal
 
 from ..baseline.format import Recorded
 from ..baseline.since import paired
@@ -16,6 +17,9 @@ from ..config.settings import Config
 from ..scoring.evaluate import RetrieverResult
 from ..values import EPSILON, fmt
 from .checks import Comparison, per_question, recorded_values
+
+if TYPE_CHECKING:
+    from ..scoring.stats import Adjustment, Method
 
 
 @dataclass(frozen=True)
@@ -37,7 +41,7 @@ def member(key: tuple[str, str], comparison: Comparison, recorded: Recorded, res
     return Member(key, comparison, pairs.ids, differences) if any(differences) else None
 
 
-def used(configured: str, members: Sequence[Member]) -> str:
+def used(configured: Adjustment, members: Sequence[Member]) -> Adjustment:
     """The adjustment used: the configured one, except that max-T, which resamples every item over the
     same questions, gives way to Holm when the members were compared on different questions (possible
     only when the baseline's entries hold different questions)."""
@@ -46,7 +50,9 @@ def used(configured: str, members: Sequence[Member]) -> str:
     return configured
 
 
-def adjusted(members: Sequence[Member], method: str, significance: str) -> dict[tuple[str, str], Comparison]:
+def adjusted(
+    members: Sequence[Member], method: Literal["maxt", "holm"], significance: Method
+) -> dict[tuple[str, str], Comparison]:
     """Each member's comparison with its p adjusted over the family by `method` ("maxt" or "holm")."""
     import numpy as np
 

@@ -3,11 +3,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:  # a pytest-xdist worker imports this module for ItemKey alone: it loads no config
     from ..config.settings import Config
     from ..evalset.records import Question
+
+
+ItemKind = Literal["metric", "question", "latency"]
+"""A metric's item, a question's (`fail_on = ["question"]`), or the latency item (`max_latency_ms`)."""
 
 
 @dataclass(frozen=True, order=True)
@@ -15,7 +19,7 @@ class ItemKey:
     """One collected item: `rag::<retriever>::<name>`, where name is a metric label or `question::<id>`."""
 
     retriever: str
-    kind: str
+    kind: ItemKind
     name: str
 
     @property

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..baseline.bar import replacement
 from ..baseline.fingerprint import questions_record
@@ -37,6 +37,9 @@ from .checks import (
 from .family import Member, adjusted, member, power_lines, used
 from .items import ItemKey, Skip
 from .pairs import Pairs, compare_configurations
+
+if TYPE_CHECKING:
+    from ..scoring.stats import Adjustment
 
 
 def small_set_notes(config: Config, questions: Sequence[Question]) -> list[str]:
@@ -235,7 +238,7 @@ class Judge:
                     self._members += [item] if item is not None else []
         return self._members
 
-    def adjustment(self) -> str:
+    def adjustment(self) -> Adjustment:
         """The adjustment used: "maxt", "holm" or "none" (see `family.used`)."""
         return used(self.config.adjustment, self.members())
 
@@ -245,8 +248,11 @@ class Judge:
         items together, so items that move together (the metrics of one retriever) cost little; Holm
         holds whatever the dependence. Empty with `adjustment = "none"`: every p is the test's own."""
         if self._family is None:
-            method = self.adjustment()
-            self._family = adjusted(self.members(), method, self.config.significance) if method != "none" else {}
+            method, significance = self.adjustment(), self.config.significance
+            # without significance no item has a p-value, so the family is empty either way
+            self._family = (
+                adjusted(self.members(), method, significance) if method != "none" and significance != "none" else {}
+            )
         return self._family
 
     def outcome(self, key: ItemKey) -> Outcome:

@@ -11,11 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..config.settings import Config
 from ..scoring.evaluate import RetrieverResult, Run
 from ..values import DIGITS, EPSILON, p_clause, signed
+
+if TYPE_CHECKING:
+    from ..scoring.stats import Method
 
 COMBINING = ("hybrid", "rerank")
 """Types whose default comparisons are against each of their sources."""
@@ -56,7 +59,7 @@ class Pairs:
     """This run's comparisons, the test that gave their p-values, and what keeps some from being shown."""
 
     comparisons: tuple[PairComparison, ...] = ()
-    method: str = "randomization"
+    method: Method = "randomization"
     notes: tuple[str, ...] = ()
 
 
@@ -67,7 +70,7 @@ def pairs(config: Config) -> list[tuple[str, str]]:
     return [(spec.name, source) for spec in config.retrievers if spec.type in COMBINING for source in spec.sources]
 
 
-def compare_pair(a: RetrieverResult, b: RetrieverResult, label: str, method: str) -> PairComparison:
+def compare_pair(a: RetrieverResult, b: RetrieverResult, label: str, method: Method) -> PairComparison:
     """One pair on one metric, with `method`'s p and the bootstrap interval."""
     mine = {q.id: q.values[label] for q in a.questions if label in q.values}
     theirs = {q.id: q.values[label] for q in b.questions if label in q.values}
@@ -88,7 +91,7 @@ def compare_pair(a: RetrieverResult, b: RetrieverResult, label: str, method: str
 
 def compare_configurations(config: Config, runs: Mapping[str, Run], labels: Sequence[str] | None = None) -> Pairs:
     """Every configured pair whose two retrievers ran this session, on every metric."""
-    method = config.significance if config.significance != "none" else "randomization"
+    method: Method = config.significance if config.significance != "none" else "randomization"
     notes: list[str] = []
     found: list[PairComparison] = []
     for a, b in pairs(config):

@@ -18,8 +18,11 @@ if TYPE_CHECKING:
     import numpy as np
     import psycopg
 
+    from ..cache import Mode as CacheMode
+    from ..config.settings import DbMode
     from ..database.handle import Database
     from ..database.kept import Kept
+    from ..database.servers import ServerMode
     from ..embedding.cached import CachedEmbedder
 
 
@@ -31,7 +34,7 @@ class Resources:
     """
 
     def __init__(
-        self, config: Config, chunks: Sequence[Chunk], db_mode: str, dsn: str | None, cache_mode: str,
+        self, config: Config, chunks: Sequence[Chunk], db_mode: DbMode, dsn: str | None, cache_mode: CacheMode,
         phases: Phases | None = None, out: Output | None = None,
     ) -> None:
         self.config = config
@@ -153,7 +156,7 @@ class Resources:
         self._table = table_label(database.schema)
         return database
 
-    def _kept(self, mode: str, stored: np.ndarray) -> Kept | None:
+    def _kept(self, mode: ServerMode, stored: np.ndarray) -> Kept | None:
         """The kept folder for this corpus, embeddings and index (see database.kept): embedded mode,
         `keep_database` on and a readwrite cache only; None when another run holds it."""
         if mode != "embedded" or not self.config.keep_database or self.cache.mode != "readwrite":
@@ -232,7 +235,7 @@ class Resources:
             self._database = None
 
 
-def database_mode(option: str | None, configured: str, url_option: str | None) -> str:
+def database_mode(option: DbMode | None, configured: DbMode, url_option: str | None) -> DbMode:
     """`--rag-db` wins; else `--rag-db-url` alone means url; else the config's `db`."""
     if option is not None:
         return option

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..config.settings import Config
 from ..evalset.records import Chunk, Question
@@ -13,6 +13,10 @@ from .execute import execute
 from .resources import Resources
 from .workbench import Workbench
 
+if TYPE_CHECKING:
+    from ..cache import Mode as CacheMode
+    from ..config.settings import DbMode
+
 
 class Runner:
     """Runs retrievers over the eval set: the database and the embedder start on first need, each
@@ -20,8 +24,8 @@ class Runner:
     what each retriever's fingerprint adds (`setup`), so the judge computes and calls nothing."""
 
     def __init__(
-        self, config: Config, chunks: Sequence[Chunk], questions: Sequence[Question], *, db_mode: str,
-        dsn: str | None, cache_mode: str, phases: Phases, out: Output,
+        self, config: Config, chunks: Sequence[Chunk], questions: Sequence[Question], *, db_mode: DbMode,
+        dsn: str | None, cache_mode: CacheMode, phases: Phases, out: Output,
     ) -> None:
         self.config = config
         self.chunks = tuple(chunks)

@@ -13,11 +13,20 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 
 from ..values import DIGITS
 
+Method = Literal["randomization", "bootstrap"]
+"""How a p-value is computed: sign-flip permutations, or bootstrap resamples."""
+Significance = Literal["none", "randomization", "bootstrap"]
+"""`significance`: a p-value by one of the methods, or none (a drop fails by its size alone)."""
+Adjustment = Literal["maxt", "holm", "none"]
+"""`adjustment`: how the p-values of a session's items are adjusted together."""
+Alternative = Literal["less", "two-sided"]
+"""The test's alternative: the mean difference is below 0, or either way."""
 SEED = 20260917
 RESAMPLES = 9999
 BATCH = 1000
@@ -25,7 +34,7 @@ BATCH = 1000
 
 @dataclass(frozen=True)
 class PairedTest:
-    method: str
+    method: Method
     n: int
     p_value: float
     ci95: tuple[float, float]
@@ -50,7 +59,7 @@ def _confidence_interval(differences: np.ndarray) -> tuple[float, float]:
     return round(float(low), DIGITS), round(float(high), DIGITS)
 
 
-def randomization_p(differences: np.ndarray, alternative: str = "less") -> float:
+def randomization_p(differences: np.ndarray, alternative: Alternative = "less") -> float:
     """Paired sign-flip permutation test, p as scipy.stats.permutation_test defines it.
 
     Exact (every sign pattern, no +1) when 2^n <= RESAMPLES; else RESAMPLES random sign patterns
@@ -77,7 +86,7 @@ def randomization_p(differences: np.ndarray, alternative: str = "less") -> float
     return min(p, 1.0)
 
 
-def bootstrap_p(differences: np.ndarray, alternative: str = "less") -> float:
+def bootstrap_p(differences: np.ndarray, alternative: Alternative = "less") -> float:
     """Paired bootstrap test: resample the differences shifted to mean 0, count means <= observed
     (two-sided: means at least as far from 0 as observed)."""
     data = np.asarray(differences, dtype=float)
@@ -91,7 +100,7 @@ def bootstrap_p(differences: np.ndarray, alternative: str = "less") -> float:
 
 
 def paired_test(
-    before: Sequence[float], after: Sequence[float], method: str, alternative: str = "less"
+    before: Sequence[float], after: Sequence[float], method: Method, alternative: Alternative = "less"
 ) -> PairedTest | None:
     """Test `after` against `before` (same questions, same order); None with fewer than 2 pairs."""
     if len(before) != len(after):
@@ -121,7 +130,7 @@ def holm(p_values: Sequence[float]) -> list[float]:
 
 
 
-def _null_means(items: Sequence[np.ndarray], method: str) -> np.ndarray:
+def _null_means(items: Sequence[np.ndarray], method: Method) -> np.ndarray:
     """Each item's mean under every resample of the null, one row per resample and one column per
     item, drawn once for all the items (the same sign flips, the same bootstrap indices) with exactly
     the draws `randomization_p` and `bootstrap_p` make for one item. Where those tests add 1 to both
@@ -146,7 +155,7 @@ def _null_means(items: Sequence[np.ndarray], method: str) -> np.ndarray:
     return np.concatenate([*parts, np.array([[float(data.mean()) for data in items]])])
 
 
-def maxt(differences: Sequence[np.ndarray], method: str) -> list[float | None]:
+def maxt(differences: Sequence[np.ndarray], method: Method) -> list[float | None]:
     """Step-down resampling adjusted p-values for drops (Westfall & Young 1993; Carterette 2012 for
     IR), one per item in the order given; None for an item whose differences are all 0: it has no
     statistic and leaves the family (whether all are 0 no resample changes, so dropping it costs
