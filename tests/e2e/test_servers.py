@@ -295,9 +295,9 @@ def test_url_mode_needs_a_dsn() -> None:
 
 def test_unknown_modes() -> None:
     with pytest.raises(DatabaseError, match="unknown database mode 'sqlite'"):
-        choose("sqlite", None)
+        choose("sqlite", None)  # type: ignore[arg-type]  # what an untyped caller may pass
     with pytest.raises(DatabaseError, match="resolve it with choose"):
-        open_database(Choice("auto", "test"))
+        open_database(Choice("auto", "test"))  # type: ignore[arg-type]  # what an untyped caller may pass
 
 
 def test_docker_mode_without_docker_names_the_alternatives(no_docker: str) -> None:

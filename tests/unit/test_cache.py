@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from pytest_ragretrieval import cache as cache_module
 from pytest_ragretrieval import paths as files_module
-from pytest_ragretrieval.cache import RECORD_COMMAND, Cache, Namespace
+from pytest_ragretrieval.cache import RECORD_COMMAND, Cache, Mode, Namespace
 from pytest_ragretrieval.errors import RagError
 
 
@@ -22,7 +22,7 @@ def sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def vectors(folder: Path, mode: str = "readwrite", model: str = "model-a") -> Namespace:
+def vectors(folder: Path, mode: Mode = "readwrite", model: str = "model-a") -> Namespace:
     return Cache(folder, mode).namespace("embeddings", model, ext="npy", dtype="<f4")
 
 
@@ -297,7 +297,7 @@ def test_readonly_miss_message_gives_count_embedder_and_command(
 
 def test_bad_mode_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(RagError, match="cache mode must be 'readwrite', 'readonly', 'off', got 'rw'"):
-        Cache(tmp_path, "rw")
+        Cache(tmp_path, "rw")  # type: ignore[arg-type]  # what an untyped caller may pass
 
 
 def test_kind_must_be_a_folder_name(tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pytest_ragretrieval.cache import Cache
+from pytest_ragretrieval.cache import Cache, Mode, Namespace
 from pytest_ragretrieval.retrievers import corpus_tokens as module
 from pytest_ragretrieval.retrievers.bm25_index import BM25Index
 from pytest_ragretrieval.retrievers.corpus_tokens import cached_tokens, tokenizer_id
@@ -15,7 +15,7 @@ from pytest_ragretrieval.retrievers.tokens import tokenizer
 TEXTS = ["一线城市住宿标准为每晚600元", "出差结束后提交报销单并附发票", "ORDER-2024 表示订单已超时关闭", "一线城市", "一线城市"]
 
 
-def namespace(folder: Path, mode: str = "readwrite"):  # type: ignore[no-untyped-def]
+def namespace(folder: Path, mode: Mode = "readwrite") -> Namespace:
     return Cache(folder, mode).namespace("tokens", tokenizer_id("jieba"), dtype="<i4")
 
 

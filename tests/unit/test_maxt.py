@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_ragretrieval.scoring.stats import RESAMPLES, bootstrap_p, holm, maxt, randomization_p
+from pytest_ragretrieval.scoring.stats import RESAMPLES, Method, bootstrap_p, holm, maxt, randomization_p
 
 TESTS = {"randomization": randomization_p, "bootstrap": bootstrap_p}
 
@@ -71,7 +71,7 @@ def families(draw: st.DrawFn) -> list[np.ndarray]:
 @pytest.mark.parametrize("method", ["randomization", "bootstrap"])
 @settings(max_examples=40, deadline=None)
 @given(family=families())
-def test_unadjusted_at_most_maxt_at_most_holm(method: str, family: list[np.ndarray]) -> None:
+def test_unadjusted_at_most_maxt_at_most_holm(method: Method, family: list[np.ndarray]) -> None:
     adjusted = maxt(family, method)
     members = [j for j, item in enumerate(family) if item.any()]
     assert [j for j, p in enumerate(adjusted) if p is not None] == members
@@ -85,7 +85,7 @@ def test_unadjusted_at_most_maxt_at_most_holm(method: str, family: list[np.ndarr
 @pytest.mark.parametrize("method", ["randomization", "bootstrap"])
 @settings(max_examples=30, deadline=None)
 @given(family=families(), copies=st.integers(1, 4))
-def test_one_item_or_identical_items_get_the_single_item_p(method: str, family: list[np.ndarray],
+def test_one_item_or_identical_items_get_the_single_item_p(method: Method, family: list[np.ndarray],
                                                            copies: int) -> None:
     item = family[0]
     expected = round(TESTS[method](item), 6) if item.any() else None
@@ -95,7 +95,7 @@ def test_one_item_or_identical_items_get_the_single_item_p(method: str, family: 
 @pytest.mark.parametrize("method", ["randomization", "bootstrap"])
 @settings(max_examples=30, deadline=None)
 @given(family=families(), where=st.integers(0, 4))
-def test_an_all_zero_item_changes_no_other_p(method: str, family: list[np.ndarray], where: int) -> None:
+def test_an_all_zero_item_changes_no_other_p(method: Method, family: list[np.ndarray], where: int) -> None:
     where = min(where, len(family))
     widened = [*family[:where], np.zeros(family[0].size), *family[where:]]
     found = maxt(widened, method)

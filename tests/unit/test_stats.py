@@ -6,7 +6,14 @@ import pytest
 from scipy import stats as scipy_stats
 
 from pytest_ragretrieval.scoring import stats
-from pytest_ragretrieval.scoring.stats import RESAMPLES, SEED, _confidence_interval, bootstrap_p, randomization_p
+from pytest_ragretrieval.scoring.stats import (
+    RESAMPLES,
+    SEED,
+    Alternative,
+    _confidence_interval,
+    bootstrap_p,
+    randomization_p,
+)
 
 
 def differences(n: int, seed: int) -> np.ndarray:
@@ -31,7 +38,7 @@ def scipy_interval(data: np.ndarray) -> tuple[float, float]:
 
 @pytest.mark.parametrize("n", [2, 5, 9, 13])
 @pytest.mark.parametrize("alternative", ["less", "two-sided"])
-def test_the_exact_sign_flip_test_equals_scipys(n: int, alternative: str) -> None:
+def test_the_exact_sign_flip_test_equals_scipys(n: int, alternative: Alternative) -> None:
     """2^n <= 9999: every sign pattern, no +1; the same p to the last bit."""
     for seed in range(5):
         data = differences(n, seed)
