@@ -58,7 +58,7 @@ class IndexSettings:
     ef_search: int = 40
 
     @property
-    def fingerprint(self) -> dict[str, Any]:
+    def fingerprint(self) -> dict[str, object]:
         if self.kind == "exact":
             return {"kind": "exact"}
         return {"kind": self.kind, "m": self.m, "ef_construction": self.ef_construction, "ef_search": self.ef_search}

@@ -59,7 +59,7 @@ class RetrieverSpec:
     """How deep this retriever reads its sources, when its type says (`source_depth(params)`)."""
 
     @property
-    def fingerprint(self) -> dict[str, Any]:
+    def fingerprint(self) -> dict[str, object]:
         return {"type": self.type, **self.params}
 
     @property

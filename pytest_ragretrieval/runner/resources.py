@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..cache import Cache, Namespace
 from ..config.settings import Config
@@ -78,7 +78,7 @@ class Resources:
         except RagError:
             return self.config.embedding_id or self.config.embedding
 
-    def embedding(self) -> dict[str, Any]:
+    def embedding(self) -> dict[str, object]:
         """Embedder id and dimension; the dimension comes from the corpus, through the cache.
 
         When the embedder cannot say (no model, no key), the error takes the dimension's place:
@@ -95,10 +95,10 @@ class Resources:
         return {"id": self.embedder.id, "dimension": int(dimension)}
 
     @property
-    def index(self) -> dict[str, Any]:
+    def index(self) -> dict[str, object]:
         return self.config.index.fingerprint
 
-    def engine(self, settings: Mapping[str, Any], table: str | None, column: str | None) -> dict[str, Any]:
+    def engine(self, settings: Mapping[str, object], table: str | None, column: str | None) -> dict[str, object]:
         """The team server's engine for a `table` or `sql` retriever's fingerprint (see database.team)."""
         from ..database.team import engine_record
 

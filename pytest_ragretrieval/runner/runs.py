@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..config.settings import Config
 from ..evalset.records import Chunk, Question
@@ -35,7 +35,7 @@ class Runner:
         self.resources = Resources(config, self.chunks, db_mode, dsn, cache_mode, phases, out)
         self.bench = Workbench(config, self.chunks, self.resources, self.questions)
         self.runs: dict[str, Run] = {}
-        self._setup: dict[str, dict[str, Any]] | None = None
+        self._setup: dict[str, dict[str, object]] | None = None
 
     def reclaim(self) -> None:
         """Remove what killed runs left (embedded servers), before this run starts its own."""
@@ -59,7 +59,7 @@ class Runner:
             return f"rag: warning: cache entries not written ({exc}); computed again next run"
         return None
 
-    def setup(self) -> dict[str, dict[str, Any]]:
+    def setup(self) -> dict[str, dict[str, object]]:
         """What each configured retriever's type adds to its fingerprint (the embedder's id and
         dimension, the index settings), by retriever, computed once: the dimension may take
         embedding one chunk (through the cache), which is the runner's business, not the judge's."""
