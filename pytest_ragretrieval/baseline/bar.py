@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
+from typing import Literal
 
 from ..scoring.metrics import metric_order
 from ..values import EPSILON, fmt
@@ -33,7 +34,7 @@ def _mean(values: Collection[float]) -> float:
 class Replacement:
     """Bar values that leave (`left`: edited or removed questions) and what takes their place, as means."""
 
-    kind: str
+    kind: Literal["edited", "removed"]
     """`edited`: the edited questions' new values; `removed`: the added questions' values, or the
     kept questions' bar when none was added."""
     left: tuple[str, ...]
