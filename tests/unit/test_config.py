@@ -1,13 +1,14 @@
 """Config parsing: defaults, every key checked, errors that name the file, table and key."""
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 import pytest
 from projects import retriever
 
 from pytest_ragretrieval.config.settings import Config, Tolerance, load_config
-from pytest_ragretrieval.errors import ConfigError
+from pytest_ragretrieval.errors import ConfigError, one_of
 from pytest_ragretrieval.scoring.metrics import MetricSpec
 
 MINIMAL = """
@@ -83,6 +84,8 @@ def test_a_dependency_graph_of_retrievers(tmp_path: Path) -> None:
         (("[tool.ragretrieval]\n", '[tool.ragretrieval]\ntolerance = "small"\n'), "pyproject.toml [tool.ragretrieval] key 'tolerance': must be a number, got 'small'"),
         (("[tool.ragretrieval]\n", '[tool.ragretrieval]\nkeep_database = "no"\n'), "pyproject.toml [tool.ragretrieval] key 'keep_database': must be true or false, got 'no'"),
         (("[tool.ragretrieval]\n", '[tool.ragretrieval]\ndb = "sqlite"\n'), "pyproject.toml [tool.ragretrieval] key 'db': must be one of 'auto', 'docker', 'embedded', 'url', got 'sqlite'"),
+        (("[tool.ragretrieval]\n", '[tool.ragretrieval]\nindex = "hsnw"\n'), "pyproject.toml [tool.ragretrieval] key 'index': must be one of 'exact', 'hnsw', got 'hsnw'; did you mean 'hnsw'?"),
+        (("[tool.ragretrieval]\n", '[tool.ragretrieval]\nsignificance = "bootstrapping"\n'), "pyproject.toml [tool.ragretrieval] key 'significance': must be one of 'none', 'randomization', 'bootstrap', got 'bootstrapping'; did you mean 'bootstrap'?"),
         (("[tool.ragretrieval]\n", '[tool.ragretrieval]\nembedding = "cohere:x"\n'), "pyproject.toml [tool.ragretrieval] key 'embedding': must start with"),
         (("[tool.ragretrieval]\n", '[tool.ragretrieval]\nembedding = "python:m:f"\n'), "pyproject.toml [tool.ragretrieval] key 'embedding_id': is required with a python: embedder"),
         (("[tool.ragretrieval]\n", '[tool.ragretrieval]\nfail_on = ["metrics"]\n'), "pyproject.toml [tool.ragretrieval] key 'fail_on': entries must be 'metric' or 'question', got 'metrics'"),
@@ -97,6 +100,16 @@ def test_a_dependency_graph_of_retrievers(tmp_path: Path) -> None:
 )
 def test_bad_values_name_the_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, edit: tuple[str, str], message: str) -> None:
     assert error_of(tmp_path, MINIMAL.replace(*edit), monkeypatch).startswith(message)
+
+
+def test_a_closed_set_is_read_as_the_member_given(tmp_path: Path) -> None:
+    """`Table.choice` returns the member that was given (typed as the Literal), not the default."""
+    given = '[tool.ragretrieval]\ndb = "embedded"\nindex = "hnsw"\nsignificance = "bootstrap"\nadjustment = "none"\n'
+    config = config_at(tmp_path, MINIMAL.replace("[tool.ragretrieval]\n", given, 1))
+    assert (config.db, config.index.kind, config.significance, config.adjustment) == ("embedded", "hnsw", "bootstrap", "none")
+    assert one_of("readwrite", "readonly", "off")("readonly") == "readonly"
+    with pytest.raises(argparse.ArgumentTypeError, match=r"^invalid choice: 'read-only'; did you mean 'readonly'\?"):
+        one_of("readwrite", "readonly", "off")("read-only")
 
 
 def test_a_cycle_of_sources_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
