@@ -18,6 +18,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
      "cache", "loader", "toml", "extensions", "signals"),
     ("evalset",),
     ("scoring",),
+    ("record",),
     ("embedding",),
     ("retrievers",),
     ("config",),
