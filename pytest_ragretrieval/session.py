@@ -27,11 +27,12 @@ from .evalset.records import Chunk, Question
 from .gate.checks import Outcome
 from .gate.items import ItemKey, Skip, item_keys
 from .gate.judge import Judge
-from .gate.record import baseline_update, results_document
+from .gate.record import baseline_update, run_record
 from .gate.shard import shard_outcome
 from .gate.verdicts import Verdict
 from .paths import display, write_atomic, write_problem
 from .progress import Output, PlainOutput
+from .record.codec import encode
 from .report.build import build_report
 from .report.model import ReportInput
 from .report.terminal import header_lines, summary_lines
@@ -221,9 +222,9 @@ class RagSession:
             if self.runs and self.options.shard is None and (self.options.reports or in_github_actions()):
                 self._report(self.report_input())
         if self.options.json_path is not None and self.runs and self.options.shard is None:
-            document = results_document(self.config, self.judge.fingerprint, self.runs, self.judge, self.failures)
-            document["phases"] = self.phases.rounded()
-            self._write(self.options.json_path, dumps(document))
+            record = run_record(self.config, self.judge.fingerprint, self.runs, self.judge, self.failures,
+                                self.phases.rounded())
+            self._write(self.options.json_path, encode(record))
         if self.options.update and self.runs:
             plan = baseline_update(
                 self.config, self.baseline, self.judge.fingerprint, self.runs, self.selected, self.judge

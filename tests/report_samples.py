@@ -3,8 +3,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from pytest_ragretrieval.gate.checks import Comparison
-from pytest_ragretrieval.gate.pairs import PairComparison
+from pytest_ragretrieval.record.types import Comparison, PairComparison
 from pytest_ragretrieval.report.build import UNAVAILABLE
 from pytest_ragretrieval.report.model import (
     ChunkView,

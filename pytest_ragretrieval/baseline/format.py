@@ -11,13 +11,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from msgspec import UNSET, structs
+
 from .. import __version__
-from ..errors import BaselineError
-from ..paths import Unreadable, display, read_input
-from ..record.checks import damaged
-from ..record.codec import decode
+from ..record.codec import Decoded, decode, to_document
 from ..record.codec import dumps as dumps
-from ..record.types import FORMAT_VERSION, Record, Retriever
+from ..record.codec import load as load_record
+from ..record.codec import read as read_record
+from ..record.types import FORMAT_VERSION, NoAnswer, Question, Record, Retriever
 from ..scoring.evaluate import RetrieverResult
 from ..values import DIGITS
 
@@ -79,25 +80,21 @@ class Baseline:
     """The file as the run record reads it (None for a baseline built in memory)."""
 
 
+def retriever_record(result: RetrieverResult) -> Retriever:
+    """The reproducible part of a retriever's results, as the record holds it."""
+    return Retriever(
+        metrics=dict(result.metrics),
+        tags={tag: dict(values) for tag, values in result.tags.items()},
+        no_answer=NoAnswer(result.no_answer_total, result.no_answer_empty, result.answerable_empty),
+        questions={q.id: Question(tuple(q.ranking), dict(q.values)) for q in result.questions},
+    )
+
+
 def retriever_entry(result: RetrieverResult, bar: Mapping[str, Mapping[str, float]] | None = None) -> dict[str, Any]:
     """The reproducible part of a retriever's results, as the baseline stores it; `bar` where the bar
     differs from these values (metric label -> question id -> value), written only when it holds one."""
-    entry: dict[str, Any] = {
-        "metrics": dict(result.metrics),
-        "tags": {tag: dict(values) for tag, values in result.tags.items()},
-        "no_answer": {
-            "questions": result.no_answer_total,
-            "empty": result.no_answer_empty,
-            "answerable_empty": result.answerable_empty,
-        },
-        "questions": {
-            q.id: {"ranking": list(q.ranking), "metrics": dict(q.values)} for q in result.questions
-        },
-    }
     held = {label: dict(values) for label, values in (bar or {}).items() if values}
-    if held:
-        entry["bar"] = held
-    return entry
+    return to_document(structs.replace(retriever_record(result), bar=held or UNSET))
 
 
 def document(
@@ -134,7 +131,10 @@ def recorded(entry: Retriever) -> Recorded:
 def parse(path: Path, text: str) -> Baseline:
     """Read a results or baseline document through the record's codec (every problem one line naming
     the file and the JSON path), and project it for the judge."""
-    decoded = decode(path, text)
+    return _projected(path, decode(path, text))
+
+
+def _projected(path: Path, decoded: Decoded) -> Baseline:
     record = decoded.record
     fingerprint = decoded.document["fingerprint"]
     assert isinstance(fingerprint, dict)
@@ -146,27 +146,10 @@ def parse(path: Path, text: str) -> Baseline:
 
 def read(path: Path) -> Baseline:
     """The results or baseline file at `path`; a missing file is an error."""
-    try:
-        data = read_input(path)
-    except Unreadable as exc:
-        raise BaselineError(f"{display(path)}: {exc}") from None
-    return _decoded(path, data)
-
-
-def _decoded(path: Path, data: bytes) -> Baseline:
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise damaged(path, "not UTF-8 text") from None
-    return parse(path, text)
+    return _projected(path, read_record(path))
 
 
 def load(path: Path) -> Baseline | None:
     """The baseline at `path`, or None when there is none yet; a path that is no file is an error."""
-    try:
-        data = read_input(path)
-    except Unreadable as exc:
-        if exc.missing:
-            return None
-        raise BaselineError(f"{display(path)}: {exc}") from None
-    return _decoded(path, data)
+    decoded = load_record(path)
+    return None if decoded is None else _projected(path, decoded)

@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+
+from msgspec import structs
 
 from ..baseline.format import Recorded
 from ..baseline.since import paired
 from ..config.settings import Config
+from ..record.types import Adjustment, Comparison
 from ..scoring.evaluate import RetrieverResult
 from ..values import EPSILON, fmt
-from .checks import Comparison, per_question, recorded_values
+from .checks import per_question, recorded_values
 
 
 @dataclass(frozen=True)
@@ -59,7 +62,8 @@ def adjusted(members: Sequence[Member], method: str, significance: str) -> dict[
     family = {}
     for item, p in zip(members, found, strict=True):
         assert p is not None
-        family[item.key] = replace(item.comparison, p_value=p, family=len(members), adjustment=method)
+        family[item.key] = structs.replace(item.comparison, p_value=p, family=len(members),
+                                           adjustment=Adjustment(method))
     return family
 
 

@@ -11,44 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from ..config.settings import Config
+from ..record.types import PairComparison
 from ..scoring.evaluate import RetrieverResult, Run
 from ..values import DIGITS, EPSILON, p_clause, signed
 
 COMBINING = ("hybrid", "rerank")
 """Types whose default comparisons are against each of their sources."""
-
-
-@dataclass(frozen=True)
-class PairComparison:
-    """Retriever `a` against retriever `b` on one metric, over the questions both scored."""
-
-    a: str
-    b: str
-    metric: str
-    delta: float
-    wins: int
-    ties: int
-    losses: int
-    p_value: float | None = None
-    ci95: tuple[float, float] | None = None
-
-    @property
-    def questions(self) -> int:
-        return self.wins + self.ties + self.losses
-
-    def significant(self, alpha: float) -> bool:
-        return self.p_value is not None and self.p_value < alpha
-
-    def as_dict(self) -> dict[str, Any]:
-        """The shape `--rag-json` writes under `comparisons`."""
-        return {
-            "a": self.a, "b": self.b, "metric": self.metric, "delta": self.delta, "p_value": self.p_value,
-            "ci95": list(self.ci95) if self.ci95 is not None else None,
-            "wins": self.wins, "ties": self.ties, "losses": self.losses,
-        }
 
 
 @dataclass(frozen=True)

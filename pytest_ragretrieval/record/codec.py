@@ -16,8 +16,10 @@ from pathlib import Path
 
 import msgspec
 
+from ..errors import BaselineError
 from ..jsontext import JSONProblem, loads
-from .checks import damaged, shown, text_problem
+from ..paths import Unreadable, display, read_input
+from .checks import damaged, number, shown, text_problem
 from .types import READABLE, Record
 from .upgrade import upgraded
 from .validate import check_fingerprint, check_record
@@ -64,9 +66,10 @@ def dumps(doc: Mapping[str, object]) -> str:
     return json.dumps(doc, ensure_ascii=False, sort_keys=True, indent=2) + "\n"
 
 
-def to_document(record: Record) -> dict[str, object]:
-    """The record as JSON values: enums as their words, tuples as lists, absent (`UNSET`) fields left out."""
-    found: dict[str, object] = msgspec.to_builtins(record)
+def to_document(record: msgspec.Struct) -> dict[str, object]:
+    """The record as JSON values: enums as their words, tuples as lists, absent (`UNSET`) fields left out
+    (through msgspec's JSON, whose floats read back as the same floats)."""
+    found: dict[str, object] = msgspec.json.decode(msgspec.json.encode(record))
     return found
 
 
@@ -91,9 +94,37 @@ def decode(path: Path, text: str) -> Decoded:
     try:
         record = msgspec.convert(doc, Record)
     except msgspec.ValidationError as exc:
-        raise damaged(path, _problem(doc, str(exc))) from None
+        raise damaged(path, _problem(path, doc, str(exc))) from None
     check_record(path, record, doc, version)
     return Decoded(record, doc)
+
+
+def read(path: Path) -> Decoded:
+    """The results or baseline file at `path`; a missing file is an error."""
+    try:
+        data = read_input(path)
+    except Unreadable as exc:
+        raise BaselineError(f"{display(path)}: {exc}") from None
+    return _decoded(path, data)
+
+
+def load(path: Path) -> Decoded | None:
+    """The file at `path`, or None when there is none yet; a path that is no file is an error."""
+    try:
+        data = read_input(path)
+    except Unreadable as exc:
+        if exc.missing:
+            return None
+        raise BaselineError(f"{display(path)}: {exc}") from None
+    return _decoded(path, data)
+
+
+def _decoded(path: Path, data: bytes) -> Decoded:
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise damaged(path, "not UTF-8 text") from None
+    return decode(path, text)
 
 
 def _version(path: Path, doc: Mapping[str, object]) -> int:
@@ -105,19 +136,19 @@ def _version(path: Path, doc: Mapping[str, object]) -> int:
     return version
 
 
-def _problem(doc: dict[str, object], message: str) -> str:
+def _problem(path: Path, doc: dict[str, object], message: str) -> str:
     """msgspec's message (`Expected `float`, got `null` - at `$.retrievers[...].metrics[...]``) as one
     line naming the exact JSON path (`retrievers.bm25.metrics.p@5`), with the hint the path has."""
     what, _, at = message.partition(" - at `")
     located = list(_located(doc, at.rstrip("`")))
     parts = [part for part, _ in located]
     pattern = tuple("*" if key else part for part, key in located)
+    if what == "Number out of range":  # an integer too large for a float: named with its metric's range
+        number(path, _joined(parts), _value(doc, parts))
     for size in (len(parts), len(parts) - 1):
         if pattern[:size] in HINTS and (size == len(parts) or pattern[:size] in CONTAINERS):
             return f"{_joined(parts[:size])} {HINTS[pattern[:size]]}"
     where = _joined(parts) or "the document"
-    if what == "Number out of range":
-        return f"{where} = {shown(_value(doc, parts))} is not a finite number"
     words = re.sub(r"`(\w+)`", lambda m: WORDS.get(m.group(1), f"`{m.group(1)}`"), what)
     return f"{where}: {words[:1].lower()}{words[1:]}"
 

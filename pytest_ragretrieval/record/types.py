@@ -183,3 +183,5 @@ class Record(Struct, frozen=True):
     since_baseline: SinceBaseline | UnsetType = UNSET
     labels_to_review: tuple[LabelToReview, ...] | UnsetType = UNSET
     significance: Significance | UnsetType = UNSET
+    phases: dict[str, float] | UnsetType = UNSET
+    """Seconds per phase of the run that wrote the results."""

@@ -65,7 +65,6 @@ def _named_digests(path: Path, where: str, value: object) -> None:
 
 def check_record(path: Path, record: Record, doc: Mapping[str, object], version: int) -> None:
     """The checks after the types: see the module's docstring."""
-    _finite(path, doc)
     _k(path, record, version)
     both = sorted(set(record.unavailable or {}) & set(record.retrievers))
     if both:
@@ -74,6 +73,7 @@ def check_record(path: Path, record: Record, doc: Mapping[str, object], version:
     for name, entry in record.retrievers.items():
         _entry(path, f"retrievers.{name}", entry)
         _depth(path, name, entry, record.k)
+    _finite(path, doc)
     fingerprinted = record.fingerprint.get("retrievers", {})
     unfingerprinted = sorted(set(record.retrievers) - set(fingerprinted if isinstance(fingerprinted, dict) else {}))
     if unfingerprinted:

@@ -4,8 +4,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ..gate.checks import Comparison
-from ..gate.pairs import PairComparison
+from ..record.types import Comparison, PairComparison
 from ..values import EPSILON
 
 

@@ -8,10 +8,11 @@ from ..baseline.format import Baseline
 from ..baseline.gold import edited_gold, gold_texts, recorded_gold, review_line
 from ..config.settings import Config
 from ..evalset.records import Chunk, Question
-from ..gate.checks import ADJUSTED, Comparison
+from ..gate.checks import ADJUSTED
 from ..gate.judge import Judge, baseline_questions, comparable_notes, small_set_notes
 from ..gate.pairs import Pairs
 from ..paths import display
+from ..record.types import Adjustment, Comparison
 from ..scoring.evaluate import RetrieverResult, Run, latency_summary
 from ..values import fmt, moved, p_value, signed
 from .wording import width
@@ -149,7 +150,7 @@ def adjustment_line(adjustment: str, family: int, config: Config) -> str:
     if not family:
         return f"p-values of {test}: no metric item moved on any question, so none was adjusted"
     items = f"{family} metric item{'s' if family != 1 else ''}"
-    return (f"p-values {ADJUSTED[adjustment]}-adjusted over the {items} judged with {test} that moved "
+    return (f"p-values {ADJUSTED[Adjustment(adjustment)]}-adjusted over the {items} judged with {test} that moved "
             "(items with no difference on any question leave the family)")
 
 

@@ -16,9 +16,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from ..record.types import PairComparison
 from ..report.markdown import esc, failures_section, metrics_section, table
 from ..report.model import Failure, ReportInput
-from ..report.results import PairComparison
 from ..report.wording import TITLE, format_ci, verdict
 from ..values import fmt, p_value, signed
 from .approval import Decision, what_lowered
@@ -42,7 +42,6 @@ class CommentInput:
     failures_recorded: bool  # False: a results file written before the plugin recorded its failures
     gate_outcome: str = ""  # the gate step's outcome as the workflow saw it: success, failure or ""
     comparisons: tuple[PairComparison, ...] = ()
-    comparisons_left_out: int = 0
     changes: Changes | None = None
     decision: Decision | None = None
     artifact_url: str = ""
@@ -211,22 +210,16 @@ def changes_section(changes: Changes | None, limit: int | None) -> list[str]:
 
 
 def comparisons_section(data: CommentInput, limit: int | None) -> list[str]:
-    if not data.comparisons and not data.comparisons_left_out:
+    if not data.comparisons:
         return []
     lines = ["### 配置对比 / Comparisons between configurations", ""]
     shown = data.comparisons if limit is None else data.comparisons[:limit]
     rows = []
     for c in shown:
-        record = "—" if None in (c.wins, c.ties, c.losses) else f"{c.wins}/{c.ties}/{c.losses}"
-        rows.append([f"{esc(c.a)} vs {esc(c.b)}", esc(c.metric), signed(c.delta) or "—", p_value(c.p_value),
-                     format_ci(c.ci95), record])
-    if rows:
-        lines += table(["pair", "metric", "delta", "p", "95% CI", "win/tie/loss"], rows, numeric=4)
-        lines += _more(len(data.comparisons), len(shown)) + [""]
-    if data.comparisons_left_out:
-        count = data.comparisons_left_out
-        lines.append(f"{count} 项无法读取 / {count} left out: each needs a, b and metric")
-    return lines[:-1] if lines[-1] == "" else lines
+        rows.append([f"{esc(c.a)} vs {esc(c.b)}", esc(c.metric), signed(c.delta), p_value(c.p_value),
+                     format_ci(c.ci95), f"{c.wins}/{c.ties}/{c.losses}"])
+    lines += table(["pair", "metric", "delta", "p", "95% CI", "win/tie/loss"], rows, numeric=4)
+    return lines + _more(len(data.comparisons), len(shown))
 
 
 def approval_section(decision: Decision | None, limit: int | None) -> list[str]:
