@@ -22,8 +22,10 @@ Count = Annotated[int, Meta(ge=0, lt=2**31)]
 ChunkId = Annotated[str, Meta(min_length=1)]
 Values = dict[str, float]
 """Metric label (`ndcg@5`) -> value; the codec checks each label and each value's range."""
-JSONObject = dict[str, object]
-"""A JSON object whose shape belongs to someone else: a retriever's fingerprint is what its type says."""
+JSONValue = Annotated[object, Meta(extra_json_schema={"description": "any JSON value"})]
+JSONObject = dict[str, JSONValue]
+"""A JSON object whose shape belongs to someone else: a retriever's fingerprint is what its type says
+(`validate.check_fingerprint` checks the sections readers rely on)."""
 
 
 class Adjustment(enum.StrEnum):
