@@ -28,13 +28,13 @@ from .gate.checks import Outcome
 from .gate.items import ItemKey, Skip, item_keys
 from .gate.judge import Judge
 from .gate.record import baseline_update, run_record
+from .gate.report import build_report
 from .gate.shard import shard_outcome
 from .gate.verdicts import Verdict
 from .paths import display, write_atomic, write_problem
 from .progress import Output, PlainOutput
 from .record.codec import encode
-from .report.build import build_report
-from .report.model import ReportInput
+from .record.report import ReportInput
 from .report.terminal import header_lines, summary_lines
 from .runner.resources import database_mode, database_url
 from .runner.runs import Runner

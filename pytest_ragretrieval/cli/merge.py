@@ -24,9 +24,9 @@ from ..gate.checks import Outcome
 from ..gate.items import ItemKey, Skip, item_keys
 from ..gate.judge import Judge
 from ..gate.record import baseline_update, run_record
+from ..gate.report import build_report
 from ..paths import display, write_atomic, write_problem
 from ..record.codec import encode
-from ..report.build import build_report
 from ..report.terminal import summary_lines
 from .common import FAILED, OK, PROG, Result, UsageError, checked_output
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from ..config.settings import Config
 from ..record.types import PairComparison
 from ..scoring.evaluate import RetrieverResult, Run
-from ..values import DIGITS, EPSILON, p_clause, signed
+from ..values import DIGITS, EPSILON
 
 COMBINING = ("hybrid", "rerank")
 """Types whose default comparisons are against each of their sources."""
@@ -72,23 +72,3 @@ def compare_configurations(config: Config, runs: Mapping[str, Run], labels: Sequ
         for label in labels if labels is not None else [spec.label for spec in config.metrics]:
             found.append(compare_pair(results[0], results[1], label, method))
     return Pairs(tuple(found), method, tuple(notes))
-
-
-def conclusion(comparisons: Sequence[PairComparison], alpha: float) -> str:
-    """`hybrid vs vector: recall@5 -0.0336 (p = 0.2700, not significant), ...` for one pair."""
-    parts = []
-    for c in comparisons:
-        if c.p_value is None:
-            parts.append(f"{c.metric} {signed(c.delta)}")
-            continue
-        verdict = "significant" if c.significant(alpha) else "not significant"
-        parts.append(f"{c.metric} {signed(c.delta)} ({p_clause(c.p_value)}, {verdict})")
-    return f"{comparisons[0].a} vs {comparisons[0].b}: " + ", ".join(parts)
-
-
-def by_pair(comparisons: Sequence[PairComparison]) -> list[list[PairComparison]]:
-    """The comparisons grouped by (a, b), in the configured order."""
-    groups: dict[tuple[str, str], list[PairComparison]] = {}
-    for c in comparisons:
-        groups.setdefault((c.a, c.b), []).append(c)
-    return list(groups.values())

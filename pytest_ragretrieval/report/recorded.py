@@ -13,9 +13,9 @@ from msgspec import UnsetType
 
 from ..errors import BaselineError
 from ..paths import display
+from ..record.report import Failure, ReportInput, RetrieverView
 from ..record.types import Adjustment, Record, Retriever
 from ..scoring.metrics import metric_order
-from .model import Failure, ReportInput, RetrieverView
 
 RERUN = "rerun the gate with --rag-json"
 

@@ -16,9 +16,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from ..record.report import Failure, ReportInput
 from ..record.types import PairComparison
 from ..report.markdown import esc, failures_section, metrics_section, table
-from ..report.model import Failure, ReportInput
 from ..report.wording import TITLE, format_ci, verdict
 from ..values import fmt, p_value, signed
 from .approval import Decision, what_lowered

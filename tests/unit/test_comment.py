@@ -13,7 +13,7 @@ from pytest_ragretrieval.baseline.format import document, dumps
 from pytest_ragretrieval.cli import main
 from pytest_ragretrieval.errors import BaselineError
 from pytest_ragretrieval.record.codec import decode
-from pytest_ragretrieval.report.model import Failure
+from pytest_ragretrieval.record.report import Failure
 from pytest_ragretrieval.report.recorded import failures, report_input
 from pytest_ragretrieval.review.approval import Decision, decision_document
 from pytest_ragretrieval.review.approved import Review, approval_of, record_line

@@ -8,8 +8,9 @@ from stages import GOOD, QUESTIONS, WORSE, config, ran
 
 from pytest_ragretrieval.errors import ConfigError
 from pytest_ragretrieval.evalset.records import Question
-from pytest_ragretrieval.gate.pairs import compare_configurations, compare_pair, conclusion, pairs
+from pytest_ragretrieval.gate.pairs import compare_configurations, compare_pair, pairs
 from pytest_ragretrieval.record.codec import to_document
+from pytest_ragretrieval.record.report import conclusion
 from pytest_ragretrieval.record.types import PairComparison
 from pytest_ragretrieval.scoring.evaluate import Run, score
 from pytest_ragretrieval.scoring.metrics import MetricSpec

@@ -4,7 +4,8 @@ from __future__ import annotations
 import pytest
 
 from pytest_ragretrieval.gate.checks import MetricCheck
-from pytest_ragretrieval.gate.pairs import Pairs, conclusion
+from pytest_ragretrieval.gate.pairs import Pairs
+from pytest_ragretrieval.record.report import conclusion
 from pytest_ragretrieval.record.types import Comparison, PairComparison
 from pytest_ragretrieval.report.conclusions import _metrics
 from pytest_ragretrieval.report.terminal import comparison_lines

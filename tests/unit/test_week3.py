@@ -18,7 +18,7 @@ from pytest_ragretrieval.evalset.jsonl import load_chunks, load_evalset
 from pytest_ragretrieval.evalset.records import Question
 from pytest_ragretrieval.gate.items import ItemKey
 from pytest_ragretrieval.gate.judge import Judge
-from pytest_ragretrieval.report.build import build_report
+from pytest_ragretrieval.gate.report import build_report
 from pytest_ragretrieval.report.github import step_summary
 from pytest_ragretrieval.report.markdown import render as render_markdown
 from pytest_ragretrieval.report.terminal import summary_lines

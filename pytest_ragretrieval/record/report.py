@@ -1,11 +1,12 @@
-"""Everything a report shows, gathered once by `report.build`; the renderers are pure functions of it."""
+"""The reports' view of a run: everything a report shows, built once by the gate (`gate/report.py`) or
+projected from a results file (`report/recorded.py`); the renderers are pure functions of it."""
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ..record.types import Comparison, PairComparison
-from ..values import EPSILON
+from ..values import EPSILON, p_clause, signed
+from .types import Comparison, PairComparison
 
 
 @dataclass(frozen=True)
@@ -146,3 +147,23 @@ def question_changes(data: ReportInput, view: RetrieverView) -> tuple[list[Quest
 def no_answer_rows(data: ReportInput, view: RetrieverView) -> list[tuple[QuestionView, tuple[str, ...]]]:
     """Each no-answer question with what the retriever returned for it (empty is the right answer)."""
     return [(q, view.rankings.get(q.id, ())) for q in data.questions if not q.answerable]
+
+
+def conclusion(comparisons: Sequence[PairComparison], alpha: float) -> str:
+    """`hybrid vs vector: recall@5 -0.0336 (p = 0.2700, not significant), ...` for one pair."""
+    parts = []
+    for c in comparisons:
+        if c.p_value is None:
+            parts.append(f"{c.metric} {signed(c.delta)}")
+            continue
+        verdict = "significant" if c.significant(alpha) else "not significant"
+        parts.append(f"{c.metric} {signed(c.delta)} ({p_clause(c.p_value)}, {verdict})")
+    return f"{comparisons[0].a} vs {comparisons[0].b}: " + ", ".join(parts)
+
+
+def by_pair(comparisons: Sequence[PairComparison]) -> list[list[PairComparison]]:
+    """The comparisons grouped by (a, b), in the configured order."""
+    groups: dict[tuple[str, str], list[PairComparison]] = {}
+    for c in comparisons:
+        groups.setdefault((c.a, c.b), []).append(c)
+    return list(groups.values())

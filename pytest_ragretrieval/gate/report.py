@@ -1,16 +1,17 @@
-"""Building the reports' input from explicit parts of a finished run: what ran, what it scored, what changed."""
+"""The reports' view of a finished run (`record.report.ReportInput`), built from the judge and the runs:
+what ran, what it scored, what changed. The gate produces it; the renderers in `report/` only read it."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
 from ..config.settings import Config
 from ..evalset.records import Chunk, Question
-from ..gate.checks import Outcome
-from ..gate.items import ItemKey
-from ..gate.judge import Judge
 from ..paths import display
+from ..record.report import ChunkView, Failure, QuestionView, ReportInput, RetrieverView
 from ..scoring.evaluate import Run, latency_summary
-from .model import ChunkView, Failure, QuestionView, ReportInput, RetrieverView
+from .checks import Outcome
+from .items import ItemKey
+from .judge import Judge
 
 UNAVAILABLE = "（不可用 / unavailable）"
 """After a reranker's model in the configuration, when its retriever could not run here."""
