@@ -30,11 +30,11 @@ from .gate.judge import Judge
 from .gate.record import baseline_update, run_record
 from .gate.report import build_report
 from .gate.shard import shard_outcome
-from .gate.verdicts import Verdict
 from .paths import display, write_atomic, write_problem
 from .progress import Output, PlainOutput
 from .record.codec import encode
 from .record.report import ReportInput
+from .record.types import Status, Verdict
 from .report.terminal import header_lines, summary_lines
 from .runner.resources import database_mode, database_url
 from .runner.runs import Runner
@@ -200,8 +200,8 @@ class RagSession:
         try:
             found = self.outcome(key)
         except Skip as exc:
-            return Verdict("skipped", (str(exc),))
-        return Verdict("passed" if found.passed else "failed", tuple(found.lines))
+            return Verdict(Status.SKIPPED, (str(exc),))
+        return Verdict(Status.PASSED if found.passed else Status.FAILED, tuple(found.lines))
 
     def report_input(self) -> ReportInput:
         return build_report(

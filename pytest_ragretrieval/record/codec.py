@@ -18,9 +18,9 @@ import msgspec
 
 from ..errors import BaselineError
 from ..jsontext import JSONProblem, loads
-from ..paths import Unreadable, display, read_input
+from ..paths import Unreadable, display, read_input, write_atomic
 from .checks import damaged, number, shown, text_problem
-from .types import READABLE, Record
+from .types import READABLE, Record, Verdict
 from .upgrade import upgraded
 from .validate import check_fingerprint, check_record
 
@@ -75,6 +75,16 @@ def to_document(record: msgspec.Struct) -> dict[str, object]:
 
 def encode(record: Record) -> str:
     return dumps(to_document(record))
+
+
+def write_verdicts(path: Path, verdicts: Mapping[str, Verdict]) -> None:
+    """Node id -> verdict, atomically, so that a pytest-xdist worker never reads half a file."""
+    write_atomic(path, msgspec.json.encode(dict(sorted(verdicts.items()))))
+
+
+def read_verdicts(path: Path) -> dict[str, Verdict]:
+    """The verdicts the controller wrote; the file is its own, checked against the types all the same."""
+    return msgspec.json.decode(path.read_bytes(), type=dict[str, Verdict])
 
 
 def decode(path: Path, text: str) -> Decoded:

@@ -43,6 +43,22 @@ class Method(enum.StrEnum):
     BOOTSTRAP = "bootstrap"
 
 
+class Status(enum.StrEnum):
+    """What an item of the gate reports."""
+
+    PASSED = "passed"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+
+
+class Verdict(Struct, frozen=True):
+    """One item's verdict: its status and the lines pytest shows for it (a skip's reason first). The
+    pytest-xdist controller, which judges, hands them to its workers, which only report them."""
+
+    status: Status
+    lines: tuple[str, ...]
+
+
 class Comparison(Struct, frozen=True):
     """One retriever x metric against the baseline, over the comparable questions both runs scored.
 
