@@ -28,14 +28,14 @@ from .gate.checks import Outcome
 from .gate.items import ItemKey, Skip, item_keys
 from .gate.judge import Judge
 from .gate.record import baseline_update, run_record
-from .gate.report import build_report
+from .gate.report import build_report, header_lines, summary_input
 from .gate.shard import shard_outcome
 from .paths import display, write_atomic, write_problem
 from .progress import Output, PlainOutput
 from .record.codec import encode
 from .record.report import ReportInput
 from .record.types import Status, Verdict
-from .report.terminal import header_lines, summary_lines
+from .report.terminal import summary_lines
 from .runner.resources import database_mode, database_url
 from .runner.runs import Runner
 from .scoring.evaluate import Run
@@ -267,7 +267,7 @@ class RagSession:
             return [f"rag: shard {self.options.shard}: {len(self.share)} of {len(self.questions)} questions, "
                     "judged by `ragretrieval merge` over the partial records of all shards",
                     self.phases.line(), *self.update_lines, *self.written]
-        lines = summary_lines(self.config, self.runs, self.judge, self.options.every_tag, columns)
+        lines = summary_lines(summary_input(self.config, self.runs, self.judge), self.options.every_tag, columns)
         notes = [f"warning: {note}" for note in self.judge.notes()]
         return [*lines, *notes, self.phases.line(), *self.update_lines, *self.written, *self.failed_lines]
 

@@ -24,7 +24,7 @@ from ..gate.checks import Outcome
 from ..gate.items import ItemKey, Skip, item_keys
 from ..gate.judge import Judge
 from ..gate.record import baseline_update, run_record
-from ..gate.report import build_report
+from ..gate.report import build_report, summary_input
 from ..paths import display, write_atomic, write_problem
 from ..record.codec import encode
 from ..report.terminal import summary_lines
@@ -86,7 +86,7 @@ def run(args: argparse.Namespace) -> Result:
                   allow_regression=args.allow_regression, selected=selected)
     result = Result()
     failures = _items(judge, selected, result)
-    result.out += summary_lines(config, merged.runs, judge, args.tags)
+    result.out += summary_lines(summary_input(config, merged.runs, judge), args.tags)
     result.out += [f"warning: {note}" for note in judge.notes()]
     written = Written(result)
     if args.json_path is not None:

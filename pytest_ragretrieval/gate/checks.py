@@ -10,14 +10,13 @@ from ..baseline.format import Recorded, RecordedQuestion
 from ..baseline.since import detectable, paired
 from ..evalset.records import Question
 from ..jsontext import escaped
+from ..record.report import ADJUSTED
 from ..record.types import Adjustment, Comparison
 from ..scoring.evaluate import QuestionResult, RetrieverResult, mean
 from ..scoring.metrics import MetricSpec, hit_rate
 from ..values import DIGITS, EPSILON, fmt, p_clause, p_value, signed
 
 MAX_LISTED = 10
-ADJUSTED = {Adjustment.MAXT: "max-T", Adjustment.HOLM: "Holm"}
-"""How each adjustment is named in a sentence: `max-T-adjusted over 6 items`."""
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..values import EPSILON, p_clause, signed
-from .types import Comparison, PairComparison
+from .types import Adjustment, Comparison, PairComparison
 
 
 @dataclass(frozen=True)
@@ -49,6 +49,13 @@ class RetrieverView:
     latency_p50: float = 0.0
     latency_p95: float = 0.0
     diagnostics: Mapping[str, float] = field(default_factory=dict, hash=False)
+    scored: int = 0
+    """How many questions it was scored on."""
+    answerable_empty: int = 0
+    wrongly_empty: tuple[str, ...] = ()
+    """Answerable questions it answered with nothing, by id (as many as the run lists)."""
+    notes: tuple[str, ...] = ()
+    """Its run's own notes."""
 
 
 @dataclass(frozen=True)
@@ -89,6 +96,14 @@ class ReportInput:
     """How many metric items' p-values were adjusted together."""
     adjustment: str = "maxt"
     """How: "maxt", "holm" or "none"."""
+    gated: tuple[str, ...] = ()
+    """The metrics the gate judges (`metrics`, the shown ones, may add judged@k)."""
+    pair_notes: tuple[str, ...] = ()
+    """What kept configured pairs from being compared."""
+    since_comparable: bool | None = None
+    """Whether the baseline's yardstick is this run's; None without a baseline to compare with."""
+    questions_changed: bool = False
+    """Whether questions were added, removed or edited since the baseline."""
 
     @property
     def primary(self) -> str:
@@ -142,6 +157,10 @@ def question_changes(data: ReportInput, view: RetrieverView) -> tuple[list[Quest
     regressed.sort(key=lambda c: (c.delta, c.question.id))
     improved.sort(key=lambda c: (-c.delta, c.question.id))
     return regressed, improved
+
+
+ADJUSTED = {Adjustment.MAXT: "max-T", Adjustment.HOLM: "Holm"}
+"""How each adjustment is named in a sentence: `max-T-adjusted over 6 items`."""
 
 
 def no_answer_rows(data: ReportInput, view: RetrieverView) -> list[tuple[QuestionView, tuple[str, ...]]]:

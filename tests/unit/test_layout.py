@@ -221,13 +221,9 @@ def test_only_the_pytest_glue_imports_pytest() -> None:
     assert users == {f"{NAME}.plugin"}
 
 
-READS_THE_JUDGE = {f"{NAME}.report.terminal"}
-"""The terminal summary still queries the live judge; every other renderer reads only the record."""
-
-
 def test_the_renderers_read_the_record_not_the_gate() -> None:
     """`report/` gets what a run found from the run record (`record/`), never from `gate/`, so a results
     file renders as the run that wrote it did."""
     found = {name: sorted(target for target in imported if layer_of(target) == "gate")
-             for name, imported in graph().items() if layer_of(name) == "report" and name not in READS_THE_JUDGE}
+             for name, imported in graph().items() if layer_of(name) == "report"}
     assert {name: targets for name, targets in found.items() if targets} == {}
