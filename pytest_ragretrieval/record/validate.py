@@ -17,6 +17,8 @@ from .types import Record, Retriever, Values
 HEX = re.compile("[0-9a-f]{64}")
 NOT_NUMBERS = ("fingerprint",)
 """Where a non-finite float may stand: a retriever's settings are its type's to judge."""
+CHECKED = frozenset({"metrics", "tags", "questions", "bar"})
+"""A retriever's values checked in their metric's range (`_entry`), finite among the rest."""
 
 
 def check_fingerprint(path: Path, value: object, version: int) -> None:
@@ -83,8 +85,14 @@ def check_record(path: Path, record: Record, doc: Mapping[str, object], version:
 
 
 def _finite(path: Path, doc: Mapping[str, object]) -> None:
-    """Every number outside the fingerprint is finite: NaN and Infinity are read only to be named here."""
+    """Every number outside the fingerprint is finite: NaN and Infinity are read only to be named here.
+    The values `_entry` checked against their metric's range are not walked again."""
     stack: list[tuple[str, object]] = [(key, value) for key, value in doc.items() if key not in NOT_NUMBERS]
+    retrievers = doc.get("retrievers")
+    stack = [(key, value) for key, value in stack if key != "retrievers"]
+    for name, entry in (retrievers.items() if isinstance(retrievers, dict) else ()):
+        if isinstance(entry, dict):
+            stack.extend((f"retrievers.{name}.{key}", value) for key, value in entry.items() if key not in CHECKED)
     while stack:
         where, value = stack.pop()
         if isinstance(value, dict):
