@@ -56,8 +56,7 @@ def run(args: argparse.Namespace) -> Result:
     if args.results is not None:
         path = Path(args.results)
         record = read_record(path).record
-        data = replace(data, report=report_input(path, record), failures_recorded=failures(record) is not None,
-                       comparisons=record.comparisons or ())
+        data = replace(data, report=report_input(path, record), failures_recorded=failures(record) is not None)
     return Result(out=render(data).rstrip("\n").split("\n"), code=OK)
 
 
