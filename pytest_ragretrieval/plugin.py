@@ -20,7 +20,7 @@ from .report import formats
 
 if TYPE_CHECKING:
     from .gate.items import ItemKey
-    from .gate.verdicts import Verdict
+    from .record.types import Verdict
     from .session import RagSession
 
 SESSION: pytest.StashKey[RagSession] = pytest.StashKey()
@@ -180,10 +180,12 @@ class RagItem(pytest.Item):
         self.add_marker(MARKER)
 
     def runtest(self) -> None:
+        from .record.types import Status
+
         verdict = _verdict(self.config, self.key)
-        if verdict.status == "skipped":
+        if verdict.status == Status.SKIPPED:
             pytest.skip(verdict.lines[0])
-        if verdict.status == "failed":
+        if verdict.status == Status.FAILED:
             raise RagFailure(verdict.lines)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
@@ -247,7 +249,7 @@ def _judge_for_workers(session: pytest.Session, rag: RagSession, path: Path) -> 
     """The controller collects no files: it builds the gate's items itself, lets every other plugin
     select among them (-k, -m, --deselect) as a worker's collection would, runs and judges them,
     and writes the verdicts before the first item is sent to a worker."""
-    from .gate import verdicts
+    from .record.codec import write_verdicts
 
     root = RagNode.from_parent(session, name="rag", nodeid="rag")
     items: list[pytest.Item] = [item for node in root.collect() for item in node.collect()]
@@ -258,7 +260,7 @@ def _judge_for_workers(session: pytest.Session, rag: RagSession, path: Path) -> 
     keys = [item.key for item in items if isinstance(item, RagItem)]
     rag.select(keys)
     rag.prepare(_output(session.config))
-    verdicts.write(path, {key: rag.verdict(key) for key in keys})
+    write_verdicts(path, {key.nodeid: rag.verdict(key) for key in keys})
 
 
 def _verdict(config: pytest.Config, key: ItemKey) -> Verdict:
@@ -266,13 +268,14 @@ def _verdict(config: pytest.Config, key: ItemKey) -> Verdict:
     workerinput = getattr(config, "workerinput", {})
     if VERDICTS_INPUT not in workerinput:
         return config.stash[SESSION].verdict(key)
-    from .gate import verdicts
+    from .record.codec import read_verdicts
+    from .record.types import Status, Verdict
 
     if WORKER_VERDICTS not in config.stash:
-        config.stash[WORKER_VERDICTS] = verdicts.read(Path(workerinput[VERDICTS_INPUT]))
+        config.stash[WORKER_VERDICTS] = read_verdicts(Path(workerinput[VERDICTS_INPUT]))
     found = config.stash[WORKER_VERDICTS].get(key.nodeid)
     if found is None:
-        return verdicts.Verdict("failed", (
+        return Verdict(Status.FAILED, (
             f"{key.nodeid} was selected on this worker but not by pytest-xdist's controller, which judged the "
             "gate; a plugin selects items differently there: run the gate without -n",
         ))

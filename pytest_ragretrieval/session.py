@@ -28,14 +28,15 @@ from .evalset.records import Chunk, Question
 from .gate.checks import Outcome
 from .gate.items import ItemKey, Skip, item_keys
 from .gate.judge import Judge
-from .gate.record import baseline_update, results_document
+from .gate.record import baseline_update, run_record
+from .gate.report import build_report, header_lines, summary_input
 from .gate.shard import shard_outcome
-from .gate.verdicts import Verdict
 from .paths import display, write_atomic, write_problem
 from .progress import Output, PlainOutput
-from .report.build import build_report
-from .report.model import ReportInput
-from .report.terminal import header_lines, summary_lines
+from .record.codec import encode
+from .record.report import ReportInput
+from .record.types import Status, Verdict
+from .report.terminal import summary_lines
 from .runner.resources import database_mode, database_url
 from .runner.runs import Runner
 from .scoring.evaluate import Run
@@ -200,8 +201,8 @@ class RagSession:
         try:
             found = self.outcome(key)
         except Skip as exc:
-            return Verdict("skipped", (str(exc),))
-        return Verdict("passed" if found.passed else "failed", tuple(found.lines))
+            return Verdict(Status.SKIPPED, (str(exc),))
+        return Verdict(Status.PASSED if found.passed else Status.FAILED, tuple(found.lines))
 
     def report_input(self) -> ReportInput:
         return build_report(
@@ -222,9 +223,9 @@ class RagSession:
             if self.runs and self.options.shard is None and (self.options.reports or in_github_actions()):
                 self._report(self.report_input())
         if self.options.json_path is not None and self.runs and self.options.shard is None:
-            document = results_document(self.config, self.judge.fingerprint, self.runs, self.judge, self.failures)
-            document["phases"] = self.phases.rounded()
-            self._write(self.options.json_path, dumps(document))
+            record = run_record(self.config, self.judge.fingerprint, self.runs, self.judge, self.failures,
+                                self.phases.rounded())
+            self._write(self.options.json_path, encode(record))
         if self.options.update and self.runs:
             plan = baseline_update(
                 self.config, self.baseline, self.judge.fingerprint, self.runs, self.selected, self.judge
@@ -267,7 +268,7 @@ class RagSession:
             return [f"rag: shard {self.options.shard}: {len(self.share)} of {len(self.questions)} questions, "
                     "judged by `ragretrieval merge` over the partial records of all shards",
                     self.phases.line(), *self.update_lines, *self.written]
-        lines = summary_lines(self.config, self.runs, self.judge, self.options.every_tag, columns)
+        lines = summary_lines(summary_input(self.config, self.runs, self.judge), self.options.every_tag, columns)
         notes = [f"warning: {note}" for note in self.judge.notes()]
         return [*lines, *notes, self.phases.line(), *self.update_lines, *self.written, *self.failed_lines]
 

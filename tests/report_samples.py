@@ -3,16 +3,15 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from pytest_ragretrieval.gate.checks import Comparison
-from pytest_ragretrieval.gate.pairs import PairComparison
-from pytest_ragretrieval.report.build import UNAVAILABLE
-from pytest_ragretrieval.report.model import (
+from pytest_ragretrieval.gate.report import UNAVAILABLE
+from pytest_ragretrieval.record.report import (
     ChunkView,
     Failure,
     QuestionView,
     ReportInput,
     RetrieverView,
 )
+from pytest_ragretrieval.record.types import Comparison, PairComparison
 
 
 def sample_input() -> ReportInput:

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..evalset.records import Chunk, Question
 from ..jsontext import unstorable
-from .checked import damaged
+from ..record.checks import damaged
 from .format import Baseline
 
 LISTED = 10

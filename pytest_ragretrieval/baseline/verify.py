@@ -15,10 +15,10 @@ from typing import Any
 
 from ..evalset.jsonl import GRADING_VERSION
 from ..evalset.records import Chunk, Question
+from ..record.checks import damaged
 from ..scoring.evaluate import RetrieverResult, score
 from ..scoring.metrics import METRICS_VERSION, MetricSpec
 from ..values import EPSILON, fmt
-from .checked import damaged
 from .fingerprint import chunks_digest, evalset_digest, question_record
 from .format import Baseline, Recorded
 

@@ -15,7 +15,8 @@ from typing import Any
 from ..baseline.format import read
 from ..config.settings import load_config
 from ..jsonshape import ShapeProblem
-from ..report.results import comparisons, failures, report_input
+from ..record.codec import read as read_record
+from ..report.recorded import failures, report_input
 from ..review.approval import Decision, parse_decision
 from ..review.changes import Changes, classify, read_changes
 from ..review.comment import CommentInput, render
@@ -53,10 +54,9 @@ def run(args: argparse.Namespace) -> Result:
         decision=load_decision(args.decision), artifact_url=args.artifact_url, run_url=args.run_url,
     )
     if args.results is not None:
-        results = read(Path(args.results))
-        pairs, left_out = comparisons(results)
-        data = replace(data, report=report_input(results), failures_recorded=failures(results) is not None,
-                       comparisons=pairs, comparisons_left_out=left_out)
+        path = Path(args.results)
+        record = read_record(path).record
+        data = replace(data, report=report_input(path, record), failures_recorded=failures(record) is not None)
     return Result(out=render(data).rstrip("\n").split("\n"), code=OK)
 
 

@@ -23,9 +23,10 @@ from ..evalset.jsonl import load_chunks, load_evalset
 from ..gate.checks import Outcome
 from ..gate.items import ItemKey, Skip, item_keys
 from ..gate.judge import Judge
-from ..gate.record import baseline_update, results_document
+from ..gate.record import baseline_update, run_record
+from ..gate.report import build_report, summary_input
 from ..paths import display, write_atomic, write_problem
-from ..report.build import build_report
+from ..record.codec import encode
 from ..report.terminal import summary_lines
 from .common import FAILED, OK, PROG, Result, UsageError, checked_output
 
@@ -85,11 +86,11 @@ def run(args: argparse.Namespace) -> Result:
                   allow_regression=args.allow_regression, selected=selected)
     result = Result()
     failures = _items(judge, selected, result)
-    result.out += summary_lines(config, merged.runs, judge, args.tags)
+    result.out += summary_lines(summary_input(config, merged.runs, judge), args.tags)
     result.out += [f"warning: {note}" for note in judge.notes()]
     written = Written(result)
     if args.json_path is not None:
-        written(Path(args.json_path), dumps(results_document(config, judge.fingerprint, merged.runs, judge, failures)))
+        written(Path(args.json_path), encode(run_record(config, judge.fingerprint, merged.runs, judge, failures)))
     if args.report or in_github_actions():
         _reports(build_report(config, chunks, questions, merged.runs, judge, failures, merged.described["embedder"],
                               merged.described["database"]), {name: Path(path) for name, path in args.report},

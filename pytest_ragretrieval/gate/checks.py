@@ -2,13 +2,17 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+from msgspec import structs
 
 from ..baseline.format import Recorded, RecordedQuestion
 from ..baseline.since import detectable, paired
 from ..evalset.records import Question
 from ..jsontext import escaped
+from ..record.report import ADJUSTED
+from ..record.types import Adjustment, Comparison
 from ..scoring.evaluate import QuestionResult, RetrieverResult, mean
 from ..scoring.metrics import MetricSpec, hit_rate
 from ..values import DIGITS, EPSILON, fmt, p_clause, p_value, signed
@@ -17,36 +21,6 @@ if TYPE_CHECKING:
     from ..scoring.stats import Significance
 
 MAX_LISTED = 10
-ADJUSTED = {"maxt": "max-T", "holm": "Holm"}
-"""How each adjustment is named in a sentence: `max-T-adjusted over 6 items`."""
-
-
-@dataclass(frozen=True)
-class Comparison:
-    """One retriever x metric against the baseline, over the comparable questions both runs scored.
-
-    `baseline` and `value` are the means over that common set (the recorded means when it is
-    each side's whole set); `value_all` is today's mean over all its questions when that differs.
-    In significance mode `p_value` is the p that decides (adjusted by `adjustment`, "maxt" or
-    "holm", over `family` items when `family` > 0) and `p_unadjusted` the test's own; `mde` is the
-    smallest drop a paired two-sided 5% test detects with 80% power over these questions, from the
-    baseline's per-question spread.
-    """
-
-    baseline: float | None
-    value: float
-    delta: float | None
-    p_value: float | None = None
-    ci95: tuple[float, float] | None = None
-    p_unadjusted: float | None = None
-    family: int = 0
-    questions: int = 0
-    whole: bool = True
-    """Both runs scored exactly these questions: nothing was added, removed or edited for this metric."""
-    value_all: float | None = None
-    mde: float | None = None
-    adjustment: str = ""
-    """"maxt" or "holm" for a member of the family, else ""."""
 
 
 @dataclass(frozen=True)
@@ -156,13 +130,13 @@ def compare(
     test = paired_test(pairs.before, pairs.after, significance)
     if test is None:
         return found
-    return replace(found, p_value=test.p_value, p_unadjusted=test.p_value, ci95=test.ci95)
+    return structs.replace(found, p_value=test.p_value, p_unadjusted=test.p_value, ci95=test.ci95)
 
 
 def adjustment_note(comparison: Comparison) -> str:
     """` (max-T-adjusted over 6 items; unadjusted 0.0170)`, or nothing in a family of one."""
     if comparison.family > 1 and comparison.p_unadjusted is not None:
-        name = ADJUSTED.get(comparison.adjustment, comparison.adjustment)
+        name = ADJUSTED.get(comparison.adjustment or Adjustment.NONE, str(comparison.adjustment))
         return f" ({name}-adjusted over {comparison.family} items; unadjusted {p_value(comparison.p_unadjusted)})"
     return ""
 

@@ -8,18 +8,22 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
+
+from msgspec import structs
 
 from ..baseline.format import Recorded
 from ..baseline.since import paired
 from ..config.settings import Config
+from ..record.types import Adjustment, Comparison
 from ..scoring.evaluate import RetrieverResult
 from ..values import EPSILON, fmt
-from .checks import Comparison, per_question, recorded_values
+from .checks import per_question, recorded_values
 
 if TYPE_CHECKING:
-    from ..scoring.stats import Adjustment, Method
+    from ..scoring.stats import Adjustment as Adjusting
+    from ..scoring.stats import Method
 
 
 @dataclass(frozen=True)
@@ -41,7 +45,7 @@ def member(key: tuple[str, str], comparison: Comparison, recorded: Recorded, res
     return Member(key, comparison, pairs.ids, differences) if any(differences) else None
 
 
-def used(configured: Adjustment, members: Sequence[Member]) -> Adjustment:
+def used(configured: Adjusting, members: Sequence[Member]) -> Adjusting:
     """The adjustment used: the configured one, except that max-T, which resamples every item over the
     same questions, gives way to Holm when the members were compared on different questions (possible
     only when the baseline's entries hold different questions)."""
@@ -65,7 +69,8 @@ def adjusted(
     family = {}
     for item, p in zip(members, found, strict=True):
         assert p is not None
-        family[item.key] = replace(item.comparison, p_value=p, family=len(members), adjustment=method)
+        family[item.key] = structs.replace(item.comparison, p_value=p, family=len(members),
+                                           adjustment=Adjustment(method))
     return family
 
 

@@ -20,10 +20,10 @@ from ..config.settings import Config
 from ..errors import RagError
 from ..evalset.records import Question
 from ..paths import display
+from ..record.types import Comparison
 from ..scoring.evaluate import Run, latency_summary
 from ..values import fmt, signed
 from .checks import (
-    Comparison,
     LatencyCheck,
     MetricCheck,
     Outcome,

@@ -11,47 +11,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..config.settings import Config
+from ..record.types import PairComparison
 from ..scoring.evaluate import RetrieverResult, Run
-from ..values import DIGITS, EPSILON, p_clause, signed
+from ..values import DIGITS, EPSILON
 
 if TYPE_CHECKING:
     from ..scoring.stats import Method
 
 COMBINING = ("hybrid", "rerank")
 """Types whose default comparisons are against each of their sources."""
-
-
-@dataclass(frozen=True)
-class PairComparison:
-    """Retriever `a` against retriever `b` on one metric, over the questions both scored."""
-
-    a: str
-    b: str
-    metric: str
-    delta: float
-    wins: int
-    ties: int
-    losses: int
-    p_value: float | None = None
-    ci95: tuple[float, float] | None = None
-
-    @property
-    def questions(self) -> int:
-        return self.wins + self.ties + self.losses
-
-    def significant(self, alpha: float) -> bool:
-        return self.p_value is not None and self.p_value < alpha
-
-    def as_dict(self) -> dict[str, Any]:
-        """The shape `--rag-json` writes under `comparisons`."""
-        return {
-            "a": self.a, "b": self.b, "metric": self.metric, "delta": self.delta, "p_value": self.p_value,
-            "ci95": list(self.ci95) if self.ci95 is not None else None,
-            "wins": self.wins, "ties": self.ties, "losses": self.losses,
-        }
 
 
 @dataclass(frozen=True)
@@ -105,23 +76,3 @@ def compare_configurations(config: Config, runs: Mapping[str, Run], labels: Sequ
         for label in labels if labels is not None else [spec.label for spec in config.metrics]:
             found.append(compare_pair(results[0], results[1], label, method))
     return Pairs(tuple(found), method, tuple(notes))
-
-
-def conclusion(comparisons: Sequence[PairComparison], alpha: float) -> str:
-    """`hybrid vs vector: recall@5 -0.0336 (p = 0.2700, not significant), ...` for one pair."""
-    parts = []
-    for c in comparisons:
-        if c.p_value is None:
-            parts.append(f"{c.metric} {signed(c.delta)}")
-            continue
-        verdict = "significant" if c.significant(alpha) else "not significant"
-        parts.append(f"{c.metric} {signed(c.delta)} ({p_clause(c.p_value)}, {verdict})")
-    return f"{comparisons[0].a} vs {comparisons[0].b}: " + ", ".join(parts)
-
-
-def by_pair(comparisons: Sequence[PairComparison]) -> list[list[PairComparison]]:
-    """The comparisons grouped by (a, b), in the configured order."""
-    groups: dict[tuple[str, str], list[PairComparison]] = {}
-    for c in comparisons:
-        groups.setdefault((c.a, c.b), []).append(c)
-    return list(groups.values())

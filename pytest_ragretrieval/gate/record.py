@@ -1,84 +1,82 @@
-"""Recording a session: the `--rag-json` results document and the baseline update."""
+"""Recording a session: the run record (`--rag-json` writes it) and the baseline update."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from msgspec import UNSET, structs
+
+from .. import __version__
 from ..baseline.bar import kept_bar
-from ..baseline.format import Baseline, document, retriever_entry
+from ..baseline.format import Baseline, retriever_record
 from ..baseline.update import UpdatePlan, plan_update
 from ..config.settings import Config
 from ..jsontext import escaped
+from ..record.types import (
+    FORMAT_VERSION,
+    Adjustment,
+    Failure,
+    LabelToReview,
+    Latency,
+    Method,
+    Record,
+    Significance,
+    SinceBaseline,
+)
 from ..scoring.evaluate import Run, latency_summary
 from ..values import EPSILON
-from .checks import Comparison, Outcome, per_question
+from .checks import Outcome, per_question
 from .items import ItemKey
 from .judge import Judge
 
 
-def results_document(
+def run_record(
     config: Config,
     fingerprint: Mapping[str, Any],
     runs: Mapping[str, Run],
     judge: Judge,
     failures: Mapping[ItemKey, Outcome],
-) -> dict[str, Any]:
-    """The baseline's format plus latency, diagnostics, the comparison with the baseline and, at the
-    top level, the retrievers skipped here (`unavailable`), the gate's failed items (`failures`), so
-    that `ragretrieval comment` can say what failed without judging again, and `comparisons` between
-    configurations ({a, b, metric, delta, p_value, ci95, wins, ties, losses}), what changed since the
-    baseline (`since_baseline`), the gold chunks whose text was edited since and the questions they are
-    gold of (`labels_to_review`, when any) and, in significance mode, how the p-values were adjusted."""
+    phases: Mapping[str, float] | None = None,
+) -> Record:
+    """The run as `--rag-json` writes it: the baseline's part plus latency, diagnostics, the comparison
+    with the baseline and what changed for each retriever; at the top level the retrievers skipped here,
+    the gate's failed items, the comparisons between configurations, what changed since the baseline,
+    the labels to review, in significance mode how the p-values were adjusted, and the phases' seconds."""
     entries = {}
     since = judge.since()
     unavailable = {name: run.skipped for name, run in runs.items() if run.skipped is not None}
     for name, run in runs.items():
         if run.result is None:
             continue
-        entry = retriever_entry(run.result)
-        entry["latency_ms"] = latency_summary(run.result)
-        if run.diagnostics:
-            entry["diagnostics"] = dict(run.diagnostics)
+        entry = retriever_record(run.result)
         comparisons = {
             label: comparison for label in run.result.metrics
             if (comparison := judge.comparison(name, label)) is not None
         }
-        if comparisons:
-            entry["comparison"] = {label: comparison_entry(c) for label, c in comparisons.items()}
-        if since is not None and since.of(name):
-            entry["changes"] = since.of(name)
-        entries[name] = entry
-    doc = document(config.k, fingerprint, entries, unavailable)
-    doc["failures"] = [
-        {"item": key.nodeid, "retriever": key.retriever, "metric": key.nodeid_name,
-         "summary": escaped(outcome.summary), "details": [escaped(line) for line in outcome.details]}
-        for key, outcome in sorted(failures.items())
-    ]
-    doc["comparisons"] = [c.as_dict() for c in judge.pairs().comparisons]
-    if since is not None:
-        doc["since_baseline"] = {
-            "comparable": since.comparable, "yardstick": [str(c) for c in since.yardstick],
-            "changes": since.system(), "questions": since.questions.lines(), "lines": since.lines(),
-        }
+        latency = latency_summary(run.result)
+        entries[name] = structs.replace(
+            entry, latency_ms=Latency(latency["p50"], latency["p95"]),
+            diagnostics=dict(run.diagnostics) if run.diagnostics else UNSET,
+            comparison=comparisons or UNSET,
+            changes=tuple(since.of(name)) if since is not None and since.of(name) else UNSET,
+        )
     edited = judge.edited_gold()
-    if edited:
-        doc["labels_to_review"] = [{"chunk": e.chunk, "questions": list(e.questions)} for e in edited]
-    if config.significance != "none":
-        doc["significance"] = {"method": config.significance, "alpha": config.alpha,
-                               "adjustment": judge.adjustment(), "family": len(judge.family())}
-    return doc
-
-
-def comparison_entry(c: Comparison) -> dict[str, Any]:
-    """One retriever x metric against the baseline, as `--rag-json` writes it: `p_value` is the p that
-    decided (adjusted by `adjustment` over `family` items), `p_unadjusted` the test's own, `mde` the minimum
-    detectable effect, `questions` how many comparable questions the means are over."""
-    return {
-        "baseline": c.baseline, "value": c.value, "delta": c.delta, "p_value": c.p_value,
-        "p_unadjusted": c.p_unadjusted, "family": c.family, "adjustment": c.adjustment or None,
-        "ci95": list(c.ci95) if c.ci95 is not None else None,
-        "questions": c.questions, "whole": c.whole, "value_all": c.value_all, "mde": c.mde,
-    }
+    return Record(
+        format_version=FORMAT_VERSION, plugin_version=__version__, k=config.k, fingerprint=dict(fingerprint),
+        retrievers=entries, unavailable=unavailable or UNSET,
+        failures=tuple(
+            Failure(key.nodeid, key.retriever, key.nodeid_name, escaped(outcome.summary),
+                    tuple(escaped(line) for line in outcome.details))
+            for key, outcome in sorted(failures.items())),
+        comparisons=judge.pairs().comparisons,
+        since_baseline=UNSET if since is None else SinceBaseline(
+            since.comparable, tuple(str(c) for c in since.yardstick), tuple(since.system()),
+            tuple(since.questions.lines()), tuple(since.lines())),
+        labels_to_review=tuple(LabelToReview(e.chunk, tuple(e.questions)) for e in edited) or UNSET,
+        significance=UNSET if config.significance == "none" else Significance(
+            Method(config.significance), config.alpha, len(judge.family()), Adjustment(judge.adjustment())),
+        phases=dict(phases) if phases is not None else UNSET,
+    )
 
 
 def baseline_update(

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..record.report import ReportInput, RetrieverView
 from ..values import fmt
 from .markup import attrs, e, el, fmt2, number, void
-from .model import ReportInput, RetrieverView
 from .wording import HEADINGS, metric_cell, ran, width
 
 PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac")

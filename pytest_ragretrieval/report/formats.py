@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Protocol, cast
 from ..extensions import Registry
 
 if TYPE_CHECKING:
-    from .model import ReportInput
+    from ..record.report import ReportInput
 
 
 class Renderer(Protocol):

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 
+from ..record.report import Failure, ReportInput
 from .markdown import (
     changes_section,
     conclusions_section,
@@ -11,7 +12,6 @@ from .markdown import (
     metrics_section,
     tags_section,
 )
-from .model import Failure, ReportInput
 from .wording import TITLE, verdict
 
 SUMMARY_CHANGES = 10

@@ -9,11 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..values import fmt, moved, p_value, signed
-from .chart import chart
-from .html_pairs import conclusions, next_section, pairs, since
-from .markup import attrs, e, el, number
-from .model import (
+from ..record.report import (
     QuestionChange,
     QuestionView,
     ReportInput,
@@ -21,6 +17,10 @@ from .model import (
     no_answer_rows,
     question_changes,
 )
+from ..values import fmt, moved, p_value, signed
+from .chart import chart
+from .html_pairs import conclusions, next_section, pairs, since
+from .markup import attrs, e, el, number
 from .wording import (
     DELTA_HINT,
     EMPTY,

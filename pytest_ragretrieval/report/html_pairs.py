@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..record.report import ReportInput
 from ..values import EPSILON, p_value, signed
 from .conclusions import conclusion_lines, next_steps
 from .markup import e, el, number
-from .model import ReportInput
 from .wording import HEADINGS, PAIRS_HEADERS, format_ci, pairs_hint
 
 

@@ -4,15 +4,15 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from ..values import fmt, p_value, signed
-from .conclusions import conclusion_lines, next_steps
-from .model import (
+from ..record.report import (
     QuestionChange,
     QuestionView,
     ReportInput,
     no_answer_rows,
     question_changes,
 )
+from ..values import fmt, p_value, signed
+from .conclusions import conclusion_lines, next_steps
 from .wording import (
     DELTA_HINT,
     EMPTY,

@@ -1,58 +1,17 @@
-"""The terminal's lines, pure: the run header, and the summary (one row per retriever, one column per metric)."""
+"""The terminal's lines, pure: the summary (one row per retriever, one column per metric), from the
+reports' view of the run (`record.report.ReportInput`), as every other renderer."""
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..baseline.format import Baseline
-from ..baseline.gold import edited_gold, gold_texts, recorded_gold, review_line
-from ..config.settings import Config
-from ..evalset.records import Chunk, Question
-from ..gate.checks import ADJUSTED, Comparison
-from ..gate.judge import Judge, baseline_questions, comparable_notes, small_set_notes
-from ..gate.pairs import Pairs
-from ..paths import display
-from ..scoring.evaluate import RetrieverResult, Run, latency_summary
+from ..record.report import ADJUSTED, ReportInput, RetrieverView
+from ..record.types import Adjustment, Comparison, PairComparison
 from ..values import fmt, moved, p_value, signed
 from .wording import width
 
 LISTED = 5
 """Question ids listed in a line of the summary; the rest are counted."""
-
-
-def header_lines(config: Config, chunks: Sequence[Chunk], questions: Sequence[Question], baseline: Baseline | None,
-                 update: bool) -> list[str]:
-    """The run header: what was loaded, the baseline, and the warnings every report repeats."""
-    answerable = sum(1 for q in questions if q.answerable)
-    from_table = f" (the team's {config.team_corpus.describe()})" if config.team_corpus is not None else ""
-    lines = [
-        f"rag: config {config.where}",
-        f"rag: {len(chunks)} chunks{from_table}, {len(questions)} questions "
-        f"({answerable} answerable, {len(questions) - answerable} no-answer), "
-        f"k={config.k}, metrics {', '.join(s.label for s in config.metrics)}",
-    ]
-    if baseline is None:
-        lines.append(f"rag: no baseline yet at {display(config.baseline)}")
-    else:
-        lines.append(f"rag: baseline {display(config.baseline)}")
-    empty = sum(1 for chunk in chunks if not chunk.text.strip())
-    if empty:
-        team = config.team_corpus
-        where = f"the team's {team.describe()}" if team is not None else display(config.chunks_file("the header"))
-        lines.append(
-            f"rag: warning: {empty} chunk{'s' if empty != 1 else ''} in {where} "
-            f"{'have' if empty != 1 else 'has'} an empty text; ranked and scored like any other"
-        )
-    if update:
-        lines.append("rag: recording a new baseline (--rag-update-baseline)")
-    if config.significance != "none":
-        lines.append(f"rag: a drop fails only when a paired {config.significance} test gives p < {config.alpha:g}")
-    notes = small_set_notes(config, questions)
-    if baseline is not None:
-        notes += comparable_notes(config, questions, baseline_questions(baseline, config, questions))
-        review = review_line(edited_gold(recorded_gold(baseline), gold_texts(chunks, questions), questions))
-        notes += [review] if review else []
-    return lines + [f"rag: warning: {note}" for note in notes]
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
@@ -103,92 +62,81 @@ def listed(ids: Sequence[str]) -> str:
     return shown + (f" and {len(ids) - LISTED} more" if len(ids) > LISTED else "")
 
 
-def comparison_lines(pairs: Pairs, columns: int | None = None) -> list[str]:
+def comparison_lines(comparisons: Sequence[PairComparison], method: str, columns: int | None = None) -> list[str]:
     """One row per pair and metric: delta of the means, the two-sided test, wins/ties/losses of a over b."""
-    if not pairs.comparisons:
+    if not comparisons:
         return []
     rows = [
         [f"{c.a} vs {c.b}", c.metric, signed(c.delta), "-" if c.p_value is None else p_value(c.p_value),
          "-" if c.ci95 is None else f"[{signed(c.ci95[0])}, {signed(c.ci95[1])}]", f"{c.wins}/{c.ties}/{c.losses}"]
-        for c in pairs.comparisons
+        for c in comparisons
     ]
-    test = f"paired two-sided {pairs.method} test"
+    test = f"paired two-sided {method} test"
     return ["", f"comparisons ({test}; w/t/l: questions a wins, ties, loses against b):",
             *fitted(["a vs b", "metric", "delta", "p", "95% CI", "w/t/l"], rows, 2, columns)]
 
 
-def significance_lines(config: Config, runs: Mapping[str, Run], judge: Judge, columns: int | None = None) -> list[str]:
+def ran(data: ReportInput) -> list[RetrieverView]:
+    return [view for view in data.retrievers if view.status == "ran"]
+
+
+def significance_lines(data: ReportInput, columns: int | None = None) -> list[str]:
     """With `significance` on: the smallest drop each item can detect, and how its p was adjusted."""
-    if config.significance == "none":
+    if data.significance == "none":
         return []
-    labels = [spec.label for spec in config.metrics]
+    labels = list(data.gated)
     rows: list[list[str]] = []
     counts: set[int] = set()
-    for spec in config.retrievers:
-        if spec.name not in runs or runs[spec.name].result is None:
-            continue
-        found = [judge.comparison(spec.name, label) for label in labels]
+    for view in ran(data):
+        found = [view.comparisons.get(label) for label in labels]
         if any(c is not None and c.mde is not None for c in found):
-            rows.append([spec.name, *("-" if c is None or c.mde is None else fmt(c.mde) for c in found)])
+            rows.append([view.name, *("-" if c is None or c.mde is None else fmt(c.mde) for c in found)])
             counts.update(c.questions for c in found if c is not None)
     if not rows:
         return []
-    family = len(judge.family())
     over = f"{min(counts)}" if len(counts) == 1 else f"{min(counts)}-{max(counts)}"
     return ["", f"minimum detectable drop (80% power, two-sided 5%; sd of the baseline's per-question values over "
                 f"the {over} comparable questions, per retriever and metric):",
             *fitted(["retriever", *labels], rows, 1, columns),
-            adjustment_line(judge.adjustment(), family, config)]
+            adjustment_line(data)]
 
 
-def adjustment_line(adjustment: str, family: int, config: Config) -> str:
+def adjustment_line(data: ReportInput) -> str:
     """How the p-values that decide were adjusted: `p-values max-T-adjusted over the 6 metric items ...`."""
-    test = f"a {config.significance} test (alpha {config.alpha:g})"
-    if adjustment == "none":
+    test = f"a {data.significance} test (alpha {data.alpha:g})"
+    if data.adjustment == "none":
         return f'p-values of {test}, not adjusted for the number of items (adjustment = "none")'
-    if not family:
+    if not data.family:
         return f"p-values of {test}: no metric item moved on any question, so none was adjusted"
-    items = f"{family} metric item{'s' if family != 1 else ''}"
-    return (f"p-values {ADJUSTED[adjustment]}-adjusted over the {items} judged with {test} that moved "
-            "(items with no difference on any question leave the family)")
+    items = f"{data.family} metric item{'s' if data.family != 1 else ''}"
+    return (f"p-values {ADJUSTED[Adjustment(data.adjustment)]}-adjusted over the {items} judged with {test} that "
+            "moved (items with no difference on any question leave the family)")
 
 
-def shown_labels(config: Config, runs: Mapping[str, Run]) -> list[str]:
-    """The listed metrics, then judged@k where it was scored though not listed (see `Config.shown`)."""
-    listed = [spec.label for spec in config.metrics]
-    return listed + [spec.label for spec in config.shown if spec.label not in listed and any(
-        run.result is not None and spec.label in run.result.metrics for run in runs.values())]
-
-
-def tag_lines(config: Config, runs: Mapping[str, Run], judge: Judge, every: bool, columns: int | None) -> list[str]:
+def tag_lines(data: ReportInput, every: bool, columns: int | None) -> list[str]:
     """The per-tag table: by default only the rows (retriever, tag) where a value moved since the
     baseline, else one line saying how to see them; with `every` (--rag-tags) every row."""
-    labels = shown_labels(config, runs)
-    since = judge.since()
-    deltas = since is not None and since.comparable and not since.questions.changed
+    labels = data.metrics
+    has_since = data.since_comparable is not None
+    deltas = bool(data.since_comparable) and not data.questions_changed
     rows: list[list[str]] = []
     count = compared = 0
-    for spec in config.retrievers:
-        run = runs.get(spec.name)
-        if run is None or run.result is None:
-            continue
-        recorded = judge.recorded(spec.name) if deltas else None
-        for tag, values in run.result.tags.items():
+    for view in ran(data):
+        for tag, values in view.tags.items():
             count += 1
-            old = recorded.tags.get(tag, {}) if recorded else {}
+            old = view.baseline_tags.get(tag, {}) if deltas else {}
             compared += bool(old)
             if every or any(moved(values[label] - old[label]) for label in values if label in old):
-                rows.append([spec.name, tag] + [cell(values.get(label), old.get(label)) for label in labels])
+                rows.append([view.name, tag] + [cell(values.get(label), old.get(label)) for label in labels])
     if not count:
         return []
     if every:
-        title = "per tag:" if deltas or since is None or not since.comparable else \
-            "per tag (no deltas: the questions changed):"
+        title = "per tag:" if deltas or not data.since_comparable else "per tag (no deltas: the questions changed):"
     elif rows:
         title = f"per tag, where a value moved ({len(rows)} of {count} rows; --rag-tags shows every row):"
     else:
         why = "no value moved since the baseline" if compared else "no baseline values to compare with" \
-            if deltas or since is None else "no deltas: the questions or the yardstick changed"
+            if deltas or not has_since else "no deltas: the questions or the yardstick changed"
         return ["", f"per tag: {count} rows, {why} (--rag-tags shows them)"]
     return ["", title, *fitted(["retriever", "tag", *labels], rows, 2, columns)]
 
@@ -207,7 +155,7 @@ class _Table:
     diagnostics: list[str]
 
 
-def _table(config: Config, runs: Mapping[str, Run], judge: Judge, labels: Sequence[str]) -> _Table:
+def _table(data: ReportInput) -> _Table:
     """One row per retriever that ran, in the config's order; one that could not run is a note instead."""
     answerable = None
     rows: list[list[str]] = []
@@ -217,31 +165,22 @@ def _table(config: Config, runs: Mapping[str, Run], judge: Judge, labels: Sequen
     latency: list[str] = []
     diagnostics: list[str] = []
     partial = False
-    for spec in config.retrievers:
-        run = runs.get(spec.name)
-        if run is None:
+    for view in data.retrievers:
+        if view.status != "ran":
+            notes.append(f"{view.name}: {view.status}: {view.reason}")
             continue
-        if run.skipped is not None:
-            notes.append(f"{spec.name}: unavailable: {run.skipped}")
-            continue
-        if run.error is not None:
-            notes.append(f"{spec.name}: error: {run.error}")
-            continue
-        result: RetrieverResult | None = run.result
-        assert result is not None
-        answerable = len(result.questions) - result.no_answer_total
-        found = {label: judge.comparison(spec.name, label) for label in labels}
+        answerable = view.scored - view.no_answer_total
+        found = {label: view.comparisons.get(label) for label in data.metrics}
         partial = partial or any(c is not None and not c.whole for c in found.values())
-        rows.append([spec.name] + [delta_cell(result.metrics[label], found[label]) for label in labels])
-        if result.no_answer_total:
-            no_answer.append(f"{spec.name} {result.no_answer_empty}/{result.no_answer_total}")
-        if result.answerable_empty:
-            ids = f" ({listed(result.wrongly_empty)})" if result.wrongly_empty else ""
-            wrongly_empty.append(f"{spec.name} {result.answerable_empty}/{answerable}{ids}")
-        diagnostics.extend(f"{spec.name} {label} {fmt(value)}" for label, value in sorted(run.diagnostics.items()))
-        notes.extend(f"{spec.name}: {note}" for note in run.notes)
-        summary = latency_summary(result)
-        latency.append(f"{spec.name} {summary['p50']:.1f}/{summary['p95']:.1f}")
+        rows.append([view.name] + [delta_cell(view.metrics[label], found[label]) for label in data.metrics])
+        if view.no_answer_total:
+            no_answer.append(f"{view.name} {view.no_answer_empty}/{view.no_answer_total}")
+        if view.answerable_empty:
+            ids = f" ({listed(view.wrongly_empty)})" if view.wrongly_empty else ""
+            wrongly_empty.append(f"{view.name} {view.answerable_empty}/{answerable}{ids}")
+        diagnostics.extend(f"{view.name} {label} {fmt(value)}" for label, value in sorted(view.diagnostics.items()))
+        notes.extend(f"{view.name}: {note}" for note in view.notes)
+        latency.append(f"{view.name} {view.latency_p50:.1f}/{view.latency_p95:.1f}")
     return _Table(answerable, rows, partial, notes, no_answer, wrongly_empty, latency, diagnostics)
 
 
@@ -263,33 +202,28 @@ def _footer_lines(table: _Table) -> list[str]:
     return lines
 
 
-def summary_lines(config: Config, runs: Mapping[str, Run], judge: Judge, every_tag: bool = False,
-                  columns: int | None = None) -> list[str]:
+def summary_lines(data: ReportInput, every_tag: bool = False, columns: int | None = None) -> list[str]:
     """The changes since the baseline, the summary table (split to fit `columns`), the per-tag table,
     the comparisons, and the no-answer and latency lines; judged@k is shown even when not listed."""
-    labels = shown_labels(config, runs)
-    since = judge.since()
-    comparable = since is not None and since.comparable
-    table = _table(config, runs, judge, labels)
+    table = _table(data)
     answerable = table.answerable
-    lines = [f"k={config.k}" + (f", {answerable} answerable questions" if answerable is not None else "")]
-    lines.extend(since.lines() if since is not None else [])
+    lines = [f"k={data.k}" + (f", {answerable} answerable questions" if answerable is not None else "")]
+    lines.extend(data.since)
     if table.rows:
-        lines.extend(fitted(["retriever", *labels], table.rows, 1, columns))
+        lines.extend(fitted(["retriever", *data.metrics], table.rows, 1, columns))
     if table.partial:
         lines.append("deltas over the comparable questions both the baseline and this run scored; "
                      "values over this run's whole eval set")
     if table.rows:
-        lines.extend(significance_lines(config, runs, judge, columns))
-    lines.extend(tag_lines(config, runs, judge, every_tag, columns))
+        lines.extend(significance_lines(data, columns))
+    lines.extend(tag_lines(data, every_tag, columns))
     notes = list(table.notes)
-    pairs: Pairs | None = judge.pairs() if runs else None
-    if pairs is not None:
-        lines.extend(comparison_lines(pairs, columns))
-        notes.extend(pairs.notes)
+    if data.retrievers:
+        lines.extend(comparison_lines(data.pairs, data.pair_method, columns))
+        notes.extend(data.pair_notes)
     lines.extend(notes)
     lines.extend(_footer_lines(table))
-    if since is not None and not comparable:
+    if data.since_comparable is False:
         lines.append("deltas not shown: the baseline's yardstick differs from this run's")
     return lines
 

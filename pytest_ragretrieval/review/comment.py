@@ -16,9 +16,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from ..record.report import Failure, ReportInput
 from ..report.markdown import esc, failures_section, metrics_section, table
-from ..report.model import Failure, ReportInput
-from ..report.results import PairComparison
 from ..report.wording import TITLE, format_ci, verdict
 from ..values import fmt, p_value, signed
 from .approval import Decision, what_lowered
@@ -41,8 +40,6 @@ class CommentInput:
     report: ReportInput | None  # None: the gate wrote no results
     failures_recorded: bool  # False: a results file written before the plugin recorded its failures
     gate_outcome: str = ""  # the gate step's outcome as the workflow saw it: success, failure or ""
-    comparisons: tuple[PairComparison, ...] = ()
-    comparisons_left_out: int = 0
     changes: Changes | None = None
     decision: Decision | None = None
     artifact_url: str = ""
@@ -108,7 +105,7 @@ def results_sections(data: CommentInput, limit: int | None) -> list[list[str]]:
     if data.report is None:
         return [["### 指标结果 / Metrics", "",
                  "门禁没有写出结果 / the gate wrote no results (it stopped before any retriever ran): see the job log"]]
-    metrics = _demote(metrics_section(data.report))
+    metrics = _demote(metrics_section(replace(data.report, pairs=())))  # the pairs: `comparisons_section`, cut to fit
     if data.changes is not None and any(view.comparisons for view in data.report.retrievers):
         metrics += ["", OWN_BASELINE]
     if not data.report.failures:
@@ -211,22 +208,18 @@ def changes_section(changes: Changes | None, limit: int | None) -> list[str]:
 
 
 def comparisons_section(data: CommentInput, limit: int | None) -> list[str]:
-    if not data.comparisons and not data.comparisons_left_out:
+    """The record's comparisons between configurations, as many as fit (`limit`), the rest counted."""
+    comparisons = data.report.pairs if data.report is not None else ()
+    if not comparisons:
         return []
     lines = ["### 配置对比 / Comparisons between configurations", ""]
-    shown = data.comparisons if limit is None else data.comparisons[:limit]
+    shown = comparisons if limit is None else comparisons[:limit]
     rows = []
     for c in shown:
-        record = "—" if None in (c.wins, c.ties, c.losses) else f"{c.wins}/{c.ties}/{c.losses}"
-        rows.append([f"{esc(c.a)} vs {esc(c.b)}", esc(c.metric), signed(c.delta) or "—", p_value(c.p_value),
-                     format_ci(c.ci95), record])
-    if rows:
-        lines += table(["pair", "metric", "delta", "p", "95% CI", "win/tie/loss"], rows, numeric=4)
-        lines += _more(len(data.comparisons), len(shown)) + [""]
-    if data.comparisons_left_out:
-        count = data.comparisons_left_out
-        lines.append(f"{count} 项无法读取 / {count} left out: each needs a, b and metric")
-    return lines[:-1] if lines[-1] == "" else lines
+        rows.append([f"{esc(c.a)} vs {esc(c.b)}", esc(c.metric), signed(c.delta), p_value(c.p_value),
+                     format_ci(c.ci95), f"{c.wins}/{c.ties}/{c.losses}"])
+    lines += table(["pair", "metric", "delta", "p", "95% CI", "win/tie/loss"], rows, numeric=4)
+    return lines + _more(len(comparisons), len(shown))
 
 
 def approval_section(decision: Decision | None, limit: int | None) -> list[str]:

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -75,11 +76,13 @@ def committed_cache() -> list[Path]:
 
 
 @pytest.mark.slow
-def test_the_gate_passes_on_the_sample_and_prints_the_documented_tables() -> None:
+def test_the_gate_passes_on_the_sample_and_prints_the_documented_tables(tmp_path: Path) -> None:
     env = dict(os.environ, HF_HUB_OFFLINE="1")
     cached = committed_cache()
+    results = tmp_path / "results.json"
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "--rag-eval", "-m", "rag_eval", "--rag-db=embedded", "-p", "no:cacheprovider"],
+        [sys.executable, "-m", "pytest", "--rag-eval", "-m", "rag_eval", "--rag-db=embedded", "-p", "no:cacheprovider",
+         "--rag-json", str(results)],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
     )
     assert committed_cache() == cached, "the committed cache should already hold every embedding"
@@ -89,6 +92,12 @@ def test_the_gate_passes_on_the_sample_and_prints_the_documented_tables() -> Non
         start = printed.index(table[0])
         assert printed[start : start + len(table)] == table
     assert "215 chunks (384 dimensions, 215 embeddings from the cache, 0 computed, exact search)" in done.stdout
+    # The sample's --rag-json and its baseline meet the schemas `ragretrieval schema` prints.
+    for kind, path in (("results", results), ("baseline", ROOT / "baselines" / "retrieval.json")):
+        schema = subprocess.run(
+            [sys.executable, "-c", f"from pytest_ragretrieval.cli import main; raise SystemExit(main(['schema', '{kind}']))"],
+            cwd=ROOT, capture_output=True, text=True, timeout=120, check=True)
+        jsonschema.validate(json.loads(path.read_text(encoding="utf-8")), json.loads(schema.stdout))
 
 
 @pytest.mark.slow

@@ -3,10 +3,12 @@ from __future__ import annotations
 
 import json
 
+import jsonschema
 import pytest
 from projects import GOLD, RUN, baseline, set_rankings, write_project
 
 from pytest_ragretrieval.cli import main
+from pytest_ragretrieval.record.schema import schema
 from pytest_ragretrieval.review.comment import MARKER
 
 
@@ -31,6 +33,8 @@ def test_results_have_the_baseline_shape_and_latency(pytester: pytest.Pytester) 
     }
     latency = results["retrievers"]["table"]["latency_ms"]
     assert set(latency) == {"p50", "p95"} and 0 <= latency["p50"] <= latency["p95"]
+    jsonschema.validate(results, schema("results"))  # what `ragretrieval schema results` prints
+    jsonschema.validate(recorded, schema("baseline"))
 
 
 def test_results_list_the_gate_s_failures_and_the_comment_renders_them(

@@ -9,10 +9,12 @@ from typing import Any
 import pytest
 from projects import retriever
 
-from pytest_ragretrieval.baseline.format import document, dumps, parse
+from pytest_ragretrieval.baseline.format import document, dumps
 from pytest_ragretrieval.cli import main
-from pytest_ragretrieval.report.model import Failure
-from pytest_ragretrieval.report.results import comparisons, failures, report_input
+from pytest_ragretrieval.errors import BaselineError
+from pytest_ragretrieval.record.codec import decode
+from pytest_ragretrieval.record.report import Failure
+from pytest_ragretrieval.report.recorded import failures, report_input
 from pytest_ragretrieval.review.approval import Decision, decision_document
 from pytest_ragretrieval.review.approved import Review, approval_of, record_line
 from pytest_ragretrieval.review.changes import Changes, Entry, ValueChange, dumps_changes
@@ -50,10 +52,9 @@ def results(failed: list[dict[str, Any]] | None = None, **extra: Any) -> dict[st
 
 
 def comment_input(doc: dict[str, Any], **options: Any) -> CommentInput:
-    parsed = parse(Path("reports/rag-eval.json"), dumps(doc))
-    pairs, left_out = comparisons(parsed)
-    return CommentInput(report_input(parsed), failures(parsed) is not None, comparisons=pairs,
-                        comparisons_left_out=left_out, **options)
+    path = Path("reports/rag-eval.json")
+    record = decode(path, dumps(doc)).record
+    return CommentInput(report_input(path, record), failures(record) is not None, **options)
 
 
 def render_doc(doc: dict[str, Any], **options: Any) -> str:
@@ -153,18 +154,21 @@ def test_results_without_a_failure_list_take_the_verdict_from_the_workflow() -> 
 
 def test_comparisons_between_configurations_when_present() -> None:
     body = render_doc(results([], comparisons=[PAIR]))
-    assert "### 配置对比 / Comparisons between configurations" in body
+    assert "### 配置对比 / Comparisons between configurations" in body and body.count("配置对比") == 1
     assert "| hybrid vs vector | recall@5 | +0.2400 | < 0.0001 | [+0.1500, +0.3300] |      20/30/3 |" in body
     assert "配置对比" not in render_doc(results([]))
 
 
-def test_comparisons_are_read_tolerantly() -> None:
-    # Only a, b and metric are required; entries without them are counted, never an error.
-    minimal = {"a": "x", "b": "y", "metric": "ndcg@5", "extra": {"nested": True}}
-    body = render_doc(results([], comparisons=[minimal, {"a": "x"}, "junk"]))
-    assert "| x vs y | ndcg@5 |     — |   — |      — |            — |" in body
-    assert "2 项无法读取 / 2 left out: each needs a, b and metric" in body
-    assert "1 项无法读取 / 1 left out" in render_doc(results([], comparisons={"not": "a list"}))
+def test_comparisons_are_read_by_the_record_types() -> None:
+    # p and the interval may be absent (null); what the record requires is one line naming the JSON path.
+    minimal = {"a": "x", "b": "y", "metric": "ndcg@5", "delta": 0.1, "wins": 3, "ties": 1, "losses": 0,
+               "extra": {"nested": True}}
+    assert "| x vs y | ndcg@5 | +0.1000 |   — |      — |        3/1/0 |" in render_doc(results([], comparisons=[minimal]))
+    with pytest.raises(BaselineError, match=r"^reports/rag-eval\.json: comparisons\[1\]: object missing required "
+                       r"field `b`; fix it"):
+        render_doc(results([], comparisons=[minimal, {"a": "x"}]))
+    with pytest.raises(BaselineError, match=r"^reports/rag-eval\.json: comparisons: expected an array, got an object"):
+        render_doc(results([], comparisons={"not": "a list"}))
 
 
 def many_failures(count: int) -> list[dict[str, Any]]:
@@ -252,7 +256,7 @@ def test_comment_with_the_issue_s_baseline_diff_form(workspace: Path, capsys: py
 
 @pytest.mark.parametrize(("name", "text", "message"), [
     ("results.json", "{", "results.json: not valid JSON"),
-    ("results.json", dumps(results([{"item": "x"}])), "results.json: 'failures' must list objects"),
+    ("results.json", dumps(results([{"item": "x"}])), "results.json: failures must list objects"),
     ("results.json", dumps(document(5, fingerprinted("bm25"), {"bm25": {"metrics": {}, "questions": {}}})),
      "results.json: retrievers.bm25.latency_ms is missing: this is a baseline, not --rag-json results"),
     ("decision.json", '{"check": "maybe"}', "decision.json: not a decision written by `ragretrieval pr-check --json`"),

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from report_samples import sample_input
 
+from pytest_ragretrieval.record.report import Failure, QuestionView
 from pytest_ragretrieval.report.github import (
     SUMMARY_CHANGES,
     append_summary,
@@ -15,7 +16,6 @@ from pytest_ragretrieval.report.github import (
     escape_property,
     step_summary,
 )
-from pytest_ragretrieval.report.model import Failure, QuestionView
 from pytest_ragretrieval.report.wording import HEADINGS
 
 

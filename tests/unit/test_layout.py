@@ -18,6 +18,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
      "cache", "loader", "toml", "extensions", "signals"),
     ("evalset",),
     ("scoring",),
+    ("record",),
     ("embedding",),
     ("retrievers",),
     ("config",),
@@ -218,3 +219,11 @@ def test_only_the_pytest_glue_imports_pytest() -> None:
         or (isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in ("pytest", "_pytest") and not node.level)
     }
     assert users == {f"{NAME}.plugin"}
+
+
+def test_the_renderers_read_the_record_not_the_gate() -> None:
+    """`report/` gets what a run found from the run record (`record/`), never from `gate/`, so a results
+    file renders as the run that wrote it did."""
+    found = {name: sorted(target for target in imported if layer_of(target) == "gate")
+             for name, imported in graph().items() if layer_of(name) == "report"}
+    assert {name: targets for name, targets in found.items() if targets} == {}

@@ -8,7 +8,10 @@ from stages import GOOD, QUESTIONS, WORSE, config, ran
 
 from pytest_ragretrieval.errors import ConfigError
 from pytest_ragretrieval.evalset.records import Question
-from pytest_ragretrieval.gate.pairs import PairComparison, compare_configurations, compare_pair, conclusion, pairs
+from pytest_ragretrieval.gate.pairs import compare_configurations, compare_pair, pairs
+from pytest_ragretrieval.record.codec import to_document
+from pytest_ragretrieval.record.report import conclusion
+from pytest_ragretrieval.record.types import PairComparison
 from pytest_ragretrieval.scoring.evaluate import RetrieverResult, Run, score
 from pytest_ragretrieval.scoring.metrics import MetricSpec
 from pytest_ragretrieval.scoring.stats import paired_test
@@ -59,7 +62,7 @@ def test_delta_wins_ties_losses_and_a_two_sided_p() -> None:
     # two-sided: the same p whichever side is a (a one-sided test would not say so)
     assert compare_pair(b, a, "recall@3", "randomization").p_value == found.p_value
     assert compare_pair(b, a, "recall@3", "randomization").delta == -0.333333
-    assert found.as_dict() == {"a": "a", "b": "b", "metric": "recall@3", "delta": 0.333333, "p_value": found.p_value,
+    assert to_document(found) == {"a": "a", "b": "b", "metric": "recall@3", "delta": 0.333333, "p_value": found.p_value,
                                "ci95": list(found.ci95), "wins": 5, "ties": 6, "losses": 1}
 
 

@@ -9,7 +9,7 @@ from pytest_ragretrieval.errors import RetrieverError
 from pytest_ragretrieval.gate.checks import Outcome
 from pytest_ragretrieval.gate.items import ItemKey
 from pytest_ragretrieval.gate.judge import Judge
-from pytest_ragretrieval.report.build import build_report
+from pytest_ragretrieval.gate.report import build_report
 from pytest_ragretrieval.scoring.evaluate import Run
 
 

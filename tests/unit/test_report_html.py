@@ -9,8 +9,8 @@ import pytest
 from browser import MISSING, browser, dump_dom
 from report_samples import sample_input, without_baseline
 
+from pytest_ragretrieval.record.report import RetrieverView
 from pytest_ragretrieval.report.html import render as render_html
-from pytest_ragretrieval.report.model import RetrieverView
 
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
 

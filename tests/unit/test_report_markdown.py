@@ -4,10 +4,11 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
+from msgspec import structs
 from report_samples import sample_input, without_baseline
 
+from pytest_ragretrieval.record.report import Failure, RetrieverView
 from pytest_ragretrieval.report.markdown import render as render_markdown
-from pytest_ragretrieval.report.model import Failure, RetrieverView
 from pytest_ragretrieval.report.wording import HEADINGS
 
 
@@ -190,7 +191,7 @@ def test_comparisons_conclusions_and_next_steps_come_from_the_numbers() -> None:
 def test_a_pair_without_a_test_shows_deltas_and_counts() -> None:
     """Two retrievers that share fewer than 2 scored questions get no p and no interval."""
     data = sample_input()
-    bare = tuple(replace(c, p_value=None, ci95=None) for c in data.pairs)
+    bare = tuple(structs.replace(c, p_value=None, ci95=None) for c in data.pairs)
     text = render_markdown(replace(data, pairs=bare))
     assert row(section(text, "metrics").split(f"### {HEADINGS['pairs']}", 1)[1], "hybrid vs vector")[2:] == ["-0.0500", "—", "—", "0 / 1 / 1"]
     assert "- hybrid vs vector: precision@5 -0.0500, ndcg@5 +0.1000" in section(text, "conclusions")
@@ -198,7 +199,7 @@ def test_a_pair_without_a_test_shows_deltas_and_counts() -> None:
 
 def test_a_significant_loss_says_what_to_tune() -> None:
     data = sample_input()
-    worse = tuple(replace(c, delta=-c.delta) for c in data.pairs)
+    worse = tuple(structs.replace(c, delta=-c.delta) for c in data.pairs)
     steps = section(render_markdown(replace(data, pairs=worse)), "next")
     assert ("- hybrid is significantly worse than vector on ndcg@5 (p ≤ 0.0310): keep vector, "
             "or tune its weights, depth or rrf_k and compare again") in steps

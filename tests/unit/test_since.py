@@ -14,7 +14,7 @@ from pytest_ragretrieval.baseline.fingerprint import (
     question_record,
     questions_record,
 )
-from pytest_ragretrieval.baseline.format import parse, upgraded
+from pytest_ragretrieval.baseline.format import parse
 from pytest_ragretrieval.baseline.since import (
     LISTED,
     Change,
@@ -29,6 +29,7 @@ from pytest_ragretrieval.baseline.since import (
 from pytest_ragretrieval.baseline.verify import reproduced
 from pytest_ragretrieval.evalset.jsonl import load_chunks, load_evalset
 from pytest_ragretrieval.evalset.records import Chunk, Question
+from pytest_ragretrieval.record.upgrade import fingerprint_1 as upgraded
 from pytest_ragretrieval.scoring.stats import holm
 
 ROOT = Path(__file__).resolve().parents[2]

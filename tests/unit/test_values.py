@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_ragretrieval.gate.checks import Comparison, MetricCheck
-from pytest_ragretrieval.gate.pairs import PairComparison, Pairs, conclusion
+from pytest_ragretrieval.gate.checks import MetricCheck
+from pytest_ragretrieval.record.report import conclusion
+from pytest_ragretrieval.record.types import Comparison, PairComparison
 from pytest_ragretrieval.report.conclusions import _metrics
 from pytest_ragretrieval.report.terminal import comparison_lines
 from pytest_ragretrieval.scoring.metrics import MetricSpec
@@ -46,5 +47,5 @@ def test_every_place_that_shows_a_p_value_uses_the_one_rule() -> None:
     assert conclusion([PAIR], 0.05) == "hybrid vs vector: recall@5 +0.2400 (p < 0.0001, significant)"
     assert _metrics([PAIR]) == "recall@5 (p < 0.0001)"
     assert "hybrid vs vector  recall@5  +0.2400  < 0.0001  [+0.1500, +0.3300]  20/30/3" in comparison_lines(
-        Pairs((PAIR,))
+        (PAIR,), "randomization"
     )

@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from ..errors import BaselineError
 from ..jsontext import control_character, metric_key_problem, unstorable
@@ -23,7 +22,7 @@ def damaged(path: Path, problem: str) -> BaselineError:
     )
 
 
-def shown(value: Any) -> str:
+def shown(value: object) -> str:
     """A bad number as JSON would spell it: NaN, Infinity, or the first digits of a huge integer."""
     if isinstance(value, float) and math.isnan(value):
         return "NaN"
@@ -33,13 +32,13 @@ def shown(value: Any) -> str:
     return text if len(text) <= 24 else f"{text[:20]}... ({len(text)} digits)"
 
 
-def number(path: Path, where: str, value: Any, label: str | None = None) -> float:
+def number(path: Path, where: str, value: object, label: str | None = None) -> float:
     """A finite float in range for the metric its label names (the last part of `where` unless given;
     any finite value for an unknown metric)."""
     metric = METRICS.get((label or where.rpartition(".")[2]).partition("@")[0])
     bounds = metric.bounds if metric is not None else None
     try:
-        number = float(value)
+        number = float(value) if isinstance(value, (int, float)) else math.nan
     except OverflowError:
         number = math.inf
     if math.isfinite(number) and (bounds is None or bounds[0] <= number <= bounds[1]):
@@ -54,9 +53,9 @@ def metric_key(path: Path, where: str, key: str) -> None:
         raise damaged(path, f"{where} key {problem}")
 
 
-def text_problem(doc: Mapping[str, Any]) -> tuple[str, str] | None:
+def text_problem(doc: Mapping[str, object]) -> tuple[str, str] | None:
     """(JSON path, problem) of the first key or string that holds a control character or unstorable text."""
-    stack: list[tuple[str, Any]] = [("", doc)]
+    stack: list[tuple[str, object]] = [("", doc)]
     while stack:
         where, value = stack.pop()
         if isinstance(value, dict):
@@ -79,6 +78,6 @@ def _one_text(text: str) -> str | None:
     return f"a control character ({control})" if control is not None else unstorable(text)
 
 
-def json_type(value: Any) -> str:
+def json_type(value: object) -> str:
     names = {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "an array"}
     return names.get(type(value), "an object" if isinstance(value, dict) else "null")

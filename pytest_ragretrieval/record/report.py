@@ -1,12 +1,12 @@
-"""Everything a report shows, gathered once by `report.build`; the renderers are pure functions of it."""
+"""The reports' view of a run: everything a report shows, built once by the gate (`gate/report.py`) or
+projected from a results file (`report/recorded.py`); the renderers are pure functions of it."""
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ..gate.checks import Comparison
-from ..gate.pairs import PairComparison
-from ..values import EPSILON
+from ..values import EPSILON, p_clause, signed
+from .types import Adjustment, Comparison, PairComparison
 
 
 @dataclass(frozen=True)
@@ -49,6 +49,13 @@ class RetrieverView:
     latency_p50: float = 0.0
     latency_p95: float = 0.0
     diagnostics: Mapping[str, float] = field(default_factory=dict, hash=False)
+    scored: int = 0
+    """How many questions it was scored on."""
+    answerable_empty: int = 0
+    wrongly_empty: tuple[str, ...] = ()
+    """Answerable questions it answered with nothing, by id (as many as the run lists)."""
+    notes: tuple[str, ...] = ()
+    """Its run's own notes."""
 
 
 @dataclass(frozen=True)
@@ -89,6 +96,14 @@ class ReportInput:
     """How many metric items' p-values were adjusted together."""
     adjustment: str = "maxt"
     """How: "maxt", "holm" or "none"."""
+    gated: tuple[str, ...] = ()
+    """The metrics the gate judges (`metrics`, the shown ones, may add judged@k)."""
+    pair_notes: tuple[str, ...] = ()
+    """What kept configured pairs from being compared."""
+    since_comparable: bool | None = None
+    """Whether the baseline's yardstick is this run's; None without a baseline to compare with."""
+    questions_changed: bool = False
+    """Whether questions were added, removed or edited since the baseline."""
 
     @property
     def primary(self) -> str:
@@ -144,6 +159,30 @@ def question_changes(data: ReportInput, view: RetrieverView) -> tuple[list[Quest
     return regressed, improved
 
 
+ADJUSTED = {Adjustment.MAXT: "max-T", Adjustment.HOLM: "Holm"}
+"""How each adjustment is named in a sentence: `max-T-adjusted over 6 items`."""
+
+
 def no_answer_rows(data: ReportInput, view: RetrieverView) -> list[tuple[QuestionView, tuple[str, ...]]]:
     """Each no-answer question with what the retriever returned for it (empty is the right answer)."""
     return [(q, view.rankings.get(q.id, ())) for q in data.questions if not q.answerable]
+
+
+def conclusion(comparisons: Sequence[PairComparison], alpha: float) -> str:
+    """`hybrid vs vector: recall@5 -0.0336 (p = 0.2700, not significant), ...` for one pair."""
+    parts = []
+    for c in comparisons:
+        if c.p_value is None:
+            parts.append(f"{c.metric} {signed(c.delta)}")
+            continue
+        verdict = "significant" if c.significant(alpha) else "not significant"
+        parts.append(f"{c.metric} {signed(c.delta)} ({p_clause(c.p_value)}, {verdict})")
+    return f"{comparisons[0].a} vs {comparisons[0].b}: " + ", ".join(parts)
+
+
+def by_pair(comparisons: Sequence[PairComparison]) -> list[list[PairComparison]]:
+    """The comparisons grouped by (a, b), in the configured order."""
+    groups: dict[tuple[str, str], list[PairComparison]] = {}
+    for c in comparisons:
+        groups.setdefault((c.a, c.b), []).append(c)
+    return list(groups.values())

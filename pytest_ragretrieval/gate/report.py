@@ -1,16 +1,19 @@
-"""Building the reports' input from explicit parts of a finished run: what ran, what it scored, what changed."""
+"""The reports' view of a finished run (`record.report.ReportInput`), built from the judge and the runs:
+what ran, what it scored, what changed. The gate produces it; the renderers in `report/` only read it."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from ..baseline.format import Baseline
+from ..baseline.gold import edited_gold, gold_texts, recorded_gold, review_line
 from ..config.settings import Config
 from ..evalset.records import Chunk, Question
-from ..gate.checks import Outcome
-from ..gate.items import ItemKey
-from ..gate.judge import Judge
 from ..paths import display
+from ..record.report import ChunkView, Failure, QuestionView, ReportInput, RetrieverView
 from ..scoring.evaluate import Run, latency_summary
-from .model import ChunkView, Failure, QuestionView, ReportInput, RetrieverView
+from .checks import Outcome
+from .items import ItemKey
+from .judge import Judge, baseline_questions, comparable_notes, small_set_notes
 
 UNAVAILABLE = "（不可用 / unavailable）"
 """After a reranker's model in the configuration, when its retriever could not run here."""
@@ -63,7 +66,16 @@ def build_report(
         significance=config.significance,
         family=len(judge.family()) if config.significance != "none" else 0,
         adjustment=judge.adjustment(),
+        gated=tuple(spec.label for spec in config.metrics),
+        pair_notes=pairs.notes,
+        since_comparable=since.comparable if since is not None else None,
+        questions_changed=since is not None and since.questions.changed,
     )
+
+
+def summary_input(config: Config, runs: Mapping[str, Run], judge: Judge) -> ReportInput:
+    """What the terminal summary shows: the reports' view without the questions and chunks."""
+    return build_report(config, (), (), runs, judge, {}, "", "")
 
 
 def _view(name: str, kind: str, run: Run, judge: Judge) -> RetrieverView:
@@ -95,4 +107,43 @@ def _view(name: str, kind: str, run: Run, judge: Judge) -> RetrieverView:
         latency_p50=latency["p50"],
         latency_p95=latency["p95"],
         diagnostics=dict(run.diagnostics),
+        scored=len(result.questions),
+        answerable_empty=result.answerable_empty,
+        wrongly_empty=tuple(result.wrongly_empty),
+        notes=tuple(run.notes),
     )
+
+
+def header_lines(config: Config, chunks: Sequence[Chunk], questions: Sequence[Question], baseline: Baseline | None,
+                 update: bool) -> list[str]:
+    """The run header: what was loaded, the baseline, and the warnings every report repeats."""
+    answerable = sum(1 for q in questions if q.answerable)
+    from_table = f" (the team's {config.team_corpus.describe()})" if config.team_corpus is not None else ""
+    lines = [
+        f"rag: config {config.where}",
+        f"rag: {len(chunks)} chunks{from_table}, {len(questions)} questions "
+        f"({answerable} answerable, {len(questions) - answerable} no-answer), "
+        f"k={config.k}, metrics {', '.join(s.label for s in config.metrics)}",
+    ]
+    if baseline is None:
+        lines.append(f"rag: no baseline yet at {display(config.baseline)}")
+    else:
+        lines.append(f"rag: baseline {display(config.baseline)}")
+    empty = sum(1 for chunk in chunks if not chunk.text.strip())
+    if empty:
+        team = config.team_corpus
+        where = f"the team's {team.describe()}" if team is not None else display(config.chunks_file("the header"))
+        lines.append(
+            f"rag: warning: {empty} chunk{'s' if empty != 1 else ''} in {where} "
+            f"{'have' if empty != 1 else 'has'} an empty text; ranked and scored like any other"
+        )
+    if update:
+        lines.append("rag: recording a new baseline (--rag-update-baseline)")
+    if config.significance != "none":
+        lines.append(f"rag: a drop fails only when a paired {config.significance} test gives p < {config.alpha:g}")
+    notes = small_set_notes(config, questions)
+    if baseline is not None:
+        notes += comparable_notes(config, questions, baseline_questions(baseline, config, questions))
+        review = review_line(edited_gold(recorded_gold(baseline), gold_texts(chunks, questions), questions))
+        notes += [review] if review else []
+    return lines + [f"rag: warning: {note}" for note in notes]

@@ -1,0 +1,205 @@
+"""The run record's types: what one gate run found, as the `--rag-json` results and (a part of it) the
+baseline hold it. Frozen msgspec Structs, enums where a value is one of a few words, no `Any`: the
+codec (`codec.py`) validates a file against them in one step, and `ragretrieval schema` prints their
+JSON Schema. A field that a file holds only sometimes is `UNSET` when absent, so writing a record
+gives back the same keys (`tags: {}` is written, an absent `bar` is not)."""
+from __future__ import annotations
+
+import enum
+from typing import Annotated
+
+from msgspec import UNSET, Meta, Struct, UnsetType
+
+FORMAT_VERSION = 3
+"""3: each entry may hold a `bar`, the per-question values the team last approved where they differ
+from the recorded ones. 2: the fingerprint splits the yardstick from the system under test and
+itemizes the corpus and the questions (`fingerprint`). Files of formats 1 and 2 are still read, their
+bar equal to their recorded values (format 1's fingerprint through `upgrade.fingerprint_1`)."""
+READABLE = (1, 2, FORMAT_VERSION)
+
+Count = Annotated[int, Meta(ge=0, lt=2**31)]
+"""A number of questions, items or wins: what a run can count."""
+ChunkId = Annotated[str, Meta(min_length=1)]
+Values = dict[str, float]
+"""Metric label (`ndcg@5`) -> value; the codec checks each label and each value's range."""
+JSONValue = Annotated[object, Meta(extra_json_schema={"description": "any JSON value"})]
+JSONObject = dict[str, JSONValue]
+"""A JSON object whose shape belongs to someone else: a retriever's fingerprint is what its type says
+(`validate.check_fingerprint` checks the sections readers rely on)."""
+
+
+class Adjustment(enum.StrEnum):
+    """How the p-values of the gated items were adjusted together."""
+
+    MAXT = "maxt"
+    HOLM = "holm"
+    NONE = "none"
+
+
+class Method(enum.StrEnum):
+    """The paired two-sided test behind a p-value."""
+
+    RANDOMIZATION = "randomization"
+    BOOTSTRAP = "bootstrap"
+
+
+class Status(enum.StrEnum):
+    """What an item of the gate reports."""
+
+    PASSED = "passed"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+
+
+class Verdict(Struct, frozen=True):
+    """One item's verdict: its status and the lines pytest shows for it (a skip's reason first). The
+    pytest-xdist controller, which judges, hands them to its workers, which only report them."""
+
+    status: Status
+    lines: tuple[str, ...]
+
+
+class Comparison(Struct, frozen=True):
+    """One retriever x metric against the baseline, over the comparable questions both runs scored.
+
+    `baseline` and `value` are the means over that common set (the recorded means when it is
+    each side's whole set); `value_all` is today's mean over all its questions when that differs.
+    In significance mode `p_value` is the p that decides (adjusted by `adjustment` over `family`
+    items when `family` > 0) and `p_unadjusted` the test's own; `mde` is the smallest drop a paired
+    two-sided 5% test detects with 80% power over these questions, from the baseline's per-question
+    spread. `whole`: both runs scored exactly these questions (nothing added, removed or edited).
+    """
+
+    baseline: float | None
+    value: float
+    delta: float | None
+    p_value: float | None = None
+    ci95: tuple[float, float] | None = None
+    p_unadjusted: float | None = None
+    family: Count = 0
+    questions: Count = 0
+    whole: bool = True
+    value_all: float | None = None
+    mde: float | None = None
+    adjustment: Adjustment | None = None
+    """MAXT or HOLM for a member of the family, else None."""
+
+
+class PairComparison(Struct, frozen=True):
+    """Retriever `a` against retriever `b` on one metric, over the questions both scored (`a - b`)."""
+
+    a: str
+    b: str
+    metric: str
+    delta: float
+    wins: Count
+    ties: Count
+    losses: Count
+    p_value: float | None = None
+    ci95: tuple[float, float] | None = None
+
+    @property
+    def questions(self) -> int:
+        return self.wins + self.ties + self.losses
+
+    def significant(self, alpha: float) -> bool:
+        return self.p_value is not None and self.p_value < alpha
+
+
+class NoAnswer(Struct, frozen=True, forbid_unknown_fields=True):
+    """The no-answer counts: questions without gold, those answered with nothing, and answerable
+    questions answered with nothing (files of 0.1.0 lack `answerable_empty`)."""
+
+    questions: Count | UnsetType = UNSET
+    empty: Count | UnsetType = UNSET
+    answerable_empty: Count | UnsetType = UNSET
+
+
+class Question(Struct, frozen=True):
+    """One question's ranking (best first, as deep as k and the cutoffs need) and its values."""
+
+    ranking: tuple[ChunkId, ...] = ()
+    metrics: Values = {}
+
+
+class Latency(Struct, frozen=True):
+    """Per-question latency in ms, nearest rank."""
+
+    p50: float
+    p95: float
+
+
+class Retriever(Struct, frozen=True):
+    """One retriever's entry. The baseline holds the reproducible part (through `bar`); `--rag-json`
+    adds latency, diagnostics, the comparison with the baseline and what changed for it."""
+
+    metrics: Values
+    tags: dict[str, Values] = {}
+    no_answer: NoAnswer | UnsetType = UNSET
+    questions: dict[str, Question] = {}
+    bar: dict[str, Values] | UnsetType = UNSET
+    """The bar where it differs from the recorded values: metric label -> question id -> value."""
+    latency_ms: Latency | UnsetType = UNSET
+    diagnostics: Values | UnsetType = UNSET
+    comparison: dict[str, Comparison] | UnsetType = UNSET
+    changes: tuple[str, ...] | UnsetType = UNSET
+
+
+class Failure(Struct, frozen=True):
+    """A failed item of the gate: its node id, what it checked, its one summary line and details."""
+
+    item: str
+    retriever: str
+    metric: str
+    summary: str
+    details: tuple[str, ...] = ()
+
+
+class SinceBaseline(Struct, frozen=True):
+    """What changed since the baseline: the yardstick (then nothing is comparable), the system under
+    test, the questions, and the header lines that say so."""
+
+    comparable: bool = True
+    yardstick: tuple[str, ...] = ()
+    changes: tuple[str, ...] = ()
+    questions: tuple[str, ...] = ()
+    lines: tuple[str, ...] = ()
+
+
+class LabelToReview(Struct, frozen=True):
+    """A gold chunk whose text was edited since the baseline, and the questions it is gold of."""
+
+    chunk: str
+    questions: tuple[str, ...]
+
+
+class Significance(Struct, frozen=True):
+    """Significance mode: the test, alpha, and how many items' p-values were adjusted together, how."""
+
+    method: Method
+    alpha: float
+    family: Count = 0
+    adjustment: Adjustment = Adjustment.HOLM
+    """Results written before max-T do not say, and meant Holm."""
+
+
+class Record(Struct, frozen=True):
+    """A results or baseline file. The baseline is the first six fields (its `retrievers` without the
+    run's additions); `--rag-json` results add the rest: the gate's failures (so `ragretrieval comment`
+    says what failed without judging again), comparisons between configurations, what changed since
+    the baseline, the labels to review and, in significance mode, how p-values were adjusted."""
+
+    format_version: int
+    k: Annotated[int, Meta(ge=1)]
+    fingerprint: JSONObject
+    retrievers: dict[str, Retriever]
+    plugin_version: str | UnsetType = UNSET
+    unavailable: dict[str, str] | UnsetType = UNSET
+    """Retrievers that could not run where the file was written, and why."""
+    failures: tuple[Failure, ...] | UnsetType = UNSET
+    comparisons: tuple[PairComparison, ...] | UnsetType = UNSET
+    since_baseline: SinceBaseline | UnsetType = UNSET
+    labels_to_review: tuple[LabelToReview, ...] | UnsetType = UNSET
+    significance: Significance | UnsetType = UNSET
+    phases: dict[str, float] | UnsetType = UNSET
+    """Seconds per phase of the run that wrote the results."""
