@@ -239,8 +239,8 @@ class RagSession:
             )
             self.update_lines = plan.lines
             self.write_failed = self.write_failed or plan.failed
-            if plan.document is not None:
-                self._write(self.config.baseline, dumps(plan.document))
+            if plan.record is not None:
+                self._write(self.config.baseline, encode(plan.record))
         if self._runner is not None:
             self._runner.finish()
 

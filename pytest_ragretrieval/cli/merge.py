@@ -11,7 +11,6 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from ..baseline.format import dumps
 from ..baseline.format import load as load_baseline
 from ..baseline.merge import merge
 from ..baseline.partial import PartialError, read_partial
@@ -100,8 +99,8 @@ def run(args: argparse.Namespace) -> Result:
     if args.update_baseline:
         plan = baseline_update(config, baseline, judge.fingerprint, merged.runs, selected, judge)
         result.out += plan.lines
-        if plan.document is not None:
-            written(config.baseline, dumps(plan.document))
+        if plan.record is not None:
+            written(config.baseline, encode(plan.record))
         written.failed = written.failed or plan.failed
     missing = judge.missing_baseline()
     result.out += missing

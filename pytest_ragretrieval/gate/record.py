@@ -135,7 +135,7 @@ def baseline_update(
     bars = {name: next_bar(judge, name) for name in chosen if name not in refused}
     plan = plan_update(config, baseline, fingerprint, runs, chosen, refused, bars)
     lines = [line for reasons in refused.values() for line in reasons] + plan.lines
-    return UpdatePlan(plan.document, lines, plan.failed)
+    return UpdatePlan(plan.record, lines, plan.failed)
 
 
 def next_bar(judge: Judge, name: str) -> dict[str, dict[str, float]]:

@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 from msgspec import UnsetType
 from projects import retriever
+from stages import document
 
-from pytest_ragretrieval.baseline.format import document, dumps
+from pytest_ragretrieval.baseline.format import dumps
 from pytest_ragretrieval.cli import main
 from pytest_ragretrieval.errors import BaselineError
 from pytest_ragretrieval.record.codec import decode
