@@ -16,13 +16,13 @@ from ..paths import display
 from ..record.types import (
     FORMAT_VERSION,
     Adjustment,
+    Counterpart,
     Failure,
     LabelToReview,
     Latency,
     Method,
     Question,
     Record,
-    Recorded,
     Settings,
     Significance,
     SinceBaseline,
@@ -100,14 +100,14 @@ def run_record(
     )
 
 
-def _recorded(judge: Judge, name: str) -> Recorded | UnsetType:
+def _recorded(judge: Judge, name: str) -> Counterpart | UnsetType:
     """What the reports compare `name` with: the baseline's tags when the questions are the same, its
     rankings and values on the comparable questions; nothing without a comparable baseline entry."""
     recorded, since = judge.recorded(name), judge.since()
     if recorded is None or since is None:
         return UNSET
     comparable = since.questions.comparable
-    return Recorded(
+    return Counterpart(
         tags={tag: dict(values) for tag, values in recorded.tags.items()} if not since.questions.changed else {},
         questions={qid: Question(q.ranking, dict(q.metrics)) for qid, q in recorded.questions.items()
                    if qid in comparable})

@@ -129,7 +129,7 @@ class Latency(Struct, frozen=True):
     p95: float
 
 
-class Recorded(Struct, frozen=True):
+class Counterpart(Struct, frozen=True):
     """What the baseline recorded for a retriever, as far as the reports compare it with this run: its
     per-tag means when both scored the same questions, its rankings and values on the comparable ones."""
 
@@ -155,7 +155,7 @@ class Retriever(Struct, frozen=True):
     wrongly_empty: tuple[str, ...] | UnsetType = UNSET
     """Answerable questions it answered with nothing, by id (as many as the run lists)."""
     notes: tuple[str, ...] | UnsetType = UNSET
-    recorded: Recorded | UnsetType = UNSET
+    recorded: Counterpart | UnsetType = UNSET
 
 
 class Failure(Struct, frozen=True):

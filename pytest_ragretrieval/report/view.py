@@ -31,7 +31,8 @@ def view(record: Record, questions: Sequence[Question] = (), chunks: Sequence[Ch
         *sorted(record.retrievers), *sorted(unavailable), *sorted(errors))
     shown = settings.shown if settings is not None else tuple(
         sorted({label for r in record.retrievers.values() for label in r.metrics}, key=metric_order))
-    run_notes = [f"{name}: {note}" for name, entry in record.retrievers.items() for note in entry.notes or ()]
+    run_notes = [f"{name}: {note}" for name in order if name in record.retrievers
+                 for note in record.retrievers[name].notes or ()]
     pair_notes = record.pair_notes or ()
     return ReportInput(
         k=record.k,

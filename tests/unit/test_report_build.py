@@ -12,6 +12,7 @@ from pytest_ragretrieval.gate.items import ItemKey
 from pytest_ragretrieval.gate.judge import Judge
 from pytest_ragretrieval.gate.record import run_record
 from pytest_ragretrieval.gate.report import described
+from pytest_ragretrieval.record.codec import decode, encode
 from pytest_ragretrieval.record.report import ReportInput
 from pytest_ragretrieval.report.view import view
 from pytest_ragretrieval.scoring.evaluate import Run
@@ -61,3 +62,17 @@ def test_a_reranker_that_could_not_run_is_marked_unavailable_in_the_configuratio
     data = build_report(Judge(cfg, QUESTIONS, None, fingerprint(cfg), runs), {})
     assert data.rerankers == ("acme/ce（不可用 / unavailable）",)
     assert [(v.name, v.status) for v in data.retrievers] == [("reranked", "unavailable")]
+
+
+def test_a_results_file_is_the_same_view_as_the_live_run(tmp_path: Path) -> None:
+    """One builder: the record `--rag-json` writes, read back, gives the reports what the live run gave
+    them, but the eval set and the descriptions, which the file does not hold."""
+    cfg = config(tmp_path, 'significance = "randomization"', 'compare = [["one", "two"]]')
+    recorded = baseline(cfg, {"one": ran(cfg, "one", GOOD), "two": ran(cfg, "two", GOOD)}, fingerprint(cfg))
+    runs = {"one": ran(cfg, "one", WORSE), "two": ran(cfg, "two", GOOD), "fused": Run(error=RetrieverError("boom"))}
+    judge = Judge(cfg, QUESTIONS, recorded, fingerprint(cfg), runs)
+    key = ItemKey("one", "metric", "ndcg@3")
+    record = run_record(cfg, judge.fingerprint, runs, judge, {key: judge.outcome(key)})
+    live = view(record)
+    assert live.pairs and live.failures and live.since_comparable and live.retrievers[0].baseline_values
+    assert view(decode(Path("r.json"), encode(record)).record) == live
