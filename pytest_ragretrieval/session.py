@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from msgspec import structs
+
 from .baseline.fingerprint import fingerprint
 from .baseline.format import Baseline, dumps
 from .baseline.format import load as load_baseline
@@ -29,14 +31,15 @@ from .gate.checks import Outcome
 from .gate.items import ItemKey, Skip, item_keys
 from .gate.judge import Judge
 from .gate.record import baseline_update, run_record
-from .gate.report import build_report, header_lines, summary_input
+from .gate.report import described, header_lines
 from .gate.shard import shard_outcome
 from .paths import display, write_atomic, write_problem
 from .progress import Output, PlainOutput
 from .record.codec import encode
 from .record.report import ReportInput
-from .record.types import Status, Verdict
+from .record.types import Record, Status, Verdict
 from .report.terminal import summary_lines
+from .report.view import view
 from .runner.resources import database_mode, database_url
 from .runner.runs import Runner
 from .scoring.evaluate import Run
@@ -86,6 +89,7 @@ class RagSession:
         self.write_failed = False
         self._judge: Judge | None = None
         self._runner: Runner | None = None
+        self._record: Record | None = None
         self.phases = Phases()
         self.corpus: dict[str, Any] | None = None
         """The corpus's record as the team's database computed it, without a chunks file."""
@@ -204,11 +208,16 @@ class RagSession:
             return Verdict(Status.SKIPPED, (str(exc),))
         return Verdict(Status.PASSED if found.passed else Status.FAILED, tuple(found.lines))
 
+    def record(self) -> Record:
+        """The one output of judging (once every item is judged): what `--rag-json` writes and every
+        report is a view of."""
+        if self._record is None:
+            self._record = run_record(self.config, self.judge.fingerprint, self.runs, self.judge, self.failures)
+        return self._record
+
     def report_input(self) -> ReportInput:
-        return build_report(
-            self.config, self.chunks, self.questions, self.runs, self.judge, self.failures,
-            self.runner.embedder_description, self.runner.database_description,
-        )
+        return view(self.record(), self.questions, self.chunks, described(
+            self.config, self.runs, self.runner.embedder_description, self.runner.database_description))
 
     def finish(self) -> None:
         """Write the requested files; the baseline only when every selected retriever ran cleanly. A shard
@@ -223,17 +232,15 @@ class RagSession:
             if self.runs and self.options.shard is None and (self.options.reports or in_github_actions()):
                 self._report(self.report_input())
         if self.options.json_path is not None and self.runs and self.options.shard is None:
-            record = run_record(self.config, self.judge.fingerprint, self.runs, self.judge, self.failures,
-                                self.phases.rounded())
-            self._write(self.options.json_path, encode(record))
+            self._write(self.options.json_path, encode(structs.replace(self.record(), phases=self.phases.rounded())))
         if self.options.update and self.runs:
             plan = baseline_update(
                 self.config, self.baseline, self.judge.fingerprint, self.runs, self.selected, self.judge
             )
             self.update_lines = plan.lines
             self.write_failed = self.write_failed or plan.failed
-            if plan.document is not None:
-                self._write(self.config.baseline, dumps(plan.document))
+            if plan.record is not None:
+                self._write(self.config.baseline, encode(plan.record))
         if self._runner is not None:
             self._runner.finish()
 
@@ -268,7 +275,7 @@ class RagSession:
             return [f"rag: shard {self.options.shard}: {len(self.share)} of {len(self.questions)} questions, "
                     "judged by `ragretrieval merge` over the partial records of all shards",
                     self.phases.line(), *self.update_lines, *self.written]
-        lines = summary_lines(summary_input(self.config, self.runs, self.judge), self.options.every_tag, columns)
+        lines = summary_lines(view(self.record()), self.options.every_tag, columns)
         notes = [f"warning: {note}" for note in self.judge.notes()]
         return [*lines, *notes, self.phases.line(), *self.update_lines, *self.written, *self.failed_lines]
 

@@ -5,13 +5,46 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from msgspec import UNSET, structs
+
+from pytest_ragretrieval import __version__
 from pytest_ragretrieval.baseline.fingerprint import questions_record
-from pytest_ragretrieval.baseline.format import Baseline, document, dumps, parse, retriever_entry
+from pytest_ragretrieval.baseline.format import Baseline, dumps, parse, retriever_record
 from pytest_ragretrieval.config.settings import Config, load_config
 from pytest_ragretrieval.evalset.jsonl import GRADING_VERSION
 from pytest_ragretrieval.evalset.records import Question
-from pytest_ragretrieval.scoring.evaluate import Run, score
+from pytest_ragretrieval.record.codec import to_document
+from pytest_ragretrieval.record.types import FORMAT_VERSION
+from pytest_ragretrieval.scoring.evaluate import RetrieverResult, Run, score
 from pytest_ragretrieval.scoring.metrics import METRICS_VERSION
+
+
+def retriever_entry(result: RetrieverResult, bar: Mapping[str, Mapping[str, float]] | None = None) -> dict[str, Any]:
+    """The reproducible part of a retriever's results, as the baseline stores it; `bar` where the bar
+    differs from these values (metric label -> question id -> value), written only when it holds one."""
+    held = {label: dict(values) for label, values in (bar or {}).items() if values}
+    return to_document(structs.replace(retriever_record(result), bar=held or UNSET))
+
+
+def document(
+    k: int,
+    fingerprint: Mapping[str, Any],
+    retrievers: Mapping[str, Mapping[str, Any]],
+    unavailable: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """A baseline document from entries given as JSON values (hand-made ones included, which the plugin's
+    own writer, `update.plan_update`, cannot write); `unavailable` names retrievers that could not run."""
+    doc: dict[str, Any] = {
+        "format_version": FORMAT_VERSION,
+        "plugin_version": __version__,
+        "k": k,
+        "fingerprint": dict(fingerprint),
+        "retrievers": dict(retrievers),
+    }
+    if unavailable:
+        doc["unavailable"] = dict(unavailable)
+    return doc
+
 
 QUESTIONS = (
     Question("q1", "住宿标准", {"a": 2, "b": 1}, ("semantic",)),

@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from msgspec import UNSET, structs
+from msgspec import UNSET
 
 from .. import __version__
-from ..record.codec import Decoded, decode, to_document
+from ..record.codec import Decoded, decode
 from ..record.codec import dumps as dumps
 from ..record.codec import load as load_record
 from ..record.codec import read as read_record
@@ -90,30 +90,16 @@ def retriever_record(result: RetrieverResult) -> Retriever:
     )
 
 
-def retriever_entry(result: RetrieverResult, bar: Mapping[str, Mapping[str, float]] | None = None) -> dict[str, Any]:
-    """The reproducible part of a retriever's results, as the baseline stores it; `bar` where the bar
-    differs from these values (metric label -> question id -> value), written only when it holds one."""
-    held = {label: dict(values) for label, values in (bar or {}).items() if values}
-    return to_document(structs.replace(retriever_record(result), bar=held or UNSET))
-
-
-def document(
+def baseline_record(
     k: int,
     fingerprint: Mapping[str, Any],
-    retrievers: Mapping[str, Mapping[str, Any]],
+    retrievers: Mapping[str, Retriever],
     unavailable: Mapping[str, str] | None = None,
-) -> dict[str, Any]:
-    """`unavailable` names retrievers that could not run where the baseline was recorded, and why."""
-    doc: dict[str, Any] = {
-        "format_version": FORMAT_VERSION,
-        "plugin_version": __version__,
-        "k": k,
-        "fingerprint": dict(fingerprint),
-        "retrievers": dict(retrievers),
-    }
-    if unavailable:
-        doc["unavailable"] = dict(unavailable)
-    return doc
+) -> Record:
+    """The baseline as the record holds it: `unavailable` names retrievers that could not run where it was
+    recorded, and why; the entries are the baseline's part of the record's (`update._restrict`)."""
+    return Record(format_version=FORMAT_VERSION, plugin_version=__version__, k=k, fingerprint=dict(fingerprint),
+                  retrievers=dict(retrievers), unavailable=dict(unavailable) if unavailable else UNSET)
 
 
 def recorded(entry: Retriever) -> Recorded:

@@ -1,51 +1,60 @@
-"""Planning a baseline update: which entries change, which stay, which go, and why not at all."""
+"""Planning a baseline update: which entries change, which stay, which go, and why not at all.
+
+The baseline is a projection of the run record: the entries an update writes are the record's
+`Retriever`s less what only a run adds, encoded by the record's one codec. An update rewrites the
+whole file in the current format: a kept entry is written as the types read it (a value an older
+file wrote as `1` is written `1.0`; keys the types do not know, and what a results file adds, are
+left out); the fingerprint is written as it was."""
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from msgspec import UNSET, structs
+
 from ..config.settings import Config
 from ..paths import display
+from ..record.codec import file_document
+from ..record.types import Question, Record, Retriever, Values
 from ..scoring.evaluate import Run
 from ..values import fmt
-from .format import Baseline, document, retriever_entry
+from .format import Baseline, baseline_record, retriever_record
 from .since import Since, since
 
 
 @dataclass(frozen=True)
 class UpdatePlan:
-    """The document to write (None: write nothing), the lines that explain it, and whether the update
+    """The baseline to write (None: write nothing), the lines that explain it, and whether the update
     failed: nothing was written that the selected items asked to write (the run then exits non-zero)."""
 
-    document: dict[str, Any] | None
+    record: Record | None
     lines: list[str] = field(default_factory=list)
     failed: bool = False
 
 
-def _restrict(entry: Mapping[str, Any], labels: set[str]) -> dict[str, Any]:
-    """An entry holding only the metric labels in `labels`, at every level (its bar included)."""
-    bar = {label: values for label, values in entry.get("bar", {}).items() if label in labels}
-    found = {key: value for key, value in entry.items() if key != "bar"}
-    return {
-        **found,
-        **({"bar": bar} if bar else {}),
-        "metrics": {k: v for k, v in entry["metrics"].items() if k in labels},
-        "tags": {t: {k: v for k, v in m.items() if k in labels} for t, m in entry.get("tags", {}).items()},
-        "questions": {
-            qid: {**q, "metrics": {k: v for k, v in q.get("metrics", {}).items() if k in labels}}
-            for qid, q in entry.get("questions", {}).items()
-        },
-    }
+def _restrict(entry: Retriever, labels: set[str]) -> Retriever:
+    """The baseline's part of an entry holding only the metric labels in `labels`, at every level (its bar
+    included)."""
+    bar = {label: values for label, values in (entry.bar or {}).items() if label in labels}
+    return Retriever(
+        metrics={k: v for k, v in entry.metrics.items() if k in labels},
+        tags={t: {k: v for k, v in m.items() if k in labels} for t, m in entry.tags.items()},
+        no_answer=entry.no_answer,
+        questions={qid: Question(q.ranking, {k: v for k, v in q.metrics.items() if k in labels})
+                   for qid, q in entry.questions.items()},
+        bar=bar or UNSET,
+    )
 
 
-def change_lines(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
-    """`retriever label: old -> new` for every value that differs, new and removed ones included."""
+def change_lines(old: Mapping[str, Values], new: Mapping[str, Values]) -> list[str]:
+    """`retriever label: old -> new` for every value that differs, new and removed ones included
+    (retriever name -> its metrics on each side)."""
     lines: list[str] = []
     unchanged = 0
     for name in sorted(set(old) | set(new)):
-        before = old.get(name, {}).get("metrics", {})
-        after = new.get(name, {}).get("metrics", {})
+        before = old.get(name, {})
+        after = new.get(name, {})
         if name not in new:
             lines.append(f"  {name}: removed")
             continue
@@ -126,29 +135,30 @@ def plan_update(
         return _refused(config, baseline, refused)
     held = partial_lines(config, selected)
     lines.extend(held.values())
-    old_doc = baseline.document.get("retrievers", {}) if baseline is not None else {}
+    old = baseline.record.retrievers if baseline is not None and baseline.record is not None else {}
     picked = _pick(config, baseline, changed, fingerprint, runs, {name for name in selected if name not in held},
                    bars or {})
     entries, recorded_fp, unavailable = picked.entries, picked.fingerprints, picked.unavailable
     lines.extend(picked.lines)
     configured = {spec.name for spec in config.retrievers}
-    for name in sorted(set(old_doc) - configured):
+    for name in sorted(set(old) - configured):
         lines.append(f"rag: {name} is no longer configured: removed")
     new_fp = {**fingerprint, "retrievers": recorded_fp}
-    doc = document(config.k, new_fp, entries, unavailable)
-    if baseline is not None and doc == baseline.document:
+    record = baseline_record(config.k, new_fp, entries, unavailable)
+    if baseline is not None and file_document(record) == baseline.document:
         verdict = "left as it was, byte for byte" if held else "already up to date"
         return UpdatePlan(None, [*lines, f"rag: {display(config.baseline)} is {verdict}"])
     lines.append(f"rag: baseline changes in {config.baseline.name}:")
-    lines.extend(change_lines(old_doc, entries) or ["  none"])
-    return UpdatePlan(doc, lines)
+    lines.extend(change_lines({name: entry.metrics for name, entry in old.items()},
+                              {name: entry.metrics for name, entry in entries.items()}) or ["  none"])
+    return UpdatePlan(record, lines)
 
 
 @dataclass(frozen=True)
 class _Picked:
     """Each configured retriever's new entry, fingerprint or reason it is unavailable, and the lines that say so."""
 
-    entries: dict[str, Any]
+    entries: dict[str, Retriever]
     fingerprints: dict[str, Any]
     unavailable: dict[str, str]
     lines: list[str]
@@ -166,18 +176,19 @@ def _pick(
     """Fresh values for the retrievers `recording` names, else the recorded ones where they still compare
     (nothing shared `changed`), else unavailable when skipped here or in the baseline."""
     all_labels = {spec.label for spec in config.metrics}
-    old_doc = baseline.document.get("retrievers", {}) if baseline is not None else {}
+    old = baseline.record.retrievers if baseline is not None and baseline.record is not None else {}
     old_fp = baseline.fingerprint.get("retrievers", {}) if baseline is not None and not changed else {}
-    entries: dict[str, Any] = {}
+    entries: dict[str, Retriever] = {}
     recorded_fp: dict[str, Any] = {}
     unavailable: dict[str, str] = {}
     lines: list[str] = []
     for spec in config.retrievers:
         name = spec.name
         state = runs.get(name)
-        comparable_old = old_doc.get(name) if not changed and name in old_fp else None
+        comparable_old = old.get(name) if not changed and name in old_fp else None
         if name in recording and state is not None and state.result is not None:
-            entries[name] = _restrict(retriever_entry(state.result, bars.get(name)), all_labels)
+            held = {label: dict(values) for label, values in bars.get(name, {}).items() if values}
+            entries[name] = _restrict(structs.replace(retriever_record(state.result), bar=held or UNSET), all_labels)
             recorded_fp[name] = fingerprint["retrievers"][name]
         elif comparable_old is not None:
             entries[name] = _restrict(comparable_old, all_labels)
@@ -186,7 +197,7 @@ def _pick(
                 lines.append(f"rag: {name} skipped here: its recorded values are kept")
         elif state is not None and state.skipped:
             unavailable[name] = state.skipped
-            if name in old_doc:
+            if name in old:
                 lines.append(f"rag: {name} skipped here and its recorded values belong to another fingerprint: removed")
             lines.append(f"rag: {name} recorded as unavailable: {state.skipped}")
         elif baseline is not None and not changed and name in baseline.unavailable:

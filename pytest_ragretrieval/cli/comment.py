@@ -12,11 +12,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from msgspec import UnsetType
+
 from ..baseline.format import read
 from ..config.settings import load_config
 from ..jsonshape import ShapeProblem
 from ..record.codec import read as read_record
-from ..report.recorded import failures, report_input
+from ..report.view import results_view
 from ..review.approval import Decision, parse_decision
 from ..review.changes import Changes, classify, read_changes
 from ..review.comment import CommentInput, render
@@ -56,7 +58,8 @@ def run(args: argparse.Namespace) -> Result:
     if args.results is not None:
         path = Path(args.results)
         record = read_record(path).record
-        data = replace(data, report=report_input(path, record), failures_recorded=failures(record) is not None)
+        data = replace(data, report=results_view(path, record),
+                       failures_recorded=not isinstance(record.failures, UnsetType))
     return Result(out=render(data).rstrip("\n").split("\n"), code=OK)
 
 

@@ -11,7 +11,6 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from ..baseline.format import dumps
 from ..baseline.format import load as load_baseline
 from ..baseline.merge import merge
 from ..baseline.partial import PartialError, read_partial
@@ -24,10 +23,11 @@ from ..gate.checks import Outcome
 from ..gate.items import ItemKey, Skip, item_keys
 from ..gate.judge import Judge
 from ..gate.record import baseline_update, run_record
-from ..gate.report import build_report, summary_input
+from ..gate.report import described
 from ..paths import display, write_atomic, write_problem
 from ..record.codec import encode
 from ..report.terminal import summary_lines
+from ..report.view import view
 from .common import FAILED, OK, PROG, Result, UsageError, checked_output
 
 
@@ -86,20 +86,21 @@ def run(args: argparse.Namespace) -> Result:
                   allow_regression=args.allow_regression, selected=selected)
     result = Result()
     failures = _items(judge, selected, result)
-    result.out += summary_lines(summary_input(config, merged.runs, judge), args.tags)
+    record = run_record(config, judge.fingerprint, merged.runs, judge, failures)
+    result.out += summary_lines(view(record), args.tags)
     result.out += [f"warning: {note}" for note in judge.notes()]
     written = Written(result)
     if args.json_path is not None:
-        written(Path(args.json_path), encode(run_record(config, judge.fingerprint, merged.runs, judge, failures)))
+        written(Path(args.json_path), encode(record))
     if args.report or in_github_actions():
-        _reports(build_report(config, chunks, questions, merged.runs, judge, failures, merged.described["embedder"],
-                              merged.described["database"]), {name: Path(path) for name, path in args.report},
-                 written, result)
+        _reports(view(record, questions, chunks, described(config, merged.runs, merged.described["embedder"],
+                                                           merged.described["database"])),
+                 {name: Path(path) for name, path in args.report}, written, result)
     if args.update_baseline:
         plan = baseline_update(config, baseline, judge.fingerprint, merged.runs, selected, judge)
         result.out += plan.lines
-        if plan.document is not None:
-            written(config.baseline, dumps(plan.document))
+        if plan.record is not None:
+            written(config.baseline, encode(plan.record))
         written.failed = written.failed or plan.failed
     missing = judge.missing_baseline()
     result.out += missing

@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from msgspec import UNSET, structs
+from msgspec import UNSET, UnsetType, structs
 
 from .. import __version__
 from ..baseline.bar import kept_bar
@@ -12,14 +12,18 @@ from ..baseline.format import Baseline, retriever_record
 from ..baseline.update import UpdatePlan, plan_update
 from ..config.settings import Config
 from ..jsontext import escaped
+from ..paths import display
 from ..record.types import (
     FORMAT_VERSION,
     Adjustment,
+    Counterpart,
     Failure,
     LabelToReview,
     Latency,
     Method,
+    Question,
     Record,
+    Settings,
     Significance,
     SinceBaseline,
 )
@@ -38,13 +42,18 @@ def run_record(
     failures: Mapping[ItemKey, Outcome],
     phases: Mapping[str, float] | None = None,
 ) -> Record:
-    """The run as `--rag-json` writes it: the baseline's part plus latency, diagnostics, the comparison
-    with the baseline and what changed for each retriever; at the top level the retrievers skipped here,
-    the gate's failed items, the comparisons between configurations, what changed since the baseline,
-    the labels to review, in significance mode how the p-values were adjusted, and the phases' seconds."""
+    """The one output of judging, which `--rag-json` writes and every report is a view of: the baseline's
+    part plus latency, diagnostics, the comparison with the baseline, what changed, the answerable
+    questions answered with nothing, the run's notes and the baseline's counterpart for each retriever;
+    at the top level the retrievers skipped here or failed, the gate's failed items, the comparisons
+    between configurations, what changed since the baseline, the labels to review, in significance mode
+    how the p-values were adjusted, the phases' seconds, the notes and the settings the reports name."""
     entries = {}
     since = judge.since()
     unavailable = {name: run.skipped for name, run in runs.items() if run.skipped is not None}
+    errors = {name: str(run.error) for name, run in runs.items()
+              if run.skipped is None and (run.error is not None or run.result is None)}
+    pairs = judge.pairs()
     for name, run in runs.items():
         if run.result is None:
             continue
@@ -59,6 +68,8 @@ def run_record(
             diagnostics=dict(run.diagnostics) if run.diagnostics else UNSET,
             comparison=comparisons or UNSET,
             changes=tuple(since.of(name)) if since is not None and since.of(name) else UNSET,
+            wrongly_empty=tuple(run.result.wrongly_empty), notes=tuple(run.notes),
+            recorded=_recorded(judge, name),
         )
     edited = judge.edited_gold()
     return Record(
@@ -68,7 +79,7 @@ def run_record(
             Failure(key.nodeid, key.retriever, key.nodeid_name, escaped(outcome.summary),
                     tuple(escaped(line) for line in outcome.details))
             for key, outcome in sorted(failures.items())),
-        comparisons=judge.pairs().comparisons,
+        comparisons=pairs.comparisons,
         since_baseline=UNSET if since is None else SinceBaseline(
             since.comparable, tuple(str(c) for c in since.yardstick), tuple(since.system()),
             tuple(since.questions.lines()), tuple(since.lines())),
@@ -76,7 +87,30 @@ def run_record(
         significance=UNSET if config.significance == "none" else Significance(
             Method(config.significance), config.alpha, len(judge.family()), Adjustment(judge.adjustment())),
         phases=dict(phases) if phases is not None else UNSET,
+        errors=errors or UNSET,
+        comparable=judge.baseline is not None and judge.comparable() is None,
+        notes=tuple(judge.notes()),
+        pair_notes=pairs.notes,
+        settings=Settings(
+            retrievers=tuple(spec.name for spec in config.retrievers if spec.name in runs),
+            shown=tuple(spec.label for spec in config.shown if spec in config.metrics or any(
+                run.result is not None and spec.label in run.result.metrics for run in runs.values())),
+            gated=tuple(spec.label for spec in config.metrics), alpha=config.alpha,
+            min_questions=config.min_questions, pair_method=Method(pairs.method), baseline=display(config.baseline)),
     )
+
+
+def _recorded(judge: Judge, name: str) -> Counterpart | UnsetType:
+    """What the reports compare `name` with: the baseline's tags when the questions are the same, its
+    rankings and values on the comparable questions; nothing without a comparable baseline entry."""
+    recorded, since = judge.recorded(name), judge.since()
+    if recorded is None or since is None:
+        return UNSET
+    comparable = since.questions.comparable
+    return Counterpart(
+        tags={tag: dict(values) for tag, values in recorded.tags.items()} if not since.questions.changed else {},
+        questions={qid: Question(q.ranking, dict(q.metrics)) for qid, q in recorded.questions.items()
+                   if qid in comparable})
 
 
 def baseline_update(
@@ -101,7 +135,7 @@ def baseline_update(
     bars = {name: next_bar(judge, name) for name in chosen if name not in refused}
     plan = plan_update(config, baseline, fingerprint, runs, chosen, refused, bars)
     lines = [line for reasons in refused.values() for line in reasons] + plan.lines
-    return UpdatePlan(plan.document, lines, plan.failed)
+    return UpdatePlan(plan.record, lines, plan.failed)
 
 
 def next_bar(judge: Judge, name: str) -> dict[str, dict[str, float]]:

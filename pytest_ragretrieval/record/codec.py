@@ -73,8 +73,14 @@ def to_document(record: msgspec.Struct) -> dict[str, object]:
     return found
 
 
+def file_document(record: Record) -> dict[str, object]:
+    """The file's JSON values. The fingerprint is kept as given: what a retriever type says of itself is
+    any JSON value (an integer beyond 64 bits, NaN), written as the project's JSON writer writes it."""
+    return {**to_document(msgspec.structs.replace(record, fingerprint={})), "fingerprint": record.fingerprint}
+
+
 def encode(record: Record) -> str:
-    return dumps(to_document(record))
+    return dumps(file_document(record))
 
 
 def write_verdicts(path: Path, verdicts: Mapping[str, Verdict]) -> None:

@@ -1,5 +1,6 @@
-"""The reports' view of a run: everything a report shows, built once by the gate (`gate/report.py`) or
-projected from a results file (`report/recorded.py`); the renderers are pure functions of it."""
+"""The reports' view of a run: everything a report shows, built by one function (`report/view.py`) from
+the run record, the eval set and the run's descriptions, for the live run and for a results file alike;
+the renderers are pure functions of it."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -56,6 +57,16 @@ class RetrieverView:
     """Answerable questions it answered with nothing, by id (as many as the run lists)."""
     notes: tuple[str, ...] = ()
     """Its run's own notes."""
+
+
+@dataclass(frozen=True)
+class Described:
+    """What the reports say of the system that ran and the record does not hold: the embedder, the
+    database and the configured rerankers (empty when rendered from a results file)."""
+
+    embedder: str = ""
+    database: str = ""
+    rerankers: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

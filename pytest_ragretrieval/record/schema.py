@@ -6,9 +6,10 @@ import msgspec
 
 from .types import Record
 
-RUN_ONLY = ("failures", "comparisons", "since_baseline", "labels_to_review", "significance", "phases")
+RUN_ONLY = ("failures", "comparisons", "since_baseline", "labels_to_review", "significance", "phases", "errors",
+            "comparable", "notes", "pair_notes", "settings")
 """Top-level fields `--rag-json` adds to the baseline's."""
-RUN_ONLY_PER_RETRIEVER = ("latency_ms", "diagnostics", "comparison", "changes")
+RUN_ONLY_PER_RETRIEVER = ("latency_ms", "diagnostics", "comparison", "changes", "wrongly_empty", "notes", "recorded")
 """A retriever's fields `--rag-json` adds to the baseline's entry."""
 KINDS = ("results", "baseline")
 
@@ -28,6 +29,6 @@ def schema(kind: str) -> dict[str, object]:
         for name in RUN_ONLY_PER_RETRIEVER:
             del entry["properties"][name]
         for name in ("Comparison", "PairComparison", "Failure", "Latency", "SinceBaseline", "LabelToReview",
-                     "Significance", "Adjustment", "Method"):
+                     "Significance", "Adjustment", "Method", "Counterpart", "Settings"):
             definitions.pop(name, None)
     return found

@@ -129,9 +129,18 @@ class Latency(Struct, frozen=True):
     p95: float
 
 
+class Counterpart(Struct, frozen=True):
+    """What the baseline recorded for a retriever, as far as the reports compare it with this run: its
+    per-tag means when both scored the same questions, its rankings and values on the comparable ones."""
+
+    tags: dict[str, Values] = {}
+    questions: dict[str, Question] = {}
+
+
 class Retriever(Struct, frozen=True):
     """One retriever's entry. The baseline holds the reproducible part (through `bar`); `--rag-json`
-    adds latency, diagnostics, the comparison with the baseline and what changed for it."""
+    adds latency, diagnostics, the comparison with the baseline, what changed for it, the answerable
+    questions it answered with nothing, its run's notes and its baseline counterpart (`recorded`)."""
 
     metrics: Values
     tags: dict[str, Values] = {}
@@ -143,6 +152,10 @@ class Retriever(Struct, frozen=True):
     diagnostics: Values | UnsetType = UNSET
     comparison: dict[str, Comparison] | UnsetType = UNSET
     changes: tuple[str, ...] | UnsetType = UNSET
+    wrongly_empty: tuple[str, ...] | UnsetType = UNSET
+    """Answerable questions it answered with nothing, by id (as many as the run lists)."""
+    notes: tuple[str, ...] | UnsetType = UNSET
+    recorded: Counterpart | UnsetType = UNSET
 
 
 class Failure(Struct, frozen=True):
@@ -183,11 +196,27 @@ class Significance(Struct, frozen=True):
     """Results written before max-T do not say, and meant Holm."""
 
 
+class Settings(Struct, frozen=True):
+    """What the reports say about how the run was judged: the retrievers in the configured order, the
+    metrics shown and those gated, alpha, the smallest eval set trusted, the test comparing
+    configurations, and the baseline's path."""
+
+    retrievers: tuple[str, ...]
+    shown: tuple[str, ...]
+    gated: tuple[str, ...]
+    alpha: float
+    min_questions: Count
+    pair_method: Method
+    baseline: str
+
+
 class Record(Struct, frozen=True):
     """A results or baseline file. The baseline is the first six fields (its `retrievers` without the
     run's additions); `--rag-json` results add the rest: the gate's failures (so `ragretrieval comment`
     says what failed without judging again), comparisons between configurations, what changed since
-    the baseline, the labels to review and, in significance mode, how p-values were adjusted."""
+    the baseline, the labels to review, in significance mode how p-values were adjusted, and what the
+    reports say beside the results (retrievers that failed, notes, settings, whether the baseline
+    compares). The gate produces it; every report is a view of it (`report/view.py`)."""
 
     format_version: int
     k: Annotated[int, Meta(ge=1)]
@@ -203,3 +232,12 @@ class Record(Struct, frozen=True):
     significance: Significance | UnsetType = UNSET
     phases: dict[str, float] | UnsetType = UNSET
     """Seconds per phase of the run that wrote the results."""
+    errors: dict[str, str] | UnsetType = UNSET
+    """Retrievers that failed in this run, and the error."""
+    comparable: bool | UnsetType = UNSET
+    """Whether the run was compared with a baseline of its yardstick."""
+    notes: tuple[str, ...] | UnsetType = UNSET
+    """The judge's warnings every report repeats (a small eval set, drops a test cannot see)."""
+    pair_notes: tuple[str, ...] | UnsetType = UNSET
+    """What kept configured pairs from being compared."""
+    settings: Settings | UnsetType = UNSET

@@ -24,8 +24,9 @@ from typing import Any
 
 import pytest
 from composite import ACTION, MARKER, ROOT, Step, by_id, comment_step, load
+from stages import document
 
-from pytest_ragretrieval.baseline.format import document, dumps
+from pytest_ragretrieval.baseline.format import dumps
 from pytest_ragretrieval.review.approved import approval_of, record_line
 from pytest_ragretrieval.review.changes import Changes, ValueChange
 

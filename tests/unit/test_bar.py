@@ -10,16 +10,17 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from stages import QUESTIONS, fingerprint
+from stages import QUESTIONS, document, fingerprint, retriever_entry
 
 from pytest_ragretrieval.baseline.bar import kept_bar, replacement
-from pytest_ragretrieval.baseline.format import Baseline, document, dumps, parse, read, retriever_entry
+from pytest_ragretrieval.baseline.format import Baseline, dumps, parse, read
 from pytest_ragretrieval.baseline.update import UpdatePlan
 from pytest_ragretrieval.config.settings import Config, load_config
 from pytest_ragretrieval.evalset.records import Question
 from pytest_ragretrieval.gate.items import ItemKey
 from pytest_ragretrieval.gate.judge import Judge
 from pytest_ragretrieval.gate.record import baseline_update
+from pytest_ragretrieval.record.codec import encode
 from pytest_ragretrieval.review.changes import ValueChange, classify
 from pytest_ragretrieval.scoring.evaluate import QuestionResult, RetrieverResult, Run
 
@@ -57,7 +58,7 @@ def update(cfg: Config, old: Baseline, values: Mapping[str, float], *, allow: bo
     runs = {"one": run(values)}
     judge = Judge(cfg, questions, old, fp, runs, update=True, allow_regression=allow, selected=KEYS)
     plan = baseline_update(cfg, old, fp, runs, KEYS, judge)
-    return (parse(cfg.baseline, dumps(plan.document)) if plan.document else None), plan, judge
+    return (parse(cfg.baseline, encode(plan.record)) if plan.record else None), plan, judge
 
 
 def gate(cfg: Config, old: Baseline, values: Mapping[str, float], questions: Sequence[Question] = QUESTIONS) -> bool:

@@ -6,8 +6,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from stages import document
 
-from pytest_ragretrieval.baseline.format import document, dumps, parse
+from pytest_ragretrieval.baseline.format import dumps, parse
 from pytest_ragretrieval.errors import BaselineError
 from pytest_ragretrieval.review.changes import (
     Entry,

@@ -7,8 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from stages import document, retriever_entry
 
-from pytest_ragretrieval.baseline.format import document, dumps, parse, retriever_entry
+from pytest_ragretrieval.baseline.format import dumps, parse
 from pytest_ragretrieval.errors import BaselineError
 from pytest_ragretrieval.evalset.records import Question
 from pytest_ragretrieval.scoring.evaluate import score

@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from stages import document
 
-from pytest_ragretrieval.baseline.format import document, dumps
+from pytest_ragretrieval.baseline.format import dumps
 from pytest_ragretrieval.cli import find as cli_find
 from pytest_ragretrieval.cli import main
 

@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from stages import document
 
-from pytest_ragretrieval.baseline.format import document, dumps
+from pytest_ragretrieval.baseline.format import dumps
 from pytest_ragretrieval.cli import main
 
 FINGERPRINT: dict[str, Any] = {"k": 2, "tokenizer": "jieba 0.42.1", "retrievers": {"bm25": {"type": "bm25"}}}

@@ -8,8 +8,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from stages import document
 
-from pytest_ragretrieval.baseline.format import document, dumps
+from pytest_ragretrieval.baseline.format import dumps
 from pytest_ragretrieval.cli import main
 
 PYPROJECT = """\

@@ -7,14 +7,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from msgspec import UnsetType
 from projects import retriever
+from stages import document
 
-from pytest_ragretrieval.baseline.format import document, dumps
+from pytest_ragretrieval.baseline.format import dumps
 from pytest_ragretrieval.cli import main
 from pytest_ragretrieval.errors import BaselineError
 from pytest_ragretrieval.record.codec import decode
 from pytest_ragretrieval.record.report import Failure
-from pytest_ragretrieval.report.recorded import failures, report_input
+from pytest_ragretrieval.report.view import results_view
 from pytest_ragretrieval.review.approval import Decision, decision_document
 from pytest_ragretrieval.review.approved import Review, approval_of, record_line
 from pytest_ragretrieval.review.changes import Changes, Entry, ValueChange, dumps_changes
@@ -54,7 +56,7 @@ def results(failed: list[dict[str, Any]] | None = None, **extra: Any) -> dict[st
 def comment_input(doc: dict[str, Any], **options: Any) -> CommentInput:
     path = Path("reports/rag-eval.json")
     record = decode(path, dumps(doc)).record
-    return CommentInput(report_input(path, record), failures(record) is not None, **options)
+    return CommentInput(results_view(path, record), not isinstance(record.failures, UnsetType), **options)
 
 
 def render_doc(doc: dict[str, Any], **options: Any) -> str:
@@ -71,8 +73,8 @@ def test_marker_first_then_verdicts_metrics_failures_changes_and_links() -> None
             "`rag-baseline-approved`: a maintainer who approves the lower bar adds it") in lines
     # The Markdown report's own metrics section, one heading level down.
     assert "### 指标结果 / Metrics" in lines
-    assert "| hybrid        | hybrid | ran     |      0.3000 | 0.7500 (-0.1000) |             1/2 |          1.2 / 3.5 |" in lines
-    assert "- hybrid_rerank: skipped: cross-encoder not available" in lines
+    assert "| hybrid        | hybrid | ran         |      0.3000 | 0.7500 (-0.1000) |             1/2 |          1.2 / 3.5 |" in lines
+    assert "- hybrid_rerank: unavailable: cross-encoder not available" in lines
     assert "- ❌ **hybrid · ndcg@5** — rag::hybrid::ndcg@5" in lines
     start = lines.index("  ```text")
     assert lines[start + 1: start + 4] == [

@@ -4,8 +4,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from stages import document
 
-from pytest_ragretrieval.baseline.format import document, dumps, parse
+from pytest_ragretrieval.baseline.format import dumps, parse
 from pytest_ragretrieval.baseline.gold import by_question, edited_gold, gold_texts, recorded_gold, review_line
 from pytest_ragretrieval.errors import BaselineError
 from pytest_ragretrieval.evalset.records import Chunk, Question

@@ -5,9 +5,9 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from stages import CHUNK_DIGESTS, GOOD, QUESTIONS, WORSE, baseline, config, fingerprint, ran
+from stages import CHUNK_DIGESTS, GOOD, QUESTIONS, WORSE, baseline, config, document, fingerprint, ran, retriever_entry
 
-from pytest_ragretrieval.baseline.format import document, dumps, parse, retriever_entry
+from pytest_ragretrieval.baseline.format import dumps, parse
 from pytest_ragretrieval.errors import RetrieverError
 from pytest_ragretrieval.evalset.records import Question
 from pytest_ragretrieval.gate.items import ItemKey, Skip

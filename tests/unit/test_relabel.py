@@ -8,8 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from stages import document
 
-from pytest_ragretrieval.baseline.format import document, dumps
+from pytest_ragretrieval.baseline.format import dumps
 from pytest_ragretrieval.baseline.relabel import command, plan, rewritten
 from pytest_ragretrieval.cli import main
 from pytest_ragretrieval.evalset.jsonl import load_chunks, load_evalset

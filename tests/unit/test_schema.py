@@ -50,12 +50,16 @@ def judged_record(tmp_path: Path) -> dict[str, object]:
 def test_a_judged_run_s_record_meets_the_results_schema_and_not_the_baseline_s_fields(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     doc = judged_record(tmp_path)
-    assert {"failures", "comparisons", "since_baseline", "significance", "phases"} <= set(doc)
+    run_only = {"failures", "comparisons", "since_baseline", "significance", "phases", "comparable", "notes",
+                "pair_notes", "settings"}
+    assert run_only <= set(doc)
     jsonschema.validate(doc, printed(capsys, "results"))
     baseline_schema = printed(capsys, "baseline")
     properties = baseline_schema["$defs"]["Record"]["properties"]  # type: ignore[index]
-    assert not set(doc) - {"failures", "comparisons", "since_baseline", "significance", "phases"} - set(properties)
-    assert "failures" not in properties and "latency_ms" not in baseline_schema["$defs"]["Retriever"]["properties"]  # type: ignore[index]
+    assert not set(doc) - run_only - set(properties)
+    entry = baseline_schema["$defs"]["Retriever"]["properties"]  # type: ignore[index]
+    assert "failures" not in properties and not {"latency_ms", "recorded", "notes", "wrongly_empty"} & set(entry)
+    assert {"recorded", "notes", "wrongly_empty"} <= set(doc["retrievers"]["one"])  # type: ignore[index]
 
 
 def test_the_record_reads_back_as_written(tmp_path: Path) -> None:

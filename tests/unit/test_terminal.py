@@ -7,11 +7,20 @@ from pathlib import Path
 from stages import GOOD, QUESTIONS, WORSE, baseline, config, fingerprint, ran
 
 from pytest_ragretrieval.gate.judge import Judge
-from pytest_ragretrieval.gate.report import summary_input
+from pytest_ragretrieval.gate.record import run_record
+from pytest_ragretrieval.record.report import ReportInput
 from pytest_ragretrieval.report.terminal import cell, fitted, summary_lines, table
+from pytest_ragretrieval.report.view import view
 from pytest_ragretrieval.report.wording import width
 
 HEADERS = ["retriever", "tag", "precision@5", "recall@5", "f1@5", "ndcg@5", "hit_rate@5", "mrr@5"]
+
+
+def summary(judge: Judge) -> ReportInput:
+    """What the terminal summary reads: the view of the gate's record, without the eval set."""
+    return view(run_record(judge.config, judge.fingerprint, judge.runs, judge, {}))
+
+
 ROWS = [["hybrid_rerank", "semantic", *(f"0.{n}453 (-0.0{n}21)" for n in range(1, 7))],
         ["bm25", "keyword", *(f"0.{n}698 (+0.0{n}10)" for n in range(1, 7))]]
 
@@ -49,13 +58,13 @@ def test_the_per_tag_table_shows_only_the_tags_that_moved_unless_asked(tmp_path:
     cfg = config(tmp_path)
     recorded = baseline(cfg, {"one": ran(cfg, "one", GOOD), "two": ran(cfg, "two", GOOD)}, fingerprint(cfg))
     runs = {"one": ran(cfg, "one", GOOD), "two": ran(cfg, "two", {**GOOD, "q2": ["x", "c"]})}
-    lines = summary_lines(summary_input(cfg, runs, Judge(cfg, QUESTIONS, recorded, fingerprint(cfg), runs)), columns=80)
+    lines = summary_lines(summary(Judge(cfg, QUESTIONS, recorded, fingerprint(cfg), runs)), columns=80)
     start = lines.index("per tag, where a value moved (1 of 4 rows; --rag-tags shows every row):")
     assert lines[start + 3] == "two        keyword  0.6309 (-0.3691)  1.0000"
     assert not any(line.startswith(("one ", "two        semantic")) for line in lines[start:start + 5])
     assert not lines[start + 4].startswith(("one", "two"))  # the table ends there
     assert all("(+0.0000)" not in line and "(-0.0000)" not in line for line in lines)
-    every = summary_lines(summary_input(cfg, runs, Judge(cfg, QUESTIONS, recorded, fingerprint(cfg), runs)), every_tag=True)
+    every = summary_lines(summary(Judge(cfg, QUESTIONS, recorded, fingerprint(cfg), runs)), every_tag=True)
     start = every.index("per tag:")
     assert [line.split()[:2] for line in every[start + 3:start + 7]] == [
         ["one", "keyword"], ["one", "semantic"], ["two", "keyword"], ["two", "semantic"]]
@@ -65,14 +74,14 @@ def test_an_unmoved_or_first_run_says_how_to_see_the_tags(tmp_path: Path) -> Non
     cfg = config(tmp_path)
     runs = {"one": ran(cfg, "one", GOOD)}
     recorded = baseline(cfg, runs, fingerprint(cfg))
-    unmoved = summary_lines(summary_input(cfg, runs, Judge(cfg, QUESTIONS, recorded, fingerprint(cfg), runs)))
+    unmoved = summary_lines(summary(Judge(cfg, QUESTIONS, recorded, fingerprint(cfg), runs)))
     assert "per tag: 2 rows, no value moved since the baseline (--rag-tags shows them)" in unmoved
-    first = summary_lines(summary_input(cfg, runs, Judge(cfg, QUESTIONS, None, fingerprint(cfg), runs)))
+    first = summary_lines(summary(Judge(cfg, QUESTIONS, None, fingerprint(cfg), runs)))
     assert "per tag: 2 rows, no baseline values to compare with (--rag-tags shows them)" in first
 
 
 def test_the_answerable_questions_with_an_empty_result_are_named(tmp_path: Path) -> None:
     cfg = config(tmp_path)
     runs = {"one": ran(cfg, "one", {**GOOD, "q1": [], "q2": []}), "two": ran(cfg, "two", WORSE)}
-    lines = summary_lines(summary_input(cfg, runs, Judge(cfg, QUESTIONS, None, fingerprint(cfg), runs)))
+    lines = summary_lines(summary(Judge(cfg, QUESTIONS, None, fingerprint(cfg), runs)))
     assert "answerable questions that wrongly got an empty result: one 2/2 (q1, q2)" in lines

@@ -18,10 +18,12 @@ from pytest_ragretrieval.evalset.jsonl import load_chunks, load_evalset
 from pytest_ragretrieval.evalset.records import Question
 from pytest_ragretrieval.gate.items import ItemKey
 from pytest_ragretrieval.gate.judge import Judge
-from pytest_ragretrieval.gate.report import build_report, summary_input
+from pytest_ragretrieval.gate.record import run_record
+from pytest_ragretrieval.record.report import Described
 from pytest_ragretrieval.report.github import step_summary
 from pytest_ragretrieval.report.markdown import render as render_markdown
 from pytest_ragretrieval.report.terminal import summary_lines
+from pytest_ragretrieval.report.view import view
 from pytest_ragretrieval.scoring.evaluate import Run, score
 from pytest_ragretrieval.scoring.stats import holm, maxt, randomization_p
 
@@ -138,21 +140,21 @@ def test_the_power_line_names_the_worst_item_of_each_retriever(tmp_path: Path) -
 
 def test_the_summary_says_how_the_p_values_were_adjusted(tmp_path: Path) -> None:
     judge = week3_judge(tmp_path)
-    lines = summary_lines(summary_input(judge.config, judge.runs, judge), False, 200)
+    lines = summary_lines(view(run_record(judge.config, judge.fingerprint, judge.runs, judge, {})), False, 200)
     assert ("p-values max-T-adjusted over the 6 metric items judged with a randomization test (alpha 0.05) that "
             "moved (items with no difference on any question leave the family)") in lines
     still = Judge(judge.config, judge.questions, judge.baseline, judge.fingerprint, runs(
         judge.config, judge.questions, "before"))
     assert still.family() == {} and (
         "p-values of a randomization test (alpha 0.05): no metric item moved on any question, so none was adjusted"
-        in summary_lines(summary_input(still.config, still.runs, still), False, 200))
+        in summary_lines(view(run_record(still.config, still.fingerprint, still.runs, still, {})), False, 200))
 
 
 def test_the_reports_carry_the_power_lines_and_name_the_adjustment(tmp_path: Path) -> None:
     judge = week3_judge(tmp_path)
     assert judge.config.chunks is not None
-    data = build_report(judge.config, load_chunks(judge.config.chunks), judge.questions, judge.runs, judge, {},
-                        "none", "none")
+    data = view(run_record(judge.config, judge.fingerprint, judge.runs, judge, {}), judge.questions,
+                load_chunks(judge.config.chunks), Described("none", "none"))
     assert data.adjustment == "maxt" and data.family == 6
     hybrid = next(line for line in judge.power_notes() if line.startswith("hybrid "))
     assert f"- ⚠️ {hybrid}" in render_markdown(data).splitlines()
