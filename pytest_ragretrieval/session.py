@@ -57,6 +57,8 @@ class Options:
     outputs: Mapping[str, Path] = field(default_factory=dict, hash=False)
     """Option (`--rag-json`, `--rag-report`, ...) -> the file it writes: checked before the run."""
     cache_mode: str = "readwrite"
+    reuse: bool = True
+    """False with --rag-no-reuse: every retriever runs, its latency measured (runner/reuse.py)."""
     allow_regression: bool = False
     every_tag: bool = False
     """--rag-tags: the per-tag table with every row, not only those that moved."""
@@ -148,6 +150,7 @@ class RagSession:
             self._runner = Runner(
                 self.config, self.chunks, self.share, db_mode=mode, dsn=database_url(self.options.db_url),
                 cache_mode=self.options.cache_mode, phases=self.phases, out=out,
+                reuse_rankings=self.options.reuse and self.config.reuse_rankings,
             )
         return self._runner
 
@@ -223,6 +226,8 @@ class RagSession:
         if self.options.json_path is not None and self.runs and self.options.shard is None:
             document = results_document(self.config, self.judge.fingerprint, self.runs, self.judge, self.failures)
             document["phases"] = self.phases.rounded()
+            if self.runner.reused:
+                document["reused"] = sorted(self.runner.reused)
             self._write(self.options.json_path, dumps(document))
         if self.options.update and self.runs:
             plan = baseline_update(

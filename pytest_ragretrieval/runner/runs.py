@@ -2,13 +2,16 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from ..config.settings import Config
+from ..errors import RagError
 from ..evalset.records import Chunk, Question
 from ..progress import Output
 from ..scoring.evaluate import Run
 from ..timing import Phases
+from . import reuse
 from .execute import execute
 from .resources import Resources
 from .workbench import Workbench
@@ -21,8 +24,10 @@ class Runner:
 
     def __init__(
         self, config: Config, chunks: Sequence[Chunk], questions: Sequence[Question], *, db_mode: str,
-        dsn: str | None, cache_mode: str, phases: Phases, out: Output,
+        dsn: str | None, cache_mode: str, phases: Phases, out: Output, reuse_rankings: bool = True,
     ) -> None:
+        """`reuse_rankings`: a reusable retriever whose inputs are all unchanged since its cached run is
+        not run again (runner/reuse.py); False measures every retriever (`--rag-no-reuse`)."""
         self.config = config
         self.chunks = tuple(chunks)
         self.questions = tuple(questions)
@@ -31,6 +36,10 @@ class Runner:
         self.resources = Resources(config, self.chunks, db_mode, dsn, cache_mode, phases, out)
         self.bench = Workbench(config, self.chunks, self.resources, self.questions)
         self.runs: dict[str, Run] = {}
+        self.reuse = reuse_rankings and cache_mode != "off"
+        self.reused: list[str] = []
+        """The retrievers whose rankings (and latency) came from their cached run, in the order asked."""
+        self._common: dict[str, Any] | None = None
         self._setup: dict[str, dict[str, Any]] | None = None
 
     def reclaim(self) -> None:
@@ -38,14 +47,44 @@ class Runner:
         self.resources.reclaim()
 
     def run(self, name: str) -> Run:
-        """The run of `name`, done on first request; never raises (a failure is the run's error)."""
+        """The run of `name`, done on first request (or its cached run, reused); never raises (a failure
+        is the run's error)."""
         if name not in self.runs:
             known = {chunk.id for chunk in self.chunks}
+            entry = self._entry(name)
+            cached = None
+            if entry is not None:
+                with self.phases.phase("reused rankings"):
+                    cached = reuse.read(entry[0], entry[1], name, self.questions, self.config.shown,
+                                        self.config.depth, known)
+            if cached is not None:
+                self.reused.append(name)
+                self.out.line(f"rag: {name}: rankings reused, every input unchanged since its cached run "
+                              "(latency as measured then; --rag-no-reuse runs it)")
+                self.runs[name] = cached
+                return cached
             self.runs[name] = execute(
                 name, lambda: self.bench.get(name), self.questions, self.config.shown, self.config.depth, known,
                 self.out, self.phases,
             )
+            if entry is not None and self.resources.cache.mode == "readwrite":
+                try:
+                    reuse.write(entry[0], entry[1], name, self.runs[name])
+                except OSError as exc:
+                    self.out.line(f"rag: warning: {name}'s rankings not cached ({exc}); it runs again next time")
         return self.runs[name]
+
+    def _entry(self, name: str) -> tuple[Path, str] | None:
+        """Where `name`'s cached run lives and the key it must hold, or None when it cannot be reused."""
+        if not self.reuse or not reuse.reusable(self.config, name):
+            return None
+        try:
+            if self._common is None:
+                self._common = reuse.shared(self.config, self.chunks, self.questions)
+            wanted = reuse.key(self.config, name, self._common, self.setup())
+        except (RagError, ImportError, OSError):
+            return None  # what the set-up could not find, the retriever's run names
+        return reuse.entry_path(self.resources.cache.folder, name), wanted
 
     def flush(self) -> str | None:
         """Write what the runs put in the cache (rerank scores) as one pack; a failure is a warning line."""
