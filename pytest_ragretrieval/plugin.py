@@ -122,7 +122,8 @@ def pytest_configure(config: pytest.Config) -> None:
     options = Options(
         rootpath=config.rootpath, config_path=option.rag_config, update=option.rag_update_baseline,
         json_path=json_path, reports=reports, outputs=outputs, db=option.rag_db, db_url=option.rag_db_url,
-        cache_mode=option.rag_cache, reuse=not option.rag_no_reuse, allow_regression=option.rag_allow_regression, every_tag=option.rag_tags,
+        cache_mode=option.rag_cache, reuse=not option.rag_no_reuse, allow_regression=option.rag_allow_regression,
+        every_tag=option.rag_tags,
         shard=option.rag_shard)
     session = RagSession(options)
     try:

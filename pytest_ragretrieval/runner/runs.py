@@ -36,7 +36,7 @@ class Runner:
         self.resources = Resources(config, self.chunks, db_mode, dsn, cache_mode, phases, out)
         self.bench = Workbench(config, self.chunks, self.resources, self.questions)
         self.runs: dict[str, Run] = {}
-        self.reuse = reuse_rankings and cache_mode != "off"
+        self.reuse = reuse_rankings
         self.reused: list[str] = []
         """The retrievers whose rankings (and latency) came from their cached run, in the order asked."""
         self._common: dict[str, Any] | None = None
@@ -53,7 +53,7 @@ class Runner:
             known = {chunk.id for chunk in self.chunks}
             entry = self._entry(name)
             cached = None
-            if entry is not None:
+            if entry is not None and self.reuse:
                 with self.phases.phase("reused rankings"):
                     cached = reuse.read(entry[0], entry[1], name, self.questions, self.config.shown,
                                         self.config.depth, known)
@@ -75,8 +75,9 @@ class Runner:
         return self.runs[name]
 
     def _entry(self, name: str) -> tuple[Path, str] | None:
-        """Where `name`'s cached run lives and the key it must hold, or None when it cannot be reused."""
-        if not self.reuse or not reuse.reusable(self.config, name):
+        """Where `name`'s cached run lives and the key it must hold, or None when it cannot be reused (a run
+        with reuse turned off still refreshes the entry, so the next reused run carries the latest latency)."""
+        if self.resources.cache.mode == "off" or not reuse.reusable(self.config, name):
             return None
         try:
             if self._common is None:

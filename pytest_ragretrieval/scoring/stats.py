@@ -45,8 +45,8 @@ def _means(data: np.ndarray, draw: Callable[[int], np.ndarray]) -> np.ndarray:
 def _bootstrap_distribution(data: np.ndarray) -> np.ndarray:
     """Means of RESAMPLES resamples with replacement: indices drawn as scipy.stats.bootstrap draws them."""
     if data.size * RESAMPLES <= KEPT_DRAWS:
-        indices = _kept_indices(data.size, BATCH, RESAMPLES)
-        return _means(data, lambda rows, batches=iter(indices): data[next(batches)])
+        batches = iter(_kept_indices(data.size, BATCH, RESAMPLES))
+        return _means(data, lambda rows: data[next(batches)])
     rng = np.random.default_rng(SEED)
     return _means(data, lambda rows: data[rng.integers(0, data.size, (rows, data.size))])
 
