@@ -63,16 +63,31 @@ def loads(text: str | bytes, *, allow_nan: bool = False) -> Any:
         value = _DECODER.decode(text)
     except Exception:  # noqa: BLE001 - refused fast: the careful decoder decides, and says why
         return _careful(text, allow_nan)
-    if _may_nest(text) and _depth(value) > MAX_DEPTH:
+    if may_nest(text) and _depth(value) > MAX_DEPTH:
         raise JSONProblem(f"nested deeper than {MAX_DEPTH} levels")
     return value
 
 
-def _may_nest(text: str | bytes) -> bool:
+def may_nest(text: str | bytes) -> bool:
     """Whether `text` holds more than MAX_DEPTH brackets and braces (else it cannot nest deeper)."""
     if isinstance(text, str):
         return text.count("[") + text.count("{") > MAX_DEPTH
     return text.count(b"[") + text.count(b"{") > MAX_DEPTH
+
+
+_ESCAPE = re.compile(r"\\[^\"\\/]")
+"""An escape sequence other than `\\"`, `\\\\` and `\\/`: the only way a JSON string can hold a control
+character below U+0020, a NUL or a lone surrogate."""
+_RAW_CONTROL = re.compile("[\x7f-\x9f\u2028\u2029]")
+"""Control and separator characters a JSON string may hold unescaped."""
+
+
+def plain_strings(text: str) -> bool:
+    """Whether no string of the JSON `text` can hold a control or separator character, a NUL or a lone
+    surrogate: no escape but `\\"`, `\\\\`, `\\/`, and no such character unescaped (a backslash that starts
+    an escaped backslash may be counted as an escape: then the answer is False, and a reader checks every
+    string as before). Lets a reader skip walking every string of a large, clean file."""
+    return _ESCAPE.search(text) is None and _RAW_CONTROL.search(text) is None
 
 
 def _careful(text: str | bytes, allow_nan: bool) -> Any:
@@ -130,21 +145,21 @@ def cutoff(key: str) -> int | None:
 
 
 def _depth(value: Any) -> int:
-    """How deeply arrays and objects nest in `value`, found without recursion."""
+    """How deeply arrays and objects nest in `value`, found without recursion (only containers are stacked)."""
+    if type(value) not in _CONTAINERS:
+        return 0
     deepest = 0
     stack = [(value, 1)]
     while stack:
         item, level = stack.pop()
-        if isinstance(item, dict):
-            children: Any = item.values()
-        elif isinstance(item, list):
-            children = item
-        else:
-            continue
         deepest = max(deepest, level)
         if level <= MAX_DEPTH:
-            stack.extend((child, level + 1) for child in children)
+            children = item.values() if type(item) is dict else item
+            stack.extend([(child, level + 1) for child in children if type(child) in _CONTAINERS])
     return deepest
+
+
+_CONTAINERS = (dict, list)
 
 
 def strings(value: Any) -> Iterator[str]:

@@ -29,6 +29,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from ..config.settings import Config
 from ..errors import RagError
 from ..evalset.records import Chunk, Question
@@ -133,8 +135,11 @@ def key(config: Config, name: str, common: Mapping[str, Any], setup: Mapping[str
 
 
 def _digest(value: Any) -> str:
-    text = json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    """SHA-256 of canonical JSON (keys sorted); msgspec, as the largest value is the whole corpus."""
+    return hashlib.sha256(_ENCODER.encode(value)).hexdigest()
+
+
+_ENCODER = msgspec.json.Encoder(order="sorted", enc_hook=str)
 
 
 def entry_path(folder: Path, name: str) -> Path:

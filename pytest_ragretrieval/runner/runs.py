@@ -83,7 +83,7 @@ class Runner:
             if self._common is None:
                 self._common = reuse.shared(self.config, self.chunks, self.questions)
             wanted = reuse.key(self.config, name, self._common, self.setup())
-        except (RagError, ImportError, OSError):
+        except (RagError, ImportError, OSError, ValueError, TypeError):
             return None  # what the set-up could not find, the retriever's run names
         return reuse.entry_path(self.resources.cache.folder, name), wanted
 

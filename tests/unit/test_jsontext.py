@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_ragretrieval import jsontext
-from pytest_ragretrieval.jsontext import MAX_DEPTH, JSONProblem, control_character, loads
+from pytest_ragretrieval.jsontext import MAX_DEPTH, JSONProblem, control_character, loads, plain_strings
 
 
 def careful(text: str | bytes, allow_nan: bool = False) -> object:
@@ -84,3 +84,20 @@ def test_control_characters_are_unicodes_categories() -> None:
     found = [char for char in every if control_character(char) is not None]
     assert found == wanted
     assert control_character("ab\u2028c\n") == "U+2028"
+
+
+@settings(max_examples=300, deadline=None)
+@given(json_values, st.booleans())
+def test_plain_strings_means_no_string_needs_a_look(value: object, ascii_only: bool) -> None:
+    from pytest_ragretrieval.baseline.checked import text_problem
+
+    text = json.dumps({"root": value}, ensure_ascii=ascii_only)
+    if plain_strings(text):
+        assert text_problem(loads(text)) is None
+
+
+@pytest.mark.parametrize("text", ['{"a": "\\u0000"}', '{"a": "\\ud800"}', '{"a": "x\\ny"}', '{"a\\t": 1}',
+                                  '{"a": "\u2028"}', '{"a": "\x85"}', '{"a": "\\\\n"}'])
+def test_plain_strings_refuses_what_may_hide_a_control_character(text: str) -> None:
+    assert not plain_strings(text)
+    assert plain_strings('{"a": "say \\"hi\\" / \\/ 中文"}')
