@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from .. import __version__
 from ..errors import BaselineError
 from ..jsontext import JSONProblem, cutoff, loads, plain_strings
@@ -125,8 +127,16 @@ def document(
 
 
 def dumps(doc: Mapping[str, Any]) -> str:
-    """Sorted keys, two-space indent, real UTF-8 and a final newline: diffs well in review."""
-    return json.dumps(doc, ensure_ascii=False, sort_keys=True, indent=2) + "\n"
+    """Sorted keys, two-space indent, real UTF-8 and a final newline: diffs well in review.
+
+    The bytes of `json.dumps(doc, ensure_ascii=False, sort_keys=True, indent=2)`, made faster: Python's
+    encoder in C writes the compact text (its numbers and strings), msgspec only indents it (Python
+    indents in pure Python, several times slower on a 20,000-chunk results file)."""
+    compact = _COMPACT.encode(doc).encode("utf-8", "surrogatepass")
+    return msgspec.json.format(compact, indent=2).decode("utf-8", "surrogatepass") + "\n"
+
+
+_COMPACT = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
 
 def _numbers(path: Path, where: str, value: Any) -> dict[str, float]:

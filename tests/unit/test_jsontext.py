@@ -101,3 +101,11 @@ def test_plain_strings_means_no_string_needs_a_look(value: object, ascii_only: b
 def test_plain_strings_refuses_what_may_hide_a_control_character(text: str) -> None:
     assert not plain_strings(text)
     assert plain_strings('{"a": "say \\"hi\\" / \\/ 中文"}')
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.text(max_size=5), json_values, max_size=5))
+def test_results_files_are_pythons_indented_json(doc: dict[str, object]) -> None:
+    from pytest_ragretrieval.baseline.format import dumps
+
+    assert dumps(doc) == json.dumps(doc, ensure_ascii=False, sort_keys=True, indent=2) + "\n"
