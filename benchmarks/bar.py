@@ -119,7 +119,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--work", type=Path, default=HERE / ".work" / "bar")
-    parser.add_argument("--bench", type=Path, default=ROOT.parent / "shared" / "bench")
+    parser.add_argument("--bench", type=Path, default=next(
+        (up / "shared" / "bench" for up in (ROOT.parent, ROOT.parent.parent) if (up / "shared" / "bench").is_dir()),
+        ROOT.parent / "shared" / "bench"), help="the folder of seed_style.py (default: ../shared/bench)")
     parser.add_argument("--old", type=Path, help="a checkout of an earlier commit, timed warm beside this one")
     parser.add_argument("--only", default="script,cold,warm,old")
     args = parser.parse_args()
