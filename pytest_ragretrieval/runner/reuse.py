@@ -23,7 +23,7 @@ import importlib.util
 import json
 import platform
 import time
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from functools import cache
 from importlib import metadata
 from pathlib import Path
@@ -99,19 +99,20 @@ def reusable(config: Config, name: str, *, source: bool = False) -> bool:
     return all(reusable(config, read, source=True) for read in spec.sources)
 
 
-def _retriever(config: Config, name: str, setup: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+def _retriever(config: Config, name: str, setup: Mapping[str, Mapping[str, Any]] | None) -> dict[str, Any]:
     spec = config.retriever(name)
     files_of = getattr(spec.module, "inputs", None)
     files: Mapping[str, Path] = files_of(spec.params, config.root) if files_of is not None else {}
     return {
-        "type": spec.type, "params": dict(spec.params), "setup": dict(setup.get(name, {})),
+        "type": spec.type, "params": dict(spec.params), "setup": None if setup is None else dict(setup.get(name, {})),
         "inputs": {key: _file_digest(path) for key, path in sorted(files.items())},
         "reads": {source: _retriever(config, source, setup) for source in spec.sources},
     }
 
 
-def shared(config: Config, chunks: Sequence[Chunk], questions: Sequence[Question]) -> dict[str, Any]:
-    """What decides every retriever's rankings alike, computed once per run."""
+def shared(config: Config, chunks: Sequence[Chunk], questions: Sequence[Question], database: str) -> dict[str, Any]:
+    """What decides every retriever's rankings alike, computed once per run; `database` the mode the
+    run resolved and the server it names (its password masked)."""
     return {
         "version": VERSION,
         "code": code_digest(),
@@ -126,11 +127,15 @@ def shared(config: Config, chunks: Sequence[Chunk], questions: Sequence[Question
                      _embedder_source(config)],
         "index": config.index.fingerprint,
         "db": config.db,
+        "database": database,
     }
 
 
-def key(config: Config, name: str, common: Mapping[str, Any], setup: Mapping[str, Mapping[str, Any]]) -> str:
-    """The digest of everything that decides `name`'s rankings: `common` and the retriever's own inputs."""
+def key(
+    config: Config, name: str, common: Mapping[str, Any], setup: Mapping[str, Mapping[str, Any]] | None,
+) -> str:
+    """The digest of everything that decides `name`'s rankings: `common` and the retriever's own inputs;
+    with `setup` None, all but what the types add to the fingerprint (checked first: it embeds nothing)."""
     return _digest({**common, "retriever": _retriever(config, name, setup)})
 
 
@@ -147,14 +152,17 @@ def entry_path(folder: Path, name: str) -> Path:
 
 
 def read(
-    path: Path, wanted: str, name: str, questions: Sequence[Question], specs: Sequence[MetricSpec], depth: int,
-    known: Collection[str],
+    path: Path, name: str, inputs: str | None, wanted: Callable[[], str | None], questions: Sequence[Question],
+    specs: Sequence[MetricSpec], depth: int, known: Collection[str],
 ) -> Run | None:
-    """The cached run of `name` when its key is `wanted`, scored again; None on any miss (a missing,
-    older, damaged or other-key entry, or rankings this eval set cannot take: the retriever runs)."""
+    """The cached run of `name` when it holds `inputs` and then `wanted()` (the full key, asked only
+    then), scored again; None on any miss (a missing, older, damaged or other-key entry, or rankings
+    this eval set cannot take: the retriever runs)."""
     try:
         entry = loads(path.read_bytes())
-        if not isinstance(entry, dict) or entry.get("key") != wanted or entry.get("name") != name:
+        if not isinstance(entry, dict) or entry.get("name") != name or inputs is None or entry.get("inputs") != inputs:
+            return None
+        if entry.get("key") != wanted():
             return None
         rankings = {q.id: checked_ranking(name, q, entry["rankings"][q.id], depth, known) for q in questions}
         latencies = {q.id: float(entry["latency_ms"][q.id]) for q in questions}
@@ -169,12 +177,12 @@ def read(
                notes=(*notes, reused))
 
 
-def write(path: Path, wanted: str, name: str, run: Run) -> None:
-    """Keep a clean run's rankings and latencies under `wanted`; one file per retriever, replaced."""
+def write(path: Path, inputs: str, wanted: str, name: str, run: Run) -> None:
+    """Keep a clean run's rankings and latencies under its keys; one file per retriever, replaced."""
     if run.result is None or run.error is not None or run.skipped is not None:
         return
     entry = {
-        "format": VERSION, "name": name, "key": wanted,
+        "format": VERSION, "name": name, "inputs": inputs, "key": wanted,
         "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "rankings": {q.id: list(q.ranking) for q in run.result.questions},
         "latency_ms": {q.id: q.latency_ms for q in run.result.questions},

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config.settings import Config
+from ..database.dsn import redact
 from ..errors import RagError
 from ..evalset.records import Chunk, Question
 from ..progress import Output
@@ -51,12 +52,12 @@ class Runner:
         is the run's error)."""
         if name not in self.runs:
             known = {chunk.id for chunk in self.chunks}
-            entry = self._entry(name)
+            path = self._entry_path(name)
             cached = None
-            if entry is not None and self.reuse:
+            if path is not None and self.reuse and path.exists():
                 with self.phases.phase("reused rankings"):
-                    cached = reuse.read(entry[0], entry[1], name, self.questions, self.config.shown,
-                                        self.config.depth, known)
+                    cached = reuse.read(path, name, self._key(name, with_setup=False), lambda: self._key(name),
+                                        self.questions, self.config.shown, self.config.depth, known)
             if cached is not None:
                 self.reused.append(name)
                 self.out.line(f"rag: {name}: rankings reused, every input unchanged since its cached run "
@@ -67,25 +68,37 @@ class Runner:
                 name, lambda: self.bench.get(name), self.questions, self.config.shown, self.config.depth, known,
                 self.out, self.phases,
             )
-            if entry is not None and self.resources.cache.mode == "readwrite":
-                try:
-                    reuse.write(entry[0], entry[1], name, self.runs[name])
-                except OSError as exc:
-                    self.out.line(f"rag: warning: {name}'s rankings not cached ({exc}); it runs again next time")
+            if path is not None and self.resources.cache.mode == "readwrite":
+                self._keep(path, name)
         return self.runs[name]
 
-    def _entry(self, name: str) -> tuple[Path, str] | None:
-        """Where `name`'s cached run lives and the key it must hold, or None when it cannot be reused (a run
-        with reuse turned off still refreshes the entry, so the next reused run carries the latest latency)."""
+    def _entry_path(self, name: str) -> Path | None:
+        """Where `name`'s cached run lives; None when it is never reused (a run with reuse turned off still
+        refreshes the entry, so the next reused run carries the latest latency)."""
         if self.resources.cache.mode == "off" or not reuse.reusable(self.config, name):
             return None
+        return reuse.entry_path(self.resources.cache.folder, name)
+
+    def _key(self, name: str, with_setup: bool = True) -> str | None:
+        """The digest of `name`'s inputs; without the set-up (which may embed a chunk to learn the dimension)
+        first, so a changed input is known before anything is embedded. None: the set-up failed."""
         try:
             if self._common is None:
-                self._common = reuse.shared(self.config, self.chunks, self.questions)
-            wanted = reuse.key(self.config, name, self._common, self.setup())
+                database = f"{self.resources.db_mode} {redact(self.resources.dsn) if self.resources.dsn else ''}"
+                self._common = reuse.shared(self.config, self.chunks, self.questions, database)
+            return reuse.key(self.config, name, self._common, self.setup() if with_setup else None)
         except (RagError, ImportError, OSError, ValueError, TypeError):
             return None  # what the set-up could not find, the retriever's run names
-        return reuse.entry_path(self.resources.cache.folder, name), wanted
+
+    def _keep(self, path: Path, name: str) -> None:
+        """Cache a clean run under its keys, computed after it (the set-up then reads the cache)."""
+        inputs, wanted = self._key(name, with_setup=False), self._key(name)
+        if inputs is None or wanted is None:
+            return
+        try:
+            reuse.write(path, inputs, wanted, name, self.runs[name])
+        except OSError as exc:
+            self.out.line(f"rag: warning: {name}'s rankings not cached ({exc}); it runs again next time")
 
     def flush(self) -> str | None:
         """Write what the runs put in the cache (rerank scores) as one pack; a failure is a warning line."""

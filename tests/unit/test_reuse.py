@@ -30,8 +30,9 @@ QUESTION_ROWS = tuple(Question(id=row["id"], query=row["query"], relevance={"tra
 
 
 def key(config: Config, name: str = "hybrid", chunks: tuple[Chunk, ...] = CHUNK_ROWS,
-        questions: tuple[Question, ...] = QUESTION_ROWS, setup: dict[str, dict[str, Any]] = SETUP) -> str:
-    return reuse.key(config, name, reuse.shared(config, chunks, questions), setup)
+        questions: tuple[Question, ...] = QUESTION_ROWS, setup: dict[str, dict[str, Any]] | None = SETUP,
+        database: str = "embedded ") -> str:
+    return reuse.key(config, name, reuse.shared(config, chunks, questions, database), setup)
 
 
 def test_the_same_inputs_give_the_same_key(tmp_path: Path) -> None:
@@ -56,7 +57,9 @@ def test_every_input_changes_the_key(tmp_path: Path) -> None:
         "the depth": key(project(tmp_path, 'metrics = ["ndcg@10"]')),
         "the embedder": key(project(tmp_path, 'embedding = "python:emb:embed"\nembedding_id = "emb"')),
         "the tokenizer": key(project(tmp_path, 'tokenizer = "whitespace"')),
-        "the database": key(project(tmp_path, 'db = "embedded"')),
+        "the database's setting": key(project(tmp_path, 'db = "embedded"')),
+        "the database the run resolved": key(config, database="url postgresql://u:***@host/db"),
+        "what the types add, asked or not": key(config, setup=None),
         "a source's parameter": key(project(tmp_path, retrievers=RETRIEVERS.replace(
             'type = "vector"', 'type = "vector"\nmin_score = 0.5'))),
         "the fusion's parameter": key(project(tmp_path, retrievers=RETRIEVERS + "rrf_k = 10\n")),
@@ -97,22 +100,31 @@ def test_what_is_never_reused(tmp_path: Path) -> None:
     assert not reuse.reusable(user, "mine") and not reuse.reusable(user, "both")
 
 
-def test_an_entry_is_read_back_only_under_its_key(tmp_path: Path) -> None:
+def test_an_entry_is_read_back_only_under_its_keys(tmp_path: Path) -> None:
     config = project(tmp_path)
     known = {chunk.id for chunk in CHUNK_ROWS}
     rankings = {q.id: ("travel-001", "refund-001") for q in QUESTION_ROWS}
     latencies = {q.id: 1.5 + number for number, q in enumerate(QUESTION_ROWS)}
     ran = Run(result=score("bm25", QUESTION_ROWS, rankings, config.shown, latencies), notes=("a note",))
     path = reuse.entry_path(tmp_path / ".rag-cache", "bm25")
-    reuse.write(path, "k1", "bm25", ran)
+    reuse.write(path, "i1", "k1", "bm25", ran)
     assert (path.parent / ".gitignore").read_text(encoding="utf-8").splitlines()[-1] == "*"
-    found = reuse.read(path, "k1", "bm25", QUESTION_ROWS, config.shown, 2, known)
+
+    def read(inputs: str | None = "i1", wanted: str | None = "k1", name: str = "bm25",
+             ids: set[str] = known) -> Run | None:
+        return reuse.read(path, name, inputs, lambda: wanted, QUESTION_ROWS, config.shown, 2, ids)
+
+    found = read()
     assert found is not None and found.result == ran.result
     assert found.notes[0] == "a note" and found.notes[1].startswith("rankings reused: every input unchanged")
-    assert reuse.read(path, "k2", "bm25", QUESTION_ROWS, config.shown, 2, known) is None
-    assert reuse.read(path, "k1", "other", QUESTION_ROWS, config.shown, 2, known) is None
-    assert reuse.read(path, "k1", "bm25", QUESTION_ROWS, config.shown, 2, {"travel-001"}) is None  # an unknown id: runs
-    path.write_text('{"key": "k1", "name": "bm25", "rankings": [', encoding="utf-8")
-    assert reuse.read(path, "k1", "bm25", QUESTION_ROWS, config.shown, 2, known) is None  # damaged: runs
-    reuse.write(path, "k1", "bm25", Run(error=None, skipped="no model here"))
-    assert path.read_text(encoding="utf-8").startswith('{"key": "k1", "name": "bm25", "rankings": [')
+    assert read(wanted="k2") is None and read(inputs="i2") is None and read(inputs=None) is None
+    assert read(wanted=None) is None  # the set-up failed: the retriever runs and names why
+    assert read(name="other") is None
+    assert read(ids={"travel-001"}) is None  # a ranking names a chunk the corpus no longer has: runs
+    asked: list[str] = []
+    reuse.read(path, "bm25", "i2", lambda: asked.append("set-up") or "k1", QUESTION_ROWS, config.shown, 2, known)
+    assert asked == []  # a changed input is known before the set-up (which may embed) is asked for
+    path.write_text('{"key": "k1", "inputs": "i1", "name": "bm25", "rankings": [', encoding="utf-8")
+    assert read() is None  # damaged: runs
+    reuse.write(path, "i1", "k1", "bm25", Run(error=None, skipped="no model here"))
+    assert path.read_text(encoding="utf-8").startswith('{"key": "k1", "inputs": "i1", "name": "bm25", "rankings": [')
