@@ -64,6 +64,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--rag-cache", action="store", dest="rag_cache", default="readwrite",
                     type=one_of("readwrite", "readonly", "off"),
                     help="embedding and rerank cache: readwrite, readonly (a miss is an error: CI without keys) or off")
+    group.addoption("--rag-no-reuse", action="store_true", dest="rag_no_reuse", default=False,
+                    help="run every retriever, even one whose inputs are all unchanged since its cached run "
+                    "(measures latency every time)")
     group.addoption("--rag-allow-regression", action="store_true", dest="rag_allow_regression", default=False,
                     help="with --rag-update-baseline, record values lower than the baseline's")
     add_shard_option(group)
@@ -119,7 +122,8 @@ def pytest_configure(config: pytest.Config) -> None:
     options = Options(
         rootpath=config.rootpath, config_path=option.rag_config, update=option.rag_update_baseline,
         json_path=json_path, reports=reports, outputs=outputs, db=option.rag_db, db_url=option.rag_db_url,
-        cache_mode=option.rag_cache, allow_regression=option.rag_allow_regression, every_tag=option.rag_tags,
+        cache_mode=option.rag_cache, reuse=not option.rag_no_reuse, allow_regression=option.rag_allow_regression,
+        every_tag=option.rag_tags,
         shard=option.rag_shard)
     session = RagSession(options)
     try:

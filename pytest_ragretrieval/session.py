@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from msgspec import structs
+from msgspec import UNSET, structs
 
 from .baseline.fingerprint import fingerprint
 from .baseline.format import Baseline, dumps
@@ -62,6 +62,8 @@ class Options:
     outputs: Mapping[str, Path] = field(default_factory=dict, hash=False)
     """Option (`--rag-json`, `--rag-report`, ...) -> the file it writes: checked before the run."""
     cache_mode: CacheMode = "readwrite"
+    reuse: bool = True
+    """False with --rag-no-reuse: every retriever runs, its latency measured (runner/reuse.py)."""
     allow_regression: bool = False
     every_tag: bool = False
     """--rag-tags: the per-tag table with every row, not only those that moved."""
@@ -154,6 +156,7 @@ class RagSession:
             self._runner = Runner(
                 self.config, self.chunks, self.share, db_mode=mode, dsn=database_url(self.options.db_url),
                 cache_mode=self.options.cache_mode, phases=self.phases, out=out,
+                reuse_rankings=self.options.reuse and self.config.reuse_rankings,
             )
         return self._runner
 
@@ -232,7 +235,9 @@ class RagSession:
             if self.runs and self.options.shard is None and (self.options.reports or in_github_actions()):
                 self._report(self.report_input())
         if self.options.json_path is not None and self.runs and self.options.shard is None:
-            self._write(self.options.json_path, encode(structs.replace(self.record(), phases=self.phases.rounded())))
+            reused = tuple(sorted(self.runner.reused)) or UNSET
+            self._write(self.options.json_path, encode(structs.replace(
+                self.record(), phases=self.phases.rounded(), reused=reused)))
         if self.options.update and self.runs:
             plan = baseline_update(
                 self.config, self.baseline, self.judge.fingerprint, self.runs, self.selected, self.judge

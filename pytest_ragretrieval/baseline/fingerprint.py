@@ -32,8 +32,12 @@ SHORT = 12
 collide with a chance of 1 in 2**48, and a 20,000-chunk baseline stays small."""
 
 
+_CANONICAL = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+"""`json.dumps` with these arguments builds an encoder per call: one, made once, writes the same text."""
+
+
 def _digest(records: Any, length: int = 64) -> str:
-    text = json.dumps(records, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    text = _CANONICAL.encode(records)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:length]
 
 

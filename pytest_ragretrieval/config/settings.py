@@ -103,6 +103,8 @@ class Config:
     workers: int = 1
     keep_database: bool = True
     """Reuse a seeded embedded database kept under the cache folder while its inputs are unchanged."""
+    reuse_rankings: bool = True
+    """Reuse a retriever's cached rankings (and latency) while every input is unchanged (runner/reuse.py)."""
     team_corpus: TeamCorpus | None = None
     """Where the chunks come from when the config names no chunks file (see retrievers.table)."""
 
@@ -339,6 +341,7 @@ def load_config(config_option: str | None, rootpath: Path) -> Config:
         fail_on=tuple(table.texts("fail_on", ["metric"])),
         workers=table.integer("workers", cores(), minimum=1),
         keep_database=table.boolean("keep_database", True),
+        reuse_rankings=table.boolean("reuse_rankings", True),
     )
     config = replace(config, compare=_compare(table, {spec.name for spec in config.retrievers}))
     if config.chunks is None:

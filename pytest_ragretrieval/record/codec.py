@@ -17,7 +17,7 @@ from pathlib import Path
 import msgspec
 
 from ..errors import BaselineError
-from ..jsontext import JSONProblem, loads
+from ..jsontext import JSONProblem, loads, plain_strings
 from ..paths import Unreadable, display, read_input, write_atomic
 from .checks import damaged, number, shown, text_problem
 from .types import READABLE, Record, Verdict
@@ -62,8 +62,16 @@ class Decoded:
 
 
 def dumps(doc: Mapping[str, object]) -> str:
-    """Sorted keys, two-space indent, real UTF-8 and a final newline: diffs well in review."""
-    return json.dumps(doc, ensure_ascii=False, sort_keys=True, indent=2) + "\n"
+    """Sorted keys, two-space indent, real UTF-8 and a final newline: diffs well in review.
+
+    The bytes of `json.dumps(doc, ensure_ascii=False, sort_keys=True, indent=2)`, made faster: Python's
+    encoder in C writes the compact text (its numbers and strings), msgspec only indents it (Python
+    indents in pure Python, several times slower on a 20,000-chunk results file)."""
+    compact = _COMPACT.encode(doc).encode("utf-8", "surrogatepass")
+    return msgspec.json.format(compact, indent=2).decode("utf-8", "surrogatepass") + "\n"
+
+
+_COMPACT = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
 
 def to_document(record: msgspec.Struct) -> dict[str, object]:
@@ -102,7 +110,7 @@ def decode(path: Path, text: str) -> Decoded:
     if not isinstance(doc, dict):
         raise damaged(path, "not a results document (expected a JSON object)")
     version = _version(path, doc)
-    bad_text = text_problem(doc)
+    bad_text = None if plain_strings(text) else text_problem(doc)
     if bad_text is not None:
         raise damaged(path, f"{bad_text[0]} holds {bad_text[1]}")
     doc = upgraded(doc, version)

@@ -232,6 +232,8 @@ class Record(Struct, frozen=True):
     significance: Significance | UnsetType = UNSET
     phases: dict[str, float] | UnsetType = UNSET
     """Seconds per phase of the run that wrote the results."""
+    reused: tuple[str, ...] | UnsetType = UNSET
+    """Retrievers whose rankings (and latency) came from their cached run, every input unchanged."""
     errors: dict[str, str] | UnsetType = UNSET
     """Retrievers that failed in this run, and the error."""
     comparable: bool | UnsetType = UNSET

@@ -2,13 +2,17 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..config.settings import Config
+from ..database.dsn import redact
+from ..errors import RagError
 from ..evalset.records import Chunk, Question
 from ..progress import Output
 from ..scoring.evaluate import Run
 from ..timing import Phases
+from . import reuse
 from .execute import execute
 from .resources import Resources
 from .workbench import Workbench
@@ -25,8 +29,10 @@ class Runner:
 
     def __init__(
         self, config: Config, chunks: Sequence[Chunk], questions: Sequence[Question], *, db_mode: DbMode,
-        dsn: str | None, cache_mode: CacheMode, phases: Phases, out: Output,
+        dsn: str | None, cache_mode: CacheMode, phases: Phases, out: Output, reuse_rankings: bool = True,
     ) -> None:
+        """`reuse_rankings`: a reusable retriever whose inputs are all unchanged since its cached run is
+        not run again (runner/reuse.py); False measures every retriever (`--rag-no-reuse`)."""
         self.config = config
         self.chunks = tuple(chunks)
         self.questions = tuple(questions)
@@ -35,6 +41,10 @@ class Runner:
         self.resources = Resources(config, self.chunks, db_mode, dsn, cache_mode, phases, out)
         self.bench = Workbench(config, self.chunks, self.resources, self.questions)
         self.runs: dict[str, Run] = {}
+        self.reuse = reuse_rankings
+        self.reused: list[str] = []
+        """The retrievers whose rankings (and latency) came from their cached run, in the order asked."""
+        self._common: dict[str, object] | None = None
         self._setup: dict[str, dict[str, object]] | None = None
 
     def reclaim(self) -> None:
@@ -42,14 +52,57 @@ class Runner:
         self.resources.reclaim()
 
     def run(self, name: str) -> Run:
-        """The run of `name`, done on first request; never raises (a failure is the run's error)."""
+        """The run of `name`, done on first request (or its cached run, reused); never raises (a failure
+        is the run's error)."""
         if name not in self.runs:
             known = {chunk.id for chunk in self.chunks}
+            path = self._entry_path(name)
+            cached = None
+            if path is not None and self.reuse and path.exists():
+                with self.phases.phase("reused rankings"):
+                    cached = reuse.read(path, name, self._key(name, with_setup=False), lambda: self._key(name),
+                                        self.questions, self.config.shown, self.config.depth, known)
+            if cached is not None:
+                self.reused.append(name)
+                self.out.line(f"rag: {name}: rankings reused, every input unchanged since its cached run "
+                              "(latency as measured then; --rag-no-reuse runs it)")
+                self.runs[name] = cached
+                return cached
             self.runs[name] = execute(
                 name, lambda: self.bench.get(name), self.questions, self.config.shown, self.config.depth, known,
                 self.out, self.phases,
             )
+            if path is not None and self.resources.cache.mode == "readwrite":
+                self._keep(path, name)
         return self.runs[name]
+
+    def _entry_path(self, name: str) -> Path | None:
+        """Where `name`'s cached run lives; None when it is never reused (a run with reuse turned off still
+        refreshes the entry, so the next reused run carries the latest latency)."""
+        if self.resources.cache.mode == "off" or not reuse.reusable(self.config, name):
+            return None
+        return reuse.entry_path(self.resources.cache.folder, name)
+
+    def _key(self, name: str, with_setup: bool = True) -> str | None:
+        """The digest of `name`'s inputs; without the set-up (which may embed a chunk to learn the dimension)
+        first, so a changed input is known before anything is embedded. None: the set-up failed."""
+        try:
+            if self._common is None:
+                database = f"{self.resources.db_mode} {redact(self.resources.dsn) if self.resources.dsn else ''}"
+                self._common = reuse.shared(self.config, self.chunks, self.questions, database)
+            return reuse.key(self.config, name, self._common, self.setup() if with_setup else None)
+        except (RagError, ImportError, OSError, ValueError, TypeError):
+            return None  # what the set-up could not find, the retriever's run names
+
+    def _keep(self, path: Path, name: str) -> None:
+        """Cache a clean run under its keys, computed after it (the set-up then reads the cache)."""
+        inputs, wanted = self._key(name, with_setup=False), self._key(name)
+        if inputs is None or wanted is None:
+            return
+        try:
+            reuse.write(path, inputs, wanted, name, self.runs[name])
+        except OSError as exc:
+            self.out.line(f"rag: warning: {name}'s rankings not cached ({exc}); it runs again next time")
 
     def flush(self) -> str | None:
         """Write what the runs put in the cache (rerank scores) as one pack; a failure is a warning line."""

@@ -39,7 +39,8 @@ def test_a_second_run_embeds_nothing(pytester: pytest.Pytester) -> None:
     assert len(cache_keys(pytester.path / "cache", "embeddings")) == TEXTS + len(set(QUERIES.values()))
     stored = cache_files(pytester.path / "cache")
 
-    second = pytester.runpytest("--rag-eval", "--rag-cache=readonly", "--rag-json", "second.json", *RUN)
+    second = pytester.runpytest("--rag-eval", "--rag-cache=readonly", "--rag-no-reuse", "--rag-json", "second.json",
+                                *RUN)  # searched again, not reused: every query must hit the cache
     second.assert_outcomes(passed=4)
     second.stdout.fnmatch_lines([seeded(TEXTS, 0)])
     second.stdout.no_fnmatch_line("rag: embedding *")

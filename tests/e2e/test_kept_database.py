@@ -9,9 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from projects import RUN, VECTOR_AND_BM25, retriever, write_e2e_project
+from projects import RUN as PLAIN_RUN
+from projects import VECTOR_AND_BM25, retriever, write_e2e_project
 
 pytestmark = pytest.mark.usefixtures("minilm")
+RUN = (*PLAIN_RUN, "--rag-no-reuse")
+"""Every run here searches the database: an unchanged run would otherwise reuse its rankings (runner/reuse.py)."""
 
 OUTPUTS = ("--rag-json", "run.json", "--rag-report", "report.md", "--rag-html", "report.html")
 REUSED = "rag: reused the seeded database kept in cache/databases/*: 9 chunks (384 dimensions, *exact search)"

@@ -26,7 +26,7 @@ def without_timings(path: Path) -> dict[str, Any]:
 def test_vector_shards_merged_are_one_run(pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]) -> None:
     write_e2e_project(pytester.path, retriever("vector", "vector") + retriever("bm25", "bm25"), "cache")
     assert pytester.runpytest("--rag-update-baseline", *RUN).ret == 0
-    assert pytester.runpytest("--rag-eval", "--rag-json=whole.json", *RUN).ret == 0
+    assert pytester.runpytest("--rag-eval", "--rag-no-reuse", "--rag-json=whole.json", *RUN).ret == 0
     for index in (1, 2):
         result = pytester.runpytest("--rag-eval", f"--rag-shard={index}/2", f"--rag-json=part{index}.json", *RUN)
         assert result.ret == 0, result.stdout.str()

@@ -90,7 +90,8 @@ def test_every_phase_is_timed_in_the_results_and_printed_but_never_in_the_baseli
     recorded.stdout.fnmatch_lines(["rag: time: load and validate *s, * run bm25 *s, *; total *s"])
     first = baseline(pytester.path)
     assert "phases" not in first
-    result = pytester.runpytest("--rag-eval", "--rag-json", "results.json", "--rag-report", "report.md", *RUN)
+    result = pytester.runpytest("--rag-eval", "--rag-no-reuse", "--rag-json", "results.json", "--rag-report", "report.md",
+                                *RUN)
     phases = json.loads((pytester.path / "results.json").read_text(encoding="utf-8"))["phases"]
     assert {"load and validate", "build bm25", "tokenizing", "run bm25", "build table", "run table", "scoring", "reports"} <= set(phases)
     assert all(isinstance(seconds, float) and seconds >= 0 for seconds in phases.values())

@@ -1,0 +1,78 @@
+"""A second run whose inputs are unchanged reuses the rankings: the same results and baseline, no search."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from projects import CHUNKS, RUN, jsonl, retriever, write_project
+
+BM25 = retriever("bm25", "bm25")
+REUSED = "rag: bm25: rankings reused, every input unchanged since its cached run*"
+
+
+def without_phases(path: Path) -> bytes:
+    """The file's bytes without its `"phases": {...}` object (the only timings a reused run writes anew)."""
+    data = path.read_bytes()
+    start = data.index(b'  "phases": {')
+    return data[:start] + data[data.index(b"}", start) + 1:]
+
+
+def results(folder: Path, name: str) -> dict[str, Any]:
+    found: dict[str, Any] = json.loads((folder / name).read_text(encoding="utf-8"))
+    return found
+
+
+def test_an_unchanged_second_run_reuses_and_writes_the_same_files(pytester: pytest.Pytester) -> None:
+    write_project(pytester.path, retrievers=BM25)
+    first = pytester.runpytest("--rag-update-baseline", *RUN)
+    assert first.ret == 0 and not any(line.startswith("rag: bm25: rankings reused") for line in first.outlines)
+    baseline = (pytester.path / "baselines" / "retrieval.json").read_bytes()
+    measured = pytester.runpytest("--rag-update-baseline", "--rag-no-reuse", "--rag-json", "measured.json", *RUN)
+    assert measured.ret == 0 and (pytester.path / "baselines" / "retrieval.json").read_bytes() == baseline
+    reused = pytester.runpytest("--rag-update-baseline", "--rag-json", "reused.json", *RUN)
+    assert reused.ret == 0
+    reused.stdout.fnmatch_lines([REUSED, "rag: baselines/retrieval.json is already up to date"])
+    assert (pytester.path / "baselines" / "retrieval.json").read_bytes() == baseline
+    before, after = results(pytester.path, "measured.json"), results(pytester.path, "reused.json")
+    assert "run bm25" in before.pop("phases") and "run bm25" not in after.pop("phases")
+    assert "reused" not in before and after.pop("reused") == ["bm25"]
+    assert after == before  # latency included: the measured run's, which refreshed the cached entry
+    again = pytester.runpytest("--rag-eval", "--rag-json", "again.json", *RUN)
+    assert again.ret == 0
+    assert without_phases(pytester.path / "again.json") == without_phases(pytester.path / "reused.json")
+    assert (pytester.path / ".rag-cache" / "rankings" / ".gitignore").read_text(encoding="utf-8").endswith("*\n")
+
+
+def test_the_opt_outs_measure_every_time(pytester: pytest.Pytester) -> None:
+    write_project(pytester.path, retrievers=BM25)
+    assert pytester.runpytest("--rag-update-baseline", *RUN).ret == 0
+    measured = pytester.runpytest("--rag-eval", "--rag-no-reuse", "--rag-json", "out.json", *RUN)
+    assert measured.ret == 0 and "reused" not in results(pytester.path, "out.json")
+    assert "run bm25" in results(pytester.path, "out.json")["phases"]
+    write_project(pytester.path, retrievers=BM25, settings="reuse_rankings = false")
+    assert pytester.runpytest("--rag-eval", "--rag-json", "out.json", *RUN).ret == 0
+    assert "reused" not in results(pytester.path, "out.json")
+    write_project(pytester.path, retrievers=BM25)
+    assert pytester.runpytest("--rag-eval", "--rag-cache=off", "--rag-json", "out.json", *RUN).ret == 0
+    assert "reused" not in results(pytester.path, "out.json")
+    back = pytester.runpytest("--rag-eval", *RUN)  # the cache read and written again
+    back.stdout.fnmatch_lines([REUSED])
+
+
+def test_any_changed_input_runs_the_retriever(pytester: pytest.Pytester) -> None:
+    write_project(pytester.path, retrievers=BM25)
+    assert pytester.runpytest("--rag-update-baseline", *RUN).ret == 0
+    edited = [dict(row, text=row["text"] + "。") if row["id"] == "service-001" else row for row in CHUNKS]
+    (pytester.path / "fixtures" / "chunks.jsonl").write_text(jsonl(edited), encoding="utf-8")
+    assert pytester.runpytest("--rag-eval", "--rag-json", "out.json", *RUN).ret == 0
+    assert "reused" not in results(pytester.path, "out.json")
+    assert "run bm25" in results(pytester.path, "out.json")["phases"]
+    again = pytester.runpytest("--rag-eval", "--rag-json", "out.json", *RUN)
+    again.stdout.fnmatch_lines([REUSED])  # the changed corpus's run is the cached one now
+    write_project(pytester.path, retrievers=BM25.replace('type = "bm25"', 'type = "bm25"\nmax_latency_ms = 10000'))
+    (pytester.path / "fixtures" / "chunks.jsonl").write_text(jsonl(edited), encoding="utf-8")
+    for _ in range(2):  # a latency item: measured every run, never an earlier run's numbers
+        timed = pytester.runpytest("--rag-eval", "--rag-json", "out.json", *RUN)
+        assert timed.ret == 0 and "reused" not in results(pytester.path, "out.json")
