@@ -38,6 +38,8 @@ def test_an_unchanged_second_run_reuses_and_writes_the_same_files(pytester: pyte
     before, after = results(pytester.path, "measured.json"), results(pytester.path, "reused.json")
     assert "run bm25" in before.pop("phases") and "run bm25" not in after.pop("phases")
     assert "reused" not in before and after.pop("reused") == ["bm25"]
+    assert before["retrievers"]["bm25"].pop("notes") == []
+    assert after["retrievers"]["bm25"].pop("notes")[0].startswith("rankings reused: every input unchanged since")
     assert after == before  # latency included: the measured run's, which refreshed the cached entry
     again = pytester.runpytest("--rag-eval", "--rag-json", "again.json", *RUN)
     assert again.ret == 0
