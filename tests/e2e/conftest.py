@@ -49,7 +49,6 @@ def docker_clean(docker_engine: Any) -> Iterator[Any]:
     assert left == [], "the test left a container behind"
 
 
-
 @pytest.fixture(scope="session")
 def warm_sample(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The bundled sample after an embedded run: its seeded database kept in its cache folder.
