@@ -28,7 +28,7 @@ if not MISSING:
 
 
 TIER_TIMEOUT = 600
-"""Seconds a test of the e2e or fault tier may take (pyproject's `timeout`, 120 s, is every other
+"""Seconds a test of the e2e or fault tier may take (pyproject's `timeout`, 300 s, is every other
 test's): their longest run the gate several times in subprocesses, each guarded by its own timeout."""
 
 
