@@ -21,11 +21,10 @@ FORMAT_1 = ROOT / "tests" / "data" / "baseline-format-1.json"
 pytestmark = pytest.mark.slow
 
 
-def sample(folder: Path, warm: Path) -> Path:
-    """A copy of the `warm_sample` fixture (its kept database included) in `folder`; `cp -a` keeps the
-    data folder's owner and modes, which Postgres needs."""
-    folder.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["cp", "-a", f"{warm}/.", str(folder)], check=True, timeout=120)
+def sample(folder: Path) -> Path:
+    for name in ("pyproject.toml", "fixtures", "baselines", ".rag-cache"):
+        source = ROOT / name
+        (shutil.copytree if source.is_dir() else shutil.copy2)(source, folder / name)
     return folder
 
 
@@ -56,8 +55,8 @@ def write_lines(path: Path, rows: list[dict[str, Any]]) -> None:
     path.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
 
 
-def test_a_lowering_retune_fails_hybrid_names_it_and_the_ratchet_holds(tmp_path: Path, warm_sample: Path) -> None:
-    folder = sample(tmp_path, warm_sample)
+def test_a_lowering_retune_fails_hybrid_names_it_and_the_ratchet_holds(tmp_path: Path) -> None:
+    folder = sample(tmp_path)
     edit(folder / "pyproject.toml", "weights = [1.0, 0.5]", "weights = [0.2, 1.0]")
     done = gate(folder, "--rag-eval", "--rag-json", "results.json", "--rag-report", "report.md")
     assert done.returncode == 1 and outcome(done).startswith("6 failed, 18 passed, 6 skipped"), done.stdout[-3000:]
@@ -96,16 +95,16 @@ def test_a_lowering_retune_fails_hybrid_names_it_and_the_ratchet_holds(tmp_path:
     assert again.returncode == 0 and outcome(again).startswith("24 passed, 6 skipped"), again.stdout[-3000:]
 
 
-def test_a_retune_that_moves_no_ranking_passes_and_is_named(tmp_path: Path, warm_sample: Path) -> None:
-    folder = sample(tmp_path, warm_sample)
+def test_a_retune_that_moves_no_ranking_passes_and_is_named(tmp_path: Path) -> None:
+    folder = sample(tmp_path)
     edit(folder / "pyproject.toml", "weights = [1.0, 0.5]", "weights = [2.0, 1.0]")
     done = gate(folder, "--rag-eval")
     assert done.returncode == 0 and outcome(done).startswith("24 passed, 6 skipped"), done.stdout[-3000:]
     assert "compared across changes: hybrid.weights [1.0, 0.5] -> [2.0, 1.0]" in done.stdout.splitlines()
 
 
-def test_an_edited_unlabelled_chunk_is_compared_and_fails_only_where_a_value_fell(tmp_path: Path, warm_sample: Path) -> None:
-    folder = sample(tmp_path, warm_sample)
+def test_an_edited_unlabelled_chunk_is_compared_and_fails_only_where_a_value_fell(tmp_path: Path) -> None:
+    folder = sample(tmp_path)
     chunks = folder / "fixtures" / "chunks.jsonl"
     edit(chunks, "积极补救", "及时补救")  # one character of security-018, which no question is labelled with
     done = gate(folder, "--rag-eval")
@@ -131,8 +130,8 @@ def test_an_edited_unlabelled_chunk_is_compared_and_fails_only_where_a_value_fel
         in done.stdout.splitlines()
 
 
-def test_added_and_removed_questions_pass_on_the_unchanged_ones_and_are_named(tmp_path: Path, warm_sample: Path) -> None:
-    folder = sample(tmp_path, warm_sample)
+def test_added_and_removed_questions_pass_on_the_unchanged_ones_and_are_named(tmp_path: Path) -> None:
+    folder = sample(tmp_path)
     evalset = folder / "fixtures" / "evalset.jsonl"
     rows = [row for row in lines(evalset) if row["id"] != "q60"]
     rows.append({"id": "q61", "query": "出差期间的交通费怎么报销", "relevant": {"travel-012": 1}, "tags": ["semantic"]})
@@ -143,8 +142,8 @@ def test_added_and_removed_questions_pass_on_the_unchanged_ones_and_are_named(tm
             in done.stdout.splitlines())
 
 
-def test_changing_k_still_asks_to_re_record_and_names_k(tmp_path: Path, warm_sample: Path) -> None:
-    folder = sample(tmp_path, warm_sample)
+def test_changing_k_still_asks_to_re_record_and_names_k(tmp_path: Path) -> None:
+    folder = sample(tmp_path)
     edit(folder / "pyproject.toml", "k = 5", "k = 3")
     done = gate(folder, "--rag-eval")
     assert done.returncode == 1 and outcome(done).startswith("24 failed, 6 skipped"), done.stdout[-3000:]
@@ -152,8 +151,8 @@ def test_changing_k_still_asks_to_re_record_and_names_k(tmp_path: Path, warm_sam
             "else; re-record it for all retrievers with `pytest --rag-update-baseline`") in done.stdout
 
 
-def test_the_format_1_baseline_loads_passes_and_re_records_as_the_committed_one(tmp_path: Path, warm_sample: Path) -> None:
-    folder = sample(tmp_path, warm_sample)
+def test_the_format_1_baseline_loads_passes_and_re_records_as_the_committed_one(tmp_path: Path) -> None:
+    folder = sample(tmp_path)
     shutil.copy2(FORMAT_1, folder / "baselines" / "retrieval.json")
     done = gate(folder, "--rag-eval", "-k", "not bm25_search")  # recorded after the format-1 file was
     assert done.returncode == 0 and outcome(done).startswith("18 passed, 6 skipped"), done.stdout[-3000:]
@@ -179,10 +178,10 @@ def perturb(cache: Path, seed: int) -> float:
     return smallest
 
 
-def test_vectors_from_another_cpu_are_not_a_verdict(tmp_path: Path, warm_sample: Path) -> None:
+def test_vectors_from_another_cpu_are_not_a_verdict(tmp_path: Path) -> None:
     """Seed 6 moves four values down (as the AVX-512 machine of issue 21 did): tolerance 0 alone would fail
     them; the sample's significance does not, and a run that embeds anything says the cache differs."""
-    folder = sample(tmp_path, warm_sample)
+    folder = sample(tmp_path)
     assert perturb(folder / ".rag-cache", 6) > 0.9999
     done = gate(folder, "--rag-eval")
     assert done.returncode == 0 and outcome(done).startswith("24 passed, 6 skipped"), done.stdout[-3000:]
@@ -201,21 +200,21 @@ def test_vectors_from_another_cpu_are_not_a_verdict(tmp_path: Path, warm_sample:
             "the cached ones by more than float noise") in done.stdout
 
 
-def test_the_sample_passes_with_its_vectors_computed_afresh(tmp_path: Path, warm_sample: Path) -> None:
-    done = gate(sample(tmp_path, warm_sample), "--rag-eval", "--rag-cache=off")
+def test_the_sample_passes_with_its_vectors_computed_afresh(tmp_path: Path) -> None:
+    done = gate(sample(tmp_path), "--rag-eval", "--rag-cache=off")
     assert done.returncode == 0 and outcome(done).startswith("24 passed, 6 skipped"), done.stdout[-3000:]
     assert "0 embeddings from the cache, 215 computed" in done.stdout
 
 
 def test_growing_the_eval_set_keeps_the_bar_and_editing_every_query_lowers_it(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], warm_sample: Path) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     """Issues 31.3 and 32.2 on the sample. Questions added after a passed run: recorded without
     --rag-allow-regression, and `diff --fail-on-lower` says the bar is not lowered. Every query then edited
     (cut to its first three characters and a "？") and its lower values recorded: refused without the flag;
     with it, `diff --fail-on-lower` exits 1 and `pr-check` fails without the label."""
     from pytest_ragretrieval.cli import main
 
-    folder = sample(tmp_path, warm_sample)
+    folder = sample(tmp_path)
     monkeypatch.chdir(folder)
     shutil.copy2(folder / "baselines" / "retrieval.json", folder / "base.json")
     evalset = folder / "fixtures" / "evalset.jsonl"

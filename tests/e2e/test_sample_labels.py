@@ -29,8 +29,8 @@ def with_gold(folder: Path) -> Path:
     return folder
 
 
-def test_an_edited_gold_text_names_the_question_whose_label_it_is(tmp_path: Path, warm_sample: Path) -> None:
-    folder = with_gold(sample(tmp_path, warm_sample))
+def test_an_edited_gold_text_names_the_question_whose_label_it_is(tmp_path: Path) -> None:
+    folder = with_gold(sample(tmp_path))
     rows = lines(folder / "fixtures" / "chunks.jsonl")
     write_lines(folder / "fixtures" / "chunks.jsonl",
                 [dict(row, text="本条已废止，以新版差旅制度为准。") if row["id"] == CHUNK else row for row in rows])
@@ -40,9 +40,9 @@ def test_an_edited_gold_text_names_the_question_whose_label_it_is(tmp_path: Path
     assert results["labels_to_review"] == [{"chunk": CHUNK, "questions": ["q01"]}]
 
 
-def test_a_split_gold_chunk_is_re_anchored_and_the_next_run_passes(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, warm_sample: Path) -> None:
-    folder = with_gold(sample(tmp_path, warm_sample))
+def test_a_split_gold_chunk_is_re_anchored_and_the_next_run_passes(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = with_gold(sample(tmp_path))
     rows = lines(folder / "fixtures" / "chunks.jsonl")
     text = next(row["text"] for row in rows if row["id"] == CHUNK)
     cut = min((i + 1 for i, c in enumerate(text[:-1]) if c in "。！？"), key=lambda at: abs(2 * at - len(text)))

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from test_sample_changes import sample
 
 from pytest_ragretrieval.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def gate(folder: Path, *options: str) -> subprocess.CompletedProcess[str]:
@@ -29,9 +31,11 @@ def results(path: Path) -> dict[str, Any]:
 
 @pytest.mark.slow
 def test_the_sample_s_retuned_hybrid_is_pooled_and_its_labels_raise_judged_at_5(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], warm_sample: Path
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    sample(tmp_path, warm_sample)
+    for name in ("pyproject.toml", "fixtures", "baselines", ".rag-cache"):
+        source = ROOT / name
+        (shutil.copytree if source.is_dir() else shutil.copy2)(source, tmp_path / name)
     done = gate(tmp_path, "--rag-json", "today.json", "--rag-html", "today.html")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     assert 0 < results(tmp_path / "today.json")["hybrid"]["metrics"]["judged@5"] < 1
