@@ -106,9 +106,9 @@ def project(folder: Path, retrievers: str, *, chunks: bool = False) -> Path:
     (folder / "evalset.jsonl").write_text(jsonl(questions), encoding="utf-8")
     lines = ['evalset = "evalset.jsonl"', 'embedding = "python:hashed:embed"', 'embedding_id = "hashed-8"',
              'metrics = ["ndcg", "recall@10", "precision"]', "k = 5", f'cache = "{folder / "cache"}"']
-    if chunks:  # seeded into a schema of its own on the server the run is given (url mode)
+    if chunks:
         (folder / "chunks.jsonl").write_text(jsonl(rows), encoding="utf-8")
-        lines += ['chunks = "chunks.jsonl"']
+        lines += ['chunks = "chunks.jsonl"', 'db = "embedded"', "keep_database = false"]
     (folder / "pyproject.toml").write_text("[tool.ragretrieval]\n" + "\n".join(lines) + "\n" + retrievers, encoding="utf-8")
     return folder
 
@@ -137,12 +137,9 @@ def test_table_runs_read_only_like_seeded_exact(server: tuple[str, str], tmp_pat
     code, out = gate(team, reader, "--rag-update-baseline", "--rag-json", str(tmp_path / "team.json"))
     assert code == 0, out
     assert "rag: 600 chunks (the team's table public.docs where id LIKE 'doc-%'), 12 questions" in out, out
-    assert catalog(owner) == before
-    # the same rows seeded by the plugin (on the same server, as the owner: no second Postgres to start)
     seeded = project(tmp_path / "seeded", retriever("prod", "vector"), chunks=True)
-    code, out = gate(seeded, owner, "--rag-json", str(tmp_path / "seeded.json"), "--rag-update-baseline")
+    code, out = gate(seeded, None, "--rag-json", str(tmp_path / "seeded.json"), "--rag-update-baseline")
     assert code == 0, out
-    assert "rag: database url: PostgreSQL 16" in out, out
     team_results, seeded_results = results(tmp_path / "team.json"), results(tmp_path / "seeded.json")
     assert team_results["retrievers"]["prod"]["metrics"] == seeded_results["retrievers"]["prod"]["metrics"]
     assert {q: v["ranking"] for q, v in team_results["retrievers"]["prod"]["questions"].items()} == {
@@ -152,6 +149,7 @@ def test_table_runs_read_only_like_seeded_exact(server: tuple[str, str], tmp_pat
     assert engine["indexes"]["docs_emb_idx"]["method"] == "hnsw"
     assert engine["indexes"]["docs_emb_idx"]["options"] == ["ef_construction=64", "m=16"]
     assert "vector" not in seeded_results["fingerprint"]["retrievers"]["prod"].get("engine", {})
+    assert catalog(owner) == before
     with psycopg.connect(reader) as conn:
         register_vector(conn)
         cursor = conn.cursor()
