@@ -17,7 +17,7 @@ import pytest
 import scipy.sparse  # noqa: F401
 import scipy.stats  # noqa: F401
 
-TEST_EXTRAS = ("hypothesis", "rank_bm25", "pytrec_eval", "yaml")
+TEST_EXTRAS = ("hypothesis", "rank_bm25", "pytrec_eval", "yaml", "pytest_timeout")
 """What the `dev` extra brings for the tests alone. The README's first command installs the plugin
 without them (and without torch) to run the gate on the sample: there the project's own tests are
 not collected, and the header says why and how to install them."""
@@ -25,6 +25,28 @@ MISSING = [name for name in TEST_EXTRAS if importlib.util.find_spec(name) is Non
 collect_ignore_glob = ["*"] if MISSING else []
 if not MISSING:
     import rank_bm25  # noqa: F401
+
+
+TIER_TIMEOUT = 600
+"""Seconds a test of the e2e or fault tier may take (pyproject's `timeout`, 300 s, is every other
+test's): their longest run the gate several times in subprocesses, each guarded by its own timeout."""
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """pyproject's `timeout` is pytest-timeout's, which the dev extra brings. The README's first
+    command installs neither: the key is known here so that its run warns of no unknown option."""
+    if importlib.util.find_spec("pytest_timeout") is None:
+        parser.addini("timeout", "pytest-timeout's per-test limit (unused without the test extras)")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The e2e and fault tiers (marked by their own conftest.py, before this) get TIER_TIMEOUT,
+    unless a test names its own limit."""
+    for item in items:
+        tier = item.get_closest_marker("e2e") or item.get_closest_marker("faults")
+        if tier is not None and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(TIER_TIMEOUT))
 
 
 def pytest_report_header() -> list[str]:
