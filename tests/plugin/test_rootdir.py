@@ -42,10 +42,10 @@ def test_with_equals_the_rootdir_stays_and_the_file_is_written(project: Path) ->
     target = project.parent / "elsewhere" / "results.json"
     done = pytest_in(project, f"--rag-json={target}")
     assert done.returncode in (0, 1), done.stdout + done.stderr
-    assert target.read_text().startswith('{\n  "comparisons"')
+    assert target.read_text().startswith('{\n  "comparable"')
 
 
 def test_a_path_inside_the_project_after_a_space_moves_nothing_and_runs(project: Path) -> None:
     done = pytest_in(project, "--rag-json", "results.json", "--rag-report", str(project / "report.md"))
     assert done.returncode in (0, 1), done.stdout + done.stderr
-    assert (project / "results.json").read_text().startswith('{\n  "comparisons"')
+    assert (project / "results.json").read_text().startswith('{\n  "comparable"')
