@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 from rank_bm25 import BM25Okapi
 
-from pytest_ragretrieval.cache import Cache
+from pytest_ragretrieval.cache.store import Cache
 from pytest_ragretrieval.config.settings import cores
 from pytest_ragretrieval.retrievers.bm25_index import BM25Index
 from pytest_ragretrieval.retrievers.corpus_tokens import cached_tokens, tokenizer_id

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pytest_ragretrieval.cache import Cache
+from pytest_ragretrieval.cache.store import Cache
 from pytest_ragretrieval.embedding.cached import CachedEmbedder
 
 DIMENSIONS = 256

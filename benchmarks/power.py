@@ -58,13 +58,13 @@ from pathlib import Path
 import numpy as np
 
 from pytest_ragretrieval.baseline.since import detectable
-from pytest_ragretrieval.cache import Cache
+from pytest_ragretrieval.cache.store import Cache
 from pytest_ragretrieval.config.settings import cores
+from pytest_ragretrieval.core.values import DIGITS, EPSILON
 from pytest_ragretrieval.evalset.jsonl import load_chunks, load_evalset
 from pytest_ragretrieval.evalset.records import Chunk, Question
 from pytest_ragretrieval.scoring import stats
 from pytest_ragretrieval.scoring.metrics import MetricSpec
-from pytest_ragretrieval.values import DIGITS, EPSILON
 
 ROOT = Path(__file__).resolve().parent.parent
 K = 5

@@ -30,7 +30,7 @@ HERE = Path(__file__).resolve().parent
 ONE_RUN = """
 import json, resource, sys, time
 from pathlib import Path
-from pytest_ragretrieval.cache import Cache
+from pytest_ragretrieval.cache.store import Cache
 from pytest_ragretrieval.retrievers import corpus_tokens
 
 texts = json.loads(Path(sys.argv[1]).read_text(encoding="utf-8"))

@@ -15,14 +15,14 @@ __version__ = "0.1.0"
 __all__ = ["Context", "Query", "Retriever", "RetrieverUnavailable", "__version__"]
 
 if TYPE_CHECKING:
-    from .errors import RetrieverUnavailable
+    from .core.errors import RetrieverUnavailable
     from .retrievers.protocol import Context, Query, Retriever
 
 _EXPORTS = {
     "Context": "pytest_ragretrieval.retrievers.protocol",
     "Query": "pytest_ragretrieval.retrievers.protocol",
     "Retriever": "pytest_ragretrieval.retrievers.protocol",
-    "RetrieverUnavailable": "pytest_ragretrieval.errors",
+    "RetrieverUnavailable": "pytest_ragretrieval.core.errors",
 }
 
 

@@ -14,14 +14,14 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .cmdline import add_shard_option, option_problem
-from .errors import one_of
+from .core.errors import one_of
+from .glue.rootdir import add_shard_option, option_problem
 from .report import formats
 
 if TYPE_CHECKING:
     from .gate.items import ItemKey
+    from .glue.session import RagSession
     from .record.types import Verdict
-    from .session import RagSession
 
 SESSION: pytest.StashKey[RagSession] = pytest.StashKey()
 RESTORE_SIGTERM: pytest.StashKey[Callable[[], None]] = pytest.StashKey()
@@ -75,10 +75,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]) -> None:
-    """`--rag-json /abs/x.json` moved pytest's rootdir (cmdline.py): one line before anything runs."""
+    """`--rag-json /abs/x.json` moved pytest's rootdir (glue/rootdir.py): one line before anything runs."""
     from _pytest.config.findpaths import determine_setup
 
-    from .cmdline import rootdir_problem
+    from .glue.rootdir import rootdir_problem
 
     problem = rootdir_problem(args, functools.partial(parser.parse_known_args, args), determine_setup,
                               early_config.invocation_params.dir, early_config.rootpath)
@@ -106,7 +106,7 @@ def pytest_configure(config: pytest.Config) -> None:
         keys = tuple(ItemKey(*key) for key in workerinput[ITEMS_INPUT])
         config.stash[GATE] = Gate(keys, Path(workerinput[SOURCE_INPUT]))
         return
-    from .errors import RagError
+    from .core.errors import RagError
 
     try:
         known = list(formats.FORMATS.values())
@@ -116,8 +116,8 @@ def pytest_configure(config: pytest.Config) -> None:
     json_path = _path(option.rag_json)
     outputs = {"--rag-json": json_path} if json_path is not None else {}
     outputs.update((fmt.flag, reports[fmt.name]) for fmt in known if fmt.name in reports)
-    from .session import Options, RagSession
-    from .signals import handle_sigterm
+    from .core.signals import handle_sigterm
+    from .glue.session import Options, RagSession
 
     options = Options(
         rootpath=config.rootpath, config_path=option.rag_config, update=option.rag_update_baseline,
@@ -150,7 +150,7 @@ class Controller:
     database. Registered only where pytest-xdist is installed: its hooks exist only there."""
 
     def __init__(self, gate: Gate) -> None:
-        from .scratch import VerdictsFolder
+        from .glue.xdist_folder import VerdictsFolder
 
         self.gate = gate
         self.folder = VerdictsFolder()
@@ -287,7 +287,7 @@ def _verdict(config: pytest.Config, key: ItemKey) -> Verdict:
 
 
 def _output(config: pytest.Config) -> Any:
-    from .progress import CallbackOutput, PlainOutput
+    from .core.progress import CallbackOutput, PlainOutput
 
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     if reporter is None:
@@ -308,7 +308,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         session.config.stash[INTERRUPTED] = True
         rag.update_lines.append("rag: interrupted: no results, reports or baseline written")
         return
-    from .errors import RagError
+    from .core.errors import RagError
 
     try:
         rag.finish()
@@ -322,7 +322,7 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     rag = terminalreporter.config.stash.get(SESSION, None)
     if rag is None or not rag.runs and not rag.update_lines:
         return
-    from .errors import RagError
+    from .core.errors import RagError
 
     terminalreporter.section("rag retrieval")
     if terminalreporter.config.stash.get(INTERRUPTED, False):
@@ -344,8 +344,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     rag = config.stash.get(SESSION, None)
     if rag is None:
         return
-    from .errors import RagError
-    from .signals import deferred
+    from .core.errors import RagError
+    from .core.signals import deferred
 
     with deferred():
         try:

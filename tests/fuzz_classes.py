@@ -29,13 +29,13 @@ from typing import Any
 from projects import GOLD, retriever, write_project
 
 from pytest_ragretrieval.cli import main
-from pytest_ragretrieval.errors import RagError
+from pytest_ragretrieval.core.errors import RagError
+from pytest_ragretrieval.core.progress import PlainOutput
 from pytest_ragretrieval.gate.items import Skip
-from pytest_ragretrieval.progress import PlainOutput
+from pytest_ragretrieval.glue.session import Options, RagSession
 from pytest_ragretrieval.review.approval import decide, pull_request
 from pytest_ragretrieval.review.approved import record_document
 from pytest_ragretrieval.review.changes import Changes, Entry, SettingChange, ValueChange, dumps_changes
-from pytest_ragretrieval.session import Options, RagSession
 
 BASELINE = "baselines/retrieval.json"
 USER_DICT = "fixtures/user_dict.txt"

@@ -229,7 +229,7 @@ def cache_keys(cache: Path, kind: str) -> set[bytes]:
 
     import numpy as np
 
-    from pytest_ragretrieval.packs import decode
+    from pytest_ragretrieval.cache.packs import decode
 
     keys: set[bytes] = set()
     for path in (cache / kind).rglob("*.pack"):

@@ -21,8 +21,8 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+from ..core.values import EPSILON, fmt
 from ..scoring.metrics import metric_order
-from ..values import EPSILON, fmt
 from .format import Recorded
 
 

@@ -14,13 +14,13 @@ from typing import Any
 from msgspec import UNSET
 
 from .. import __version__
+from ..core.values import DIGITS
 from ..record.codec import Decoded, decode
 from ..record.codec import dumps as dumps
 from ..record.codec import load as load_record
 from ..record.codec import read as read_record
 from ..record.types import FORMAT_VERSION, NoAnswer, Question, Record, Retriever
 from ..scoring.evaluate import RetrieverResult
-from ..values import DIGITS
 
 RERECORD = "run `pytest --rag-update-baseline` to record one"
 NO_ANSWER_KEYS = ("questions", "empty", "answerable_empty")

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..evalset.records import Chunk, Question
-from ..jsontext import unstorable
+from ..files.jsontext import unstorable
 from ..record.checks import damaged
 from .format import Baseline
 

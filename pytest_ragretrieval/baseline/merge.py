@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..config.settings import Config
-from ..errors import RetrieverError
+from ..core.errors import RetrieverError
 from ..evalset.records import Chunk, Question
-from ..paths import display
+from ..evalset.shards import Shard
+from ..files.paths import display
 from ..scoring.evaluate import Run, score
-from ..shards import Shard
 from .fingerprint import fingerprint
 from .partial import Partial, PartialError, ShardRun
 

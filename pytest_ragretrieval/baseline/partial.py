@@ -19,12 +19,12 @@ from typing import Any
 
 from .. import __version__
 from ..config.settings import Config
-from ..errors import RagError
-from ..jsonshape import Node, ShapeProblem, decode
-from ..jsontext import JSONProblem
-from ..paths import Unreadable, display, read_input
+from ..core.errors import RagError
+from ..evalset.shards import MAX_SHARDS, Shard
+from ..files.jsonshape import Node, ShapeProblem, decode
+from ..files.jsontext import JSONProblem
+from ..files.paths import Unreadable, display, read_input
 from ..scoring.evaluate import Run
-from ..shards import MAX_SHARDS, Shard
 
 PARTIAL_FORMAT = 1
 KEYS = ("partial_format", "plugin_version", "shard", "configuration", "k", "depth", "metrics", "fingerprint",

@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import FixtureError
+from ..core.errors import FixtureError
 from ..evalset.jsonl import records
 from ..evalset.records import Chunk
-from ..paths import display
+from ..files.paths import display
 from .anchor import Anchor, Matcher
 
 

@@ -16,8 +16,8 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core.values import DIGITS
 from ..scoring.evaluate import mean
-from ..values import DIGITS
 from .fingerprint import ITEMIZE_LIMIT
 from .format import Baseline, Recorded
 

@@ -14,11 +14,11 @@ from typing import Any
 from msgspec import UNSET, structs
 
 from ..config.settings import Config
-from ..paths import display
+from ..core.values import fmt
+from ..files.paths import display
 from ..record.codec import file_document
 from ..record.types import Question, Record, Retriever, Values
 from ..scoring.evaluate import Run
-from ..values import fmt
 from .format import Baseline, baseline_record, retriever_record
 from .since import Since, since
 

@@ -13,12 +13,12 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..core.values import EPSILON, fmt
 from ..evalset.jsonl import GRADING_VERSION
 from ..evalset.records import Chunk, Question
 from ..record.checks import damaged
 from ..scoring.evaluate import RetrieverResult, score
 from ..scoring.metrics import METRICS_VERSION, MetricSpec
-from ..values import EPSILON, fmt
 from .fingerprint import chunks_digest, evalset_digest, question_record
 from .format import Baseline, Recorded
 

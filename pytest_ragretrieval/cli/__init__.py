@@ -16,8 +16,8 @@ import os
 import sys
 from pathlib import Path
 
-from ..errors import ConfigError, RagError, describe_exception
-from ..paths import display
+from ..core.errors import ConfigError, RagError, describe_exception
+from ..files.paths import display
 from . import comment, diff, find, merge, pool, pr_check, relabel, schema, suspects
 from .common import BUG, FAILED, OK, PROG, USAGE, Command, Parser, Result, UsageError
 

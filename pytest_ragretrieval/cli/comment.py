@@ -16,7 +16,7 @@ from msgspec import UnsetType
 
 from ..baseline.format import read
 from ..config.settings import load_config
-from ..jsonshape import ShapeProblem
+from ..files.jsonshape import ShapeProblem
 from ..record.codec import read as read_record
 from ..report.view import results_view
 from ..review.approval import Decision, parse_decision

@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn, Protocol
 
-from ..errors import invalid_choice
-from ..jsonshape import ShapeProblem, decode
-from ..jsontext import JSONProblem, control_character
-from ..paths import Unreadable, display, output_problem, read_input
+from ..core.errors import invalid_choice
+from ..files.jsonshape import ShapeProblem, decode
+from ..files.jsontext import JSONProblem, control_character
+from ..files.paths import Unreadable, display, output_problem, read_input
 
 PROG = "ragretrieval"
 OK, FAILED, USAGE, BUG = 0, 1, 2, 3
@@ -120,7 +120,7 @@ def project_inputs(config_option: str | None, cwd: Path) -> dict[str, Path]:
     still leaves the files it would be read from, so no output replaces them either."""
     from ..config.outputs import inputs
     from ..config.settings import load_config
-    from ..errors import RagError
+    from ..core.errors import RagError
 
     try:
         return inputs(load_config(config_option, cwd))

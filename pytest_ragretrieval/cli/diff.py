@@ -18,11 +18,11 @@ from typing import Any
 
 from ..baseline.format import Baseline, Recorded
 from ..baseline.since import Since, common_means, held, since
-from ..paths import display, write_atomic
+from ..core.values import EPSILON, fmt, signed
+from ..files.paths import display, write_atomic
 from ..report.terminal import table
 from ..review.changes import Changes, classify, dumps_changes
 from ..scoring.metrics import metric_order
-from ..values import EPSILON, fmt, signed
 from .common import FAILED, OK, Result, UsageError, checked_output
 from .sides import Sides, from_files, from_revision
 

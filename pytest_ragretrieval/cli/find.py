@@ -9,7 +9,7 @@ from typing import Any
 from ..config.settings import Config, load_config
 from ..evalset.jsonl import load_chunks
 from ..evalset.records import Chunk
-from ..paths import display
+from ..files.paths import display
 from .common import FAILED, PROG, Result, UsageError, fold, preview
 
 

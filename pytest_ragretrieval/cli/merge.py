@@ -17,14 +17,14 @@ from ..baseline.partial import PartialError, read_partial
 from ..baseline.verify import verify
 from ..config.outputs import check_outputs
 from ..config.settings import load_config
-from ..env import in_github_actions
+from ..core.env import in_github_actions
 from ..evalset.jsonl import load_chunks, load_evalset
+from ..files.paths import display, write_atomic, write_problem
 from ..gate.checks import Outcome
 from ..gate.items import ItemKey, Skip, item_keys
 from ..gate.judge import Judge
 from ..gate.record import baseline_update, run_record
 from ..gate.report import described
-from ..paths import display, write_atomic, write_problem
 from ..record.codec import encode
 from ..report.terminal import summary_lines
 from ..report.view import view

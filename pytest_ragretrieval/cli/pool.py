@@ -19,11 +19,11 @@ from typing import Any
 
 from ..baseline.format import Baseline, load, read
 from ..config.settings import Config, load_config
-from ..errors import FixtureError
+from ..core.errors import FixtureError
 from ..evalset.jsonl import JUDGE_KEYS, MAX_GRADE, load_chunks, load_evalset
 from ..evalset.records import Chunk, Question
-from ..jsontext import JSONProblem, loads
-from ..paths import Unreadable, display, read_input, write_atomic
+from ..files.jsontext import JSONProblem, loads
+from ..files.paths import Unreadable, display, read_input, write_atomic
 from .common import PROG, Result, UsageError, checked_output, positive
 from .suspects import check_known
 

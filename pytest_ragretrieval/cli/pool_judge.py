@@ -25,11 +25,11 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ..cache import Cache, sha256
+from ..cache.store import Cache, sha256
 from ..config.settings import Config
-from ..errors import RagError
-from ..optional import need
-from ..redact import safe_line
+from ..core.errors import RagError
+from ..core.optional import need
+from ..core.redact import safe_line
 
 PROMPT = """\
 You judge how relevant a passage is to a search query, on an integer scale from 0 to 3:

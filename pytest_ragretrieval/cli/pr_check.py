@@ -19,15 +19,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..jsonshape import Node, ShapeProblem, decode
-from ..jsontext import JSONProblem
-from ..paths import display, write_atomic
+from ..core.values import fmt
+from ..files.jsonshape import Node, ShapeProblem, decode
+from ..files.jsontext import JSONProblem
+from ..files.paths import display, write_atomic
 from ..report.github import escape_data, escape_property
 from ..review.approval import DEFAULT_LABEL, Decision, decide, decision_document, pull_request
 from ..review.approved import Approval, find_record, parse_record
 from ..review.changes import Changes, read_changes
 from ..review.comment import MARKER, baseline_summary
-from ..values import fmt
 from .common import FAILED, OK, Result, UsageError, checked_output, label_name, read_json, read_text, shape_error
 
 

@@ -18,9 +18,9 @@ from ..baseline.format import load
 from ..baseline.gold import recorded_gold
 from ..baseline.relabel import Plan, command, needs_record, plan, rewritten
 from ..config.settings import Config, load_config
-from ..errors import FixtureError
+from ..core.errors import FixtureError
 from ..evalset.jsonl import load_chunks
-from ..paths import Unreadable, display, read_input, write_atomic
+from ..files.paths import Unreadable, display, read_input, write_atomic
 from .common import FAILED, PROG, Result, checked_output
 
 

@@ -24,9 +24,9 @@ from ..baseline.format import Baseline, parse, read
 from ..config.files import find_settings
 from ..config.outputs import inputs
 from ..config.settings import load_config
-from ..errors import RagError
-from ..jsontext import strings
-from ..paths import display
+from ..core.errors import RagError
+from ..files.jsontext import strings
+from ..files.paths import display
 from ..review.changes import GateSettings, gate_settings
 
 

@@ -13,10 +13,10 @@ from typing import Any
 
 from ..baseline.format import Baseline, read
 from ..config.settings import Config, load_config
-from ..errors import BaselineError
+from ..core.errors import BaselineError
 from ..evalset.jsonl import load_chunks, load_evalset
 from ..evalset.records import Chunk, Question
-from ..paths import display
+from ..files.paths import display
 from ..report.terminal import table
 from .common import ONE_LINE, Result, positive, preview
 

@@ -11,8 +11,8 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, closest
-from ..paths import Unreadable, display, read_input
+from ..core.errors import ConfigError, closest
+from ..files.paths import Unreadable, display, read_input
 
 TABLE = "ragretrieval"
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from ..errors import ConfigError, OptionError
-from ..paths import absolute, display, file_above, output_problem
+from ..core.errors import ConfigError, OptionError
+from ..files.paths import absolute, display, file_above, output_problem
 from .settings import Config
 
 

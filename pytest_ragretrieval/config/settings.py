@@ -8,17 +8,17 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from ..core.errors import ConfigError, did_you_mean
 from ..embedding import PROMPT_KEYS, check_spec
 from ..embedding.base import DEFAULT_RETRIES, DEFAULT_TIMEOUT, EmbedderSettings
-from ..errors import ConfigError, did_you_mean
-from ..paths import absolute
+from ..files.paths import absolute
+from ..files.tables import Table
 from ..retrievers import RetrieverSpec, parse_spec
 from ..retrievers.protocol import IndexKind
 from ..retrievers.table import TeamCorpus
 from ..retrievers.tokens import TOKENIZERS
 from ..scoring.metrics import MetricSpec
 from ..scoring.stats import Adjustment, Significance
-from ..toml import Table
 from .files import find_settings, place
 from .team import team_corpus
 

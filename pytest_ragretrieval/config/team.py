@@ -3,10 +3,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..errors import ConfigError
+from ..core.errors import ConfigError
+from ..files.tables import Table
 from ..retrievers import RetrieverSpec
 from ..retrievers.table import TeamCorpus, corpus_of
-from ..toml import Table
 
 TEAM_TYPES = ("table", "sql")
 """The retriever types that read the team's own database."""

@@ -14,8 +14,8 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..errors import DatabaseError
-from ..optional import install, need
+from ..core.errors import DatabaseError
+from ..core.optional import install, need
 from .dsn import MASK, one_line, redact
 from .hints import ALTERNATIVES
 from .reclaim import Owner, reclaim, reclaimed_note, remove_run

@@ -1,12 +1,12 @@
 """Keeping DSN passwords out of every message: the DSN redacted, driver messages scrubbed, one line each.
 
-The masking itself (by value, before any cutting) is `redact.py`'s, shared with the embedders.
+The masking itself (by value, before any cutting) is `core/redact.py`'s, shared with the embedders.
 """
 from __future__ import annotations
 
 import re
 
-from ..redact import MASK, mask, one_line
+from ..core.redact import MASK, mask, one_line
 
 __all__ = ["MASK", "one_line", "passwords", "redact", "scrub"]
 

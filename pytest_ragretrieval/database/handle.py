@@ -12,7 +12,7 @@ from contextlib import suppress
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from ..errors import DatabaseError
+from ..core.errors import DatabaseError
 from .dsn import one_line, redact, scrub
 from .hints import ALTERNATIVES, URL_ENV
 from .schemas import (

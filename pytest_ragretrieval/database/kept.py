@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from ..optional import absent, need
-from ..paths import write_atomic
+from ..core.optional import absent, need
+from ..files.paths import write_atomic
 from . import leftovers
 
 if TYPE_CHECKING:

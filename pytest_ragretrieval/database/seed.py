@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy
 
-from ..errors import ConfigError, DatabaseError, RagError
+from ..core.errors import ConfigError, DatabaseError, RagError
 from ..evalset.records import Chunk
 from .dsn import scrub
 from .servers import timeout_note

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..errors import DatabaseError
-from ..optional import need
+from ..core.errors import DatabaseError
+from ..core.optional import need
 from . import leftovers
 from .dsn import one_line, redact, scrub
 from .hints import ALTERNATIVES, URL_ENV

@@ -12,7 +12,7 @@ import hashlib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..errors import DatabaseError
+from ..core.errors import DatabaseError
 from ..evalset.records import Chunk
 from ..retrievers.table import CHEAP, TeamCorpus, condition, identifier
 from .dsn import redact, scrub

@@ -23,8 +23,8 @@ from importlib import import_module
 from importlib.util import find_spec
 from typing import TYPE_CHECKING, Protocol, cast
 
-from ..errors import ConfigError, closest, did_you_mean
-from ..extensions import Registry
+from ..core.errors import ConfigError, closest, did_you_mean
+from ..core.extensions import Registry
 
 if TYPE_CHECKING:
     from .base import Embedder, EmbedderSettings

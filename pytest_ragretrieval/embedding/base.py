@@ -7,7 +7,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from ..errors import RagError
+from ..core.errors import RagError
 from .prompts import Prompts, Side, resolve
 
 

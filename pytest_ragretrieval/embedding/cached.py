@@ -9,10 +9,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ..cache import Cache
-from ..errors import RagError
-from ..paths import display
-from ..progress import Output, PlainOutput, Progress
+from ..cache.store import Cache
+from ..core.errors import RagError
+from ..core.progress import Output, PlainOutput, Progress
+from ..files.paths import display
 from .base import Bounded, Embedder, check_vectors, computes_here
 from .prompts import Side
 

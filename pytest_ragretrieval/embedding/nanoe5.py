@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import RagError
-from ..optional import absent, need
+from ..core.errors import RagError
+from ..core.optional import absent, need
 from .base import EmbedderSettings
 from .prompts import E5_PROMPTS, Side
 

@@ -24,9 +24,9 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from ..errors import RagError
-from ..optional import need
-from ..redact import mask, safe_line
+from ..core.errors import RagError
+from ..core.optional import need
+from ..core.redact import mask, safe_line
 from .base import DEFAULT_RETRIES, DEFAULT_TIMEOUT, EmbedderSettings, check_vectors
 from .prompts import Prompts, Side
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError, RagError
-from ..loader import load_object
+from ..core.errors import ConfigError, RagError
+from ..core.loader import load_object
 from .base import EmbedderSettings, check_vectors
 from .prompts import Prompts, Side
 

@@ -13,10 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from ..env import truthy
-from ..errors import RagError
-from ..optional import need
-from ..paths import display
+from ..core.env import truthy
+from ..core.errors import RagError
+from ..core.optional import need
+from ..files.paths import display
 from .base import EmbedderSettings
 from .prompts import Prompts, Side, known_prompts
 

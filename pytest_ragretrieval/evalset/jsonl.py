@@ -14,9 +14,9 @@ from typing import Any
 
 import msgspec
 
-from ..errors import FixtureError
-from ..jsontext import JSONProblem, control_character, first_unstorable, loads, may_nest, unstorable
-from ..paths import Unreadable, display, input_lines
+from ..core.errors import FixtureError
+from ..files.jsontext import JSONProblem, control_character, first_unstorable, loads, may_nest, unstorable
+from ..files.paths import Unreadable, display, input_lines
 from .records import Chunk, Question
 
 CHUNK_KEYS = frozenset({"id", "text", "doc", "metadata"})

@@ -9,13 +9,13 @@ from msgspec import structs
 
 from ..baseline.format import Recorded, RecordedQuestion
 from ..baseline.since import detectable, paired
+from ..core.values import DIGITS, EPSILON, fmt, p_clause, p_value, signed
 from ..evalset.records import Question
-from ..jsontext import escaped
+from ..files.jsontext import escaped
 from ..record.report import ADJUSTED
 from ..record.types import Adjustment, Comparison
 from ..scoring.evaluate import QuestionResult, RetrieverResult, mean
 from ..scoring.metrics import MetricSpec, hit_rate
-from ..values import DIGITS, EPSILON, fmt, p_clause, p_value, signed
 
 if TYPE_CHECKING:
     from ..scoring.stats import Significance

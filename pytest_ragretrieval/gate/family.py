@@ -16,9 +16,9 @@ from msgspec import structs
 from ..baseline.format import Recorded
 from ..baseline.since import paired
 from ..config.settings import Config
+from ..core.values import EPSILON, fmt
 from ..record.types import Adjustment, Comparison
 from ..scoring.evaluate import RetrieverResult
-from ..values import EPSILON, fmt
 from .checks import per_question, recorded_values
 
 if TYPE_CHECKING:

@@ -17,12 +17,12 @@ from ..baseline.since import QuestionChanges, Since, question_changes, since
 from ..baseline.update import partial_lines
 from ..baseline.verify import reproduced
 from ..config.settings import Config
-from ..errors import RagError
+from ..core.errors import RagError
+from ..core.values import fmt, signed
 from ..evalset.records import Question
-from ..paths import display
+from ..files.paths import display
 from ..record.types import Comparison
 from ..scoring.evaluate import Run, latency_summary
-from ..values import fmt, signed
 from .checks import (
     LatencyCheck,
     MetricCheck,

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..config.settings import Config
+from ..core.values import DIGITS, EPSILON
 from ..record.types import PairComparison
 from ..scoring.evaluate import RetrieverResult, Run
-from ..values import DIGITS, EPSILON
 
 if TYPE_CHECKING:
     from ..scoring.stats import Method

@@ -11,8 +11,9 @@ from ..baseline.bar import kept_bar
 from ..baseline.format import Baseline, retriever_record
 from ..baseline.update import UpdatePlan, plan_update
 from ..config.settings import Config
-from ..jsontext import escaped
-from ..paths import display
+from ..core.values import EPSILON
+from ..files.jsontext import escaped
+from ..files.paths import display
 from ..record.types import (
     FORMAT_VERSION,
     Adjustment,
@@ -28,7 +29,6 @@ from ..record.types import (
     SinceBaseline,
 )
 from ..scoring.evaluate import Run, latency_summary
-from ..values import EPSILON
 from .checks import Outcome, per_question
 from .items import ItemKey
 from .judge import Judge

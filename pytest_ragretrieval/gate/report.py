@@ -8,7 +8,7 @@ from ..baseline.format import Baseline
 from ..baseline.gold import edited_gold, gold_texts, recorded_gold, review_line
 from ..config.settings import Config
 from ..evalset.records import Chunk, Question
-from ..paths import display
+from ..files.paths import display
 from ..record.report import Described
 from ..scoring.evaluate import Run
 from .judge import baseline_questions, comparable_notes, small_set_notes

@@ -7,9 +7,9 @@ shard's question is skipped.
 """
 from __future__ import annotations
 
+from ..core.values import fmt
+from ..evalset.shards import Shard, shard_of
 from ..scoring.evaluate import Run, latency_summary
-from ..shards import Shard, shard_of
-from ..values import fmt
 from .checks import Outcome
 from .items import ItemKey, Skip
 

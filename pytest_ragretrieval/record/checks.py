@@ -6,9 +6,9 @@ import math
 from collections.abc import Mapping
 from pathlib import Path
 
-from ..errors import BaselineError
-from ..jsontext import control_character, metric_key_problem, unstorable
-from ..paths import display
+from ..core.errors import BaselineError
+from ..files.jsontext import control_character, metric_key_problem, unstorable
+from ..files.paths import display
 from ..scoring.metrics import METRICS
 
 FREE_TEXT = frozenset({"fingerprint.chunks.gold"})

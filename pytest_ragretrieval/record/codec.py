@@ -16,9 +16,9 @@ from pathlib import Path
 
 import msgspec
 
-from ..errors import BaselineError
-from ..jsontext import JSONProblem, loads, plain_strings
-from ..paths import Unreadable, display, read_input, write_atomic
+from ..core.errors import BaselineError
+from ..files.jsontext import JSONProblem, loads, plain_strings
+from ..files.paths import Unreadable, display, read_input, write_atomic
 from .checks import damaged, number, shown, text_problem
 from .types import READABLE, Record, Verdict
 from .upgrade import upgraded

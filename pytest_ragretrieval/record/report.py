@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ..values import EPSILON, p_clause, signed
+from ..core.values import EPSILON, p_clause, signed
 from .types import Adjustment, Comparison, PairComparison
 
 

@@ -10,7 +10,7 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
-from ..jsontext import cutoff
+from ..files.jsontext import cutoff
 from .checks import damaged, json_type, metric_key, number, shown
 from .types import Record, Retriever, Values
 

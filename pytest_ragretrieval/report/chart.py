@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..core.values import fmt
 from ..record.report import ReportInput, RetrieverView
-from ..values import fmt
 from .markup import attrs, e, el, fmt2, number, void
 from .wording import HEADINGS, metric_cell, ran, width
 

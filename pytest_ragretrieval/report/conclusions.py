@@ -6,9 +6,9 @@ and what to do next given the comparisons, the eval set's size, abstention and t
 """
 from __future__ import annotations
 
+from ..core.values import fmt, p_clause
 from ..record.report import ReportInput, RetrieverView, by_pair, conclusion
 from ..record.types import PairComparison
-from ..values import fmt, p_clause
 from .wording import ran
 
 TUNING = {"hybrid": "weights, depth or rrf_k", "rerank": "depth or the model"}

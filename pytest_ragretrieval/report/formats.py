@@ -12,7 +12,7 @@ from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, cast
 
-from ..extensions import Registry
+from ..core.extensions import Registry
 
 if TYPE_CHECKING:
     from ..record.report import ReportInput

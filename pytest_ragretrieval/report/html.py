@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..core.values import fmt, moved, p_value, signed
 from ..record.report import (
     QuestionChange,
     QuestionView,
@@ -17,7 +18,6 @@ from ..record.report import (
     no_answer_rows,
     question_changes,
 )
-from ..values import fmt, moved, p_value, signed
 from .chart import chart
 from .html_pairs import conclusions, next_section, pairs, since
 from .markup import attrs, e, el, number

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..core.values import EPSILON, p_value, signed
 from ..record.report import ReportInput
-from ..values import EPSILON, p_value, signed
 from .conclusions import conclusion_lines, next_steps
 from .markup import e, el, number
 from .wording import HEADINGS, PAIRS_HEADERS, format_ci, pairs_hint

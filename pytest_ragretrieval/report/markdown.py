@@ -4,6 +4,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from ..core.values import fmt, p_value, signed
 from ..record.report import (
     QuestionChange,
     QuestionView,
@@ -11,7 +12,6 @@ from ..record.report import (
     no_answer_rows,
     question_changes,
 )
-from ..values import fmt, p_value, signed
 from .conclusions import conclusion_lines, next_steps
 from .wording import (
     DELTA_HINT,

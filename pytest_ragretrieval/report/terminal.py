@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..core.values import fmt, moved, p_value, signed
 from ..record.report import ADJUSTED, ReportInput, RetrieverView
 from ..record.types import Adjustment, Comparison, PairComparison
-from ..values import fmt, moved, p_value, signed
 from .wording import width
 
 LISTED = 5

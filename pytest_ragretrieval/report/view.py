@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..errors import BaselineError
+from ..core.errors import BaselineError
 from ..evalset.records import Chunk, Question
-from ..paths import display
+from ..files.paths import display
 from ..record.report import ChunkView, Described, Failure, QuestionView, ReportInput, RetrieverView
 from ..record.types import Record, Retriever
 from ..scoring.metrics import METRICS, metric_order

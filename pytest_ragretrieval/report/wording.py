@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import unicodedata
 
+from ..core.values import fmt, moved, signed
 from ..record.report import QuestionView, ReportInput, RetrieverView
-from ..values import fmt, moved, signed
 
 TITLE = "RAG 检索层评估报告 / RAG retrieval evaluation report"
 HEADINGS = {

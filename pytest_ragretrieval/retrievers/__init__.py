@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from ..errors import ConfigError
-from ..extensions import Registry
-from ..toml import Table
+from ..core.errors import ConfigError
+from ..core.extensions import Registry
+from ..files.tables import Table
 from . import bm25, hybrid, python, rerank, run, sql, table, vector
 from .protocol import Asking, Batched, Closing, Context, Diagnosing, Noting, Retriever, RetrieverType, Setup, ask
 

@@ -6,10 +6,10 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import RetrieverError
+from ..core.errors import RetrieverError
 from ..evalset.records import Chunk
-from ..paths import absolute
-from ..toml import Table
+from ..files.paths import absolute
+from ..files.tables import Table
 from .protocol import Context, Setup
 from .tokens import JIEBA, TOKENIZERS, describe, tokenizer, tokenizer_key
 from .user_dict import read_user_dict

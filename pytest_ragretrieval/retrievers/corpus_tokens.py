@@ -17,8 +17,8 @@ from functools import partial
 
 import numpy as np
 
-from ..cache import Namespace
-from ..errors import RagError
+from ..cache.store import Namespace
+from ..core.errors import RagError
 from .parallel import Child, ChildFailed, Measured, cpu_times, fork, idle_cores, processes, result, stop
 from .tokens import describe, steps, tokenizer
 

@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
 from typing import Any
 
-from ..toml import Table, finite, shown
+from ..files.tables import Table, finite, shown
 from .protocol import Context, Query, Retriever, Setup, ask
 
 

@@ -12,10 +12,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Literal, Protocol, Self, runtime_checkable
 
-from ..cache import Namespace
+from ..cache.store import Namespace
 from ..embedding.prompts import Side
 from ..evalset.records import Chunk, Question
-from ..toml import Table
+from ..files.tables import Table
 
 if TYPE_CHECKING:
     import numpy as np

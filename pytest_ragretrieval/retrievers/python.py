@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ..errors import RetrieverError
-from ..loader import load_object
-from ..toml import Table
+from ..core.errors import RetrieverError
+from ..core.loader import load_object
+from ..files.tables import Table
 from .protocol import Context, Query, Retriever, Setup
 
 SIGNATURES = ("query", "question")

@@ -9,12 +9,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from ..cache import Namespace
-from ..env import truthy
-from ..errors import RetrieverUnavailable
+from ..cache.store import Namespace
+from ..core.env import truthy
+from ..core.errors import RetrieverUnavailable
+from ..core.optional import need
 from ..evalset.records import Question
-from ..optional import need
-from ..toml import Table
+from ..files.tables import Table
 from .protocol import Context, Query, Retriever, Setup, ask
 
 DEFAULT_MODEL = "BAAI/bge-reranker-base"

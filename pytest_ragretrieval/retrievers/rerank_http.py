@@ -25,8 +25,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
+from ..core.errors import RetrieverError, RetrieverUnavailable
 from ..embedding.openai import retry_after
-from ..errors import RetrieverError, RetrieverUnavailable
 
 _HINTS = {
     401: "; check the API key variable named in api_key_env",

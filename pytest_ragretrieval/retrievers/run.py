@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, RetrieverError
-from ..jsontext import MAX_DIGITS, fits_float
-from ..paths import absolute, display
-from ..toml import Table
+from ..core.errors import ConfigError, RetrieverError
+from ..files.jsontext import MAX_DIGITS, fits_float
+from ..files.paths import absolute, display
+from ..files.tables import Table
 from .protocol import Context, Query, Setup
 
 FORMATS = ("trec", "jsonl")

@@ -13,8 +13,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ..optional import need
-from ..toml import Table
+from ..core.optional import need
+from ..files.tables import Table
 from .protocol import Context, Setup
 from .table import TeamRetriever, apply_settings, corpus_keys, search_settings
 

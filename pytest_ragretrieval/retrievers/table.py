@@ -25,9 +25,9 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..core.optional import need
 from ..evalset.records import Question
-from ..optional import need
-from ..toml import Table, shown
+from ..files.tables import Table, shown
 from .protocol import Context, Query, Setup
 from .vector import ANN_DIAGNOSTICS
 

@@ -18,9 +18,9 @@ from functools import cache, partial
 from pathlib import Path
 from typing import Any
 
-from ..errors import RagError
-from ..optional import need
-from ..paths import display
+from ..core.errors import RagError
+from ..core.optional import need
+from ..files.paths import display
 from .jieba_cut import VERSION, Split, cutter
 from .user_dict import UserDict, read_user_dict
 

@@ -20,8 +20,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..jsontext import fits_float
-from ..paths import Unreadable, display, read_input
+from ..files.jsontext import fits_float
+from ..files.paths import Unreadable, display, read_input
 
 LINE = re.compile(r"^(.+?)( [0-9]+)?( [a-z]+)?$")
 """`jieba.re_userdict`: a word, then optionally ' frequency' and ' tag', one space before each."""

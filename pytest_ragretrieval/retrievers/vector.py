@@ -7,9 +7,9 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any
 
+from ..core.optional import need
 from ..evalset.records import Question
-from ..optional import need
-from ..toml import Table
+from ..files.tables import Table
 from .candidates import Candidates
 from .protocol import Context, Setup
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..jsonshape import Node
+from ..files.jsonshape import Node
 from .approved import HEAD, Approval, Review, approval_of, parse_record, record_document, review
 from .changes import Changes
 

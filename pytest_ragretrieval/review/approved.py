@@ -24,8 +24,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ..jsonshape import Node
-from ..values import EPSILON, fmt
+from ..core.values import EPSILON, fmt
+from ..files.jsonshape import Node
 from .changes import Changes, Entry, LostHit, SettingChange, ValueChange
 
 KIND = "ragretrieval-approval"

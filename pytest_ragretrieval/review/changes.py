@@ -20,12 +20,12 @@ from ..baseline.bar import replaced_bars
 from ..baseline.format import Baseline, Recorded
 from ..baseline.since import common_means, held, since
 from ..config.settings import Config
-from ..errors import BaselineError
-from ..jsonshape import Node, ShapeProblem, decode
-from ..jsontext import JSONProblem
-from ..paths import Unreadable, display, read_input
+from ..core.errors import BaselineError
+from ..core.values import EPSILON
+from ..files.jsonshape import Node, ShapeProblem, decode
+from ..files.jsontext import JSONProblem
+from ..files.paths import Unreadable, display, read_input
 from ..scoring.metrics import METRICS, metric_order
-from ..values import EPSILON
 
 STRICTEST = ("none", "maxt", "holm")  # each p at most the next one's: a later one fails fewer items
 KIND = "ragretrieval-baseline-changes"

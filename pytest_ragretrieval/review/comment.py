@@ -16,10 +16,10 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from ..core.values import fmt, p_value, signed
 from ..record.report import Failure, ReportInput
 from ..report.markdown import esc, failures_section, metrics_section, table
 from ..report.wording import TITLE, format_ci, verdict
-from ..values import fmt, p_value, signed
 from .approval import Decision, what_lowered
 from .approved import record_line
 from .changes import Changes, Entry, SettingChange, ValueChange

@@ -11,15 +11,15 @@ import time
 from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
-from ..errors import RagError, RetrieverError, RetrieverUnavailable, describe_exception
+from ..core.errors import RagError, RetrieverError, RetrieverUnavailable, describe_exception
+from ..core.optional import missing
+from ..core.progress import Output, PlainOutput, Progress
+from ..core.timing import Phases
 from ..evalset.records import Question
-from ..jsontext import escaped
-from ..optional import missing
-from ..progress import Output, PlainOutput, Progress
+from ..files.jsontext import escaped
 from ..retrievers.protocol import Query, Retriever, ask, asked
 from ..scoring.evaluate import Run, score
 from ..scoring.metrics import MetricSpec
-from ..timing import Phases
 from .store import Memo
 
 

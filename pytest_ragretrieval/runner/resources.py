@@ -6,19 +6,19 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from ..cache import Cache, Namespace
+from ..cache.store import Cache, Namespace
 from ..config.settings import Config
-from ..errors import RagError
+from ..core.errors import RagError
+from ..core.progress import Output, PlainOutput
+from ..core.timing import Phases
 from ..evalset.records import Chunk
-from ..paths import display
-from ..progress import Output, PlainOutput
-from ..timing import Phases
+from ..files.paths import display
 
 if TYPE_CHECKING:
     import numpy as np
     import psycopg
 
-    from ..cache import Mode as CacheMode
+    from ..cache.store import Mode as CacheMode
     from ..config.settings import DbMode
     from ..database.handle import Database
     from ..database.kept import Kept

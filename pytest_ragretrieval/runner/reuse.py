@@ -32,10 +32,10 @@ from typing import Any
 import msgspec
 
 from ..config.settings import Config
-from ..errors import RagError
+from ..core.errors import RagError
 from ..evalset.records import Chunk, Question
-from ..jsontext import JSONProblem, loads
-from ..paths import write_atomic
+from ..files.jsontext import JSONProblem, loads
+from ..files.paths import write_atomic
 from ..scoring.evaluate import Run, score
 from ..scoring.metrics import MetricSpec
 from .execute import checked_ranking

@@ -6,19 +6,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..config.settings import Config
+from ..core.errors import RagError
+from ..core.progress import Output
+from ..core.timing import Phases
 from ..database.dsn import redact
-from ..errors import RagError
 from ..evalset.records import Chunk, Question
-from ..progress import Output
 from ..scoring.evaluate import Run
-from ..timing import Phases
 from . import reuse
 from .execute import execute
 from .resources import Resources
 from .workbench import Workbench
 
 if TYPE_CHECKING:
-    from ..cache import Mode as CacheMode
+    from ..cache.store import Mode as CacheMode
     from ..config.settings import DbMode
 
 

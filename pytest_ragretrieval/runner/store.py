@@ -15,9 +15,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.timing import Phases
 from ..evalset.records import Question
 from ..retrievers.protocol import Asking, Batched, Diagnosing, Noting, Query, Retriever, ask
-from ..timing import Phases
 from .latency import Latency
 
 

@@ -5,9 +5,9 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..cache import Namespace
+from ..cache.store import Namespace
 from ..config.settings import Config
-from ..errors import RagError, RetrieverError
+from ..core.errors import RagError, RetrieverError
 from ..evalset.records import Chunk, Question
 from ..retrievers import TYPES, Closing, Retriever
 from ..retrievers.protocol import Connection, IndexKind, Query, asked

@@ -10,9 +10,9 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ..errors import RagError
+from ..core.errors import RagError
+from ..core.values import DIGITS
 from ..evalset.records import Question
-from ..values import DIGITS
 from .metrics import MetricSpec
 
 

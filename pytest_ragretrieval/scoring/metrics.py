@@ -12,9 +12,9 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from ..errors import did_you_mean
-from ..extensions import Registry
-from ..jsontext import METRIC_KEY, cutoff
+from ..core.errors import did_you_mean
+from ..core.extensions import Registry
+from ..files.jsontext import METRIC_KEY, cutoff
 
 METRICS_VERSION = 1
 """Bumped whenever a definition changes, so old baselines stop comparing (pitfall 3)."""

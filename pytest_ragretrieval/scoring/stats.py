@@ -18,7 +18,7 @@ from typing import Literal
 
 import numpy as np
 
-from ..values import DIGITS
+from ..core.values import DIGITS
 
 Method = Literal["randomization", "bootstrap"]
 """How a p-value is computed: sign-flip permutations, or bootstrap resamples."""

@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
+from pytest_ragretrieval.core.errors import DatabaseError
 from pytest_ragretrieval.database import docker as docker_server
 from pytest_ragretrieval.database import servers
 from pytest_ragretrieval.database.handle import open_database
 from pytest_ragretrieval.database.servers import choose
-from pytest_ragretrieval.errors import DatabaseError
 
 NO_REGISTRY = "localhost:1/rag-eval/pgvector"
 
@@ -151,7 +151,7 @@ def test_a_misspelt_connection_mode_is_one_line() -> None:
     """testcontainers reads the variable when it is imported, so a fresh interpreter shows it."""
     code = (
         "from pytest_ragretrieval.database.docker import _postgres_container_class\n"
-        "from pytest_ragretrieval.errors import DatabaseError\n"
+        "from pytest_ragretrieval.core.errors import DatabaseError\n"
         "try:\n    _postgres_container_class()\nexcept DatabaseError as exc:\n    print(exc)\n"
     )
     env = dict(os.environ, TESTCONTAINERS_CONNECTION_MODE="docker-host")

@@ -10,10 +10,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pytest_ragretrieval.cache import Cache
+from pytest_ragretrieval.cache.store import Cache
+from pytest_ragretrieval.core.errors import RagError
 from pytest_ragretrieval.embedding.cached import CachedEmbedder, EmbedStats
 from pytest_ragretrieval.embedding.sentence_transformers import SentenceTransformerEmbedder
-from pytest_ragretrieval.errors import RagError
 
 pytest.importorskip("sentence_transformers", reason="needs sentence-transformers and torch, which the test extras bring: .venv/bin/pip install torch==2.13.0 -e \".[dev]\"")
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from sample_project import gate, lines, outcome, sample, write_lines
 
-from pytest_ragretrieval.packs import decode, encode, pack_name
+from pytest_ragretrieval.cache.packs import decode, encode, pack_name
 
 ROOT = Path(__file__).resolve().parents[2]
 FORMAT_1 = ROOT / "tests" / "data" / "baseline-format-1.json"

@@ -22,11 +22,11 @@ from projects import write_project
 
 from pytest_ragretrieval.baseline.format import load
 from pytest_ragretrieval.baseline.verify import verify
-from pytest_ragretrieval.errors import RagError
+from pytest_ragretrieval.core.errors import RagError
+from pytest_ragretrieval.core.progress import PlainOutput
 from pytest_ragretrieval.evalset.jsonl import load_chunks, load_evalset
 from pytest_ragretrieval.gate.items import Skip
-from pytest_ragretrieval.progress import PlainOutput
-from pytest_ragretrieval.session import Options, RagSession
+from pytest_ragretrieval.glue.session import Options, RagSession
 
 EXAMPLES = int(os.environ.get("RAG_FUZZ_EXAMPLES", "300"))
 FILES = ("fixtures/chunks.jsonl", "fixtures/evalset.jsonl", "baselines/retrieval.json", "pyproject.toml")

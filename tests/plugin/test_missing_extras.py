@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from projects import RUN, retriever, write_project
 
-from pytest_ragretrieval.optional import OPTIONAL
+from pytest_ragretrieval.core.optional import OPTIONAL
 
 BLOCK = '''
 import sys

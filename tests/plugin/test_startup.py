@@ -25,7 +25,7 @@ import sys
 
 def test_nothing_heavy_loaded():
     assert "pytest_ragretrieval.plugin" in sys.modules
-    assert "pytest_ragretrieval.session" not in sys.modules
+    assert "pytest_ragretrieval.glue.session" not in sys.modules
     assert [m for m in {HEAVY!r} if m in sys.modules] == []
 """
     )

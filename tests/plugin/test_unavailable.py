@@ -8,7 +8,7 @@ from projects import RUN, baseline, write_project
 
 FLAKY = '''
 from pathlib import Path
-from pytest_ragretrieval.errors import RetrieverUnavailable
+from pytest_ragretrieval.core.errors import RetrieverUnavailable
 
 
 def make(ctx):

@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from pytest_ragretrieval.jsonshape import Node, ShapeProblem
+from pytest_ragretrieval.core.values import EPSILON
+from pytest_ragretrieval.files.jsonshape import Node, ShapeProblem
 from pytest_ragretrieval.review.approval import decide, pull_request
 from pytest_ragretrieval.review.approved import (
     Approval,
@@ -24,7 +25,6 @@ from pytest_ragretrieval.review.approved import (
     review,
 )
 from pytest_ragretrieval.review.changes import Changes, Entry, LostHit, SettingChange, ValueChange
-from pytest_ragretrieval.values import EPSILON
 
 SHA = "4f3c2b1a" + "0" * 32
 LATER = "9e8d7c6b" + "1" * 32

@@ -10,9 +10,9 @@ import pytest
 from stages import document, retriever_entry
 
 from pytest_ragretrieval.baseline.format import dumps, load, parse
-from pytest_ragretrieval.errors import BaselineError
+from pytest_ragretrieval.core.errors import BaselineError
 from pytest_ragretrieval.evalset.records import Question
-from pytest_ragretrieval.paths import write_atomic
+from pytest_ragretrieval.files.paths import write_atomic
 from pytest_ragretrieval.scoring.evaluate import score
 from pytest_ragretrieval.scoring.metrics import MetricSpec
 

@@ -9,7 +9,7 @@ import pytest
 from stages import document
 
 from pytest_ragretrieval.baseline.format import dumps, parse
-from pytest_ragretrieval.errors import BaselineError
+from pytest_ragretrieval.core.errors import BaselineError
 from pytest_ragretrieval.review.changes import (
     Entry,
     GateSettings,

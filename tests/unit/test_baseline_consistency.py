@@ -10,7 +10,7 @@ import pytest
 from stages import document, retriever_entry
 
 from pytest_ragretrieval.baseline.format import dumps, parse
-from pytest_ragretrieval.errors import BaselineError
+from pytest_ragretrieval.core.errors import BaselineError
 from pytest_ragretrieval.evalset.records import Question
 from pytest_ragretrieval.scoring.evaluate import score
 from pytest_ragretrieval.scoring.metrics import MetricSpec

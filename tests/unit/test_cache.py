@@ -12,10 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_ragretrieval import cache as cache_module
-from pytest_ragretrieval import paths as files_module
-from pytest_ragretrieval.cache import RECORD_COMMAND, Cache, Mode, Namespace
-from pytest_ragretrieval.errors import RagError
+from pytest_ragretrieval.cache import store as cache_module
+from pytest_ragretrieval.cache.store import RECORD_COMMAND, Cache, Mode, Namespace
+from pytest_ragretrieval.core.errors import RagError
+from pytest_ragretrieval.files import paths as files_module
 
 
 def sha(text: str) -> str:
@@ -106,7 +106,7 @@ def test_a_failed_write_leaves_no_file_and_keeps_the_old_packs(tmp_path: Path, m
     def broken_replace(src: str, dst: str) -> None:
         raise OSError("disk full")
 
-    monkeypatch.setattr(os, "replace", broken_replace)  # as paths.py calls it
+    monkeypatch.setattr(os, "replace", broken_replace)  # as files/paths.py calls it
     with pytest.raises(OSError, match="disk full"):
         vectors(tmp_path).write({"new": np.zeros(2, np.float32)})
     monkeypatch.undo()

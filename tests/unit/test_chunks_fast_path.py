@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_ragretrieval.errors import FixtureError
+from pytest_ragretrieval.core.errors import FixtureError
 from pytest_ragretrieval.evalset import jsonl
 from pytest_ragretrieval.evalset.records import Chunk
 

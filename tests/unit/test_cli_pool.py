@@ -251,7 +251,7 @@ def test_the_judge_stops_when_its_budget_is_spent(judged: Any, tmp_path: Path) -
     from stages import config
 
     from pytest_ragretrieval.cli.pool_judge import ChatJudge
-    from pytest_ragretrieval.errors import RagError
+    from pytest_ragretrieval.core.errors import RagError
 
     times = iter([0.0, 0.0, 100.0])
     judge = ChatJudge(config(tmp_path), "m", judged.url, 10, clock=lambda: next(times))

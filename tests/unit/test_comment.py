@@ -13,7 +13,7 @@ from stages import document
 
 from pytest_ragretrieval.baseline.format import dumps
 from pytest_ragretrieval.cli import main
-from pytest_ragretrieval.errors import BaselineError
+from pytest_ragretrieval.core.errors import BaselineError
 from pytest_ragretrieval.record.codec import decode
 from pytest_ragretrieval.record.report import Failure
 from pytest_ragretrieval.report.view import results_view

@@ -8,7 +8,7 @@ import pytest
 from projects import retriever
 
 from pytest_ragretrieval.config.settings import Config, Tolerance, load_config
-from pytest_ragretrieval.errors import ConfigError, one_of
+from pytest_ragretrieval.core.errors import ConfigError, one_of
 from pytest_ragretrieval.scoring.metrics import MetricSpec
 
 MINIMAL = """

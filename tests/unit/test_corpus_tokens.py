@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pytest_ragretrieval.cache import Cache, Mode, Namespace
+from pytest_ragretrieval.cache.store import Cache, Mode, Namespace
 from pytest_ragretrieval.retrievers import corpus_tokens as module
 from pytest_ragretrieval.retrievers.bm25_index import BM25Index
 from pytest_ragretrieval.retrievers.corpus_tokens import cached_tokens, tokenizer_id

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import numpy as np
 
-from pytest_ragretrieval.cache import Cache
+from pytest_ragretrieval.cache.store import Cache
+from pytest_ragretrieval.core.progress import PlainOutput
 from pytest_ragretrieval.embedding.cached import DRIFT, CachedEmbedder
 from pytest_ragretrieval.embedding.prompts import Prompts
-from pytest_ragretrieval.progress import PlainOutput
 
 
 class Here:

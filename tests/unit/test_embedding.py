@@ -9,8 +9,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pytest_ragretrieval.cache import Cache
+from pytest_ragretrieval.cache.store import Cache
 from pytest_ragretrieval.config.settings import load_config
+from pytest_ragretrieval.core.errors import ConfigError, RagError
+from pytest_ragretrieval.core.progress import PlainOutput
 from pytest_ragretrieval.embedding import make_embedder
 from pytest_ragretrieval.embedding.base import FailOnce, check_vectors
 from pytest_ragretrieval.embedding.cached import CachedEmbedder, EmbedStats
@@ -19,8 +21,6 @@ from pytest_ragretrieval.embedding.python import PythonEmbedder
 from pytest_ragretrieval.embedding.sentence_transformers import (
     SentenceTransformerEmbedder,
 )
-from pytest_ragretrieval.errors import ConfigError, RagError
-from pytest_ragretrieval.progress import PlainOutput
 
 
 class Counting:

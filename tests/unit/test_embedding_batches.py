@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pytest_ragretrieval.cache import Cache
+from pytest_ragretrieval.cache.store import Cache
+from pytest_ragretrieval.core.progress import PlainOutput, Progress
 from pytest_ragretrieval.embedding.cached import CachedEmbedder
 from pytest_ragretrieval.embedding.prompts import Prompts
-from pytest_ragretrieval.progress import PlainOutput, Progress
 
 GUARD = 30.0
 """Seconds a test waits for what must happen before it counts as never happening: a guard, not a measure."""

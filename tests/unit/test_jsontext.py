@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_ragretrieval import jsontext
-from pytest_ragretrieval.jsontext import MAX_DEPTH, JSONProblem, control_character, loads, plain_strings
+from pytest_ragretrieval.files import jsontext
+from pytest_ragretrieval.files.jsontext import MAX_DEPTH, JSONProblem, control_character, loads, plain_strings
 
 
 def careful(text: str | bytes, allow_nan: bool = False) -> object:

@@ -8,7 +8,7 @@ import pytest
 from stages import CHUNK_DIGESTS, GOOD, QUESTIONS, WORSE, baseline, config, document, fingerprint, ran, retriever_entry
 
 from pytest_ragretrieval.baseline.format import dumps, parse
-from pytest_ragretrieval.errors import RetrieverError
+from pytest_ragretrieval.core.errors import RetrieverError
 from pytest_ragretrieval.evalset.records import Question
 from pytest_ragretrieval.gate.items import ItemKey, Skip
 from pytest_ragretrieval.gate.judge import Judge, small_set_notes

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from pytest_ragretrieval.baseline.fingerprint import questions_record
-from pytest_ragretrieval.errors import FixtureError
+from pytest_ragretrieval.core.errors import FixtureError
 from pytest_ragretrieval.evalset.jsonl import load_evalset
 from pytest_ragretrieval.evalset.records import Chunk
 from pytest_ragretrieval.scoring.evaluate import score

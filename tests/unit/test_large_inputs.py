@@ -8,11 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pytest_ragretrieval import packs
-from pytest_ragretrieval.cache import Cache
+from pytest_ragretrieval.cache import packs
+from pytest_ragretrieval.cache.store import Cache
+from pytest_ragretrieval.core.errors import FixtureError
 from pytest_ragretrieval.embedding.cached import CachedEmbedder
 from pytest_ragretrieval.embedding.prompts import Prompts
-from pytest_ragretrieval.errors import FixtureError
 from pytest_ragretrieval.evalset.jsonl import load_chunks
 
 WIDTH = 384

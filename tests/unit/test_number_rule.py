@@ -1,4 +1,4 @@
-"""The one rule for numbers and metric keys (jsontext.py) that every reader applies (issue 32)."""
+"""The one rule for numbers and metric keys (files/jsontext.py) that every reader applies (issue 32)."""
 from __future__ import annotations
 
 import sys
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_ragretrieval.jsontext import cutoff, fits_float, metric_key_problem
+from pytest_ragretrieval.files.jsontext import cutoff, fits_float, metric_key_problem
 from pytest_ragretrieval.scoring.metrics import metric_order
 
 

@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 from openai_server import FakeOpenAI, Reply, fake_vector
 
-from pytest_ragretrieval.cache import Cache
+from pytest_ragretrieval.cache.store import Cache
 from pytest_ragretrieval.config.settings import load_config
+from pytest_ragretrieval.core.errors import RagError
 from pytest_ragretrieval.embedding import make_embedder
 from pytest_ragretrieval.embedding.cached import CachedEmbedder
 from pytest_ragretrieval.embedding.openai import OpenAIEmbedder, retry_after, where
-from pytest_ragretrieval.errors import RagError
 
 KEY = "sk-test-SECRET1234567890"
 

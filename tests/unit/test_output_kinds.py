@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_ragretrieval.paths import NotRegularFile, output_problem, write_atomic, write_problem
+from pytest_ragretrieval.files.paths import NotRegularFile, output_problem, write_atomic, write_problem
 
 
 def make_fifo(path: Path) -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from stages import GOOD, QUESTIONS, WORSE, config, ran
 
-from pytest_ragretrieval.errors import ConfigError
+from pytest_ragretrieval.core.errors import ConfigError
 from pytest_ragretrieval.evalset.records import Question
 from pytest_ragretrieval.gate.pairs import compare_configurations, compare_pair, pairs
 from pytest_ragretrieval.record.codec import to_document

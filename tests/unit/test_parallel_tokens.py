@@ -15,8 +15,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from pytest_ragretrieval.cache import Cache
-from pytest_ragretrieval.errors import RagError
+from pytest_ragretrieval.cache.store import Cache
+from pytest_ragretrieval.core.errors import RagError
 from pytest_ragretrieval.retrievers import corpus_tokens as module
 from pytest_ragretrieval.retrievers import parallel
 from pytest_ragretrieval.retrievers.corpus_tokens import cached_tokens, tokenizer_id

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_ragretrieval.paths import (
+from pytest_ragretrieval.files.paths import (
     STALE_AFTER_S,
     Unreadable,
     display,
@@ -22,7 +22,7 @@ from pytest_ragretrieval.paths import (
 def test_a_new_file_gets_the_mode_the_umask_gives(tmp_path: Path) -> None:
     old = os.umask(0o027)
     try:
-        from pytest_ragretrieval import paths
+        from pytest_ragretrieval.files import paths
 
         paths._umask.cache_clear()
         write_atomic(tmp_path / "a.json", "{}\n")

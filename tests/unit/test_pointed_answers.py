@@ -9,7 +9,7 @@ from test_config import MINIMAL, error_of
 
 from pytest_ragretrieval.cli import main
 from pytest_ragretrieval.config.settings import load_config
-from pytest_ragretrieval.errors import ConfigError, closest, did_you_mean
+from pytest_ragretrieval.core.errors import ConfigError, closest, did_you_mean
 
 
 @pytest.mark.parametrize(("given", "known", "expected"), [

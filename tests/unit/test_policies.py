@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pytest_ragretrieval.cache import Cache
+from pytest_ragretrieval.cache.store import Cache
 from pytest_ragretrieval.evalset.records import Chunk, Question
 from pytest_ragretrieval.retrievers.bm25 import BM25Retriever
 from pytest_ragretrieval.retrievers.hybrid import fuse

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_ragretrieval.progress import PlainOutput, Progress
+from pytest_ragretrieval.core.progress import PlainOutput, Progress
 
 
 class Terminal(PlainOutput):
@@ -47,7 +47,7 @@ def test_a_failing_step_says_where_it_stopped() -> None:
 
 def test_off_a_terminal_a_long_step_writes_a_line_every_few_seconds(monkeypatch: pytest.MonkeyPatch) -> None:
     clock = iter([0.0, 1.0, 6.0, 7.0, 13.0, 14.0])  # the start, four advances, the end
-    monkeypatch.setattr("pytest_ragretrieval.progress.time.perf_counter", lambda: next(clock))
+    monkeypatch.setattr("pytest_ragretrieval.core.progress.time.perf_counter", lambda: next(clock))
     out = PlainOutput()
     with Progress(out, "embedding corpus", 5) as bar:  # starts at 0
         bar.advance()  # 1 s: too soon

@@ -9,15 +9,15 @@ import numpy as np
 import pytest
 from openai_server import FakeOpenAI
 
-from pytest_ragretrieval.cache import Cache
+from pytest_ragretrieval.cache.store import Cache
 from pytest_ragretrieval.config.settings import load_config
+from pytest_ragretrieval.core.errors import ConfigError
 from pytest_ragretrieval.embedding import make_embedder
 from pytest_ragretrieval.embedding.cached import CachedEmbedder
 from pytest_ragretrieval.embedding.openai import OpenAIEmbedder
 from pytest_ragretrieval.embedding.prompts import BGE_EN_QUERY, BGE_ZH_QUERY, E5_PROMPTS, Prompts, known_prompts
 from pytest_ragretrieval.embedding.python import PythonEmbedder
 from pytest_ragretrieval.embedding.sentence_transformers import SentenceTransformerEmbedder
-from pytest_ragretrieval.errors import ConfigError
 from pytest_ragretrieval.runner.resources import Resources
 
 

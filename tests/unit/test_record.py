@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from pytest_ragretrieval.errors import BaselineError
+from pytest_ragretrieval.core.errors import BaselineError
 from pytest_ragretrieval.record.codec import decode, read_verdicts, write_verdicts
 from pytest_ragretrieval.record.types import Adjustment, Status, Verdict
 

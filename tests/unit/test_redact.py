@@ -1,8 +1,8 @@
 """Secrets masked by value, in every spelling, before a message is cut to one line."""
 from __future__ import annotations
 
+from pytest_ragretrieval.core.redact import mask, one_line, safe_line
 from pytest_ragretrieval.database.dsn import scrub
-from pytest_ragretrieval.redact import mask, one_line, safe_line
 
 
 def test_any_key_is_masked_by_its_value() -> None:

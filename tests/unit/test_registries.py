@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from projects import write_distribution
 
-from pytest_ragretrieval import extensions
+from pytest_ragretrieval.core import extensions
+from pytest_ragretrieval.core.errors import ExtensionError
+from pytest_ragretrieval.core.extensions import Registry
 from pytest_ragretrieval.embedding import EMBEDDERS, checked_kind
-from pytest_ragretrieval.errors import ExtensionError
-from pytest_ragretrieval.extensions import Registry
 from pytest_ragretrieval.report.formats import FORMATS, checked_format
 from pytest_ragretrieval.retrievers import TYPES, checked_type
 from pytest_ragretrieval.scoring.metrics import METRICS, checked_metric

@@ -216,7 +216,7 @@ def test_old_chunks_give_the_old_gold(tmp_path: Path) -> None:
 
 def test_the_gate_s_error_is_the_proposal_today_s_line_with_why_or_today_s_line_alone(tmp_path: Path) -> None:
     from pytest_ragretrieval.baseline.relabel import anchoring_error
-    from pytest_ragretrieval.errors import FixtureError
+    from pytest_ragretrieval.core.errors import FixtureError
 
     write_project(tmp_path, GOLD)
     problem = FixtureError("evalset.jsonl:1: unknown chunk id 'hotel' in 'relevant'")

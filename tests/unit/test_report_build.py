@@ -6,7 +6,7 @@ from pathlib import Path
 
 from stages import GOOD, QUESTIONS, WORSE, baseline, config, fingerprint, ran
 
-from pytest_ragretrieval.errors import RetrieverError
+from pytest_ragretrieval.core.errors import RetrieverError
 from pytest_ragretrieval.gate.checks import Outcome
 from pytest_ragretrieval.gate.items import ItemKey
 from pytest_ragretrieval.gate.judge import Judge

@@ -7,9 +7,9 @@ import pytest
 from projects import retriever
 from rerank_server import FakeReranker, Reply, fake_score
 
-from pytest_ragretrieval.cache import Cache
+from pytest_ragretrieval.cache.store import Cache
 from pytest_ragretrieval.config.settings import load_config
-from pytest_ragretrieval.errors import ConfigError, RetrieverError, RetrieverUnavailable
+from pytest_ragretrieval.core.errors import ConfigError, RetrieverError, RetrieverUnavailable
 from pytest_ragretrieval.retrievers import RetrieverSpec
 from pytest_ragretrieval.retrievers.rerank import RerankRetriever
 from pytest_ragretrieval.retrievers.rerank_http import HttpRerankScorer, scorer_id

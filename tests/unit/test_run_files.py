@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_ragretrieval.errors import RetrieverError
+from pytest_ragretrieval.core.errors import RetrieverError
 from pytest_ragretrieval.retrievers.protocol import Query, ask
 from pytest_ragretrieval.retrievers.run import RunRetriever, read_jsonl, read_trec
 from pytest_ragretrieval.scoring.metrics import mrr, ndcg, precision

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_ragretrieval import scratch
 from pytest_ragretrieval.database.reclaim import STALE_AFTER, _start_ticks
+from pytest_ragretrieval.glue import xdist_folder as scratch
 
 
 @pytest.fixture

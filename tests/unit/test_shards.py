@@ -20,10 +20,10 @@ from pytest_ragretrieval.baseline.partial import PartialError, partial_document,
 from pytest_ragretrieval.config.settings import Config, load_config
 from pytest_ragretrieval.evalset.jsonl import load_chunks, load_evalset
 from pytest_ragretrieval.evalset.records import Chunk, Question
+from pytest_ragretrieval.evalset.shards import Shard, parse_shard, shard_of
 from pytest_ragretrieval.gate.items import ItemKey, Skip
 from pytest_ragretrieval.gate.shard import shard_outcome
 from pytest_ragretrieval.scoring.evaluate import Run, score
-from pytest_ragretrieval.shards import Shard, parse_shard, shard_of
 
 CHUNKS = [f"c{i}" for i in range(8)]
 QUESTION_IDS = [f"q{i:02d}" for i in range(12)]
@@ -122,7 +122,7 @@ def test_the_merge_scores_all_questions_as_one_run(tmp_path: Path) -> None:
 
 
 def test_an_error_or_a_skip_on_a_shard_is_the_runs(tmp_path: Path) -> None:
-    from pytest_ragretrieval.errors import RetrieverError
+    from pytest_ragretrieval.core.errors import RetrieverError
 
     config, chunks, questions = project(tmp_path)
 
@@ -223,7 +223,7 @@ def test_a_shards_items_say_what_was_measured_and_pass(tmp_path: Path) -> None:
     with pytest.raises(Skip, match="^question q00 is in shard 3/3, not 1/3$"):
         shard_outcome(ItemKey("one", "question", "q00"), run, shard)
     assert shard_outcome(ItemKey("one", "question", "q05"), run, shard).passed
-    from pytest_ragretrieval.errors import RetrieverError
+    from pytest_ragretrieval.core.errors import RetrieverError
 
     failed = shard_outcome(ItemKey("one", "metric", "ndcg@3"), Run(error=RetrieverError("boom")), shard)
     assert not failed.passed and failed.summary == "boom"

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from pytest_ragretrieval.signals import deferred, handle_sigterm
+from pytest_ragretrieval.core.signals import deferred, handle_sigterm
 
 
 @pytest.fixture(autouse=True)

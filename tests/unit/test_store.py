@@ -28,7 +28,7 @@ class Clock:
 def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
     fake = Clock()
     monkeypatch.setattr(time, "perf_counter", fake)  # as runner/latency.py calls it
-    monkeypatch.setattr("pytest_ragretrieval.timing.time.perf_counter", fake)
+    monkeypatch.setattr("pytest_ragretrieval.core.timing.time.perf_counter", fake)
     return fake
 
 

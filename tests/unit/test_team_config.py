@@ -9,7 +9,7 @@ from projects import retriever
 
 from pytest_ragretrieval.baseline.since import corpus_change, retriever_changes
 from pytest_ragretrieval.config.settings import Config, load_config
-from pytest_ragretrieval.errors import ConfigError
+from pytest_ragretrieval.core.errors import ConfigError
 from pytest_ragretrieval.retrievers.protocol import Query
 from pytest_ragretrieval.retrievers.sql import placeholders
 from pytest_ragretrieval.retrievers.table import TeamCorpus, sampled, search_sql, setting_text

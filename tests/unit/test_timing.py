@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_ragretrieval.timing import Phases
+from pytest_ragretrieval.core.timing import Phases
 
 
 def test_nested_phases_are_counted_once(monkeypatch: pytest.MonkeyPatch) -> None:
     clock = iter([0.0, 1.0, 4.0, 5.0, 6.0, 8.0, 8.0, 10.0])
-    monkeypatch.setattr("pytest_ragretrieval.timing.time.perf_counter", lambda: next(clock))
+    monkeypatch.setattr("pytest_ragretrieval.core.timing.time.perf_counter", lambda: next(clock))
     phases = Phases()
     with phases.phase("run vector"):  # 0 .. 8
         with phases.phase("database start"):  # 1 .. 4

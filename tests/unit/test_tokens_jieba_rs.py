@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_ragretrieval.optional import MissingExtra
+from pytest_ragretrieval.core.optional import MissingExtra
 from pytest_ragretrieval.retrievers.tokens import _jieba_rs, describe, tokenizer, tokenizer_key
 from pytest_ragretrieval.retrievers.user_dict import read_user_dict
 

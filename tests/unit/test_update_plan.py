@@ -8,7 +8,7 @@ from stages import GOOD, baseline, config, document, fingerprint, ran, retriever
 
 from pytest_ragretrieval.baseline.format import dumps, parse
 from pytest_ragretrieval.baseline.update import plan_update
-from pytest_ragretrieval.errors import RetrieverError
+from pytest_ragretrieval.core.errors import RetrieverError
 from pytest_ragretrieval.record.codec import encode, file_document
 from pytest_ragretrieval.scoring.evaluate import Run
 

@@ -17,9 +17,9 @@ from projects import retriever
 from test_config import MINIMAL, config_at, error_of
 
 from pytest_ragretrieval.baseline.fingerprint import retriever_fingerprint
-from pytest_ragretrieval.cache import Cache
+from pytest_ragretrieval.cache.store import Cache
 from pytest_ragretrieval.config.settings import load_config
-from pytest_ragretrieval.errors import RagError
+from pytest_ragretrieval.core.errors import RagError
 from pytest_ragretrieval.evalset.jsonl import load_chunks
 from pytest_ragretrieval.evalset.records import Chunk
 from pytest_ragretrieval.retrievers import corpus_tokens

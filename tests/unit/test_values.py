@@ -3,13 +3,13 @@ from __future__ import annotations
 
 import pytest
 
+from pytest_ragretrieval.core.values import fmt, p_clause, p_value, signed
 from pytest_ragretrieval.gate.checks import MetricCheck
 from pytest_ragretrieval.record.report import conclusion
 from pytest_ragretrieval.record.types import Comparison, PairComparison
 from pytest_ragretrieval.report.conclusions import _metrics
 from pytest_ragretrieval.report.terminal import comparison_lines
 from pytest_ragretrieval.scoring.metrics import MetricSpec
-from pytest_ragretrieval.values import fmt, p_clause, p_value, signed
 
 
 def test_values_and_differences_have_four_decimals_and_a_stand_in_for_none() -> None:

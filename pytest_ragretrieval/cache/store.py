@@ -23,9 +23,9 @@ from typing import Literal
 
 import numpy as np
 
-from .errors import RagError
+from ..core.errors import RagError
+from ..files.paths import display, remove_stale_temporaries, write_atomic
 from .packs import SUFFIX, DamagedPack, Pack, decode, digest, encode, encode_parts, pack_name
-from .paths import display, remove_stale_temporaries, write_atomic
 
 Mode = Literal["readwrite", "readonly", "off"]
 """`--rag-cache`: read and write, read only (a miss is an error), or no cache at all."""

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, overload
 
-from .errors import Choice, ConfigError, did_you_mean
+from ..core.errors import Choice, ConfigError, did_you_mean
 
 _MISSING: Any = object()
 """The default of a required key: its absence is an error."""

@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from .database.reclaim import STALE_AFTER, Owner, machine_id, owner_alive
+from ..database.reclaim import STALE_AFTER, Owner, machine_id, owner_alive
 
 PREFIX = "rag-eval-verdicts-"
 _NAME = re.compile(rf"{PREFIX}(?P<machine>[0-9a-f]{{8}})-(?P<pid>[0-9]+)-(?P<started>[0-9]*)-[a-z0-9_]{{8}}")

@@ -13,38 +13,38 @@ from typing import Any
 
 from msgspec import UNSET, structs
 
-from .baseline.fingerprint import fingerprint
-from .baseline.format import Baseline, dumps
-from .baseline.format import load as load_baseline
-from .baseline.gold import recorded_gold
-from .baseline.partial import partial_document
-from .baseline.relabel import anchoring_error, plan
-from .baseline.verify import verify
-from .cache import Mode as CacheMode
-from .config.outputs import check_outputs
-from .config.settings import Config, DbMode, load_config
-from .env import in_github_actions
-from .errors import ConfigError, FixtureError
-from .evalset.jsonl import Unanchored, load_chunks, load_evalset
-from .evalset.records import Chunk, Question
-from .gate.checks import Outcome
-from .gate.items import ItemKey, Skip, item_keys
-from .gate.judge import Judge
-from .gate.record import baseline_update, run_record
-from .gate.report import described, header_lines
-from .gate.shard import shard_outcome
-from .paths import display, write_atomic, write_problem
-from .progress import Output, PlainOutput
-from .record.codec import encode
-from .record.report import ReportInput
-from .record.types import Record, Status, Verdict
-from .report.terminal import summary_lines
-from .report.view import view
-from .runner.resources import database_mode, database_url
-from .runner.runs import Runner
-from .scoring.evaluate import Run
-from .shards import Shard
-from .timing import Phases
+from ..baseline.fingerprint import fingerprint
+from ..baseline.format import Baseline, dumps
+from ..baseline.format import load as load_baseline
+from ..baseline.gold import recorded_gold
+from ..baseline.partial import partial_document
+from ..baseline.relabel import anchoring_error, plan
+from ..baseline.verify import verify
+from ..cache.store import Mode as CacheMode
+from ..config.outputs import check_outputs
+from ..config.settings import Config, DbMode, load_config
+from ..core.env import in_github_actions
+from ..core.errors import ConfigError, FixtureError
+from ..core.progress import Output, PlainOutput
+from ..core.timing import Phases
+from ..evalset.jsonl import Unanchored, load_chunks, load_evalset
+from ..evalset.records import Chunk, Question
+from ..evalset.shards import Shard
+from ..files.paths import display, write_atomic, write_problem
+from ..gate.checks import Outcome
+from ..gate.items import ItemKey, Skip, item_keys
+from ..gate.judge import Judge
+from ..gate.record import baseline_update, run_record
+from ..gate.report import described, header_lines
+from ..gate.shard import shard_outcome
+from ..record.codec import encode
+from ..record.report import ReportInput
+from ..record.types import Record, Status, Verdict
+from ..report.terminal import summary_lines
+from ..report.view import view
+from ..runner.resources import database_mode, database_url
+from ..runner.runs import Runner
+from ..scoring.evaluate import Run
 
 
 @dataclass(frozen=True)
@@ -112,7 +112,7 @@ class RagSession:
                 raise self._reanchored(exc) from None
         else:
             assert self.config.team_corpus is not None
-            from .database.team import need_dsn, read_corpus
+            from ..database.team import need_dsn, read_corpus
 
             source = self.config.team_corpus
             dsn = need_dsn(database_url(self.options.db_url), f"{self.config.where}, without a chunks file,")
@@ -250,11 +250,11 @@ class RagSession:
             self._runner.finish()
 
     def _report(self, data: ReportInput) -> None:
-        from .report.formats import write_reports
+        from ..report.formats import write_reports
 
         write_reports(self.options.reports, data, self._write)
         if in_github_actions():
-            from .report.github import append_summary, error_annotations
+            from ..report.github import append_summary, error_annotations
 
             warning = append_summary(data)
             self.written.extend([warning] if warning else [])

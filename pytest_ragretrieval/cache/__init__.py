@@ -1,0 +1,1 @@
+"""The content-addressed cache of model outputs and its pack files."""
