@@ -6,7 +6,8 @@ successful run of a retriever whose rankings are a function of its inputs (`REUS
 under `<cache>/rankings/`, with the digest of everything that decides them (`key`): this
 package's code, the Python and library versions, the corpus and the questions (ids and texts,
 in order), the depth, the tokenizer, the embedder (its settings, and the source file of a
-`python:` embedder), the index, the database mode, and the retriever's own parameters, what its
+`python:` embedder, and for a retriever that reads vectors the embedding cache's content-named
+files), the index, the database mode, and the retriever's own parameters, what its
 type adds to its fingerprint and its input files' bytes, for it and every source it reads. Any
 difference is a miss: the retriever runs, and its run replaces the entry.
 
@@ -133,10 +134,31 @@ def shared(config: Config, chunks: Sequence[Chunk], questions: Sequence[Question
 
 def key(
     config: Config, name: str, common: Mapping[str, Any], setup: Mapping[str, Mapping[str, Any]] | None,
+    vectors: Sequence[str] = (),
 ) -> str:
     """The digest of everything that decides `name`'s rankings: `common` and the retriever's own inputs;
-    with `setup` None, all but what the types add to the fingerprint (checked first: it embeds nothing)."""
-    return _digest({**common, "retriever": _retriever(config, name, setup)})
+    with `setup` None, all but what the types add to the fingerprint (checked first: it embeds nothing).
+    `vectors` (the embedding cache's files, `vector_files`) counts only for a retriever that reads vectors."""
+    found = {**common, "retriever": _retriever(config, name, setup)}
+    if setup is not None and reads_vectors(config, name):
+        found["vectors"] = list(vectors)
+    return _digest(found)
+
+
+def reads_vectors(config: Config, name: str) -> bool:
+    """Whether `name`, or a source it reads, searches the corpus's vectors."""
+    spec = config.retriever(name)
+    return spec.type == "vector" or any(reads_vectors(config, source) for source in spec.sources)
+
+
+def vector_files(folder: Path) -> list[str]:
+    """The embedding cache's files under `folder`, by path: packs are named by the digest of their bytes,
+    so vectors that differ for the same texts and model (computed on another CPU, committed by a
+    colleague, edited) are a different input, and the vector search runs again."""
+    root = folder / "embeddings"
+    if not root.is_dir():
+        return []
+    return sorted(path.relative_to(root).as_posix() for path in root.rglob("*") if path.is_file())
 
 
 def _digest(value: Any) -> str:

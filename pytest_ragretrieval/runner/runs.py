@@ -90,12 +90,21 @@ class Runner:
             if self._common is None:
                 database = f"{self.resources.db_mode} {redact(self.resources.dsn) if self.resources.dsn else ''}"
                 self._common = reuse.shared(self.config, self.chunks, self.questions, database)
-            return reuse.key(self.config, name, self._common, self.setup() if with_setup else None)
+            if not with_setup:
+                return reuse.key(self.config, name, self._common, None)
+            setup = self.setup()
+            return reuse.key(self.config, name, self._common, setup, reuse.vector_files(self.resources.cache.folder))
         except (RagError, ImportError, OSError, ValueError, TypeError):
             return None  # what the set-up could not find, the retriever's run names
 
     def _keep(self, path: Path, name: str) -> None:
-        """Cache a clean run under its keys, computed after it (the set-up then reads the cache)."""
+        """Cache a clean run under its keys, computed after it (the set-up then reads the cache), once
+        the vectors it embedded are written: the key names the embedding cache's files."""
+        try:
+            self.resources.cache.flush()
+        except (OSError, RagError) as exc:
+            self.out.line(f"rag: warning: {name}'s rankings not cached ({exc}); it runs again next time")
+            return
         inputs, wanted = self._key(name, with_setup=False), self._key(name)
         if inputs is None or wanted is None:
             return
@@ -108,7 +117,7 @@ class Runner:
         """Write what the runs put in the cache (rerank scores) as one pack; a failure is a warning line."""
         try:
             self.resources.cache.flush()
-        except OSError as exc:
+        except (OSError, RagError) as exc:
             return f"rag: warning: cache entries not written ({exc}); computed again next run"
         return None
 

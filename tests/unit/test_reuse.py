@@ -133,3 +133,26 @@ def test_an_entry_is_read_back_only_under_its_keys(tmp_path: Path) -> None:
     assert read() is None  # damaged: runs
     reuse.write(path, "i1", "k1", "bm25", Run(error=None, skipped="no model here"))
     assert path.read_text(encoding="utf-8").startswith('{"key": "k1", "inputs": "i1", "name": "bm25", "rankings": [')
+
+
+def test_the_embedding_caches_files_are_an_input_of_what_reads_vectors(tmp_path: Path) -> None:
+    """Packs are named by the digest of their bytes: another CPU's vectors for the same texts are new
+    files, and vector and hybrid (which reads vector) run again; bm25 reads no vector and is reused."""
+    config = project(tmp_path)
+    cache = tmp_path / "cache"
+    assert reuse.vector_files(cache) == []
+    space = cache / "embeddings" / "e5-0123abcd"
+    space.mkdir(parents=True)
+    (space / "id.txt").write_text("e5\n", encoding="utf-8")
+    (space / "aa.pack").write_bytes(b"one")
+    first = reuse.vector_files(cache)
+    assert first == ["e5-0123abcd/aa.pack", "e5-0123abcd/id.txt"]
+    (space / "aa.pack").rename(space / "bb.pack")
+    second = reuse.vector_files(cache)
+    common = reuse.shared(config, CHUNK_ROWS, QUESTION_ROWS, "embedded ")
+    for name, reads in (("vector", True), ("hybrid", True), ("bm25", False)):
+        assert reuse.reads_vectors(config, name) is reads
+        differs = reuse.key(config, name, common, SETUP, first) != reuse.key(config, name, common, SETUP, second)
+        assert differs is reads, name
+        # the key without the set-up, checked first, is the same: nothing is embedded to compute it
+        assert reuse.key(config, name, common, None, first) == reuse.key(config, name, common, None, second)
