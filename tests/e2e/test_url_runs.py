@@ -59,7 +59,8 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def gate(folder: Path, dsn: str, *flags: str) -> subprocess.Popen[str]:
-    command = [sys.executable, "-m", "pytest", "--rag-eval", "--rag-db-url", dsn, "-p", "no:cacheprovider", *flags]
+    command = [sys.executable, "-m", "pytest", "--rag-eval", "--rag-db-url", dsn, "--rag-no-reuse", "-p", "no:cacheprovider",
+               *flags]  # every run searches on the server: reused rankings would start no schema
     return subprocess.Popen(command, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 

@@ -24,6 +24,8 @@ from pytest_ragretrieval.database.leftovers import reclaim
 
 GUARD = 60
 """Seconds before a run counts as hung: a guard, not a measure of speed."""
+MEASURED = ("--rag-no-reuse",)
+"""Every run searches: these tests are about the servers a run starts, which a reused run starts none of."""
 HASH_EMBEDDER = '''
 import hashlib
 
@@ -123,7 +125,7 @@ def start_blocked(project: Path, runs: list[subprocess.Popen[str]], *flags: str)
     """A gate run waiting in its blocking retriever, with the pid of its embedded postmaster (temporary or kept)."""
     (project / "running").unlink(missing_ok=True)
     process = subprocess.Popen(
-        [sys.executable, "-m", "pytest", *flags, *RUN], cwd=project, env=environment(project),
+        [sys.executable, "-m", "pytest", *flags, *RUN, *MEASURED], cwd=project, env=environment(project),
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
     runs.append(process)
@@ -149,7 +151,7 @@ def gone(pid: int) -> bool:
 
 def run_gate(project: Path, *flags: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "pytest", *flags, *RUN], cwd=project, env=environment(project),
+        [sys.executable, "-m", "pytest", *flags, *RUN, *MEASURED], cwd=project, env=environment(project),
         capture_output=True, text=True, timeout=GUARD,
     )
 
