@@ -24,7 +24,8 @@ from pytest_ragretrieval.database.reclaim import HOST_LABEL, MACHINE_LABEL, PID_
 from pytest_ragretrieval.database.servers import choose
 
 ROOT = Path(__file__).resolve().parents[2]
-PYTEST = (sys.executable, "-m", "pytest", "-p", "no:cacheprovider")
+PYTEST = (sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--rag-no-reuse")
+"""Every run searches: these tests are about the container a run starts, which a reused run starts none of."""
 NO_REAPER = {"TESTCONTAINERS_RYUK_DISABLED": "true"}
 """Killed and interrupted runs start without Ryuk, so only our own cleanup (or reclaim) can remove their container."""
 
