@@ -181,6 +181,12 @@ class Namespace:
             matrix[i] = value
         return matrix, [i for i in np.flatnonzero(ids < 0).tolist() if i not in extra]
 
+    def absent(self, keys: Sequence[str]) -> list[int]:
+        """Positions of the keys no pack holds (those `read_tokens` misses), reading no entry: what a
+        run would tokenize, known before it starts."""
+        _, ids = self._locate(keys)
+        return np.flatnonzero(ids < 0).tolist()
+
     def read_tokens(self, keys: Sequence[str]) -> tuple[list[str], list[np.ndarray | None]]:
         """(vocabulary, token ids per key into it, None for a miss): the packs' vocabularies
         merged, so the caller maps each distinct token once, not each occurrence."""

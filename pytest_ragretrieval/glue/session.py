@@ -182,8 +182,11 @@ class RagSession:
 
     def prepare(self, out: Output) -> None:
         """Run every retriever a selected item needs, before the items report, with progress."""
-        self._start(out).reclaim()
-        for name in dict.fromkeys(key.retriever for key in self.selected):
+        runner = self._start(out)
+        runner.reclaim()
+        names = list(dict.fromkeys(key.retriever for key in self.selected))
+        runner.plan(names)
+        for name in names:
             self.run(name)
 
     def run(self, name: str) -> Run:

@@ -122,6 +122,12 @@ def build(params: Mapping[str, Any], ctx: Context) -> BM25Retriever:
     )
 
 
+def corpus_tokenizers(params: Mapping[str, Any], default: str, root: Path) -> list[str]:
+    """The tokenizer whose corpus tokens `build` reads: a cold run tokenizes the corpus with it ahead,
+    while the corpus is embedded."""
+    return [tokenizer_for(params, default, root)]
+
+
 def tokenizer_for(params: Mapping[str, Any], default: str, root: Path) -> str:
     """The key of the tokenizer a bm25 retriever of `params` uses; `default` is the global tokenizer."""
     path = absolute(root / params["user_dict"]) if "user_dict" in params else None

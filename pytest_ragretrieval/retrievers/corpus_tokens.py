@@ -6,6 +6,10 @@ pack stores token ids into its own vocabulary. Misses are tokenized here, and on
 `workers` - 1 processes forked from this one where they pay (`parallel.py`): a fork inherits
 the tokenizer this process built, user dictionary included, and never re-runs the caller's
 __main__.
+
+A cold run also tokenizes the corpus *ahead* (`tokenize_ahead`): one process forked before the
+corpus is embedded tokenizes its misses on the other core while this one embeds, and
+`cached_tokens` takes its answer when the retriever is built.
 """
 from __future__ import annotations
 
@@ -19,7 +23,7 @@ import numpy as np
 
 from ..cache.store import Namespace
 from ..core.errors import RagError
-from .parallel import Child, ChildFailed, Measured, cpu_times, fork, idle_cores, processes, result, stop
+from .parallel import Child, ChildFailed, Measured, cpu_times, fork, forkable, idle_cores, processes, result, stop
 from .tokens import describe, steps, tokenizer
 
 RULE = "tokens 1"
@@ -34,6 +38,45 @@ BUDGET = 60.0
 
 Part = tuple[list[str], list[np.ndarray], list[str]]
 """A vocabulary, the token ids of some texts in it, and those texts."""
+SLOWEST = 20_000
+"""Characters a second below which a process tokenizing ahead is taken for stuck (jieba does about
+a million here): its deadline is BUDGET plus the misses' size at this speed."""
+
+
+class Ahead:
+    """Texts (the corpus's misses, the questions') being tokenized by a process forked before the
+    corpus was embedded; its answer is read once, at the first call that needs it."""
+
+    def __init__(self, texts: list[str], child: Child, deadline: float) -> None:
+        self.sent = tuple(texts)
+        self.texts = frozenset(texts)
+        self._child: Child | None = child
+        self._deadline = deadline
+        self._answer: tuple[list[str], dict[str, np.ndarray]] | None = None
+
+    def part(self, misses: list[str]) -> Part | None:
+        """The misses as one part (its own vocabulary, in order of first use), when each was
+        tokenized ahead and the process ended well; None, and they are tokenized here (where a
+        tokenizer's error gets its own message)."""
+        if not self.texts.issuperset(misses):
+            return None
+        if self._child is not None:
+            child, self._child = self._child, None
+            try:
+                words, rows = _unflat(result(child, self._deadline))
+            except ChildFailed:
+                return None
+            self._answer = words, dict(zip(self.sent, rows, strict=True))
+        if self._answer is None:
+            return None
+        vocabulary, by_text = self._answer
+        return (*_used(vocabulary, [by_text[text] for text in misses]), misses)
+
+    def stop(self) -> None:
+        """Kill the process when its answer was never read (nothing needed it)."""
+        if self._child is not None:
+            stop([self._child])
+            self._child = None
 
 
 def tokenizer_id(name: str) -> str:
@@ -67,27 +110,61 @@ def tokenize_batch(name: str, texts: Sequence[str]) -> tuple[list[str], list[np.
     return list(vocabulary), rows
 
 
+def tokenize_ahead(texts: Sequence[str], name: str, namespace: Namespace, workers: int) -> Ahead | None:
+    """Start tokenizing the misses of `texts` (the corpus's, then the questions') on a forked process;
+    None when nothing misses, `workers` is 1, or forking is unsafe. The child loads the dictionary,
+    and this process needs it only for a text it was not given. Unlike the split in `_tokenize`,
+    this waits for no idle core: the work is the same whichever process does it, and this one is
+    about to embed, which keeps a core busy either way."""
+    if workers <= 1 or not forkable():
+        return None
+    unique = list(dict.fromkeys(texts))
+    misses = [unique[i] for i in namespace.absent(unique)]
+    if not misses:
+        return None
+    child = fork(partial(_ahead, name, misses, workers - 1))
+    return Ahead(misses, child, time.monotonic() + BUDGET + _size(misses) / SLOWEST)
+
+
 def cached_tokens(
-    texts: Sequence[str], name: str, namespace: Namespace, workers: int
+    texts: Sequence[str], name: str, namespace: Namespace, workers: int, ahead: Ahead | None = None
 ) -> tuple[list[str], list[np.ndarray]]:
-    """(vocabulary, token ids per text, in order): cached entries read, the misses tokenized (on up
-    to `workers` processes) and written as one pack. A readonly cache is no reason to fail here:
-    tokenizing needs no model or key, so misses are tokenized and just not written."""
+    """(vocabulary, token ids per text, in order): cached entries read, the misses tokenized (taken
+    from `ahead` when it tokenized every one, else on up to `workers` processes) and written as one
+    pack. A readonly cache is no reason to fail here: tokenizing needs no model or key, so misses
+    are tokenized and just not written."""
     unique = list(dict.fromkeys(texts))
     vocabulary, found = namespace.read_tokens(unique)
     misses = [text for text, ids in zip(unique, found, strict=True) if ids is None]
     rows = {text: ids for text, ids in zip(unique, found, strict=True) if ids is not None}
     if misses:
-        merged: defaultdict[str, int] = defaultdict(None, ((token, number) for number, token in enumerate(vocabulary)))
-        merged.default_factory = merged.__len__  # a word not seen yet gets the next number
-        fresh: dict[str, np.ndarray] = {}
-        for words, batch, part in _tokenize(name, misses, workers):
-            remap = np.fromiter(map(merged.__getitem__, words), dtype=np.int32, count=len(words))
-            fresh.update((text, remap[ids]) for text, ids in zip(part, batch, strict=True))
-        vocabulary = list(merged)
+        part = ahead.part(misses) if ahead is not None else None
+        vocabulary, fresh = _merged(vocabulary, [part] if part is not None else _tokenize(name, misses, workers))
         namespace.write(*_own_vocabulary(fresh, vocabulary))
         rows.update(fresh)
     return vocabulary, [rows[text] for text in texts]
+
+
+def _used(words: list[str], rows: list[np.ndarray]) -> tuple[list[str], list[np.ndarray]]:
+    """`rows` renumbered into the words they use, in order of first use: what `tokenize_batch` gives
+    for their texts, so a part taken from a larger answer merges the same."""
+    every = np.concatenate([*rows, np.zeros(0, dtype=np.int32)])
+    order = np.fromiter(dict.fromkeys(every.tolist()), dtype=np.int32)
+    renumber = np.zeros(len(words), dtype=np.int32)
+    renumber[order] = np.arange(order.size, dtype=np.int32)
+    return [words[i] for i in order.tolist()], [renumber[row] for row in rows]
+
+
+def _merged(vocabulary: list[str], parts: list[Part]) -> tuple[list[str], dict[str, np.ndarray]]:
+    """The parts' token ids in one vocabulary that extends `vocabulary`, each new word numbered at
+    its first use in part order: the same whatever the split."""
+    merged: defaultdict[str, int] = defaultdict(None, ((token, number) for number, token in enumerate(vocabulary)))
+    merged.default_factory = merged.__len__  # a word not seen yet gets the next number
+    fresh: dict[str, np.ndarray] = {}
+    for words, batch, part in parts:
+        remap = np.fromiter(map(merged.__getitem__, words), dtype=np.int32, count=len(words))
+        fresh.update((text, remap[ids]) for text, ids in zip(part, batch, strict=True))
+    return list(merged), fresh
 
 
 def _own_vocabulary(entries: dict[str, np.ndarray], vocabulary: list[str]) -> tuple[dict[str, np.ndarray], list[str]]:
@@ -150,9 +227,19 @@ def _split(texts: list[str], count: int) -> list[list[str]]:
     return [texts[a:b] for a, b in zip(bounds, bounds[1:], strict=False) if b > a]
 
 
+def _ahead(name: str, texts: list[str], workers: int) -> bytes:
+    """The process tokenizing ahead: `texts` split as `_tokenize` splits them (more processes only for
+    idle cores), answered as one part."""
+    words, fresh = _merged([], _tokenize(name, texts, workers))
+    return _packed(words, [fresh[text] for text in texts])
+
+
 def _flat(name: str, texts: list[str]) -> bytes:
+    return _packed(*tokenize_batch(name, texts))
+
+
+def _packed(words: list[str], rows: list[np.ndarray]) -> bytes:
     """A forked process's answer: its vocabulary, then every row in one array (one pickle, not one per row)."""
-    words, rows = tokenize_batch(name, texts)
     flat = np.concatenate([*rows, np.zeros(0, dtype=np.int32)])
     return pickle.dumps((words, np.array([row.size for row in rows], dtype=np.int64), flat), protocol=5)
 

@@ -56,11 +56,16 @@ class CpuTimes:
     cpus: int
 
 
+def forkable() -> bool:
+    """Whether a fork is safe here: there is one, and no thread other than this one is alive to
+    hold a lock the child would need."""
+    return hasattr(os, "fork") and threading.active_count() == 1
+
+
 def cpu_times() -> CpuTimes | None:
     """Idle and total time (in clock ticks) of the CPUs this process may run on, from /proc/stat;
-    None where there is none (not Linux) or forking is unsafe: a thread other than this one may
-    hold a lock the child would need."""
-    if not hasattr(os, "fork") or threading.active_count() > 1:
+    None where there is none (not Linux) or forking is unsafe (`forkable`)."""
+    if not forkable():
         return None
     try:
         allowed = os.sched_getaffinity(0)

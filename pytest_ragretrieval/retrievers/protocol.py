@@ -237,6 +237,9 @@ class RetrieverType(Protocol):
     A type that reads files of its own (a user dictionary, a run file) defines
     `inputs(params, root) -> dict[str, Path]`: each file by the key that names it, `root` being the
     config's folder. They join the run's inputs, which no output option may name (`config/outputs.py`).
+    A type whose `build` reads `ctx.corpus_tokens` may define `corpus_tokenizers(params, tokenizer,
+    root) -> list[str]`, the tokenizer keys it reads (`tokenizer` is the global one): a cold run then
+    tokenizes the corpus with them on another process while it embeds the corpus.
     """
 
     def parse(self, table: Table) -> dict[str, object]:

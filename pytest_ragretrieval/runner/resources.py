@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from ..cache.store import Cache, Namespace
@@ -52,6 +52,8 @@ class Resources:
         self._vectors: np.ndarray | None = None
         self._team: str | None = None
         """Where the team's server is (host:port/database), once a table or sql retriever connected."""
+        self.before_embedding: Callable[[], None] = lambda: None
+        """Called once, just before the corpus is embedded (the workbench starts tokenizing ahead)."""
 
     @property
     def embedder(self) -> CachedEmbedder:
@@ -125,6 +127,7 @@ class Resources:
         from ..database.seed import seed, storable, table_label
         from ..database.servers import choose
 
+        self.before_embedding()
         with self.phases.phase("embedding corpus"):
             vectors = self.embed([chunk.text for chunk in self.chunks], "embedding corpus")
         stats = self.embedder.stats

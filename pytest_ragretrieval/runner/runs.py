@@ -40,6 +40,7 @@ class Runner:
         self.out = out
         self.resources = Resources(config, self.chunks, db_mode, dsn, cache_mode, phases, out)
         self.bench = Workbench(config, self.chunks, self.resources, self.questions)
+        self.resources.before_embedding = self.bench.tokenize_ahead
         self.runs: dict[str, Run] = {}
         self.reuse = reuse_rankings
         self.reused: list[str] = []
@@ -50,6 +51,11 @@ class Runner:
     def reclaim(self) -> None:
         """Remove what killed runs left (embedded servers), before this run starts its own."""
         self.resources.reclaim()
+
+    def plan(self, names: Sequence[str]) -> None:
+        """The retrievers this session runs: those whose corpus tokens are not cached are tokenized on
+        another process while the corpus is embedded (`Workbench.tokenize_ahead`)."""
+        self.bench.planned = tuple(names)
 
     def run(self, name: str) -> Run:
         """The run of `name`, done on first request (or its cached run, reused); never raises (a failure

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
 
     from ..embedding.prompts import Side
+    from ..retrievers.corpus_tokens import Ahead
 
 
 class RetrieverContext:
@@ -129,6 +130,9 @@ class Workbench:
         self._building: list[str] = []
         self._sources: dict[str, list[Memo]] = {}
         self._tokens: dict[str, tuple[list[str], list[NDArray[np.int32]]]] = {}
+        self._ahead: dict[str, Ahead] = {}
+        self.planned: tuple[str, ...] = ()
+        """The retrievers this session will run (`Runner.plan`), whose corpus tokens may be made ahead."""
 
     def depth(self, name: str) -> int:
         """The deepest any configured consumer reads `name`: the session's depth, a hybrid's, a rerank's."""
@@ -138,17 +142,58 @@ class Workbench:
     def corpus_tokens(self, key: str) -> tuple[list[str], list[NDArray[np.int32]]]:
         """(vocabulary, token ids per chunk, chunks by id) by tokenizer `key`, once per session, through the cache."""
         if key not in self._tokens:
-            self._tokens[key] = self.tokens([chunk.text for chunk in sorted(self.chunks, key=lambda c: c.id)], key)
+            self._tokens[key] = self.tokens(self._corpus_texts(), key)
         return self._tokens[key]
+
+    def _corpus_texts(self) -> list[str]:
+        return [chunk.text for chunk in sorted(self.chunks, key=lambda c: c.id)]
 
     def tokens(self, texts: Sequence[str], key: str) -> tuple[list[str], list[NDArray[np.int32]]]:
         """(vocabulary, token ids per text) by tokenizer `key`, through the cache: its namespace is the
         tokenizer's (and its user dictionary's digest), so two tokenizers never share an entry."""
-        from ..retrievers.corpus_tokens import cached_tokens, tokenizer_id
+        from ..retrievers.corpus_tokens import cached_tokens
 
-        namespace = self.resources.cache.namespace("tokens", tokenizer_id(key), dtype="<i4")
         with self.resources.phases.phase("tokenizing"):
-            return cached_tokens(texts, key, namespace, self.config.workers)
+            return cached_tokens(texts, key, self._token_namespace(key), self.config.workers, self._ahead.get(key))
+
+    def _token_namespace(self, key: str) -> Namespace:
+        from ..retrievers.corpus_tokens import tokenizer_id
+
+        return self.resources.cache.namespace("tokens", tokenizer_id(key), dtype="<i4")
+
+    def tokenize_ahead(self) -> None:
+        """Start tokenizing the corpus and the questions for the planned retrievers that read corpus
+        tokens, on a forked process, before the corpus is embedded (`Resources.before_embedding`):
+        a cold run then does both at once. Nothing starts when their tokens are cached."""
+        from ..retrievers.corpus_tokens import tokenize_ahead
+
+        for key in self._corpus_tokenizers():
+            if key in self._ahead or key in self._tokens:
+                continue
+            texts = [*self._corpus_texts(), *(asked(question).query for question in self.questions)]
+            with self.resources.phases.phase("tokenizing"):
+                started = tokenize_ahead(texts, key, self._token_namespace(key), self.config.workers)
+            if started is not None:
+                self._ahead[key] = started
+
+    def _corpus_tokenizers(self) -> list[str]:
+        """The tokenizer keys whose corpus tokens the planned retrievers (and their sources) read."""
+        specs = {spec.name: spec for spec in self.config.retrievers}
+        wanted, seen, keys = list(self.planned), set[str](), list[str]()
+        while wanted:
+            name = wanted.pop(0)
+            if name in seen or name not in specs:
+                continue
+            seen.add(name)
+            spec = specs[name]
+            wanted.extend(spec.sources)
+            declared = getattr(spec.module, "corpus_tokenizers", None)
+            try:
+                found = declared(spec.params, self.config.tokenizer, self.config.root) if declared else []
+            except RagError:
+                continue  # the build names what is wrong
+            keys.extend(key for key in found if key not in keys)
+        return keys
 
     def read_by(self, consumer: str, source: Memo) -> None:
         """Remember that `consumer` reads `source`, so that prefetching it fills the source first."""
@@ -180,6 +225,9 @@ class Workbench:
         return memo
 
     def close(self) -> None:
+        for ahead in self._ahead.values():
+            ahead.stop()
+        self._ahead.clear()
         for retriever in self._built.values():
             if isinstance(retriever, Closing):
                 retriever.close()
