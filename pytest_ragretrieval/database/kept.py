@@ -30,6 +30,7 @@ from typing import IO, TYPE_CHECKING, Any
 from ..core.optional import absent, need
 from ..files.paths import write_atomic
 from . import leftovers
+from .spare import Spare
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -59,6 +60,8 @@ class Kept:
     key: str
     handle: IO[str]
     schema: str | None
+    spare: Spare | None = None
+    """A data folder `initdb` made while the corpus was embedded (see database.spare), taken when this holds none."""
 
     @property
     def data(self) -> Path:
@@ -82,7 +85,10 @@ class Kept:
         one's `initdb`, seconds on a busy machine.
         """
         if not (self.data / "PG_VERSION").is_file():
-            _initdb(self.data)
+            if self.spare is not None and self.spare.take(self.data):
+                _traversable(self.data)
+            else:
+                initdb(self.data)
         (self.data / ".handle_pids.json").unlink(missing_ok=True)
         self.sockets.mkdir(exist_ok=True)
         if _system_user() is not None:
@@ -117,7 +123,13 @@ def _open_to_postgres(sockets: Path) -> None:
     """As root, Postgres runs as `pgserver`: it must reach and write the socket folder (pgserver opens
     the folders above its own the same way)."""
     sockets.chmod(0o777)
-    for folder in sockets.parents:
+    _traversable(sockets)
+
+
+def _traversable(path: Path) -> None:
+    """Every folder above `path` readable and searchable by others, as pgserver's `initdb` leaves
+    those above a data folder (Postgres runs as `pgserver` when we are root)."""
+    for folder in path.parents:
         mode = folder.stat().st_mode
         if mode & 0o055 != 0o055:
             folder.chmod(mode | 0o055)
@@ -172,7 +184,7 @@ def _pg_ctl(data: Path, args: list[str], until: str | None) -> None:
             raise RuntimeError(f"pg_ctl {args[-1]} failed: {said[-1] if said else f'exit status {code}'}")
 
 
-def _initdb(data: Path) -> None:
+def initdb(data: Path) -> None:
     """pgserver's `initdb`, as its server would run it (as root: making the `pgserver` user, who owns the folder)."""
     import warnings
     from types import SimpleNamespace
@@ -215,9 +227,10 @@ def key(chunks: Sequence[Chunk], stored: numpy.ndarray, index: IndexSettings) ->
     return digest.hexdigest()
 
 
-def claim(cache_dir: Path, digest: str) -> Kept | None:
+def claim(cache_dir: Path, digest: str, spare: Spare | None = None) -> Kept | None:
     """The folder of `digest`, locked by this run, wiped unless trusted; None when another run holds
-    it, the cache folder cannot be written, or locks do not exist here (Windows)."""
+    it, the cache folder cannot be written, or locks do not exist here (Windows). `spare`: what its
+    start takes instead of running `initdb` (the caller discards it when this returns None)."""
     try:
         import fcntl
     except ImportError:
@@ -244,7 +257,7 @@ def claim(cache_dir: Path, digest: str) -> Kept | None:
         handle.close()
         return None
     _prune(root, folder)
-    return Kept(folder, digest, handle, schema)
+    return Kept(folder, digest, handle, schema, spare)
 
 
 def _trusted(folder: Path, digest: str) -> str | None:

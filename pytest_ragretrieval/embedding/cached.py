@@ -97,6 +97,12 @@ class CachedEmbedder:
         rows = {text: number for number, text in enumerate(unique)}
         return matrix[[rows[text] for text in texts]]
 
+    def misses(self, texts: Sequence[str], side: Side = "passage") -> int:
+        """How many distinct texts `embed` would send to the model, known before it sends any."""
+        texts = self.embedder.bound(list(texts), side) if isinstance(self.embedder, Bounded) else list(texts)
+        key = self.embedder.prompts.key
+        return len(self.namespace.absent([key(text, side) for text in dict.fromkeys(texts)]))
+
     def _probe(self, unique: list[str], missing: set[int], matrix: np.ndarray, side: Side) -> None:
         """Once per session, when an in-process model runs anyway and the cache also answered: embed the
         first cached text again and warn when this CPU computes it differently (by more than DRIFT), since
