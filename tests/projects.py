@@ -243,3 +243,12 @@ def cache_keys(cache: Path, kind: str) -> set[bytes]:
 def cache_files(cache: Path) -> dict[Path, tuple[int, int]]:
     """Each file of a cache with its inode and modification time: any rewrite changes them."""
     return {path: (path.stat().st_ino, path.stat().st_mtime_ns) for path in sorted(cache.rglob("*")) if path.is_file()}
+
+
+def without_timings(path: Path) -> dict[str, Any]:
+    """A `--rag-json` file without what is measured in time (the phases, each retriever's latency)."""
+    found: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    found.pop("phases", None)
+    for entry in found["retrievers"].values():
+        entry.pop("latency_ms")
+    return found

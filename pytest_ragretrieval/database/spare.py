@@ -18,7 +18,7 @@ from functools import partial
 from pathlib import Path
 
 from ..files.paths import write_atomic
-from ..retrievers.parallel import Child, ChildFailed, fork, forkable, result
+from ..retrievers.parallel import BESIDE, Child, ChildFailed, fork, forkable, result
 
 FOLDER = "spare-databases"
 SECONDS = 120.0
@@ -68,7 +68,7 @@ def prepare(cache_dir: Path, initdb: Callable[[Path], None]) -> Spare | None:
             write_atomic(root / ".gitignore", "# initdb'd folders a run prepares, never committed\n*\n")
     except OSError:
         return None
-    return Spare(folder, fork(partial(_made, initdb, folder / "data")), time.monotonic() + SECONDS)
+    return Spare(folder, fork(partial(_made, initdb, folder / "data"), nice=BESIDE), time.monotonic() + SECONDS)
 
 
 def _made(initdb: Callable[[Path], None], data: Path) -> bytes:

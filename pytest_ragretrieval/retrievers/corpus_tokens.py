@@ -23,7 +23,19 @@ import numpy as np
 
 from ..cache.store import Namespace
 from ..core.errors import RagError
-from .parallel import Child, ChildFailed, Measured, cpu_times, fork, forkable, idle_cores, processes, result, stop
+from .parallel import (
+    BESIDE,
+    Child,
+    ChildFailed,
+    Measured,
+    cpu_times,
+    fork,
+    forkable,
+    idle_cores,
+    processes,
+    result,
+    stop,
+)
 from .tokens import describe, steps, tokenizer
 
 RULE = "tokens 1"
@@ -70,7 +82,13 @@ class Ahead:
         if self._answer is None:
             return None
         vocabulary, by_text = self._answer
-        return (*_used(vocabulary, [by_text[text] for text in misses]), misses)
+        rows = [by_text[text] for text in misses]
+        if self.sent[:len(misses)] == tuple(misses):
+            # the first texts it was given (the corpus, before the questions): their words are the
+            # vocabulary's first ones, numbered in order of first use already
+            every = np.concatenate([*rows, np.zeros(1, dtype=np.int32)])
+            return vocabulary[:int(every.max()) + 1] if every.size > 1 else [], rows, misses
+        return (*_used(vocabulary, rows), misses)
 
     def stop(self) -> None:
         """Kill the process when its answer was never read (nothing needed it)."""
@@ -122,7 +140,7 @@ def tokenize_ahead(texts: Sequence[str], name: str, namespace: Namespace, worker
     misses = [unique[i] for i in namespace.absent(unique)]
     if not misses:
         return None
-    child = fork(partial(_ahead, name, misses, workers - 1))
+    child = fork(partial(_ahead, name, misses, workers - 1), nice=BESIDE)
     return Ahead(misses, child, time.monotonic() + BUDGET + _size(misses) / SLOWEST)
 
 
@@ -158,6 +176,9 @@ def _used(words: list[str], rows: list[np.ndarray]) -> tuple[list[str], list[np.
 def _merged(vocabulary: list[str], parts: list[Part]) -> tuple[list[str], dict[str, np.ndarray]]:
     """The parts' token ids in one vocabulary that extends `vocabulary`, each new word numbered at
     its first use in part order: the same whatever the split."""
+    if not vocabulary and len(parts) == 1:  # numbered in order of first use already
+        words, batch, part = parts[0]
+        return list(words), dict(zip(part, batch, strict=True))
     merged: defaultdict[str, int] = defaultdict(None, ((token, number) for number, token in enumerate(vocabulary)))
     merged.default_factory = merged.__len__  # a word not seen yet gets the next number
     fresh: dict[str, np.ndarray] = {}
@@ -171,6 +192,8 @@ def _own_vocabulary(entries: dict[str, np.ndarray], vocabulary: list[str]) -> tu
     """The entries renumbered into the vocabulary they use, so the pack holds no stranger's tokens."""
     every = np.concatenate([*entries.values(), np.zeros(0, dtype=np.int32)])
     used = np.flatnonzero(np.bincount(every, minlength=len(vocabulary))).astype(np.int32)  # np.unique, without a sort
+    if used.size == len(vocabulary):
+        return entries, vocabulary
     renumber = np.zeros(len(vocabulary), dtype=np.int32)
     renumber[used] = np.arange(used.size, dtype=np.int32)
     return {text: renumber[ids] for text, ids in entries.items()}, [vocabulary[i] for i in used.tolist()]

@@ -19,6 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
 
+BESIDE = 3
+"""The niceness a process doing work ahead (tokens, `initdb`) adds to the gate's: the gate is
+embedding meanwhile, which is on the run's path; what the process makes is needed only later."""
 MIN_SHARE = 0.5
 """Seconds of work each process must get. Forking and handing the result back take milliseconds;
 the margin covers a speed estimate made on the first texts and a core that gets busy meanwhile."""
@@ -104,8 +107,10 @@ class Child:
     fd: int
 
 
-def fork(task: Callable[[], bytes]) -> Child:
-    """A child process running `task` on what this one holds now, its bytes coming back through a pipe."""
+def fork(task: Callable[[], bytes], nice: int = 0) -> Child:
+    """A child process running `task` on what this one holds now, its bytes coming back through a pipe;
+    `nice`: how much lower its priority is than this one's (work done beside this one's own, which
+    must not slow it)."""
     read, write = os.pipe()
     with warnings.catch_warnings():
         # Python 3.12+ warns about any thread, BLAS's idle pool included; cpu_times already
@@ -113,12 +118,12 @@ def fork(task: Callable[[], bytes]) -> Child:
         warnings.simplefilter("ignore", DeprecationWarning)
         pid = os.fork()
     if pid == 0:
-        _child(task, read, write)
+        _child(task, read, write, nice)
     os.close(write)
     return Child(pid, read)
 
 
-def _child(task: Callable[[], bytes], read: int, write: int) -> NoReturn:
+def _child(task: Callable[[], bytes], read: int, write: int, nice: int) -> NoReturn:
     """Runs in the child: the parent's signal handlers (the gate's cleanup) and its garbage
     collector (which would touch, and so copy, every page) are off; it leaves by os._exit, so no
     atexit hook or finalizer of the parent's (a database connection's goodbye) runs here."""
@@ -128,6 +133,8 @@ def _child(task: Callable[[], bytes], read: int, write: int) -> NoReturn:
         for number in (signal.SIGINT, signal.SIGTERM):
             signal.signal(number, signal.SIG_DFL)
         gc.disable()
+        if nice:
+            os.nice(nice)
         data = b"\0" + task()
         code = 0
     except BaseException as exc:  # noqa: BLE001 - everything goes back to the parent as one line

@@ -4,23 +4,13 @@ merge gives the unsharded run's results."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
-from typing import Any
 
 import pytest
-from projects import RUN, retriever, write_e2e_project
+from projects import RUN, retriever, without_timings, write_e2e_project
 
 from pytest_ragretrieval.cli import main
 
 pytestmark = pytest.mark.usefixtures("minilm")
-
-
-def without_timings(path: Path) -> dict[str, Any]:
-    found: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-    found.pop("phases", None)
-    for entry in found["retrievers"].values():
-        entry.pop("latency_ms")
-    return found
 
 
 def test_vector_shards_merged_are_one_run(pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]) -> None:

@@ -6,10 +6,9 @@ import json
 import re
 import shutil
 from pathlib import Path
-from typing import Any
 
 import pytest
-from projects import RUN, one_line_error, retriever, write_project
+from projects import RUN, one_line_error, retriever, without_timings, write_project
 
 from pytest_ragretrieval.cli import main
 
@@ -29,14 +28,6 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
     text = (pytester.path / "pyproject.toml").read_text(encoding="utf-8").replace(RETRIEVERS, worse)
     (pytester.path / "pyproject.toml").write_text(text, encoding="utf-8")
     return pytester
-
-
-def without_timings(path: Path) -> dict[str, Any]:
-    found: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-    found.pop("phases", None)
-    for entry in found["retrievers"].values():
-        entry.pop("latency_ms")
-    return found
 
 
 def report(path: Path) -> str:

@@ -188,3 +188,13 @@ def test_a_killed_child_says_how_it_ended_and_a_late_one_is_killed() -> None:
         parallel.result(slow, time.monotonic() + 0.2)
     with pytest.raises(ProcessLookupError):
         os.kill(slow.pid, 0)
+
+
+def test_a_process_doing_work_ahead_runs_at_a_lower_priority() -> None:
+    """The gate embeds meanwhile, which is on the run's path: the forked process yields to it."""
+    later = time.monotonic() + 60
+    own = os.nice(0)
+    assert parallel.result(parallel.fork(lambda: str(os.nice(0)).encode()), later) == str(own).encode()
+    assert parallel.result(parallel.fork(lambda: str(os.nice(0)).encode(), nice=parallel.BESIDE), later) == (
+        str(min(19, own + parallel.BESIDE)).encode()
+    )
