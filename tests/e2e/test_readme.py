@@ -31,7 +31,7 @@ def test_readme_opens_with_the_two_set_up_commands() -> None:
     assert install_and_gate == (
         'python3 -m venv .venv && .venv/bin/pip install -e ".[pgvector,e5]" && .venv/bin/pytest --rag-eval -m rag_eval')
     assert "torch" not in install_and_gate and "dev" not in install_and_gate
-    assert tests == '.venv/bin/pip install torch==2.13.0 -e ".[dev]" && .venv/bin/pytest --durations=25'
+    assert tests == '.venv/bin/pip install torch==2.13.0 -e ".[dev]" && .venv/bin/pytest -n auto --durations=25'
 
 
 def test_the_first_commands_extras_bring_no_torch() -> None:
