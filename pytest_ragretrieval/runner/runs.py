@@ -150,4 +150,7 @@ class Runner:
         self.bench.close()
 
     def close(self) -> None:
+        """Everything, whatever `finish` got to: an interrupted run (SIGINT, SIGTERM) comes here without it,
+        and a process still tokenizing ahead must not outlive the gate."""
+        self.bench.close()
         self.resources.close()

@@ -13,11 +13,14 @@ import pytest
 from pytest_ragretrieval.cache.store import Cache, Namespace
 from pytest_ragretrieval.config.settings import load_config
 from pytest_ragretrieval.core.errors import RagError
+from pytest_ragretrieval.core.progress import PlainOutput
+from pytest_ragretrieval.core.timing import Phases
 from pytest_ragretrieval.evalset.records import Chunk, Question
 from pytest_ragretrieval.retrievers import corpus_tokens as module
 from pytest_ragretrieval.retrievers.corpus_tokens import Ahead, cached_tokens, tokenize_ahead, tokenizer_id
 from pytest_ragretrieval.retrievers.tokens import tokenizer
 from pytest_ragretrieval.runner.resources import Resources
+from pytest_ragretrieval.runner.runs import Runner
 from pytest_ragretrieval.runner.workbench import Workbench
 
 CORPUS = [f"{text}，第{i}条" for i, text in enumerate(
@@ -185,3 +188,16 @@ def test_the_resources_call_the_hook_before_they_embed(tmp_path: Path) -> None:
     with pytest.raises(RagError):
         made.resources.database  # noqa: B018 - starting it embeds the corpus first
     assert calls == ["ahead"]
+
+
+def test_closing_the_runner_without_finishing_kills_the_process(tmp_path: Path) -> None:
+    """SIGINT and SIGTERM reach `close` without `finish`: a process tokenizing ahead must not outlive the gate."""
+    made = bench(tmp_path, ())
+    runner = Runner(made.config, made.chunks, made.questions, db_mode="embedded", dsn=None, cache_mode="readwrite",
+                    phases=Phases(), out=PlainOutput())
+    runner.plan(["bm25"])
+    runner.bench.tokenize_ahead()
+    pid = child_pid(runner.bench._ahead["jieba"])  # noqa: SLF001
+    runner.close()
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
