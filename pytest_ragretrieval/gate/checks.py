@@ -93,19 +93,29 @@ def drop_lines(found: list[Drop], edited: Mapping[str, Sequence[str]] | None = N
 
 
 def unjudged_line(
-    found: list[Drop], result: RetrieverResult, judged: Mapping[str, Collection[str]], k: int
+    found: list[Drop], result: RetrieverResult, judged: Mapping[str, Collection[str]], k: int,
+    before: Mapping[str, RecordedQuestion] | None = None, ann_recall: float | None = None,
 ) -> list[str]:
-    """`3 of the 4 questions that dropped rank unjudged chunks in the top 5: ...`: a drop whose new top k
-    holds chunks nobody judged may be a false miss (a relevant chunk nobody labelled), not a regression."""
+    """`3 of the 4 questions that dropped rank unjudged chunks new to their top 5: ...`: a drop whose new
+    top k holds chunks nobody judged, and which its baseline top k (`before`) did not hold, may be a false
+    miss (a relevant chunk nobody labelled), not a regression. Nothing when the ANN index lost results
+    (`ann_recall` measured and below 1): that is a real loss, not a labelling problem."""
+    if ann_recall is not None and ann_recall < 1.0 - EPSILON:
+        return []
     rankings = {question.id: question.ranking for question in result.questions}
-    count = sum(1 for drop in found if drop.question in judged
-                and any(cid not in judged[drop.question] for cid in rankings.get(drop.question, ())[:k]))
+    before = before or {}
+
+    def new_unjudged(qid: str) -> bool:
+        old = before[qid].ranking[:k] if qid in before else ()
+        return any(cid not in judged[qid] and cid not in old for cid in rankings.get(qid, ())[:k])
+
+    count = sum(1 for drop in found if drop.question in judged and new_unjudged(drop.question))
     if not count:
         return []
     questions = "the question that dropped ranks" if len(found) == 1 else \
         f"all {count} questions that dropped rank" if count == len(found) else \
         f"{count} of the {len(found)} questions that dropped rank"
-    return [f"{questions} unjudged chunks in the top {k}: possibly false misses; see `ragretrieval pool`"]
+    return [f"{questions} unjudged chunks new to their top {k}: possibly false misses; see `ragretrieval pool`"]
 
 
 def compare(
@@ -181,6 +191,8 @@ class MetricCheck:
     """Question id -> its gold chunks whose text was edited since the baseline (`baseline/gold.py`)."""
     judged: Mapping[str, Collection[str]] = field(default_factory=dict, hash=False)
     """Each question's judged chunk ids (any grade), for the line on unjudged chunks in a drop's top k."""
+    ann_recall: float | None = None
+    """The lowest ANN recall measured for the retriever (or its sources); None where none was measured."""
 
     def evaluate(self, recorded: Recorded, result: RetrieverResult, comparison: Comparison | None = None,
                  comparable: Collection[str] | None = None) -> Outcome:
@@ -218,17 +230,18 @@ class MetricCheck:
             test = self._test_text(comparison)
             if comparison.p_value is not None and comparison.p_value >= self.alpha:
                 return Outcome(True, f"{head}, but the drop is not significant ({test})", (), comparison)
-            return Outcome(False, f"{head}; {test}", self._drop_details(found, result), comparison)
+            return Outcome(False, f"{head}; {test}", self._drop_details(found, result, recorded), comparison)
         if fell:
-            return Outcome(False, head, self._drop_details(found, result), comparison)
+            return Outcome(False, head, self._drop_details(found, result, recorded), comparison)
         tested = f"; {self.significance} test {p_text(comparison)}" if comparison.p_value is not None else ""
         return Outcome(
             True, f"{label} of {self.retriever!r}: {fmt(after)} ({signed(after - before)} against {fmt(before)})"
             f"{scope}{changed}{tested}", (), comparison,
         )
 
-    def _drop_details(self, found: list[Drop], result: RetrieverResult) -> tuple[str, ...]:
-        unjudged = [] if self.spec.on_no_answer else unjudged_line(found, result, self.judged, self.spec.k)
+    def _drop_details(self, found: list[Drop], result: RetrieverResult, recorded: Recorded) -> tuple[str, ...]:
+        unjudged = [] if self.spec.on_no_answer else unjudged_line(
+            found, result, self.judged, self.spec.k, recorded.questions, self.ann_recall)
         return (*drop_lines(found, self.edited), *unjudged)
 
     def _test_text(self, comparison: Comparison) -> str:

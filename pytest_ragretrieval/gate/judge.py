@@ -300,9 +300,22 @@ class Judge:
         check = MetricCheck(
             name, metric, self.config.tolerance.for_metric(metric), self.config.significance,
             self.config.alpha, self.changes(name), edited=by_question(self.edited_gold()),
-            judged={q.id: frozenset(q.relevance) for q in self.questions},
+            judged={q.id: frozenset(q.relevance) for q in self.questions}, ann_recall=self.ann_recall(name),
         )
         return check.evaluate(bar, run.result, self.comparison(name, label), found.questions.comparable)
+
+    def ann_recall(self, name: str) -> float | None:
+        """The lowest `ann_recall@k` measured for `name` and the retrievers it reads (the config refuses
+        cycles); None where none was measured."""
+        sources = {spec.name: spec.sources for spec in self.config.retrievers}
+        names, found = [name], list[float]()
+        while names:
+            current = names.pop()
+            run = self.runs.get(current)
+            if run is not None:
+                found += [value for label, value in run.diagnostics.items() if label.startswith("ann_recall@")]
+            names += sources.get(current, ())
+        return min(found) if found else None
 
     def missing_baseline(self) -> list[str]:
         """The one line a gate run without a baseline fails with, its items skipped each with one short

@@ -118,7 +118,7 @@ def test_a_drop_whose_new_top_k_holds_unjudged_chunks_is_named_a_possible_false_
     judged_ids = {"q1": {"a"}, "q2": {"a", "b"}, "q3": {"a"}}
     outcome = MetricCheck("r", spec, 0.0, judged=judged_ids).evaluate(old, new)
     assert not outcome.passed
-    assert outcome.lines[-1] == ("1 of the 2 questions that dropped rank unjudged chunks in the top 2: "
+    assert outcome.lines[-1] == ("1 of the 2 questions that dropped rank unjudged chunks new to their top 2: "
                                  "possibly false misses; see `ragretrieval pool`")
     fully = MetricCheck("r", spec, 0.0, judged={**judged_ids, "q1": {"a", "x"}}).evaluate(old, new)
     assert fully.lines[-1] == "  q2: 1.0000 -> 0.6300 (-0.3700)"
@@ -131,9 +131,9 @@ def test_when_every_question_that_dropped_ranks_unjudged_chunks_the_line_says_al
     result = RetrieverResult("r", {}, {}, (QuestionResult("q1", ("x",), {}), QuestionResult("q2", ("y", "a"), {})), 0, 0)
     found = [Drop("q1", 1.0, 0.0), Drop("q2", 1.0, 0.5)]
     assert unjudged_line(found, result, {"q1": {"a"}, "q2": {"a"}}, 5) == [
-        "all 2 questions that dropped rank unjudged chunks in the top 5: possibly false misses; see `ragretrieval pool`"]
+        "all 2 questions that dropped rank unjudged chunks new to their top 5: possibly false misses; see `ragretrieval pool`"]
     assert unjudged_line(found[:1], result, {"q1": {"a"}}, 5) == [
-        "the question that dropped ranks unjudged chunks in the top 5: possibly false misses; see `ragretrieval pool`"]
+        "the question that dropped ranks unjudged chunks new to their top 5: possibly false misses; see `ragretrieval pool`"]
     assert unjudged_line(found, result, {"q1": {"x"}, "q2": {"a", "y"}}, 5) == []
 
 
@@ -149,3 +149,19 @@ def test_judged_is_shown_always_and_gated_when_listed(tmp_path: Path, metrics: s
     config = load_config(str(tmp_path / "rag.toml"), tmp_path)
     assert [spec.label for spec in config.shown] == shown
     assert [spec.label for spec in config.metrics] == shown[:2]
+
+
+def test_the_false_miss_line_needs_unjudged_chunks_new_to_the_top_k_and_no_ann_loss() -> None:
+    """Every failure said "possibly false misses", a real ANN loss (ann_recall 0.40) included, and an
+    unjudged chunk the baseline's top k already held counted too (issue 44)."""
+    from pytest_ragretrieval.baseline.format import RecordedQuestion
+    from pytest_ragretrieval.gate.checks import Drop, unjudged_line
+    from pytest_ragretrieval.scoring.evaluate import QuestionResult, RetrieverResult
+
+    result = RetrieverResult("r", {}, {}, (QuestionResult("q1", ("x", "a"), {}),), 0, 0)
+    found, judged = [Drop("q1", 1.0, 0.5)], {"q1": {"a"}}
+    line = ["the question that dropped ranks unjudged chunks new to their top 5: possibly false misses; "
+            "see `ragretrieval pool`"]
+    assert unjudged_line(found, result, judged, 5, {"q1": RecordedQuestion(("a",), {})}, 1.0) == line
+    assert unjudged_line(found, result, judged, 5, {"q1": RecordedQuestion(("a",), {})}, 0.4) == []
+    assert unjudged_line(found, result, judged, 5, {"q1": RecordedQuestion(("a", "x"), {})}) == []
