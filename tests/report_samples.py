@@ -1,9 +1,9 @@
 """A small, fully populated report input for the renderer tests (Markdown, HTML, GitHub output)."""
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
-from pytest_ragretrieval.gate.report import UNAVAILABLE
 from pytest_ragretrieval.record.report import (
     ChunkView,
     Failure,
@@ -12,6 +12,10 @@ from pytest_ragretrieval.record.report import (
     RetrieverView,
 )
 from pytest_ragretrieval.record.types import Comparison, PairComparison
+
+
+CJK = re.compile("[\u2e80-\u2fff\u3000-\u303f\u3040-\u9fff\uac00-\ud7af\uf900-\ufaff\ufe30-\ufe4f\uff00-\uffef]")
+"""Any CJK character, full-width punctuation included: what an English-only report must not hold."""
 
 
 def sample_input() -> ReportInput:
@@ -49,7 +53,8 @@ def sample_input() -> ReportInput:
         k=5, metrics=labels,
         definitions={"precision@5": "relevant chunks in the top k / k", "ndcg@5": "DCG@k / ideal DCG@k"},
         questions=questions, chunks=chunks, retrievers=(ran, skipped),
-        embedder="sentence-transformers:all-MiniLM-L6-v2", rerankers=("BAAI/bge-reranker-base" + UNAVAILABLE,),
+        embedder="sentence-transformers:all-MiniLM-L6-v2", rerankers=("BAAI/bge-reranker-base",),
+        unavailable_rerankers=("BAAI/bge-reranker-base",),
         database="embedded: PostgreSQL 16.2, pgvector 0.6.2", baseline_path="baselines/retrieval.json",
         comparable=True, notes=("the eval set has 2 answerable questions, fewer than 20",),
         failures=(Failure("rag::hybrid::ndcg@5", "hybrid", "ndcg@5", "ndcg@5 of 'hybrid' fell from 0.8500 to 0.7500"),),

@@ -28,6 +28,9 @@ INDEX_KINDS: tuple[IndexKind, ...] = ("exact", "hnsw")
 DbMode = Literal["auto", "docker", "embedded", "url"]
 """`db`, `--rag-db`: where the database comes from (`auto` picks one of the others)."""
 DB_MODES: tuple[DbMode, ...] = ("auto", "docker", "embedded", "url")
+ReportLanguage = Literal["both", "en"]
+REPORT_LANGUAGES: tuple[ReportLanguage, ...] = ("both", "en")
+"""`report_language`: the reports' headings in Chinese then English (the default), or English alone."""
 SIGNIFICANCE: tuple[Significance, ...] = ("none", "randomization", "bootstrap")
 ADJUSTMENTS: tuple[Adjustment, ...] = ("maxt", "holm", "none")
 """How the p-values of the session's metric items are adjusted together (see `Judge.family`)."""
@@ -105,6 +108,9 @@ class Config:
     """Reuse a seeded embedded database kept under the cache folder while its inputs are unchanged."""
     reuse_rankings: bool = True
     """Reuse a retriever's cached rankings (and latency) while every input is unchanged (runner/reuse.py)."""
+    report_language: ReportLanguage = "both"
+    tokenizer_set: bool = False
+    """Whether the config names `tokenizer` (unset, jieba cuts the corpus: an English one is told so)."""
     team_corpus: TeamCorpus | None = None
     """Where the chunks come from when the config names no chunks file (see retrievers.table)."""
 
@@ -342,6 +348,8 @@ def load_config(config_option: str | None, rootpath: Path) -> Config:
         workers=table.integer("workers", cores(), minimum=1),
         keep_database=table.boolean("keep_database", True),
         reuse_rankings=table.boolean("reuse_rankings", True),
+        report_language=table.choice("report_language", "both", REPORT_LANGUAGES),
+        tokenizer_set=table.has("tokenizer"),
     )
     config = replace(config, compare=_compare(table, {spec.name for spec in config.retrievers}))
     if config.chunks is None:

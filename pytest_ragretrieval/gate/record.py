@@ -20,6 +20,7 @@ from ..record.types import (
     Counterpart,
     Failure,
     LabelToReview,
+    Language,
     Latency,
     Method,
     Question,
@@ -96,7 +97,8 @@ def run_record(
             shown=tuple(spec.label for spec in config.shown if spec in config.metrics or any(
                 run.result is not None and spec.label in run.result.metrics for run in runs.values())),
             gated=tuple(spec.label for spec in config.metrics), alpha=config.alpha,
-            min_questions=config.min_questions, pair_method=Method(pairs.method), baseline=display(config.baseline)),
+            min_questions=config.min_questions, pair_method=Method(pairs.method), baseline=display(config.baseline),
+            language=Language(config.report_language)),
     )
 
 

@@ -13,16 +13,14 @@ from ..record.report import Described
 from ..scoring.evaluate import Run
 from .judge import baseline_questions, comparable_notes, small_set_notes
 
-UNAVAILABLE = "（不可用 / unavailable）"
-"""After a reranker's model in the configuration, when its retriever could not run here."""
-
 
 def described(config: Config, runs: Mapping[str, Run], embedder: str, database: str) -> Described:
     """The run's descriptions beside its record: the embedder, the database, and the configured rerankers
-    (marked unavailable when their retriever could not run here)."""
-    return Described(embedder, database, tuple(
-        found + (UNAVAILABLE if spec.name in runs and runs[spec.name].skipped is not None else "")
-        for spec in config.retrievers if (found := spec.module.details(spec.params).get("reranker")) is not None))
+    (those whose retriever could not run here named apart)."""
+    found = [(spec.name, model) for spec in config.retrievers
+             if (model := spec.module.details(spec.params).get("reranker")) is not None]
+    skipped = [model for name, model in found if name in runs and runs[name].skipped is not None]
+    return Described(embedder, database, tuple(model for _, model in found), tuple(skipped))
 
 
 def header_lines(config: Config, chunks: Sequence[Chunk], questions: Sequence[Question], baseline: Baseline | None,

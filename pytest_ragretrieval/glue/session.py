@@ -218,7 +218,9 @@ class RagSession:
         """The one output of judging (once every item is judged): what `--rag-json` writes and every
         report is a view of."""
         if self._record is None:
-            self._record = run_record(self.config, self.judge.fingerprint, self.runs, self.judge, self.failures)
+            found = run_record(self.config, self.judge.fingerprint, self.runs, self.judge, self.failures)
+            reused = tuple(sorted(self._runner.reused)) if self._runner is not None else ()
+            self._record = structs.replace(found, reused=reused or UNSET)
         return self._record
 
     def report_input(self) -> ReportInput:
@@ -238,9 +240,7 @@ class RagSession:
             if self.runs and self.options.shard is None and (self.options.reports or in_github_actions()):
                 self._report(self.report_input())
         if self.options.json_path is not None and self.runs and self.options.shard is None:
-            reused = tuple(sorted(self.runner.reused)) or UNSET
-            self._write(self.options.json_path, encode(structs.replace(
-                self.record(), phases=self.phases.rounded(), reused=reused)))
+            self._write(self.options.json_path, encode(structs.replace(self.record(), phases=self.phases.rounded())))
         if self.options.update and self.runs:
             plan = baseline_update(
                 self.config, self.baseline, self.judge.fingerprint, self.runs, self.selected, self.judge

@@ -67,6 +67,8 @@ class Described:
     embedder: str = ""
     database: str = ""
     rerankers: tuple[str, ...] = ()
+    unavailable_rerankers: tuple[str, ...] = ()
+    """Those among `rerankers` whose retriever could not run here."""
 
 
 @dataclass(frozen=True)
@@ -93,6 +95,9 @@ class ReportInput:
     baseline_path: str
     comparable: bool
     notes: tuple[str, ...] = ()
+    """Warnings: what needs the reader's attention."""
+    info: tuple[str, ...] = ()
+    """Notes that need no action (rankings reused from a cached run)."""
     failures: tuple[Failure, ...] = ()
     pairs: tuple[PairComparison, ...] = ()
     """Comparisons between configurations (a against b, per metric)."""
@@ -115,6 +120,10 @@ class ReportInput:
     """Whether the baseline's yardstick is this run's; None without a baseline to compare with."""
     questions_changed: bool = False
     """Whether questions were added, removed or edited since the baseline."""
+    unavailable_rerankers: tuple[str, ...] = ()
+    """Those among `rerankers` whose retriever could not run here."""
+    language: str = "both"
+    """`report_language`: "both" (Chinese, then English) or "en" (English alone)."""
 
     @property
     def primary(self) -> str:

@@ -29,6 +29,6 @@ def schema(kind: str) -> dict[str, object]:
         for name in RUN_ONLY_PER_RETRIEVER:
             del entry["properties"][name]
         for name in ("Comparison", "PairComparison", "Failure", "Latency", "SinceBaseline", "LabelToReview",
-                     "Significance", "Adjustment", "Method", "Counterpart", "Settings"):
+                     "Significance", "Adjustment", "Method", "Counterpart", "Settings", "Language"):
             definitions.pop(name, None)
     return found

@@ -43,6 +43,13 @@ class Method(enum.StrEnum):
     BOOTSTRAP = "bootstrap"
 
 
+class Language(enum.StrEnum):
+    """The reports' language: Chinese then English, or English alone."""
+
+    BOTH = "both"
+    EN = "en"
+
+
 class Status(enum.StrEnum):
     """What an item of the gate reports."""
 
@@ -208,6 +215,8 @@ class Settings(Struct, frozen=True):
     min_questions: Count
     pair_method: Method
     baseline: str
+    language: Language = Language.BOTH
+    """`report_language`; results written before it held none are reported in both languages."""
 
 
 class Record(Struct, frozen=True):

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from ..core.values import fmt
 from ..record.report import ReportInput, RetrieverView
 from .markup import attrs, e, el, fmt2, number, void
-from .wording import HEADINGS, metric_cell, ran, width
+from .wording import heading, metric_cell, ran, unmarked, width
 
 PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac")
 PLOT_HEIGHT = 200.0
@@ -99,7 +99,7 @@ def chart(data: ReportInput) -> list[str]:
     legend_x = LEFT + plot_width + 16
     total_width = fmt2(legend_x + 24 + 7 * max(width(view.name) for view in views))
     total_height = fmt2(max(TOP + PLOT_HEIGHT + 32, TOP + LEGEND_STEP * len(views) + 8))
-    svg = (f"<svg{attrs(id='metrics-chart', role='img', aria_label=HEADINGS['metrics'])}"
+    svg = (f"<svg{attrs(id='metrics-chart', role='img', aria_label=heading(unmarked(data.language), 'metrics'))}"
            f'{attrs(width=total_width, height=total_height, viewBox=f"0 0 {total_width} {total_height}")}'
            f"{attrs(data_plot_height=fmt2(PLOT_HEIGHT))}>")
     return [svg, *chart_axis(plot_width), *chart_bars(data, views), *chart_legend(views, legend_x), "</svg>"]

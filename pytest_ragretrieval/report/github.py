@@ -12,7 +12,7 @@ from .markdown import (
     metrics_section,
     tags_section,
 )
-from .wording import TITLE, verdict
+from .wording import RESULT, TITLE, aside, colon, say, verdict
 
 SUMMARY_CHANGES = 10
 """Questions listed per retriever and direction in the job summary; the full report lists them all."""
@@ -27,12 +27,16 @@ def step_summary(data: ReportInput) -> str:
     question lists are cut at SUMMARY_CHANGES so a large eval set stays well under GitHub's 1 MiB
     per-step summary limit.
     """
-    comparable = "可比 / comparable" if data.comparable else "不可比或不存在 / missing or not comparable"
-    baseline = f"基线 / baseline {esc(data.baseline_path or '—')}（{comparable}）"
-    header = [f"# {TITLE}", "", f"结果 / result：{verdict(data)}", "",
-              f"k = {data.k} · {len(data.questions)} 题 / questions · {baseline}"]
-    if data.notes:
-        header += ["", *(f"- ⚠️ {esc(note)}" for note in data.notes)]
+    language = data.language
+    comparable = say(language, ("可比", "comparable") if data.comparable else
+                     ("不可比或不存在", "missing or not comparable"))
+    where = esc(data.baseline_path or "—")
+    baseline = f"{say(language, ('基线', 'baseline'))} {where}{aside(language, comparable)}"
+    header = [f"# {say(language, TITLE)}", "", f"{say(language, RESULT)}{colon(language)}{verdict(data)}", "",
+              f"k = {data.k} · {len(data.questions)} {say(language, ('题', 'questions'))} · {baseline}"]
+    if data.notes or data.info:
+        header += ["", *(f"- ⚠️ {esc(note)}" for note in data.notes),
+                   *(f"- ℹ️ {esc(note)}" for note in data.info)]
     sections = [header, metrics_section(data), conclusions_section(data), tags_section(data),
                 changes_section(data, SUMMARY_CHANGES),
                 failures_section(data)]

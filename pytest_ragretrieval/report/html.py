@@ -7,7 +7,9 @@ carries a stable id, class or data- attribute.
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+from dataclasses import replace
 
 from ..core.values import fmt, moved, p_value, signed
 from ..record.report import (
@@ -22,28 +24,43 @@ from .chart import chart
 from .html_pairs import conclusions, next_section, pairs, since
 from .markup import attrs, e, el, number
 from .wording import (
+    DEFINITIONS,
     DELTA_HINT,
     EMPTY,
-    HEADINGS,
+    MARKED,
     NO_ANSWER_HINT,
+    NONE,
+    NOTES,
+    RESULT,
     SIGNIFICANCE_HEADERS,
     TITLE,
+    WARNINGS,
+    ZH_CLOSE,
+    ZH_OPEN,
+    aside,
+    colon,
     config_items,
     diagnostic_meaning,
+    empty,
     format_ci,
     gold,
     has_significance,
+    heading,
     metric_cell,
     question_cell,
     ran,
+    say,
     significance_hint,
     status_text,
     tag_cell,
+    unmarked,
     verdict,
 )
 
 STYLE = """
-body { font-family: system-ui, "PingFang SC", "Microsoft YaHei", sans-serif; margin: 2rem; color: #222; }
+body { font-family: system-ui, "Noto Sans CJK SC", "Source Han Sans SC", "PingFang SC", "Hiragino Sans GB",
+  "Microsoft YaHei", "WenQuanYi Micro Hei", "Droid Sans Fallback", sans-serif; margin: 2rem; color: #222; }
+.no-cjk .zh { display: none; }
 table { border-collapse: collapse; margin: 0.5rem 0 1rem; }
 th, td { border: 1px solid #ccc; padding: 0.25rem 0.5rem; text-align: left; vertical-align: top; }
 dl#config { display: grid; grid-template-columns: max-content auto; gap: 0.2rem 1rem; }
@@ -89,21 +106,46 @@ def html_table(headers: Sequence[str], rows: Sequence[str], **values: object) ->
     return [f"<table{attrs(**values)}>", f"<thead><tr>{head}</tr></thead>", "<tbody>", *rows, "</tbody>", "</table>"]
 
 
-def section(key: str, body: Sequence[str]) -> list[str]:
-    return [f'<section id="{key}-section">', el("h2", e(HEADINGS[key])), *body, "</section>"]
+CJK_CHECK = """<script>
+(function () {
+  var canvas = document.createElement("canvas"), pen = canvas.getContext && canvas.getContext("2d");
+  if (!pen) { return; }
+  canvas.width = 48; canvas.height = 24;
+  function drawn(text) {
+    pen.clearRect(0, 0, 48, 24);
+    pen.font = "20px " + getComputedStyle(document.body).fontFamily;
+    pen.fillText(text, 2, 20);
+    return Array.prototype.join.call(pen.getImageData(0, 0, 48, 24).data);
+  }
+  if (drawn("\u4e2d") === drawn("\u6587")) { document.documentElement.classList.add("no-cjk"); }
+})();
+</script>"""
+"""Where no font draws CJK, two different characters come out as the same missing-glyph box: the page
+then hides the Chinese half of its bilingual words (`.no-cjk .zh`), leaving the English, never boxes.
+Without JavaScript the font stack above, with its CJK fallbacks, is all there is."""
+MARKS = re.compile(f"{ZH_OPEN}([^{ZH_OPEN}{ZH_CLOSE}<>]*){ZH_CLOSE}")
+
+
+def section(data: ReportInput, key: str, body: Sequence[str]) -> list[str]:
+    return [f'<section id="{key}-section">', el("h2", e(heading(data.language, key))), *body, "</section>"]
 
 
 def configuration(data: ReportInput) -> list[str]:
+    language = data.language
     items = [el("div", el("dt", e(label)) + el("dd", e(value)), data_key=key)
              for key, label, value in config_items(data)]
-    definitions = [el("li", el("code", e(label)) + "：" + e(data.definitions.get(label, "")), data_metric=label)
+    definitions = [el("li", el("code", e(label)) + e(colon(language)) + e(data.definitions.get(label, "")),
+                      data_metric=label)
                    for label in data.metrics]
-    body = ['<dl id="config">', *items, "</dl>", el("h3", "指标口径 / metrics"),
+    body = ['<dl id="config">', *items, "</dl>", el("h3", e(say(language, DEFINITIONS))),
             '<ul id="definitions">', *definitions, "</ul>"]
     if data.notes:
         notes = [el("li", "⚠️ " + e(note), cls="note") for note in data.notes]
-        body += [el("h3", "⚠️ 注意 / Warnings"), '<ul id="notes" class="notes">', *notes, "</ul>"]
-    return section("configuration", body)
+        body += [el("h3", "⚠️ " + e(say(language, WARNINGS))), '<ul id="notes" class="notes">', *notes, "</ul>"]
+    if data.info:
+        info = [el("li", "ℹ️ " + e(note), cls="info") for note in data.info]
+        body += [el("h3", "ℹ️ " + e(say(language, NOTES))), '<ul id="info">', *info, "</ul>"]
+    return section(data, "configuration", body)
 
 
 def metrics_row(data: ReportInput, view: RetrieverView) -> str:
@@ -133,7 +175,7 @@ def significance(data: ReportInput) -> list[str]:
             cells = el("td", e(view.name)) + el("td", e(label)) + "".join(num_td(x) for x in numbers)
             rows.append(el("tr", cells, data_retriever=view.name, data_metric=label, data_p=number(c.p_value),
                            data_p_unadjusted=number(raw), data_mde=number(c.mde)))
-    return [el("h3", e(HEADINGS["significance"])), el("p", e(significance_hint(data))),
+    return [el("h3", e(heading(data.language, "significance"))), el("p", e(significance_hint(data))),
             *html_table(list(SIGNIFICANCE_HEADERS), rows, id="significance")]
 
 
@@ -145,17 +187,17 @@ def metrics(data: ReportInput) -> list[str]:
     if reasons:
         body.append(el("ul", "".join(reasons), cls="reasons"))
     if any(metric_cell(view, label)[1] is not None for view in ran(data) for label in data.metrics):
-        body.append(el("p", e(DELTA_HINT)))
+        body.append(el("p", e(say(data.language, DELTA_HINT))))
     body += chart(data)
     if has_significance(data):
         body += significance(data)
-    return section("metrics", body)
+    return section(data, "metrics", body)
 
 
 def tags(data: ReportInput) -> list[str]:
     views = [view for view in ran(data) if view.tags]
     if not views:
-        return section("tags", [el("p", "无 / none")])
+        return section(data, "tags", [el("p", e(say(data.language, NONE)))])
     counts = data.tag_counts
     body = []
     for view in views:
@@ -165,18 +207,19 @@ def tags(data: ReportInput) -> list[str]:
                 for tag in sorted(view.tags)]
         body += [el("h3", e(view.name)),
                  *html_table(["tag", "questions", *data.metrics], rows, cls="tags", data_retriever=view.name)]
-    return section("tags", body)
+    return section(data, "tags", body)
 
 
 def diagnostics(data: ReportInput) -> list[str]:
     rows = [el("tr", el("td", e(view.name)) + el("td", e(label))
                + el("td", e(fmt(value)), cls="num", data_value=number(value))
-               + el("td", e(diagnostic_meaning(label))),
+               + el("td", e(diagnostic_meaning(label, data.language))),
                data_retriever=view.name, data_diagnostic=label)
             for view in ran(data) for label, value in sorted(view.diagnostics.items())]
     if not rows:
-        return section("diagnostics", [el("p", "无 / none reported")])
-    return section("diagnostics", html_table(["retriever", "diagnostic", "value", "meaning"], rows, id="diagnostics"))
+        return section(data, "diagnostics", [el("p", e(say(data.language, ("无", "none reported"))))])
+    headers = ["retriever", "diagnostic", "value", "meaning"]
+    return section(data, "diagnostics", html_table(headers, rows, id="diagnostics"))
 
 
 def grade_of(question: QuestionView, chunk: str) -> int | None:
@@ -185,10 +228,10 @@ def grade_of(question: QuestionView, chunk: str) -> int | None:
     return grade if grade >= 1 else None
 
 
-def ref_list(question: QuestionView, ranking: Sequence[str], cls: str) -> str:
+def ref_list(question: QuestionView, ranking: Sequence[str], cls: str, language: str) -> str:
     """Chunk ids in rank order; gold ones get class "gold", their grade and a ✓."""
     if not ranking:
-        return el("span", e(EMPTY), cls="empty")
+        return el("span", e(empty(language)), cls="empty")
     items = []
     for cid in ranking:
         grade = grade_of(question, cid)
@@ -198,44 +241,47 @@ def ref_list(question: QuestionView, ranking: Sequence[str], cls: str) -> str:
     return el("ol", "".join(items), cls=f"ranking {cls}")
 
 
-def gold_refs(question: QuestionView) -> str:
-    return ", ".join(e(f"{cid} ✓{grade}") for cid, grade in gold(question)) or e(EMPTY)
+def gold_refs(question: QuestionView, language: str) -> str:
+    return ", ".join(e(f"{cid} ✓{grade}") for cid, grade in gold(question)) or e(empty(language))
 
 
-def change_row(c: QuestionChange) -> str:
+def change_row(c: QuestionChange, language: str) -> str:
     cells = [el("td", e(c.question.id)), el("td", e(c.question.query)), num_td(fmt(c.before)),
-             num_td(fmt(c.after)), el("td", delta_span(c.delta), cls="num"), el("td", gold_refs(c.question)),
-             el("td", ref_list(c.question, c.ranking_before, "before")),
-             el("td", ref_list(c.question, c.ranking_after, "after"))]
+             num_td(fmt(c.after)), el("td", delta_span(c.delta), cls="num"), el("td", gold_refs(c.question, language)),
+             el("td", ref_list(c.question, c.ranking_before, "before", language)),
+             el("td", ref_list(c.question, c.ranking_after, "after", language))]
     return el("tr", "".join(cells), cls="change", data_question=c.question.id)
 
 
-def change_table(view: RetrieverView, kind: str, title: str, changes: Sequence[QuestionChange]) -> list[str]:
+def change_table(view: RetrieverView, kind: str, title: str, changes: Sequence[QuestionChange],
+                 language: str) -> list[str]:
     headers = ["question", "query", "before", "after", "delta", "gold", "ranking before", "ranking after"]
-    rows = [change_row(c) for c in changes]
-    return [el("h4", e(f"{title}（{len(changes)}）")),
+    rows = [change_row(c, language) for c in changes]
+    return [el("h4", e(title + aside(language, str(len(changes))))),
             *html_table(headers, rows, cls="changes", data_retriever=view.name, data_kind=kind)]
 
 
 def changes(data: ReportInput) -> list[str]:
+    language = data.language
     views = [view for view in ran(data) if view.baseline_values]
     if not views:
-        return section("changes", [el("p", "无逐题基线，无法对比 / no per-question baseline to compare with")])
+        none = say(language, ("无逐题基线，无法对比", "no per-question baseline to compare with"))
+        return section(data, "changes", [el("p", e(none))])
     body = []
     for view in views:
         regressed, improved = question_changes(data, view)
         body.append(el("h3", e(f"{view.name} — {data.primary}")))
         if not regressed and not improved:
-            body.append(el("p", "无变化 / no question changed"))
+            body.append(el("p", e(say(language, ("无变化", "no question changed")))))
         if regressed:
-            body += change_table(view, "regressed", "退步 / regressed", regressed)
+            body += change_table(view, "regressed", say(language, ("退步", "regressed")), regressed, language)
         if improved:
-            body += change_table(view, "improved", "进步 / improved", improved)
-    return section("changes", body)
+            body += change_table(view, "improved", say(language, ("进步", "improved")), improved, language)
+    return section(data, "changes", body)
 
 
-def no_answer_td(view: RetrieverView, ranking: Sequence[str]) -> str:
-    content = e(f"✗ {', '.join(ranking)}") if ranking else e(f"✓ {EMPTY}")
+def no_answer_td(view: RetrieverView, ranking: Sequence[str], language: str) -> str:
+    content = e(f"✗ {', '.join(ranking)}") if ranking else e(f"✓ {empty(language)}")
     return el("td", content, data_retriever=view.name, data_empty="false" if ranking else "true")
 
 
@@ -243,16 +289,18 @@ def no_answer(data: ReportInput) -> list[str]:
     views = ran(data)
     questions = [q for q in data.questions if not q.answerable]
     if not questions or not views:
-        return section("no-answer", [el("p", "无 / none")])
+        return section(data, "no-answer", [el("p", e(say(data.language, NONE)))])
     columns = [{q.id: ranking for q, ranking in no_answer_rows(data, view)} for view in views]
     rows = [el("tr", el("td", e(q.id)) + el("td", e(q.query))
-               + "".join(no_answer_td(view, col[q.id]) for view, col in zip(views, columns, strict=True)),
+               + "".join(no_answer_td(view, col[q.id], data.language)
+                         for view, col in zip(views, columns, strict=True)),
                data_question=q.id)
             for q in questions]
     totals = "".join(num_td(f"{sum(1 for q in questions if not col[q.id])}/{len(questions)}") for col in columns)
-    rows.append(el("tr", el("td", "空返回 / empty") + el("td") + totals, cls="total"))
+    rows.append(el("tr", el("td", e(say(data.language, ("空返回", EMPTY[1])))) + el("td") + totals, cls="total"))
     headers = ["question", "query", *(v.name for v in views)]
-    return section("no-answer", [el("p", e(NO_ANSWER_HINT)), *html_table(headers, rows, id="no-answer")])
+    hint = el("p", e(say(data.language, NO_ANSWER_HINT)))
+    return section(data, "no-answer", [hint, *html_table(headers, rows, id="no-answer")])
 
 
 def chunk_item(data: ReportInput, question: QuestionView, rank: int, cid: str) -> str:
@@ -260,7 +308,8 @@ def chunk_item(data: ReportInput, question: QuestionView, rank: int, cid: str) -
     chunk = data.chunks.get(cid)
     mark = "" if grade is None else el("span", f"✓ gold {grade}", cls="mark") + " "
     doc = " " + el("span", e(chunk.doc), cls="doc") if chunk is not None and chunk.doc else ""
-    text = e(chunk.text if chunk is not None else "（文本缺失 / text unavailable）")
+    missing = aside(data.language, say(data.language, ("文本缺失", "text unavailable"))).strip()
+    text = e(chunk.text if chunk is not None else missing)
     content = mark + el("span", e(cid), cls="chunk-id") + doc + el("p", text, cls="text")
     return el("li", content, cls="chunk" if grade is None else "chunk gold", data_chunk=cid, data_rank=rank,
               data_grade=grade)
@@ -269,8 +318,8 @@ def chunk_item(data: ReportInput, question: QuestionView, rank: int, cid: str) -
 def chunk_list(data: ReportInput, question: QuestionView, ranking: Sequence[str], cls: str) -> str:
     """The retrieved chunks with their texts in rank order; gold ones get class "gold", the grade and a ✓."""
     if not ranking:
-        right = " ✓ 正确 / correct" if not question.answerable else ""
-        return el("p", e(EMPTY + right), cls="empty")
+        right = " ✓ " + say(data.language, ("正确", "correct")) if not question.answerable else ""
+        return el("p", e(empty(data.language) + right), cls="empty")
     items = "".join(chunk_item(data, question, rank, cid) for rank, cid in enumerate(ranking, start=1))
     return el("ol", items, cls=f"chunks {cls}")
 
@@ -283,14 +332,16 @@ def ranking_block(data: ReportInput, question: QuestionView, view: RetrieverView
              chunk_list(data, question, ranking, "current")]
     before = view.baseline_rankings.get(question.id)
     if before is not None and before != ranking:
-        parts.append(el("div", el("h5", "基线排名 / baseline ranking") + chunk_list(data, question, before, "baseline"),
-                        cls="baseline-ranking"))
+        title = el("h5", e(say(data.language, ("基线排名", "baseline ranking"))))
+        parts.append(el("div", title + chunk_list(data, question, before, "baseline"), cls="baseline-ranking"))
     return el("div", "".join(parts), cls="ranking-block", data_retriever=view.name)
 
 
 def question_details(data: ReportInput, question: QuestionView, views: Sequence[RetrieverView]) -> str:
-    summary = el("summary", e(f"{question.id} 排名与原文 / rankings and chunk texts"))
-    blocks = el("p", "金标准 / gold：" + gold_refs(question), cls="gold-set")
+    language = data.language
+    summary = el("summary", e(f"{question.id} " + say(language, ("排名与原文", "rankings and chunk texts"))))
+    blocks = el("p", e(say(language, ("金标准", "gold")) + colon(language)) + gold_refs(question, language),
+                cls="gold-set")
     blocks += "".join(ranking_block(data, question, view) for view in views)
     return el("details", summary + blocks, cls="question-details", data_question=question.id)
 
@@ -298,7 +349,7 @@ def question_details(data: ReportInput, question: QuestionView, views: Sequence[
 def question_rows(data: ReportInput, question: QuestionView, views: Sequence[RetrieverView], columns: int) -> str:
     """The question's row with each retriever's primary metric, and the expandable row under it."""
     cells = [el("td", e(question.id)), el("td", e(question.query)), el("td", e(", ".join(question.tags))),
-             el("td", gold_refs(question)),
+             el("td", gold_refs(question, data.language)),
              *(value_td(*question_cell(view, question.id, data.primary), data_retriever=view.name) for view in views)]
     row = el("tr", "".join(cells), cls="question", data_question=question.id,
              data_answerable="true" if question.answerable else "false")
@@ -312,32 +363,44 @@ def questions(data: ReportInput) -> list[str]:
     headers = ["question", "query", "tags", "gold", *(f"{v.name} {data.primary}" for v in views)]
     head = "<thead><tr>" + "".join(el("th", e(h)) for h in headers) + "</tr></thead>"
     rows = [question_rows(data, q, views, len(headers)) for q in data.questions]
-    return section("questions", ['<table id="questions">', head, *rows, "</table>"])
+    return section(data, "questions", ['<table id="questions">', head, *rows, "</table>"])
 
 
 def failures(data: ReportInput) -> list[str]:
     if not data.failures:
-        return section("failures", [el("p", "无 / none")])
+        return section(data, "failures", [el("p", e(say(data.language, NONE)))])
     items = []
     for f in data.failures:
         subject = " · ".join(part for part in (f.retriever, f.metric) if part) or f.nodeid
         content = f"❌ {el('strong', e(subject))} — {el('code', e(f.nodeid))}{el('pre', e(f.message))}"
         items.append(el("li", content, cls="failure", data_retriever=f.retriever, data_metric=f.metric,
                         data_nodeid=f.nodeid))
-    return section("failures", ['<ul id="failures">', *items, "</ul>"])
+    return section(data, "failures", ['<ul id="failures">', *items, "</ul>"])
 
 
 def render(data: ReportInput) -> str:
-    """The whole page; deterministic (same input, same bytes) and free of any URL or external asset."""
+    """The whole page; deterministic (same input, same bytes) and free of any URL or external asset. In
+    "both" the Chinese of each phrase is a `span.zh`, which CJK_CHECK hides where no font draws it."""
+    english = data.language == "en"
+    if not english:
+        data = replace(data, language=MARKED)
+    page = _page(data, english)
+    return page if english else MARKS.sub(lambda m: el("span", m.group(1), cls="zh", lang="zh-CN"), page)
+
+
+def _page(data: ReportInput, english: bool) -> str:
     body = [
-        el("h1", e(TITLE)),
-        el("p", e(f"结果 / result：{verdict(data)}"), id="verdict", data_failures=len(data.failures)),
+        el("h1", e(say(data.language, TITLE))),
+        el("p", e(say(data.language, RESULT) + colon(data.language) + verdict(data)), id="verdict",
+           data_failures=len(data.failures)),
         *configuration(data), *metrics(data), *pairs(data), *conclusions(data), *next_section(data),
         *tags(data), *diagnostics(data),
         *changes(data), *no_answer(data), *questions(data), *failures(data),
     ]
     head = ['<meta charset="utf-8">', '<meta name="viewport" content="width=device-width, initial-scale=1">',
-            el("title", e(TITLE)), f"<style>\n{STYLE}\n</style>"]
-    return "\n".join(["<!DOCTYPE html>", '<html lang="zh-CN">', "<head>", *head, "</head>", "<body>",
-                      *body, "</body>", "</html>"]) + "\n"
+            el("title", e(say(unmarked(data.language), TITLE))),
+            f"<style>\n{STYLE}\n</style>"]
+    check = [] if english else [CJK_CHECK]
+    return "\n".join(["<!DOCTYPE html>", f'<html lang="{"en" if english else "zh-CN"}">', "<head>", *head,
+                      "</head>", "<body>", *body, *check, "</body>", "</html>"]) + "\n"
 

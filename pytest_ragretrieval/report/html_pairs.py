@@ -1,4 +1,4 @@
-"""The HTML page's comparisons (between configurations, with the baseline's set-up), conclusions (结论) and next steps.
+"""The HTML page's comparisons (between configurations, with the baseline's set-up), conclusions and next steps.
 
 Kept apart from html.py (which holds the rest of the page) so each stays small; same markup
 conventions: escaped once, stable ids and data- attributes for tests and scripts.
@@ -11,11 +11,11 @@ from ..core.values import EPSILON, p_value, signed
 from ..record.report import ReportInput
 from .conclusions import conclusion_lines, next_steps
 from .markup import e, el, number
-from .wording import HEADINGS, PAIRS_HEADERS, format_ci, pairs_hint
+from .wording import PAIRS_HEADERS, format_ci, heading, pairs_hint
 
 
-def _section(key: str, body: Sequence[str]) -> list[str]:
-    return [f'<section id="{key}-section">', el("h2", e(HEADINGS[key])), *body, "</section>"]
+def _section(data: ReportInput, key: str, body: Sequence[str]) -> list[str]:
+    return [f'<section id="{key}-section">', el("h2", e(heading(data.language, key))), *body, "</section>"]
 
 
 def _num(text: str, **values: object) -> str:
@@ -38,20 +38,20 @@ def pairs(data: ReportInput) -> list[str]:
                        data_significant="true" if c.significant(data.alpha) else "false"))
     head = "".join(el("th", e(h)) for h in PAIRS_HEADERS)
     table = ['<table id="pairs">', f"<thead><tr>{head}</tr></thead>", "<tbody>", *rows, "</tbody>", "</table>"]
-    return _section("pairs", [el("p", e(pairs_hint(data.pair_method))), *table])
+    return _section(data, "pairs", [el("p", e(pairs_hint(data.pair_method, data.language))), *table])
 
 
 def conclusions(data: ReportInput) -> list[str]:
     items = "".join(el("li", e(line)) for line in conclusion_lines(data))
-    return _section("conclusions", [el("ul", items, id="conclusions")])
+    return _section(data, "conclusions", [el("ul", items, id="conclusions")])
 
 
 def next_section(data: ReportInput) -> list[str]:
     items = "".join(el("li", e(line)) for line in next_steps(data))
-    return _section("next", [el("ul", items, id="next-steps")])
+    return _section(data, "next", [el("ul", items, id="next-steps")])
 
 
 def since(data: ReportInput) -> list[str]:
     """What changed since the baseline (the yardstick, the system under test, the questions), one item each."""
     items = "".join(el("li", e(line)) for line in data.since)
-    return [el("h3", e(HEADINGS["since"])), el("ul", items, id="since")] if items else []
+    return [el("h3", e(heading(data.language, "since"))), el("ul", items, id="since")] if items else []

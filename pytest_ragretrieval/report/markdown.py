@@ -1,4 +1,4 @@
-"""The tutorial's evaluation report (第 5 步：写评估报告) as Markdown, written by `--rag-report`."""
+"""The tutorial's evaluation report (its step 5, the evaluation report) as Markdown, written by `--rag-report`."""
 from __future__ import annotations
 
 import re
@@ -14,21 +14,30 @@ from ..record.report import (
 )
 from .conclusions import conclusion_lines, next_steps
 from .wording import (
+    DEFINITIONS,
     DELTA_HINT,
     EMPTY,
-    HEADINGS,
     NO_ANSWER_HINT,
+    NONE,
+    NOTES,
     PAIRS_HEADERS,
+    RESULT,
     SIGNIFICANCE_HEADERS,
     TITLE,
+    WARNINGS,
+    aside,
+    colon,
     config_items,
     diagnostic_meaning,
+    empty,
     format_ci,
     gold,
     has_significance,
+    heading,
     metric_cell,
     pairs_hint,
     ran,
+    say,
     significance_hint,
     status_text,
     tag_cell,
@@ -60,10 +69,10 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]], numeric: int = 
     return [line(headers), line(rule), *(line(row) for row in rows)]
 
 
-def ranking_text(question: QuestionView, ranking: Sequence[str]) -> str:
+def ranking_text(question: QuestionView, ranking: Sequence[str], language: str) -> str:
     """Chunk ids in rank order, gold ones bold with ✓ and their grade."""
     if not ranking:
-        return EMPTY
+        return empty(language)
     parts = []
     for cid in ranking:
         grade = question.relevance.get(cid, 0)
@@ -71,23 +80,27 @@ def ranking_text(question: QuestionView, ranking: Sequence[str]) -> str:
     return ", ".join(parts)
 
 
-def gold_text(question: QuestionView) -> str:
-    return ", ".join(f"{esc(cid)} ✓{grade}" for cid, grade in gold(question)) or EMPTY
+def gold_text(question: QuestionView, language: str) -> str:
+    return ", ".join(f"{esc(cid)} ✓{grade}" for cid, grade in gold(question)) or empty(language)
 
 
 def definition_text(data: ReportInput, label: str) -> str:
     definition = data.definitions.get(label, "")
-    return f"{esc(label)}：{esc(definition)}" if definition else esc(label)
+    return f"{esc(label)}{colon(data.language)}{esc(definition)}" if definition else esc(label)
 
 
 def configuration_section(data: ReportInput) -> list[str]:
-    lines = [f"## {HEADINGS['configuration']}", ""]
-    lines += [f"- {label}：{esc(value)}" for _, label, value in config_items(data)]
-    lines.append("- 指标口径 / metrics：")
+    language = data.language
+    lines = [f"## {heading(language, 'configuration')}", ""]
+    lines += [f"- {label}{colon(language)}{esc(value)}" for _, label, value in config_items(data)]
+    lines.append(f"- {say(language, DEFINITIONS)}{colon(language).rstrip()}")
     lines += [f"  - {definition_text(data, label)}" for label in data.metrics]
     if data.notes:
-        lines += ["", "**⚠️ 注意 / Warnings**", ""]
+        lines += ["", f"**⚠️ {say(language, WARNINGS)}**", ""]
         lines += [f"- ⚠️ {esc(note)}" for note in data.notes]
+    if data.info:
+        lines += ["", f"**ℹ️ {say(language, NOTES)}**", ""]
+        lines += [f"- ℹ️ {esc(note)}" for note in data.info]
     return lines
 
 
@@ -122,20 +135,23 @@ def since_section(data: ReportInput) -> list[str]:
     """What changed since the baseline, one bullet each; nothing when nothing changed."""
     if not data.since:
         return []
-    return ["", f"### {HEADINGS['since']}", "", *(f"- {esc(line)}" for line in data.since)]
+    return ["", f"### {heading(data.language, 'since')}", "", *(f"- {esc(line)}" for line in data.since)]
 
 
 def metrics_section(data: ReportInput) -> list[str]:
-    lines = [f"## {HEADINGS['metrics']}", *since_section(data), "", *metrics_table(data)]
+    language = data.language
+    lines = [f"## {heading(language, 'metrics')}", *since_section(data), "", *metrics_table(data)]
     reasons = [f"- {esc(view.name)}: {esc(status_text(view))}" for view in data.retrievers if view.status != "ran"]
     if reasons:
         lines += ["", *reasons]
     if any(metric_cell(view, label)[1] is not None for view in ran(data) for label in data.metrics):
-        lines += ["", DELTA_HINT]
+        lines += ["", say(language, DELTA_HINT)]
     if has_significance(data):
-        lines += ["", f"### {HEADINGS['significance']}", "", significance_hint(data), "", *significance_table(data)]
+        lines += ["", f"### {heading(language, 'significance')}", "", significance_hint(data), "",
+                  *significance_table(data)]
     if data.pairs:
-        lines += ["", f"### {HEADINGS['pairs']}", "", pairs_hint(data.pair_method), "", *pairs_table(data)]
+        lines += ["", f"### {heading(language, 'pairs')}", "", pairs_hint(data.pair_method, language), "",
+                  *pairs_table(data)]
     return lines
 
 
@@ -146,18 +162,18 @@ def pairs_table(data: ReportInput) -> list[str]:
 
 
 def conclusions_section(data: ReportInput) -> list[str]:
-    return [f"## {HEADINGS['conclusions']}", "", *(f"- {esc(line)}" for line in conclusion_lines(data))]
+    return [f"## {heading(data.language, 'conclusions')}", "", *(f"- {esc(line)}" for line in conclusion_lines(data))]
 
 
 def next_section(data: ReportInput) -> list[str]:
-    return [f"## {HEADINGS['next']}", "", *(f"- {esc(line)}" for line in next_steps(data))]
+    return [f"## {heading(data.language, 'next')}", "", *(f"- {esc(line)}" for line in next_steps(data))]
 
 
 def tags_section(data: ReportInput) -> list[str]:
-    lines = [f"## {HEADINGS['tags']}"]
+    lines = [f"## {heading(data.language, 'tags')}"]
     views = [view for view in ran(data) if view.tags]
     if not views:
-        return lines + ["", "无 / none"]
+        return lines + ["", say(data.language, NONE)]
     counts = data.tag_counts
     headers = ["tag", "questions", *map(esc, data.metrics)]
     for view in views:
@@ -169,63 +185,67 @@ def tags_section(data: ReportInput) -> list[str]:
 
 
 def diagnostics_section(data: ReportInput) -> list[str]:
-    lines = [f"## {HEADINGS['diagnostics']}", ""]
-    rows = [[esc(view.name), esc(label), fmt(value), esc(diagnostic_meaning(label))]
+    lines = [f"## {heading(data.language, 'diagnostics')}", ""]
+    rows = [[esc(view.name), esc(label), fmt(value), esc(diagnostic_meaning(label, data.language))]
             for view in ran(data) for label, value in sorted(view.diagnostics.items())]
     if not rows:
-        return lines + ["无 / none reported"]
+        return lines + [say(data.language, ("无", "none reported"))]
     return lines + table(["retriever", "diagnostic", "value", "meaning"], rows)
 
 
-def change_rows(changes: Sequence[QuestionChange]) -> list[list[str]]:
+def change_rows(changes: Sequence[QuestionChange], language: str) -> list[list[str]]:
     return [[esc(c.question.id), esc(c.question.query), fmt(c.before), fmt(c.after),
-             signed(c.delta), gold_text(c.question),
-             ranking_text(c.question, c.ranking_before), ranking_text(c.question, c.ranking_after)]
+             signed(c.delta), gold_text(c.question, language),
+             ranking_text(c.question, c.ranking_before, language), ranking_text(c.question, c.ranking_after, language)]
             for c in changes]
 
 
-def change_block(title: str, changes: Sequence[QuestionChange], limit: int | None) -> list[str]:
+def change_block(title: str, changes: Sequence[QuestionChange], limit: int | None, language: str) -> list[str]:
     headers = ["question", "query", "before", "after", "delta", "gold", "ranking before", "ranking after"]
     shown = list(changes if limit is None else changes[:limit])
-    lines = ["", f"**{title}**（{len(changes)}）", "", *table(headers, change_rows(shown))]
+    lines = ["", f"**{title}**{aside(language, str(len(changes)))}", "", *table(headers, change_rows(shown, language))]
     if len(shown) < len(changes):
-        lines += ["", f"…另有 {len(changes) - len(shown)} 题 / {len(changes) - len(shown)} more in the full report"]
+        rest = len(changes) - len(shown)
+        lines += ["", "…" + say(language, (f"另有 {rest} 题", f"{rest} more in the full report"))]
     return lines
 
 
 def changes_section(data: ReportInput, limit: int | None = None) -> list[str]:
     """Per retriever, the questions whose primary metric fell or rose against the baseline, with both rankings."""
-    lines = [f"## {HEADINGS['changes']}"]
+    language = data.language
+    lines = [f"## {heading(language, 'changes')}"]
     views = [view for view in ran(data) if view.baseline_values]
     if not views:
-        return lines + ["", "无逐题基线，无法对比 / no per-question baseline to compare with"]
+        return lines + ["", say(language, ("无逐题基线，无法对比", "no per-question baseline to compare with"))]
     for view in views:
         regressed, improved = question_changes(data, view)
         lines += ["", f"### {esc(view.name)} — {esc(data.primary)}"]
         if not regressed and not improved:
-            lines += ["", "无变化 / no question changed"]
+            lines += ["", say(language, ("无变化", "no question changed"))]
         if regressed:
-            lines += change_block("退步 / regressed", regressed, limit)
+            lines += change_block(say(language, ("退步", "regressed")), regressed, limit, language)
         if improved:
-            lines += change_block("进步 / improved", improved, limit)
+            lines += change_block(say(language, ("进步", "improved")), improved, limit, language)
     return lines
 
 
-def no_answer_cell(ranking: Sequence[str]) -> str:
-    return "✓ " + EMPTY if not ranking else "✗ " + ", ".join(esc(cid) for cid in ranking)
+def no_answer_cell(ranking: Sequence[str], language: str) -> str:
+    return "✓ " + empty(language) if not ranking else "✗ " + ", ".join(esc(cid) for cid in ranking)
 
 
 def no_answer_section(data: ReportInput) -> list[str]:
-    lines = [f"## {HEADINGS['no-answer']}", ""]
+    language = data.language
+    lines = [f"## {heading(language, 'no-answer')}", ""]
     views = ran(data)
     questions = [q for q in data.questions if not q.answerable]
     if not questions or not views:
-        return lines + ["无 / none"]
+        return lines + [say(language, NONE)]
     columns = [{q.id: ranking for q, ranking in no_answer_rows(data, view)} for view in views]
-    rows = [[esc(q.id), esc(q.query), *(no_answer_cell(col[q.id]) for col in columns)] for q in questions]
+    rows = [[esc(q.id), esc(q.query), *(no_answer_cell(col[q.id], language) for col in columns)] for q in questions]
     totals = [f"{sum(1 for q in questions if not col[q.id])}/{len(questions)}" for col in columns]
-    rows.append(["空返回 / empty", "", *totals])
-    return lines + [NO_ANSWER_HINT, "", *table(["question", "query", *(esc(v.name) for v in views)], rows)]
+    rows.append([say(language, ("空返回", EMPTY[1])), "", *totals])
+    headers = ["question", "query", *(esc(v.name) for v in views)]
+    return lines + [say(language, NO_ANSWER_HINT), "", *table(headers, rows)]
 
 
 def fenced(text: str) -> list[str]:
@@ -236,9 +256,9 @@ def fenced(text: str) -> list[str]:
 
 
 def failures_section(data: ReportInput) -> list[str]:
-    lines = [f"## {HEADINGS['failures']}", ""]
+    lines = [f"## {heading(data.language, 'failures')}", ""]
     if not data.failures:
-        return lines + ["无 / none"]
+        return lines + [say(data.language, NONE)]
     for failure in data.failures:
         subject = " · ".join(esc(part) for part in (failure.retriever, failure.metric) if part)
         lines.append(f"- ❌ **{subject or esc(failure.nodeid)}** — {esc(failure.nodeid)}")
@@ -249,7 +269,7 @@ def failures_section(data: ReportInput) -> list[str]:
 def render(data: ReportInput) -> str:
     """The full report: the same input always gives the same bytes (no dates, no dict-order surprises)."""
     sections = [
-        [f"# {TITLE}", "", f"结果 / result：{verdict(data)}"],
+        [f"# {say(data.language, TITLE)}", "", f"{say(data.language, RESULT)}{colon(data.language)}{verdict(data)}"],
         configuration_section(data),
         metrics_section(data),
         conclusions_section(data),

@@ -44,6 +44,7 @@ def view(record: Record, questions: Sequence[Question] = (), chunks: Sequence[Ch
         retrievers=tuple(_retriever(record, name, unavailable, errors) for name in order),
         embedder=described.embedder,
         rerankers=described.rerankers,
+        unavailable_rerankers=described.unavailable_rerankers,
         database=described.database,
         baseline_path=settings.baseline if settings is not None else "",
         comparable=record.comparable if isinstance(record.comparable, bool) else True,
@@ -62,7 +63,18 @@ def view(record: Record, questions: Sequence[Question] = (), chunks: Sequence[Ch
         pair_notes=pair_notes,
         since_comparable=since.comparable if since is not None else None,
         questions_changed=since is not None and bool(since.questions),
+        info=_reused(record),
+        language=str(settings.language) if settings is not None else "both",
     )
+
+
+def _reused(record: Record) -> tuple[str, ...]:
+    """The note (not a warning) on rankings reused from a cached run: every input unchanged, nothing to act on."""
+    names = record.reused or ()
+    if not names:
+        return ()
+    return (f"rankings reused for {', '.join(names)}: every input unchanged since the cached run; latency as "
+            "measured then (--rag-no-reuse measures it again)",)
 
 
 def results_view(path: Path, record: Record) -> ReportInput:

@@ -6,25 +6,74 @@ import unicodedata
 from ..core.values import fmt, moved, signed
 from ..record.report import QuestionView, ReportInput, RetrieverView
 
-TITLE = "RAG 检索层评估报告 / RAG retrieval evaluation report"
+LANGUAGES = ("both", "en")
+"""`report_language`: each heading and label in Chinese then English (the default), or English alone."""
+TITLE = ("RAG 检索层评估报告", "RAG retrieval evaluation report")
 HEADINGS = {
-    "configuration": "评估配置 / Configuration",
-    "metrics": "指标结果 / Metrics",
-    "significance": "显著性 / Significance",
-    "since": "与基线相比的变化 / Since the baseline",
-    "pairs": "配置对比 / Comparisons",
-    "conclusions": "结论 / Conclusions",
-    "next": "下一步 / Next steps",
-    "tags": "分标签 / Per tag",
-    "diagnostics": "诊断 / Diagnostics",
-    "changes": "逐题升降 / Questions that changed",
-    "no-answer": "无答案题 / No-answer questions",
-    "questions": "逐题明细 / Per question",
-    "failures": "失败项 / Failures",
+    "configuration": ("评估配置", "Configuration"),
+    "metrics": ("指标结果", "Metrics"),
+    "significance": ("显著性", "Significance"),
+    "since": ("与基线相比的变化", "Since the baseline"),
+    "pairs": ("配置对比", "Comparisons"),
+    "conclusions": ("结论", "Conclusions"),
+    "next": ("下一步", "Next steps"),
+    "tags": ("分标签", "Per tag"),
+    "diagnostics": ("诊断", "Diagnostics"),
+    "changes": ("逐题升降", "Questions that changed"),
+    "no-answer": ("无答案题", "No-answer questions"),
+    "questions": ("逐题明细", "Per question"),
+    "failures": ("失败项", "Failures"),
 }
-EMPTY = "（空 / empty）"
-NO_ANSWER_HINT = "无答案题的正确结果是空列表 / for a no-answer question the right result is an empty list."
-DELTA_HINT = "括号内为相对基线的差值 / in brackets: the change against the baseline."
+EMPTY = ("空", "empty")
+NONE = ("无", "none")
+NO_ANSWER_HINT = ("无答案题的正确结果是空列表", "for a no-answer question the right result is an empty list.")
+DELTA_HINT = ("括号内为相对基线的差值", "in brackets: the change against the baseline.")
+WARNINGS = ("注意", "Warnings")
+NOTES = ("说明", "Notes")
+DEFINITIONS = ("指标口径", "metrics")
+RESULT = ("结果", "result")
+
+
+MARKED = "marked"
+"""The HTML page's "both": the Chinese of each phrase between ZH_OPEN and ZH_CLOSE, which the page turns
+into a span it hides where no CJK font draws it (html.py), and ASCII punctuation, which every font has."""
+ZH_OPEN, ZH_CLOSE = "\ue000", "\ue001"
+
+
+def unmarked(language: str) -> str:
+    """The language of text that cannot hold markup (an attribute, the page's title): MARKED is "both"."""
+    return "both" if language == MARKED else language
+
+
+def say(language: str, words: tuple[str, str]) -> str:
+    """(Chinese, English) in the report's language: `中文 / English` in "both", the English alone in "en"."""
+    zh, en = words
+    if language == "en":
+        return en
+    if language == MARKED:
+        return f"{ZH_OPEN}{zh} / {ZH_CLOSE}{en}"
+    return f"{zh} / {en}"
+
+
+def colon(language: str) -> str:
+    """After a label: the full-width colon beside Chinese, `: ` otherwise."""
+    return "：" if language == "both" else ": "
+
+
+def aside(language: str, text: str) -> str:
+    """`（text）` beside Chinese, ` (text)` otherwise."""
+    return f"（{text}）" if language == "both" else f" ({text})"
+
+
+def heading(language: str, key: str) -> str:
+    return say(language, HEADINGS[key])
+
+
+def empty(language: str) -> str:
+    """An empty ranking: `（空 / empty）`, or `(empty)`."""
+    return aside(language, say(language, EMPTY)).strip()
+
+
 PAIRS_HEADERS = ("a vs b", "metric", "delta", "p", "95% CI", "wins / ties / losses")
 SIGNIFICANCE_HEADERS = ("retriever", "metric", "baseline", "value", "delta", "questions", "p (adjusted)",
                         "p (unadjusted)", "95% CI", "MDE")
@@ -48,32 +97,32 @@ def adjustment_words(data: ReportInput) -> tuple[str, str]:
 def significance_hint(data: ReportInput) -> str:
     """How the p-values were adjusted and what the minimum detectable effect (MDE) is."""
     zh, en = adjustment_words(data)
-    return (
-        f"单侧配对 {data.significance} 检验，{zh} / "
+    return say(data.language, (
+        f"单侧配对 {data.significance} 检验，{zh}",
         f"one-sided paired {data.significance} test against the baseline over the comparable questions, {en} "
         f"(an item fails when the adjusted p < {data.alpha:g}). MDE: the smallest drop a paired two-sided 5% "
         "test detects with 80% power, (z0.975 + z0.80) · sd / √n, sd of the baseline's per-question values of "
-        "that retriever and metric."
-    )
+        "that retriever and metric.",
+    ))
 
 
-def pairs_hint(method: str) -> str:
-    return (
-        "a 与 b 的均值差与逐题胜/平/负 / difference of means (a - b), questions a wins/ties/loses; "
-        f"paired two-sided {method} test."
-    )
+def pairs_hint(method: str, language: str) -> str:
+    return say(language, ("a 与 b 的均值差与逐题胜/平/负", "difference of means (a - b), questions a wins/ties/loses; "
+                          f"paired two-sided {method} test."))
+
+
 MEANINGS = {
     "ann_recall": (
-        "ANN 索引前 {depth} 条与精确检索的重合率，低于 1 说明近似索引漏了结果 / "
-        "share of the exact top {depth} that the ANN index returned"
+        "ANN 索引前 {depth} 条与精确检索的重合率，低于 1 说明近似索引漏了结果",
+        "share of the exact top {depth} that the ANN index returned",
     ),
     "ann_recall_worst": (
-        "最差一题的 ANN 索引前 {depth} 条与精确检索的重合率 / "
-        "the worst question's share of the exact top {depth} that the ANN index returned"
+        "最差一题的 ANN 索引前 {depth} 条与精确检索的重合率",
+        "the worst question's share of the exact top {depth} that the ANN index returned",
     ),
     "pool_recall": (
-        "重排候选池（前 {depth} 条）的召回，任何重排都无法超过这个上限 / "
-        "recall of the top-{depth} candidate pool: the ceiling no reranker can pass"
+        "重排候选池（前 {depth} 条）的召回，任何重排都无法超过这个上限",
+        "recall of the top-{depth} candidate pool: the ceiling no reranker can pass",
     ),
 }
 
@@ -93,7 +142,9 @@ def status_text(view: RetrieverView) -> str:
 
 def verdict(data: ReportInput) -> str:
     count = len(data.failures)
-    return f"❌ {count} 项未通过 / {count} failed" if count else "✅ 无失败项 / no failures"
+    if count:
+        return "❌ " + say(data.language, (f"{count} 项未通过", f"{count} failed"))
+    return "✅ " + say(data.language, ("无失败项", "no failures"))
 
 
 def with_delta(value: float | None, delta: float | None) -> str:
@@ -130,10 +181,10 @@ def format_ci(ci: tuple[float, float] | None) -> str:
     return "—" if ci is None else f"[{signed(ci[0])}, {signed(ci[1])}]"
 
 
-def diagnostic_meaning(label: str) -> str:
+def diagnostic_meaning(label: str, language: str) -> str:
     name, _, depth = label.partition("@")
     template = MEANINGS.get(name)
-    return template.format(depth=depth) if template else ""
+    return say(language, (template[0].format(depth=depth), template[1].format(depth=depth))) if template else ""
 
 
 def gold(question: QuestionView) -> list[tuple[str, int]]:
@@ -142,29 +193,32 @@ def gold(question: QuestionView) -> list[tuple[str, int]]:
 
 
 def baseline_text(data: ReportInput) -> str:
+    language = data.language
     if data.comparable:
-        return f"{data.baseline_path}（可比 / comparable）"
-    reason = "不可比或不存在，不显示差值 / missing or recorded under another configuration: no deltas"
-    return f"{data.baseline_path}（{reason}）" if data.baseline_path else f"无 / none（{reason}）"
+        return data.baseline_path + aside(language, say(language, ("可比", "comparable")))
+    reason = aside(language, say(language, ("不可比或不存在，不显示差值",
+                                            "missing or recorded under another configuration: no deltas")))
+    return data.baseline_path + reason if data.baseline_path else say(language, NONE) + reason
 
 
 def config_items(data: ReportInput) -> list[tuple[str, str, str]]:
     """(key, label, value) of the configuration, in report order; the metric definitions come apart."""
+    language = data.language
     counts = data.tag_counts
     per_tag = " / ".join(f"{tag} {n}" for tag, n in counts.items())
     answerable = sum(1 for q in data.questions if q.answerable)
+    questions = f"{len(data.questions)} " + say(language, ("题", "questions"))
+    unavailable = aside(language, say(language, ("不可用", "unavailable")))
+    rerankers = [model + (unavailable if model in data.unavailable_rerankers else "") for model in data.rerankers]
     return [
-        ("evalset", "评估集 / eval set",
-         f"{len(data.questions)} 题 / questions" + (f"（{per_tag}）" if per_tag else "")),
-        ("answerable", "可回答 / answerable", str(answerable)),
-        ("no-answer", "无答案 / no-answer", str(len(data.questions) - answerable)),
-        ("gold", "金标准相关块 / gold chunks", str(data.gold_count)),
+        ("evalset", say(language, ("评估集", "eval set")), questions + (aside(language, per_tag) if per_tag else "")),
+        ("answerable", say(language, ("可回答", "answerable")), str(answerable)),
+        ("no-answer", say(language, ("无答案", "no-answer")), str(len(data.questions) - answerable)),
+        ("gold", say(language, ("金标准相关块", "gold chunks")), str(data.gold_count)),
         ("k", "k", str(data.k)),
         ("embedder", "embedding", data.embedder),
-        ("rerankers", "重排模型 / rerankers", ", ".join(data.rerankers) or "无 / none"),
-        ("chunks", "切块数 / chunks", str(len(data.chunks))),
-        ("database", "数据库 / database", data.database),
-        ("baseline", "基线 / baseline", baseline_text(data)),
+        ("rerankers", say(language, ("重排模型", "rerankers")), ", ".join(rerankers) or say(language, NONE)),
+        ("chunks", say(language, ("切块数", "chunks")), str(len(data.chunks))),
+        ("database", say(language, ("数据库", "database")), data.database),
+        ("baseline", say(language, ("基线", "baseline")), baseline_text(data)),
     ]
-
-

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from ..core.values import fmt, p_value, signed
 from ..record.report import Failure, ReportInput
 from ..report.markdown import esc, failures_section, metrics_section, table
-from ..report.wording import TITLE, format_ci, verdict
+from ..report.wording import TITLE, colon, format_ci, heading, say, verdict
 from .approval import Decision, what_lowered
 from .approved import record_line
 from .changes import Changes, Entry, SettingChange, ValueChange
@@ -28,7 +28,7 @@ MARKER = "<!-- pytest-ragretrieval -->"
 LIMIT = 65_536
 """GitHub's limit on a comment body. Counted here in UTF-8 bytes, never fewer than characters
 however GitHub counts them, so a CJK-heavy comment is cut a little early, never refused."""
-OWN_BASELINE = ("基线为本 PR 中的基线 / the baseline is the one in this pull request; its changes against the "
+OWN_BASELINE = ("基线为本 PR 中的基线", "the baseline is the one in this pull request; its changes against the "
                 "base branch are listed under Baseline changes.")
 STEPS = (None, 10, 5, 3, 1, 0)
 """Cuts tried in turn: every line, then at most this many per list."""
@@ -45,88 +45,99 @@ class CommentInput:
     artifact_url: str = ""
     run_url: str = ""
 
+    @property
+    def language(self) -> str:
+        """The results' `report_language`; both languages when the gate wrote none."""
+        return self.report.language if self.report is not None else "both"
+
 
 def _demote(lines: Sequence[str]) -> list[str]:
     """The report's `##` sections one level down, under the comment's `##` title."""
     return ["#" + line if HEADING.match(line) else line for line in lines]
 
 
-def _cut(lines: Sequence[str], limit: int | None, unit: tuple[str, str]) -> list[str]:
+def _cut(lines: Sequence[str], limit: int | None, unit: tuple[str, str], language: str) -> list[str]:
     """At most `limit` lines, then one saying how many the report artifact still holds."""
     if limit is None or len(lines) <= limit:
         return list(lines)
     rest = len(lines) - limit
-    return [*lines[:limit], f"…另有 {rest} {unit[0]} / {rest} more {unit[1]} in the report artifact"]
+    more = say(language, (f"另有 {rest} {unit[0]}", f"{rest} more {unit[1]} in the report artifact"))
+    return [*lines[:limit], "…" + more]
 
 
-def _more(total: int, shown: int) -> list[str]:
+def _more(total: int, shown: int, language: str) -> list[str]:
     rest = total - shown
-    return ["", f"…另有 {rest} 项 / {rest} more in the report artifact"] if rest else []
+    return ["", "…" + say(language, (f"另有 {rest} 项", f"{rest} more in the report artifact"))] if rest else []
 
 
 def gate_line(data: CommentInput) -> str:
     if data.report is not None and data.failures_recorded:
         return verdict(data.report)
     if data.gate_outcome == "success":
-        return "✅ 通过 / passed"
+        return "✅ " + say(data.language, ("通过", "passed"))
     if data.gate_outcome == "failure":
-        return "❌ 未通过 / failed (see the job log)"
-    return "— 未知 / unknown"
+        return "❌ " + say(data.language, ("未通过", "failed (see the job log)"))
+    return "— " + say(data.language, ("未知", "unknown"))
 
 
-def baseline_line(changes: Changes | None, decision: Decision | None) -> str:
+def baseline_line(changes: Changes | None, decision: Decision | None, language: str = "both") -> str:
     if changes is None or (decision is not None and decision.check == "skipped"):
-        return "— 未与目标分支比较 / not compared with a base branch"
+        return "— " + say(language, ("未与目标分支比较", "not compared with a base branch"))
     better = len(changes.raised) + len(changes.added) + len(changes.tightened)
     if not changes.lowers_the_bar:
-        return "✅ 未降低 / not lowered" + (f" ({better} improvements)" if better else "")
+        return "✅ " + say(language, ("未降低", "not lowered")) + (f" ({better} improvements)" if better else "")
+    lowered = f"lowered ({what_lowered(changes)})"
     if decision is None:
-        return f"❌ 降低 / lowered ({what_lowered(changes)}): the pull-request check needs the approval label"
+        return "❌ " + say(language, ("降低", f"{lowered}: the pull-request check needs the approval label"))
     label = f"`{esc(decision.label)}`"
     at = f" at `{decision.approval.at}`" if decision.approval is not None else ""
     if decision.check == "approved":
-        return f"⚠️ 已批准降低 / lowered ({what_lowered(changes)}), approved with the label {label}{at}"
+        return "⚠️ " + say(language, ("已批准降低", f"{lowered}, approved with the label {label}{at}"))
     if decision.review.unapproved:
         beyond = f"beyond what was approved{at}" if at else "and no recorded approval covers it"
-        return (f"❌ 超出批准 / lowered {beyond} ({len(decision.review.unapproved)} not approved): "
-                f"a maintainer who approves them applies the label {label} again")
-    return (f"❌ 降低且无标签 / lowered ({what_lowered(changes)}) without the label {label}: "
-            "a maintainer who approves the lower bar adds it")
+        return "❌ " + say(language, ("超出批准", f"lowered {beyond} ({len(decision.review.unapproved)} not approved): "
+                                     f"a maintainer who approves them applies the label {label} again"))
+    return "❌ " + say(language, ("降低且无标签", f"{lowered} without the label {label}: "
+                                 "a maintainer who approves the lower bar adds it"))
 
 
 def header(data: CommentInput) -> list[str]:
     record = [] if data.decision is None or data.decision.approval is None else [record_line(data.decision.approval)]
-    return [MARKER, *record, f"## {TITLE}", "", f"- **门禁 / gate**：{gate_line(data)}",
-            f"- **基线 / baseline**：{baseline_line(data.changes, data.decision)}"]
+    language = data.language
+    return [MARKER, *record, f"## {say(language, TITLE)}", "",
+            f"- **{say(language, ('门禁', 'gate'))}**{colon(language)}{gate_line(data)}",
+            f"- **{say(language, ('基线', 'baseline'))}**{colon(language)}"
+            f"{baseline_line(data.changes, data.decision, language)}"]
 
 
 def results_sections(data: CommentInput, limit: int | None) -> list[list[str]]:
     """The Markdown report's metrics and failures sections, the failures' detail lines cut to `limit`."""
+    language = data.language
     if data.report is None:
-        return [["### 指标结果 / Metrics", "",
-                 "门禁没有写出结果 / the gate wrote no results (it stopped before any retriever ran): see the job log"]]
+        return [[f"### {heading(language, 'metrics')}", "", say(language, (
+            "门禁没有写出结果", "the gate wrote no results (it stopped before any retriever ran): see the job log"))]]
     metrics = _demote(metrics_section(replace(data.report, pairs=())))  # the pairs: `comparisons_section`, cut to fit
     if data.changes is not None and any(view.comparisons for view in data.report.retrievers):
-        metrics += ["", OWN_BASELINE]
+        metrics += ["", say(language, OWN_BASELINE)]
     if not data.report.failures:
         return [metrics]
-    cut = tuple(replace(failure, message=_cut_message(failure, limit)) for failure in data.report.failures)
+    cut = tuple(replace(failure, message=_cut_message(failure, limit, language)) for failure in data.report.failures)
     return [metrics, _demote(failures_section(replace(data.report, failures=cut)))]
 
 
-def _cut_message(failure: Failure, limit: int | None) -> str:
+def _cut_message(failure: Failure, limit: int | None, language: str) -> str:
     summary, *details = failure.message.split("\n")
-    return "\n".join([summary, *_cut([line for line in details if line.strip()], limit, ("行", "lines"))])
+    return "\n".join([summary, *_cut([line for line in details if line.strip()], limit, ("行", "lines"), language)])
 
 
-def _values_table(changes: Sequence[ValueChange], limit: int | None) -> list[str]:
+def _values_table(changes: Sequence[ValueChange], limit: int | None, language: str) -> list[str]:
     shown = list(changes) if limit is None else list(changes)[:limit]
     rows = [[esc(c.retriever), esc(c.tag), esc(c.metric) + (f", {esc(c.scope.partition(':')[0])}" if c.scope else ""),
              fmt(c.old), fmt(c.new), signed(c.delta)] for c in shown]
     headers = ["retriever", "tag", "metric", "base", "this PR", "delta"]
     if not any(c.tag for c in changes):
         headers, rows = [headers[0], *headers[2:]], [[row[0], *row[2:]] for row in rows]
-    return table(headers, rows, numeric=3) + _more(len(changes), len(shown))
+    return table(headers, rows, numeric=3) + _more(len(changes), len(shown), language)
 
 
 def _entry(entry: Entry) -> str:
@@ -146,46 +157,51 @@ def _block(title: str, count: int, body: list[str]) -> list[str]:
     return ["", f"**{title} ({count})**", "", *body]
 
 
-def _lowering(changes: Changes, limit: int | None) -> list[str]:
+def _lowering(changes: Changes, limit: int | None, language: str) -> list[str]:
     lines: list[str] = []
     if changes.unreadable:
-        lines += _block("⛔ 无法读取 / the base cannot be read", len(changes.unreadable),
+        lines += _block("⛔ " + say(language, ("无法读取", "the base cannot be read")), len(changes.unreadable),
                         [f"- {esc(why)}" for why in changes.unreadable])
     if changes.lowered:
-        lines += _block("⬇️ 降低 / lowered", len(changes.lowered), _values_table(changes.lowered, limit))
+        lines += _block("⬇️ " + say(language, ("降低", "lowered")), len(changes.lowered),
+                        _values_table(changes.lowered, limit, language))
     if changes.removed:
-        lines += _block("🗑️ 移除 / removed", len(changes.removed),
-                        _cut([_entry(e) for e in changes.removed], limit, ("项", "entries")))
+        lines += _block("🗑️ " + say(language, ("移除", "removed")), len(changes.removed),
+                        _cut([_entry(e) for e in changes.removed], limit, ("项", "entries"), language))
     if changes.loosened:
-        lines += _block("🔓 放宽 / loosened", len(changes.loosened), [_setting(s) for s in changes.loosened])
+        lines += _block("🔓 " + say(language, ("放宽", "loosened")), len(changes.loosened),
+                        [_setting(s) for s in changes.loosened])
     if changes.lost_hits:
         hits = [f"- {esc(h.question)} of `{esc(h.retriever)}`" for h in changes.lost_hits]
-        lines += _block('❓ 不再命中 / no longer a hit within k (`fail_on = ["question"]`)', len(hits),
-                        _cut(hits, limit, ("题", "questions")))
+        lines += _block("❓ " + say(language, ("不再命中", 'no longer a hit within k (`fail_on = ["question"]`)')),
+                        len(hits), _cut(hits, limit, ("题", "questions"), language))
     return lines
 
 
-def _improvements(changes: Changes, limit: int | None) -> list[str]:
+def _improvements(changes: Changes, limit: int | None, language: str) -> list[str]:
     body: list[str] = []
     if changes.raised:
-        body += _block("⬆️ 提高 / raised", len(changes.raised), _values_table(changes.raised, limit))
+        body += _block("⬆️ " + say(language, ("提高", "raised")), len(changes.raised),
+                       _values_table(changes.raised, limit, language))
     if changes.added:
-        body += _block("🆕 新增 / added", len(changes.added),
-                       _cut([_entry(e) for e in changes.added], limit, ("项", "entries")))
+        body += _block("🆕 " + say(language, ("新增", "added")), len(changes.added),
+                       _cut([_entry(e) for e in changes.added], limit, ("项", "entries"), language))
     if changes.tightened:
-        body += _block("🔒 收紧 / tightened", len(changes.tightened), [_setting(s) for s in changes.tightened])
+        body += _block("🔒 " + say(language, ("收紧", "tightened")), len(changes.tightened),
+                       [_setting(s) for s in changes.tightened])
     if not body:
         return []
     better = len(changes.raised) + len(changes.added) + len(changes.tightened)
-    return ["", f"<details><summary>改进 / improvements ({better})</summary>", *body, "", "</details>"]
+    summary = say(language, ("改进", f"improvements ({better})"))
+    return ["", f"<details><summary>{summary}</summary>", *body, "", "</details>"]
 
 
-def changes_section(changes: Changes | None, limit: int | None) -> list[str]:
+def changes_section(changes: Changes | None, limit: int | None, language: str = "both") -> list[str]:
     """The baseline's changes against the base branch: what lowers the bar in full, the rest folded."""
     if changes is None:
         return []
     against = f"`{esc(changes.old_path)}`" if changes.old_path else "the base branch (no baseline there yet)"
-    lines = [f"### 基线变化 / Baseline changes against {against}"]
+    lines = ["### " + say(language, ("基线变化", f"Baseline changes against {against}"))]
     info = [f"- ℹ️ {esc(note)}" for note in changes.notes]
     if changes.yardstick:
         paths = "; ".join(f"`{esc(p)}`" for p in changes.yardstick)
@@ -195,15 +211,16 @@ def changes_section(changes: Changes | None, limit: int | None) -> list[str]:
         info.append(f"- ℹ️ compared across changes: {paths}")
     info += [f"- ℹ️ {esc(line)}" for line in changes.questions]
     if changes.unchanged:
-        info.append("- 无变化 / the baseline and the gate's settings are unchanged")
+        info.append("- " + say(language, ("无变化", "the baseline and the gate's settings are unchanged")))
     if info:
         lines += ["", *info]
-    lines += _lowering(changes, limit) + _improvements(changes, limit)
+    lines += _lowering(changes, limit, language) + _improvements(changes, limit, language)
     tags = [*changes.tags_lowered, *changes.tags_raised]
     if tags:
-        summary = (f"分标签 / per-tag values, not gated ({len(changes.tags_lowered)} lower, "
-                   f"{len(changes.tags_raised)} higher)")
-        lines += ["", f"<details><summary>{summary}</summary>", "", *_values_table(tags, limit), "", "</details>"]
+        summary = say(language, ("分标签", f"per-tag values, not gated ({len(changes.tags_lowered)} lower, "
+                                          f"{len(changes.tags_raised)} higher)"))
+        lines += ["", f"<details><summary>{summary}</summary>", "", *_values_table(tags, limit, language), "",
+                  "</details>"]
     return lines
 
 
@@ -212,57 +229,61 @@ def comparisons_section(data: CommentInput, limit: int | None) -> list[str]:
     comparisons = data.report.pairs if data.report is not None else ()
     if not comparisons:
         return []
-    lines = ["### 配置对比 / Comparisons between configurations", ""]
+    lines = ["### " + say(data.language, ("配置对比", "Comparisons between configurations")), ""]
     shown = comparisons if limit is None else comparisons[:limit]
     rows = []
     for c in shown:
         rows.append([f"{esc(c.a)} vs {esc(c.b)}", esc(c.metric), signed(c.delta), p_value(c.p_value),
                      format_ci(c.ci95), f"{c.wins}/{c.ties}/{c.losses}"])
     lines += table(["pair", "metric", "delta", "p", "95% CI", "win/tie/loss"], rows, numeric=4)
-    return lines + _more(len(comparisons), len(shown))
+    return lines + _more(len(comparisons), len(shown), data.language)
 
 
-def approval_section(decision: Decision | None, limit: int | None) -> list[str]:
+def approval_section(decision: Decision | None, limit: int | None, language: str = "both") -> list[str]:
     """What the label approved (commit, digest) and the lowerings it covers and does not, listed apart."""
     if decision is None or (decision.approval is None and not decision.review.unapproved and not decision.note):
         return []
-    lines = ["### 批准 / Approval", ""]
+    lines = ["### " + say(language, ("批准", "Approval")), ""]
     if decision.approval is not None:
         approval = decision.approval
-        lines.append(f"- 标签 / label `{esc(approval.label)}` applied at `{approval.at}` approved "
+        label = say(language, ("标签", "label"))
+        lines.append(f"- {label} `{esc(approval.label)}` applied at `{approval.at}` approved "
                      f"{approval.count} lowering{'' if approval.count == 1 else 's'} (digest `{approval.digest[:19]}`)")
     if decision.note:
         lines.append(f"- ℹ️ {esc(decision.note)}")
     if decision.unlabel:
         lines.append("- 🏷️ the action takes the label off: it approved another set")
-    for title, items in (("✅ 已批准 / approved", decision.review.approved),
-                         ("❌ 未批准 / not approved", decision.review.unapproved)):
+    for title, items in (("✅ " + say(language, ("已批准", "approved")), decision.review.approved),
+                         ("❌ " + say(language, ("未批准", "not approved")), decision.review.unapproved)):
         if items:
-            lines += _block(title, len(items), _cut([f"- {esc(item)}" for item in items], limit, ("项", "entries")))
+            lines += _block(title, len(items),
+                            _cut([f"- {esc(item)}" for item in items], limit, ("项", "entries"), language))
     return lines
 
 
-def baseline_summary(changes: Changes | None, decision: Decision) -> str:
+def baseline_summary(changes: Changes | None, decision: Decision, language: str = "both") -> str:
     """The job summary's part for the baseline check: where the results go when no comment can. It
     carries the approval's hidden record too, so a run on a fork shows what its label approved."""
     record = [] if decision.approval is None else [record_line(decision.approval)]
-    sections = [[*record, "## 基线检查 / Baseline check", "", baseline_line(changes, decision)],
-                changes_section(changes, 10), approval_section(decision, 10)]
+    sections = [[*record, "## " + say(language, ("基线检查", "Baseline check")), "",
+                 baseline_line(changes, decision, language)],
+                changes_section(changes, 10, language), approval_section(decision, 10, language)]
     return "\n\n".join("\n".join(section) for section in sections if section) + "\n"
 
 
 def footer(data: CommentInput) -> list[str]:
     links = []
     if data.artifact_url:
-        links.append(f"📦 [完整报告 / full report (Markdown + HTML)]({data.artifact_url})")
+        links.append(f"📦 [{say(data.language, ('完整报告', 'full report (Markdown + HTML)'))}]({data.artifact_url})")
     if data.run_url:
-        links.append(f"[运行记录 / run]({data.run_url})")
+        links.append(f"[{say(data.language, ('运行记录', 'run'))}]({data.run_url})")
     return ["---", " · ".join(links)] if links else []
 
 
 def _assemble(data: CommentInput, questions: int | None, entries: int | None) -> str:
-    sections = [header(data), *results_sections(data, questions), changes_section(data.changes, entries),
-                approval_section(data.decision, entries), comparisons_section(data, entries), footer(data)]
+    sections = [header(data), *results_sections(data, questions), changes_section(data.changes, entries, data.language),
+                approval_section(data.decision, entries, data.language), comparisons_section(data, entries),
+                footer(data)]
     return "\n\n".join("\n".join(section) for section in sections if section) + "\n"
 
 
@@ -282,7 +303,8 @@ def render(data: CommentInput, limit: int = LIMIT) -> str:
         body = _assemble(data, questions, entries)
         if size(body) <= limit:
             return body
-    note = "\n\n…评论过长已截断 / comment cut at GitHub's size limit: the report artifact has everything\n"
+    note = "\n\n…" + say(data.language, ("评论过长已截断",
+                                     "comment cut at GitHub's size limit: the report artifact has everything")) + "\n"
     kept: list[str] = []
     used = size(note)
     for line in body.split("\n"):

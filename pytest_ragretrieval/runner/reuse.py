@@ -192,11 +192,7 @@ def read(
         notes = tuple(str(note) for note in entry["notes"])
     except (OSError, JSONProblem, RagError, LookupError, TypeError, ValueError, AttributeError):
         return None
-    when = str(entry.get("written", "?"))
-    reused = (f"rankings reused: every input unchanged since the run of {when}; latency as measured then "
-              "(--rag-no-reuse measures it again)")
-    return Run(result=score(name, questions, rankings, specs, latencies), diagnostics=diagnostics,
-               notes=(*notes, reused))
+    return Run(result=score(name, questions, rankings, specs, latencies), diagnostics=diagnostics, notes=notes)
 
 
 def write(path: Path, inputs: str, wanted: str, name: str, run: Run) -> None:

@@ -38,8 +38,7 @@ def test_an_unchanged_second_run_reuses_and_writes_the_same_files(pytester: pyte
     before, after = results(pytester.path, "measured.json"), results(pytester.path, "reused.json")
     assert "run bm25" in before.pop("phases") and "run bm25" not in after.pop("phases")
     assert "reused" not in before and after.pop("reused") == ["bm25"]
-    assert before["retrievers"]["bm25"].pop("notes") == []
-    assert after["retrievers"]["bm25"].pop("notes")[0].startswith("rankings reused: every input unchanged since")
+    assert before["retrievers"]["bm25"]["notes"] == after["retrievers"]["bm25"]["notes"] == []
     assert after == before  # latency included: the measured run's, which refreshed the cached entry
     again = pytester.runpytest("--rag-eval", "--rag-json", "again.json", *RUN)
     assert again.ret == 0
@@ -78,3 +77,18 @@ def test_any_changed_input_runs_the_retriever(pytester: pytest.Pytester) -> None
     for _ in range(2):  # a latency item: measured every run, never an earlier run's numbers
         timed = pytester.runpytest("--rag-eval", "--rag-json", "out.json", *RUN)
         assert timed.ret == 0 and "reused" not in results(pytester.path, "out.json")
+
+
+def test_reused_rankings_are_a_note_in_the_reports_not_a_warning(pytester: pytest.Pytester) -> None:
+    """Every cached run listed "rankings reused" among the reports' warnings (issue 44): it needs no
+    action, so it is a note (ℹ️), and the warnings hold only what does."""
+    write_project(pytester.path, retrievers=BM25)
+    assert pytester.runpytest("--rag-update-baseline", *RUN).ret == 0
+    reused = pytester.runpytest("--rag-eval", "--rag-report", "r.md", "--rag-html", "r.html", *RUN)
+    assert reused.ret == 0
+    reused.stdout.fnmatch_lines([REUSED])
+    markdown = (pytester.path / "r.md").read_text(encoding="utf-8")
+    assert "- ℹ️ rankings reused for bm25: every input unchanged since the cached run" in markdown
+    assert not any("⚠️" in line and "reused" in line for line in markdown.splitlines())
+    page = (pytester.path / "r.html").read_text(encoding="utf-8")
+    assert '<li class="info">ℹ️ rankings reused for bm25' in page and '<li class="note">⚠️ rankings' not in page

@@ -16,7 +16,7 @@ from pytest_ragretrieval.report.github import (
     escape_property,
     step_summary,
 )
-from pytest_ragretrieval.report.wording import HEADINGS
+from pytest_ragretrieval.report.wording import heading
 
 
 def test_one_error_line_per_failure_on_the_baseline_file() -> None:
@@ -53,12 +53,12 @@ def test_step_summary_is_the_short_report() -> None:
     text = step_summary(sample_input())
     assert text.startswith("# RAG 检索层评估报告") and "结果 / result：❌ 1 项未通过 / 1 failed" in text
     assert "| hybrid        | hybrid | ran " in text and "0.7500 (-0.1000)" in text
-    assert f"### {HEADINGS['significance']}" in text and f"## {HEADINGS['tags']}" in text
+    assert f"### {heading('both', 'significance')}" in text and f"## {heading('both', 'tags')}" in text
     assert "| q01      | 住宿标准一晚多少钱 | 1.0000 | 0.5000 | -0.5000 |" in text
     assert "service-001, **travel-001** ✓2" in text and "| q02 " in text
     assert "- ❌ **hybrid · ndcg@5** — rag::hybrid::ndcg@5" in text
     assert "baselines/retrieval.json（可比 / comparable）" in text and "⚠️ the eval set has 2" in text
-    assert HEADINGS["no-answer"] not in text and HEADINGS["diagnostics"] not in text
+    assert heading('both', "no-answer") not in text and heading('both', "diagnostics") not in text
 
 
 def test_step_summary_cuts_long_question_lists() -> None:

@@ -2,12 +2,15 @@
 from __future__ import annotations
 
 import re
+import shutil
+import subprocess
 from dataclasses import dataclass, field, replace
 from html.parser import HTMLParser
+from pathlib import Path
 
 import pytest
 from browser import MISSING, browser, dump_dom
-from report_samples import sample_input, without_baseline
+from report_samples import CJK, sample_input, without_baseline
 
 from pytest_ragretrieval.record.report import RetrieverView
 from pytest_ragretrieval.report.html import render as render_html
@@ -162,9 +165,9 @@ def test_sections_tags_diagnostics_changes_no_answer_failures() -> None:
     doc = parse(render_html(sample_input()))
     config = doc.one("dl", id="config")
     evalset = config.one("div", data_key="evalset").one("dd").text
-    assert evalset == "3 题 / questions（keyword 1 / no-answer 1 / semantic 1）"
-    assert config.one("div", data_key="baseline").one("dd").text == "baselines/retrieval.json（可比 / comparable）"
-    assert doc.one("ul", id="definitions").one("li", data_metric="ndcg@5").text == "ndcg@5：DCG@k / ideal DCG@k"
+    assert evalset == "3 题 / questions (keyword 1 / no-answer 1 / semantic 1)"
+    assert config.one("div", data_key="baseline").one("dd").text == "baselines/retrieval.json (可比 / comparable)"
+    assert doc.one("ul", id="definitions").one("li", data_metric="ndcg@5").text == "ndcg@5: DCG@k / ideal DCG@k"
     assert doc.one("li", "note").text == "⚠️ the eval set has 2 answerable questions, fewer than 20"
     significance = doc.one("table", id="significance").one("tr", data_metric="ndcg@5")
     assert significance.text.endswith("20.03100.0155[-0.1800, -0.0200]0.4203")
@@ -273,3 +276,41 @@ def test_comparisons_conclusions_and_next_steps() -> None:
     steps = [li.text for li in doc.one("ul", id="next-steps").find("li")]
     assert any(step.startswith("hybrid is significantly better than vector on ndcg@5") for step in steps)
     assert not parse(render_html(replace(sample_input(), pairs=()))).find("table", id="pairs")
+
+
+ZH_PROBE = (
+    '<script>document.body.setAttribute("data-zh-shown", String(Array.prototype.filter.call('
+    'document.querySelectorAll(".zh"), function (n) { return getComputedStyle(n).display !== "none"; }).length));'
+    "</script>"
+)
+"""Injected by the test: how many of the page's Chinese halves the browser still draws."""
+
+
+def cjk_font_installed() -> bool:
+    listed = shutil.which("fc-list")
+    if listed is None:
+        pytest.skip("fontconfig's fc-list is not installed: cannot tell whether a CJK font is")
+    return bool(subprocess.run([listed, ":lang=zh"], capture_output=True, text=True, timeout=30).stdout.strip())
+
+
+def test_the_bilingual_page_never_draws_boxes_without_a_cjk_font(tmp_path: Path) -> None:
+    """On a machine without a CJK font the page showed its Chinese headings as boxes (issue 44): where
+    no font draws CJK it now hides the Chinese halves and keeps the English; with one, both are shown."""
+    executable = browser()
+    if executable is None:
+        pytest.skip(MISSING)
+    page = tmp_path / "report.html"
+    page.write_text(render_html(sample_input()).replace("</body>", ZH_PROBE + "</body>"), encoding="utf-8")
+    done = dump_dom(executable, page)
+    assert done.returncode == 0, done.stderr[-2000:]
+    doc = parse(done.stdout)
+    halves = doc.find("span", "zh")
+    assert len(halves) > 20 and doc.find("h2")[0].text.endswith("Configuration")
+    hidden = "no-cjk" in doc.one("html").classes
+    assert hidden is not cjk_font_installed()
+    assert doc.one("body").attrs["data-zh-shown"] == ("0" if hidden else str(len(halves)))
+
+
+def test_an_english_page_has_no_cjk_character_and_no_font_check() -> None:
+    english = render_html(replace(sample_input(), language="en", questions=(), chunks={}))
+    assert not CJK.search(english) and "<script>" not in english and '<html lang="en">' in english

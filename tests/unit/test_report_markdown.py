@@ -9,12 +9,12 @@ from report_samples import sample_input, without_baseline
 
 from pytest_ragretrieval.record.report import Failure, RetrieverView
 from pytest_ragretrieval.report.markdown import render as render_markdown
-from pytest_ragretrieval.report.wording import HEADINGS
+from pytest_ragretrieval.report.wording import heading
 
 
 def section(text: str, key: str) -> str:
     """The body of one `## ` section."""
-    start = text.index(f"## {HEADINGS[key]}\n")
+    start = text.index("## " + heading('both', key) + "\n")
     end = text.find("\n## ", start + 1)
     return text[start:] if end < 0 else text[start:end]
 
@@ -35,7 +35,7 @@ def row(text: str, first: str) -> list[str]:
 def test_sections_come_in_the_tutorial_order() -> None:
     text = render_markdown(sample_input())
     keys = ["configuration", "metrics", "conclusions", "next", "tags", "diagnostics", "changes", "no-answer", "failures"]
-    positions = [text.index(f"## {HEADINGS[key]}") for key in keys]
+    positions = [text.index(f"## {heading('both', key)}") for key in keys]
     assert text.startswith("# RAG 检索层评估报告") and positions == sorted(positions)
 
 
@@ -70,7 +70,7 @@ def test_metrics_table_has_values_with_deltas_and_the_skipped_row() -> None:
 
 def test_significance_table_shows_adjusted_and_unadjusted_p_the_interval_and_the_mde() -> None:
     text = section(render_markdown(sample_input()), "metrics")
-    significance = text[text.index(HEADINGS["significance"]):]
+    significance = text[text.index(heading('both', "significance")):]
     assert "p max-T-adjusted (one resample applied to every item together, step-down; items with no " in significance
     assert "difference at all leave the family) over the 2 metric items judged" in significance
     held = section(render_markdown(replace(sample_input(), adjustment="holm")), "metrics")
@@ -85,7 +85,7 @@ def test_significance_table_shows_adjusted_and_unadjusted_p_the_interval_and_the
 
 def test_what_changed_since_the_baseline_is_listed_above_the_table() -> None:
     text = section(render_markdown(sample_input()), "metrics")
-    since = text[text.index(HEADINGS["since"]):text.index("| retriever")]
+    since = text[text.index(heading('both', "since")):text.index("| retriever")]
     assert "- compared across changes: hybrid.weights [1.0, 0.5] -> [0.2, 1.0]" in since
     assert "- questions: 2 comparable, 1 added (q03)" in since
 
@@ -143,7 +143,7 @@ def test_a_failure_message_with_backticks_gets_a_longer_fence() -> None:
 def test_no_baseline_means_no_deltas_no_significance_no_changes() -> None:
     # comparisons between configurations do not need a baseline and print their own deltas: left out here
     text = render_markdown(replace(without_baseline(sample_input()), pairs=()))
-    assert "(+" not in text and "(-" not in text and HEADINGS["significance"] not in text
+    assert "(+" not in text and "(-" not in text and heading('both', "significance") not in text
     assert row(section(text, "metrics"), "hybrid")[3:5] == ["0.3000", "0.7500"]
     assert row(section(text, "tags"), "keyword") == ["keyword", "1", "0.2000", "1.0000"]
     assert "不可比或不存在" in section(text, "configuration")
@@ -177,7 +177,7 @@ def test_table_cells_escape_pipes_newlines_and_html() -> None:
 
 def test_comparisons_conclusions_and_next_steps_come_from_the_numbers() -> None:
     text = render_markdown(sample_input())
-    pairs = section(text, "metrics").split(f"### {HEADINGS['pairs']}", 1)[1]
+    pairs = section(text, "metrics").split(f"### {heading('both', 'pairs')}", 1)[1]
     assert row(pairs, "hybrid vs vector") == ["hybrid vs vector", "precision@5", "-0.0500", "0.5000", "[-0.1000, +0.0000]", "0 / 1 / 1"]
     assert "paired two-sided randomization test" in pairs
     conclusions = section(text, "conclusions")
@@ -193,7 +193,7 @@ def test_a_pair_without_a_test_shows_deltas_and_counts() -> None:
     data = sample_input()
     bare = tuple(structs.replace(c, p_value=None, ci95=None) for c in data.pairs)
     text = render_markdown(replace(data, pairs=bare))
-    assert row(section(text, "metrics").split(f"### {HEADINGS['pairs']}", 1)[1], "hybrid vs vector")[2:] == ["-0.0500", "—", "—", "0 / 1 / 1"]
+    assert row(section(text, "metrics").split(f"### {heading('both', 'pairs')}", 1)[1], "hybrid vs vector")[2:] == ["-0.0500", "—", "—", "0 / 1 / 1"]
     assert "- hybrid vs vector: precision@5 -0.0500, ndcg@5 +0.1000" in section(text, "conclusions")
 
 
