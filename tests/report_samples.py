@@ -13,7 +13,6 @@ from pytest_ragretrieval.record.report import (
 )
 from pytest_ragretrieval.record.types import Comparison, PairComparison
 
-
 CJK = re.compile("[\u2e80-\u2fff\u3000-\u303f\u3040-\u9fff\uac00-\ud7af\uf900-\ufaff\ufe30-\ufe4f\uff00-\uffef]")
 """Any CJK character, full-width punctuation included: what an English-only report must not hold."""
 

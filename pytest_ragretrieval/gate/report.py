@@ -10,6 +10,7 @@ from ..config.settings import Config
 from ..evalset.records import Chunk, Question
 from ..files.paths import display
 from ..record.report import Described
+from ..retrievers.tokens import mostly_cjk
 from ..scoring.evaluate import Run
 from .judge import baseline_questions, comparable_notes, small_set_notes
 
@@ -21,6 +22,12 @@ def described(config: Config, runs: Mapping[str, Run], embedder: str, database: 
              if (model := spec.module.details(spec.params).get("reranker")) is not None]
     skipped = [model for name, model in found if name in runs and runs[name].skipped is not None]
     return Described(embedder, database, tuple(model for _, model in found), tuple(skipped))
+
+
+def _reads_the_tokenizer(config: Config) -> bool:
+    """Whether a configured retriever tokenizes the corpus with the config's `tokenizer` (bm25 without its own)."""
+    return any(hasattr(spec.module, "corpus_tokenizers") and "tokenizer" not in spec.params
+               for spec in config.retrievers)
 
 
 def header_lines(config: Config, chunks: Sequence[Chunk], questions: Sequence[Question], baseline: Baseline | None,
@@ -46,6 +53,10 @@ def header_lines(config: Config, chunks: Sequence[Chunk], questions: Sequence[Qu
             f"rag: warning: {empty} chunk{'s' if empty != 1 else ''} in {where} "
             f"{'have' if empty != 1 else 'has'} an empty text; ranked and scored like any other"
         )
+    if baseline is None and not config.tokenizer_set and _reads_the_tokenizer(config) and \
+            not mostly_cjk([chunk.text for chunk in chunks]):
+        lines.append('rag: note: `tokenizer` is unset, so BM25 cuts this mostly non-CJK corpus with jieba (the Chinese '
+                     'tokenizer): set tokenizer = "english" in the config for English text')
     if update:
         lines.append("rag: recording a new baseline (--rag-update-baseline)")
     if config.significance != "none":

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import re
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache, partial
 from pathlib import Path
@@ -145,6 +145,18 @@ def _english() -> Callable[[str], list[str]]:
         return list(stem_words(words))
 
     return tokenize
+
+
+def mostly_cjk(texts: Sequence[str]) -> bool:
+    """Whether at least half the letters of `texts` are CJK (Han, kana, hangul): what jieba, the default
+    tokenizer, is for. An English corpus cut by jieba gets no stemming and no stop words."""
+    letters = cjk = 0
+    for text in texts:
+        for char in text:
+            if char.isalpha():
+                letters += 1
+                cjk += unicodedata.east_asian_width(char) in "WF"
+    return cjk * 2 >= letters
 
 
 def tokenizer_key(name: str, user_dict: Path | None = None, sha256: str | None = None) -> str:
