@@ -86,6 +86,7 @@ def test_a_dependency_graph_of_retrievers(tmp_path: Path) -> None:
         (("[tool.ragretrieval]\n", '[tool.ragretrieval]\ndb = "sqlite"\n'), "pyproject.toml [tool.ragretrieval] key 'db': must be one of 'auto', 'docker', 'embedded', 'url', got 'sqlite'"),
         (("[tool.ragretrieval]\n", '[tool.ragretrieval]\nindex = "hsnw"\n'), "pyproject.toml [tool.ragretrieval] key 'index': must be one of 'exact', 'hnsw', got 'hsnw'; did you mean 'hnsw'?"),
         (("[tool.ragretrieval]\n", '[tool.ragretrieval]\nsignificance = "bootstrapping"\n'), "pyproject.toml [tool.ragretrieval] key 'significance': must be one of 'none', 'randomization', 'bootstrap', got 'bootstrapping'; did you mean 'bootstrap'?"),
+        (("[tool.ragretrieval]\n", '[tool.ragretrieval]\nreport_language = "zh"\n'), "pyproject.toml [tool.ragretrieval] key 'report_language': must be one of 'both', 'en', got 'zh'"),
         (("[tool.ragretrieval]\n", '[tool.ragretrieval]\nembedding = "cohere:x"\n'), "pyproject.toml [tool.ragretrieval] key 'embedding': must start with"),
         (("[tool.ragretrieval]\n", '[tool.ragretrieval]\nembedding = "python:m:f"\n'), "pyproject.toml [tool.ragretrieval] key 'embedding_id': is required with a python: embedder"),
         (("[tool.ragretrieval]\n", '[tool.ragretrieval]\nfail_on = ["metrics"]\n'), "pyproject.toml [tool.ragretrieval] key 'fail_on': entries must be 'metric' or 'question', got 'metrics'"),
