@@ -91,6 +91,12 @@ class Progress:
             self._shown = now
             self.out.line(f"rag: {self.label}: {self.done}/{self.total}, {text}")
 
+    def line(self, text: str) -> None:
+        """A line of its own while the step runs; on a terminal the bar is cleared first (the next advance draws it)."""
+        if self.out.isatty:
+            self.out.rewrite("")
+        self.out.line(text)
+
     def __enter__(self) -> Progress:
         return self
 

