@@ -252,7 +252,8 @@ def maxt(differences: Sequence[np.ndarray], method: Method, limit: int | None = 
     of resamples in which the smallest p among it and the items after it is at most its own, at
     least the adjusted p before it and at least its own p (the minP form of the max-T step-down).
     So: the single-item test's p for one item or for m identical ones; never below each item's
-    own p; at most Holm's up to the resampling's random error (exactly, when enumerated).
+    own p; never above Holm's over the single-item p's: the exact step-down never is (Bonferroni
+    over the items left), so an estimate above it is the random draws' error, and is cut to it.
     """
     data = [np.asarray(item, dtype=float) for item in differences]
     if len({item.size for item in data}) > 1:
@@ -280,8 +281,9 @@ def maxt(differences: Sequence[np.ndarray], method: Method, limit: int | None = 
         j = order[position]
         smallest = np.minimum(smallest, resampled[:, j])
         found[position] = max(int(np.count_nonzero(smallest <= own[j])) / rows, single[j])
+    bound = holm([round(p, DIGITS) for p in single])
     running = 0.0
     for position, j in enumerate(order):
         running = max(running, found[position])
-        adjusted[members[j]] = round(running, DIGITS)
+        adjusted[members[j]] = min(round(running, DIGITS), bound[j])
     return adjusted
