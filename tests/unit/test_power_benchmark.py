@@ -129,3 +129,32 @@ def test_unchanged_items_cost_holm_over_all_18_its_verdict_and_no_other_adjustme
     rules = [power.Rule(0.0, test) for test in power.TESTS]
     assert dict(zip(power.TESTS, power.failed(before, after, rules), strict=True)) == {
         "none": True, "unadjusted": True, "holm18": False, "holm": True, "maxt": True}
+
+
+def test_the_quick_run_ends_with_the_share_moved_curve(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """`power.py --quick`, the documented smoke run, on the bundled sample with synthetic rankings in
+    place of the model's. Before, it (and any run without the CMRC file) ended with `ValueError: max()
+    arg is an empty sequence`: no cell had 300 questions to choose a default for."""
+    def ranked(chunks: list[Any], questions: list[Question], work: Path) -> list[list[list[str]]]:
+        ids = sorted(chunk.id for chunk in chunks)
+        found = []
+        for shift in range(len(power.RETRIEVERS)):
+            rows = []
+            for i, question in enumerate(questions):
+                others = [ids[(7 * i + shift + j) % len(ids)] for j in range(power.DEPTH)]
+                gold = sorted(question.relevant_ids)[:1]
+                ranking = [c for c in others if c not in gold][:power.DEPTH - 1]
+                ranking.insert((i + shift) % 4, gold[0])
+                rows.append(ranking)
+            found.append(rows)
+        return found
+
+    monkeypatch.setattr(power, "rankings", ranked)
+    power.main(["--quick", "--work", str(tmp_path)])
+    printed = capsys.readouterr().out
+    assert "4 trials per cell, 9,999 resamples per test (the gate's)" in printed
+    assert "| rule: worst false red, % | 2% moved | 4% moved | 8% moved | 12% moved |" in printed
+    chosen = next(line for line in printed.splitlines() if line.startswith("| *chosen, all sizes* |"))
+    assert chosen.count("**tolerance") + chosen.count("none qualifies") == 4
+    assert "Default for all sizes, 12% moved" in printed and "300 questions" not in printed

@@ -1,8 +1,8 @@
 """A new user's week 3, as committed data (tests/unit/data/week3, written by its make.py): 45 questions,
 bm25, vector and hybrid x 6 metrics at 5; only hybrid was retuned, and its recall@5 fell by 0.0741 with
-an unadjusted one-sided randomization p of 0.0182. Holm over the session's 18 items let it through
-(0.33); so does Holm over the 6 items that moved (0.11); max-T, which sees the hybrid metrics move
-together, fails it (0.039), and that is the default."""
+an unadjusted one-sided randomization p of 1/64 (6 questions lost their hit: exact). Holm over the
+session's 18 items let it through (0.28); so does Holm over the 6 items that moved (0.094); max-T,
+which sees the hybrid metrics move together, fails it (0.037), and that is the default."""
 from __future__ import annotations
 
 import json
@@ -70,7 +70,7 @@ def test_the_fixture_is_week_3(tmp_path: Path) -> None:
     assert len(judge.questions) == 45
     recall = judge.comparison("hybrid", "recall@5")
     assert recall is not None and (recall.baseline, recall.value, recall.delta) == (0.774074, 0.7, -0.074074)
-    assert recall.p_unadjusted == 0.0182
+    assert recall.p_unadjusted == 0.015625
     for name in ("bm25", "vector"):  # unchanged: every per-question difference is 0
         assert all(c is not None and c.delta == 0 and c.p_value == 1.0 and c.family == 0
                    for c in (judge.comparison(name, metric.label) for metric in judge.config.metrics))
@@ -92,24 +92,24 @@ def test_unadjusted_holm_and_maxt_p_values(tmp_path: Path) -> None:
             differences[(name, label)] = np.array(
                 [now[qid] - recorded.questions[qid].metrics[label] for qid in sorted(now)])
     unadjusted = {key: round(randomization_p(d), 6) if d.any() else 1.0 for key, d in differences.items()}
-    assert unadjusted[("hybrid", "recall@5")] == 0.0182
+    assert unadjusted[("hybrid", "recall@5")] == 0.015625
     everything = dict(zip(differences, holm(list(unadjusted.values())), strict=True))
-    assert everything[("hybrid", "recall@5")] == 0.3276, "Holm over all 18 items, as the gate did: a pass"
+    assert everything[("hybrid", "recall@5")] == 0.28125, "Holm over all 18 items, as the gate did: a pass"
     moved = [key for key, d in differences.items() if d.any()]
     assert moved == [("hybrid", label) for label in labels], "only hybrid's items have a statistic"
     held = dict(zip(moved, holm([unadjusted[key] for key in moved]), strict=True))
-    assert held[("hybrid", "recall@5")] == 0.1092, "Holm over the 6 that moved: still a pass"
+    assert held[("hybrid", "recall@5")] == 0.09375, "Holm over the 6 that moved: still a pass"
     stepped = dict(zip(moved, maxt([differences[key] for key in moved], "randomization"), strict=True))
-    assert stepped[("hybrid", "recall@5")] == 0.0387, "max-T: the hybrid metrics move together; a fail"
+    assert stepped[("hybrid", "recall@5")] == 0.0365, "max-T: the hybrid metrics move together; a fail"
     family = judge.family()
     assert {key: c.p_value for key, c in family.items()} == stepped
     assert {key: c.p_unadjusted for key, c in family.items()} == {key: unadjusted[key] for key in moved}
 
 
 @pytest.mark.parametrize(("adjustment", "passed", "shown"), [
-    ("", False, "p = 0.0387 < alpha 0.05 (max-T-adjusted over 6 items; unadjusted 0.0182)"),
-    ('adjustment = "holm"', True, "p = 0.1092 >= alpha 0.05 (Holm-adjusted over 6 items; unadjusted 0.0182)"),
-    ('adjustment = "none"', False, "p = 0.0182 < alpha 0.05, 95% CI"),
+    ("", False, "p = 0.0365 < alpha 0.05 (max-T-adjusted over 6 items; unadjusted 0.0156)"),
+    ('adjustment = "holm"', True, "p = 0.0938 >= alpha 0.05 (Holm-adjusted over 6 items; unadjusted 0.0156)"),
+    ('adjustment = "none"', False, "p = 0.0156 < alpha 0.05, 95% CI"),
 ])
 def test_week_3_fails_under_the_default_adjustment(tmp_path: Path, adjustment: str, passed: bool, shown: str) -> None:
     judge = week3_judge(tmp_path, adjustment)
