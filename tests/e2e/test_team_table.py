@@ -22,7 +22,7 @@ import pytest
 from pgvector.psycopg import register_vector
 from projects import jsonl, retriever
 
-from pytest_ragretrieval.database.team import connect
+from pytest_ragretrieval.database.team import session
 from pytest_ragretrieval.retrievers.table import apply_settings, search_sql
 
 EMBEDDER = '''
@@ -160,7 +160,7 @@ def test_table_runs_read_only_like_seeded_exact(server: tuple[str, str], tmp_pat
         cursor.execute(b"EXPLAIN " + search_sql(params).as_bytes(conn), {"q": embed(["w01 w02"])[0], "k": 10})
         plan = "\n".join(row[0] for row in cursor.fetchall())
     assert "Index Scan using docs_emb_idx" in plan, plan
-    with connect(owner) as conn, pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
+    with session(owner) as conn, pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
         conn.execute("CREATE TEMP TABLE scratch (x int)")  # the plugin's sessions write nothing, even as the owner
 
 
