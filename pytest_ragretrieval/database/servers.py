@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 READY_SECONDS = 30.0
 CONNECT_TIMEOUT = 10
 """Seconds libpq waits for a server to accept a connection (`connect_timeout`)."""
-KEEPALIVES = {"keepalives": 1, "keepalives_idle": 30, "keepalives_interval": 10, "keepalives_count": 3}
+KEEPALIVES: dict[str, Any] = {"keepalives": 1, "keepalives_idle": 30, "keepalives_interval": 10, "keepalives_count": 3}
 """TCP keepalives on every connection: a server whose host is gone is noticed within about a minute
 (a socket's connection has none: a Unix socket cannot lose its peer that way)."""
 STATEMENT_TIMEOUT = "5min"

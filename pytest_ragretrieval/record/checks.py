@@ -61,9 +61,8 @@ def text_problem(doc: Mapping[str, object]) -> tuple[str, str] | None:
     """(JSON path, problem) of the first key or string that holds a control character or unstorable text
     (a retriever's settings: see `SETTINGS`)."""
     fingerprint = doc.get("fingerprint")
-    retrievers = fingerprint.get("retrievers") if isinstance(fingerprint, dict) else None
-    if isinstance(retrievers, dict):
-        found = settings_problem(retrievers, SETTINGS)
+    if isinstance(fingerprint, dict) and isinstance(fingerprint.get("retrievers"), dict):
+        found = settings_problem(fingerprint["retrievers"], SETTINGS)
         if found is not None:
             return found
         doc = {**doc, "fingerprint": {**fingerprint, "retrievers": {}}}

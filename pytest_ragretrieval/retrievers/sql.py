@@ -19,7 +19,6 @@ from typing import Any
 
 from ..core.errors import RetrieverError
 from ..core.optional import need
-from ..core.values import quoted
 from ..files.tables import Table
 from .protocol import Context, Setup
 from .table import ID_LENGTH, TeamRetriever, apply_settings, corpus_keys, search_settings
@@ -225,7 +224,8 @@ class SqlRetriever(TeamRetriever):
                                      "its chunk id (the first column); every row must name a chunk")
             if len(chunk_id) > ID_LENGTH:
                 raise RetrieverError(f"retriever {self.ctx.name!r}: row {number} of the query's answer has a chunk id "
-                                     f"longer than {ID_LENGTH} characters ({quoted(chunk_id)}); no chunk has one")
+                                     f"longer than {ID_LENGTH} characters, which no chunk has (it begins "
+                                     f"{chunk_id[:40]!r})")
         return rows
 
 

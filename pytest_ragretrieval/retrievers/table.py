@@ -59,7 +59,9 @@ left inside a transaction is ended after a minute."""
 DEADLINE = 330.0
 """Seconds the client waits for one unit of work on the team's server (a statement and its rows, a
 rollback): statement_timeout and 30 s more. A server that has not answered by then is stopped or
-cut off (its own limit would have ended the statement): the socket is shut, the statement cancelled."""
+cut off (its own limit would have ended the statement): the statement is cancelled, the socket shut."""
+CANCEL = 5.0
+"""Seconds a cancel request waits for the server once the deadline has passed."""
 ID_LENGTH = 1000
 """The longest chunk id read from the team's server: a longer one is cut there, so a query that
 returns a huge value (`id || repeat('x', 100000000)`) costs neither the memory nor the output."""
@@ -84,21 +86,20 @@ def shut(conn: Any) -> None:
 
 
 def cut(conn: Any) -> None:
-    """`shut`, then ask the server to cancel the statement (in the calling thread, a daemon: a stopped
-    server may never answer the request)."""
-    cancel = None
+    """Ask the server to cancel the statement (libpq's non-blocking cancel, at most CANCEL seconds: a
+    stopped server never answers), then `shut` the connection."""
+    import psycopg
+
     with suppress(Exception):
-        cancel = conn.pgconn.get_cancel()
+        if psycopg.capabilities.has_cancel_safe():  # the older, blocking cancel could hang this process
+            conn.cancel_safe(timeout=CANCEL)
     shut(conn)
-    if cancel is not None:
-        with suppress(Exception):
-            cancel.cancel()
 
 
 @contextmanager
 def deadline(conn: Any, what: str, seconds: float = DEADLINE) -> Iterator[None]:
-    """The block's reads on `conn` end within `seconds`: past them the connection is cut (`cut`, in a
-    daemon thread) and the block's error becomes one line naming the deadline."""
+    """The block's reads on `conn` end within `seconds` (and CANCEL more): past them the connection is
+    cut (`cut`, in a daemon thread) and the block's error becomes one line naming the deadline."""
     fired = threading.Event()
 
     def fire() -> None:
@@ -300,7 +301,8 @@ class TeamRetriever(ABC):
         except psycopg.Error as exc:
             with suppress(Exception):
                 conn.rollback()
-            answered = f"{one_line(str(exc))}{limits_note(exc)}"
+            said = getattr(exc.diag, "message_primary", None) or str(exc)  # without the statement's LINE 1: ...
+            answered = f"{one_line(said)}{limits_note(exc)}"
             raise RetrieverError(f"{where}: the team's server answered: {answered}") from None
 
     def __call__(self, query: str, k: int) -> list[str]:
