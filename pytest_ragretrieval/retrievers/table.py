@@ -16,6 +16,7 @@ chunks (ids and texts) from that table and the corpus's fingerprint is computed 
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import queue
 import re
@@ -96,31 +97,77 @@ def cut(conn: Any) -> None:
     shut(conn)
 
 
+class Armed:
+    """One connection watched until `at` (time.monotonic); `fired` once it was cut."""
+
+    __slots__ = ("at", "conn", "fired")
+
+    def __init__(self, conn: Any, at: float) -> None:
+        self.conn = conn
+        self.at = at
+        self.fired = False
+
+
+class Watchdog:
+    """One daemon thread for the process's deadlines (a thread per statement costs 0.1 ms): it cuts
+    each connection whose unit of work outlives its deadline, each cut in a thread of its own."""
+
+    def __init__(self) -> None:
+        self._armed: dict[int, Armed] = {}
+        self._changed = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self._wakes = math.inf
+        """When the watching thread wakes next: an earlier deadline wakes it at once."""
+
+    def arm(self, conn: Any, seconds: float) -> Armed:
+        armed = Armed(conn, time.monotonic() + seconds)
+        with self._changed:
+            self._armed[id(armed)] = armed
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._watch, name="rag-deadlines", daemon=True)
+                self._thread.start()
+            if armed.at < self._wakes:
+                self._changed.notify()
+        return armed
+
+    def disarm(self, armed: Armed) -> None:
+        with self._changed:
+            self._armed.pop(id(armed), None)
+
+    def _watch(self) -> None:
+        while True:
+            with self._changed:
+                now = time.monotonic()
+                late = [self._armed.pop(key) for key, armed in list(self._armed.items()) if armed.at <= now]
+                if not late:
+                    self._wakes = min((armed.at for armed in self._armed.values()), default=math.inf)
+                    self._changed.wait(None if self._wakes == math.inf else self._wakes - now)
+                    self._wakes = -math.inf  # awake: arming needs no notice
+            for armed in late:
+                armed.fired = True
+                threading.Thread(target=cut, args=(armed.conn,), name="rag-cut", daemon=True).start()
+
+
+WATCHDOG = Watchdog()
+
+
 @contextmanager
 def deadline(conn: Any, what: str, seconds: float = DEADLINE) -> Iterator[None]:
     """The block's reads on `conn` end within `seconds` (and CANCEL more): past them the connection is
-    cut (`cut`, in a daemon thread) and the block's error becomes one line naming the deadline."""
-    fired = threading.Event()
-
-    def fire() -> None:
-        fired.set()
-        cut(conn)
-
-    timer = threading.Timer(seconds, fire)
-    timer.daemon = True
-    timer.start()
+    cut (`cut`, by the WATCHDOG) and the block's error becomes one line naming the deadline."""
+    armed = WATCHDOG.arm(conn, seconds)
     try:
         yield
     except Exception:
-        if fired.is_set():
+        if armed.fired:
             raise DatabaseError(
                 f"{what}: the team's server did not answer within {seconds:g} s (the plugin's client-side "
-                f"deadline: statement_timeout = {SESSION['statement_timeout']} and 30 s more); the connection "
-                "was cut and the statement cancelled: check that the server is running and reachable"
+                f"deadline: statement_timeout = {SESSION['statement_timeout']} and 30 s more), so its statement "
+                "was cancelled and the connection cut: check that the server is running and reachable"
             ) from None
         raise
     finally:
-        timer.cancel()
+        WATCHDOG.disarm(armed)
 
 
 @dataclass(frozen=True)
