@@ -86,11 +86,17 @@ class CorpusChange:
     """The team's table the corpus was read from (its digest computed there), for a run without a chunks file."""
     digests: tuple[str, str] = ("", "")
     """The table's digest before and after."""
+    old_table: str | None = None
+    """The table the baseline's corpus was read from, when it names one."""
 
     def __str__(self) -> str:
         if self.table is not None:
             was = f"{self.old_count:,} -> " if self.old_count is not None else ""
             before = self.digests[0] or "(none)"
+            if self.old_table is not None and self.old_table != self.table:
+                same = ", the same digest" if self.digests[0] == self.digests[1] else ""
+                return (f"chunks: changed (read from {self.old_table}, now from {self.table}; {was}{self.new_count:,} "
+                        f"chunks; {before} -> {self.digests[1]}{same})")
             return f"chunks: changed ({was}{self.new_count:,} chunks in {self.table}; {before} -> {self.digests[1]})"
         if self.edited is None and self.old_count is None:
             return (f"chunks: changed ({self.new_count:,} chunks now; not itemized: a format-1 baseline records "
@@ -112,7 +118,9 @@ def corpus_change(old: Mapping[str, Any], new: Mapping[str, Any]) -> CorpusChang
     old_count = count if isinstance(count, int) and not isinstance(count, bool) else None
     if isinstance(new.get("table"), str):
         digests = (str(old.get("digest", "")), str(new.get("digest", "")))
-        return CorpusChange(old_count, int(new.get("count", 0)), table=new["table"], digests=digests)
+        old_table = old["table"] if isinstance(old.get("table"), str) else None
+        return CorpusChange(old_count, int(new.get("count", 0)), table=new["table"], digests=digests,
+                            old_table=old_table)
     if not isinstance(before, Mapping) or not isinstance(after, Mapping):
         return CorpusChange(old_count, int(new.get("count", 0)))
     return CorpusChange(

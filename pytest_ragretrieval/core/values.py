@@ -10,6 +10,18 @@ EPSILON = 1e-9
 SMALLEST_P = 0.0001
 """The smallest p-value four decimals show; below it every p reads `< 0.0001`, never `0.0000`."""
 
+QUOTED = 80
+"""Characters of an echoed value (an id a retriever returned) a message shows; the rest is counted."""
+
+
+def quoted(value: object, limit: int = QUOTED) -> str:
+    """`value` as repr quotes it, cut to its first `limit` characters with its length said, so a message
+    that echoes a value it was handed (a 100-million-character id) stays one short line."""
+    if isinstance(value, str):
+        return repr(value) if len(value) <= limit else f"{value[:limit]!r}… ({len(value):,} characters)"
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text):,} characters)"
+
 
 def fmt(value: float | None) -> str:
     """A value as every line, table and report shows it: four decimals; "—" for no value."""

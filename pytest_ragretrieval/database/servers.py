@@ -30,6 +30,9 @@ if TYPE_CHECKING:
 READY_SECONDS = 30.0
 CONNECT_TIMEOUT = 10
 """Seconds libpq waits for a server to accept a connection (`connect_timeout`)."""
+KEEPALIVES: dict[str, Any] = {"keepalives": 1, "keepalives_idle": 30, "keepalives_interval": 10, "keepalives_count": 3}
+"""TCP keepalives on every connection: a server whose host is gone is noticed within about a minute
+(a socket's connection has none: a Unix socket cannot lose its peer that way)."""
 STATEMENT_TIMEOUT = "5min"
 """`statement_timeout` of the plugin's own sessions: a role's own (a tiny one, say) never applies to them."""
 
@@ -106,7 +109,7 @@ def open_connection(dsn: str, hint: str | Callable[[], str], *, autocommit: bool
     import psycopg
 
     try:
-        return psycopg.connect(dsn, autocommit=autocommit, connect_timeout=CONNECT_TIMEOUT)
+        return psycopg.connect(dsn, autocommit=autocommit, connect_timeout=CONNECT_TIMEOUT, **KEEPALIVES)
     except psycopg.Error as exc:
         said = hint() if callable(hint) else hint
         raise DatabaseError(

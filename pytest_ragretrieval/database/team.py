@@ -2,9 +2,12 @@
 
 Unlike `url` mode (database.handle), nothing here creates a schema, seeds a table or writes a
 row: every session is read-only (`default_transaction_read_only`), runs under the plugin's
-connect and statement timeouts, and needs only SELECT on the team's table (and USAGE on its
-schema). This module reads the corpus from that table for a run without a chunks file, computes
-the corpus's digest in the database, and reports the engine for the fingerprint.
+connect timeout, TCP keepalives, its server-side limits (statement, lock and idle-in-transaction
+timeouts) and a client-side deadline on every read (retrievers.table.deadline), and its role must
+only read: one that is a superuser, holds a predefined server role, or owns or may write a table is
+refused (`connect`); SELECT on the team's table and USAGE on its schema are all it needs. This
+module reads the corpus from that table for a run without a chunks file, computes the corpus's
+digest in the database, and reports the engine for the fingerprint.
 """
 from __future__ import annotations
 
@@ -14,10 +17,10 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.errors import DatabaseError
 from ..evalset.records import Chunk
-from ..retrievers.table import CHEAP, TeamCorpus, condition, identifier
+from ..retrievers.table import CHEAP, SESSION, TeamCorpus, condition, deadline, identifier, limits_note
 from .dsn import redact, scrub
 from .hints import URL_ENV
-from .servers import STATEMENT_TIMEOUT, open_connection, timeout_note
+from .servers import open_connection
 
 if TYPE_CHECKING:
     import psycopg
@@ -32,22 +35,80 @@ def need_dsn(dsn: str | None, what: str) -> str:
     return dsn
 
 
-def connect(dsn: str) -> psycopg.Connection:
-    """A read-only session on the team's server, pgvector's adapter registered when the type exists."""
+SERVER_ROLES = ("pg_execute_server_program", "pg_write_server_files", "pg_read_server_files", "pg_write_all_data")
+"""Predefined roles that reach past the tables (run programs, read or write the server's files) or
+write every table; a role that holds one (or may SET ROLE to it) is refused."""
+ROLE_SQL = """
+SELECT current_user,
+  EXISTS (SELECT 1 FROM pg_roles r WHERE r.rolsuper AND pg_has_role(current_user, r.oid, 'MEMBER')),
+  ARRAY(SELECT name FROM unnest(%(roles)s::text[]) AS name
+        WHERE pg_has_role(current_user, to_regrole(name), 'MEMBER')),
+  (SELECT CASE WHEN pg_has_role(current_user, c.relowner, 'MEMBER') THEN 'owns ' ELSE 'may write ' END
+          || CASE c.relkind WHEN 'v' THEN 'view ' WHEN 'm' THEN 'materialized view ' ELSE 'table ' END
+          || c.oid::regclass::text
+   FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+   WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f') AND n.nspname <> 'information_schema'
+     AND n.nspname NOT LIKE 'pg\\_%%'
+     AND (pg_has_role(current_user, c.relowner, 'MEMBER')
+          OR has_table_privilege(c.oid, 'INSERT, UPDATE, DELETE, TRUNCATE'))
+   ORDER BY 1 LIMIT 1)
+"""
+"""Who the session is, and the first reason it may do more than read: a superuser (or a member of one),
+a predefined server role, or a table, view or materialized view (outside the system schemas) it owns
+or may write. Ownership or a write privilege on any of them is refused, not only on the table read:
+whatever a query escapes to, the role must have nothing to write with."""
+
+
+def session(dsn: str) -> psycopg.Connection:
+    """A read-only session on the team's server under the plugin's limits (`SESSION`), pgvector's
+    adapter registered when the type exists; its role is not checked (see `connect`)."""
     import psycopg
     from pgvector.psycopg import register_vector
 
     hint = f"check that the server is running and that the DSN from --rag-db-url or {URL_ENV} is right"
     conn = open_connection(dsn, hint)
     try:
-        conn.execute("SELECT set_config('statement_timeout', %s, false)", (STATEMENT_TIMEOUT,))
-        conn.execute("SELECT set_config('default_transaction_read_only', 'on', false)")
-        if conn.execute("SELECT to_regtype('vector') IS NOT NULL").fetchone() == (True,):
-            register_vector(conn)
-        conn.commit()
+        with deadline(conn, f"preparing a read-only session on {redact(dsn)}"):
+            conn.execute(
+                "SELECT set_config(name, value, false) FROM unnest(%s::text[], %s::text[]) AS s(name, value)",
+                (["default_transaction_read_only", *SESSION], ["on", *SESSION.values()]),
+            )
+            if conn.execute("SELECT to_regtype('vector') IS NOT NULL").fetchone() == (True,):
+                register_vector(conn)
+            conn.commit()
+    except (psycopg.Error, DatabaseError) as exc:
+        conn.close()
+        if isinstance(exc, DatabaseError):
+            raise
+        raise DatabaseError(f"cannot prepare a read-only session on {redact(dsn)}: {scrub(str(exc), dsn)}") from None
+    return conn
+
+
+def connect(dsn: str) -> psycopg.Connection:
+    """`session`, once its role is found to read only (`ROLE_SQL`): one line naming why it may do more."""
+    import psycopg
+
+    conn = session(dsn)
+    try:
+        with deadline(conn, f"checking the role on {redact(dsn)}"):
+            user, superuser, roles, table = conn.execute(ROLE_SQL, {"roles": list(SERVER_ROLES)}).fetchone() or (
+                "?", False, [], None)
+            conn.rollback()
     except psycopg.Error as exc:
         conn.close()
-        raise DatabaseError(f"cannot prepare a read-only session on {redact(dsn)}: {scrub(str(exc), dsn)}") from None
+        raise _failed("cannot check the session's role", dsn, exc) from None
+    except DatabaseError:
+        conn.close()
+        raise
+    reason = "is a superuser" if superuser else (
+        f"is a member of {roles[0]}" if roles else table)
+    if reason:
+        conn.close()
+        raise DatabaseError(
+            f"role {user!r} on {redact(dsn)} {reason}: a table or sql retriever reads the team's server through a "
+            "role that may only read (CREATE ROLE gate LOGIN; GRANT USAGE ON SCHEMA kb TO gate; GRANT SELECT ON "
+            "kb.docs TO gate;) so that no query, however written, can write, run programs or read the server's files"
+        )
     return conn
 
 
@@ -60,7 +121,7 @@ def where(conn: psycopg.Connection) -> str:
 
 
 def _failed(what: str, dsn: str, exc: Exception) -> DatabaseError:
-    return DatabaseError(f"{what} on {redact(dsn)}: {scrub(str(exc), dsn)}{timeout_note(exc)}")
+    return DatabaseError(f"{what} on {redact(dsn)}: {scrub(str(exc), dsn)}{limits_note(exc)}")
 
 
 def read_corpus(dsn: str, corpus: TeamCorpus) -> tuple[tuple[Chunk, ...], dict[str, Any]]:
@@ -84,7 +145,7 @@ def read_corpus(dsn: str, corpus: TeamCorpus) -> tuple[tuple[Chunk, ...], dict[s
             "ORDER BY {id}::text COLLATE \"C\"), '')) FROM {table}{where}"
         ).format(**parts)
     try:
-        with connect(dsn) as conn:
+        with connect(dsn) as conn, deadline(conn, f"reading the chunks from {corpus.describe()}"):
             rows = conn.execute(rows_sql).fetchall()
             count, value = conn.execute(digest_sql).fetchone() or (0, None)
     except psycopg.Error as exc:
@@ -144,7 +205,7 @@ def engine_record(
     import psycopg
 
     try:
-        with connect(need_dsn(dsn, "a table or sql retriever")) as conn:
+        with connect(need_dsn(dsn, "a table or sql retriever")) as conn, deadline(conn, "reading the engine"):
             found = engine(conn, table, column)
     except DatabaseError as exc:
         return {"error": str(exc), **settings}

@@ -3,7 +3,7 @@ naming the file and the JSON path (`damaged`), so no reader meets a value it can
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from ..core.errors import BaselineError
@@ -13,6 +13,10 @@ from ..scoring.metrics import METRICS
 
 FREE_TEXT = frozenset({"fingerprint.chunks.gold"})
 """JSON paths whose strings are chunk texts, never printed: line breaks allowed (`gold.py` checks them)."""
+SETTINGS = "fingerprint.retrievers"
+"""Where the retrievers' settings are kept as the config gives them: their string values are the
+user's free text (a multi-line SQL query), which a change shows as JSON (`since.show`), escaped;
+only unstorable text is refused there. Keys stay names, held to the rule of every other string."""
 
 
 def damaged(path: Path, problem: str) -> BaselineError:
@@ -54,8 +58,28 @@ def metric_key(path: Path, where: str, key: str) -> None:
 
 
 def text_problem(doc: Mapping[str, object]) -> tuple[str, str] | None:
-    """(JSON path, problem) of the first key or string that holds a control character or unstorable text."""
-    stack: list[tuple[str, object]] = [("", doc)]
+    """(JSON path, problem) of the first key or string that holds a control character or unstorable text
+    (a retriever's settings: see `SETTINGS`)."""
+    fingerprint = doc.get("fingerprint")
+    if isinstance(fingerprint, dict) and isinstance(fingerprint.get("retrievers"), dict):
+        found = settings_problem(fingerprint["retrievers"], SETTINGS)
+        if found is not None:
+            return found
+        doc = {**doc, "fingerprint": {**fingerprint, "retrievers": {}}}
+    return _walk(doc, "", _one_text, "the document")
+
+
+def settings_problem(value: object, where: str) -> tuple[str, str] | None:
+    """(JSON path, problem) of the first key with a control character or unstorable text, or string
+    value with unstorable text, in retrievers' settings: the one rule the config loader
+    (`retrievers.parse_spec`) and the baseline's reader share, so whatever loads is recorded and read back."""
+    return _walk(value, where, unstorable, "the table")
+
+
+def _walk(doc: object, at: str, values: Callable[[str], str | None], top: str) -> tuple[str, str] | None:
+    """The first key `_one_text` refuses or string value `values` refuses, below `at` (`top` names the
+    outermost object when `at` is empty)."""
+    stack: list[tuple[str, object]] = [(at, doc)]
     while stack:
         where, value = stack.pop()
         if isinstance(value, dict):
@@ -63,12 +87,12 @@ def text_problem(doc: Mapping[str, object]) -> tuple[str, str] | None:
                 inside = f"{where}.{key}" if where else str(key)
                 problem = _one_text(key)
                 if problem is not None:
-                    return f"{where or 'the document'} key {key!r}", problem
+                    return f"{where or top} key {key!r}", problem
                 if where not in FREE_TEXT:
                     stack.append((inside, child))
         elif isinstance(value, list):
             stack.extend((f"{where}[{index}]", child) for index, child in enumerate(value))
-        elif isinstance(value, str) and (problem := _one_text(value)) is not None:
+        elif isinstance(value, str) and (problem := values(value)) is not None:
             return where, problem
     return None
 

@@ -13,6 +13,7 @@ from typing import Any, cast
 from ..core.errors import ConfigError
 from ..core.extensions import Registry
 from ..files.tables import Table
+from ..record.checks import settings_problem
 from . import bm25, hybrid, python, rerank, run, sql, table, vector
 from .protocol import Asking, Batched, Closing, Context, Diagnosing, Noting, Retriever, RetrieverType, Setup, ask
 
@@ -82,5 +83,9 @@ def parse_spec(name: str, data: Mapping[str, Any], where: str, root: Path | None
     params = module.parse(table)
     table.finish()
     depth = getattr(module, "source_depth", None)
-    return RetrieverSpec(name=name, type=kind, params=params, sources=tuple(module.sources(params)),
+    spec = RetrieverSpec(name=name, type=kind, params=params, sources=tuple(module.sources(params)),
                          max_latency_ms=max_latency, source_depth=depth(params) if depth is not None else None)
+    unrecordable = settings_problem(spec.fingerprint, "")
+    if unrecordable is not None:  # the baseline's reader would refuse what the run records
+        raise ConfigError(f"{where}: {unrecordable[0]} holds {unrecordable[1]}; remove it")
+    return spec

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import ConfigError, RetrieverError
+from ..core.values import quoted
 from ..files.jsontext import MAX_DIGITS, fits_float
 from ..files.paths import absolute, display
 from ..files.tables import Table
@@ -172,10 +173,10 @@ def _check_ids(
     where: str, qid: str, docnos: Sequence[str], questions: Collection[str], chunks: Collection[str]
 ) -> None:
     if qid not in questions:
-        raise RetrieverError(f"{where}: unknown question id {qid!r}; a run must use the eval set's ids")
+        raise RetrieverError(f"{where}: unknown question id {quoted(qid)}; a run must use the eval set's ids")
     unknown = next((docno for docno in docnos if docno not in chunks), None)
     if unknown is not None:
-        raise RetrieverError(f"{where}: unknown chunk id {unknown!r}; a run must use the chunks file's ids")
+        raise RetrieverError(f"{where}: unknown chunk id {quoted(unknown)}; a run must use the chunks file's ids")
 
 
 def _check_ranks(name: str, qid: str, rows: list[_Row]) -> None:

@@ -16,17 +16,24 @@ chunks (ids and texts) from that table and the corpus's fingerprint is computed 
 from __future__ import annotations
 
 import hashlib
+import math
+import os
 import queue
 import re
+import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..core.errors import DatabaseError, RetrieverError
 from ..core.optional import need
+from ..core.redact import one_line
 from ..evalset.records import Question
+from ..files.jsontext import escaped
 from ..files.tables import Table, shown
 from .protocol import Context, Query, Setup
 from .vector import ANN_DIAGNOSTICS
@@ -46,6 +53,121 @@ DIGESTS = ("md5",)
 """`digest = "md5"` (the default): md5 over every row's id and md5(text), computed in the database;
 or `"count_and_max:COLUMN"`: the row count and the largest value of COLUMN (an `updated_at`)."""
 CHEAP = "count_and_max:"
+SESSION = {"statement_timeout": "5min", "lock_timeout": "10s", "idle_in_transaction_session_timeout": "1min"}
+"""The server-side limits of every session on the team's server (database.team sets them), whatever
+the role's own: a statement runs at most 5 minutes, waits at most 10 s for a lock, and a session
+left inside a transaction is ended after a minute."""
+DEADLINE = 330.0
+"""Seconds the client waits for one unit of work on the team's server (a statement and its rows, a
+rollback): statement_timeout and 30 s more. A server that has not answered by then is stopped or
+cut off (its own limit would have ended the statement): the statement is cancelled, the socket shut."""
+CANCEL = 5.0
+"""Seconds a cancel request waits for the server once the deadline has passed."""
+ID_LENGTH = 1000
+"""The longest chunk id read from the team's server: a longer one is cut there, so a query that
+returns a huge value (`id || repeat('x', 100000000)`) costs neither the memory nor the output."""
+
+
+def limits_note(exc: BaseException) -> str:
+    """Which of the session's limits ended a statement, as the message's note ('' when none did)."""
+    kind = type(exc).__name__
+    if kind == "QueryCanceled":
+        return f" (the plugin's sessions run with statement_timeout = {SESSION['statement_timeout']})"
+    if kind == "LockNotAvailable":
+        return f" (the plugin's sessions run with lock_timeout = {SESSION['lock_timeout']})"
+    return ""
+
+
+def shut(conn: Any) -> None:
+    """Shut the connection's socket: a thread waiting on it wakes at once with an error."""
+    import socket  # here: the judge reaches this module through the config, and no I/O library
+
+    with suppress(Exception), socket.socket(fileno=os.dup(conn.fileno())) as sock:
+        sock.shutdown(socket.SHUT_RDWR)
+
+
+def cut(conn: Any) -> None:
+    """Ask the server to cancel the statement (libpq's non-blocking cancel, at most CANCEL seconds: a
+    stopped server never answers), then `shut` the connection."""
+    import psycopg
+
+    with suppress(Exception):
+        if psycopg.capabilities.has_cancel_safe():  # the older, blocking cancel could hang this process
+            conn.cancel_safe(timeout=CANCEL)
+    shut(conn)
+
+
+class Armed:
+    """One connection watched until `at` (time.monotonic); `fired` once it was cut."""
+
+    __slots__ = ("at", "conn", "fired")
+
+    def __init__(self, conn: Any, at: float) -> None:
+        self.conn = conn
+        self.at = at
+        self.fired = False
+
+
+class Watchdog:
+    """One daemon thread for the process's deadlines (a thread per statement costs 0.1 ms): it cuts
+    each connection whose unit of work outlives its deadline, each cut in a thread of its own."""
+
+    def __init__(self) -> None:
+        self._armed: dict[int, Armed] = {}
+        self._changed = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self._wakes = math.inf
+        """When the watching thread wakes next: an earlier deadline wakes it at once."""
+
+    def arm(self, conn: Any, seconds: float) -> Armed:
+        armed = Armed(conn, time.monotonic() + seconds)
+        with self._changed:
+            self._armed[id(armed)] = armed
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._watch, name="rag-deadlines", daemon=True)
+                self._thread.start()
+            if armed.at < self._wakes:
+                self._changed.notify()
+        return armed
+
+    def disarm(self, armed: Armed) -> None:
+        with self._changed:
+            self._armed.pop(id(armed), None)
+
+    def _watch(self) -> None:
+        while True:
+            with self._changed:
+                now = time.monotonic()
+                late = [self._armed.pop(key) for key, armed in list(self._armed.items()) if armed.at <= now]
+                if not late:
+                    self._wakes = min((armed.at for armed in self._armed.values()), default=math.inf)
+                    self._changed.wait(None if self._wakes == math.inf else self._wakes - now)
+                    self._wakes = -math.inf  # awake: arming needs no notice
+            for armed in late:
+                armed.fired = True
+                threading.Thread(target=cut, args=(armed.conn,), name="rag-cut", daemon=True).start()
+
+
+WATCHDOG = Watchdog()
+
+
+@contextmanager
+def deadline(conn: Any, what: str, seconds: float = DEADLINE) -> Iterator[None]:
+    """The block's reads on `conn` end within `seconds` (and CANCEL more): past them the connection is
+    cut (`cut`, by the WATCHDOG) and the block's error becomes one line naming the deadline."""
+    armed = WATCHDOG.arm(conn, seconds)
+    try:
+        yield
+    except Exception:
+        if armed.fired:
+            raise DatabaseError(
+                f"{what}: the team's server did not answer within {seconds:g} s (the plugin's client-side "
+                f"deadline: statement_timeout = {SESSION['statement_timeout']} and 30 s more), so its statement "
+                "was cancelled and the connection cut: check that the server is running and reachable"
+            ) from None
+        raise
+    finally:
+        WATCHDOG.disarm(armed)
 
 
 @dataclass(frozen=True)
@@ -60,7 +182,9 @@ class TeamCorpus:
     digest: str
 
     def describe(self) -> str:
-        return f"table {self.table}" + (f" where {self.where}" if self.where else "")
+        """`table kb.docs where lang = 'zh'`, on one line (a condition's line breaks escaped): messages
+        and the fingerprint's `chunks.table` hold it."""
+        return f"table {self.table}" + (f" where {escaped(self.where)}" if self.where else "")
 
 
 def _name(table: Table, key: str, value: str, parts: int) -> str:
@@ -213,8 +337,23 @@ class TeamRetriever(ABC):
     def _vectors(self, queries: Sequence[str]) -> NDArray[np.float32] | list[None]:
         return self.ctx.embed(list(queries)) if self.embeds else [None] * len(queries)
 
+    def _asked(self, conn: Any, query: str, vector: Any, k: int) -> list[str]:
+        """`answer` within the client-side deadline; the server's error one line, naming the session's
+        limit that ended the statement."""
+        psycopg = need("psycopg", f"retriever {self.ctx.name!r}")
+        where = f"retriever {self.ctx.name!r}"
+        try:
+            with deadline(conn, where):
+                return self.answer(conn, query, vector, k)
+        except psycopg.Error as exc:
+            with suppress(Exception):
+                conn.rollback()
+            said = getattr(exc.diag, "message_primary", None) or str(exc)  # without the statement's LINE 1: ...
+            answered = f"{one_line(said)}{limits_note(exc)}"
+            raise RetrieverError(f"{where}: the team's server answered: {answered}") from None
+
     def __call__(self, query: str, k: int) -> list[str]:
-        return self.answer(self.conn, query, self._vectors([query])[0], k)
+        return self._asked(self.conn, query, self._vectors([query])[0], k)
 
     def search_many(
         self, queries: Sequence[str], k: int, tick: Callable[[int], None]
@@ -233,17 +372,24 @@ class TeamRetriever(ABC):
             conn = idle.get()
             try:
                 began = time.perf_counter()
-                ranking = self.answer(conn, queries[position], vectors[position], k)
+                ranking = self._asked(conn, queries[position], vectors[position], k)
                 return position, ranking, (time.perf_counter() - began) * 1000.0
             finally:
                 idle.put(conn)
 
         found: list[tuple[Sequence[str], float]] = [((), 0.0)] * len(queries)
-        with ThreadPoolExecutor(1 + len(self.pool), thread_name_prefix="rag-team") as pool:
+        pool = ThreadPoolExecutor(1 + len(self.pool), thread_name_prefix="rag-team")
+        try:
             for future in as_completed([pool.submit(search, i) for i in range(len(queries))]):
                 position, ranking, took = future.result()
                 found[position] = (ranking, took + share)
                 tick(1)
+        except BaseException:
+            for conn in [self.conn, *self.pool]:  # Ctrl-C, SIGTERM or a failed query: no thread waits on
+                shut(conn)                        # a server that may never answer
+            raise
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
         return found
 
     def close(self) -> None:

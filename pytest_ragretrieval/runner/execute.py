@@ -15,6 +15,7 @@ from ..core.errors import RagError, RetrieverError, RetrieverUnavailable, descri
 from ..core.optional import missing
 from ..core.progress import Output, PlainOutput, Progress
 from ..core.timing import Phases
+from ..core.values import quoted
 from ..evalset.records import Question
 from ..files.jsontext import escaped
 from ..retrievers.protocol import Query, Retriever, ask, asked
@@ -34,11 +35,11 @@ def checked_ranking(
     seen: set[str] = set()
     for chunk_id in ranking:
         if not isinstance(chunk_id, str):
-            raise RetrieverError(f"{where}: chunk ids must be strings, got {chunk_id!r}")
+            raise RetrieverError(f"{where}: chunk ids must be strings, got {quoted(chunk_id)}")
         if chunk_id in seen:
-            raise RetrieverError(f"{where}: returned chunk id {chunk_id!r} twice")
+            raise RetrieverError(f"{where}: returned chunk id {quoted(chunk_id)} twice")
         if chunk_id not in known:
-            raise RetrieverError(f"{where}: returned unknown chunk id {chunk_id!r}")
+            raise RetrieverError(f"{where}: returned unknown chunk id {quoted(chunk_id)}")
         seen.add(chunk_id)
     return ranking
 

@@ -22,7 +22,8 @@ import pytest
 from pgvector.psycopg import register_vector
 from projects import jsonl, retriever
 
-from pytest_ragretrieval.database.team import connect
+from pytest_ragretrieval.core.errors import DatabaseError
+from pytest_ragretrieval.database.team import connect, session
 from pytest_ragretrieval.retrievers.table import apply_settings, search_sql
 
 EMBEDDER = '''
@@ -160,7 +161,7 @@ def test_table_runs_read_only_like_seeded_exact(server: tuple[str, str], tmp_pat
         cursor.execute(b"EXPLAIN " + search_sql(params).as_bytes(conn), {"q": embed(["w01 w02"])[0], "k": 10})
         plan = "\n".join(row[0] for row in cursor.fetchall())
     assert "Index Scan using docs_emb_idx" in plan, plan
-    with connect(owner) as conn, pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
+    with session(owner) as conn, pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
         conn.execute("CREATE TEMP TABLE scratch (x int)")  # the plugin's sessions write nothing, even as the owner
 
 
@@ -221,3 +222,61 @@ def test_a_gold_id_the_table_lacks_is_one_line(server: tuple[str, str], tmp_path
     code, out = gate(folder, reader)
     assert code != 0
     assert "evalset.jsonl:13: unknown chunk id 'doc-9999' in 'relevant' (table public.docs has no row with that id)" in out
+
+
+def test_a_role_that_may_do_more_than_read_is_refused(server: tuple[str, str], tmp_path: Path) -> None:
+    """On 571473c the Database page only advised a SELECT-only role: a superuser's `sql` retriever ran
+    `COPY ... TO PROGRAM` on the server, once per question. Now every session's role is checked."""
+    owner, reader = server
+    host = owner.partition("?")[2]
+    with psycopg.connect(owner, autocommit=True) as conn:
+        for role, grant in [("writer", "GRANT INSERT ON docs TO writer"), ("filer", "GRANT pg_read_server_files TO filer"),
+                            ("keeper", "CREATE TABLE kept (x int); ALTER TABLE kept OWNER TO keeper")]:
+            conn.execute(f"CREATE ROLE {role} LOGIN")
+            conn.execute(f"GRANT USAGE ON SCHEMA public TO {role}; GRANT SELECT ON docs TO {role}")
+            conn.execute(grant)
+    try:
+        for role, reason in [("postgres", "is a superuser"), ("writer", "may write table docs"),
+                             ("filer", "is a member of pg_read_server_files"), ("keeper", "owns table kept")]:
+            with pytest.raises(DatabaseError) as error:
+                connect(f"postgresql://{role}@/postgres?{host}")
+            assert f"role {role!r} on " in str(error.value) and reason in str(error.value), str(error.value)
+            assert "\n" not in str(error.value)
+        with connect(reader) as conn:
+            assert [conn.execute(f"SHOW {name}").fetchone() for name in ("lock_timeout",
+                    "idle_in_transaction_session_timeout", "statement_timeout")] == [("10s",), ("1min",), ("5min",)]
+        folder = project(tmp_path / "team", retriever("fts", "sql", query=FULL_TEXT, table="public.docs",
+                                                      text_column="body"))
+        code, out = gate(folder, owner)
+        assert code != 0, out
+        assert "role 'postgres' on " in out and "is a superuser: a table or sql retriever reads" in out, out
+    finally:
+        with psycopg.connect(owner, autocommit=True) as conn:
+            conn.execute("DROP TABLE kept; DROP OWNED BY writer, filer, keeper; DROP ROLE writer, filer, keeper")
+
+
+def test_sql_messages_name_the_row_and_the_limit(server: tuple[str, str], tmp_path: Path) -> None:
+    """On 571473c a NULL id was reported as 'None' (an unknown chunk id), a huge id was echoed whole,
+    and a statement the session's limit cancelled came without the note naming the limit."""
+    owner, reader = server
+    keys = {"table": "public.docs", "text_column": "body"}
+    queries = {"nulls": "SELECT NULL::text FROM public.docs LIMIT %(k)s",
+               "huge": "SELECT id || repeat('x', 100000) FROM public.docs LIMIT %(k)s",
+               "waits": "SELECT id FROM public.docs WHERE NOT EXISTS (SELECT 1 FROM held) ORDER BY id LIMIT %(k)s"}
+    folder = project(tmp_path / "team", "".join(retriever(name, "sql", query=query, **keys)
+                                                 for name, query in queries.items()))
+    with psycopg.connect(owner, autocommit=True) as conn:
+        conn.execute("CREATE TABLE held (x int); GRANT SELECT ON held TO reader")
+    try:
+        with psycopg.connect(owner) as holder:
+            holder.execute("LOCK TABLE held IN ACCESS EXCLUSIVE MODE")  # held until the run ends
+            code, out = gate(folder, reader)
+    finally:
+        with psycopg.connect(owner, autocommit=True) as conn:
+            conn.execute("DROP TABLE held")
+    assert code != 0, out
+    assert "retriever 'nulls': row 1 of the query's answer has NULL as its chunk id (the first column)" in out, out
+    assert "retriever 'huge': row 1 of the query's answer has a chunk id longer than 1000 characters" in out, out
+    assert "'None'" not in out and "x" * 1000 not in out
+    assert "retriever 'waits': the team's server answered: canceling statement due to lock timeout (the plugin's " in out, out
+    assert "(the plugin's sessions run with lock_timeout = 10s)" in out, out
