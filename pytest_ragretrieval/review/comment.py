@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from ..core.values import fmt, p_value, signed
 from ..record.report import Failure, ReportInput
 from ..report.markdown import esc, failures_section, metrics_section, table
-from ..report.wording import TITLE, format_ci, verdict
+from ..report.wording import TITLE, format_ci, unavailable, verdict
 from .approval import Decision, what_lowered
 from .approved import record_line
 from .changes import Changes, Entry, SettingChange, ValueChange
@@ -96,7 +96,9 @@ def baseline_line(changes: Changes | None, decision: Decision | None) -> str:
 
 def header(data: CommentInput) -> list[str]:
     record = [] if data.decision is None or data.decision.approval is None else [record_line(data.decision.approval)]
-    return [MARKER, *record, f"## {TITLE}", "", f"- **门禁 / gate**：{gate_line(data)}",
+    absent = unavailable(data.report, "`") if data.report is not None else ""
+    gate = gate_line(data) + (f"; {esc(absent)}" if absent else "")
+    return [MARKER, *record, f"## {TITLE}", "", f"- **门禁 / gate**：{gate}",
             f"- **基线 / baseline**：{baseline_line(data.changes, data.decision)}"]
 
 
