@@ -133,7 +133,7 @@ def session_settings(conn: psycopg.Connection) -> dict[str, tuple[str, str]]:
         "SELECT name, setting, source FROM pg_settings WHERE name ~ %s ORDER BY name", (SEARCH_SETTINGS,)
     ).fetchall()
     conn.rollback()
-    return {name: (str(value), SOURCES.get(source, source)) for name, value, source in rows}
+    return {str(name): (str(value), SOURCES.get(str(source), str(source))) for name, value, source in rows}
 
 
 def in_effect(found: Mapping[str, tuple[str, str]], pins: Mapping[str, Any]) -> tuple[dict[str, str], list[str]]:
@@ -162,13 +162,14 @@ def corpus_difference(conn: psycopg.Connection, corpus: TeamCorpus, chunks: Sequ
         id=sql.Identifier(corpus.id_column), text=sql.Identifier(corpus.text_column),
         table=identifier(corpus.table), where=condition(corpus.where, bound=False))
     try:
-        rows = dict(conn.execute(statement).fetchall())
+        rows = {str(key): str(digest) for key, digest in conn.execute(statement).fetchall()}
         conn.rollback()
     except psycopg.Error as exc:
         conn.rollback()
-        return f"{corpus.describe()} not compared with {source}: {exc.__class__.__name__}"
+        return f"{corpus.describe()} not compared with {source}: {' '.join(str(exc).split())}"
     texts = {chunk.id: hashlib.md5(chunk.text.encode("utf-8")).hexdigest() for chunk in chunks}
-    groups = (("only in the file", sorted(set(texts) - set(rows))), ("only in the table", sorted(set(rows) - set(texts))),
+    groups = (("only in the file", sorted(set(texts) - set(rows))),
+              ("only in the table", sorted(set(rows) - set(texts))),
               ("texts differ", sorted(cid for cid in set(texts) & set(rows) if texts[cid] != rows[cid])))
     parts = [f"{len(ids)} {label} ({_listed(ids)})" for label, ids in groups if ids]
     if not parts:

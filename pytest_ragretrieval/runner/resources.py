@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from ..database.servers import ServerMode
     from ..database.spare import Spare
     from ..embedding.cached import CachedEmbedder
+    from ..retrievers.table import TeamCorpus
 
 
 class Resources:
@@ -53,6 +54,8 @@ class Resources:
         self._vectors: np.ndarray | None = None
         self._team: str | None = None
         """Where the team's server is (host:port/database), once a table or sql retriever connected."""
+        self._compared: dict[TeamCorpus, str] = {}
+        """The chunks file against each team table, read once however many retrievers name it."""
         self.notes: dict[str, list[str]] = {}
         """By `table` or `sql` retriever, once it connected: each pin the database's own value differs from,
         and how the team's table it names differs from the chunks file (counts, ids, texts)."""
@@ -134,7 +137,9 @@ class Resources:
         found = in_effect(session_settings(conn), params["engine"])[1] if params["engine"] else []
         corpus = corpus_of(params)
         if self.config.chunks is not None and corpus is not None:
-            found.append(corpus_difference(conn, corpus, self.chunks, display(self.config.chunks)))
+            if corpus not in self._compared:
+                self._compared[corpus] = corpus_difference(conn, corpus, self.chunks, display(self.config.chunks))
+            found.append(self._compared[corpus])
         return [note for note in found if note]
 
     def score_cache(self, kind: str, model_id: str) -> Namespace:

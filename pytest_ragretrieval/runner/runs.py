@@ -27,7 +27,8 @@ def required(name: str, config: Config, run: Run) -> Run:
     """A retriever with `required = true` that cannot run here fails the run instead of being skipped."""
     if run.skipped is None or not config.retriever(name).required:
         return run
-    return Run(error=RetrieverError(f"retriever {name!r} is required (required = true) but cannot run here: {run.skipped}"))
+    why = f"retriever {name!r} is required (required = true) but cannot run here: {run.skipped}"
+    return Run(error=RetrieverError(why))
 
 
 class Runner:

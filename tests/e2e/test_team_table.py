@@ -241,6 +241,7 @@ def test_without_a_url_the_team_retrievers_are_unavailable_and_their_entries_kep
     assert code == 0, out
     reason = "no database URL to read the team's table: set the secret RAG_EVAL_DATABASE_URL or pass --rag-db-url DSN"
     assert f"k=5, 12 answerable questions; unavailable: fts, prod ({reason})" in out, out
+    assert "compared across changes" not in out, out  # their engines were not read: nothing to name
     command = [sys.executable, "-c", "from pytest_ragretrieval.cli import main; main()", "comment", "out.json"]
     comment = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=60, check=True).stdout
     gate_line = next(line for line in comment.splitlines() if line.startswith("- **"))
