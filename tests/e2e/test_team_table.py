@@ -250,6 +250,11 @@ def test_without_a_url_the_team_retrievers_are_unavailable_and_their_entries_kep
     assert code == 0, out
     assert "removed" not in out, out
     after = json.loads(path.read_bytes())
+    (tmp_path / "old.json").write_text(json.dumps(before), encoding="utf-8")
+    command = [sys.executable, "-c", "from pytest_ragretrieval.cli import main; main()", "comment", "--baseline-diff",
+               str(tmp_path / "old.json"), str(tmp_path / "out.json")]
+    review = subprocess.run(command, cwd=folder, capture_output=True, text=True, timeout=60, check=True).stdout
+    assert "✅ 未降低 / not lowered" in review and "removed" not in review, review
     for name in ("fts", "prod"):
         assert json.dumps(after["retrievers"][name]) == json.dumps(before["retrievers"][name])
         assert json.dumps(after["fingerprint"]["retrievers"][name]) == json.dumps(before["fingerprint"]["retrievers"][name])
