@@ -152,6 +152,17 @@ def in_effect(found: Mapping[str, tuple[str, str]], pins: Mapping[str, Any]) -> 
     return dict(sorted(session.items())), lines
 
 
+def pinned_differences(conn: psycopg.Connection, pins: Mapping[str, Any]) -> list[str]:
+    """`in_effect`'s lines for a session's connection; a catalog the role cannot read says nothing."""
+    import psycopg
+
+    try:
+        return in_effect(session_settings(conn), pins)[1]
+    except psycopg.Error:
+        conn.rollback()
+        return []
+
+
 def corpus_difference(conn: psycopg.Connection, corpus: TeamCorpus, chunks: Sequence[Chunk], source: str) -> str:
     """How the team's table differs from the chunks file the run judges with (ids, and each text's
     md5 computed on both sides), as one note; "" when they hold the same chunks."""
@@ -166,7 +177,8 @@ def corpus_difference(conn: psycopg.Connection, corpus: TeamCorpus, chunks: Sequ
         conn.rollback()
     except psycopg.Error as exc:
         conn.rollback()
-        return f"{corpus.describe()} not compared with {source}: {' '.join(str(exc).split())}"
+        why = exc.diag.message_primary or type(exc).__name__  # the server's words: no DSN in them
+        return f"{corpus.describe()} not compared with {source}: {why}"
     texts = {chunk.id: hashlib.md5(chunk.text.encode("utf-8")).hexdigest() for chunk in chunks}
     groups = (("only in the file", sorted(set(texts) - set(rows))),
               ("only in the table", sorted(set(rows) - set(texts))),

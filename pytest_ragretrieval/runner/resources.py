@@ -130,11 +130,11 @@ class Resources:
     def _notes(self, name: str, conn: psycopg.Connection) -> list[str]:
         """What the run measures that the team may not expect: a `search_settings` pin over a different
         value of the database's own, and a table that differs from the chunks file the run judges with."""
-        from ..database.team import corpus_difference, in_effect, session_settings
+        from ..database.team import corpus_difference, pinned_differences
         from ..retrievers.table import corpus_of
 
         params = self.config.retriever(name).params
-        found = in_effect(session_settings(conn), params["engine"])[1] if params["engine"] else []
+        found = pinned_differences(conn, params["engine"]) if params["engine"] else []
         corpus = corpus_of(params)
         if self.config.chunks is not None and corpus is not None:
             if corpus not in self._compared:
