@@ -23,6 +23,9 @@ from .format import Baseline, Recorded
 
 YARDSTICK = ("k", "metrics_version", "grading_version")
 SHARED = ("tokenizer",)
+LATER = ("engine.session",)
+"""Fingerprint keys a retriever's record gained within the format (the search settings in effect): a
+record written before holds none, and its absence there is no change."""
 """Inputs of the system under test that every retriever shares, besides the corpus."""
 LISTED = 10
 """Ids listed per kind of change (edited, added, removed); the rest are counted."""
@@ -277,7 +280,9 @@ def retriever_changes(old: Mapping[str, Any], new: Mapping[str, Any], name: str)
     """What changed in one retriever's fingerprint, by dotted path from its name (a file's entry without
     its fingerprint is damage: `format.parse` refuses it)."""
     before, after = old.get("retrievers", {}), new.get("retrievers", {})
-    return tuple(changes(before.get(name, {}), after.get(name, {}), name))
+    later = {f"{name}.{key}" for key in LATER}
+    return tuple(change for change in changes(before.get(name, {}), after.get(name, {}), name)
+                 if not (change.old is ABSENT and change.path in later))
 
 
 def since(

@@ -165,7 +165,9 @@ class Database:
             raise
         except psycopg.Error as exc:
             what = f"cannot create schema {self.schema} (the role needs CREATE on the database)"
-            raise self._fail(what, exc) from None
+            raise DatabaseError(f"{self._fail(what, exc)}; for a role that may only read (the table and sql "
+                                "retrievers' own), add --rag-db=embedded: the seeded retrievers run on a local "
+                                "Postgres, the team's table on this server") from None
         try:
             self.vector_schema, self.vector_version = self._ensure_vector(conn)
         except psycopg.errors.QueryCanceled:

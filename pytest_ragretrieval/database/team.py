@@ -12,7 +12,7 @@ digest in the database, and reports the engine for the fingerprint.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import DatabaseError
@@ -33,6 +33,11 @@ def need_dsn(dsn: str | None, what: str) -> str:
     if not dsn:
         raise DatabaseError(f"{what} reads the team's own table: pass --rag-db-url DSN or set {URL_ENV}")
     return dsn
+
+
+def no_url() -> str:
+    """Why a `table` or `sql` retriever is unavailable on a runner that has no database URL, and the fix."""
+    return f"no database URL to read the team's table: set the secret {URL_ENV} or pass --rag-db-url DSN"
 
 
 SERVER_ROLES = ("pg_execute_server_program", "pg_write_server_files", "pg_read_server_files", "pg_write_all_data")
@@ -172,6 +177,84 @@ def read_corpus(dsn: str, corpus: TeamCorpus) -> tuple[tuple[Chunk, ...], dict[s
     return tuple(chunks), record
 
 
+SEARCH_SETTINGS = r"^(hnsw|ivfflat|diskann|vchordrq|vchordg)\."
+"""The search settings of pgvector, pgvectorscale and VectorChord, as pg_settings names them."""
+SOURCES = {"default": "server default", "configuration file": "server configuration", "user": "role",
+           "database": "database", "database user": "role in database", "override": "server default"}
+"""Where a setting in effect came from (pg_settings.source), in the words a change is named with."""
+
+
+def session_settings(conn: psycopg.Connection) -> dict[str, tuple[str, str]]:
+    """Each search setting a session of the gate's role starts with, and where it came from (the role,
+    the database, the server): what `ALTER ROLE/DATABASE ... SET hnsw.ef_search` changes. pgvector's
+    settings exist once its library is loaded, so one vector is read first when the type exists."""
+    if conn.execute("SELECT to_regtype('vector') IS NOT NULL").fetchone() == (True,):
+        conn.execute("SELECT '[1]'::vector")
+    rows = conn.execute(
+        "SELECT name, setting, source FROM pg_settings WHERE name ~ %s ORDER BY name", (SEARCH_SETTINGS,)
+    ).fetchall()
+    conn.rollback()
+    return {str(name): (str(value), SOURCES.get(str(source), str(source))) for name, value, source in rows}
+
+
+def in_effect(found: Mapping[str, tuple[str, str]], pins: Mapping[str, Any]) -> tuple[dict[str, str], list[str]]:
+    """The search settings the run measures, each as `value (where it came from)`: a `search_settings`
+    pin over the session's own value; and a line for each pin the database's own value differs from."""
+    from ..retrievers.table import setting_text
+
+    session = {name: f"{value} ({source})" for name, (value, source) in found.items()}
+    lines = []
+    for name, pin in pins.items():
+        session[name] = f"{setting_text(pin)} (search_settings)"
+        if name in found and found[name][0] != setting_text(pin):
+            value, source = found[name]
+            lines.append(f"search_settings pins {name} = {setting_text(pin)}, but the database's own value is "
+                         f"{value} (from the {source}); the run measures {setting_text(pin)}")
+    return dict(sorted(session.items())), lines
+
+
+def pinned_differences(conn: psycopg.Connection, pins: Mapping[str, Any]) -> list[str]:
+    """`in_effect`'s lines for a session's connection; a catalog the role cannot read says nothing."""
+    import psycopg
+
+    try:
+        return in_effect(session_settings(conn), pins)[1]
+    except psycopg.Error:
+        conn.rollback()
+        return []
+
+
+def corpus_difference(conn: psycopg.Connection, corpus: TeamCorpus, chunks: Sequence[Chunk], source: str) -> str:
+    """How the team's table differs from the chunks file the run judges with (ids, and each text's
+    md5 computed on both sides), as one note; "" when they hold the same chunks."""
+    import psycopg
+    from psycopg import sql
+
+    statement = sql.SQL("SELECT {id}::text, md5(coalesce({text}::text, '')) FROM {table}{where}").format(
+        id=sql.Identifier(corpus.id_column), text=sql.Identifier(corpus.text_column),
+        table=identifier(corpus.table), where=condition(corpus.where, bound=False))
+    try:
+        rows = {str(key): str(digest) for key, digest in conn.execute(statement).fetchall()}
+        conn.rollback()
+    except psycopg.Error as exc:
+        conn.rollback()
+        why = exc.diag.message_primary or type(exc).__name__  # the server's words: no DSN in them
+        return f"{corpus.describe()} not compared with {source}: {why}"
+    texts = {chunk.id: hashlib.md5(chunk.text.encode("utf-8")).hexdigest() for chunk in chunks}
+    groups = (("only in the file", sorted(set(texts) - set(rows))),
+              ("only in the table", sorted(set(rows) - set(texts))),
+              ("texts differ", sorted(cid for cid in set(texts) & set(rows) if texts[cid] != rows[cid])))
+    parts = [f"{len(ids)} {label} ({_listed(ids)})" for label, ids in groups if ids]
+    if not parts:
+        return ""
+    return (f"{corpus.describe()} differs from {source} ({len(rows):,} rows, {len(texts):,} chunks): "
+            + ", ".join(parts) + "; the run judges the file's texts, the table answers")
+
+
+def _listed(ids: Sequence[str], shown: int = 5) -> str:
+    return ", ".join(ids[:shown]) + (f" and {len(ids) - shown} more" if len(ids) > shown else "")
+
+
 def engine(conn: psycopg.Connection, table: str | None, column: str | None) -> dict[str, Any]:
     """The server's version, the vector extensions' versions, and the indexes of `table` (those on
     `column` when given) as the catalog reports them: method, definition, build options."""
@@ -200,13 +283,15 @@ def engine(conn: psycopg.Connection, table: str | None, column: str | None) -> d
 def engine_record(
     dsn: str | None, settings: Mapping[str, Any], table: str | None, column: str | None
 ) -> dict[str, Any]:
-    """`engine` for the fingerprint, the settings beside it; a failure is recorded as the error,
-    so the fingerprint differs from any recorded one and the item shows why."""
+    """`engine` for the fingerprint, the settings beside it and the search settings in effect
+    (`session`); a failure is recorded as the error, so the fingerprint differs from any recorded one
+    and the item shows why."""
     import psycopg
 
     try:
         with connect(need_dsn(dsn, "a table or sql retriever")) as conn, deadline(conn, "reading the engine"):
             found = engine(conn, table, column)
+            found["session"] = in_effect(session_settings(conn), settings)[0]
     except DatabaseError as exc:
         return {"error": str(exc), **settings}
     except psycopg.Error as exc:

@@ -133,7 +133,9 @@ class Judge:
         if self.baseline is None:
             return None
         if self._since is None:
-            names = [spec.name for spec in self.config.retrievers if spec.name in self.baseline.retrievers]
+            # A retriever skipped here (no database URL) is judged nowhere: its fingerprint's changes are noise.
+            names = [spec.name for spec in self.config.retrievers if spec.name in self.baseline.retrievers
+                     and (spec.name not in self.runs or self.runs[spec.name].skipped is None)]
             found = since(self.baseline.fingerprint, self.fingerprint, names)
             questions = baseline_questions(self.baseline, self.config, self.questions)
             if questions.note:

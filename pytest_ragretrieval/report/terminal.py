@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from ..core.values import fmt, moved, p_value, signed
 from ..record.report import ADJUSTED, ReportInput, RetrieverView
 from ..record.types import Adjustment, Comparison, PairComparison
-from .wording import width
+from .wording import unavailable, width
 
 LISTED = 5
 """Question ids listed in a line of the summary; the rest are counted."""
@@ -207,7 +207,9 @@ def summary_lines(data: ReportInput, every_tag: bool = False, columns: int | Non
     the comparisons, and the no-answer and latency lines; judged@k is shown even when not listed."""
     table = _table(data)
     answerable = table.answerable
-    lines = [f"k={data.k}" + (f", {answerable} answerable questions" if answerable is not None else "")]
+    absent = unavailable(data)
+    lines = [f"k={data.k}" + (f", {answerable} answerable questions" if answerable is not None else "")
+             + (f"; {absent}" if absent else "")]
     lines.extend(data.since)
     if table.rows:
         lines.extend(fitted(["retriever", *data.metrics], table.rows, 1, columns))

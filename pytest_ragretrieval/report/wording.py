@@ -147,6 +147,16 @@ def verdict(data: ReportInput) -> str:
     return "✅ " + say(data.language, ("无失败项", "no failures"))
 
 
+def unavailable(data: ReportInput, quote: str = "") -> str:
+    """The retrievers that could not run here, grouped by reason, for a report's first line (a CI secret
+    that is missing shows there, not only in a skipped item); "" when every retriever could run."""
+    reasons: dict[str, list[str]] = {}
+    for view in data.retrievers:
+        if view.status == "unavailable":
+            reasons.setdefault(view.reason, []).append(f"{quote}{view.name}{quote}")
+    return "; ".join(f"unavailable: {', '.join(names)} ({reason})" for reason, names in reasons.items())
+
+
 def with_delta(value: float | None, delta: float | None) -> str:
     text = fmt(value)
     return f"{text} ({signed(delta)})" if moved(delta) else text

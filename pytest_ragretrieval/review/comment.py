@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from ..core.values import fmt, p_value, signed
 from ..record.report import Failure, ReportInput
 from ..report.markdown import esc, failures_section, metrics_section, table
-from ..report.wording import TITLE, colon, format_ci, heading, say, verdict
+from ..report.wording import TITLE, colon, format_ci, heading, say, unavailable, verdict
 from .approval import Decision, what_lowered
 from .approved import record_line
 from .changes import Changes, Entry, SettingChange, ValueChange
@@ -104,8 +104,10 @@ def baseline_line(changes: Changes | None, decision: Decision | None, language: 
 def header(data: CommentInput) -> list[str]:
     record = [] if data.decision is None or data.decision.approval is None else [record_line(data.decision.approval)]
     language = data.language
+    absent = unavailable(data.report, "`") if data.report is not None else ""
+    gate = gate_line(data) + (f"; {esc(absent)}" if absent else "")
     return [MARKER, *record, f"## {say(language, TITLE)}", "",
-            f"- **{say(language, ('门禁', 'gate'))}**{colon(language)}{gate_line(data)}",
+            f"- **{say(language, ('门禁', 'gate'))}**{colon(language)}{gate}",
             f"- **{say(language, ('基线', 'baseline'))}**{colon(language)}"
             f"{baseline_line(data.changes, data.decision, language)}"]
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from ..cache.store import Cache, Namespace
 from ..config.settings import Config
-from ..core.errors import RagError
+from ..core.errors import RagError, RetrieverUnavailable
 from ..core.progress import Output, PlainOutput
 from ..core.timing import Phases
 from ..evalset.records import Chunk
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from ..database.servers import ServerMode
     from ..database.spare import Spare
     from ..embedding.cached import CachedEmbedder
+    from ..retrievers.table import TeamCorpus
 
 
 class Resources:
@@ -53,6 +54,11 @@ class Resources:
         self._vectors: np.ndarray | None = None
         self._team: str | None = None
         """Where the team's server is (host:port/database), once a table or sql retriever connected."""
+        self._compared: dict[TeamCorpus, str] = {}
+        """The chunks file against each team table, read once however many retrievers name it."""
+        self.notes: dict[str, list[str]] = {}
+        """By `table` or `sql` retriever, once it connected: each pin the database's own value differs from,
+        and how the team's table it names differs from the chunks file (counts, ids, texts)."""
         self._spare: Spare | None = None
         self.before_embedding: Callable[[], None] = lambda: None
         """Called once, just before the corpus is embedded (the workbench starts tokenizing ahead)."""
@@ -109,12 +115,32 @@ class Resources:
         return engine_record(self.dsn, settings, table, column)
 
     def team_connection(self, name: str) -> psycopg.Connection:
-        """A read-only connection to the team's server: it starts, creates and seeds nothing."""
-        from ..database.team import connect, need_dsn, where
+        """A read-only connection to the team's server: it starts, creates and seeds nothing. Without a
+        database URL (a CI runner that cannot reach the server) the retriever is unavailable here."""
+        from ..database.team import connect, no_url, where
 
-        conn = connect(need_dsn(self.dsn, f"retriever {name!r}"))
+        if not self.dsn:
+            raise RetrieverUnavailable(no_url())
+        conn = connect(self.dsn)
         self._team = where(conn)
+        if name not in self.notes:
+            self.notes[name] = self._notes(name, conn)
         return conn
+
+    def _notes(self, name: str, conn: psycopg.Connection) -> list[str]:
+        """What the run measures that the team may not expect: a `search_settings` pin over a different
+        value of the database's own, and a table that differs from the chunks file the run judges with."""
+        from ..database.team import corpus_difference, pinned_differences
+        from ..retrievers.table import corpus_of
+
+        params = self.config.retriever(name).params
+        found = pinned_differences(conn, params["engine"]) if params["engine"] else []
+        corpus = corpus_of(params)
+        if self.config.chunks is not None and corpus is not None:
+            if corpus not in self._compared:
+                self._compared[corpus] = corpus_difference(conn, corpus, self.chunks, display(self.config.chunks))
+            found.append(self._compared[corpus])
+        return [note for note in found if note]
 
     def score_cache(self, kind: str, model_id: str) -> Namespace:
         return self.cache.namespace(kind, model_id, ext="f64", dtype="<f8")

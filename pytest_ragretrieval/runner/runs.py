@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..config.settings import Config
-from ..core.errors import RagError
+from ..core.errors import RagError, RetrieverError
 from ..core.progress import Output
 from ..core.timing import Phases
 from ..database.dsn import redact
@@ -20,6 +21,14 @@ from .workbench import Workbench
 if TYPE_CHECKING:
     from ..cache.store import Mode as CacheMode
     from ..config.settings import DbMode
+
+
+def required(name: str, config: Config, run: Run) -> Run:
+    """A retriever with `required = true` that cannot run here fails the run instead of being skipped."""
+    if run.skipped is None or not config.retriever(name).required:
+        return run
+    why = f"retriever {name!r} is required (required = true) but cannot run here: {run.skipped}"
+    return Run(error=RetrieverError(why))
 
 
 class Runner:
@@ -74,10 +83,13 @@ class Runner:
                               "(latency as measured then; --rag-no-reuse runs it)")
                 self.runs[name] = cached
                 return cached
-            self.runs[name] = execute(
+            self.runs[name] = required(name, self.config, execute(
                 name, lambda: self.bench.get(name), self.questions, self.config.shown, self.config.depth, known,
                 self.out, self.phases,
-            )
+            ))
+            notes = self.resources.notes.get(name)
+            if notes:
+                self.runs[name] = replace(self.runs[name], notes=(*self.runs[name].notes, *notes))
             if path is not None and self.resources.cache.mode == "readwrite":
                 self._keep(path, name)
         return self.runs[name]

@@ -280,3 +280,105 @@ def test_sql_messages_name_the_row_and_the_limit(server: tuple[str, str], tmp_pa
     assert "'None'" not in out and "x" * 1000 not in out
     assert "retriever 'waits': the team's server answered: canceling statement due to lock timeout (the plugin's " in out, out
     assert "(the plugin's sessions run with lock_timeout = 10s)" in out, out
+def test_without_a_url_the_team_retrievers_are_unavailable_and_their_entries_kept(
+    server: tuple[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before, a `table` or `sql` retriever without a database URL failed the run (8 failed items), so a CI
+    runner that cannot reach the team's server had to deselect them; an update then could not keep them."""
+    monkeypatch.delenv("RAG_EVAL_DATABASE_URL", raising=False)
+    _, reader = server
+    keys = {"table": "public.docs", "text_column": "body"}
+    team = retriever("words", "bm25") + retriever("fts", "sql", query=FULL_TEXT, **keys) + prod(40)
+    folder = project(tmp_path / "team", team, chunks=True)
+    code, out = gate(folder, reader, "--rag-update-baseline")
+    assert code == 0, out
+    path = folder / "baselines" / "retrieval.json"
+    before = json.loads(path.read_bytes())
+    code, out = gate(folder, None, "--rag-eval", "--rag-json", str(tmp_path / "out.json"))
+    assert code == 0, out
+    reason = "no database URL to read the team's table: set the secret RAG_EVAL_DATABASE_URL or pass --rag-db-url DSN"
+    assert f"k=5, 12 answerable questions; unavailable: fts, prod ({reason})" in out, out
+    assert "compared across changes" not in out, out  # their engines were not read: nothing to name
+    command = [sys.executable, "-c", "from pytest_ragretrieval.cli import main; main()", "comment", "out.json"]
+    comment = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=60, check=True).stdout
+    gate_line = next(line for line in comment.splitlines() if line.startswith("- **"))
+    assert f"unavailable: `fts`, `prod` ({reason})" in gate_line, comment
+    code, out = gate(folder, None, "--rag-update-baseline")
+    assert code == 0, out
+    assert "removed" not in out, out
+    after = json.loads(path.read_bytes())
+    (tmp_path / "old.json").write_text(json.dumps(before), encoding="utf-8")
+    command = [sys.executable, "-c", "from pytest_ragretrieval.cli import main; main()", "comment", "--baseline-diff",
+               str(tmp_path / "old.json"), str(tmp_path / "out.json")]
+    review = subprocess.run(command, cwd=folder, capture_output=True, text=True, timeout=60, check=True).stdout
+    assert "✅ 未降低 / not lowered" in review and "removed" not in review, review
+    for name in ("fts", "prod"):
+        assert json.dumps(after["retrievers"][name]) == json.dumps(before["retrievers"][name])
+        assert json.dumps(after["fingerprint"]["retrievers"][name]) == json.dumps(before["fingerprint"]["retrievers"][name])
+    assert "unavailable" not in after
+    project(folder, team.replace('type = "sql"', 'type = "sql"\nrequired = true'), chunks=True)
+    code, out = gate(folder, None, "--rag-eval")
+    assert code == 1, out
+    assert f"retriever 'fts' is required (required = true) but cannot run here: {reason}" in out, out
+
+
+def test_a_role_setting_is_named_and_a_pin_warns_once(server: tuple[str, str], tmp_path: Path) -> None:
+    """Before, `ALTER ROLE reader SET hnsw.ef_search = 4` was invisible: the fingerprint held only the pins."""
+    owner, reader = server
+    unpinned = retriever("prod", "table", table="public.docs", id_column="id", text_column="body",
+                         embedding_column="emb")
+    folder = project(tmp_path / "team", unpinned)
+    code, out = gate(folder, reader, "--rag-update-baseline", "--rag-json", str(tmp_path / "before.json"))
+    assert code == 0, out
+    session = results(tmp_path / "before.json")["fingerprint"]["retrievers"]["prod"]["engine"]["session"]
+    assert session["hnsw.ef_search"] == "40 (server default)", session
+    with psycopg.connect(owner, autocommit=True) as conn:
+        conn.execute("ALTER ROLE reader SET hnsw.ef_search = 4")
+    try:
+        _, out = gate(folder, reader)
+        assert 'prod.engine.session.hnsw.ef_search "40 (server default)" -> "4 (role)"' in out, out
+        project(folder, prod(40))
+        code, out = gate(folder, reader, "--rag-json", str(tmp_path / "pinned.json"))
+    finally:
+        with psycopg.connect(owner, autocommit=True) as conn:
+            conn.execute("ALTER ROLE reader RESET hnsw.ef_search")
+    warning = ("prod: search_settings pins hnsw.ef_search = 40, but the database's own value is 4 "
+               "(from the role); the run measures 40")
+    assert out.count(warning) == 1, out
+    pinned = results(tmp_path / "pinned.json")
+    assert pinned["fingerprint"]["retrievers"]["prod"]["engine"]["session"]["hnsw.ef_search"] == "40 (search_settings)"
+    assert pinned["retrievers"]["prod"]["metrics"] == results(tmp_path / "before.json")["retrievers"]["prod"]["metrics"]
+
+
+def test_a_table_edited_beside_a_chunks_file_is_named(server: tuple[str, str], tmp_path: Path) -> None:
+    """Before, with both a chunks file and a `table` configured, an edit to the table alone went unnoticed."""
+    owner, reader = server
+    folder = project(tmp_path / "team", prod(40), chunks=True)
+    code, out = gate(folder, reader, "--rag-update-baseline")
+    assert code == 0, out
+    assert "differs from" not in out, out
+    with psycopg.connect(owner, autocommit=True) as conn:
+        conn.execute("UPDATE docs SET body = body || ' edited' WHERE id = 'doc-0003'")
+    try:
+        _, out = gate(folder, reader)
+    finally:
+        with psycopg.connect(owner, autocommit=True) as conn:
+            conn.execute("UPDATE docs SET body = left(body, -7) WHERE id = 'doc-0003'")
+    assert ("prod: table public.docs differs from chunks.jsonl (600 rows, 600 chunks): 1 texts differ (doc-0003); "
+            "the run judges the file's texts, the table answers") in out, out
+
+
+def test_a_seeded_retriever_on_a_read_only_role_names_the_embedded_database(
+    server: tuple[str, str], tmp_path: Path
+) -> None:
+    """Before, --rag-db-url beside a seeded `vector` retriever on a role that cannot create a schema failed
+    with 'cannot create schema ... permission denied' and no word of --rag-db=embedded."""
+    _, reader = server
+    folder = project(tmp_path / "team", retriever("seeded", "vector") + prod(40), chunks=True)
+    text = (folder / "pyproject.toml").read_text(encoding="utf-8").replace('db = "embedded"\n', "")
+    (folder / "pyproject.toml").write_text(text, encoding="utf-8")
+    code, out = gate(folder, reader)
+    assert code != 0
+    lines = [line for line in out.splitlines() if line.startswith(("cannot create schema", "seeded: error:"))]
+    assert lines and all(line.endswith("add --rag-db=embedded: the seeded retrievers run on a local Postgres, "
+                                       "the team's table on this server") for line in lines), out

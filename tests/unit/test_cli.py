@@ -93,12 +93,23 @@ def test_find_ignores_ascii_case_and_keeps_corpus_order(project: Path, capsys: p
     assert out == ["c1\tORDER-2024 表示订单已超时关闭", "c2\torder-2024 的处理办法：重新下单"]
 
 
-def test_find_cjk_keyword_prints_one_line_of_40_characters(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_find_shows_each_match_in_context_on_one_line(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Before, find printed a chunk's first 40 characters: for a chunk that opens with its heading, the
+    heading, never the words around the keyword (逾期 sits 29 characters into c5)."""
     assert run(capsys, "find", "住宿")[1] == ["c3\t住宿标准每晚600元 二线城市450元"]
     code, out, _ = run(capsys, "find", "逾期")
     assert code == 0
-    assert out == ["c5\t" + LONG[:40]]
-    assert len(out[0].split("\t")[1]) == 40
+    at = LONG.index("逾期")
+    assert at > 20 and len(LONG) < at + 22
+    assert out == ["c5\t..." + LONG[at - 20:]]
+
+
+def test_find_joins_overlapping_matches_and_counts_the_rest() -> None:
+    text = "a" * 30 + "KEY" + "b" * 5 + "key" + "c" * 60 + "key" + "d" * 60 + "key" + "e" * 60 + "key"
+    shown = cli_find.in_context(text, "Key")
+    first = "..." + "a" * 20 + "KEY" + "b" * 5 + "key" + "c" * 20 + "..."
+    assert shown.startswith(first + " ...")
+    assert shown.endswith("... (+1 more)") and shown.count("key") == 3 and shown.count("KEY") == 1
 
 
 def test_find_without_hits_exits_1(project: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -68,7 +68,8 @@ def test_marker_first_then_verdicts_metrics_failures_changes_and_links() -> None
                       run_url="https://example.invalid/r/2")
     lines = body.splitlines()
     assert lines[0] == MARKER
-    assert "- **门禁 / gate**：❌ 1 项未通过 / 1 failed" in lines
+    # A retriever that could not run is named in the first line (a missing CI secret is never silently green).
+    assert "- **门禁 / gate**：❌ 1 项未通过 / 1 failed; unavailable: `hybrid_rerank` (cross-encoder not available)" in lines
     assert ("- **基线 / baseline**：❌ 降低且无标签 / lowered (1 lowered, 1 removed) without the label "
             "`rag-baseline-approved`: a maintainer who approves the lower bar adds it") in lines
     # The Markdown report's own metrics section, one heading level down.

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 import yaml
 
+from pytest_ragretrieval import __version__
 from pytest_ragretrieval.config.settings import load_config
 from pytest_ragretrieval.evalset.jsonl import load_chunks, load_evalset
 
@@ -188,3 +189,49 @@ def test_the_mine_example_is_one_text() -> None:
         mine = table["tool"]["ragretrieval"].get("retrievers", {}).get("mine")
         if mine is not None:
             assert mine["sources"] == ["bm25"]
+
+
+def test_the_configuration_page_lists_every_command() -> None:
+    """The page showed `choose from` with 5 of the 9 commands; it must be what the command prints."""
+    from pytest_ragretrieval.cli import COMMANDS
+
+    page = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
+    (shown,) = re.findall(r"invalid choice: 'suspect'; did you mean 'suspects'\? \(choose from (.*)\)", page)
+    assert shown == ", ".join(f"'{name}'" for name in COMMANDS)
+
+
+INSTALL = re.compile(r"pip install (\S+(?: @ \S+)?)")
+PINNED = (r'"pytest-ragretrieval\[[a-z0-9,-]+\] @ '
+          + re.escape(f"git+https://github.com/your-org/pytest-ragretrieval@v{__version__}") + '"')
+"""The one form of an install line: the git install, pinned to the tag of this version (docs/releasing.md)."""
+QUOTED = "which is not installed; "
+"""What precedes the install a missing package's message names: the plugin's output, quoted, not an install line."""
+
+
+def install_lines() -> list[tuple[str, str]]:
+    """Every `pip install` of the plugin in README.md and docs/ (prose, snippets, workflows), as (page, what)."""
+    found = []
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        text = " ".join(page.read_text(encoding="utf-8").split())
+        for match in INSTALL.finditer(text):
+            if "pytest-ragretrieval" in match.group(1) and not text[: match.start()].endswith(QUOTED):
+                found.append((page.name, match.group(1).rstrip("`),.;")))
+    return found
+
+
+def test_every_install_line_is_the_git_install_pinned_to_this_versions_tag() -> None:
+    """No release is on the package index: the docs installed `pytest-ragretrieval[pgvector,e5]` from it
+    (which holds none) or from git at `<tag or sha>`; every line must be one pinned form."""
+    found = install_lines()
+    assert len(found) >= 8, found
+    wrong = [f"{page}: {what}" for page, what in found if not re.fullmatch(PINNED, what)]
+    assert not wrong, wrong
+
+
+def test_the_owner_placeholder_is_one_name_documented_in_one_place() -> None:
+    pages = [ROOT / "README.md", ROOT / "action.yml", *sorted((ROOT / "docs").glob("*.md"))]
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        assert text.count("your-org/") == text.count("your-org/pytest-ragretrieval"), page.name
+    documented = [page.name for page in pages if "## The owner placeholder" in page.read_text(encoding="utf-8")]
+    assert documented == ["releasing.md"]

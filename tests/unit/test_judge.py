@@ -110,6 +110,20 @@ def test_skipped_and_failed_runs(tmp_path: Path) -> None:
     assert not failed.passed and failed.summary == "retriever 'two' raised X"
 
 
+def test_a_retriever_skipped_here_names_no_change_of_its_fingerprint(tmp_path: Path) -> None:
+    """Before, a team retriever skipped for want of a database URL put `two.engine.error (none) -> ...`
+    at the top of every comment: its fingerprint could not be read here, and nothing of it is judged."""
+    cfg = config(tmp_path)
+    recorded = baseline(cfg, {"one": ran(cfg, "one", GOOD), "two": ran(cfg, "two", GOOD)}, fingerprint(cfg))
+    today = fingerprint(cfg)
+    today["retrievers"]["two"] = {**today["retrievers"]["two"], "engine": {"error": "no database URL"}}
+    found = Judge(cfg, QUESTIONS, recorded, today, {"one": ran(cfg, "one", GOOD), "two": Run(skipped="no URL")}).since()
+    assert found is not None and found.lines() == []
+    found = Judge(cfg, QUESTIONS, recorded, today, {"one": ran(cfg, "one", GOOD), "two": ran(cfg, "two", GOOD)}).since()
+    assert found is not None
+    assert found.lines() == ['compared across changes: two.engine (none) -> {"error": "no database URL"}']
+
+
 def test_the_ratchet_refuses_lower_values_unless_allowed(tmp_path: Path) -> None:
     cfg = config(tmp_path)
     recorded = baseline(cfg, {"one": ran(cfg, "one", GOOD)}, fingerprint(cfg))

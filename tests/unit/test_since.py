@@ -55,6 +55,20 @@ def test_a_retrievers_changes_carry_its_sources_by_dotted_path_and_are_listed_on
     assert reader_only.system()[0] == "hybrid.reads.bm25.k1 1.5 -> 1.2", "named under reads when its source is not"
 
 
+def test_the_search_settings_in_effect_are_named_and_an_older_record_without_them_is_no_change() -> None:
+    """Before, a DBA's `ALTER ROLE gate SET hnsw.ef_search = 4` changed nothing the fingerprint held."""
+    engine = {"server": "16.4", "hnsw.ef_search": 40}
+    before = {"retrievers": {"prod": {"type": "table", "engine": engine}}}
+    session = {"hnsw.ef_search": "40 (search_settings)", "ivfflat.probes": "1 (server default)"}
+    recorded = {"retrievers": {"prod": {"type": "table", "engine": {**engine, "session": session}}}}
+    assert since(before, recorded, ["prod"]).lines() == []
+    changed = {**session, "ivfflat.probes": "3 (database)"}
+    now = {"retrievers": {"prod": {"type": "table", "engine": {**engine, "session": changed}}}}
+    assert since(recorded, now, ["prod"]).system() == [
+        'prod.engine.session.ivfflat.probes "1 (server default)" -> "3 (database)"']
+    assert since(recorded, before, ["prod"]).system() != [], "a record that loses them is a change"
+
+
 def test_the_yardstick_alone_makes_values_incomparable() -> None:
     old = {"yardstick": {"k": 5, "metrics_version": 1, "grading_version": 1}, "tokenizer": "jieba 0.42.1"}
     new = {"yardstick": {"k": 3, "metrics_version": 1, "grading_version": 1}, "tokenizer": "english 1"}

