@@ -15,6 +15,9 @@ from .checks import damaged, json_type, metric_key, number, shown
 from .types import Record, Retriever, Values
 
 HEX = re.compile("[0-9a-f]{64}")
+SHORT_HEX = re.compile("[0-9a-f]{12}")
+QUESTION_DIGESTS = ("query", "gold")
+"""What every entry of `fingerprint.questions.digests` holds (baseline/fingerprint.py, `question_record`)."""
 NOT_NUMBERS = ("fingerprint",)
 """Where a non-finite float may stand: a retriever's settings are its type's to judge."""
 CHECKED = frozenset({"metrics", "tags", "questions", "bar"})
@@ -33,8 +36,8 @@ def check_fingerprint(path: Path, value: object, version: int) -> None:
         digests = section.get("digests", {})
         if key != "yardstick" and not isinstance(digests, dict):
             raise damaged(path, f"fingerprint.{key}.digests must be an object, got {json_type(digests)}")
-        if key == "questions" and not all(isinstance(entry, dict) for entry in digests.values()):
-            raise damaged(path, "fingerprint.questions.digests must map question ids to objects")
+        if key == "questions":
+            _question_digests(path, digests)
         if key != "yardstick" and version != 1 and "sha256" in section and not (
                 isinstance(section["sha256"], str) and HEX.fullmatch(section["sha256"])):
             raise damaged(path, f"fingerprint.{key}.sha256 = {shown(section['sha256'])} is not a SHA-256 digest "
@@ -47,6 +50,20 @@ def check_fingerprint(path: Path, value: object, version: int) -> None:
             raise damaged(path, f"fingerprint.retrievers.{name} must be an object, got {json_type(entry)}")
         if version != 1:
             _named_digests(path, f"fingerprint.retrievers.{name}", entry)
+
+
+def _question_digests(path: Path, digests: Mapping[str, object]) -> None:
+    """Each question's entry holds the short digests of its query and graded gold, as a run writes them:
+    an entry emptied of them would leave no question comparable, so a worse run would pass unseen."""
+    for qid, entry in digests.items():
+        if not isinstance(entry, dict):
+            raise damaged(path, "fingerprint.questions.digests must map question ids to objects")
+        for part in QUESTION_DIGESTS:
+            value = entry.get(part)
+            if not (isinstance(value, str) and SHORT_HEX.fullmatch(value)):
+                found = "is missing" if value is None else f"= {shown(value)} is not 12 hex digits"
+                raise damaged(path, f"fingerprint.questions.digests.{qid}.{part} {found}: a run writes the short "
+                              "digests of every question's query and gold, without which no question is comparable")
 
 
 def _named_digests(path: Path, where: str, value: object) -> None:
