@@ -7,7 +7,9 @@ Requests, by `api`:
 Either response is understood: {"results": [{"index", "relevance_score"}, ...]} or
 [{"index", "score"}, ...]; every document sent must come back exactly once.
 
-Only the standard library is used (urllib), so the extra needs nothing new. Retries follow the
+Only the standard library is used (urllib), so the extra needs nothing new. Each request has `timeout`
+seconds for its whole answer (urllib's bounds each read: a server trickling bytes would hold the run;
+`core/deadline.py`), so a batch takes at most `max_attempts` x `timeout` plus `max_wait`. Retries follow the
 OpenAI embedder: 429, 5xx, timeouts and connection errors back off exponentially (Retry-After
 wins, capped), up to `max_attempts` per batch and `max_wait` seconds of sleeping per run; any
 other status fails at once naming it. The API key is read from the environment variable the
@@ -22,9 +24,11 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import Any
 from urllib.parse import urlsplit
 
+from ..core.deadline import Late, within
 from ..core.errors import RetrieverError, RetrieverUnavailable
 from ..embedding.openai import retry_after
 
@@ -35,6 +39,11 @@ _HINTS = {
     413: "; lower batch_size (TEI accepts 32 texts per request unless --max-client-batch-size is raised)",
     422: "; check `api`: TEI wants api = \"tei\", Cohere, Jina and vLLM want api = \"cohere\"",
 }
+
+
+def _post(request: urllib.request.Request, timeout: float) -> bytes:
+    with urllib.request.urlopen(request, timeout=timeout) as response:
+        return bytes(response.read())
 
 
 def where(endpoint: str) -> str:
@@ -116,8 +125,7 @@ class HttpRerankScorer:
             request = urllib.request.Request(self.endpoint, data=data, headers=headers, method="POST")
             self.requests += 1
             try:
-                with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                    payload = response.read()
+                payload = within(partial(_post, request, self.timeout), self.timeout, "rag-rerank-request")
                 return self._scores(payload, len(texts))
             except urllib.error.HTTPError as exc:
                 status = exc.code
@@ -128,7 +136,7 @@ class HttpRerankScorer:
                     ) from None
                 failure = f"HTTP {status} ({message})"
                 wait = retry_after(exc.headers)
-            except TimeoutError:
+            except (TimeoutError, Late):
                 failure = f"timeout ({self.timeout:g}s per request)"
             except urllib.error.URLError as exc:
                 reason = exc.reason
