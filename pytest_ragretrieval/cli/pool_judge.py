@@ -11,9 +11,9 @@ api.openai.com; the key is OPENAI_API_KEY (a placeholder for a server at a base 
 none), masked by value in every message. Each request has the config's `embedding_timeout` over its
 whole answer (slow reads included: `core/deadline.py`); a timeout, lost connection, 429 or 5xx is
 tried `embedding_retries` more times; all requests and waits together stay within `--judge-budget`
-seconds. A base URL is checked first (`core/urls.py`): credentials in it are refused. Scores are cached by content (model, prompt
-digest, query, passage) under the config's cache folder, so a second run asks nothing; a run
-stopped by the budget keeps what it graded.
+seconds. A base URL is checked first (`core/urls.py`): credentials in it are refused. Scores are
+cached by content (model, prompt digest, query, passage) under the config's cache folder, so a
+second run asks nothing; a run stopped by the budget keeps what it graded.
 The date of the provenance is UTC today, or SOURCE_DATE_EPOCH's day when that is set.
 """
 from __future__ import annotations
@@ -24,6 +24,7 @@ import os
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from ..cache.store import Cache, sha256
@@ -127,15 +128,15 @@ class ChatJudge:
             if left <= 0:
                 raise self._spent()
             try:
-                answer = within(lambda: self._client.chat.completions.create(
-                    model=self.model, messages=[{"role": "user", "content": prompt}], temperature=0,
-                    timeout=min(self.timeout, left),
-                ), min(self.timeout, left), "rag-judge-request")
+                wait = min(self.timeout, left)
+                answer = within(partial(self._client.chat.completions.create, model=self.model, temperature=0,
+                                        messages=[{"role": "user", "content": prompt}], timeout=wait),
+                                wait, "rag-judge-request")
                 text = answer.choices[0].message.content or ""
                 break
             except (Late, openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError) as exc:
                 attempt += 1
-                failure = f"no whole answer within {min(self.timeout, left):g} s" if isinstance(exc, Late) \
+                failure = f"no whole answer within {wait:g} s" if isinstance(exc, Late) \
                     else f"{type(exc).__name__}: {exc}"
                 if self.clock() >= self.deadline:
                     raise self._spent() from None
