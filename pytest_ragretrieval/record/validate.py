@@ -10,7 +10,7 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
-from ..files.jsontext import cutoff
+from ..files.jsontext import cutoff, unstorable
 from .checks import damaged, json_type, metric_key, number, shown
 from .types import Record, Retriever, Values
 
@@ -38,6 +38,8 @@ def check_fingerprint(path: Path, value: object, version: int) -> None:
             raise damaged(path, f"fingerprint.{key}.digests must be an object, got {json_type(digests)}")
         if key == "questions":
             _question_digests(path, digests)
+        if key == "chunks" and version != 1:
+            _gold(path, section.get("gold", {}))
         if key != "yardstick" and version != 1 and "sha256" in section and not (
                 isinstance(section["sha256"], str) and HEX.fullmatch(section["sha256"])):
             raise damaged(path, f"fingerprint.{key}.sha256 = {shown(section['sha256'])} is not a SHA-256 digest "
@@ -50,6 +52,16 @@ def check_fingerprint(path: Path, value: object, version: int) -> None:
             raise damaged(path, f"fingerprint.retrievers.{name} must be an object, got {json_type(entry)}")
         if version != 1:
             _named_digests(path, f"fingerprint.retrievers.{name}", entry)
+
+
+def _gold(path: Path, gold: object) -> None:
+    """The gold chunks' texts (`baseline/gold.py`): free text, but text a file and Postgres can hold."""
+    if not isinstance(gold, dict):
+        raise damaged(path, f"fingerprint.chunks.gold must map chunk ids to texts, got {json_type(gold)}")
+    for chunk_id, text in gold.items():
+        problem = unstorable(text) if isinstance(text, str) else f"{json_type(text)}, not the chunk's text"
+        if problem is not None:
+            raise damaged(path, f"fingerprint.chunks.gold.{chunk_id} holds {problem}")
 
 
 def _question_digests(path: Path, digests: Mapping[str, object]) -> None:
