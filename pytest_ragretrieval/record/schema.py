@@ -6,7 +6,7 @@ document validates exactly when the codec reads it, as far as a schema can say: 
 `format_version`s, no control character in any key or string (`jsontext.control_character`; chunk
 texts under `fingerprint.chunks.gold` are free), metric keys and each metric's range, rankings
 without repeats, and the fingerprint's sections (`validate.check_fingerprint`: objects, 64-hex
-digests, each question's 12-hex `query` and `gold`). What no schema can say (a value agreeing with
+digests, each question's `query` and `gold` digest). What no schema can say (a value agreeing with
 another part of the file, a ranking deeper than the cutoffs need) is listed on the file-formats page.
 JSON Schema cannot tell `5.0` from `5`: the codec reads a whole float where an integer stands.
 """
@@ -20,7 +20,7 @@ import msgspec
 from ..files.jsontext import MAX_CUTOFF_DIGITS
 from ..scoring.metrics import METRICS
 from .types import READABLE, Record
-from .validate import HEX, QUESTION_DIGESTS, SHORT_HEX
+from .validate import HEX, QUESTION_DIGESTS
 
 RUN_ONLY = ("failures", "comparisons", "since_baseline", "labels_to_review", "significance", "phases", "errors",
             "comparable", "notes", "pair_notes", "settings")
@@ -83,7 +83,7 @@ def _fingerprint() -> dict[str, Any]:
                 "sha256": _hex(HEX.pattern),
                 "digests": {"type": "object", "additionalProperties": {
                     "type": "object", "required": list(QUESTION_DIGESTS), "additionalProperties": PLAIN,
-                    "properties": {part: _hex(SHORT_HEX.pattern) for part in QUESTION_DIGESTS}}}}},
+                    "properties": {part: {"type": "string", "minLength": 1} for part in QUESTION_DIGESTS}}}}},
             "retrievers": {"type": "object", "additionalProperties": FINGERPRINTED},
         },
     }
