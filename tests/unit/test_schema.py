@@ -89,7 +89,7 @@ def test_a_file_the_schema_refuses_is_refused_by_the_codec_with_its_path(tmp_pat
 
 def small_baseline() -> dict[str, Any]:
     """The sample's baseline cut to two retrievers and three questions, with a bar: quick to validate."""
-    doc = json.loads((ROOT / "baselines" / "retrieval.json").read_text(encoding="utf-8"))
+    doc: dict[str, Any] = json.loads((ROOT / "baselines" / "retrieval.json").read_text(encoding="utf-8"))
     kept = ("bm25_search", "hybrid")
     doc["retrievers"] = {name: doc["retrievers"][name] for name in kept}
     doc["fingerprint"]["retrievers"] = {name: doc["fingerprint"]["retrievers"][name] for name in kept}
