@@ -201,10 +201,9 @@ class OpenAIEmbedder:
 
     def _send(self, client: Any, batch: list[str]) -> bytes:
         """One request, abandoned at the deadline (`core/deadline.py`): the client's own timeouts are per read."""
-        raw = within(lambda: client.embeddings.with_raw_response.create(
+        return within(lambda: bytes(client.embeddings.with_raw_response.create(
             model=self.model, input=batch, encoding_format="float", timeout=self.timeout, extra_body=self._extra,
-        ), self.timeout, "rag-embedding-request")
-        return bytes(raw.content)
+        ).content), self.timeout, "rag-embedding-request")
 
     def _vectors(self, body: bytes, rows: int, label: str) -> np.ndarray:
         """Rows in input order: servers may return `data` in any order, each tagged with `index`."""

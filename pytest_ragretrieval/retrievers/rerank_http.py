@@ -7,16 +7,17 @@ Requests, by `api`:
 Either response is understood: {"results": [{"index", "relevance_score"}, ...]} or
 [{"index", "score"}, ...]; every document sent must come back exactly once.
 
-Only the standard library is used (urllib), so the extra needs nothing new. Each request has `timeout`
-seconds for its whole answer (urllib's bounds each read: a server trickling bytes would hold the run;
-`core/deadline.py`), so a batch takes at most `max_attempts` x `timeout` plus `max_wait`. Retries follow the
-OpenAI embedder: 429, 5xx, timeouts and connection errors back off exponentially (Retry-After
-wins, capped), up to `max_attempts` per batch and `max_wait` seconds of sleeping per run; any
-other status fails at once naming it. The API key is read from the environment variable the
+Only the standard library is used (urllib), so the extra needs nothing new. Each request has
+`timeout` seconds for its whole answer (urllib's bounds each read: a server trickling bytes would
+hold the run; `core/deadline.py`), so a batch takes at most `max_attempts` x `timeout` plus
+`max_wait`. Retries follow the OpenAI embedder: 429, 5xx, timeouts and connection errors back off
+exponentially (Retry-After wins, capped), up to `max_attempts` per batch and `max_wait` seconds of
+sleeping per run; any other status fails at once naming it. The API key is read from the environment variable the
 config names and never appears in a message.
 """
 from __future__ import annotations
 
+import io
 import json
 import math
 import os
@@ -42,8 +43,16 @@ _HINTS = {
 
 
 def _post(request: urllib.request.Request, timeout: float) -> bytes:
-    with urllib.request.urlopen(request, timeout=timeout) as response:
-        return bytes(response.read())
+    """The answer's body; an error status's body is read here too, so that it is within the deadline."""
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return bytes(response.read())
+    except urllib.error.HTTPError as exc:
+        try:
+            body = exc.read()
+        except OSError:
+            body = b""
+        raise urllib.error.HTTPError(exc.url, exc.code, exc.msg, exc.headers, io.BytesIO(body)) from None
 
 
 def where(endpoint: str) -> str:
