@@ -11,8 +11,9 @@ Only the standard library is used (urllib), so the extra needs nothing new. Each
 `timeout` seconds for its whole answer (urllib's bounds each read: a server trickling bytes would
 hold the run; `core/deadline.py`), so a batch takes at most `max_attempts` x `timeout` plus
 `max_wait`. Retries follow the OpenAI embedder: 429, 5xx, timeouts and connection errors back off
-exponentially (Retry-After wins, capped), up to `max_attempts` per batch and `max_wait` seconds of
-sleeping per run; any other status fails at once naming it. The API key is read from the environment variable the
+exponentially (Retry-After wins, capped), up to `max_attempts` per batch and `max_wait` seconds lost
+to failed attempts and waits per run (the run's total budget for failures); any other status fails
+at once naming it. The API key is read from the environment variable the
 config names and never appears in a message.
 """
 from __future__ import annotations
@@ -86,6 +87,7 @@ class HttpRerankScorer:
         api_key_env: str | None = None,
         environ: Mapping[str, str] = os.environ,
         sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.endpoint = endpoint
         self.api = api
@@ -94,7 +96,9 @@ class HttpRerankScorer:
         self.timeout = timeout
         self.id = scorer_id(api, endpoint, model)
         self.sleep = sleep
+        self.clock = clock
         self.waited = 0.0
+        """Seconds this run lost to failed attempts and to waits between them, against `max_wait`."""
         self.requests = 0
         self.api_key_env = api_key_env
         self._key = environ.get(api_key_env, "") if api_key_env else ""
@@ -133,6 +137,7 @@ class HttpRerankScorer:
             wait: float | None = None
             request = urllib.request.Request(self.endpoint, data=data, headers=headers, method="POST")
             self.requests += 1
+            started = self.clock()
             try:
                 payload = within(partial(_post, request, self.timeout), self.timeout, "rag-rerank-request")
                 return self._scores(payload, len(texts))
@@ -155,11 +160,13 @@ class HttpRerankScorer:
                     failure = f"connection failed ({self._redact(str(reason))})"
             except (ConnectionError, OSError) as exc:  # RemoteDisconnected, resets mid-response
                 failure = f"connection failed ({self._redact(type(exc).__name__ + ': ' + str(exc))})"
+            self.waited += self.clock() - started
             if attempt == self.max_attempts:
                 break
             delay = min(wait if wait is not None else self.base_delay * 2 ** (attempt - 1), self.max_retry_after)
             if self.waited + delay > self.max_wait:
-                failure += f"; gave up after waiting {self.waited:g}s in all (max_wait {self.max_wait:g}s)"
+                failure += (f"; gave up after losing {self.waited:g}s in all to failed attempts and waits "
+                            f"(max_wait {self.max_wait:g}s)")
                 break
             self.waited += delay
             self.sleep(delay)

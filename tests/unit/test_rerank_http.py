@@ -106,11 +106,26 @@ def test_retries_stop_at_the_attempt_limit_and_the_wait_budget() -> None:
     sleeps.clear()
     with FakeReranker() as server:
         server.script(*[Reply(429, headers={"Retry-After": "30"})] * 5)
-        client = scorer(server, sleeps)
+        client = scorer(server, sleeps, clock=lambda: 0.0)
         client.max_wait = 45
-        with pytest.raises(RetrieverError, match=r"gave up after waiting 30s in all \(max_wait 45s\) after 2 attempts"):
+        with pytest.raises(RetrieverError, match=r"gave up after losing 30s in all to failed attempts and waits "
+                                                 r"\(max_wait 45s\) after 2 attempts"):
             client([("q", "t")])
     assert sleeps == [30.0]
+
+
+def test_failed_attempts_count_against_the_run_s_budget() -> None:
+    """issue 40, item 11: only sleeps counted against `max_wait`, so a service timing out batch after batch
+    held a run for hours (5 attempts of `timeout` per batch); the attempts' own time now counts too."""
+    ticks = iter(range(0, 1000, 10))
+    with FakeReranker() as server:
+        server.script(*[Reply(503)] * 5)
+        client = scorer(server, clock=lambda: float(next(ticks)))
+        client.max_wait = 5
+        with pytest.raises(RetrieverError, match=r"gave up after losing 10s in all to failed attempts and waits "
+                                                 r"\(max_wait 5s\) after 1 attempt;"):
+            client([("q", "t")])
+    assert len(server.requests) == 1
 
 
 def test_nothing_listening_is_a_connection_failure() -> None:
