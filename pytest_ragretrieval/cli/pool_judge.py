@@ -76,7 +76,7 @@ class ChatJudge:
                  clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> None:
         self.model = model
         self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or "").rstrip("/") or None
-        problem = url_problem(self.base_url, "OPENAI_API_KEY") if self.base_url else None
+        problem = url_problem(self.base_url, "the key goes in OPENAI_API_KEY") if self.base_url else None
         if problem is not None:
             raise RagError(f"judge openai:{model}: {'--base-url' if base_url else 'OPENAI_BASE_URL'} {problem}")
         key = os.environ.get("OPENAI_API_KEY") or (PLACEHOLDER_KEY if self.base_url else "")

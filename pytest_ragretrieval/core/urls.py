@@ -17,10 +17,10 @@ SHOWN = 80
 """How much of a bad URL a line quotes."""
 
 
-def url_problem(value: str, key_from: str) -> str | None:
-    """What is wrong with `value` as an http(s) server address, said as the rest of one line; None when
-    nothing is. `key_from` names where the API key goes instead (`OPENAI_API_KEY`). Never quotes a URL
-    that holds credentials."""
+def url_problem(value: str, instead: str) -> str | None:
+    """What is wrong with `value` as an http(s) address, said as the rest of one line; None when nothing
+    is. `instead` says where a key goes rather than in the URL (`the key goes in OPENAI_API_KEY`). Never
+    quotes a URL that holds credentials."""
     odd = next((char for char in value if char.isspace() or unicodedata.category(char) in ("Cc", "Cf")), None)
     if odd is not None:
         return f"holds {'a space' if odd == ' ' else f'a control character (U+{ord(odd):04X})'}; write the URL alone"
@@ -30,8 +30,8 @@ def url_problem(value: str, key_from: str) -> str | None:
     except ValueError as exc:
         return f"{shown(value)} is not a URL ({exc}); write it as http://host:port/path"
     if parts.username is not None or parts.password is not None:
-        return ("holds a user name or password (user:password@), which the client would send as HTTP Basic auth "
-                f"in place of the API key; remove them and put the key in {key_from}")
+        return ("holds a user name or password (user:password@), which an HTTP client sends as Basic auth and a "
+                f"server may echo; remove them ({instead})")
     if parts.scheme not in SCHEMES or not parts.hostname:
         return f"{shown(value)} is not an http:// or https:// URL with a host; write it as http://host:port/path"
     return None

@@ -78,7 +78,7 @@ class OpenAIEmbedder:
     ) -> None:
         self.model = model or DEFAULT_MODEL
         self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or "").rstrip("/") or None
-        problem = url_problem(self.base_url, "OPENAI_API_KEY") if self.base_url else None
+        problem = url_problem(self.base_url, "the key goes in OPENAI_API_KEY") if self.base_url else None
         if problem is not None:
             raise RagError(f"{'embedding_base_url' if base_url else 'OPENAI_BASE_URL'}: {problem}")
         self.batch_size = batch_size

@@ -34,11 +34,11 @@ class Table:
     def error(self, key: str, problem: str) -> ConfigError:
         return ConfigError(f"{self.where} key {key!r}: {problem}")
 
-    def url(self, key: str, key_from: str) -> str | None:
-        """An optional http(s) server address, checked now (`core/urls.py`); `key_from` names where its
-        API key goes instead of the URL."""
+    def url(self, key: str, instead: str) -> str | None:
+        """An optional http(s) server address, checked now (`core/urls.py`); `instead` says where its API
+        key goes rather than in the URL."""
         value = self.text(key, None)
-        problem = None if value is None else url_problem(value, key_from)
+        problem = None if value is None else url_problem(value, instead)
         if problem is not None:
             raise self.error(key, problem)
         return value

@@ -27,7 +27,7 @@ Cohere's `documents`, TEI's /rerank wants `texts`), so `api` is required with `e
 
 
 def parse(table: Table) -> dict[str, Any]:
-    endpoint = table.url("endpoint", "the environment variable api_key_env names")
+    endpoint = table.url("endpoint", "the key goes in the environment variable api_key_env names")
     params = {
         "source": table.text("source", "hybrid"),
         "depth": table.integer("depth", 20, minimum=1),

@@ -298,6 +298,6 @@ def test_credentials_in_the_judge_s_base_url_are_refused_and_never_sent(
     url = judged.url.replace("http://", "http://user:hunter22@")
     code, out, err = run(capsys, "pool", "--judge", "openai:m", "--base-url", url)
     assert (code, out) == (2, []) and err == [
-        "ragretrieval: error: judge openai:m: --base-url holds a user name or password (user:password@), which the "
-        "client would send as HTTP Basic auth in place of the API key; remove them and put the key in OPENAI_API_KEY"]
+        "ragretrieval: error: judge openai:m: --base-url holds a user name or password (user:password@), which an "
+        "HTTP client sends as Basic auth and a server may echo; remove them (the key goes in OPENAI_API_KEY)"]
     assert judged.requests == [] and "hunter22" not in err[0]

@@ -318,8 +318,8 @@ BAD_URLS = [
      "'1:2'); write it as http://host:port/path"),
     ("http://[127.0.0.1/v1", "'http://[127.0.0.1/v1' is not a URL (Invalid IPv6 URL); write it as http://host:port/path"),
     ("http://127.0.0.1/v1\nx", "holds a control character (U+000A); write the URL alone"),
-    ("http://user:hunter22@127.0.0.1/v1", "holds a user name or password (user:password@), which the client would "
-     "send as HTTP Basic auth in place of the API key; remove them and put the key in OPENAI_API_KEY"),
+    ("http://user:hunter22@127.0.0.1/v1", "holds a user name or password (user:password@), which an HTTP client "
+     "sends as Basic auth and a server may echo; remove them (the key goes in OPENAI_API_KEY)"),
 ]
 
 

@@ -203,8 +203,8 @@ def test_an_endpoint_with_its_api_joins_the_parameters(tmp_path: Path) -> None:
         ('endpoint = "http://127.0.0.1:1:2/rerank"\napi = "tei"', "key 'endpoint': 'http://127.0.0.1:1:2/rerank' is "
          "not a URL (Port could not be cast to integer value as '1:2'); write it as http://host:port/path"),
         ('endpoint = "http://u:secret@127.0.0.1/rerank"\napi = "tei"', "key 'endpoint': holds a user name or password "
-         "(user:password@), which the client would send as HTTP Basic auth in place of the API key; remove them and "
-         "put the key in the environment variable api_key_env names"),
+         "(user:password@), which an HTTP client sends as Basic auth and a server may echo; remove them (the key goes "
+         "in the environment variable api_key_env names)"),
         ('api = "tei"', "key 'api': applies only with endpoint = \"http://...\" (a rerank service)"),
     ],
 )
