@@ -2,7 +2,9 @@
 metric keys, rankings without repeats and no deeper than k and the cutoffs need, a bar of recorded
 values only, and the file's own facts agreeing (k, the fingerprint of every entry, a retriever either
 ran or could not). The fingerprint is what each retriever type says it is, so its shape is checked
-here, by hand, where readers rely on it: its sections are objects and its digests 64 hex digits."""
+here, by hand, where readers rely on it: its sections are objects, its digests 64 hex digits, each
+question's entry holds its `query` and `gold` digests, the gold texts are storable text. `schema.py`
+says the same in the published JSON Schemas."""
 from __future__ import annotations
 
 import math
