@@ -29,6 +29,7 @@ class Reply:
     headers: Mapping[str, str] = field(default_factory=dict)
     body: Any = None  # replaces the computed body when given
     keep: int | None = None  # answer only the best `keep` documents, as a top_n-ignoring server
+    trickle: bool = False  # the body one byte every 0.2 s, as a server that never trips a per-read timeout
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,7 @@ class FakeReranker:
         self.requests: list[Request] = []
         self._replies: deque[Reply] = deque()
         self._lock = threading.Lock()
+        self.stopping = threading.Event()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
@@ -73,6 +75,7 @@ class FakeReranker:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.stopping.set()
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(5)
@@ -105,7 +108,12 @@ def _handler(server: FakeReranker) -> type[BaseHTTPRequestHandler]:
                     self.send_header(name, value)
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
-                self.wfile.write(data)
+                if not reply.trickle:
+                    self.wfile.write(data)
+                for index in range(len(data) if reply.trickle else 0):
+                    if server.stopping.wait(0.2):
+                        return
+                    self.wfile.write(data[index:index + 1])
             except (BrokenPipeError, ConnectionResetError):  # the client timed out first
                 pass
 

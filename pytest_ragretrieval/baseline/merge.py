@@ -12,7 +12,7 @@ aggregates a shard computed over its own questions: they are kept per shard (`an
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -109,25 +109,34 @@ def _repository(partial: Partial, config: Config, chunks: Sequence[Chunk], quest
 
 
 def merge(
-    partials: Sequence[Partial], config: Config, chunks: Sequence[Chunk], questions: Sequence[Question]
+    partials: Sequence[Partial], config: Config, chunks: Sequence[Chunk], questions: Sequence[Question],
+    measured: Collection[str] = (),
 ) -> Merged:
-    """The unsharded run the partials add up to, or PartialError naming the first problem."""
+    """The unsharded run the partials add up to, or PartialError naming the first problem. `measured`: the
+    retrievers the baseline holds values of, which ran in this configuration; one that every shard calls
+    unavailable is a failure, not a skip (`unavailable` is not part of the configuration's digest)."""
     ordered = sorted(partials, key=lambda p: p.shard)
     _whole(ordered)
     for partial in ordered:
         _share(partial, questions, config)
     _repository(ordered[0], config, chunks, questions)
     names = {name for p in ordered for name in (*p.runs, *p.unavailable, *p.errors)}
-    runs = {spec.name: _run(spec.name, ordered, questions, config)
+    runs = {spec.name: _run(spec.name, ordered, questions, config, spec.name in measured)
             for spec in config.retrievers if spec.name in names}
     return Merged(ordered[0].fingerprint, runs, ordered[0].selected, ordered[0].described)
 
 
-def _run(name: str, partials: Sequence[Partial], questions: Sequence[Question], config: Config) -> Run:
+def _run(name: str, partials: Sequence[Partial], questions: Sequence[Question], config: Config,
+         measured: bool) -> Run:
     failed = next((p for p in partials if name in p.errors), None)
     if failed is not None:
         return Run(error=RetrieverError(failed.errors[name]))
     skipped = [p for p in partials if name in p.unavailable]
+    if len(skipped) == len(partials) and measured:
+        return Run(error=RetrieverError(
+            f"retriever {name!r} could not run on any of the {len(partials)} shards ({skipped[0].unavailable[name]}), "
+            "but the baseline holds its values: a merge does not skip a retriever the baseline measured; run the "
+            "shards where it runs"))
     if len(skipped) == len(partials):
         return Run(skipped=skipped[0].unavailable[name])
     if skipped:

@@ -29,6 +29,8 @@ from ..scoring.evaluate import Run
 PARTIAL_FORMAT = 1
 KEYS = ("partial_format", "plugin_version", "shard", "configuration", "k", "depth", "metrics", "fingerprint",
         "setup", "selected", "questions", "retrievers", "unavailable", "errors", "described")
+SHARES = ("ann_recall", "ann_recall_worst", "pool_recall")
+"""Diagnostics that are shares of a top k (the built-in types' recalls, `name@depth`): each in [0, 1]."""
 FIX = "pass the files `pytest --rag-shard I/N --rag-json FILE` wrote, unchanged"
 
 
@@ -162,6 +164,15 @@ def _ids(node: Node) -> tuple[str, ...]:
     return tuple(found)
 
 
+def _within(node: Node, low: float, high: float | None) -> float:
+    """A finite number from `low` (to `high`): a latency below 0 or a recall of 7.5 is no measurement."""
+    value = node.number()
+    if value < low or (high is not None and value > high):
+        span = f"from {low:g} to {high:g}" if high is not None else f"of at least {low:g}"
+        raise node.problem(f"must be a number {span}, got {value!r}")
+    return value
+
+
 def _shard_run(node: Node, questions: set[str], depth: int) -> ShardRun:
     node.exactly("questions", "diagnostics", "notes")
     held = node["questions"].mapping()
@@ -176,7 +187,8 @@ def _shard_run(node: Node, questions: set[str], depth: int) -> ShardRun:
         if len(rankings[qid]) > depth:
             raise entry["ranking"].problem(f"holds {len(rankings[qid])} ids, more than the depth {depth}")
         values[qid] = {label: child.number() for label, child in _entries(entry["metrics"])}
-        latencies[qid] = entry["latency_ms"].number()
-    diagnostics = {key: child.number() for key, child in _entries(node["diagnostics"])}
+        latencies[qid] = _within(entry["latency_ms"], 0.0, None)
+    diagnostics = {key: _within(child, 0.0, 1.0) if key.partition("@")[0] in SHARES else child.number()
+                   for key, child in _entries(node["diagnostics"])}
     notes = tuple(item.text() for item in node["notes"].items())
     return ShardRun(rankings, values, latencies, diagnostics, notes)

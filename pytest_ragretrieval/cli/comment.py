@@ -16,6 +16,7 @@ from msgspec import UnsetType
 
 from ..baseline.format import read
 from ..config.settings import load_config
+from ..core.urls import url_problem
 from ..files.jsonshape import ShapeProblem
 from ..record.codec import read as read_record
 from ..report.view import results_view
@@ -46,8 +47,16 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
                          help="the decision `ragretrieval pr-check --json` wrote (label, fork)")
     comment.add_argument("--gate-outcome", choices=OUTCOMES, default="",
                          help="the gate step's outcome, for results files that do not list their failures")
-    comment.add_argument("--artifact-url", default="", help="where the uploaded reports are")
-    comment.add_argument("--run-url", default="", help="the workflow run")
+    comment.add_argument("--artifact-url", default="", type=link, help="where the uploaded reports are")
+    comment.add_argument("--run-url", default="", type=link, help="the workflow run")
+
+
+def link(text: str) -> str:
+    """An argparse `type=`: nothing, or an http(s) URL the comment may show to everyone (no credentials)."""
+    problem = url_problem(text, "a link the comment shows needs none") if text else None
+    if problem is not None:
+        raise argparse.ArgumentTypeError(problem)
+    return text
 
 
 def run(args: argparse.Namespace) -> Result:

@@ -75,7 +75,8 @@ def run(args: argparse.Namespace) -> Result:
     baseline = load_baseline(config.baseline)
     if baseline is not None:
         verify(baseline, config.k, chunks, questions)
-    merged = merge([read_partial(part) for part in parts], config, chunks, questions)
+    measured = set(baseline.retrievers) if baseline is not None else set()
+    merged = merge([read_partial(part) for part in parts], config, chunks, questions, measured)
     keys = {key.nodeid: key for key in item_keys(config, questions)}
     unknown = next((nodeid for nodeid in merged.selected if nodeid not in keys), None)
     if unknown is not None:

@@ -8,11 +8,12 @@ passage that holds an answer counts as relevant, as TREC RAG reads UMBRELA's sca
 
 The server is any OpenAI-compatible chat server: `--base-url`, else OPENAI_BASE_URL, else
 api.openai.com; the key is OPENAI_API_KEY (a placeholder for a server at a base URL that needs
-none), masked by value in every message. Each request has the config's `embedding_timeout`; a
-timeout, lost connection, 429 or 5xx is tried `embedding_retries` more times; all requests and
-waits together stay within `--judge-budget` seconds. Scores are cached by content (model, prompt
-digest, query, passage) under the config's cache folder, so a second run asks nothing; a run
-stopped by the budget keeps what it graded.
+none), masked by value in every message. Each request has the config's `embedding_timeout` over its
+whole answer (slow reads included: `core/deadline.py`); a timeout, lost connection, 429 or 5xx is
+tried `embedding_retries` more times; all requests and waits together stay within `--judge-budget`
+seconds. A base URL is checked first (`core/urls.py`): credentials in it are refused. Scores are
+cached by content (model, prompt digest, query, passage) under the config's cache folder, so a
+second run asks nothing; a run stopped by the budget keeps what it graded.
 The date of the provenance is UTC today, or SOURCE_DATE_EPOCH's day when that is set.
 """
 from __future__ import annotations
@@ -23,13 +24,16 @@ import os
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from ..cache.store import Cache, sha256
 from ..config.settings import Config
+from ..core.deadline import Late, within
 from ..core.errors import RagError
 from ..core.optional import need
 from ..core.redact import safe_line
+from ..core.urls import url_problem
 
 PROMPT = """\
 You judge how relevant a passage is to a search query, on an integer scale from 0 to 3:
@@ -72,6 +76,9 @@ class ChatJudge:
                  clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> None:
         self.model = model
         self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or "").rstrip("/") or None
+        problem = url_problem(self.base_url, "the key goes in OPENAI_API_KEY") if self.base_url else None
+        if problem is not None:
+            raise RagError(f"judge openai:{model}: {'--base-url' if base_url else 'OPENAI_BASE_URL'} {problem}")
         key = os.environ.get("OPENAI_API_KEY") or (PLACEHOLDER_KEY if self.base_url else "")
         if not key:
             raise RagError(f"judge openai:{model} needs an API key: set OPENAI_API_KEY, or pass --base-url "
@@ -119,19 +126,22 @@ class ChatJudge:
         while True:
             left = self.deadline - self.clock()
             if left <= 0:
-                raise RagError(f"judge openai:{self.model}: the --judge-budget of {self.budget:g} s is spent; "
-                               "the scores so far are cached: run the same command again to go on")
+                raise self._spent()
             try:
-                answer = self._client.chat.completions.create(
-                    model=self.model, messages=[{"role": "user", "content": prompt}], temperature=0,
-                    timeout=min(self.timeout, left),
-                )
+                wait = min(self.timeout, left)
+                answer = within(partial(self._client.chat.completions.create, model=self.model, temperature=0,
+                                        messages=[{"role": "user", "content": prompt}], timeout=wait),
+                                wait, "rag-judge-request")
                 text = answer.choices[0].message.content or ""
                 break
-            except (openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError) as exc:
+            except (Late, openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError) as exc:
                 attempt += 1
+                failure = f"no whole answer within {wait:g} s" if isinstance(exc, Late) \
+                    else f"{type(exc).__name__}: {exc}"
+                if self.clock() >= self.deadline:
+                    raise self._spent() from None
                 if attempt > self.retries:
-                    raise self._error(f"{type(exc).__name__}: {exc} (after {attempt} attempts)") from None
+                    raise self._error(f"{failure} (after {attempt} attempts)") from None
                 self.sleep(min(0.5 * 2 ** (attempt - 1), max(self.deadline - self.clock(), 0.0)))
             except openai.OpenAIError as exc:
                 raise self._error(f"{type(exc).__name__}: {exc}") from None
@@ -141,6 +151,10 @@ class ChatJudge:
         if not scores:
             raise self._error(f"the answer holds no '##final score: N' (0-3): {text!r}")
         return int(scores[-1])
+
+    def _spent(self) -> RagError:
+        return RagError(f"judge openai:{self.model}: the --judge-budget of {self.budget:g} s is spent; "
+                        "the scores so far are cached: run the same command again to go on")
 
     def _error(self, detail: str) -> RagError:
         return RagError(safe_line(f"judge openai:{self.model}: {detail}", self._secrets))

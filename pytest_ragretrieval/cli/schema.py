@@ -14,9 +14,10 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     command = commands.add_parser(
         "schema", parents=[common], help="print the JSON Schema of the --rag-json results or of the baseline",
         description="Print the JSON Schema (draft 2020-12) of a --rag-json results file (`results`) or of a "
-        "baseline (`baseline`), generated from the types that read them. What the types cannot say is "
-        "checked on reading as well: each value in its metric's range, rankings without repeats, "
-        "the fingerprint's digests; docs/file-formats.md lists those checks.",
+        "baseline (`baseline`), generated from the types that read them and the reader's own rules (readable "
+        "format versions, each value in its metric's range, rankings without repeats, no control characters, "
+        "the fingerprint's sections and digests). What no schema can say (parts of the file agreeing with each "
+        "other) is checked on reading too; docs/file-formats.md lists those checks.",
     )
     command.add_argument("kind", choices=KINDS)
 

@@ -329,7 +329,7 @@ def load_config(config_option: str | None, rootpath: Path) -> Config:
         db=table.choice("db", "auto", DB_MODES),
         embedding=embedding,
         embedding_id=embedding_id,
-        embedding_base_url=table.text("embedding_base_url", None),
+        embedding_base_url=table.url("embedding_base_url", "the key goes in OPENAI_API_KEY"),
         embedding_batch_size=table.integer("embedding_batch_size", 64, minimum=1),
         embedding_timeout=table.number("embedding_timeout", DEFAULT_TIMEOUT, minimum=0.1, maximum=3600.0),
         embedding_retries=table.integer("embedding_retries", DEFAULT_RETRIES, minimum=0),

@@ -6,8 +6,8 @@ server that trickles bytes cannot hold the run); 429, 5xx, timeouts and lost con
 tried `embedding_retries` more times with exponential backoff (Retry-After wins); any other 4xx,
 and any 200 whose body is not an embeddings answer, fails at once with a line naming the batch.
 Across the session the embedder may lose at most `budget` seconds to failures (one request's
-attempts and waits); a Retry-After beyond that fails at once. Secrets (the key sent, a password
-in base_url) are masked by value before any message is cut.
+attempts and waits); a Retry-After beyond that fails at once. The key sent is masked by value before
+any message is cut; a base_url with credentials in it is refused (`core/urls.py`).
 """
 from __future__ import annotations
 
@@ -16,7 +16,6 @@ import binascii
 import email.utils
 import json
 import os
-import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -24,9 +23,11 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
+from ..core.deadline import Late, within
 from ..core.errors import RagError
 from ..core.optional import need
 from ..core.redact import mask, safe_line
+from ..core.urls import url_problem
 from .base import DEFAULT_RETRIES, DEFAULT_TIMEOUT, EmbedderSettings, check_vectors
 from .prompts import Prompts, Side
 
@@ -55,10 +56,6 @@ def where(base_url: str | None) -> str:
     return f"{parts.scheme}://{host}{port}{parts.path.rstrip('/')}" if parts.scheme else base_url.rstrip("/")
 
 
-class _Deadline(Exception):
-    """A request still unanswered when its deadline passed."""
-
-
 class OpenAIEmbedder:
     """Batches of `batch_size` texts; each request has a deadline, and every failure spends one budget."""
 
@@ -81,6 +78,9 @@ class OpenAIEmbedder:
     ) -> None:
         self.model = model or DEFAULT_MODEL
         self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or "").rstrip("/") or None
+        problem = url_problem(self.base_url, "the key goes in OPENAI_API_KEY") if self.base_url else None
+        if problem is not None:
+            raise RagError(f"{'embedding_base_url' if base_url else 'OPENAI_BASE_URL'}: {problem}")
         self.batch_size = batch_size
         self.prompts = prompts or Prompts()
         self.id = self.prompts.full_id(id or f"openai:{self.model}@{where(self.base_url)}")
@@ -144,9 +144,8 @@ class OpenAIEmbedder:
 
     @property
     def _secrets(self) -> list[str]:
-        """The values no message may show: the key we sent and a password written into base_url."""
-        password = urlsplit(self.base_url).password if self.base_url else None
-        return [secret for secret in (self._secret, password) if secret]
+        """The values no message may show: the key we sent (base_url holds no credentials: `url_problem`)."""
+        return [self._secret] if self._secret else []
 
     def _error(self, detail: str) -> RagError:
         return RagError(mask(f"embedder {self.id!r}: {detail}", self._secrets))
@@ -193,7 +192,7 @@ class OpenAIEmbedder:
                     f"{label}: HTTP {status} from the server: {self._message(exc)}{_HINTS.get(status, '')}"
                 ) from None
             return f"HTTP {status} ({self._message(exc)})", retry_after(exc.response.headers)
-        except (openai.APITimeoutError, _Deadline):
+        except (openai.APITimeoutError, Late):
             return f"timeout ({self.timeout:g}s per request)", None
         except openai.APIConnectionError as exc:
             return f"connection failed ({safe_line(str(exc.__cause__ or exc), self._secrets, SERVER_TEXT)})", None
@@ -201,28 +200,10 @@ class OpenAIEmbedder:
             raise self._error(f"{label}: {safe_line(f'{type(exc).__name__}: {exc}', self._secrets)}") from None
 
     def _send(self, client: Any, batch: list[str]) -> bytes:
-        """One request in a worker thread, abandoned at the deadline: the client's own timeouts are per read."""
-        outcome: list[Any] = []
-        done = threading.Event()
-
-        def request() -> None:
-            try:
-                raw = client.embeddings.with_raw_response.create(
-                    model=self.model, input=batch, encoding_format="float", timeout=self.timeout,
-                    extra_body=self._extra,
-                )
-                outcome.append(bytes(raw.content))
-            except BaseException as exc:
-                outcome.append(exc)
-            finally:
-                done.set()
-
-        threading.Thread(target=request, name="rag-embedding-request", daemon=True).start()
-        if not done.wait(self.timeout):
-            raise _Deadline()
-        if isinstance(outcome[0], BaseException):
-            raise outcome[0]
-        return bytes(outcome[0])
+        """One request, abandoned at the deadline (`core/deadline.py`): the client's own timeouts are per read."""
+        return within(lambda: bytes(client.embeddings.with_raw_response.create(
+            model=self.model, input=batch, encoding_format="float", timeout=self.timeout, extra_body=self._extra,
+        ).content), self.timeout, "rag-embedding-request")
 
     def _vectors(self, body: bytes, rows: int, label: str) -> np.ndarray:
         """Rows in input order: servers may return `data` in any order, each tagged with `index`."""

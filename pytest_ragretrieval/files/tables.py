@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any, overload
 
 from ..core.errors import Choice, ConfigError, did_you_mean
+from ..core.urls import url_problem
 
 _MISSING: Any = object()
 """The default of a required key: its absence is an error."""
@@ -32,6 +33,15 @@ class Table:
 
     def error(self, key: str, problem: str) -> ConfigError:
         return ConfigError(f"{self.where} key {key!r}: {problem}")
+
+    def url(self, key: str, instead: str) -> str | None:
+        """An optional http(s) server address, checked now (`core/urls.py`); `instead` says where its API
+        key goes rather than in the URL."""
+        value = self.text(key, None)
+        problem = None if value is None else url_problem(value, instead)
+        if problem is not None:
+            raise self.error(key, problem)
+        return value
 
     def _get(self, key: str, default: Any) -> tuple[bool, Any]:
         """(given, value): `given` is False when the default stands in for an absent key."""

@@ -24,6 +24,8 @@ from .types import READABLE, Record, Verdict
 from .upgrade import upgraded
 from .validate import check_fingerprint, check_record
 
+WHOLE_FLOATS = 100
+"""How many integers written as floats (`3.0`) a file may hold: a run writes none."""
 PATH_PART = re.compile(r"\.([A-Za-z_][A-Za-z0-9_]*)|\[(\.\.\.|\d+)\]")
 WORDS = {"float": "a number", "int": "an integer", "str": "a string", "object": "an object",
          "array": "an array", "bool": "a boolean", "null": "null"}
@@ -115,12 +117,30 @@ def decode(path: Path, text: str) -> Decoded:
         raise damaged(path, f"{bad_text[0]} holds {bad_text[1]}")
     doc = upgraded(doc, version)
     check_fingerprint(path, doc.get("fingerprint"), version)
-    try:
-        record = msgspec.convert(doc, Record)
-    except msgspec.ValidationError as exc:
-        raise damaged(path, _problem(path, doc, str(exc))) from None
+    record = _converted(path, doc)
     check_record(path, record, doc, version)
     return Decoded(record, doc)
+
+
+def _converted(path: Path, doc: dict[str, object]) -> Record:
+    """The record read by the types. A whole float where an integer stands (`3.0`) is that integer, in
+    `doc` too: JSON Schema cannot tell them apart, so the published schema and the codec agree."""
+    for _ in range(WHOLE_FLOATS):
+        try:
+            return msgspec.convert(doc, Record)
+        except msgspec.ValidationError as exc:
+            message = str(exc)
+            what, _, at = message.partition(" - at `")
+            parts = [part for part, _ in _located(doc, at.rstrip("`"))]
+            value = _value(doc, parts)
+            if what != "Expected `int`, got `float`" or not (isinstance(value, float) and value.is_integer()):
+                raise damaged(path, _problem(path, doc, message)) from None
+            parent = _value(doc, parts[:-1])
+            if isinstance(parent, list):
+                parent[int(parts[-1][1:-1])] = int(value)
+            elif isinstance(parent, dict):
+                parent[parts[-1]] = int(value)
+    raise damaged(path, f"more than {WHOLE_FLOATS} integers written as floats (3.0); write them as integers")
 
 
 def read(path: Path) -> Decoded:
@@ -154,6 +174,8 @@ def _decoded(path: Path, data: bytes) -> Decoded:
 def _version(path: Path, doc: Mapping[str, object]) -> int:
     """Which format the file is in, refused before anything else is read: the rest depends on it."""
     version = doc.get("format_version")
+    if isinstance(version, float) and version.is_integer():
+        version = int(version)
     if type(version) is not int or version not in READABLE:
         readable = ", ".join(map(str, READABLE[:-1])) + f" and {READABLE[-1]}"
         raise damaged(path, f"format_version is {shown(version)}, this plugin reads format_version {readable}")

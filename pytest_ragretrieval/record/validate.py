@@ -2,7 +2,9 @@
 metric keys, rankings without repeats and no deeper than k and the cutoffs need, a bar of recorded
 values only, and the file's own facts agreeing (k, the fingerprint of every entry, a retriever either
 ran or could not). The fingerprint is what each retriever type says it is, so its shape is checked
-here, by hand, where readers rely on it: its sections are objects and its digests 64 hex digits."""
+here, by hand, where readers rely on it: its sections are objects, its digests 64 hex digits, each
+question's entry holds its `query` and `gold` digests, the gold texts are storable text. `schema.py`
+says the same in the published JSON Schemas."""
 from __future__ import annotations
 
 import math
@@ -10,11 +12,13 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
-from ..files.jsontext import cutoff
+from ..files.jsontext import cutoff, unstorable
 from .checks import damaged, json_type, metric_key, number, shown
 from .types import Record, Retriever, Values
 
 HEX = re.compile("[0-9a-f]{64}")
+QUESTION_DIGESTS = ("query", "gold")
+"""What every entry of `fingerprint.questions.digests` holds (baseline/fingerprint.py, `question_record`)."""
 NOT_NUMBERS = ("fingerprint",)
 """Where a non-finite float may stand: a retriever's settings are its type's to judge."""
 CHECKED = frozenset({"metrics", "tags", "questions", "bar"})
@@ -33,8 +37,10 @@ def check_fingerprint(path: Path, value: object, version: int) -> None:
         digests = section.get("digests", {})
         if key != "yardstick" and not isinstance(digests, dict):
             raise damaged(path, f"fingerprint.{key}.digests must be an object, got {json_type(digests)}")
-        if key == "questions" and not all(isinstance(entry, dict) for entry in digests.values()):
-            raise damaged(path, "fingerprint.questions.digests must map question ids to objects")
+        if key == "questions":
+            _question_digests(path, digests)
+        if key == "chunks" and version != 1:
+            _gold(path, section.get("gold", {}))
         if key != "yardstick" and version != 1 and "sha256" in section and not (
                 isinstance(section["sha256"], str) and HEX.fullmatch(section["sha256"])):
             raise damaged(path, f"fingerprint.{key}.sha256 = {shown(section['sha256'])} is not a SHA-256 digest "
@@ -47,6 +53,30 @@ def check_fingerprint(path: Path, value: object, version: int) -> None:
             raise damaged(path, f"fingerprint.retrievers.{name} must be an object, got {json_type(entry)}")
         if version != 1:
             _named_digests(path, f"fingerprint.retrievers.{name}", entry)
+
+
+def _gold(path: Path, gold: object) -> None:
+    """The gold chunks' texts (`baseline/gold.py`): free text, but text a file and Postgres can hold."""
+    if not isinstance(gold, dict):
+        raise damaged(path, f"fingerprint.chunks.gold must map chunk ids to texts, got {json_type(gold)}")
+    for chunk_id, text in gold.items():
+        problem = unstorable(text) if isinstance(text, str) else f"{json_type(text)}, not the chunk's text"
+        if problem is not None:
+            raise damaged(path, f"fingerprint.chunks.gold.{chunk_id} holds {problem}")
+
+
+def _question_digests(path: Path, digests: Mapping[str, object]) -> None:
+    """Each question's entry holds the short digests of its query and graded gold, as a run writes them:
+    an entry emptied of them would leave no question comparable, so a worse run would pass unseen."""
+    for qid, entry in digests.items():
+        if not isinstance(entry, dict):
+            raise damaged(path, "fingerprint.questions.digests must map question ids to objects")
+        for part in QUESTION_DIGESTS:
+            value = entry.get(part)
+            if not (isinstance(value, str) and value):
+                found = "is missing" if value is None else f"= {shown(value)} is not a digest (a non-empty string)"
+                raise damaged(path, f"fingerprint.questions.digests.{qid}.{part} {found}: a run writes the short "
+                              "digests of every question's query and gold, without which no question is comparable")
 
 
 def _named_digests(path: Path, where: str, value: object) -> None:

@@ -27,7 +27,7 @@ Cohere's `documents`, TEI's /rerank wants `texts`), so `api` is required with `e
 
 
 def parse(table: Table) -> dict[str, Any]:
-    endpoint = table.text("endpoint", None)
+    endpoint = table.url("endpoint", "the key goes in the environment variable api_key_env names")
     params = {
         "source": table.text("source", "hybrid"),
         "depth": table.integer("depth", 20, minimum=1),
@@ -40,8 +40,6 @@ def parse(table: Table) -> dict[str, Any]:
             if table.has(key):
                 raise table.error(key, "applies only with endpoint = \"http://...\" (a rerank service)")
         return params
-    if urlparse(endpoint).scheme not in ("http", "https"):
-        raise table.error("endpoint", f"must be an http:// or https:// URL, got {endpoint!r}")
     params["endpoint"] = endpoint
     params["api"] = table.text("api", None, choices=APIS)
     if params["api"] is None:

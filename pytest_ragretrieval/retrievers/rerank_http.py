@@ -7,14 +7,18 @@ Requests, by `api`:
 Either response is understood: {"results": [{"index", "relevance_score"}, ...]} or
 [{"index", "score"}, ...]; every document sent must come back exactly once.
 
-Only the standard library is used (urllib), so the extra needs nothing new. Retries follow the
-OpenAI embedder: 429, 5xx, timeouts and connection errors back off exponentially (Retry-After
-wins, capped), up to `max_attempts` per batch and `max_wait` seconds of sleeping per run; any
-other status fails at once naming it. The API key is read from the environment variable the
+Only the standard library is used (urllib), so the extra needs nothing new. Each request has
+`timeout` seconds for its whole answer (urllib's bounds each read: a server trickling bytes would
+hold the run; `core/deadline.py`), so a batch takes at most `max_attempts` x `timeout` plus
+`max_wait`. Retries follow the OpenAI embedder: 429, 5xx, timeouts and connection errors back off
+exponentially (Retry-After wins, capped), up to `max_attempts` per batch and `max_wait` seconds lost
+to failed attempts and waits per run (the run's total budget for failures); any other status fails
+at once naming it. The API key is read from the environment variable the
 config names and never appears in a message.
 """
 from __future__ import annotations
 
+import io
 import json
 import math
 import os
@@ -22,9 +26,11 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import Any
 from urllib.parse import urlsplit
 
+from ..core.deadline import Late, within
 from ..core.errors import RetrieverError, RetrieverUnavailable
 from ..embedding.openai import retry_after
 
@@ -35,6 +41,19 @@ _HINTS = {
     413: "; lower batch_size (TEI accepts 32 texts per request unless --max-client-batch-size is raised)",
     422: "; check `api`: TEI wants api = \"tei\", Cohere, Jina and vLLM want api = \"cohere\"",
 }
+
+
+def _post(request: urllib.request.Request, timeout: float) -> bytes:
+    """The answer's body; an error status's body is read here too, so that it is within the deadline."""
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return bytes(response.read())
+    except urllib.error.HTTPError as exc:
+        try:
+            body = exc.read()
+        except OSError:
+            body = b""
+        raise urllib.error.HTTPError(exc.url, exc.code, exc.msg, exc.headers, io.BytesIO(body)) from None
 
 
 def where(endpoint: str) -> str:
@@ -68,6 +87,7 @@ class HttpRerankScorer:
         api_key_env: str | None = None,
         environ: Mapping[str, str] = os.environ,
         sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.endpoint = endpoint
         self.api = api
@@ -76,7 +96,9 @@ class HttpRerankScorer:
         self.timeout = timeout
         self.id = scorer_id(api, endpoint, model)
         self.sleep = sleep
+        self.clock = clock
         self.waited = 0.0
+        """Seconds this run lost to failed attempts and to waits between them, against `max_wait`."""
         self.requests = 0
         self.api_key_env = api_key_env
         self._key = environ.get(api_key_env, "") if api_key_env else ""
@@ -115,9 +137,9 @@ class HttpRerankScorer:
             wait: float | None = None
             request = urllib.request.Request(self.endpoint, data=data, headers=headers, method="POST")
             self.requests += 1
+            started = self.clock()
             try:
-                with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                    payload = response.read()
+                payload = within(partial(_post, request, self.timeout), self.timeout, "rag-rerank-request")
                 return self._scores(payload, len(texts))
             except urllib.error.HTTPError as exc:
                 status = exc.code
@@ -128,7 +150,7 @@ class HttpRerankScorer:
                     ) from None
                 failure = f"HTTP {status} ({message})"
                 wait = retry_after(exc.headers)
-            except TimeoutError:
+            except (TimeoutError, Late):
                 failure = f"timeout ({self.timeout:g}s per request)"
             except urllib.error.URLError as exc:
                 reason = exc.reason
@@ -138,11 +160,13 @@ class HttpRerankScorer:
                     failure = f"connection failed ({self._redact(str(reason))})"
             except (ConnectionError, OSError) as exc:  # RemoteDisconnected, resets mid-response
                 failure = f"connection failed ({self._redact(type(exc).__name__ + ': ' + str(exc))})"
+            self.waited += self.clock() - started
             if attempt == self.max_attempts:
                 break
             delay = min(wait if wait is not None else self.base_delay * 2 ** (attempt - 1), self.max_retry_after)
             if self.waited + delay > self.max_wait:
-                failure += f"; gave up after waiting {self.waited:g}s in all (max_wait {self.max_wait:g}s)"
+                failure += (f"; gave up after losing {self.waited:g}s in all to failed attempts and waits "
+                            f"(max_wait {self.max_wait:g}s)")
                 break
             self.waited += delay
             self.sleep(delay)

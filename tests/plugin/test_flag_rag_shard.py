@@ -100,3 +100,21 @@ def test_shard_options_that_cannot_run_are_one_line(pytester: pytest.Pytester, a
     write_project(pytester.path)
     result = pytester.runpytest("--rag-eval", *args, *RUN)
     assert one_line_error(result) == message
+
+
+def test_a_merge_of_partials_that_all_call_a_measured_retriever_unavailable_fails(
+        pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]) -> None:
+    """issue 40, item 11: every partial edited to claim `unavailable.bm25` (the configuration's digest does not
+    cover it) made `ragretrieval merge` skip bm25 and exit 0, though the baseline measured it."""
+    write_project(pytester.path, retrievers=retriever("bm25", "bm25"))
+    assert pytester.runpytest("--rag-update-baseline", *RUN).ret == 0
+    assert pytester.runpytest("--rag-eval", "--rag-shard=1/1", "--rag-json=part.json", *RUN).ret == 0
+    path = pytester.path / "part.json"
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    del doc["retrievers"]["bm25"]
+    doc["unavailable"] = {"bm25": "claimed"}
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    code, out, _ = merge(capsys, "part.json")
+    assert code == 1 and not any(line.startswith("SKIPPED") for line in out)
+    assert any(line.startswith("FAILED rag::bm25::") and "could not run on any of the 1 shards (claimed), but the "
+               "baseline holds its values" in line for line in out), out

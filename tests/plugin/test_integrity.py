@@ -307,6 +307,28 @@ def test_a_retriever_without_its_fingerprint_is_damage(recorded: pytest.Pytester
     assert line.startswith("ERROR: baselines/retrieval.json: retrievers.bm25 has no fingerprint.retrievers.bm25"), line
 
 
+# issue 40, item 11: question digests emptied compare nothing, so they are damage
+
+
+@pytest.mark.parametrize("flag", ["--rag-eval", "--rag-update-baseline"])
+def test_emptied_question_digests_are_damage(recorded: pytest.Pytester, flag: str) -> None:
+    """Each `fingerprint.questions.digests` entry set to {} and `questions.sha256` zeroed: the gate passed a
+    worse run with a warning that 0 questions are comparable (and `diff --fail-on-lower` exited 0)."""
+    def empty(text: str) -> str:
+        doc = json.loads(text)
+        questions = doc["fingerprint"]["questions"]
+        questions["digests"] = {qid: {} for qid in questions["digests"]}
+        questions["sha256"] = "0" * 64
+        return json.dumps(doc, indent=2)
+
+    edit_baseline(recorded.path, empty)
+    before = baseline_bytes(recorded.path)
+    assert one_line_error(recorded.runpytest(flag, *RUN)) == (
+        "ERROR: baselines/retrieval.json: fingerprint.questions.digests.q01.query is missing: a run writes the short "
+        f"digests of every question's query and gold, without which no question is comparable{FIX_IT}")
+    assert baseline_bytes(recorded.path) == before
+
+
 # issue 15: outputs that cannot hurt inputs
 
 

@@ -333,6 +333,11 @@ def stale_chunk(folder: Path) -> None:
     write_results(folder / "results.json", {"bm25": entry({"q1": (["c9"], {})}, {})})
 
 
+def stale_baseline(folder: Path) -> None:
+    (folder / "baselines").mkdir(exist_ok=True)
+    write_results(folder / "baselines" / "retrieval.json", {"bm25": entry({"q9": (["c1"], {})}, {})})
+
+
 def broken_results(folder: Path) -> None:
     (folder / "results.json").write_text('{"format_version": 1,', encoding="utf-8")
 
@@ -353,6 +358,14 @@ ERRORS = [
     (broken_results, ["diff", "results.json", "results.json"], "results.json: not valid JSON (Expecting property name enclosed in double quotes at line 1 column 22); fix it, or delete it and run `pytest --rag-update-baseline` to record a new one"),
     (stale_results, ["suspects", "results.json"], "results.json: question 'q9' is not in fixtures/evalset.jsonl; the eval set changed since the results were written; rerun `pytest --rag-eval --rag-json results.json`"),
     (stale_chunk, ["suspects", "results.json"], "results.json: chunk 'c9' (retriever 'bm25', question 'q1') is not in fixtures/chunks.jsonl; the corpus changed since the results were written; rerun `pytest --rag-eval --rag-json results.json`"),
+    # issue 40, item 11: the advice named the baseline, an input, as --rag-json's output
+    (stale_baseline, ["suspects", "baselines/retrieval.json"], "baselines/retrieval.json: question 'q9' is not in "
+     "fixtures/evalset.jsonl; the eval set changed since the results were written; record the baseline again with "
+     "`pytest --rag-update-baseline`, or write fresh results elsewhere (`pytest --rag-eval --rag-json "
+     "rag-results.json`) and pass those"),
+    (stale_baseline, ["pool"], "baselines/retrieval.json: question 'q9' is not in fixtures/evalset.jsonl; the eval "
+     "set changed since the results were written; record the baseline again with `pytest --rag-update-baseline`, or "
+     "write fresh results elsewhere (`pytest --rag-eval --rag-json rag-results.json`) and pass those"),
     (nothing, ["suspects", "fixtures"], "fixtures: is a directory; give a file path"),
     (stale_results, ["suspects", "results.json", "--k", "0"], "argument --k: expected a whole number >= 1, got '0'"),
     (nothing, ["find", ""], "KEYWORD must not be empty"),

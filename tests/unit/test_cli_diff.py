@@ -244,3 +244,16 @@ def test_against_reads_the_dictionary_as_it_was_at_the_base(repo: Path, capsys: 
     assert status == 1
     assert ("  unreadable: the config at HEAD (pyproject.toml) cannot be read by this version: HEAD:pyproject.toml "
             "[tool.ragretrieval.retrievers.bm25] key 'user_dict': HEAD:fixtures/user_dict.txt:1: expected") in out
+
+
+def test_a_baseline_with_emptied_question_digests_is_refused(files: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """issue 40, item 11: each `fingerprint.questions.digests` entry set to {} (and `questions.sha256` zeroed)
+    left no question comparable, and `diff --fail-on-lower` exited 0 on a lower value."""
+    itemized = {**FINGERPRINT, "questions": {"sha256": "0" * 64, "count": 1, "digests": {"q1": {}}}}
+    entry = {"metrics": {"recall@2": 0.5, "ndcg@2": 0.5}, "questions": {}}
+    (files / "new.json").write_text(dumps(document(2, itemized, {"bm25": entry})), encoding="utf-8")
+    status, out, err = run(capsys, "diff", "old.json", "new.json", "--fail-on-lower")
+    assert (status, out) == (2, "") and err == (
+        "ragretrieval: error: new.json: fingerprint.questions.digests.q1.query is missing: a run writes the short "
+        "digests of every question's query and gold, without which no question is comparable; fix it, or delete it "
+        "and run `pytest --rag-update-baseline` to record a new one\n")

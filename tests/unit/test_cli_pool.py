@@ -259,3 +259,45 @@ def test_the_judge_stops_when_its_budget_is_spent(judged: Any, tmp_path: Path) -
     with pytest.raises(RagError, match=r"^judge openai:m: the --judge-budget of 10 s is spent; the scores so far"):
         judge.score("query", "another passage")
     assert len(judged.requests) == 1
+
+
+def test_a_judge_server_that_trickles_bytes_is_held_to_the_budget(judged: Any, tmp_path: Path) -> None:
+    """issue 40, item 11: a judge server sending one byte at a time ran far past `--judge-budget` (killed at
+    200 s with a budget of 20): the client's timeouts bound each read, not the answer. Here the answer would
+    take about a minute (a byte every 0.2 s); the budget of 1 s ends it."""
+    from openai_server import Reply
+    from stages import config
+
+    from pytest_ragretrieval.cli.pool_judge import ChatJudge
+    from pytest_ragretrieval.core.errors import RagError
+
+    judged.default = Reply(fault="trickle")
+    judge = ChatJudge(config(tmp_path), "m", judged.url, 1)
+    with pytest.raises(RagError, match=r"^judge openai:m: the --judge-budget of 1 s is spent; the scores so far"):
+        judge.score("query", "passage")
+    assert len(judged.requests) == 1
+
+
+@pytest.mark.parametrize(("url", "problem"), [
+    ("http://127.0.0.1:1:2/v1", "'http://127.0.0.1:1:2/v1' is not a URL (Port could not be cast to integer value as "
+     "'1:2'); write it as http://host:port/path"),
+    ("http://[127.0.0.1/v1", "'http://[127.0.0.1/v1' is not a URL (Invalid IPv6 URL); write it as http://host:port/path"),
+    ("http://127.0.0.1/v1\nx", "holds a control character (U+000A); write the URL alone"),
+])
+def test_a_bad_judge_base_url_is_one_line(judged: Any, pooled: Path, capsys: pytest.CaptureFixture[str], url: str,
+                                          problem: str) -> None:
+    """issue 40, item 11: these gave `internal error: InvalidURL`."""
+    code, out, err = run(capsys, "pool", "--judge", "openai:m", "--base-url", url)
+    assert (code, out, err) == (2, [], [f"ragretrieval: error: judge openai:m: --base-url {problem}"])
+
+
+def test_credentials_in_the_judge_s_base_url_are_refused_and_never_sent(
+        judged: Any, pooled: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """issue 40, item 11: `user:password@` in --base-url went out as HTTP Basic auth in place of the API key,
+    and a server echoing the header showed its base64, which masking by value does not catch."""
+    url = judged.url.replace("http://", "http://user:hunter22@")
+    code, out, err = run(capsys, "pool", "--judge", "openai:m", "--base-url", url)
+    assert (code, out) == (2, []) and err == [
+        "ragretrieval: error: judge openai:m: --base-url holds a user name or password (user:password@), which an "
+        "HTTP client sends as Basic auth and a server may echo; remove them (the key goes in OPENAI_API_KEY)"]
+    assert judged.requests == [] and "hunter22" not in err[0]

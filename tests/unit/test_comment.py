@@ -238,6 +238,16 @@ def test_comment_command_reads_the_files_the_workflow_writes(workspace: Path, ca
                              artifact_url="https://example.invalid/a")
 
 
+def test_a_link_with_credentials_is_refused_not_shown(workspace: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """issue 40, item 11: every URL option refuses credentials; a link the comment shows would publish them."""
+    code = main(["comment", "results.json", "--run-url", "https://user:hunter22@example.invalid/run"])
+    out, err = capsys.readouterr()
+    assert (code, out) == (2, "") and "hunter22" not in err
+    assert err.splitlines() == ["ragretrieval: error: argument --run-url: holds a user name or password "
+                                "(user:password@), which an HTTP client sends as Basic auth and a server may echo; "
+                                "remove them (a link the comment shows needs none)"]
+
+
 def test_comment_with_the_issue_s_baseline_diff_form(workspace: Path, capsys: pytest.CaptureFixture[str]) -> None:
     # `comment RESULTS.json --baseline-diff OLD`: OLD against the baseline the config names.
     entry = {"metrics": {"ndcg@5": 0.6}, "questions": {}}

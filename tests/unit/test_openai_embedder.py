@@ -1,6 +1,7 @@
 """The openai: embedder through the real openai client against a local scripted server."""
 from __future__ import annotations
 
+import json
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,7 +12,7 @@ from openai_server import FakeOpenAI, Reply, fake_vector
 
 from pytest_ragretrieval.cache.store import Cache
 from pytest_ragretrieval.config.settings import load_config
-from pytest_ragretrieval.core.errors import RagError
+from pytest_ragretrieval.core.errors import ConfigError, RagError
 from pytest_ragretrieval.embedding import make_embedder
 from pytest_ragretrieval.embedding.cached import CachedEmbedder
 from pytest_ragretrieval.embedding.openai import OpenAIEmbedder, retry_after, where
@@ -168,7 +169,7 @@ def test_a_refused_connection_is_retried_then_reported(sleeps: list[float]) -> N
 
 def test_ids_name_model_and_server() -> None:
     assert OpenAIEmbedder().id == "openai:text-embedding-3-small@api.openai.com"
-    assert OpenAIEmbedder("nomic-embed-text", base_url="http://user:pw@localhost:11434/v1/?x=1").id == (
+    assert OpenAIEmbedder("nomic-embed-text", base_url="http://localhost:11434/v1/?x=1").id == (
         "openai:nomic-embed-text@http://localhost:11434/v1"
     )
     assert where("http://localhost:8080") == "http://localhost:8080"
@@ -310,3 +311,31 @@ def test_the_budget_follows_timeout_and_retries() -> None:
     assert OpenAIEmbedder().budget == 30 * 3 + 0.5 + 1.0
     assert OpenAIEmbedder(timeout=2, retries=1).budget == 4.5
     assert OpenAIEmbedder(timeout=10, retries=0).budget == 10
+
+
+BAD_URLS = [
+    ("http://127.0.0.1:1:2/v1", "'http://127.0.0.1:1:2/v1' is not a URL (Port could not be cast to integer value as "
+     "'1:2'); write it as http://host:port/path"),
+    ("http://[127.0.0.1/v1", "'http://[127.0.0.1/v1' is not a URL (Invalid IPv6 URL); write it as http://host:port/path"),
+    ("http://127.0.0.1/v1\nx", "holds a control character (U+000A); write the URL alone"),
+    ("http://user:hunter22@127.0.0.1/v1", "holds a user name or password (user:password@), which an HTTP client "
+     "sends as Basic auth and a server may echo; remove them (the key goes in OPENAI_API_KEY)"),
+]
+
+
+@pytest.mark.parametrize(("url", "problem"), BAD_URLS)
+def test_a_bad_embedding_base_url_is_one_line_naming_the_key(tmp_path: Path, url: str, problem: str) -> None:
+    """issue 40, item 11: `embedding_base_url = "http://127.0.0.1:1:2/v1"` (or an unclosed `[`, a line break)
+    gave a 90-line traceback from the client; credentials in it were sent as Basic auth."""
+    path = write_config(tmp_path, 'embedding = "openai:"', f"embedding_base_url = {json.dumps(url)}")
+    with pytest.raises(ConfigError) as caught:
+        load_config(str(path), tmp_path)
+    assert str(caught.value) == f"{path} key 'embedding_base_url': {problem}"
+
+
+@pytest.mark.parametrize(("url", "problem"), BAD_URLS)
+def test_a_bad_openai_base_url_variable_is_one_line(monkeypatch: pytest.MonkeyPatch, url: str, problem: str) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", url)
+    with pytest.raises(RagError) as caught:
+        OpenAIEmbedder()
+    assert str(caught.value) == f"OPENAI_BASE_URL: {problem}"

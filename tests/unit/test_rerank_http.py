@@ -73,6 +73,16 @@ def test_a_timeout_is_retried() -> None:
     assert sleeps == [0.5]
 
 
+def test_a_server_that_trickles_bytes_is_held_to_the_timeout() -> None:
+    """issue 40, item 11: urllib's timeout bounds each read, so an answer sent a byte every 0.2 s (about 20 s
+    here) held the run; each request now has `timeout` for its whole answer, then is tried again."""
+    sleeps: list[float] = []
+    with FakeReranker() as server:
+        server.script(Reply(trickle=True))
+        assert scorer(server, sleeps, timeout=1.0)([("q", "t")]) == [fake_score("q", "t")]
+    assert sleeps == [0.5] and len(server.requests) == 2
+
+
 def test_a_client_error_fails_at_once_with_a_hint() -> None:
     with FakeReranker("tei") as server:
         server.script(Reply(413, body={"error": "batch size 64 > maximum allowed batch size 32", "error_type": "validation"}))
@@ -96,11 +106,26 @@ def test_retries_stop_at_the_attempt_limit_and_the_wait_budget() -> None:
     sleeps.clear()
     with FakeReranker() as server:
         server.script(*[Reply(429, headers={"Retry-After": "30"})] * 5)
-        client = scorer(server, sleeps)
+        client = scorer(server, sleeps, clock=lambda: 0.0)
         client.max_wait = 45
-        with pytest.raises(RetrieverError, match=r"gave up after waiting 30s in all \(max_wait 45s\) after 2 attempts"):
+        with pytest.raises(RetrieverError, match=r"gave up after losing 30s in all to failed attempts and waits "
+                                                 r"\(max_wait 45s\) after 2 attempts"):
             client([("q", "t")])
     assert sleeps == [30.0]
+
+
+def test_failed_attempts_count_against_the_run_s_budget() -> None:
+    """issue 40, item 11: only sleeps counted against `max_wait`, so a service timing out batch after batch
+    held a run for hours (5 attempts of `timeout` per batch); the attempts' own time now counts too."""
+    ticks = iter(range(0, 1000, 10))
+    with FakeReranker() as server:
+        server.script(*[Reply(503)] * 5)
+        client = scorer(server, clock=lambda: float(next(ticks)))
+        client.max_wait = 5
+        with pytest.raises(RetrieverError, match=r"gave up after losing 10s in all to failed attempts and waits "
+                                                 r"\(max_wait 5s\) after 1 attempt;"):
+            client([("q", "t")])
+    assert len(server.requests) == 1
 
 
 def test_nothing_listening_is_a_connection_failure() -> None:
@@ -172,7 +197,14 @@ def test_an_endpoint_with_its_api_joins_the_parameters(tmp_path: Path) -> None:
     [
         ('endpoint = "http://x/rerank"', "key 'api': is required with endpoint: \"tei\" (text-embeddings-inference) or \"cohere\" (Cohere, Jina, vLLM)"),
         ('endpoint = "http://x/rerank"\napi = "jina"', "key 'api': must be one of 'cohere', 'tei', got 'jina'"),
-        ('endpoint = "x/rerank"\napi = "tei"', "key 'endpoint': must be an http:// or https:// URL, got 'x/rerank'"),
+        ('endpoint = "x/rerank"\napi = "tei"', "key 'endpoint': 'x/rerank' is not an http:// or https:// URL with a "
+         "host; write it as http://host:port/path"),
+        # issue 40, item 11: a bad port was a traceback in the client, credentials went out as Basic auth
+        ('endpoint = "http://127.0.0.1:1:2/rerank"\napi = "tei"', "key 'endpoint': 'http://127.0.0.1:1:2/rerank' is "
+         "not a URL (Port could not be cast to integer value as '1:2'); write it as http://host:port/path"),
+        ('endpoint = "http://u:secret@127.0.0.1/rerank"\napi = "tei"', "key 'endpoint': holds a user name or password "
+         "(user:password@), which an HTTP client sends as Basic auth and a server may echo; remove them (the key goes "
+         "in the environment variable api_key_env names)"),
         ('api = "tei"', "key 'api': applies only with endpoint = \"http://...\" (a rerank service)"),
     ],
 )

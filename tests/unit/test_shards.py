@@ -204,6 +204,43 @@ def test_a_damaged_partial_is_one_line_naming_the_json_path(tmp_path: Path, edit
     assert error(paths, config, chunks, questions).startswith(f"{paths[0]}: ")
 
 
+@pytest.mark.parametrize(("edit", "message"), [
+    (lambda doc: doc["retrievers"]["one"]["questions"]["q05"].update(latency_ms=-1),
+     "retrievers.one.questions.q05.latency_ms must be a number of at least 0, got -1.0"),
+    (lambda doc: doc["retrievers"]["one"]["diagnostics"].update({"ann_recall@5": 7.5}),
+     "retrievers.one.diagnostics.ann_recall@5 must be a number from 0 to 1, got 7.5"),
+    (lambda doc: doc["retrievers"]["two"]["diagnostics"].update({"pool_recall@50": -0.5}),
+     "retrievers.two.diagnostics.pool_recall@50 must be a number from 0 to 1, got -0.5"),
+])
+def test_a_value_out_of_its_range_in_a_partial_is_refused(tmp_path: Path, edit: Any, message: str) -> None:
+    """issue 40, item 11: the configuration's digest does not cover the measurements, and `merge` kept a
+    latency of -1 ms (which passes any `max_latency_ms`) and an ANN recall of 7.5."""
+    config, chunks, questions = project(tmp_path)
+    paths = write_shards(tmp_path, config, chunks, questions)
+    doc = json.loads(paths[0].read_text(encoding="utf-8"))
+    edit(doc)
+    paths[0].write_text(json.dumps(doc), encoding="utf-8")
+    assert error(paths, config, chunks, questions) == f"{paths[0]}: {message}; pass the files `pytest --rag-shard " \
+        "I/N --rag-json FILE` wrote, unchanged"
+
+
+def test_a_measured_retriever_unavailable_on_every_shard_fails(tmp_path: Path) -> None:
+    """issue 40, item 11: every partial claiming `unavailable.one` made `merge` skip it and exit 0; a
+    retriever the baseline measured is a failure when no shard ran it, a skip only when none ever did."""
+    config, chunks, questions = project(tmp_path)
+
+    def runs(shard: Shard, share: list[Question]) -> dict[str, Run]:
+        return {"one": Run(skipped="claimed"),
+                "two": Run(result=score("two", share, rankings("two", share), config.shown, latencies(share)))}
+
+    paths = write_shards(tmp_path, config, chunks, questions, runs=runs)
+    found = merge([read_partial(path) for path in paths], config, chunks, questions, {"one", "two"})
+    assert found.runs["one"].skipped is None and str(found.runs["one"].error) == (
+        "retriever 'one' could not run on any of the 3 shards (claimed), but the baseline holds its values: a merge "
+        "does not skip a retriever the baseline measured; run the shards where it runs")
+    assert merged(paths, config, chunks, questions).runs["one"].skipped == "claimed"
+
+
 def test_first_difference() -> None:
     assert first_difference({"a": [1, {"b": 2}]}, {"a": [1, {"b": 3}]}, "x") == "x.a[1].b"
     assert first_difference({"a": [1]}, {"a": [1, 2]}, "x") == "x.a"
