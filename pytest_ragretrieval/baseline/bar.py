@@ -21,7 +21,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from ..core.values import EPSILON, fmt
+from ..core.values import DIGITS, EPSILON, fmt
 from ..scoring.metrics import metric_order
 from .format import Recorded
 
@@ -93,6 +93,35 @@ def kept_bar(old: Mapping[str, float], new: Mapping[str, float], comparable: Col
     """The bar an update keeps, where it differs from `new` (the values recorded): the old bar's value
     of every comparable question both hold; edited and added questions take their new values."""
     return {q: old[q] for q in sorted(new) if q in comparable and q in old and old[q] != new[q]}
+
+
+def bar_means(
+    old: Recorded, new: Recorded, shared: Collection[str] | None
+) -> tuple[dict[str, float], dict[str, float]]:
+    """Each side's bar, as a mean per metric both hold, at the stored precision: the mean of its stored
+    6-digit per-question values on both sides, over the `shared` questions both hold (None: each side
+    over all its own, as after a yardstick change). A recorded mean comes from unrounded values and a
+    kept bar's from rounded ones, so comparing the two would see a re-record that keeps the bar as a
+    1e-6 lowering. Entries that hold no per-question values for a metric are compared by their
+    recorded means."""
+    before: dict[str, float] = {}
+    after: dict[str, float] = {}
+    for label in set(old.metrics) & set(new.metrics):
+        old_bar, new_bar = old.bar_values(label), new.bar_values(label)
+        if shared is None or not (old_bar or new_bar):
+            before[label] = _stored_mean(old_bar.values()) if old_bar else old.metrics[label]
+            after[label] = _stored_mean(new_bar.values()) if new_bar else new.metrics[label]
+            continue
+        ids = [q for q in shared if q in old_bar and q in new_bar]
+        if ids:
+            before[label] = _stored_mean([old_bar[q] for q in ids])
+            after[label] = _stored_mean([new_bar[q] for q in ids])
+    return before, after
+
+
+def _stored_mean(values: Collection[float]) -> float:
+    """A mean as a file stores one: of the stored values given, rounded to DIGITS."""
+    return round(_mean(values), DIGITS)
 
 
 def replaced_bars(old: Recorded, new: Recorded, comparable: Collection[str]) -> list[tuple[str, Replacement]]:

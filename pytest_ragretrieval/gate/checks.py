@@ -122,15 +122,16 @@ def compare(
     label: str, recorded: Recorded, result: RetrieverResult, significance: Significance, comparable: Collection[str]
 ) -> Comparison | None:
     """Baseline, value and delta over the comparable questions both scored, the minimum detectable
-    effect, and in significance mode the paired test's p and 95% interval; None when no question is shared."""
+    effect, and in significance mode the paired test's p and 95% interval; None when no question is shared.
+
+    Both means are taken at the stored precision, from the 6-digit per-question values on both sides
+    (the values the test resamples), never from a recorded mean of unrounded values: a kept bar has
+    only its stored values, so a run is judged alike before and after a re-record that keeps it."""
     pairs = paired(label, recorded_values(recorded), per_question(result), comparable)
     if not pairs.n:
         return None
-    if pairs.whole:
-        before, after, value_all = recorded.metrics[label], result.metrics[label], None
-    else:
-        before, after = mean(pairs.before), mean(pairs.after)
-        value_all = result.metrics[label] if result.metrics[label] != after else None
+    before, after = mean(pairs.before), mean(pairs.after)
+    value_all = result.metrics[label] if not pairs.whole and result.metrics[label] != after else None
     found = Comparison(before, after, round(after - before, DIGITS), questions=pairs.n, whole=pairs.whole,
                        value_all=value_all, mde=detectable(pairs.before))
     if significance == "none":

@@ -37,10 +37,11 @@ class Member:
     differences: tuple[float, ...]
 
 
-def member(key: tuple[str, str], comparison: Comparison, recorded: Recorded, result: RetrieverResult,
+def member(key: tuple[str, str], comparison: Comparison, bar: Recorded, result: RetrieverResult,
            comparable: frozenset[str]) -> Member | None:
-    """The item as a member of the family, or None when none of its differences is other than 0."""
-    pairs = paired(key[1], recorded_values(recorded), per_question(result), comparable)
+    """The item as a member of the family, its differences taken against `bar` (the entry its verdict
+    is judged against, `Recorded.bar_view`), or None when none of them is other than 0."""
+    pairs = paired(key[1], recorded_values(bar), per_question(result), comparable)
     differences = tuple(after - before for before, after in zip(pairs.before, pairs.after, strict=True))
     return Member(key, comparison, pairs.ids, differences) if any(differences) else None
 
@@ -76,10 +77,11 @@ def adjusted(
 
 def power_lines(config: Config, comparisons: Mapping[str, Mapping[str, Comparison]]) -> list[str]:
     """In significance mode, one line per retriever whose minimum detectable effect exceeds `detect`
-    (its worst metric, the first in the configured order on a tie), with the questions that would
-    detect `detect` at 80% power: n = ((z0.975 + z0.80) sd / detect)^2 (Sakai 2016's topic-set size),
-    which with the MDE's sd is n * (mde / detect)^2, rounded up. `comparisons`: retriever -> label ->
-    comparison, in the configured order."""
+    (its worst metric, the first in the configured order on a tie): the drop the set detects reliably
+    (80% power), never "cannot be told from noise", since the same run may catch a smaller drop; and
+    the questions that would detect `detect` reliably: n = ((z0.975 + z0.80) sd / detect)^2 (Sakai
+    2016's topic-set size), which with the MDE's sd is n * (mde / detect)^2, rounded up.
+    `comparisons`: retriever -> label -> comparison, in the configured order (an MDE needs 2 questions)."""
     if config.significance == "none":
         return []
     detect = config.detect
@@ -90,6 +92,6 @@ def power_lines(config: Config, comparisons: Mapping[str, Mapping[str, Compariso
         if blind:
             mde, label, count = max(blind, key=lambda entry: entry[0])
             needed = math.ceil(count * (mde / detect) ** 2 - EPSILON)
-            lines.append(f"{name} {label}: drops under {fmt(mde)} cannot be told from noise with {count} "
-                         f"question{'s' if count != 1 else ''}; about {needed} would detect {detect:g}")
+            lines.append(f"{name} {label}: {count} questions detect drops of {fmt(mde)} or more reliably "
+                         f"(80% power), smaller ones only sometimes; about {needed} would detect {detect:g} reliably")
     return lines

@@ -225,18 +225,20 @@ class Judge:
 
     def members(self) -> list[Member]:
         """The family (see `family.py`): the metric items judged this session that have a p-value and a
-        difference on some question; the items selected by -k/-m (all configured ones when none were
-        given), once every selected retriever has run."""
+        difference from the bar on some question; the items selected by -k/-m (all configured ones when
+        none were given), once every selected retriever has run. Each member holds the per-question
+        differences its verdict tests (against the bar, as `_comparison`), never those against the
+        recorded values: a re-record that keeps the bar then changes no p."""
         if self._members is None:
             keys = [(name, label) for name, labels in self.selected.items() for label in sorted(labels)] or [
                 (spec.name, metric.label) for spec in self.config.retrievers for metric in self.config.metrics]
             self._members = []
             changes = self.since()
             for key in keys:
-                found, run, recorded = self._comparison(*key), self.runs.get(key[0]), self.recorded(key[0])
+                found, run, bar = self._comparison(*key), self.runs.get(key[0]), self.bar(key[0])
                 if found is not None and found.p_value is not None and run is not None and run.result is not None:
-                    assert recorded is not None and changes is not None
-                    item = member(key, found, recorded, run.result, changes.questions.comparable)
+                    assert bar is not None and changes is not None
+                    item = member(key, found, bar, run.result, changes.questions.comparable)
                     self._members += [item] if item is not None else []
         return self._members
 

@@ -30,6 +30,19 @@ def _reads_the_tokenizer(config: Config) -> bool:
                for spec in config.retrievers)
 
 
+def tolerance_clause(config: Config) -> str:
+    """`it exceeds the tolerance (0.02) and `, per metric where they differ, for the header's line on the
+    test: a drop within the tolerance passes whatever its p. Nothing when every tolerance is 0."""
+    tolerances = {spec.label: config.tolerance.for_metric(spec) for spec in config.metrics}
+    if not any(tolerances.values()):
+        return ""
+    if len(set(tolerances.values())) == 1:
+        shown = f"{next(iter(tolerances.values())):g}"
+    else:
+        shown = ", ".join(f"{label} {value:g}" for label, value in tolerances.items())
+    return f"it exceeds the tolerance ({shown}) and "
+
+
 def header_lines(config: Config, chunks: Sequence[Chunk], questions: Sequence[Question], baseline: Baseline | None,
                  update: bool) -> list[str]:
     """The run header: what was loaded, the baseline, and the warnings every report repeats."""
@@ -60,7 +73,8 @@ def header_lines(config: Config, chunks: Sequence[Chunk], questions: Sequence[Qu
     if update:
         lines.append("rag: recording a new baseline (--rag-update-baseline)")
     if config.significance != "none":
-        lines.append(f"rag: a drop fails only when a paired {config.significance} test gives p < {config.alpha:g}")
+        lines.append(f"rag: a drop fails only when {tolerance_clause(config)}a paired {config.significance} test "
+                     f"gives p < {config.alpha:g}")
     notes = small_set_notes(config, questions)
     if baseline is not None:
         notes += comparable_notes(config, questions, baseline_questions(baseline, config, questions))

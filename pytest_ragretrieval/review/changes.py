@@ -5,7 +5,8 @@ commit make any regression pass, and a raised tolerance does the same without to
 baseline. `classify` compares the base branch's baseline and settings with the pull request's
 and sorts every difference into what lowers the bar (lowered bars, edited or removed questions
 replaced by lower values, removed entries, loosened settings, lost hits under per-question
-gating) and what does not. It compares bars, not recorded values (docs/verdicts.md, "The bar").
+gating) and what does not. It compares bars, not recorded values, at the stored precision
+(`bar.bar_means`; docs/verdicts.md, "The bar").
 Per-tag values are listed but never lower the bar: the gate does not judge them. Pure.
 """
 from __future__ import annotations
@@ -16,9 +17,9 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from ..baseline.bar import replaced_bars
+from ..baseline.bar import bar_means, replaced_bars
 from ..baseline.format import Baseline, Recorded
-from ..baseline.since import common_means, held, since
+from ..baseline.since import held, since
 from ..config.settings import Config
 from ..core.errors import BaselineError
 from ..core.values import EPSILON
@@ -266,10 +267,9 @@ def classify(
         shared = set(before.questions) & set(after.questions)
         if found.comparable:
             shared &= found.questions.comparable
-            values = common_means(before.bar_view(), after.bar_view(), shared)
-        else:  # another yardstick: the bars are compared whole, and lowered ones still need the label
-            values = (dict(before.bar_view().metrics), dict(after.bar_view().metrics))
-        down, up = _values(*values, name)
+        # at the stored precision on both sides; after another yardstick the bars are compared whole,
+        # and lowered ones still need the label
+        down, up = _values(*bar_means(before, after, shared if found.comparable else None), name)
         down += [ValueChange(name, label, r.before, r.after, scope=r.text()) for label, r in replaced_bars(
             before, after, found.questions.comparable) if found.comparable and label not in {c.metric for c in down}]
         lowered, raised = lowered + down, raised + up

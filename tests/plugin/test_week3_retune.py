@@ -71,8 +71,8 @@ def test_the_retune_fails_under_maxt_and_passes_under_holm(week3: pytest.Pyteste
         "hybrid.options.rrf_k; hybrid.options.weights; randomization test p = 0.0365 < alpha 0.05 (max-T-adjusted "
         "over 6 items; unadjusted 0.0156), 95% CI of the mean difference *",
         "compared across changes: hybrid.options.rrf_k 60 -> 5; hybrid.options.weights (none) -> [0.3, 1.0]",
-        "warning: hybrid recall@5: drops under 0.1377 cannot be told from noise with 45 questions; about 342 would "
-        "detect 0.05",
+        "warning: hybrid recall@5: 45 questions detect drops of 0.1377 or more reliably (80% power), smaller ones "
+        "only sometimes; about 342 would detect 0.05 reliably",
     ])
     write(week3.path, "after", 'adjustment = "holm"', "{rrf_k = 5, weights = [0.3, 1.0]}")
     held = week3.runpytest("--rag-eval", "--rag-json", "results.json", *RUN)  # -k would narrow the family

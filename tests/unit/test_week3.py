@@ -124,7 +124,9 @@ def test_week_3_fails_under_the_default_adjustment(tmp_path: Path, adjustment: s
 
 def test_the_power_line_names_the_worst_item_of_each_retriever(tmp_path: Path) -> None:
     """n = 45 (mde / 0.05)^2 rounded up; bm25 and vector are as noisy, and say so too: the line is
-    about the eval set's power, not about this change."""
+    about the eval set's power, not about this change. It says what the set detects reliably: on
+    571473c it said "drops under 0.1377 cannot be told from noise" while the same run caught hybrid's
+    0.0741 drop (issue 40, item 5)."""
     judge = week3_judge(tmp_path)
     lines = judge.power_notes()
     assert [line.split(" ")[0] for line in lines] == list(NAMES)
@@ -132,8 +134,9 @@ def test_the_power_line_names_the_worst_item_of_each_retriever(tmp_path: Path) -
     worst = max((c.mde or 0.0, label) for label in (m.label for m in judge.config.metrics)
                 if (c := judge.comparison("hybrid", label)) is not None)
     needed = -(-45 * worst[0] ** 2 // 0.05**2)
-    assert hybrid == (f"hybrid {worst[1]}: drops under {worst[0]:.4f} cannot be told from noise with 45 questions; "
-                      f"about {int(needed)} would detect 0.05")
+    assert hybrid == (f"hybrid {worst[1]}: 45 questions detect drops of {worst[0]:.4f} or more reliably (80% power), "
+                      f"smaller ones only sometimes; about {int(needed)} would detect 0.05 reliably")
+    assert not any("noise" in line for line in lines)
     assert all(line in judge.notes() for line in lines)
     assert week3_judge(tmp_path, "detect = 0.5").power_notes() == []
 
