@@ -31,7 +31,7 @@ def test_readme_opens_with_the_two_set_up_commands() -> None:
     assert install_and_gate == (
         'python3 -m venv .venv && .venv/bin/pip install -e ".[pgvector,e5]" && .venv/bin/pytest --rag-eval -m rag_eval')
     assert "torch" not in install_and_gate and "dev" not in install_and_gate
-    assert tests == '.venv/bin/pip install torch==2.13.0 -e ".[dev]" && .venv/bin/pytest -n auto --durations=25'
+    assert tests == '.venv/bin/pip install torch==2.13.0 -e ".[dev]" && .venv/bin/pytest -n auto --durations=25 -m "not slow"'
 
 
 def test_the_first_commands_extras_bring_no_torch() -> None:
@@ -50,7 +50,9 @@ def test_ci_installs_like_the_readme_and_runs_its_test_command() -> None:
     assert '.venv/bin/pip install --quiet -e ".[pgvector,e5]"' in script
     assert install.replace("pip install ", "pip install --quiet ") in script
     assert script.index('-e ".[pgvector,e5]"') < script.index("torch==2.13.0")
-    assert script.rstrip().endswith(run)
+    # The README's command, then the CI-only tier it leaves out (the whole-sample runs, marked slow).
+    slow_tier = run.replace('-m "not slow"', "-m slow")
+    assert run.endswith('-m "not slow"') and script.rstrip().endswith(run + "\n" + slow_tier), script[-300:]
 
 
 def test_the_bundled_sample_meets_the_sizes() -> None:
