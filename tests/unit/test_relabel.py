@@ -244,9 +244,10 @@ def test_not_relevant_ids_of_removed_chunks_are_dropped_so_the_next_run_loads(
 
     monkeypatch.chdir(tmp_path)
     provenance = {"model": "m", "prompt_sha256": "p", "date": "d"}
-    questions = [{"id": "q1", "query": "退款", "relevant": ["refund"], "not_relevant": ["hotel", "error"],
-                  "machine_labels": {"hotel": provenance, "error": provenance}},
-                 {"id": "q2", "query": "超时", "relevant": ["error"], "not_relevant": ["hotel"]}]
+    questions: list[dict[str, Any]] = [
+        {"id": "q1", "query": "退款", "relevant": ["refund"], "not_relevant": ["hotel", "error"],
+         "machine_labels": {"hotel": provenance, "error": provenance}},
+        {"id": "q2", "query": "超时", "relevant": ["error"], "not_relevant": ["hotel"]}]
     write_project(tmp_path, GOLD, questions=questions)
     chunks = load_chunks(tmp_path / "chunks.jsonl")
     with pytest.raises(Unanchored, match="unknown chunk id 'hotel' in 'not_relevant'"):
@@ -276,7 +277,7 @@ def test_a_gold_id_whose_recorded_text_moved_to_another_chunk_is_re_anchored(
     the id faq-014. Old code said 'nothing to relabel' while the label pointed at the wrong text. A gold id
     whose text was edited in place (faq-015: found there, fuzzily) keeps its label."""
     monkeypatch.chdir(tmp_path)
-    questions = [{"id": "q1", "query": "退款", "relevant": {"faq-013": 2, "faq-014": 0}},
+    questions: list[dict[str, Any]] = [{"id": "q1", "query": "退款", "relevant": {"faq-013": 2, "faq-014": 0}},
                  {"id": "q2", "query": "住宿", "relevant": ["faq-015"]}]
     write_project(tmp_path, {"faq-013": REFUND, "faq-015": HALF_A}, chunks=RENUMBERED, questions=questions)
     code, out, _ = run(capsys, "--apply")
@@ -332,9 +333,8 @@ def test_apply_writes_only_over_the_bytes_it_planned(
     """The eval set edited between the plan and the write (a line added on top): old code re-read it and applied
     the plan's line numbers to other lines (`internal error: JSONDecodeError`, or a label moved on the wrong
     question). Now nothing is written, in one line."""
+    from pytest_ragretrieval.baseline.relabel import plan as planned
     from pytest_ragretrieval.cli import relabel
-
-    planned = relabel.plan
 
     def edited_meanwhile(*args: Any, **kwargs: Any) -> Any:
         found = planned(*args, **kwargs)
