@@ -154,6 +154,7 @@ def plan(path: Path, chunks: Sequence[Chunk], recorded: Mapping[str, str], diges
     baseline's per-chunk digests the recorded texts are checked against."""
     known = {chunk.id: chunk for chunk in chunks}
     today = {chunk.id: squeezed(chunk.text) for chunk in chunks}
+    by_doc = _by_doc(chunks)
     matcher = Matcher(chunks)
     found: dict[str, Anchor] = {}
     checked: dict[str, bool] = {}
@@ -172,7 +173,7 @@ def plan(path: Path, chunks: Sequence[Chunk], recorded: Mapping[str, str], diges
             if kept and (anchor is None or anchor.chunks in ((), (old,))):
                 continue  # edited in place, or found nowhere: the label stays, and the gate names it for review
             if anchor is not None and anchor.chunks and old not in checked:
-                checked[old] = _verified(old, recorded[old], anchor, known, digests or {})
+                checked[old] = _verified(old, recorded[old], anchor, known, by_doc, digests or {})
             moves.append(Move(qid, where, old, grade, anchor, kept=kept, unverified=not checked.get(old, True)))
         rejected = record.get("not_relevant", [])
         for old in rejected if isinstance(rejected, list) else []:
@@ -185,7 +186,15 @@ def plan(path: Path, chunks: Sequence[Chunk], recorded: Mapping[str, str], diges
     return Plan(path, tuple(moves))
 
 
-def _verified(old: str, text: str, anchor: Anchor, known: Mapping[str, Chunk], digests: Mapping[str, Any]) -> bool:
+def _by_doc(chunks: Sequence[Chunk]) -> dict[str | None, list[Chunk]]:
+    found: dict[str | None, list[Chunk]] = {}
+    for chunk in chunks:
+        found.setdefault(chunk.doc, []).append(chunk)
+    return found
+
+
+def _verified(old: str, text: str, anchor: Anchor, known: Mapping[str, Chunk],
+              by_doc: Mapping[str | None, Sequence[Chunk]], digests: Mapping[str, Any]) -> bool:
     """Whether `text`, the baseline's record of chunk `old`, gives the baseline's digest of `old` with the
     document and metadata of some chunk of the documents it went to (or of `old` itself, still in the
     corpus); True when the baseline holds no digest of `old` (a corpus too large to itemize)."""
@@ -194,9 +203,7 @@ def _verified(old: str, text: str, anchor: Anchor, known: Mapping[str, Chunk], d
         return True
     docs = {known[cid].doc for cid in anchor.chunks if cid in known} | ({known[old].doc} if old in known else set())
     seen: set[str] = set()
-    for chunk in known.values():
-        if chunk.doc not in docs:
-            continue
+    for chunk in (chunk for doc in docs for chunk in by_doc.get(doc, ())):
         key = json.dumps([chunk.doc, dict(chunk.metadata)], sort_keys=True, ensure_ascii=False)
         if key not in seen:
             seen.add(key)
