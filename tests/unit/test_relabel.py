@@ -312,19 +312,23 @@ def test_the_diff_is_one_git_apply_takes(project: Path, capsys: pytest.CaptureFi
     assert out[-1] == "\\ No newline at end of file"
 
 
+@pytest.mark.parametrize(("target", "what"), [("relabel.toml", "the config file"),
+                                             ("words.txt", "retriever 'bm25''s user_dict")])
 def test_backup_never_replaces_a_file_the_config_given_reads(
-    project: Path, capsys: pytest.CaptureFixture[str]
+    project: Path, capsys: pytest.CaptureFixture[str], target: str, what: str
 ) -> None:
-    """`--config relabel.toml --backup` with evalset.jsonl.bak a link to relabel.toml: old code checked the
-    backup against ./pyproject.toml and overwrote the config with the eval set."""
-    settings = (project / "relabel.toml").read_bytes()
+    """`--config relabel.toml --backup` with evalset.jsonl.bak a link to relabel.toml (or to the user dictionary):
+    old code checked the backup against ./pyproject.toml and overwrote the file with the eval set."""
+    (project / "words.txt").write_text("退款到账 5\n", encoding="utf-8")
+    (project / "relabel.toml").write_text(SETTINGS + 'tokenizer = "jieba"\nuser_dict = "words.txt"\n', encoding="utf-8")
+    kept = (project / target).read_bytes()
     before = (project / "evalset.jsonl").read_bytes()
-    (project / "evalset.jsonl.bak").symlink_to("relabel.toml")
+    (project / "evalset.jsonl.bak").symlink_to(target)
     code, out, err = run(capsys, "--apply", "--backup")
     assert code == 2 and len(err) == 1
-    assert err[0].startswith("ragretrieval: error: --backup evalset.jsonl.bak: is the config file, which writing "
+    assert err[0].startswith(f"ragretrieval: error: --backup evalset.jsonl.bak: is {what}, which writing "
                              "would overwrite")
-    assert (project / "relabel.toml").read_bytes() == settings and (project / "evalset.jsonl").read_bytes() == before
+    assert (project / target).read_bytes() == kept and (project / "evalset.jsonl").read_bytes() == before
 
 
 def test_apply_writes_only_over_the_bytes_it_planned(
