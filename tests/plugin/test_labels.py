@@ -100,3 +100,21 @@ def test_a_removed_chunk_judged_not_relevant_is_proposed_dropped_and_the_next_ru
     lines = (pytester.path / "fixtures" / "evalset.jsonl").read_text(encoding="utf-8").splitlines()
     assert [json.loads(line) for line in lines] == QUESTIONS
     pytester.runpytest("--rag-eval", *RUN).assert_outcomes(passed=8)
+
+
+def test_the_gate_s_proposal_does_not_trust_a_forged_gold_text(recorded: pytest.Pytester) -> None:
+    """The campaign's forgery: the baseline's gold text of travel-002 set to travel-003's, travel-002 removed.
+    Old code proposed `q03: travel-002 -> travel-003 (text 100% contained)` as certain."""
+    path = recorded.path / "baselines" / "retrieval.json"
+    document = json.loads(path.read_text(encoding="utf-8"))
+    gold = document["fingerprint"]["chunks"]["gold"]
+    gold["travel-002"] = gold["travel-003"]
+    path.write_text(json.dumps(document, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    write_chunks(recorded, [c for c in CHUNKS if c["id"] != "travel-002"])
+    result = recorded.runpytest("--rag-eval", *RUN)
+    assert result.ret != 0
+    result.stderr.fnmatch_lines([
+        "  q03: travel-002 -> travel-003 (text 100% contained; ambiguous: the baseline's text of travel-002 is not "
+        "the one its digest fingerprint.chunks.digests.travel-002 was recorded from *",
+        "check the ambiguous ones, then apply it with `ragretrieval relabel --apply --accept-ambiguous`*",
+    ])
