@@ -52,6 +52,14 @@ def recorded_gold(baseline: Baseline | None) -> dict[str, str] | None:
     return dict(found)
 
 
+def recorded_digests(baseline: Baseline | None) -> dict[str, Any]:
+    """The baseline's short digest of each chunk (`fingerprint.chunks.digests`: text, document and metadata),
+    which the recorded gold texts are checked against; empty when it holds none."""
+    corpus = baseline.fingerprint.get("chunks", {}) if baseline is not None else {}
+    found = corpus.get("digests", {}) if isinstance(corpus, Mapping) else {}
+    return dict(found) if isinstance(found, dict) else {}
+
+
 @dataclass(frozen=True)
 class EditedGold:
     """A gold chunk whose text changed since the baseline (its id kept), and the questions it is gold of."""

@@ -3,12 +3,22 @@
 When a re-chunking removes a labelled id, the eval set cannot load. Instead of stopping with
 "unknown chunk id", the gate finds, for each such label, where the text the baseline recorded
 for it went (`anchor.py`) and fails with the proposal and the command that applies it;
-`ragretrieval relabel` prints the eval set's changes as a diff and `--apply` writes them. Only
-ids absent from the corpus move; a label's grade goes to every chunk it moves to (the higher
-grade wins where the question already grades one); a grade-0 judgment of a chunk that is gone
-is dropped (no text is recorded for it). A `relevant_text` snippet follows its text by itself,
-unless no chunk holds it whole any more (a cut through it): it is then looked for as any old text
-is, and its label becomes the ids of the chunks holding it, graded 1 as the snippet graded them.
+`ragretrieval relabel` prints the eval set's changes as a diff and `--apply` writes them. Ids
+absent from the corpus move, and so does a gold id the corpus still holds whose recorded text is
+no longer in it and was found elsewhere (a chunker numbering per document gave the id to other
+text); one whose text was only edited in place stays (the gate names it for review). A label's
+grade goes to every chunk it moves to (the higher grade wins where the question already grades
+one); a grade-0 judgment of a chunk that is gone, in `relevant` or in `not_relevant`, is dropped
+(no text is recorded for it), and a machine label's provenance follows its judgment. A
+`relevant_text` snippet follows its text by itself, unless no chunk holds it whole any more (a cut
+through it): it is then looked for as any old text is, and its label becomes the ids of the chunks
+holding it, graded 1 as the snippet graded them.
+
+A recorded gold text is checked against the baseline's digest of its chunk
+(`fingerprint.chunks.digests`, which covers the text with the chunk's document and metadata): a
+text that no document and metadata of the chunks it went to give that digest for is not the text
+recorded (an edited baseline), or the chunk's document or metadata changed too; the move is then
+ambiguous, and says why.
 """
 from __future__ import annotations
 
@@ -23,7 +33,8 @@ from ..core.errors import FixtureError
 from ..evalset.jsonl import records
 from ..evalset.records import Chunk
 from ..files.paths import display
-from .anchor import Anchor, Matcher
+from .anchor import Anchor, Matcher, squeezed
+from .fingerprint import chunk_record
 
 
 @dataclass(frozen=True)
@@ -39,10 +50,21 @@ class Move:
     """None: nothing recorded to look for (no text recorded for the id, or a grade-0 judgment)."""
     snippet: bool = False
     """`old` is a `relevant_text` snippet that no chunk holds whole, not a chunk id."""
+    rejected: bool = False
+    """`old` is listed in `not_relevant` (a grade-0 judgment), not in `relevant`."""
+    kept: bool = False
+    """The corpus still holds `old`, but not the text recorded for it."""
+    unverified: bool = False
+    """The recorded text of `old` does not match the baseline's digest of that chunk (see the module)."""
 
     @property
     def chunks(self) -> tuple[str, ...]:
         return self.anchor.chunks if self.anchor is not None else ()
+
+    @property
+    def dropped(self) -> bool:
+        """A grade-0 judgment of a chunk that is gone: removed, since no text is recorded for it."""
+        return self.grade == 0 and not self.chunks
 
     @property
     def lost(self) -> bool:
@@ -51,18 +73,26 @@ class Move:
 
     @property
     def ambiguous(self) -> bool:
-        return self.anchor is not None and bool(self.anchor.ambiguous)
+        return self.anchor is not None and (bool(self.anchor.ambiguous) or self.unverified)
 
     def __str__(self) -> str:
         shown = self.old if len(self.old) <= SHOWN else self.old[: SHOWN - 1] + "…"
-        head = f"{self.question}: {f'relevant_text {shown!r}' if self.snippet else self.old} -> "
-        if self.grade == 0 and not self.chunks:
+        name = (f"relevant_text {shown!r}" if self.snippet else f"{self.old} (in not_relevant)" if self.rejected
+                else f"{self.old} (its recorded text is no longer in it)" if self.kept else self.old)
+        head = f"{self.question}: {name} -> "
+        if self.dropped:
             return head + "(dropped: a grade-0 judgment of a chunk no longer in the corpus)"
         if self.anchor is None:
             return head + f"? (the baseline records no text for it; label it by hand at {self.where})"
         if not self.chunks:
             return head + f"? ({self.anchor}; label it by hand at {self.where})"
-        return head + f"{', '.join(self.chunks)} ({self.anchor})"
+        why = str(self.anchor)
+        if self.unverified:
+            why += ("; " if self.anchor.ambiguous else "; ambiguous: ") + (
+                f"the baseline's text of {self.old} is not the one its digest fingerprint.chunks.digests.{self.old} "
+                "was recorded from with the document and metadata of any chunk it went to (the baseline was "
+                "edited, or so were those)")
+        return head + f"{', '.join(self.chunks)} ({why})"
 
 
 @dataclass(frozen=True)
@@ -117,28 +147,69 @@ def _labels(value: Any) -> list[tuple[str, int]]:
     return []
 
 
-def plan(path: Path, chunks: Sequence[Chunk], recorded: Mapping[str, str]) -> Plan:
-    """Where every absent gold id of the eval set at `path` went, in file order."""
-    known = {chunk.id for chunk in chunks}
+def plan(path: Path, chunks: Sequence[Chunk], recorded: Mapping[str, str], digests: Mapping[str, Any] | None = None,
+         data: bytes | None = None) -> Plan:
+    """Where every absent gold id of the eval set at `path` (its bytes `data` when given: what `--apply`
+    rewrites) went, and every gold id whose recorded text left it, in file order; `digests` are the
+    baseline's per-chunk digests the recorded texts are checked against."""
+    known = {chunk.id: chunk for chunk in chunks}
+    today = {chunk.id: squeezed(chunk.text) for chunk in chunks}
+    by_doc = _by_doc(chunks)
     matcher = Matcher(chunks)
     found: dict[str, Anchor] = {}
+    checked: dict[str, bool] = {}
     moves = []
-    for where, record in records(path):
+    for where, record in records(path, data):
         qid = str(record.get("id", ""))
         for old, grade in _labels(record.get("relevant", [])):
-            if old in known:
+            kept = old in known
+            if kept and (grade == 0 or old not in recorded or squeezed(recorded[old]) in today[old]):
                 continue
             anchor = None
             if grade > 0 and old in recorded:
                 if old not in found:
                     found[old] = matcher.anchor(recorded[old])
                 anchor = found[old]
-            moves.append(Move(qid, where, old, grade, anchor))
+            if kept and (anchor is None or anchor.chunks in ((), (old,))):
+                continue  # edited in place, or found nowhere: the label stays, and the gate names it for review
+            if anchor is not None and anchor.chunks and old not in checked:
+                checked[old] = _verified(old, recorded[old], anchor, known, by_doc, digests or {})
+            moves.append(Move(qid, where, old, grade, anchor, kept=kept, unverified=not checked.get(old, True)))
+        rejected = record.get("not_relevant", [])
+        for old in rejected if isinstance(rejected, list) else []:
+            if isinstance(old, str) and old not in known:
+                moves.append(Move(qid, where, old, 0, None, rejected=True))
         snippets = record.get("relevant_text", [])
         for snippet in snippets if isinstance(snippets, list) else []:
             if isinstance(snippet, str) and snippet.strip() and not any(snippet in c.text for c in chunks):
                 moves.append(Move(qid, where, snippet, 1, matcher.anchor(snippet), snippet=True))
     return Plan(path, tuple(moves))
+
+
+def _by_doc(chunks: Sequence[Chunk]) -> dict[str | None, list[Chunk]]:
+    found: dict[str | None, list[Chunk]] = {}
+    for chunk in chunks:
+        found.setdefault(chunk.doc, []).append(chunk)
+    return found
+
+
+def _verified(old: str, text: str, anchor: Anchor, known: Mapping[str, Chunk],
+              by_doc: Mapping[str | None, Sequence[Chunk]], digests: Mapping[str, Any]) -> bool:
+    """Whether `text`, the baseline's record of chunk `old`, gives the baseline's digest of `old` with the
+    document and metadata of some chunk of the documents it went to (or of `old` itself, still in the
+    corpus); True when the baseline holds no digest of `old` (a corpus too large to itemize)."""
+    wanted = digests.get(old)
+    if wanted is None:
+        return True
+    docs = {known[cid].doc for cid in anchor.chunks if cid in known} | ({known[old].doc} if old in known else set())
+    seen: set[str] = set()
+    for chunk in (chunk for doc in docs for chunk in by_doc.get(doc, ())):
+        key = json.dumps([chunk.doc, dict(chunk.metadata)], sort_keys=True, ensure_ascii=False)
+        if key not in seen:
+            seen.add(key)
+            if chunk_record(Chunk(old, text, chunk.doc, chunk.metadata)) == wanted:
+                return True
+    return False
 
 
 def _moved(value: Any, moves: Sequence[Move]) -> Any:
@@ -175,6 +246,33 @@ def _unsnipped(record: dict[str, Any], moves: Sequence[Move]) -> None:
     record["relevant"] = merged
 
 
+def _unrejected(record: dict[str, Any], moves: Sequence[Move]) -> None:
+    """`not_relevant` without the chunks that are gone; removed when none is left."""
+    gone = {move.old for move in moves}
+    left = [cid for cid in record["not_relevant"] if cid not in gone]
+    if left:
+        record["not_relevant"] = left
+    else:
+        del record["not_relevant"]
+
+
+def _provenance(record: dict[str, Any], before: Any, moves: Sequence[Move]) -> None:
+    """`machine_labels` following their judgments: a moved label's provenance goes to each chunk it moved to
+    (unless a person's judgment of that chunk was already on the line), a dropped one's is removed."""
+    labels = record["machine_labels"]
+    moved = {move.old: move.chunks for move in moves if not move.snippet}
+    people = {cid for cid, _ in _labels(before)} - set(labels)
+    found: dict[str, Any] = {}
+    for cid, provenance in labels.items():
+        for new in moved.get(cid, (cid,)):
+            if new not in people:
+                found.setdefault(new, provenance)
+    if found:
+        record["machine_labels"] = found
+    else:
+        del record["machine_labels"]
+
+
 def rewritten(text: str, found: Plan) -> str:
     """The eval set's text with the plan applied; lines without a move are kept byte for byte."""
     parts = text.split("\n")
@@ -189,19 +287,26 @@ def rewritten(text: str, found: Plan) -> str:
         body = line.removesuffix("\n").removesuffix("\r")
         bom = "\ufeff" if index == 0 and body.startswith("\ufeff") else ""
         record = json.loads(body.removeprefix(bom))
-        ids = [move for move in moves if not move.snippet]
+        before = record.get("relevant", [])
+        ids = [move for move in moves if not move.snippet and not move.rejected]
         if ids:
             record["relevant"] = _moved(record["relevant"], ids)
+        rejected = [move for move in moves if move.rejected]
+        if rejected:
+            _unrejected(record, rejected)
         cut = [move for move in moves if move.snippet]
         if cut:
             _unsnipped(record, cut)
+        if isinstance(record.get("machine_labels"), dict):
+            _provenance(record, before, moves)
         lines[index] = bom + json.dumps(record, ensure_ascii=False) + line[len(body):]
     return "".join(lines)
 
 
-def needs_record(found: Plan) -> bool:
-    """Some label is an id that left the corpus: only the baseline's record of its text can say where it went."""
-    return any(not move.snippet for move in found.moves)
+def needs_record(found: Plan) -> Move | None:
+    """The first label that is a gold id (graded 1 or more) that left the corpus: only the baseline's record
+    of its text can say where it went. None when every move can be made without it."""
+    return next((move for move in found.moves if not move.snippet and move.grade > 0), None)
 
 
 def anchoring_error(problem: FixtureError, found: Plan, recorded: bool, config_path: str | None,
@@ -211,6 +316,6 @@ def anchoring_error(problem: FixtureError, found: Plan, recorded: bool, config_p
     alone when nothing was found anywhere (a mistyped id or snippet)."""
     if not recorded and needs_record(found):
         return FixtureError(f"{problem}; {why}, so where it went cannot be found: relabel it by hand")
-    if not any(move.chunks for move in found.moves):
+    if not any(move.chunks or move.dropped for move in found.moves):
         return problem
     return FixtureError("\n".join(found.lines(command(config_path))))

@@ -1,22 +1,26 @@
 """`ragretrieval relabel`: move gold labels whose chunk ids left the corpus to where their text went.
 
 It reads the corpus, the eval set and the baseline's record of the gold texts, prints the
-proposal (as the gate fails with it) and the eval set's changes as a unified diff; `--apply`
-writes them atomically (the file keeps its mode; `--backup` keeps the old one as `NAME.bak`,
-with the same mode).
+proposal (as the gate fails with it) and the eval set's changes as a unified diff that `git apply`
+takes; `--apply` writes them atomically (the file keeps its mode; `--backup` keeps the old one as
+`NAME.bak`, with the same mode, never over a file the configuration reads), and only over the
+bytes it planned: an eval set edited meanwhile is left alone.
 Ambiguous proposals are refused without `--accept-ambiguous`, labels found nowhere always.
 """
 from __future__ import annotations
 
 import argparse
 import difflib
+import re
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from ..baseline.format import load
-from ..baseline.gold import recorded_gold
+from ..baseline.gold import recorded_digests, recorded_gold
 from ..baseline.relabel import Plan, command, needs_record, plan, rewritten
+from ..config.outputs import inputs
 from ..config.settings import Config, load_config
 from ..core.errors import FixtureError
 from ..evalset.jsonl import load_chunks
@@ -44,13 +48,27 @@ def run(args: argparse.Namespace) -> Result:
                        backup=args.backup)
 
 
-def _text(path: Path) -> str:
+def _bytes(path: Path) -> bytes:
     try:
-        return read_input(path).decode("utf-8")
+        return read_input(path)
     except Unreadable as exc:
         raise FixtureError(f"{display(path)}: {exc}") from None
-    except UnicodeDecodeError as exc:
-        raise FixtureError(f"{display(path)}: not UTF-8 ({exc.reason} at byte {exc.start})") from None
+
+
+def _lines(text: str) -> list[str]:
+    """The text's lines, each with its `\n` (the last one without, when the file does not end with one):
+    split at `\n` only, as git does, never at the other line ends `str.splitlines` knows."""
+    return re.findall(r"[^\n]*\n|[^\n]+$", text)
+
+
+def _diff(before: str, after: str, name: str) -> Iterator[str]:
+    """The change as a unified diff `git apply` takes: a last line without a line end is marked so."""
+    for line in difflib.unified_diff(_lines(before), _lines(after), f"a/{name}", f"b/{name}"):
+        if line.endswith("\n"):
+            yield line[:-1]
+        else:
+            yield line
+            yield "\\ No newline at end of file"
 
 
 def run_relabel(config: Config, config_path: str | None, *, apply: bool = False, accept_ambiguous: bool = False,
@@ -59,28 +77,37 @@ def run_relabel(config: Config, config_path: str | None, *, apply: bool = False,
     chunks = load_chunks(chunks_path)
     baseline = load(config.baseline)
     recorded = recorded_gold(baseline)
-    found = plan(config.evalset, chunks, recorded or {})
     name = display(config.evalset)
+    data = _bytes(config.evalset)
+    try:
+        before = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise FixtureError(f"{name}: not UTF-8 ({exc.reason} at byte {exc.start})") from None
+    found = plan(config.evalset, chunks, recorded or {}, recorded_digests(baseline), data)
     if not found.moves:
         return Result(out=[f"{PROG}: nothing to relabel: every gold chunk id in {name} is in {display(chunks_path)}"])
-    if recorded is None and needs_record(found):
-        first = next(move for move in found.moves if not move.snippet)
+    first = needs_record(found)
+    if recorded is None and first is not None:
         why = "there is none" if baseline is None else "it records no gold texts (recorded before they were kept)"
         raise FixtureError(f"{first.where}: unknown chunk id {first.old!r} in 'relevant', and the baseline "
                            f"{display(config.baseline)} cannot say where it went: {why}; relabel it by hand")
-    before = _text(config.evalset)
     after = rewritten(before, found)
-    diff = difflib.unified_diff(before.split("\n"), after.split("\n"), f"a/{name}", f"b/{name}", lineterm="")
-    out = [*found.lines(command(config_path)), *diff]
+    out = [*found.lines(command(config_path)), *_diff(before, after, name)]
     if not apply:
         return Result(out=out)
     refused = _refused(found, accept_ambiguous)
     if refused:
         return Result(out=out, err=[f"{PROG}: {name} not written: {refused}"], code=FAILED)
+    copy = None
     if backup:
-        copy = checked_output("--backup", f"{config.evalset}.bak", {"the corpus": chunks_path,
-                                                                    "the baseline": config.baseline})
+        read = {**inputs(config), "the chunks file": chunks_path}
+        copy = checked_output("--backup", f"{config.evalset}.bak", read, config_path)
         assert copy is not None
+    if _bytes(config.evalset) != data:
+        return Result(out=out, err=[f"{PROG}: {name} not written: it changed since relabel read it; run "
+                                    f"`{command(config_path)}` again to see the changes to the file as it is now"],
+                      code=FAILED)
+    if copy is not None:
         write_atomic(copy, before)
         copy.chmod(stat.S_IMODE(config.evalset.stat().st_mode))
         out.append(f"{PROG}: kept the old eval set as {display(copy)}")

@@ -6,6 +6,7 @@ fixture never produces half a result or touches the baseline.
 from __future__ import annotations
 
 import codecs
+import io
 import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
@@ -36,11 +37,11 @@ QUESTION_ID = re.compile(r"[\w.+/\[\]:-]+")
 """What a -k expression can name (pytest's identifier characters, less the backslash)."""
 
 
-def records(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
-    """Yield (`file:line`, object) for each non-blank line, read a line at a time; a UTF-8 byte-order
-    mark is skipped."""
+def records(path: Path, data: bytes | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Yield (`file:line`, object) for each non-blank line, read a line at a time (or of `data`, the file's
+    bytes as read already); a UTF-8 byte-order mark is skipped."""
     name = display(path)
-    lines = input_lines(path)
+    lines = input_lines(path) if data is None else iter(io.BytesIO(data))
     offset = 0
     number = 0
     while True:
@@ -78,8 +79,8 @@ def records(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
 
 
 class Unanchored(FixtureError):
-    """A label that names nothing in the corpus (a `relevant` id it does not hold, a snippet no chunk holds):
-    the gate then looks for where its text went."""
+    """A label that names nothing in the corpus (a `relevant` or `not_relevant` id it does not hold, a snippet
+    no chunk holds): the gate then looks for where its text went."""
 
 
 def _columns_only(message: str) -> str:
@@ -249,7 +250,7 @@ def _not_relevant(where: str, value: Any, grades: Mapping[str, int], known: Mapp
         if chunk_id in value[:number]:
             raise FixtureError(f"{where}: chunk id {chunk_id!r} listed twice in 'not_relevant'")
         if chunk_id not in known:
-            raise FixtureError(f"{where}: unknown chunk id {chunk_id!r} in 'not_relevant'")
+            raise Unanchored(f"{where}: unknown chunk id {chunk_id!r} in 'not_relevant'")
         if chunk_id in grades:
             raise FixtureError(
                 f"{where}: chunk id {chunk_id!r} is both in 'relevant' and in 'not_relevant'; keep one"

@@ -16,7 +16,7 @@ from msgspec import UNSET, structs
 from ..baseline.fingerprint import fingerprint
 from ..baseline.format import Baseline, dumps
 from ..baseline.format import load as load_baseline
-from ..baseline.gold import recorded_gold
+from ..baseline.gold import recorded_digests, recorded_gold
 from ..baseline.partial import partial_document
 from ..baseline.relabel import anchoring_error, plan
 from ..baseline.verify import verify
@@ -135,7 +135,7 @@ class RagSession:
         baseline recorded), as a proposal."""
         baseline = load_baseline(self.config.baseline)
         recorded = recorded_gold(baseline)
-        found = plan(self.config.evalset, self.chunks, recorded or {})
+        found = plan(self.config.evalset, self.chunks, recorded or {}, recorded_digests(baseline))
         why = (f"there is no baseline at {display(self.config.baseline)}" if baseline is None
                else f"{display(self.config.baseline)} records no gold texts (recorded before they were kept)")
         return anchoring_error(problem, found, recorded is not None, self.options.config_path, why)

@@ -3,7 +3,8 @@
 Every function takes one ranking (chunk ids, best first, no duplicates) and one relevance map
 (chunk id -> grade) and scores the first `k` ids. A chunk is relevant when its grade is >= 1;
 unjudged chunks count as grade 0 (only `judged` tells them apart). A ranking shorter than `k` is
-scored as trec_eval scores it: precision still divides by `k` and the ideal DCG is still cut at `k`.
+scored as trec_eval scores it: precision still divides by `k` and the ideal DCG is still cut at `k`
+(`judged`, ir_measures' measure, divides by the ranking's length, as ir_measures does).
 """
 from __future__ import annotations
 
@@ -89,9 +90,11 @@ def average_precision(ranking: Ranking, relevance: Relevance, k: int) -> float:
 
 
 def judged(ranking: Ranking, relevance: Relevance, k: int) -> float:
-    """Share of the k slots holding a judged chunk, grade 0 included (ir_measures Judged@k): slots past
-    the ranking's end count as unjudged, as ir_measures' P@k-like division by k does."""
-    return sum(1 for chunk_id in ranking[:k] if chunk_id in relevance) / k
+    """Share of the top k holding a judged chunk, grade 0 included, as ir_measures' Judged@k (0.3.1 on)
+    computes it: a ranking shorter than k is divided by its length, since no slot past its end exists to
+    be unjudged. An empty ranking judges nothing: 0 (ir_measures cannot score it)."""
+    top = ranking[:k]
+    return sum(1 for chunk_id in top if chunk_id in relevance) / len(top) if top else 0.0
 
 
 def abstention(ranking: Ranking, relevance: Relevance, k: int) -> float:
@@ -147,7 +150,7 @@ METRICS: Registry[Metric] = Registry("metrics", {
         Metric("map", average_precision, "sum of precision@rank at each relevant hit within k / all relevant chunks",
                hit=True),
         Metric("abstention", abstention, "share of no-answer questions that got an empty result", no_answer=True),
-        Metric("judged", judged, "judged chunks (any grade, 0 included) in the top k / k"),
+        Metric("judged", judged, "judged chunks (any grade, 0 included) in the top k / min(k, ranking length)"),
     )
 }, checked_metric)
 

@@ -15,7 +15,7 @@ def test_abstention_is_scored_on_no_answer_questions_and_gated(pytester: pytest.
     result = pytester.runpytest("--rag-update-baseline", "--rag-json", "r.json", *RUN)
     result.assert_outcomes(passed=2)
     entry = json.loads((pytester.path / "r.json").read_text(encoding="utf-8"))["retrievers"]["table"]
-    assert entry["metrics"] == {"recall@3": 1.0, "abstention": 1.0, "judged@3": 0.666667}  # 2 gold chunks in 3 slots
+    assert entry["metrics"] == {"recall@3": 1.0, "abstention": 1.0, "judged@3": 1.0}  # 2 gold chunks, a 2-chunk ranking (ir_measures divides by 2)
     assert entry["questions"]["n01"]["metrics"] == {"abstention": 1.0}
     assert entry["tags"]["no-answer"] == {"abstention": 1.0}
     set_rankings(pytester.path, dict(gold, n02=["z-noise"], q01=[]), questions)

@@ -136,8 +136,8 @@ def test_a_toy_type_embedder_metric_and_format_run_through_the_gate(toys: pytest
     result = toys.runpytest_subprocess("--rag-eval", "--rag-csv", "metrics.csv", *RUN)
     result.assert_outcomes(passed=4)
     rows = (toys.path / "metrics.csv").read_text(encoding="utf-8").splitlines()
-    assert rows[:4] == ["retriever,metric,value", "mine,first_hit@3,1.000000", "mine,judged@3,0.400000",
-                        "mine,ndcg@3,1.000000"]  # judged@k is shown beside the listed metrics
+    assert rows[:4] == ["retriever,metric,value", "mine,first_hit@3,1.000000", "mine,judged@3,1.000000",
+                        "mine,ndcg@3,1.000000"]  # judged@k is shown beside the listed metrics (gold rankings: all judged)
     recorded = baseline(toys.path)
     assert recorded["fingerprint"]["retrievers"]["mine"] == {"type": "toy", "path": "gold.json", "reverse": False}
     assert recorded["fingerprint"]["retrievers"]["near"]["embedding"] == "counts:住退"

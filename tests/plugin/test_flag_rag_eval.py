@@ -220,11 +220,11 @@ def test_summary_shows_values_deltas_and_the_no_answer_line(project: pytest.Pyte
             "*= rag retrieval =*",
             "k=3, 5 answerable questions",
             "retriever  precision@3  recall@3  f1@3    ndcg@3            judged@3",
-            "bm25       0.3333       0.9000    0.4800  0.9520            0.3333",
-            "table      0.4000       1.0000    0.5600  0.9262 (-0.0738)  0.4000",
+            "bm25       0.3333       0.9000    0.4800  0.9520            0.6667",
+            "table      0.4000       1.0000    0.5600  0.9262 (-0.0738)  0.9000",
             "per tag, where a value moved (1 of 4 rows; --rag-tags shows every row):",
             "retriever  tag       precision@3  recall@3  f1@3    ndcg@3            judged@3",
-            "table      semantic  0.4444       1.0000    0.6000  0.8770 (-0.1230)  0.4444",
+            "table      semantic  0.4444       1.0000    0.6000  0.8770 (-0.1230)  0.8333",
             "no-answer questions that got an empty result: bm25 0/1, table 0/1",
         ]
     )

@@ -77,3 +77,44 @@ def test_a_split_gold_chunk_is_re_anchored_by_relabel_and_the_next_run_passes(
     result = recorded.runpytest("--rag-eval", *RUN)
     result.assert_outcomes(passed=8)
     result.stdout.fnmatch_lines(["questions: 5 comparable, 0 added, 0 removed, 1 edited (q03: graded gold)*"])
+
+
+def test_a_removed_chunk_judged_not_relevant_is_proposed_dropped_and_the_next_run_passes(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """service-001, judged not relevant to q05, removed from the corpus: old code stopped the gate at `unknown
+    chunk id 'service-001' in 'not_relevant'` and `relabel` found nothing to relabel, so no run could load."""
+    questions = [dict(q, not_relevant=["service-001"]) if q["id"] == "q05" else q for q in QUESTIONS]
+    write_project(pytester.path, questions=questions)
+    assert pytester.runpytest("--rag-update-baseline", *RUN).ret == 0
+    write_chunks(pytester, [c for c in CHUNKS if c["id"] != "service-001"])
+    result = pytester.runpytest("--rag-eval", *RUN)
+    assert result.ret != 0
+    result.stderr.fnmatch_lines([
+        "ERROR: fixtures/evalset.jsonl: 1 gold label names what the corpus no longer holds; where its text went:",
+        "  q05: service-001 (in not_relevant) -> (dropped: a grade-0 judgment of a chunk no longer in the corpus)",
+        "apply it with `ragretrieval relabel --apply` (see the diff with `ragretrieval relabel`)",
+    ])
+    assert main(["relabel", "--apply"]) == 0
+    assert "ragretrieval: wrote fixtures/evalset.jsonl (1 label moved)" in capsys.readouterr().out
+    lines = (pytester.path / "fixtures" / "evalset.jsonl").read_text(encoding="utf-8").splitlines()
+    assert [json.loads(line) for line in lines] == QUESTIONS
+    pytester.runpytest("--rag-eval", *RUN).assert_outcomes(passed=8)
+
+
+def test_the_gate_s_proposal_does_not_trust_a_forged_gold_text(recorded: pytest.Pytester) -> None:
+    """The campaign's forgery: the baseline's gold text of travel-002 set to travel-003's, travel-002 removed.
+    Old code proposed `q03: travel-002 -> travel-003 (text 100% contained)` as certain."""
+    path = recorded.path / "baselines" / "retrieval.json"
+    document = json.loads(path.read_text(encoding="utf-8"))
+    gold = document["fingerprint"]["chunks"]["gold"]
+    gold["travel-002"] = gold["travel-003"]
+    path.write_text(json.dumps(document, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    write_chunks(recorded, [c for c in CHUNKS if c["id"] != "travel-002"])
+    result = recorded.runpytest("--rag-eval", *RUN)
+    assert result.ret != 0
+    result.stderr.fnmatch_lines([
+        "  q03: travel-002 -> travel-003 (text 100% contained; ambiguous: the baseline's text of travel-002 is not "
+        "the one its digest fingerprint.chunks.digests.travel-002 was recorded from *",
+        "check the ambiguous ones, then apply it with `ragretrieval relabel --apply --accept-ambiguous`*",
+    ])

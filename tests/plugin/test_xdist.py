@@ -62,7 +62,7 @@ def test_files_are_written_by_the_controller(pytester: pytest.Pytester) -> None:
     result.assert_outcomes(passed=8)
     document = json.loads((pytester.path / "r.json").read_text(encoding="utf-8"))
     shown = dict(document["retrievers"]["table"]["metrics"])
-    assert shown.pop("judged@3") == 0.4  # gold rankings of 1 or 2 chunks in 3 slots: (1+1+2+1+1)/3/5
+    assert shown.pop("judged@3") == 1.0  # gold rankings of 1 or 2 chunks, each divided by its length
     assert shown == recorded["retrievers"]["table"]["metrics"]
     assert (pytester.path / "r.md").read_text(encoding="utf-8").startswith("# RAG")
 

@@ -100,3 +100,56 @@ def test_a_clear_winner_drops_the_weaker_overlapping_candidate() -> None:
 
 def test_an_empty_old_text_is_found_nowhere() -> None:
     assert not anchor(" \n", ("a", "一二三")).found
+
+
+def long_text(length: int, seed: int) -> str:
+    """Sentences of common characters, seeded: no run of 8 repeats by chance."""
+    import random
+
+    rng = random.Random(seed)
+    found: list[str] = []
+    while len(found) < length:
+        found += [rng.choice("的一是不了人我在有他这中大来上国个到说们为子和你地出道也时年得就那要下以生会自着去之过家学")
+                  for _ in range(rng.randint(8, 30))] + ["。"]
+    return "".join(found[:length])
+
+
+def test_long_texts_are_aligned_without_rapidfuzz_s_cubic_search(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The campaign's hang: an 18,000-character gold chunk renamed with one character edited took 232 s in
+    `partial_ratio_alignment` (old code: it is called, and raises here). The alignment of long texts gives
+    the same proposal, and turns down the same text with its sentences reordered (every trigram shared)."""
+    from rapidfuzz import fuzz
+
+    old = long_text(18_000, 1)
+    edited = old[:9_000] + "甲" + old[9_001:]
+    reordered = "。".join(reversed(old.split("。")))
+
+    def refused(*args: object, **kwargs: object) -> None:
+        raise AssertionError("rapidfuzz's partial_ratio search on texts over LONG characters")
+
+    monkeypatch.setattr(fuzz, "partial_ratio_alignment", refused)
+    found = anchor(old, ("reordered", reordered), ("renamed", edited), ("other", long_text(300, 2)))
+    assert (found.chunks, found.how, found.covered, found.ambiguous) == (("renamed",), "fuzzy", 1.0, "")
+    assert str(found) == "text 100% matched, fuzzy score 100"
+
+
+@pytest.mark.parametrize(("shape", "edits"), [("same length", 1), ("same length", 12), ("cut short", 3),
+                                               ("inside more", 2)])
+def test_the_long_alignment_gives_rapidfuzz_s_answer_just_above_the_limit(shape: str, edits: int) -> None:
+    """Just over LONG characters, where rapidfuzz's search still takes a fraction of a second: the same
+    span and score (to the shown decimal) for a chunk with edits, cut short, or holding the old text and more."""
+    from rapidfuzz import fuzz
+
+    from pytest_ragretrieval.baseline.anchor import LONG, _aligned
+
+    old = long_text(LONG + 100, 3)
+    edited = list(old)
+    for n in range(edits):
+        edited[(n * 97 + 50) % len(old)] = "甲"
+    piece = {"same length": "".join(edited), "cut short": "".join(edited[:LONG + 40]),
+             "inside more": long_text(200, 4) + "".join(edited) + long_text(300, 5)}[shape]
+    expected = fuzz.partial_ratio_alignment(old, piece, score_cutoff=FUZZY)
+    found = _aligned(old, piece)
+    assert expected is not None and found is not None
+    assert (found.start, found.end, round(found.score, 1)) == (expected.src_start, expected.src_end,
+                                                                round(expected.score, 1))

@@ -5,6 +5,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pytest_ragretrieval.baseline.fingerprint import questions_record
 from pytest_ragretrieval.core.errors import FixtureError
@@ -26,8 +28,8 @@ def write(path: Path, *rows: object) -> Path:
     [
         (["a", "x", "b", "y", "z"], 5, 2 / 5),  # a (grade 2) and b (grade 0) are judged; x, y, z are not
         (["x", "y", "a"], 2, 0.0),  # the judged chunk sits below the cutoff
-        (["b", "a"], 5, 2 / 5),  # two slots past the ranking's end count as unjudged (divided by k)
-        ([], 3, 0.0),
+        (["b", "x"], 5, 1 / 2),  # a ranking shorter than k is divided by its length, as ir_measures does
+        ([], 3, 0.0),  # an empty ranking judges nothing (ir_measures cannot score it)
         (["b"], 1, 1.0),  # a grade-0 judgment counts as judged though it is no hit
     ],
 )
@@ -36,10 +38,36 @@ def test_judged_at_k_by_hand(ranking: list[str], k: int, expected: float) -> Non
     assert judged(ranking, relevance, k) == pytest.approx(expected)
 
 
-def test_judged_is_precision_with_every_judgment_counted_relevant() -> None:
-    """ir_measures defines Judged@k as P@k with a relevance threshold below every judgment."""
+def test_judged_is_precision_with_every_judgment_counted_relevant_on_a_full_ranking() -> None:
     ranking, relevance = ["a", "x", "b", "c"], {"a": 3, "b": 0, "c": 0, "q": 1}
     assert judged(ranking, relevance, 4) == precision(ranking, dict.fromkeys(relevance, 1), 4) == 0.75
+
+
+def test_ir_measures_own_case_a_4_chunk_ranking_at_k_10() -> None:
+    """ir_measures' test_judged expects 1/4 for a 4-document run with one judged document at k = 10; the old
+    division by k gave 0.1."""
+    assert judged(["a", "x", "y", "z"], {"a": 0}, 10) == 0.25
+
+
+IDS = [f"d{i}" for i in range(12)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_judged_is_ir_measures_judged_on_generated_runs(data: st.DataObject) -> None:
+    """ir_measures itself as the oracle, on rankings shorter and longer than k, grade-0 judgments included
+    (the old division by k fails here as soon as a ranking is shorter than k)."""
+    ir_measures = pytest.importorskip("ir_measures")
+    k = data.draw(st.integers(1, 15), label="k")
+    queries = data.draw(st.lists(st.tuples(
+        st.lists(st.sampled_from(IDS), min_size=1, max_size=12, unique=True),
+        st.dictionaries(st.sampled_from(IDS), st.integers(0, 3), min_size=1)), min_size=1, max_size=4), label="run")
+    qrels = {f"q{n}": dict(relevance) for n, (_, relevance) in enumerate(queries)}
+    run = {f"q{n}": {cid: float(len(ranking) - rank) for rank, cid in enumerate(ranking)}
+           for n, (ranking, _) in enumerate(queries)}
+    expected = {m.query_id: m.value for m in ir_measures.iter_calc([ir_measures.Judged @ k], qrels, run)}
+    assert {f"q{n}": judged(ranking, relevance, k) for n, (ranking, relevance) in enumerate(queries)} == \
+        pytest.approx(expected)
 
 
 def test_judged_is_registered_as_a_plain_metric() -> None:

@@ -51,13 +51,15 @@ def jsonl(rows: list[dict[str, Any]]) -> str:
 
 
 def write_project(folder: Path, gold: dict[str, str] | None = None, chunks: list[dict[str, Any]] = NEW_CHUNKS,
-                  questions: list[dict[str, Any]] = QUESTIONS) -> Path:
+                  questions: list[dict[str, Any]] = QUESTIONS, digests: dict[str, str] | None = None) -> Path:
     (folder / "chunks.jsonl").write_text(jsonl(chunks), encoding="utf-8")
     (folder / "evalset.jsonl").write_text(jsonl(questions), encoding="utf-8")
     (folder / "relabel.toml").write_text(SETTINGS, encoding="utf-8")
     corpus: dict[str, Any] = {"sha256": "0" * 64}
     if gold is not None:
         corpus["gold"] = gold
+    if digests is not None:
+        corpus["digests"] = digests
     (folder / "baseline.json").write_text(dumps(document(2, {"chunks": corpus}, {})), encoding="utf-8")
     return folder
 
@@ -230,3 +232,151 @@ def test_the_gate_s_error_is_the_proposal_today_s_line_with_why_or_today_s_line_
         "cannot be found: relabel it by hand")
     typo = plan(tmp_path / "evalset.jsonl", chunks, {"hotel": "谁也没有的文字，找不到。"})
     assert anchoring_error(problem, typo, True, None, "") is problem
+
+
+def test_not_relevant_ids_of_removed_chunks_are_dropped_so_the_next_run_loads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Old code planned `relevant` only: 'nothing to relabel', and the next run stopped with `unknown chunk
+    id 'hotel' in 'not_relevant'`. The gate now offers the proposal (the id is unanchored, not a plain error);
+    a machine label of the dropped judgment goes with it."""
+    from pytest_ragretrieval.evalset.jsonl import Unanchored
+
+    monkeypatch.chdir(tmp_path)
+    provenance = {"model": "m", "prompt_sha256": "p", "date": "d"}
+    questions: list[dict[str, Any]] = [
+        {"id": "q1", "query": "退款", "relevant": ["refund"], "not_relevant": ["hotel", "error"],
+         "machine_labels": {"hotel": provenance, "error": provenance}},
+        {"id": "q2", "query": "超时", "relevant": ["error"], "not_relevant": ["hotel"]}]
+    write_project(tmp_path, GOLD, questions=questions)
+    chunks = load_chunks(tmp_path / "chunks.jsonl")
+    with pytest.raises(Unanchored, match="unknown chunk id 'hotel' in 'not_relevant'"):
+        load_evalset(tmp_path / "evalset.jsonl", chunks)
+    code, out, _ = run(capsys, "--apply")
+    assert code == 0
+    assert "  q1: hotel (in not_relevant) -> (dropped: a grade-0 judgment of a chunk no longer in the corpus)" in out
+    lines = [json.loads(line) for line in (tmp_path / "evalset.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert lines[0] == {"id": "q1", "query": "退款", "relevant": ["refund"], "not_relevant": ["error"],
+                        "machine_labels": {"error": provenance}}
+    assert "not_relevant" not in lines[1], "a list left empty is removed"
+    assert [q.relevance for q in load_evalset(tmp_path / "evalset.jsonl", chunks)] == [
+        {"refund": 1, "error": 0}, {"error": 1}]
+
+
+RENUMBERED: list[dict[str, Any]] = [
+    {"id": "faq-013", "text": "新增的一段：会员积分每年十二月底清零。"},
+    {"id": "faq-014", "text": REFUND},
+    {"id": "faq-015", "text": HALF_A + "（已更新）"},
+]
+
+
+def test_a_gold_id_whose_recorded_text_moved_to_another_chunk_is_re_anchored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A chunker numbering per document: a chunk inserted before faq-013 gave its id to other text and its text
+    the id faq-014. Old code said 'nothing to relabel' while the label pointed at the wrong text. A gold id
+    whose text was edited in place (faq-015: found there, fuzzily) keeps its label."""
+    monkeypatch.chdir(tmp_path)
+    questions: list[dict[str, Any]] = [{"id": "q1", "query": "退款", "relevant": {"faq-013": 2, "faq-014": 0}},
+                 {"id": "q2", "query": "住宿", "relevant": ["faq-015"]}]
+    write_project(tmp_path, {"faq-013": REFUND, "faq-015": HALF_A}, chunks=RENUMBERED, questions=questions)
+    code, out, _ = run(capsys, "--apply")
+    assert code == 0
+    assert out[:2] == [
+        "evalset.jsonl: 1 gold label names what the corpus no longer holds; where its text went:",
+        "  q1: faq-013 (its recorded text is no longer in it) -> faq-014 (text 100% contained)"]
+    chunks = load_chunks(tmp_path / "chunks.jsonl")
+    assert [dict(q.relevance) for q in load_evalset(tmp_path / "evalset.jsonl", chunks)] == [
+        {"faq-014": 2}, {"faq-015": 1}], "the higher grade wins over the grade-0 judgment already there"
+
+
+def test_the_diff_is_one_git_apply_takes(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Old code split at '\\n' with lineterm='' and printed a last '' line that is no diff line: `git apply`
+    refused the patch. A file without a final line end gets git's marker."""
+    import shutil
+    import subprocess
+
+    git = shutil.which("git")
+    if git is None:
+        pytest.skip("git is not installed")
+    for text in (None, (project / "evalset.jsonl").read_text(encoding="utf-8").rstrip("\n")):
+        if text is not None:
+            (project / "evalset.jsonl").write_text(text, encoding="utf-8")
+        code, out, _ = run(capsys)
+        assert code == 0
+        (project / "change.patch").write_text("\n".join(out[out.index("--- a/evalset.jsonl"):]) + "\n",
+                                              encoding="utf-8")
+        checked = subprocess.run([git, "apply", "--check", "change.patch"], cwd=project, capture_output=True,
+                                 text=True, timeout=60, check=False)
+        assert checked.returncode == 0, checked.stderr
+    assert out[-1] == "\\ No newline at end of file"
+
+
+@pytest.mark.parametrize(("target", "what"), [("relabel.toml", "the config file"),
+                                             ("words.txt", "retriever 'bm25''s user_dict")])
+def test_backup_never_replaces_a_file_the_config_given_reads(
+    project: Path, capsys: pytest.CaptureFixture[str], target: str, what: str
+) -> None:
+    """`--config relabel.toml --backup` with evalset.jsonl.bak a link to relabel.toml (or to the user dictionary):
+    old code checked the backup against ./pyproject.toml and overwrote the file with the eval set."""
+    (project / "words.txt").write_text("退款到账 5\n", encoding="utf-8")
+    (project / "relabel.toml").write_text(SETTINGS + 'tokenizer = "jieba"\nuser_dict = "words.txt"\n', encoding="utf-8")
+    kept = (project / target).read_bytes()
+    before = (project / "evalset.jsonl").read_bytes()
+    (project / "evalset.jsonl.bak").symlink_to(target)
+    code, out, err = run(capsys, "--apply", "--backup")
+    assert code == 2 and len(err) == 1
+    assert err[0].startswith(f"ragretrieval: error: --backup evalset.jsonl.bak: is {what}, which writing "
+                             "would overwrite")
+    assert (project / target).read_bytes() == kept and (project / "evalset.jsonl").read_bytes() == before
+
+
+def test_apply_writes_only_over_the_bytes_it_planned(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The eval set edited between the plan and the write (a line added on top): old code re-read it and applied
+    the plan's line numbers to other lines (`internal error: JSONDecodeError`, or a label moved on the wrong
+    question). Now nothing is written, in one line."""
+    from pytest_ragretrieval.baseline.relabel import plan as planned
+    from pytest_ragretrieval.cli import relabel
+
+    def edited_meanwhile(*args: Any, **kwargs: Any) -> Any:
+        found = planned(*args, **kwargs)
+        path = project / "evalset.jsonl"
+        path.write_text("\n" + path.read_text(encoding="utf-8"), encoding="utf-8")
+        return found
+
+    monkeypatch.setattr(relabel, "plan", edited_meanwhile)
+    edited = "\n" + (project / "evalset.jsonl").read_text(encoding="utf-8")
+    code, _, err = run(capsys, "--apply", "--backup")
+    assert code == 1
+    assert err == ["ragretrieval: evalset.jsonl not written: it changed since relabel read it; run "
+                   "`ragretrieval relabel --config relabel.toml` again to see the changes to the file as it is now"]
+    assert (project / "evalset.jsonl").read_text(encoding="utf-8") == edited
+    assert not (project / "evalset.jsonl.bak").exists()
+
+
+def test_a_forged_gold_text_is_not_trusted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """The campaign's forgery: the baseline's gold text of 'hotel' set to refund's text, 'hotel' removed from the
+    corpus. Old code proposed 'q1: hotel -> refund (text 100% contained)' and --apply moved the grade-2 label.
+    The baseline's per-chunk digest of 'hotel' (text, document, metadata) does not match the forged text."""
+    from pytest_ragretrieval.baseline.fingerprint import chunk_record
+    from pytest_ragretrieval.evalset.jsonl import load_chunks as chunks_of
+
+    monkeypatch.chdir(tmp_path)
+    write_project(tmp_path, chunks=OLD_CHUNKS)
+    digests = {chunk.id: chunk_record(chunk) for chunk in chunks_of(tmp_path / "chunks.jsonl")}
+    questions = [{"id": "q1", "query": "住宿", "relevant": {"hotel": 2}}]
+    chunks = [c for c in NEW_CHUNKS if not c["id"].startswith("hotel")]
+    write_project(tmp_path, {"hotel": REFUND}, chunks=chunks, questions=questions, digests=digests)
+    before = (tmp_path / "evalset.jsonl").read_bytes()
+    code, out, err = run(capsys, "--apply")
+    assert code == 1 and (tmp_path / "evalset.jsonl").read_bytes() == before
+    assert out[1] == ("  q1: hotel -> refund (text 100% contained; ambiguous: the baseline's text of hotel is not the "
+                      "one its digest fingerprint.chunks.digests.hotel was recorded from with the document and "
+                      "metadata of any chunk it went to (the baseline was edited, or so were those))")
+    assert err == ["ragretrieval: evalset.jsonl not written: ambiguous: q1 (hotel); check them in the proposal above "
+                   "and pass --accept-ambiguous to apply them"]
+    write_project(tmp_path, GOLD, questions=questions, digests=digests)  # the true text: verified, applied
+    assert run(capsys, "--apply")[0] == 0
