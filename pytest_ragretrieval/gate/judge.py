@@ -133,7 +133,9 @@ class Judge:
         if self.baseline is None:
             return None
         if self._since is None:
-            names = [spec.name for spec in self.config.retrievers if spec.name in self.baseline.retrievers]
+            described = self.fingerprint.get("retrievers", {})  # the retrievers run and their sources
+            names = [spec.name for spec in self.config.retrievers
+                     if spec.name in self.baseline.retrievers and spec.name in described]
             found = since(self.baseline.fingerprint, self.fingerprint, names)
             questions = baseline_questions(self.baseline, self.config, self.questions)
             if questions.note:
