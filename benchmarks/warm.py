@@ -13,7 +13,9 @@ changes it (issue 40: the sample's reranker built hybrid, bm25's index and the d
 Only pytest and this plugin are loaded (PYTEST_DISABLE_PLUGIN_AUTOLOAD, `-p`): a user's
 environment has no hypothesis or xdist, which this repository's dev environment adds to every run;
 bytecode is written, as a user's Python does (PYTHONDONTWRITEBYTECODE is dropped).
-Usage: python benchmarks/warm.py [--rounds N] [--all-plugins]
+With `--old DIR` (a checkout of an earlier commit) that commit's gate runs in each round too, on its
+own copy of the sample.
+Usage: python benchmarks/warm.py [--rounds N] [--all-plugins] [--old DIR]
 """
 from __future__ import annotations
 
@@ -82,23 +84,27 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--all-plugins", action="store_true", help="load every installed pytest plugin")
+    parser.add_argument("--old", type=Path, help="a checkout of an earlier commit, timed the same way beside this one")
     args = parser.parse_args()
     env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
-    env.update(HF_HUB_OFFLINE="1", PYTHONPATH=str(ROOT))
+    env.update(HF_HUB_OFFLINE="1", PYTHONPATH=str(ROOT))  # the reference imports this checkout's plugin
     plugins = [] if args.all_plugins else ["-p", "pytest_ragretrieval.plugin"]
     if not args.all_plugins:
         env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     common = ["-p", "no:cacheprovider", *plugins]
     gate = ["--rag-eval", "--rag-db=embedded", *common]
     load_before = os.getloadavg()
+    sides = {"gate": ROOT, **({"old": args.old.resolve()} if args.old else {})}
     with tempfile.TemporaryDirectory(prefix="rag-warm-") as name:
-        folder = Path(name) / "sample"
-        user_repository(folder)
-        first = run(folder, gate, env)
-        results: dict[str, list[dict[str, float]]] = {"gate": [], "reference": []}
+        folders = {side: Path(name) / side for side in sides}
+        for folder in folders.values():
+            user_repository(folder)
+        first = {side: run(folders[side], gate, dict(env, PYTHONPATH=str(code))) for side, code in sides.items()}
+        results: dict[str, list[dict[str, float]]] = {side: [] for side in [*sides, "reference"]}
         for _ in range(args.rounds):
-            results["gate"].append(run(folder, gate, env))
-            results["reference"].append(run(folder, ["--collect-only", "-q", *common], env))
+            for side, code in sides.items():
+                results[side].append(run(folders[side], gate, dict(env, PYTHONPATH=str(code))))
+            results["reference"].append(run(folders["gate"], ["--collect-only", "-q", *common], env))
     load_after = os.getloadavg()
 
     def median(which: str, field: str) -> str:
@@ -109,15 +115,21 @@ def main() -> None:
     print(f"load average before {load_before[0]:.2f}/{load_before[1]:.2f}/{load_before[2]:.2f}, "
           f"after {load_after[0]:.2f}/{load_after[1]:.2f}/{load_after[2]:.2f}")
     print(f"plugins: {'all installed' if args.all_plugins else 'pytest and pytest-ragretrieval only'}; "
-          f"first run (writes the rankings' entries): pytest {first['reported']:.2f} s, wall {first['wall']:.2f} s")
-    started = sum("database" in row for row in results["gate"])
-    print(f"median of {args.rounds} alternating rounds, seconds (the database started in {started} of them):")
+          f"first run (writes the rankings' entries): pytest {first['gate']['reported']:.2f} s, "
+          f"wall {first['gate']['wall']:.2f} s")
+    for side in sides:
+        started = sum("database" in row for row in results[side])
+        print(f"{side}: the database started in {started} of {args.rounds} rounds")
+    print(f"median of {args.rounds} alternating rounds, seconds:")
     print("run                                   pytest  wall   cpu  gate phases")
-    for which, label in (("gate", "warm, every input unchanged"), ("reference", "pytest --collect-only (reference)")):
+    for which, label in (("gate", "warm, every input unchanged"), ("old", f"the same, {args.old}"),
+                         ("reference", "pytest --collect-only (reference)")):
+        if which not in results:
+            continue
         print(f"{label:<36}  {median(which, 'reported'):>6}  {median(which, 'wall'):>4}  {median(which, 'cpu'):>4}  "
               f"{median(which, 'phases'):>11}")
-    print("each round, wall (gate, reference): " + "; ".join(
-        f"{gate_row['wall']:.2f}, {reference['wall']:.2f}" for gate_row, reference in zip(results["gate"], results["reference"], strict=True)))
+    print(f"each round, wall ({', '.join(results)}): " + "; ".join(
+        ", ".join(f"{row['wall']:.2f}" for row in rows) for rows in zip(*results.values(), strict=True)))
     ratio = statistics.median(row["wall"] for row in results["gate"]) / statistics.median(
         row["wall"] for row in results["reference"])
     print(f"wall ratio gate / reference {ratio:.2f}")
