@@ -11,6 +11,11 @@ files), the index, the database mode, and the retriever's own parameters, what i
 type adds to its fingerprint and its input files' bytes, for it and every source it reads. Any
 difference is a miss: the retriever runs, and its run replaces the entry.
 
+An entry keeps each ranking as deep as any configured retriever reads it (a hybrid's or a rerank's
+depth), so a retriever that runs (its own input changed, or its type is never reused) reads an
+unchanged source from its entry (`source`) instead of building it: a change of the fusion alone
+builds no index and starts no database.
+
 Latency is not measured on a reused run: its per-question latencies are those the cached run
 measured, and the run says so (a note in the reports, `reused` in `--rag-json`, one terminal
 line). A retriever with `max_latency_ms` is never reused, so no latency item is judged on an
