@@ -109,10 +109,12 @@ def fingerprint(
     config: Config, chunks: Sequence[Chunk], questions: Sequence[Question], setup: Mapping[str, Mapping[str, Any]],
     corpus: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """This run's fingerprint: the yardstick, the shared inputs and one entry per configured retriever.
+    """This run's fingerprint: the yardstick, the shared inputs and one entry per retriever set up.
     The corpus part also keeps the gold chunks' texts (`gold.py`), the labels' provenance.
 
-    `setup` is what each retriever's type adds (the embedder, the index), as the runner found it;
+    `setup` is what each retriever's type adds (the embedder, the index), as the runner found it for
+    the retrievers it ran and their sources (`Config.reading`): the others are not described, as
+    describing a vector retriever embeds a chunk, which a run of `-k bm25` must not do;
     `corpus` the record the team's database computed for its table (database.team), which then
     stands for the chunks.
     """
@@ -122,7 +124,8 @@ def fingerprint(
         "chunks": (dict(corpus) if corpus is not None
                    else {**corpus_record(chunks), "gold": gold_texts(chunks, questions)}),
         "questions": questions_record(questions),
-        "retrievers": {spec.name: retriever_fingerprint(config, spec.name, setup) for spec in config.retrievers},
+        "retrievers": {spec.name: retriever_fingerprint(config, spec.name, setup)
+                       for spec in config.retrievers if spec.name in setup},
     }
 
 

@@ -98,7 +98,7 @@ def _repository(partial: Partial, config: Config, chunks: Sequence[Chunk], quest
     ours = {"k": config.k, "depth": config.depth, "metrics": tuple(spec.label for spec in config.metrics)}
     theirs = {"k": partial.k, "depth": partial.depth, "metrics": partial.metrics}
     where = next((key for key in ours if ours[key] != theirs[key]), None)
-    if where is None and set(partial.setup) == {spec.name for spec in config.retrievers}:
+    if where is None and set(partial.setup) == _described(partial, config):
         ours_found = json.loads(json.dumps(fingerprint(config, chunks, questions, partial.setup)))  # tuples as lists
         where = first_difference(ours_found, partial.fingerprint, "fingerprint")
     elif where is None:
@@ -106,6 +106,14 @@ def _repository(partial: Partial, config: Config, chunks: Sequence[Chunk], quest
     if where is not None:
         raise PartialError(f"{display(partial.path)}: measured under another configuration than {config.where} "
                            f"({where} differs); merge in the checkout the shards ran in")
+
+
+def _described(partial: Partial, config: Config) -> set[str] | None:
+    """The retrievers whose set-up a partial must hold: those it ran and their sources (None: it names
+    a retriever the config lacks)."""
+    names = {*partial.runs, *partial.unavailable, *partial.errors}
+    known = {spec.name for spec in config.retrievers}
+    return set(config.reading(names)) if names <= known else None
 
 
 def merge(

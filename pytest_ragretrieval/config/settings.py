@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -151,6 +151,17 @@ class Config:
             if spec.name == name:
                 return spec
         raise KeyError(name)
+
+    def reading(self, names: Iterable[str]) -> tuple[str, ...]:
+        """`names` and every retriever they read, through sources of sources, in the config's order:
+        what a run of `names` sets up (never the others: a vector retriever's set-up embeds a chunk)."""
+        wanted, found = list(names), set[str]()
+        while wanted:
+            name = wanted.pop()
+            if name not in found:
+                found.add(name)
+                wanted.extend(self.retriever(name).sources)
+        return tuple(spec.name for spec in self.retrievers if spec.name in found)
 
 
 def cores() -> int:

@@ -133,8 +133,11 @@ class Judge:
         if self.baseline is None:
             return None
         if self._since is None:
-            # A retriever skipped here (no database URL) is judged nowhere: its fingerprint's changes are noise.
-            names = [spec.name for spec in self.config.retrievers if spec.name in self.baseline.retrievers
+            # The retrievers run and their sources; one skipped here (no database URL) is judged nowhere:
+            # its fingerprint's changes are noise.
+            described = self.fingerprint.get("retrievers", {})
+            names = [spec.name for spec in self.config.retrievers
+                     if spec.name in self.baseline.retrievers and spec.name in described
                      and (spec.name not in self.runs or self.runs[spec.name].skipped is None)]
             found = since(self.baseline.fingerprint, self.fingerprint, names)
             questions = baseline_questions(self.baseline, self.config, self.questions)

@@ -173,18 +173,25 @@ class RagSession:
     def judge(self) -> Judge:
         """Built on first use, from the runner's set-up: the fingerprint of what ran, as data."""
         if self._judge is None:
-            found = fingerprint(self.config, self.chunks, self.questions, self.runner.setup(), self.corpus)
+            found = fingerprint(self.config, self.chunks, self.questions, self._setup(), self.corpus)
             self._judge = Judge(
                 self.config, self.questions, self.baseline, found, self.runs,
                 update=self.options.update, allow_regression=self.options.allow_regression, selected=self.selected,
             )
         return self._judge
 
+    def _setup(self) -> dict[str, dict[str, object]]:
+        """What the types of the retrievers selected or run, and of their sources, add to the fingerprint."""
+        return self.runner.setup([*self._selected_retrievers(), *self.runs])
+
+    def _selected_retrievers(self) -> list[str]:
+        return list(dict.fromkeys(key.retriever for key in self.selected))
+
     def prepare(self, out: Output) -> None:
         """Run every retriever a selected item needs, before the items report, with progress."""
         runner = self._start(out)
         runner.reclaim()
-        names = list(dict.fromkeys(key.retriever for key in self.selected))
+        names = self._selected_retrievers()
         runner.plan(names)
         for name in names:
             self.run(name)
@@ -231,10 +238,11 @@ class RagSession:
         """Write the requested files; the baseline only when every selected retriever ran cleanly. A shard
         writes its partial record alone: reports, results and baselines are the merge's."""
         if self.options.shard is not None and self.options.json_path is not None and self.runs:
-            found = fingerprint(self.config, self.chunks, self.questions, self.runner.setup(), self.corpus)
+            setup = self._setup()
+            found = fingerprint(self.config, self.chunks, self.questions, setup, self.corpus)
             described = {"embedder": self.runner.embedder_description, "database": self.runner.database_description}
             self._write(self.options.json_path, dumps(partial_document(
-                self.config, self.options.shard, found, self.runner.setup(), [key.nodeid for key in self.selected],
+                self.config, self.options.shard, found, setup, [key.nodeid for key in self.selected],
                 [q.id for q in self.share], self.runs, described)))
         with self.phases.phase("reports"):
             if self.runs and self.options.shard is None and (self.options.reports or in_github_actions()):

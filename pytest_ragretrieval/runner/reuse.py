@@ -11,6 +11,11 @@ files), the index, the database mode, and the retriever's own parameters, what i
 type adds to its fingerprint and its input files' bytes, for it and every source it reads. Any
 difference is a miss: the retriever runs, and its run replaces the entry.
 
+An entry keeps each ranking as deep as any configured retriever reads it (a hybrid's or a rerank's
+depth), so a retriever that runs (its own input changed, or its type is never reused) reads an
+unchanged source from its entry (`source`) instead of building it: a change of the fusion alone
+builds no index and starts no database.
+
 Latency is not measured on a reused run: its per-question latencies are those the cached run
 measured, and the run says so (a note in the reports, `reused` in `--rag-json`, one terminal
 line). A retriever with `max_latency_ms` is never reused, so no latency item is judged on an
@@ -25,6 +30,7 @@ import json
 import platform
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 from functools import cache
 from importlib import metadata
 from pathlib import Path
@@ -41,8 +47,9 @@ from ..scoring.evaluate import Run, score
 from ..scoring.metrics import MetricSpec
 from .execute import checked_ranking
 
-VERSION = 1
-"""Bumped when what an entry holds, or what its key covers, changes."""
+VERSION = 2
+"""Bumped when what an entry holds, or what its key covers, changes (2: `depth`, the rankings kept as deep
+as a consumer reads them)."""
 REUSABLE = frozenset({"vector", "bm25", "hybrid", "run"})
 """Types whose rankings follow from the key's inputs alone; a user's code, a service, a model or the
 team's table may change behind them (`python`, `rerank`, `table`, `sql`), so they always run."""
@@ -98,6 +105,12 @@ def reusable(config: Config, name: str, *, source: bool = False) -> bool:
     if spec.max_latency_ms is not None and not source:
         return False
     return all(reusable(config, read, source=True) for read in spec.sources)
+
+
+def measured(config: Config, name: str) -> bool:
+    """Whether a latency item counts `name`'s latency: its own, or that of a retriever reading it. Its
+    cached rankings then never stand in for a source (their latency is as measured then)."""
+    return any(spec.max_latency_ms is not None and name in config.reading([spec.name]) for spec in config.retrievers)
 
 
 def _retriever(config: Config, name: str, setup: Mapping[str, Mapping[str, Any]] | None) -> dict[str, Any]:
@@ -173,6 +186,19 @@ def entry_path(folder: Path, name: str) -> Path:
     return folder / "rankings" / f"{hashlib.sha256(name.encode()).hexdigest()[:16]}.json"
 
 
+def _entry(path: Path, name: str, inputs: str | None, wanted: Callable[[], str | None]) -> dict[str, Any] | None:
+    """The cached entry of `name` when it holds `inputs` and then `wanted()` (the full key, asked only then)."""
+    try:
+        entry = loads(path.read_bytes())
+    except (OSError, JSONProblem):
+        return None
+    if not isinstance(entry, dict) or entry.get("name") != name or inputs is None or entry.get("inputs") != inputs:
+        return None
+    if entry.get("key") != wanted():
+        return None
+    return entry
+
+
 def read(
     path: Path, name: str, inputs: str | None, wanted: Callable[[], str | None], questions: Sequence[Question],
     specs: Sequence[MetricSpec], depth: int, known: Collection[str],
@@ -180,29 +206,60 @@ def read(
     """The cached run of `name` when it holds `inputs` and then `wanted()` (the full key, asked only
     then), scored again; None on any miss (a missing, older, damaged or other-key entry, or rankings
     this eval set cannot take: the retriever runs)."""
+    entry = _entry(path, name, inputs, wanted)
+    if entry is None:
+        return None
     try:
-        entry = loads(path.read_bytes())
-        if not isinstance(entry, dict) or entry.get("name") != name or inputs is None or entry.get("inputs") != inputs:
-            return None
-        if entry.get("key") != wanted():
-            return None
         rankings = {q.id: checked_ranking(name, q, entry["rankings"][q.id], depth, known) for q in questions}
         latencies = {q.id: float(entry["latency_ms"][q.id]) for q in questions}
         diagnostics = {str(k): float(v) for k, v in entry["diagnostics"].items()}
         notes = tuple(str(note) for note in entry["notes"])
-    except (OSError, JSONProblem, RagError, LookupError, TypeError, ValueError, AttributeError):
+    except (RagError, LookupError, TypeError, ValueError, AttributeError):
         return None
     return Run(result=score(name, questions, rankings, specs, latencies), diagnostics=diagnostics, notes=notes)
 
 
-def write(path: Path, inputs: str, wanted: str, name: str, run: Run) -> None:
-    """Keep a clean run's rankings and latencies under its keys; one file per retriever, replaced."""
+@dataclass(frozen=True)
+class Source:
+    """A source's cached rankings, as deep as its entry holds them, and their latencies, by question id."""
+
+    depth: int
+    rankings: Mapping[str, tuple[str, ...]] = field(hash=False)
+    latency_ms: Mapping[str, float] = field(hash=False)
+
+
+def source(
+    path: Path, name: str, inputs: str | None, wanted: Callable[[], str | None], questions: Sequence[Question],
+    depth: int, known: Collection[str],
+) -> Source | None:
+    """`name`'s cached rankings for a retriever that reads it (a fusion, a reranker), when its entry holds
+    the key and every question's ranking at `depth` at least (the deepest any consumer reads it); None
+    on any miss: the source is built and runs as it would without a cache."""
+    entry = _entry(path, name, inputs, wanted)
+    if entry is None:
+        return None
+    try:
+        held = int(entry["depth"])
+        if held < depth:
+            return None
+        rankings = {q.id: checked_ranking(name, q, entry["rankings"][q.id], held, known) for q in questions}
+        latencies = {q.id: float(entry["latency_ms"][q.id]) for q in questions}
+    except (RagError, LookupError, TypeError, ValueError):
+        return None
+    return Source(held, rankings, latencies)
+
+
+def write(path: Path, inputs: str, wanted: str, name: str, run: Run, depth: int,
+          rankings: Mapping[str, Sequence[str]]) -> None:
+    """Keep a clean run's rankings and latencies under its keys; one file per retriever, replaced.
+    `rankings` (by question id) are as deep as any consumer of `name` reads them (`depth`, from the
+    session's store, `Workbench.stored`): a fusion-only change then reruns the fusion alone (`source`)."""
     if run.result is None or run.error is not None or run.skipped is not None:
         return
     entry = {
-        "format": VERSION, "name": name, "inputs": inputs, "key": wanted,
+        "format": VERSION, "name": name, "inputs": inputs, "key": wanted, "depth": depth,
         "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "rankings": {q.id: list(q.ranking) for q in run.result.questions},
+        "rankings": {qid: list(ranking) for qid, ranking in rankings.items()},
         "latency_ms": {q.id: q.latency_ms for q in run.result.questions},
         "diagnostics": dict(run.diagnostics), "notes": list(run.notes),
     }

@@ -1,7 +1,7 @@
 """The runs of one session: each selected retriever over the eval set, once, however many items ask."""
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -14,7 +14,7 @@ from ..database.dsn import redact
 from ..evalset.records import Chunk, Question
 from ..scoring.evaluate import Run
 from . import reuse
-from .execute import execute
+from .execute import checked_ranking, execute
 from .resources import Resources
 from .workbench import Workbench
 
@@ -34,7 +34,7 @@ def required(name: str, config: Config, run: Run) -> Run:
 class Runner:
     """Runs retrievers over the eval set: the database and the embedder start on first need, each
     retriever is built once, each ranking computed once. Before judging it also says, as plain data,
-    what each retriever's fingerprint adds (`setup`), so the judge computes and calls nothing."""
+    what the fingerprints of the retrievers run add (`setup`), so the judge computes and calls nothing."""
 
     def __init__(
         self, config: Config, chunks: Sequence[Chunk], questions: Sequence[Question], *, db_mode: DbMode,
@@ -50,12 +50,14 @@ class Runner:
         self.resources = Resources(config, self.chunks, db_mode, dsn, cache_mode, phases, out)
         self.bench = Workbench(config, self.chunks, self.resources, self.questions)
         self.resources.before_embedding = self.bench.tokenize_ahead
+        self.bench.cached = self._source
         self.runs: dict[str, Run] = {}
         self.reuse = reuse_rankings
         self.reused: list[str] = []
         """The retrievers whose rankings (and latency) came from their cached run, in the order asked."""
         self._common: dict[str, object] | None = None
-        self._setup: dict[str, dict[str, object]] | None = None
+        self._setup: dict[str, dict[str, object]] = {}
+        self._running: str | None = None
 
     def reclaim(self) -> None:
         """Remove what killed runs left (embedded servers), before this run starts its own."""
@@ -83,16 +85,37 @@ class Runner:
                               "(latency as measured then; --rag-no-reuse runs it)")
                 self.runs[name] = cached
                 return cached
-            self.runs[name] = required(name, self.config, execute(
-                name, lambda: self.bench.get(name), self.questions, self.config.shown, self.config.depth, known,
-                self.out, self.phases,
-            ))
+            self._running = name
+            try:
+                self.runs[name] = required(name, self.config, execute(
+                    name, lambda: self.bench.get(name), self.questions, self.config.shown, self.config.depth, known,
+                    self.out, self.phases,
+                ))
+            finally:
+                self._running = None
             notes = self.resources.notes.get(name)
             if notes:
                 self.runs[name] = replace(self.runs[name], notes=(*self.runs[name].notes, *notes))
             if path is not None and self.resources.cache.mode == "readwrite":
                 self._keep(path, name)
         return self.runs[name]
+
+    def _source(self, name: str) -> reuse.Source | None:
+        """`name`'s cached rankings, for the retriever being run that reads it (a fusion, a reranker), when
+        every input of `name` is unchanged and no latency item counts its latency: a change of the
+        fusion alone then runs the fusion alone, with no index built and no database started."""
+        path = self._entry_path(name)
+        if name == self._running or path is None or not self.reuse or reuse.measured(self.config, name):
+            return None
+        if not path.exists():
+            return None
+        with self.phases.phase("reused rankings"):
+            found = reuse.source(path, name, self._key(name, with_setup=False), lambda: self._key(name),
+                                 self.questions, self.bench.depth(name), {chunk.id for chunk in self.chunks})
+        if found is not None:
+            self.out.line(f"rag: {name}: rankings reused for {self._running}, every input of {name} unchanged "
+                          "since its cached run")
+        return found
 
     def _entry_path(self, name: str) -> Path | None:
         """Where `name`'s cached run lives; None when it is never reused (a run with reuse turned off still
@@ -110,7 +133,7 @@ class Runner:
                 self._common = reuse.shared(self.config, self.chunks, self.questions, database)
             if not with_setup:
                 return reuse.key(self.config, name, self._common, None)
-            setup = self.setup()
+            setup = self.setup([name])
             return reuse.key(self.config, name, self._common, setup, reuse.vector_files(self.resources.cache.folder))
         except (RagError, ImportError, OSError, ValueError, TypeError):
             return None  # what the set-up could not find, the retriever's run names
@@ -127,9 +150,22 @@ class Runner:
         if inputs is None or wanted is None:
             return
         try:
-            reuse.write(path, inputs, wanted, name, self.runs[name])
+            reuse.write(path, inputs, wanted, name, self.runs[name], *self._deep(name))
         except OSError as exc:
             self.out.line(f"rag: warning: {name}'s rankings not cached ({exc}); it runs again next time")
+
+    def _deep(self, name: str) -> tuple[int, dict[str, tuple[str, ...]]]:
+        """`name`'s rankings to keep: as deep as any consumer reads them (the session's store), else the
+        run's own (a store that lacks a question, or holds what the run's check would refuse deeper)."""
+        deep, depth = self.bench.stored(name), self.bench.depth(name)
+        if deep is not None:
+            known = {chunk.id for chunk in self.chunks}
+            try:
+                return depth, {q.id: checked_ranking(name, q, deep[q.id], depth, known) for q in self.questions}
+            except RagError:
+                pass
+        result = self.runs[name].result
+        return self.config.depth, {q.id: q.ranking for q in result.questions} if result is not None else {}
 
     def flush(self) -> str | None:
         """Write what the runs put in the cache (rerank scores) as one pack; a failure is a warning line."""
@@ -139,15 +175,17 @@ class Runner:
             return f"rag: warning: cache entries not written ({exc}); computed again next run"
         return None
 
-    def setup(self) -> dict[str, dict[str, object]]:
-        """What each configured retriever's type adds to its fingerprint (the embedder's id and
-        dimension, the index settings), by retriever, computed once: the dimension may take
-        embedding one chunk (through the cache), which is the runner's business, not the judge's."""
-        if self._setup is None:
-            self._setup = {
-                spec.name: spec.module.fingerprint(spec.params, self.resources) for spec in self.config.retrievers
-            }
-        return self._setup
+    def setup(self, names: Iterable[str]) -> dict[str, dict[str, object]]:
+        """What the types of `names` and of the sources they read add to their fingerprints (the
+        embedder's id and dimension, the index settings), by retriever, each computed once: the
+        dimension may take embedding one chunk (through the cache), which is the runner's business,
+        not the judge's. No other retriever is set up: `-k bm25` contacts no embedder."""
+        wanted = self.config.reading(names)
+        for name in wanted:
+            if name not in self._setup:
+                spec = self.config.retriever(name)
+                self._setup[name] = spec.module.fingerprint(spec.params, self.resources)
+        return {name: self._setup[name] for name in wanted}
 
     @property
     def embedder_description(self) -> str:

@@ -117,3 +117,24 @@ class Memo:
 
     def notes(self) -> list[str]:
         return list(self.retriever.notes()) if isinstance(self.retriever, Noting) else []
+
+
+class Reused:
+    """A source whose rankings of the eval set's questions its consumer's memo holds from the source's
+    cached run (runner/reuse.py): the retriever itself is built by `build` only if asked anything else,
+    so a fusion-only change builds no index and starts no database."""
+
+    def __init__(self, build: Callable[[], Retriever]) -> None:
+        self._build = build
+        self._built: Retriever | None = None
+
+    def _retriever(self) -> Retriever:
+        if self._built is None:
+            self._built = self._build()
+        return self._built
+
+    def __call__(self, query: str, k: int) -> Sequence[str]:
+        return self._retriever()(query, k)
+
+    def ask(self, query: Query, k: int) -> Sequence[str]:
+        return ask(self._retriever(), query, k)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..cache.store import Namespace
 from ..config.settings import Config
@@ -13,7 +13,8 @@ from ..retrievers import TYPES, Closing, Retriever
 from ..retrievers.protocol import Connection, IndexKind, Query, asked
 from ..retrievers.tokens import tokenizer
 from .resources import Resources
-from .store import Memo, Rankings
+from .reuse import Source
+from .store import Entry, Memo, Rankings, Reused
 
 if TYPE_CHECKING:
     import numpy as np
@@ -133,6 +134,8 @@ class Workbench:
         self._ahead: dict[str, Ahead] = {}
         self.planned: tuple[str, ...] = ()
         """The retrievers this session will run (`Runner.plan`), whose corpus tokens may be made ahead."""
+        self.cached: Callable[[str], Source | None] = lambda name: None
+        """A source's rankings from its cached run, when they may stand in for running it (`Runner`)."""
 
     def depth(self, name: str) -> int:
         """The deepest any configured consumer reads `name`: the session's depth, a hybrid's, a rerank's."""
@@ -202,8 +205,44 @@ class Workbench:
             known.append(source)
 
     def get(self, name: str) -> Memo:
+        """`name`'s memo; over its cached rankings (`cached`) when a consumer reads it and they hold every
+        question as deep as it is read, else over the built retriever."""
         if name in self._memos:
             return self._memos[name]
+
+        def sources() -> tuple[Memo, ...]:
+            return tuple(self._sources.get(name, ()))
+
+        cached = self.cached(name)
+        if cached is None:
+            memo = Memo(name, self._build(name), self.rankings, self.depth(name), sources=sources)
+        else:
+            memo = Memo(name, Reused(lambda: self._build(name)), self.rankings, self.depth(name), sources=sources)
+            for question in self.questions:
+                query = asked(question)
+                memo.entries[memo.key(query)] = Entry(
+                    cached.rankings[question.id], cached.depth, cached.latency_ms[question.id])
+        self._memos[name] = memo
+        return memo
+
+    def stored(self, name: str) -> dict[str, tuple[Any, ...]] | None:
+        """`name`'s rankings of every question as the session's store holds them, cut to the deepest any
+        consumer reads it (`depth`): what its cached entry keeps; None when a question's is not there."""
+        memo, depth = self._memos.get(name), self.depth(name)
+        if memo is None:
+            return None
+        found = {}
+        for question in self.questions:
+            entry = memo.entries.get(memo.key(asked(question)))
+            if entry is None or not entry.serves(depth):
+                return None
+            found[question.id] = entry.ranking[:depth]
+        return found
+
+    def _build(self, name: str) -> Retriever:
+        """The built retriever `name`, built once; a build error is kept and re-raised for every user."""
+        if name in self._built:
+            return self._built[name]
         if name in self._failed:
             raise self._failed[name]
         if name in self._building:
@@ -220,9 +259,7 @@ class Workbench:
         finally:
             self._building.pop()
         self._built[name] = built
-        memo = Memo(name, built, self.rankings, self.depth(name), sources=lambda: tuple(self._sources.get(name, ())))
-        self._memos[name] = memo
-        return memo
+        return built
 
     def close(self) -> None:
         for ahead in self._ahead.values():

@@ -68,11 +68,6 @@ def mean(values: Sequence[float]) -> float:
     return round(math.fsum(values) / len(values), DIGITS) if values else 0.0
 
 
-def _in_scope(spec: MetricSpec, question: Question) -> bool:
-    """Answer metrics score answerable questions; abstention scores the no-answer ones."""
-    return question.answerable != spec.on_no_answer
-
-
 def score(
     name: str,
     questions: Sequence[Question],
@@ -80,12 +75,17 @@ def score(
     specs: Sequence[MetricSpec],
     latencies: Mapping[str, float] | None = None,
 ) -> RetrieverResult:
-    """Score rankings against the judgments; pure, so files can be re-scored without running."""
+    """Score rankings against the judgments; pure, so files can be re-scored without running.
+    Answer metrics score answerable questions, abstention the no-answer ones; each metric's label,
+    function and scope are looked up once, not once a question (a reused run is mostly this)."""
+    measured = [(spec.label, spec.metric, spec.k, spec.on_no_answer) for spec in specs]
+    answerable = {question.id: question.answerable for question in questions}
     per_question: list[QuestionResult] = []
     raw: dict[str, dict[str, float]] = {}
     for question in questions:
         ranking = tuple(rankings.get(question.id, ()))
-        values = {spec.label: spec.score(ranking, question.relevance) for spec in specs if _in_scope(spec, question)}
+        values = {label: metric(ranking, question.relevance, k) for label, metric, k, no_answer in measured
+                  if answerable[question.id] != no_answer}
         raw[question.id] = values
         per_question.append(
             QuestionResult(
@@ -98,10 +98,10 @@ def score(
 
     def means(subset: Sequence[Question]) -> dict[str, float]:
         found = {}
-        for spec in specs:
-            scoped = [raw[q.id][spec.label] for q in subset if _in_scope(spec, q)]
+        for label, _, _, no_answer in measured:
+            scoped = [raw[q.id][label] for q in subset if answerable[q.id] != no_answer]
             if scoped:
-                found[spec.label] = mean(scoped)
+                found[label] = mean(scoped)
         return found
 
     every_tag = sorted({tag for q in questions for tag in q.tags})

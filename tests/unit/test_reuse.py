@@ -107,7 +107,7 @@ def test_an_entry_is_read_back_only_under_its_keys(tmp_path: Path) -> None:
     latencies = {q.id: 1.5 + number for number, q in enumerate(QUESTION_ROWS)}
     ran = Run(result=score("bm25", QUESTION_ROWS, rankings, config.shown, latencies), notes=("a note",))
     path = reuse.entry_path(tmp_path / ".rag-cache", "bm25")
-    reuse.write(path, "i1", "k1", "bm25", ran)
+    reuse.write(path, "i1", "k1", "bm25", ran, 2, rankings)
     assert (path.parent / ".gitignore").read_text(encoding="utf-8").splitlines()[-1] == "*"
 
     def read(inputs: str | None = "i1", wanted: str | None = "k1", name: str = "bm25",
@@ -131,8 +131,43 @@ def test_an_entry_is_read_back_only_under_its_keys(tmp_path: Path) -> None:
     assert asked == []  # a changed input is known before the set-up (which may embed) is asked for
     path.write_text('{"key": "k1", "inputs": "i1", "name": "bm25", "rankings": [', encoding="utf-8")
     assert read() is None  # damaged: runs
-    reuse.write(path, "i1", "k1", "bm25", Run(error=None, skipped="no model here"))
+    reuse.write(path, "i1", "k1", "bm25", Run(error=None, skipped="no model here"), 2, rankings)
     assert path.read_text(encoding="utf-8").startswith('{"key": "k1", "inputs": "i1", "name": "bm25", "rankings": [')
+
+
+def test_a_source_is_read_back_as_deep_as_its_entry_holds(tmp_path: Path) -> None:
+    """Entries held only the top `depth` (k) of each ranking, so a fusion reading its sources 10 deep had
+    to run them again; an entry now keeps them as deep as a consumer reads them, and serves a consumer
+    only that deep, under its keys, with names the corpus holds."""
+    config = project(tmp_path)
+    known = {chunk.id for chunk in CHUNK_ROWS}
+    deep = {q.id: ("travel-001", "refund-001", "travel-002") for q in QUESTION_ROWS}
+    ran = Run(result=score("bm25", QUESTION_ROWS, {qid: ranking[:2] for qid, ranking in deep.items()},
+                           config.shown, {q.id: 2.5 for q in QUESTION_ROWS}))
+    path = reuse.entry_path(tmp_path / ".rag-cache", "bm25")
+    reuse.write(path, "i1", "k1", "bm25", ran, 3, deep)
+
+    def source(depth: int, wanted: str = "k1", ids: set[str] = known) -> reuse.Source | None:
+        return reuse.source(path, "bm25", "i1", lambda: wanted, QUESTION_ROWS, depth, ids)
+
+    found = source(3)
+    assert found is not None and found.depth == 3 and dict(found.rankings) == deep
+    assert set(found.latency_ms.values()) == {2.5}
+    assert source(4) is None  # a consumer reads deeper than the entry holds: the source runs
+    assert source(3, wanted="k2") is None and source(3, ids=known - {"travel-002"}) is None
+    again = reuse.read(path, "bm25", "i1", lambda: "k1", QUESTION_ROWS, config.shown, 2, known)
+    assert again is not None and again.result is not None
+    assert [q.ranking for q in again.result.questions] == [q.ranking for q in ran.result.questions]  # type: ignore[union-attr]
+
+
+def test_a_latency_item_keeps_a_source_measured(tmp_path: Path) -> None:
+    """A source read by a retriever with `max_latency_ms` (or with one itself) is never served from its
+    cached run: that item's latency would be partly as measured then."""
+    config = project(tmp_path, retrievers=RETRIEVERS.replace('sources = ["bm25", "vector"]',
+                                                             'sources = ["bm25", "vector"]\nmax_latency_ms = 50')
+                     + retriever("solo", "bm25"))
+    assert reuse.measured(config, "vector") and reuse.measured(config, "bm25") and reuse.measured(config, "hybrid")
+    assert not reuse.measured(config, "solo")
 
 
 def test_the_embedding_caches_files_are_an_input_of_what_reads_vectors(tmp_path: Path) -> None:

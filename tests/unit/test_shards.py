@@ -85,10 +85,12 @@ def latencies(questions: Sequence[Question]) -> dict[str, float]:
 
 
 def write_shards(tmp_path: Path, config: Config, chunks: tuple[Chunk, ...], questions: tuple[Question, ...], count: int = 3,
-                 runs: Any = None) -> list[Path]:
-    setup: dict[str, dict[str, Any]] = {"one": {}, "two": {}}
+                 runs: Any = None, names: tuple[str, ...] = ("one", "two"), set_up: tuple[str, ...] | None = None,
+                 ) -> list[Path]:
+    """Partials of a run of the retrievers `names` (`set_up`: those the partials say were set up)."""
+    setup: dict[str, dict[str, Any]] = {name: {} for name in (names if set_up is None else set_up)}
     found = fingerprint(config, chunks, questions, setup)
-    selected = [f"rag::{name}::{spec.label}" for name in ("one", "two") for spec in config.metrics]
+    selected = [f"rag::{name}::{spec.label}" for name in names for spec in config.metrics]
     paths = []
     for index in range(1, count + 1):
         shard = Shard(index, count)
@@ -96,7 +98,7 @@ def write_shards(tmp_path: Path, config: Config, chunks: tuple[Chunk, ...], ques
         ran = runs(shard, share) if runs is not None else {
             name: Run(result=score(name, share, rankings(name, share), config.shown, latencies(share)),
                       diagnostics={"ann_recall@5": 1.0}, notes=("a note",))
-            for name in ("one", "two")}
+            for name in names}
         doc = partial_document(config, shard, found, setup, selected, [q.id for q in share], ran, DESCRIBED)
         path = tmp_path / f"part{index}.json"
         path.write_text(dumps(doc), encoding="utf-8")
@@ -119,6 +121,19 @@ def test_the_merge_scores_all_questions_as_one_run(tmp_path: Path) -> None:
     assert found.runs["one"].notes == ("a note",)
     assert found.fingerprint == json.loads(json.dumps(fingerprint(config, chunks, questions, {"one": {}, "two": {}})))
     assert found.selected[0] == "rag::one::ndcg@3" and found.described == DESCRIBED
+
+
+def test_shards_of_a_selection_merge_and_describe_what_ran(tmp_path: Path) -> None:
+    """On 571473c every partial set up (and so described) every configured retriever: a run of `-k one`
+    embedded a chunk for a vector retriever it never ran. Partials now describe what ran and its sources,
+    and the merge asks exactly that of them."""
+    config, chunks, questions = project(tmp_path)
+    found = merged(write_shards(tmp_path, config, chunks, questions, names=("one",)), config, chunks, questions)
+    assert set(found.runs) == {"one"} and set(found.fingerprint["retrievers"]) == {"one"}
+    for set_up in ((), ("one", "two")):
+        paths = write_shards(tmp_path, config, chunks, questions, names=("one",), set_up=set_up)
+        with pytest.raises(PartialError, match=r"part1\.json: measured under another configuration .*\(setup differs\)"):
+            merged(paths, config, chunks, questions)
 
 
 def test_an_error_or_a_skip_on_a_shard_is_the_runs(tmp_path: Path) -> None:
