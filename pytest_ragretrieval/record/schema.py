@@ -95,12 +95,13 @@ DEFINITIONS: dict[str, Any] = {
                         {"type": "array", "items": PLAIN},
                         {"type": "object", "propertyNames": TEXT, "additionalProperties": PLAIN}]},
     "Fingerprinted": {"description": "what a retriever type says of itself: any object whose `sha256` and "
-                      "`..._sha256` keys, at any depth, hold 64 hex digits",
+                      "`..._sha256` keys, at any depth, hold 64 hex digits; its string values may hold line "
+                      "breaks (a multi-line `sql` query), as the config loader accepts them",
                       "type": "object", "propertyNames": TEXT,
                       "patternProperties": {"^(.*_)?sha256$": _hex(HEX.pattern)},
                       "additionalProperties": {"$ref": "#/$defs/FingerprintedValue"}},
     "FingerprintedValue": {"anyOf": [FINGERPRINTED, {"type": "array", "items": {"$ref": "#/$defs/FingerprintedValue"}},
-                                     {"type": "string", **TEXT}, {"type": ["number", "boolean", "null"]}]},
+                                     {"type": "string", **STORABLE}, {"type": ["number", "boolean", "null"]}]},
 }
 
 

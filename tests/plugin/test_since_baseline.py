@@ -43,7 +43,7 @@ def test_an_added_question_is_scored_never_judged_and_named(recorded: pytest.Pyt
     result.assert_outcomes(passed=8)
     result.stdout.fnmatch_lines([
         "questions: 6 comparable, 1 added (q07), 0 removed, 0 edited; added ones are scored, never judged",
-        "table      0.3333       0.8333    0.4667  0.8333  0.3333",
+        "table      0.3333       0.8333    0.4667  0.8333  0.8333",
         "deltas over the comparable questions both the baseline and this run scored; values over this run's whole eval set",
     ])
     comparison = json.loads((recorded.path / "results.json").read_text(encoding="utf-8"))["retrievers"]["table"][

@@ -39,7 +39,7 @@ def test_a_gold_text_may_hold_line_breaks_where_other_strings_may_not(tmp_path: 
 
 @pytest.mark.parametrize(("gold", "problem"), [
     (["a"], "fingerprint.chunks.gold must map chunk ids to texts, got an array"),
-    ({"a": 1}, "fingerprint.chunks.gold.a must be a string (the chunk's text)"),
+    ({"a": 1}, "fingerprint.chunks.gold.a holds a number, not the chunk's text"),
 ])
 def test_a_damaged_record_is_one_line_naming_the_path(tmp_path: Path, gold: object, problem: str) -> None:
     with pytest.raises(BaselineError) as error:
