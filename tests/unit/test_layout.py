@@ -25,6 +25,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("runner",),
     ("baseline",),
     ("gate",),
+    ("shards",),
     ("report",),
     ("review",),
     ("glue",),
