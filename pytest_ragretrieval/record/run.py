@@ -20,6 +20,7 @@ import msgspec
 
 from ..evalset.records import Question
 from ..files.jsonshape import Node
+from ..files.jsontext import control_character, unstorable
 from ..files.paths import Unreadable, read_input
 from ..scoring.evaluate import Run, score
 from ..scoring.metrics import MetricSpec
@@ -101,18 +102,33 @@ def decode(node: Node, depth: int, under: str, questions: Collection[str] | None
 
 
 def _ranking(node: Node, depth: int) -> tuple[str, ...]:
-    """Distinct, non-empty, printable chunk ids, at most `depth` of them."""
-    found: list[str] = []
-    seen: set[str] = set()
-    for item in node.items():
-        text = item.text()
-        if not text or text in seen:
-            raise item.problem(f"repeats {text!r}" if text else "must not be empty")
-        seen.add(text)
-        found.append(text)
-    if len(found) > depth:
-        raise node.problem(f"holds {len(found)} ids, more than the depth {depth}")
-    return tuple(found)
+    """Distinct, non-empty, printable chunk ids, at most `depth` of them; checked as one text first (a
+    reused run reads 500 of them), then id by id where that finds a problem, to name it."""
+    ids = node.value
+    if not _plain(ids):
+        seen: set[str] = set()
+        for item in node.items():
+            text = item.text()
+            if not text or text in seen:
+                raise item.problem(f"repeats {text!r}" if text else "must not be empty")
+            seen.add(text)
+    if len(ids) > depth:
+        raise node.problem(f"holds {len(ids)} ids, more than the depth {depth}")
+    return tuple(ids)
+
+
+def _plain(ids: Any) -> bool:
+    """Whether `ids` is a list of distinct, non-empty strings without a control character, NUL or lone
+    surrogate (a non-string fails the join)."""
+    if type(ids) is not list:
+        return False
+    try:
+        joined = " ".join(ids)
+    except TypeError:
+        return False
+    distinct = set(ids)
+    return len(distinct) == len(ids) and "" not in distinct and unstorable(joined) is None \
+        and control_character(joined) is None
 
 
 def _within(node: Node, low: float, high: float | None) -> float:
