@@ -2,7 +2,8 @@
 
 It holds what judging all questions at once needs and a shard alone cannot do: the configuration's
 digest (partials of different configurations are refused), the shard, the question ids it ran, and
-per retriever each question's ranking, metric values and latency, its diagnostics and notes; the
+per retriever its run (`RetrieverRun`, through record/run.py's codec: each question's ranking, metric
+values and latency, its diagnostics and notes); the
 retrievers skipped (`unavailable`) or failed (`errors`); the fingerprint and the parts the runner
 added to it (`setup`), so the merge computes the same fingerprint from the repository's config; and
 the items selected (-k, -m), which decide the family of a significance run. Same inputs, same bytes
