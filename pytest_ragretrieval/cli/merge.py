@@ -1,7 +1,7 @@
 """`ragretrieval merge PART...`: the partial records of a sharded run, judged once over all questions.
 
 Each shard (`pytest --rag-eval --rag-shard I/N --rag-json PART`) measured its share of the
-questions and judged nothing; here the partials are checked and combined (`baseline/merge.py`), and
+questions and judged nothing; here the partials are checked and combined (`shards/merge.py`), and
 the gate's own judge decides every item as one unsharded run would: the same verdicts, the same
 family-wise adjustment, the same `--json` results, reports and baseline update (with its ratchet).
 """
@@ -12,8 +12,6 @@ from pathlib import Path
 from typing import Any
 
 from ..baseline.format import load as load_baseline
-from ..baseline.merge import merge
-from ..baseline.partial import PartialError, read_partial
 from ..baseline.verify import verify
 from ..config.outputs import check_outputs
 from ..config.settings import load_config
@@ -28,6 +26,8 @@ from ..gate.report import described
 from ..record.codec import encode
 from ..report.terminal import summary_lines
 from ..report.view import view
+from ..shards.merge import merge
+from ..shards.partial import PartialError, read_partial
 from .common import FAILED, OK, PROG, Result, UsageError, checked_output
 
 

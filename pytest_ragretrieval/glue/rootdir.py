@@ -14,8 +14,8 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..evalset.shards import parse_shard
 from ..report import formats
+from ..shards.assignment import parse_shard
 
 ALLOW_REGRESSION_ALONE = (
     "--rag-allow-regression only applies to --rag-update-baseline (it lets an update record values below the "

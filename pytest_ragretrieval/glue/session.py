@@ -17,7 +17,6 @@ from ..baseline.fingerprint import fingerprint
 from ..baseline.format import Baseline, dumps
 from ..baseline.format import load as load_baseline
 from ..baseline.gold import recorded_digests, recorded_gold
-from ..baseline.partial import partial_document
 from ..baseline.relabel import anchoring_error, plan
 from ..baseline.verify import verify
 from ..cache.store import Mode as CacheMode
@@ -29,14 +28,12 @@ from ..core.progress import Output, PlainOutput
 from ..core.timing import Phases
 from ..evalset.jsonl import Unanchored, load_chunks, load_evalset
 from ..evalset.records import Chunk, Question
-from ..evalset.shards import Shard
 from ..files.paths import display, write_atomic, write_problem
 from ..gate.checks import Outcome
 from ..gate.items import ItemKey, Skip, item_keys
 from ..gate.judge import Judge
 from ..gate.record import baseline_update, run_record
 from ..gate.report import described, header_lines
-from ..gate.shard import shard_outcome
 from ..record.codec import encode
 from ..record.report import ReportInput
 from ..record.types import Record, Status, Verdict
@@ -45,6 +42,9 @@ from ..report.view import view
 from ..runner.resources import database_mode, database_url
 from ..runner.runs import Runner
 from ..scoring.evaluate import Run
+from ..shards.assignment import Shard
+from ..shards.items import shard_outcome
+from ..shards.partial import partial_document
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,9 @@ from ..core.timing import Phases
 from ..core.values import quoted
 from ..evalset.records import Question
 from ..files.jsontext import escaped
+from ..record.run import RetrieverRun, scored
 from ..retrievers.protocol import Query, Retriever, ask, asked
-from ..scoring.evaluate import Run, score
+from ..scoring.evaluate import Run
 from ..scoring.metrics import MetricSpec
 from .store import Memo
 
@@ -94,9 +95,9 @@ def execute(
             with phases.phase(f"run {name}"):
                 memo.prefetch([asked(question) for question in questions], depth, bar.advance)
                 rankings, latencies = run_retriever(name, memo, questions, depth, known, latency=memo.latency_ms)
+        ran = RetrieverRun(depth, rankings, latencies, dict(memo.diagnostics(questions)), tuple(memo.notes()))
         with phases.phase("scoring"):
-            result = score(name, questions, rankings, specs, latencies)
-        return Run(result=result, diagnostics=dict(memo.diagnostics(questions)), notes=tuple(memo.notes()))
+            return scored(name, ran, questions, specs)
     except RetrieverUnavailable as exc:  # the reason may be recorded in the baseline: one line, no control character
         return Run(skipped=escaped(str(exc)))
     except RagError as exc:

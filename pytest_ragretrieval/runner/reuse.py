@@ -30,7 +30,6 @@ import json
 import platform
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, field
 from functools import cache
 from importlib import metadata
 from pathlib import Path
@@ -41,15 +40,17 @@ import msgspec
 from ..config.settings import Config
 from ..core.errors import RagError
 from ..evalset.records import Chunk, Question
+from ..files.jsonshape import Node, ShapeProblem
 from ..files.jsontext import JSONProblem, loads
-from ..files.paths import write_atomic
-from ..scoring.evaluate import Run, score
+from ..files.paths import Unreadable, write_atomic
+from ..record.run import MAX_DEPTH, RetrieverRun, decode, document, read_bytes, scored
+from ..scoring.evaluate import Run
 from ..scoring.metrics import MetricSpec
 from .execute import checked_ranking
 
-VERSION = 2
+VERSION = 3
 """Bumped when what an entry holds, or what its key covers, changes (2: `depth`, the rankings kept as deep
-as a consumer reads them)."""
+as a consumer reads them; 3: the run written by the one run codec, record/run.py)."""
 REUSABLE = frozenset({"vector", "bm25", "hybrid", "run"})
 """Types whose rankings follow from the key's inputs alone; a user's code, a service, a model or the
 team's table may change behind them (`python`, `rerank`, `table`, `sql`), so they always run."""
@@ -186,17 +187,21 @@ def entry_path(folder: Path, name: str) -> Path:
     return folder / "rankings" / f"{hashlib.sha256(name.encode()).hexdigest()[:16]}.json"
 
 
-def _entry(path: Path, name: str, inputs: str | None, wanted: Callable[[], str | None]) -> dict[str, Any] | None:
-    """The cached entry of `name` when it holds `inputs` and then `wanted()` (the full key, asked only then)."""
+def _entry(path: Path, name: str, inputs: str | None, wanted: Callable[[], str | None],
+           questions: Sequence[Question]) -> RetrieverRun | None:
+    """The cached run of `name` when its entry holds `inputs` and then `wanted()` (the full key, asked only
+    then) and a ranking for each of `questions`; None on any miss: a missing, older, damaged or
+    oversized entry, or one of another key (the codec's limits: record/run.py)."""
     try:
-        entry = loads(path.read_bytes())
-    except (OSError, JSONProblem):
+        root = Node(loads(read_bytes(path)))
+        if root.mapping().get("format") != VERSION or root["name"].value != name or inputs is None:
+            return None
+        if root["inputs"].value != inputs or root["key"].value != wanted():
+            return None
+        ran = decode(root["run"], root["depth"].integer(1, MAX_DEPTH), root["key"].text())
+    except (Unreadable, JSONProblem, ShapeProblem):
         return None
-    if not isinstance(entry, dict) or entry.get("name") != name or inputs is None or entry.get("inputs") != inputs:
-        return None
-    if entry.get("key") != wanted():
-        return None
-    return entry
+    return ran if all(q.id in ran.rankings for q in questions) else None
 
 
 def read(
@@ -206,47 +211,31 @@ def read(
     """The cached run of `name` when it holds `inputs` and then `wanted()` (the full key, asked only
     then), scored again; None on any miss (a missing, older, damaged or other-key entry, or rankings
     this eval set cannot take: the retriever runs)."""
-    entry = _entry(path, name, inputs, wanted)
-    if entry is None:
+    ran = _entry(path, name, inputs, wanted, questions)
+    if ran is None:
         return None
     try:
-        rankings = {q.id: checked_ranking(name, q, entry["rankings"][q.id], depth, known) for q in questions}
-        latencies = {q.id: float(entry["latency_ms"][q.id]) for q in questions}
-        diagnostics = {str(k): float(v) for k, v in entry["diagnostics"].items()}
-        notes = tuple(str(note) for note in entry["notes"])
-    except (RagError, LookupError, TypeError, ValueError, AttributeError):
+        rankings = {q.id: checked_ranking(name, q, ran.rankings[q.id], depth, known) for q in questions}
+    except RagError:
         return None
-    return Run(result=score(name, questions, rankings, specs, latencies), diagnostics=diagnostics, notes=notes)
-
-
-@dataclass(frozen=True)
-class Source:
-    """A source's cached rankings, as deep as its entry holds them, and their latencies, by question id."""
-
-    depth: int
-    rankings: Mapping[str, tuple[str, ...]] = field(hash=False)
-    latency_ms: Mapping[str, float] = field(hash=False)
+    return scored(name, msgspec.structs.replace(ran, depth=depth, rankings=rankings), questions, specs)
 
 
 def source(
     path: Path, name: str, inputs: str | None, wanted: Callable[[], str | None], questions: Sequence[Question],
     depth: int, known: Collection[str],
-) -> Source | None:
-    """`name`'s cached rankings for a retriever that reads it (a fusion, a reranker), when its entry holds
-    the key and every question's ranking at `depth` at least (the deepest any consumer reads it); None
-    on any miss: the source is built and runs as it would without a cache."""
-    entry = _entry(path, name, inputs, wanted)
-    if entry is None:
+) -> RetrieverRun | None:
+    """`name`'s cached run for a retriever that reads it (a fusion, a reranker), when its entry holds the
+    key and every question's ranking at `depth` at least (the deepest any consumer reads it), as deep as
+    the entry holds them; None on any miss: the source is built and runs as it would without a cache."""
+    ran = _entry(path, name, inputs, wanted, questions)
+    if ran is None or ran.depth < depth:
         return None
     try:
-        held = int(entry["depth"])
-        if held < depth:
-            return None
-        rankings = {q.id: checked_ranking(name, q, entry["rankings"][q.id], held, known) for q in questions}
-        latencies = {q.id: float(entry["latency_ms"][q.id]) for q in questions}
-    except (RagError, LookupError, TypeError, ValueError):
+        rankings = {q.id: checked_ranking(name, q, ran.rankings[q.id], ran.depth, known) for q in questions}
+    except RagError:
         return None
-    return Source(held, rankings, latencies)
+    return msgspec.structs.replace(ran, rankings=rankings)
 
 
 def write(path: Path, inputs: str, wanted: str, name: str, run: Run, depth: int,
@@ -256,12 +245,11 @@ def write(path: Path, inputs: str, wanted: str, name: str, run: Run, depth: int,
     session's store, `Workbench.stored`): a fusion-only change then reruns the fusion alone (`source`)."""
     if run.result is None or run.error is not None or run.skipped is not None:
         return
+    ran = RetrieverRun(depth, {qid: tuple(ranking) for qid, ranking in rankings.items()},
+                       {q.id: q.latency_ms for q in run.result.questions}, run.diagnostics, run.notes, wanted)
     entry = {
         "format": VERSION, "name": name, "inputs": inputs, "key": wanted, "depth": depth,
-        "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "rankings": {qid: list(ranking) for qid, ranking in rankings.items()},
-        "latency_ms": {q.id: q.latency_ms for q in run.result.questions},
-        "diagnostics": dict(run.diagnostics), "notes": list(run.notes),
+        "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "run": document(ran),
     }
     path.parent.mkdir(parents=True, exist_ok=True)
     ignore = path.parent / ".gitignore"

@@ -12,6 +12,7 @@ from ..core.progress import Output
 from ..core.timing import Phases
 from ..database.dsn import redact
 from ..evalset.records import Chunk, Question
+from ..record.run import RetrieverRun
 from ..scoring.evaluate import Run
 from . import reuse
 from .execute import checked_ranking, execute
@@ -100,7 +101,7 @@ class Runner:
                 self._keep(path, name)
         return self.runs[name]
 
-    def _source(self, name: str) -> reuse.Source | None:
+    def _source(self, name: str) -> RetrieverRun | None:
         """`name`'s cached rankings, for the retriever being run that reads it (a fusion, a reranker), when
         every input of `name` is unchanged and no latency item counts its latency: a change of the
         fusion alone then runs the fusion alone, with no index built and no database started."""

@@ -9,11 +9,11 @@ from ..cache.store import Namespace
 from ..config.settings import Config
 from ..core.errors import RagError, RetrieverError
 from ..evalset.records import Chunk, Question
+from ..record.run import RetrieverRun
 from ..retrievers import TYPES, Closing, Retriever
 from ..retrievers.protocol import Connection, IndexKind, Query, asked
 from ..retrievers.tokens import tokenizer
 from .resources import Resources
-from .reuse import Source
 from .store import Entry, Memo, Rankings, Reused
 
 if TYPE_CHECKING:
@@ -134,7 +134,7 @@ class Workbench:
         self._ahead: dict[str, Ahead] = {}
         self.planned: tuple[str, ...] = ()
         """The retrievers this session will run (`Runner.plan`), whose corpus tokens may be made ahead."""
-        self.cached: Callable[[str], Source | None] = lambda name: None
+        self.cached: Callable[[str], RetrieverRun | None] = lambda name: None
         """A source's rankings from its cached run, when they may stand in for running it (`Runner`)."""
 
     def depth(self, name: str) -> int:

@@ -121,7 +121,8 @@ def score(
 
 @dataclass(frozen=True)
 class Run:
-    """What happened to one retriever this session: a result, an error, or why it was skipped."""
+    """What happened to one retriever this session: a result (its raw run scored: `record/run.py`'s
+    `RetrieverRun` and `scored`), an error, or why it was skipped."""
 
     result: RetrieverResult | None = None
     error: RagError | None = None

@@ -25,6 +25,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("runner",),
     ("baseline",),
     ("gate",),
+    ("shards",),
     ("report",),
     ("review",),
     ("glue",),
@@ -120,6 +121,15 @@ def test_every_package_and_module_has_a_place_in_the_order() -> None:
     placed = [part for layer in LAYERS for part in layer]
     assert len(placed) == len(set(placed))
     assert {layer_of(name) for name in modules() if name != NAME} == set(placed)
+
+
+def test_sharding_lives_in_shards() -> None:
+    """Sharding has one home (issue 41): no module outside `shards/` is named for it, but the command
+    (`cli/merge.py`, `ragretrieval merge`)."""
+    stray = [name for name in modules() if layer_of(name) not in ("shards", "cli")
+             and any(word in name.rpartition(".")[2] for word in ("shard", "partial", "merge"))]
+    assert stray == []
+    assert {f"{NAME}.shards.{part}" for part in ("assignment", "items", "partial", "merge")} <= set(modules())
 
 
 def test_packages_import_only_along_the_order() -> None:

@@ -10,6 +10,7 @@ from projects import CHUNKS, QUESTIONS, retriever, write_project
 
 from pytest_ragretrieval.config.settings import Config, load_config
 from pytest_ragretrieval.evalset.records import Chunk, Question
+from pytest_ragretrieval.record.run import RetrieverRun
 from pytest_ragretrieval.runner import reuse
 from pytest_ragretrieval.scoring.evaluate import Run, score
 
@@ -147,7 +148,7 @@ def test_a_source_is_read_back_as_deep_as_its_entry_holds(tmp_path: Path) -> Non
     path = reuse.entry_path(tmp_path / ".rag-cache", "bm25")
     reuse.write(path, "i1", "k1", "bm25", ran, 3, deep)
 
-    def source(depth: int, wanted: str = "k1", ids: set[str] = known) -> reuse.Source | None:
+    def source(depth: int, wanted: str = "k1", ids: set[str] = known) -> RetrieverRun | None:
         return reuse.source(path, "bm25", "i1", lambda: wanted, QUESTION_ROWS, depth, ids)
 
     found = source(3)

@@ -15,15 +15,15 @@ from hypothesis import strategies as st
 
 from pytest_ragretrieval.baseline.fingerprint import fingerprint
 from pytest_ragretrieval.baseline.format import dumps
-from pytest_ragretrieval.baseline.merge import Merged, first_difference, merge
-from pytest_ragretrieval.baseline.partial import PartialError, partial_document, read_partial
 from pytest_ragretrieval.config.settings import Config, load_config
 from pytest_ragretrieval.evalset.jsonl import load_chunks, load_evalset
 from pytest_ragretrieval.evalset.records import Chunk, Question
-from pytest_ragretrieval.evalset.shards import Shard, parse_shard, shard_of
 from pytest_ragretrieval.gate.items import ItemKey, Skip
-from pytest_ragretrieval.gate.shard import shard_outcome
 from pytest_ragretrieval.scoring.evaluate import Run, score
+from pytest_ragretrieval.shards.assignment import Shard, parse_shard, shard_of
+from pytest_ragretrieval.shards.items import shard_outcome
+from pytest_ragretrieval.shards.merge import Merged, first_difference, merge
+from pytest_ragretrieval.shards.partial import PartialError, partial_document, read_partial
 
 CHUNKS = [f"c{i}" for i in range(8)]
 QUESTION_IDS = [f"q{i:02d}" for i in range(12)]

@@ -3,7 +3,7 @@
 Refused, one line each: partials of different configurations, a shard missing or given twice, a
 partial whose questions are not its shard's share of the eval set, partials measured under another
 configuration than the repository's. Each retriever's result is then scored again over all
-questions from the shards' rankings and latencies (`scoring.evaluate.score`, as a run scores), so
+questions from the shards' rankings and latencies (`record.run.scored`, as a run scores), so
 every mean, tag and count is the unsharded run's to the bit; the per-question values the shards
 recorded are checked against it. Diagnostics (an index's recall, a reranker's pool recall) are
 aggregates a shard computed over its own questions: they are kept per shard (`ann_recall@10 shard
@@ -16,14 +16,15 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..baseline.fingerprint import fingerprint
 from ..config.settings import Config
 from ..core.errors import RetrieverError
 from ..evalset.records import Chunk, Question
-from ..evalset.shards import Shard
 from ..files.paths import display
-from ..scoring.evaluate import Run, score
-from .fingerprint import fingerprint
-from .partial import Partial, PartialError, ShardRun
+from ..record.run import RetrieverRun, scored
+from ..scoring.evaluate import Run
+from .assignment import Shard
+from .partial import Partial, PartialError
 
 
 @dataclass(frozen=True)
@@ -156,17 +157,22 @@ def _run(name: str, partials: Sequence[Partial], questions: Sequence[Question], 
         raise PartialError(f"{display(absent.path)}: retriever {name!r} did not run there but did on other shards; "
                            "merge the shards of one run")
     shard_runs = [(p, p.runs[name]) for p in partials]
-    rankings = {qid: ranking for _, run in shard_runs for qid, ranking in run.rankings.items()}
-    latencies = {qid: took for _, run in shard_runs for qid, took in run.latencies.items()}
-    result = score(name, questions, rankings, config.shown, latencies)
+    whole = RetrieverRun(
+        depth=partials[0].depth, under=partials[0].configuration,
+        rankings={qid: ranking for _, run in shard_runs for qid, ranking in run.rankings.items()},
+        latency_ms={qid: took for _, run in shard_runs for qid, took in run.latency_ms.items()},
+        diagnostics={f"{key} shard {p.shard}": value
+                     for p, run in shard_runs for key, value in run.diagnostics.items()},
+        notes=tuple(dict.fromkeys(note for _, run in shard_runs for note in run.notes)),
+    )
+    merged = scored(name, whole, questions, config.shown)
+    assert merged.result is not None
     for partial, run in shard_runs:
-        _agrees(partial, name, run, {q.id: q.values for q in result.questions})
-    diagnostics = {f"{key} shard {p.shard}": value for p, run in shard_runs for key, value in run.diagnostics.items()}
-    notes = tuple(dict.fromkeys(note for _, run in shard_runs for note in run.notes))
-    return Run(result=result, diagnostics=diagnostics, notes=notes)
+        _agrees(partial, name, run, {q.id: q.values for q in merged.result.questions})
+    return merged
 
 
-def _agrees(partial: Partial, name: str, run: ShardRun, values: Mapping[str, Mapping[str, float]]) -> None:
+def _agrees(partial: Partial, name: str, run: RetrieverRun, values: Mapping[str, Mapping[str, float]]) -> None:
     for qid, recorded in run.values.items():
         if dict(recorded) != dict(values[qid]):
             raise PartialError(f"{display(partial.path)}: retrievers.{name}.questions.{qid}.metrics disagree with "

@@ -8,10 +8,10 @@ shard's question is skipped.
 from __future__ import annotations
 
 from ..core.values import fmt
-from ..evalset.shards import Shard, shard_of
+from ..gate.checks import Outcome
+from ..gate.items import ItemKey, Skip
 from ..scoring.evaluate import Run, latency_summary
-from .checks import Outcome
-from .items import ItemKey, Skip
+from .assignment import Shard, shard_of
 
 LATER = "judged by `ragretrieval merge` over all shards"
 
