@@ -256,8 +256,8 @@ def exact_sample(folder: Path, size: str, sample: int) -> dict[str, Any]:
     from pgvector.psycopg import register_vector
     from psycopg import connect
 
-    from pytest_ragretrieval.config.settings import IndexSettings
     from pytest_ragretrieval.database.seed import index_memory_mb
+    from pytest_ragretrieval.database.settings import IndexSettings
     from pytest_ragretrieval.retrievers.candidates import Candidates
 
     chunks, _, dimensions, index = SIZES[size]

@@ -25,9 +25,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_ragretrieval.baseline.gold import gold_texts
-from pytest_ragretrieval.baseline.relabel import plan, rewritten
+from pytest_ragretrieval.baseline.fingerprint import gold_texts
 from pytest_ragretrieval.evalset.jsonl import load_chunks, load_evalset
+from pytest_ragretrieval.labels.relabel import plan, rewritten
 
 ENDS = "。！？"
 

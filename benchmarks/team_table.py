@@ -19,8 +19,8 @@ from pathlib import Path
 
 import psycopg
 
+from pytest_ragretrieval.database.session import TeamCorpus
 from pytest_ragretrieval.database.team import connect, read_corpus
-from pytest_ragretrieval.retrievers.table import TeamCorpus
 
 
 def timed(function: Callable[[], object], repeat: int) -> float:

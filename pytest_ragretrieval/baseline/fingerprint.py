@@ -19,9 +19,7 @@ from typing import Any
 from ..config.settings import Config
 from ..evalset.jsonl import GRADING_VERSION
 from ..evalset.records import Chunk, Question
-from ..retrievers.tokens import describe
 from ..scoring.metrics import METRICS_VERSION
-from .gold import gold_texts
 
 ITEMIZE_LIMIT = 20_000
 """Above this many chunks the baseline records the corpus's digest and size only, not one digest per
@@ -52,6 +50,17 @@ def evalset_digest(questions: Sequence[Question]) -> str:
         for q in sorted(questions, key=lambda q: q.id)
     ]
     return _digest(rows)
+
+
+def gold_ids(questions: Sequence[Question]) -> frozenset[str]:
+    """Every chunk some question grades 1 or more (snippet matches included: they are graded 1)."""
+    return frozenset(cid for question in questions for cid in question.relevant_ids)
+
+
+def gold_texts(chunks: Sequence[Chunk], questions: Sequence[Question]) -> dict[str, str]:
+    """Chunk id -> text of every gold chunk, in id order (the file's keys are sorted anyway)."""
+    wanted = gold_ids(questions)
+    return {chunk.id: chunk.text for chunk in sorted(chunks, key=lambda c: c.id) if chunk.id in wanted}
 
 
 def chunk_record(chunk: Chunk) -> str:
@@ -110,7 +119,8 @@ def fingerprint(
     corpus: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """This run's fingerprint: the yardstick, the shared inputs and one entry per retriever set up.
-    The corpus part also keeps the gold chunks' texts (`gold.py`), the labels' provenance.
+    The corpus part also keeps the gold chunks' texts (`gold_texts`), the labels' provenance, which
+    `labels.gold` reads back.
 
     `setup` is what each retriever's type adds (the embedder, the index), as the runner found it for
     the retrievers it ran and their sources (`Config.reading`): the others are not described, as
@@ -120,7 +130,7 @@ def fingerprint(
     """
     return {
         "yardstick": yardstick(config),
-        "tokenizer": describe(config.tokenizer),
+        "tokenizer": config.described_tokenizer(),
         "chunks": (dict(corpus) if corpus is not None
                    else {**corpus_record(chunks), "gold": gold_texts(chunks, questions)}),
         "questions": questions_record(questions),

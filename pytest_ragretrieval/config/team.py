@@ -4,9 +4,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..core.errors import ConfigError
+from ..database.session import TeamCorpus
 from ..files.tables import Table
 from ..retrievers import RetrieverSpec
-from ..retrievers.table import TeamCorpus, corpus_of
+from ..retrievers.table import corpus_of
 
 TEAM_TYPES = ("table", "sql")
 """The retriever types that read the team's own database."""

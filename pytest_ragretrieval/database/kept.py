@@ -37,8 +37,8 @@ if TYPE_CHECKING:
 
     import numpy
 
-    from ..config.settings import IndexSettings
     from ..evalset.records import Chunk
+    from .settings import IndexSettings
 
 FOLDER = "databases"
 KEEP = 2

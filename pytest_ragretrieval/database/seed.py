@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     import psycopg
     from psycopg import sql
 
-    from ..config.settings import IndexSettings
+    from .settings import IndexSettings
 
 TABLE = "chunks"
 MAX_DIMENSIONS = 16000

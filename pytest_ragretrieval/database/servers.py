@@ -24,8 +24,8 @@ from .hints import ALTERNATIVES, URL_ENV
 if TYPE_CHECKING:
     import psycopg
 
-    from ..config.settings import DbMode
     from .kept import Kept
+    from .settings import DbMode
 
 READY_SECONDS = 30.0
 CONNECT_TIMEOUT = 10

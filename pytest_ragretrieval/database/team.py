@@ -3,7 +3,7 @@
 Unlike `url` mode (database.handle), nothing here creates a schema, seeds a table or writes a
 row: every session is read-only (`default_transaction_read_only`), runs under the plugin's
 connect timeout, TCP keepalives, its server-side limits (statement, lock and idle-in-transaction
-timeouts) and a client-side deadline on every read (retrievers.table.deadline), and its role must
+timeouts) and a client-side deadline on every read (database.session.deadline), and its role must
 only read: one that is a superuser, holds a predefined server role, or owns or may write a table is
 refused (`connect`); SELECT on the team's table and USAGE on its schema are all it needs. This
 module reads the corpus from that table for a run without a chunks file, computes the corpus's
@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.errors import DatabaseError
 from ..evalset.records import Chunk
-from ..retrievers.table import CHEAP, SESSION, TeamCorpus, condition, deadline, identifier, limits_note
 from .dsn import redact, scrub
 from .hints import URL_ENV
 from .servers import open_connection
+from .session import CHEAP, SESSION, TeamCorpus, condition, deadline, identifier, limits_note, setting_text
 
 if TYPE_CHECKING:
     import psycopg
@@ -200,8 +200,6 @@ def session_settings(conn: psycopg.Connection) -> dict[str, tuple[str, str]]:
 def in_effect(found: Mapping[str, tuple[str, str]], pins: Mapping[str, Any]) -> tuple[dict[str, str], list[str]]:
     """The search settings the run measures, each as `value (where it came from)`: a `search_settings`
     pin over the session's own value; and a line for each pin the database's own value differs from."""
-    from ..retrievers.table import setting_text
-
     session = {name: f"{value} ({source})" for name, (value, source) in found.items()}
     lines = []
     for name, pin in pins.items():

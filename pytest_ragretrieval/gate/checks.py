@@ -189,7 +189,7 @@ class MetricCheck:
     alpha: float = 0.05
     changes: tuple[str, ...] = ()
     edited: Mapping[str, tuple[str, ...]] = field(default_factory=dict, hash=False)
-    """Question id -> its gold chunks whose text was edited since the baseline (`baseline/gold.py`)."""
+    """Question id -> its gold chunks whose text was edited since the baseline (`labels/gold.py`)."""
     judged: Mapping[str, Collection[str]] = field(default_factory=dict, hash=False)
     """Each question's judged chunk ids (any grade), for the line on unjudged chunks in a drop's top k."""
     ann_recall: float | None = None

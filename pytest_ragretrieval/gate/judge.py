@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 from ..baseline.bar import replacement
 from ..baseline.fingerprint import questions_record
 from ..baseline.format import RERECORD, Baseline, Recorded
-from ..baseline.gold import EditedGold, by_question, edited_gold, recorded_gold, review_line
 from ..baseline.since import QuestionChanges, Since, question_changes, since
 from ..baseline.update import partial_lines
 from ..baseline.verify import reproduced
@@ -21,6 +20,7 @@ from ..core.errors import RagError
 from ..core.values import fmt, signed
 from ..evalset.records import Question
 from ..files.paths import display
+from ..labels.gold import EditedGold, by_question, edited_gold, recorded_gold, review_line
 from ..record.types import Comparison
 from ..scoring.evaluate import Run, latency_summary
 from .checks import (

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from ..baseline.fingerprint import gold_texts
 from ..baseline.format import Baseline
-from ..baseline.gold import edited_gold, gold_texts, recorded_gold, review_line
 from ..config.settings import Config
 from ..evalset.records import Chunk, Question
 from ..files.paths import display
+from ..labels.gold import edited_gold, recorded_gold, review_line
 from ..record.report import Described
 from ..retrievers.tokens import mostly_cjk
 from ..scoring.evaluate import Run

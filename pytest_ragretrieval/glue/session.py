@@ -16,16 +16,15 @@ from msgspec import UNSET, structs
 from ..baseline.fingerprint import fingerprint
 from ..baseline.format import Baseline, dumps
 from ..baseline.format import load as load_baseline
-from ..baseline.gold import recorded_digests, recorded_gold
-from ..baseline.relabel import anchoring_error, plan
 from ..baseline.verify import verify
 from ..cache.store import Mode as CacheMode
 from ..config.outputs import check_outputs
-from ..config.settings import Config, DbMode, load_config
+from ..config.settings import Config, load_config
 from ..core.env import in_github_actions
 from ..core.errors import ConfigError, FixtureError
 from ..core.progress import Output, PlainOutput
 from ..core.timing import Phases
+from ..database.settings import DbMode
 from ..evalset.jsonl import Unanchored, load_chunks, load_evalset
 from ..evalset.records import Chunk, Question
 from ..files.paths import display, write_atomic, write_problem
@@ -34,6 +33,8 @@ from ..gate.items import ItemKey, Skip, item_keys
 from ..gate.judge import Judge
 from ..gate.record import baseline_update, run_record
 from ..gate.report import described, header_lines
+from ..labels.gold import recorded_digests, recorded_gold
+from ..labels.relabel import anchoring_error, plan
 from ..record.codec import encode
 from ..record.report import ReportInput
 from ..record.types import Record, Status, Verdict

@@ -56,7 +56,8 @@ def check_fingerprint(path: Path, value: object, version: int) -> None:
 
 
 def _gold(path: Path, gold: object) -> None:
-    """The gold chunks' texts (`baseline/gold.py`): free text, but text a file and Postgres can hold."""
+    """The gold chunks' texts (`baseline.fingerprint.gold_texts`, read back by `labels/gold.py`): free
+    text, but text a file and Postgres can hold."""
     if not isinstance(gold, dict):
         raise damaged(path, f"fingerprint.chunks.gold must map chunk ids to texts, got {json_type(gold)}")
     for chunk_id, text in gold.items():

@@ -10,9 +10,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Literal, Protocol, Self, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, Self, runtime_checkable
 
 from ..cache.store import Namespace
+from ..database.settings import IndexKind
 from ..embedding.prompts import Side
 from ..evalset.records import Chunk, Question
 from ..files.tables import Table
@@ -20,10 +21,6 @@ from ..files.tables import Table
 if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
-
-IndexKind = Literal["exact", "hnsw"]
-"""How the seeded table is searched: `index = "exact"` or `"hnsw"` in the config."""
-
 
 @dataclass(frozen=True)
 class Query:

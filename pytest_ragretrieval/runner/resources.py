@@ -19,13 +19,13 @@ if TYPE_CHECKING:
     import psycopg
 
     from ..cache.store import Mode as CacheMode
-    from ..config.settings import DbMode
     from ..database.handle import Database
     from ..database.kept import Kept
     from ..database.servers import ServerMode
+    from ..database.session import TeamCorpus
+    from ..database.settings import DbMode
     from ..database.spare import Spare
     from ..embedding.cached import CachedEmbedder
-    from ..retrievers.table import TeamCorpus
 
 
 class Resources:

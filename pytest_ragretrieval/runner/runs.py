@@ -21,7 +21,7 @@ from .workbench import Workbench
 
 if TYPE_CHECKING:
     from ..cache.store import Mode as CacheMode
-    from ..config.settings import DbMode
+    from ..database.settings import DbMode
 
 
 def required(name: str, config: Config, run: Run) -> Run:

@@ -8,10 +8,11 @@ from typing import TYPE_CHECKING, Any
 from ..cache.store import Namespace
 from ..config.settings import Config
 from ..core.errors import RagError, RetrieverError
+from ..database.settings import IndexKind
 from ..evalset.records import Chunk, Question
 from ..record.run import RetrieverRun
 from ..retrievers import TYPES, Closing, Retriever
-from ..retrievers.protocol import Connection, IndexKind, Query, asked
+from ..retrievers.protocol import Connection, Query, asked
 from ..retrievers.tokens import tokenizer
 from .resources import Resources
 from .store import Entry, Memo, Rankings, Reused

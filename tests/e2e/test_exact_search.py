@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from psycopg import sql
 
-from pytest_ragretrieval.config.settings import IndexSettings
 from pytest_ragretrieval.database.handle import Database, open_database
 from pytest_ragretrieval.database.seed import seed, table_label
 from pytest_ragretrieval.database.servers import Choice
+from pytest_ragretrieval.database.settings import IndexSettings
 from pytest_ragretrieval.evalset.records import Chunk
 from pytest_ragretrieval.retrievers.vector import VectorRetriever
 

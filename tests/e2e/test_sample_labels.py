@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from sample_project import gate, lines, outcome, sample, write_lines
 
+from pytest_ragretrieval.baseline.fingerprint import gold_texts
 from pytest_ragretrieval.baseline.format import dumps
-from pytest_ragretrieval.baseline.gold import gold_texts
 from pytest_ragretrieval.cli import main
 from pytest_ragretrieval.evalset.jsonl import load_chunks, load_evalset
 

@@ -10,7 +10,6 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from pytest_ragretrieval.config.settings import IndexSettings
 from pytest_ragretrieval.core.errors import ConfigError, DatabaseError, RagError
 from pytest_ragretrieval.database.handle import Database, open_database
 from pytest_ragretrieval.database.seed import (
@@ -22,6 +21,7 @@ from pytest_ragretrieval.database.seed import (
     table_name,
 )
 from pytest_ragretrieval.database.servers import Choice
+from pytest_ragretrieval.database.settings import IndexSettings
 from pytest_ragretrieval.evalset.records import Chunk
 
 EXACT = IndexSettings()

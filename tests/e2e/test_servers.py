@@ -22,7 +22,6 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from pytest_ragretrieval.config.settings import IndexSettings
 from pytest_ragretrieval.core.errors import DatabaseError, RagError
 from pytest_ragretrieval.database.docker import DOCKER_IMAGE, docker_answers
 from pytest_ragretrieval.database.dsn import redact, scrub
@@ -30,6 +29,7 @@ from pytest_ragretrieval.database.handle import open_database
 from pytest_ragretrieval.database.schemas import lock_key
 from pytest_ragretrieval.database.seed import seed, table_name
 from pytest_ragretrieval.database.servers import Choice, choose
+from pytest_ragretrieval.database.settings import IndexSettings
 from pytest_ragretrieval.evalset.records import Chunk
 
 if TYPE_CHECKING:

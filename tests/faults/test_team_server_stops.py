@@ -22,8 +22,8 @@ psutil = pytest.importorskip("psutil")
 pytest.importorskip("pgserver")
 
 from pytest_ragretrieval.core.errors import DatabaseError  # noqa: E402
+from pytest_ragretrieval.database.session import deadline  # noqa: E402
 from pytest_ragretrieval.database.team import connect  # noqa: E402
-from pytest_ragretrieval.retrievers.table import deadline  # noqa: E402
 
 EMBEDDER = '''
 import numpy

@@ -1,10 +1,10 @@
-"""Where a gold chunk's recorded text went (baseline/anchor.py): shares counted by hand."""
+"""Where a gold chunk's recorded text went (labels/anchor.py): shares counted by hand."""
 from __future__ import annotations
 
 import pytest
 
-from pytest_ragretrieval.baseline.anchor import CERTAIN, FUZZY, Anchor, Matcher
 from pytest_ragretrieval.evalset.records import Chunk
+from pytest_ragretrieval.labels.anchor import CERTAIN, FUZZY, Anchor, Matcher
 
 
 def corpus(*texts: tuple[str, str]) -> list[Chunk]:
@@ -140,7 +140,7 @@ def test_the_long_alignment_gives_rapidfuzz_s_answer_just_above_the_limit(shape:
     span and score (to the shown decimal) for a chunk with edits, cut short, or holding the old text and more."""
     from rapidfuzz import fuzz
 
-    from pytest_ragretrieval.baseline.anchor import LONG, _aligned
+    from pytest_ragretrieval.labels.anchor import LONG, _aligned
 
     old = long_text(LONG + 100, 3)
     edited = list(old)

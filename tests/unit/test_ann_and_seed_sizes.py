@@ -1,8 +1,8 @@
 """The ANN diagnostics from per-query overlaps, and what seeding allows itself for a large corpus."""
 from __future__ import annotations
 
-from pytest_ragretrieval.config.settings import IndexSettings
 from pytest_ragretrieval.database.seed import index_memory_mb, seed_timeout
+from pytest_ragretrieval.database.settings import IndexSettings
 from pytest_ragretrieval.retrievers.vector import ANN_DIAGNOSTICS, ann_recall, ann_recall_worst
 
 

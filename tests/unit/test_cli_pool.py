@@ -175,7 +175,7 @@ def judged(pooled: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
 def test_the_judge_proposes_grades_with_provenance_and_caches_them(
     judged: Any, pooled: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from pytest_ragretrieval.cli.pool_judge import PROMPT, PROMPT_SHA256
+    from pytest_ragretrieval.labels.judge import PROMPT, PROMPT_SHA256
 
     argv = ("pool", "--results", "results.json", "--judge", "openai:judge-model", "--base-url", judged.url,
             "--out", "proposals.jsonl")
@@ -226,7 +226,7 @@ def test_a_judge_answer_without_a_score_is_named(judged: Any, pooled: Path, caps
 
 
 def test_the_docs_show_the_judge_s_prompt_verbatim() -> None:
-    from pytest_ragretrieval.cli.pool_judge import PROMPT
+    from pytest_ragretrieval.labels.judge import PROMPT
 
     page = (Path(__file__).parents[2] / "docs" / "labels.md").read_text(encoding="utf-8")
     assert f"```text\n{PROMPT}\n```" in page
@@ -250,8 +250,8 @@ def test_the_judge_stops_when_its_budget_is_spent(judged: Any, tmp_path: Path) -
     """The clock reads 0 at the start and at the first question, 100 at the second: a budget of 10 s is spent."""
     from stages import config
 
-    from pytest_ragretrieval.cli.pool_judge import ChatJudge
     from pytest_ragretrieval.core.errors import RagError
+    from pytest_ragretrieval.labels.judge import ChatJudge
 
     times = iter([0.0, 0.0, 100.0])
     judge = ChatJudge(config(tmp_path), "m", judged.url, 10, clock=lambda: next(times))
@@ -268,8 +268,8 @@ def test_a_judge_server_that_trickles_bytes_is_held_to_the_budget(judged: Any, t
     from openai_server import Reply
     from stages import config
 
-    from pytest_ragretrieval.cli.pool_judge import ChatJudge
     from pytest_ragretrieval.core.errors import RagError
+    from pytest_ragretrieval.labels.judge import ChatJudge
 
     judged.default = Reply(fault="trickle")
     judge = ChatJudge(config(tmp_path), "m", judged.url, 1)

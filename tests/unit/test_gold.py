@@ -1,4 +1,4 @@
-"""The gold chunks' texts in the baseline (baseline/gold.py): recorded, read back, compared, named."""
+"""The gold chunks' texts in the baseline (labels/gold.py): recorded, read back, compared, named."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -6,11 +6,12 @@ from pathlib import Path
 import pytest
 from stages import document
 
+from pytest_ragretrieval.baseline.fingerprint import gold_texts
 from pytest_ragretrieval.baseline.format import dumps, parse
-from pytest_ragretrieval.baseline.gold import by_question, edited_gold, gold_texts, recorded_gold, review_line
 from pytest_ragretrieval.core.errors import BaselineError
 from pytest_ragretrieval.evalset.records import Chunk, Question
 from pytest_ragretrieval.gate.checks import Drop, drop_lines
+from pytest_ragretrieval.labels.gold import by_question, edited_gold, recorded_gold, review_line
 
 CHUNKS = [Chunk("b", "第二段\n两行"), Chunk("a", "第一段"), Chunk("c", "无人标注"), Chunk("d", "负例")]
 QUESTIONS = [

@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pytest_ragretrieval.config.settings import IndexSettings
 from pytest_ragretrieval.database import kept as kept_module
 from pytest_ragretrieval.database.kept import IN_USE, SEEDED, claim, key
 from pytest_ragretrieval.database.servers import start_kept
+from pytest_ragretrieval.database.settings import IndexSettings
 from pytest_ragretrieval.evalset.records import Chunk
 
 CHUNKS = [Chunk("a", "退款三天到账", "faq.md", {"lang": "zh"}), Chunk("b", "退货需要发票")]

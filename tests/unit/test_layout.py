@@ -1,5 +1,6 @@
 """The package's shape, enforced: layers in the order of a run, no import cycle (type-only imports too),
-a judge and metrics that reach no I/O library, pytest only in the glue. How large a function may grow
+packages that know nothing of the retrievers, a command line that uses no other package's private
+names, a judge and metrics that reach no I/O library, pytest only in the glue. How large a function may grow
 is ruff's complexity limit (C901, PLR0912, PLR0915 in pyproject.toml), not a cap on a module's lines."""
 from __future__ import annotations
 
@@ -19,11 +20,12 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("scoring",),
     ("record",),
     ("embedding",),
+    ("database",),
     ("retrievers",),
     ("config",),
-    ("database",),
     ("runner",),
     ("baseline",),
+    ("labels",),
     ("gate",),
     ("shards",),
     ("report",),
@@ -36,6 +38,14 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 The first layer is the foundation, single modules any layer may use (their cycles are caught by
 `test_no_import_cycles`). The package's own `__init__` (the version, the public names loaded on
 first access) belongs to no layer: Python imports it before any module of the package anyway."""
+
+UNKNOWN: Mapping[str, frozenset[str]] = {
+    "database": frozenset({"retrievers"}),
+    "baseline": frozenset({"retrievers"}),
+}
+"""Packages a package may not import even where the order would allow it: the servers serve the
+retrievers (`database.session` is what both use), and the baseline records what the runner and the
+settings hand it, whatever the retrievers are."""
 
 IO_LIBRARIES = (
     "psycopg", "pgvector", "pgserver", "docker", "testcontainers", "openai", "httpx", "requests", "urllib3",
@@ -141,6 +151,60 @@ def test_an_import_against_the_order_is_named() -> None:
     assert against_the_order(edges, (("runner",), ("gate",))) == []
     assert against_the_order(edges, (("gate",), ("runner",))) == [
         f"{NAME}.gate.judge imports {NAME}.runner.resources, but gate comes before runner in the order"
+    ]
+
+
+def unknown_imports(edges: Mapping[str, set[str]], unknown: Mapping[str, frozenset[str]]) -> list[str]:
+    """Each import of a package that the importing package must know nothing of."""
+    return [f"{module} imports {target}, but {layer_of(module)} knows nothing of {layer_of(target)}"
+            for module, imported in sorted(edges.items()) for target in sorted(imported)
+            if layer_of(target) in unknown.get(layer_of(module), ())]
+
+
+def test_the_database_and_the_baseline_know_nothing_of_the_retrievers() -> None:
+    assert unknown_imports(graph(), UNKNOWN) == []
+
+
+def test_an_import_of_an_unknown_package_is_named() -> None:
+    edges = {f"{NAME}.database.team": {f"{NAME}.retrievers.table", f"{NAME}.database.session"}}
+    assert unknown_imports(edges, UNKNOWN) == [
+        f"{NAME}.database.team imports {NAME}.retrievers.table, but database knows nothing of retrievers"
+    ]
+
+
+def private_names(name: str, path: Path) -> list[str]:
+    """Each `_name` that `name` imports from another package of ours (`from ..x.y import _z`, or
+    `from ..x import _y`, a private module), function bodies included."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = []
+    for node in import_nodes(ast.parse(path.read_text(encoding="utf-8")), at_import=False):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        if node.level:
+            base = package.split(".")[: len(package.split(".")) - node.level + 1]
+            source = ".".join([*base, *([node.module] if node.module else [])])
+        else:
+            source = node.module or ""
+        if source.partition(".")[0] != NAME or layer_of(source) == layer_of(name):
+            continue
+        found += [f"{name} imports {alias.name} from {source}" for alias in node.names
+                  if alias.name.startswith("_") or any(part.startswith("_") for part in source.split(".")[1:])]
+    return found
+
+
+def test_the_command_line_imports_no_other_packages_private_names() -> None:
+    """`cli/` uses other packages through their public names: a `_name` is theirs to change."""
+    assert [line for name, path in modules().items() if layer_of(name) == "cli"
+            for line in private_names(name, path)] == []
+
+
+def test_a_private_import_is_named(tmp_path: Path) -> None:
+    source = tmp_path / "pool.py"
+    source.write_text("from ..labels.pool import _fold, pool\nfrom .common import _own\n\n\n"
+                      "def run() -> None:\n    from ..labels import _judge\n", encoding="utf-8")
+    assert private_names(f"{NAME}.cli.pool", source) == [
+        f"{NAME}.cli.pool imports _fold from {NAME}.labels.pool",
+        f"{NAME}.cli.pool imports _judge from {NAME}.labels",
     ]
 
 

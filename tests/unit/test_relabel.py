@@ -1,4 +1,4 @@
-"""Re-anchoring gold labels (baseline/relabel.py) and `ragretrieval relabel` on a small hand-made project."""
+"""Re-anchoring gold labels (labels/relabel.py) and `ragretrieval relabel` on a small hand-made project."""
 from __future__ import annotations
 
 import json
@@ -11,9 +11,9 @@ import pytest
 from stages import document
 
 from pytest_ragretrieval.baseline.format import dumps
-from pytest_ragretrieval.baseline.relabel import command, plan, rewritten
 from pytest_ragretrieval.cli import main
 from pytest_ragretrieval.evalset.jsonl import load_chunks, load_evalset
+from pytest_ragretrieval.labels.relabel import command, plan, rewritten
 
 HALF_A, HALF_B = "一线城市住宿每晚不超过六百元。", "二线城市每晚不超过四百五十元。"
 REFUND = "退款在审核通过后三个工作日内原路退回。"
@@ -209,7 +209,7 @@ def test_a_baseline_without_gold_texts_says_so_in_one_line(tmp_path: Path, monke
 
 def test_old_chunks_give_the_old_gold(tmp_path: Path) -> None:
     """The fixture's GOLD is what the old corpus gives: the record the gate would have written."""
-    from pytest_ragretrieval.baseline.gold import gold_texts
+    from pytest_ragretrieval.baseline.fingerprint import gold_texts
 
     write_project(tmp_path, GOLD, chunks=OLD_CHUNKS, questions=[q for q in QUESTIONS if q["id"] != "q4"])
     chunks = load_chunks(tmp_path / "chunks.jsonl")
@@ -217,8 +217,8 @@ def test_old_chunks_give_the_old_gold(tmp_path: Path) -> None:
 
 
 def test_the_gate_s_error_is_the_proposal_today_s_line_with_why_or_today_s_line_alone(tmp_path: Path) -> None:
-    from pytest_ragretrieval.baseline.relabel import anchoring_error
     from pytest_ragretrieval.core.errors import FixtureError
+    from pytest_ragretrieval.labels.relabel import anchoring_error
 
     write_project(tmp_path, GOLD)
     problem = FixtureError("evalset.jsonl:1: unknown chunk id 'hotel' in 'relevant'")
@@ -337,8 +337,8 @@ def test_apply_writes_only_over_the_bytes_it_planned(
     """The eval set edited between the plan and the write (a line added on top): old code re-read it and applied
     the plan's line numbers to other lines (`internal error: JSONDecodeError`, or a label moved on the wrong
     question). Now nothing is written, in one line."""
-    from pytest_ragretrieval.baseline.relabel import plan as planned
     from pytest_ragretrieval.cli import relabel
+    from pytest_ragretrieval.labels.relabel import plan as planned
 
     def edited_meanwhile(*args: Any, **kwargs: Any) -> Any:
         found = planned(*args, **kwargs)

@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pytest_ragretrieval.config.settings import IndexSettings
 from pytest_ragretrieval.database import kept as kept_module
 from pytest_ragretrieval.database import spare as spare_module
 from pytest_ragretrieval.database.kept import claim, key
+from pytest_ragretrieval.database.settings import IndexSettings
 from pytest_ragretrieval.database.spare import FOLDER, prepare
 from pytest_ragretrieval.evalset.records import Chunk
 

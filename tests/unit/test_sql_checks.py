@@ -18,10 +18,10 @@ from pytest_ragretrieval.baseline.since import corpus_change
 from pytest_ragretrieval.config.settings import Config, load_config
 from pytest_ragretrieval.core.errors import ConfigError, RetrieverError
 from pytest_ragretrieval.core.values import quoted
+from pytest_ragretrieval.database.session import TeamCorpus, limits_note
 from pytest_ragretrieval.evalset.records import Question
 from pytest_ragretrieval.record.codec import decode, encode
 from pytest_ragretrieval.retrievers.sql import body, statement_problem
-from pytest_ragretrieval.retrievers.table import TeamCorpus, limits_note
 from pytest_ragretrieval.runner.execute import checked_ranking
 
 HEAD = '[tool.ragretrieval]\nevalset = "evalset.jsonl"\nchunks = "chunks.jsonl"\n'

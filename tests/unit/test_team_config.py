@@ -10,9 +10,10 @@ from projects import retriever
 from pytest_ragretrieval.baseline.since import corpus_change, retriever_changes
 from pytest_ragretrieval.config.settings import Config, load_config
 from pytest_ragretrieval.core.errors import ConfigError
+from pytest_ragretrieval.database.session import TeamCorpus, setting_text
 from pytest_ragretrieval.retrievers.protocol import Query
 from pytest_ragretrieval.retrievers.sql import placeholders
-from pytest_ragretrieval.retrievers.table import TeamCorpus, sampled, search_sql, setting_text
+from pytest_ragretrieval.retrievers.table import sampled, search_sql
 
 HEAD = '[tool.ragretrieval]\nevalset = "evalset.jsonl"\n'
 PROD = retriever("prod", "table", table="kb.docs", id_column="doc_id", text_column="body", embedding_column="emb")

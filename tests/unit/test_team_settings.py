@@ -5,9 +5,9 @@ from __future__ import annotations
 import hashlib
 from typing import Any, cast
 
+from pytest_ragretrieval.database.session import TeamCorpus
 from pytest_ragretrieval.database.team import corpus_difference, in_effect
 from pytest_ragretrieval.evalset.records import Chunk
-from pytest_ragretrieval.retrievers.table import TeamCorpus
 
 FOUND = {"hnsw.ef_search": ("4", "role"), "hnsw.iterative_scan": ("off", "server default"),
          "ivfflat.probes": ("1", "server default")}

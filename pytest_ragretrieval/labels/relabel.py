@@ -29,12 +29,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..baseline.fingerprint import chunk_record
 from ..core.errors import FixtureError
 from ..evalset.jsonl import records
 from ..evalset.records import Chunk
 from ..files.paths import display
 from .anchor import Anchor, Matcher, squeezed
-from .fingerprint import chunk_record
 
 
 @dataclass(frozen=True)

@@ -1,11 +1,12 @@
 """The gold chunks' texts as they were when the baseline was recorded: the labels' provenance.
 
 A label says "this chunk answers this question" about a text. The baseline keeps, under
-`fingerprint.chunks.gold`, the text of every gold chunk (graded 1 or more in `relevant`, or
-matched by a `relevant_text` snippet), so that a later run can tell which labels stand on a
-text that was edited since (`edited_gold`) and where the text of a gold id that left the corpus
-went (`relabel`). Gold chunks are a small share of a corpus, so the record stays small. Older
-baselines hold no such record: nothing is reported and nothing can be re-anchored.
+`fingerprint.chunks.gold`, the text of every gold chunk (graded 1 or more in `relevant`, or matched
+by a `relevant_text` snippet; `baseline.fingerprint.gold_texts` records them), so that a later run
+can tell which labels stand on a text that was edited since (`edited_gold`) and where the text of a
+gold id that left the corpus went (`relabel`). Gold chunks are a small share of a corpus, so the
+record stays small. Older baselines hold no such record: nothing is reported and nothing can be
+re-anchored.
 """
 from __future__ import annotations
 
@@ -13,24 +14,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..evalset.records import Chunk, Question
+from ..baseline.format import Baseline
+from ..evalset.records import Question
 from ..files.jsontext import unstorable
 from ..record.checks import damaged
-from .format import Baseline
 
 LISTED = 10
 """Question ids listed per edited gold chunk; the rest are counted."""
-
-
-def gold_ids(questions: Sequence[Question]) -> frozenset[str]:
-    """Every chunk some question grades 1 or more (snippet matches included: they are graded 1)."""
-    return frozenset(cid for question in questions for cid in question.relevant_ids)
-
-
-def gold_texts(chunks: Sequence[Chunk], questions: Sequence[Question]) -> dict[str, str]:
-    """Chunk id -> text of every gold chunk, in id order (the file's keys are sorted anyway)."""
-    wanted = gold_ids(questions)
-    return {chunk.id: chunk.text for chunk in sorted(chunks, key=lambda c: c.id) if chunk.id in wanted}
 
 
 def recorded_gold(baseline: Baseline | None) -> dict[str, str] | None:
@@ -76,8 +66,9 @@ class EditedGold:
 def edited_gold(
     recorded: Mapping[str, str] | None, today: Mapping[str, str], questions: Sequence[Question]
 ) -> tuple[EditedGold, ...]:
-    """Today's gold chunks (`today`: id -> text, as `gold_texts` gives them) whose text differs from the
-    recorded one, by chunk id, each with the questions (in eval-set order) that grade it 1 or more today."""
+    """Today's gold chunks (`today`: id -> text, as `baseline.fingerprint.gold_texts` gives them) whose
+    text differs from the recorded one, by chunk id, each with the questions (in eval-set order) that grade
+    it 1 or more today."""
     if not recorded:
         return ()
     found = []
