@@ -165,8 +165,8 @@ class RagSession:
         return self._runner.runs if self._runner is not None else {}
 
     def evaluation(self) -> Evaluation:
-        """The run judged once (`gate/evaluation.py`), on first use once every selected retriever has run,
-        with the fingerprint of what ran (from the runner's set-up) as data."""
+        """The run judged once (`gate/evaluation.py`), on first use (every selected retriever has run by
+        then: `prepare` or `verdict` ran it), with the fingerprint of what ran, from the runner's set-up."""
         if self._evaluation is None:
             found = fingerprint(self.config, self.chunks, self.questions, self._setup(), self.corpus)
             reused = self._runner.reused if self._runner is not None else ()
