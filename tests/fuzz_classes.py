@@ -31,7 +31,6 @@ from projects import GOLD, retriever, write_project
 from pytest_ragretrieval.cli import main
 from pytest_ragretrieval.core.errors import RagError
 from pytest_ragretrieval.core.progress import PlainOutput
-from pytest_ragretrieval.gate.items import Skip
 from pytest_ragretrieval.glue.session import Options, RagSession
 from pytest_ragretrieval.review.approval import decide, pull_request
 from pytest_ragretrieval.review.approved import record_document
@@ -114,13 +113,9 @@ def run_gate(folder: Path, update: bool) -> tuple[str | None, list[str], str]:
             session.prepare(PlainOutput())
             verdicts = []
             for key in keys:
-                try:
-                    outcome = session.outcome(key)
-                    said += outcome.lines
-                    verdicts.append("passed" if outcome.passed else "failed")
-                except Skip as skip:
-                    said.append(str(skip))
-                    verdicts.append("skipped")
+                verdict = session.verdict(key)
+                said += verdict.lines
+                verdicts.append(str(verdict.status))
             try:
                 session.finish()
                 said += session.summary_lines()

@@ -19,6 +19,7 @@ from ..record.codec import Decoded, decode
 from ..record.codec import dumps as dumps
 from ..record.codec import load as load_record
 from ..record.codec import read as read_record
+from ..record.projection import baseline_of
 from ..record.types import FORMAT_VERSION, NoAnswer, Question, Record, Retriever
 from ..scoring.evaluate import RetrieverResult
 
@@ -97,9 +98,10 @@ def baseline_record(
     unavailable: Mapping[str, str] | None = None,
 ) -> Record:
     """The baseline as the record holds it: `unavailable` names retrievers that could not run where it was
-    recorded, and why; the entries are the baseline's part of the record's (`update._restrict`)."""
-    return Record(format_version=FORMAT_VERSION, plugin_version=__version__, k=k, fingerprint=dict(fingerprint),
-                  retrievers=dict(retrievers), unavailable=dict(unavailable) if unavailable else UNSET)
+    recorded, and why; the file is the baseline's part of the record (`record/projection.py`)."""
+    return baseline_of(Record(format_version=FORMAT_VERSION, plugin_version=__version__, k=k,
+                              fingerprint=dict(fingerprint), retrievers=dict(retrievers),
+                              unavailable=dict(unavailable) if unavailable else UNSET))
 
 
 def recorded(entry: Retriever) -> Recorded:

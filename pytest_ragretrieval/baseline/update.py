@@ -1,7 +1,7 @@
 """Planning a baseline update: which entries change, which stay, which go, and why not at all.
 
-The baseline is a projection of the run record: the entries an update writes are the record's
-`Retriever`s less what only a run adds, encoded by the record's one codec. An update rewrites the
+The baseline is a projection of the run record (`record/projection.py`): the entries an update writes
+are the record's `Retriever`s less what only a run adds, encoded by the record's one codec. An update rewrites the
 whole file in the current format: a kept entry is written as the types read it (a value an older
 file wrote as `1` is written `1.0`; keys the types do not know, and what a results file adds, are
 left out); the fingerprint is written as it was."""
@@ -17,7 +17,8 @@ from ..config.settings import Config
 from ..core.values import fmt
 from ..files.paths import display
 from ..record.codec import file_document
-from ..record.types import Question, Record, Retriever, Values
+from ..record.projection import baseline_entry
+from ..record.types import Record, Retriever, Values
 from ..scoring.evaluate import Run
 from .format import Baseline, baseline_record, retriever_record
 from .since import Since, since
@@ -31,20 +32,6 @@ class UpdatePlan:
     record: Record | None
     lines: list[str] = field(default_factory=list)
     failed: bool = False
-
-
-def _restrict(entry: Retriever, labels: set[str]) -> Retriever:
-    """The baseline's part of an entry holding only the metric labels in `labels`, at every level (its bar
-    included)."""
-    bar = {label: values for label, values in (entry.bar or {}).items() if label in labels}
-    return Retriever(
-        metrics={k: v for k, v in entry.metrics.items() if k in labels},
-        tags={t: {k: v for k, v in m.items() if k in labels} for t, m in entry.tags.items()},
-        no_answer=entry.no_answer,
-        questions={qid: Question(q.ranking, {k: v for k, v in q.metrics.items() if k in labels})
-                   for qid, q in entry.questions.items()},
-        bar=bar or UNSET,
-    )
 
 
 def change_lines(old: Mapping[str, Values], new: Mapping[str, Values]) -> list[str]:
@@ -188,10 +175,11 @@ def _pick(
         comparable_old = old.get(name) if not changed and name in old_fp else None
         if name in recording and state is not None and state.result is not None:
             held = {label: dict(values) for label, values in bars.get(name, {}).items() if values}
-            entries[name] = _restrict(structs.replace(retriever_record(state.result), bar=held or UNSET), all_labels)
+            fresh = structs.replace(retriever_record(state.result), bar=held or UNSET)
+            entries[name] = baseline_entry(fresh, all_labels)
             recorded_fp[name] = fingerprint["retrievers"][name]
         elif comparable_old is not None:
-            entries[name] = _restrict(comparable_old, all_labels)
+            entries[name] = baseline_entry(comparable_old, all_labels)
             recorded_fp[name] = old_fp[name]
             if state is not None and state.skipped:
                 lines.append(f"rag: {name} skipped here: its recorded values are kept")

@@ -2,8 +2,9 @@
 
 Each shard (`pytest --rag-eval --rag-shard I/N --rag-json PART`) measured its share of the
 questions and judged nothing; here the partials are checked and combined (`shards/merge.py`), and
-the gate's own judge decides every item as one unsharded run would: the same verdicts, the same
-family-wise adjustment, the same `--json` results, reports and baseline update (with its ratchet).
+the gate's one evaluation (`gate/evaluation.py`) decides every item as one unsharded run would: the
+same verdicts, the same family-wise adjustment, the same `--json` results, reports and baseline
+update (with its ratchet).
 """
 from __future__ import annotations
 
@@ -18,12 +19,11 @@ from ..config.settings import load_config
 from ..core.env import in_github_actions
 from ..evalset.jsonl import load_chunks, load_evalset
 from ..files.paths import display, write_atomic, write_problem
-from ..gate.checks import Outcome
-from ..gate.items import ItemKey, Skip, item_keys
-from ..gate.judge import Judge
-from ..gate.record import baseline_update, run_record
+from ..gate.evaluation import evaluate
+from ..gate.items import item_keys
 from ..gate.report import described
 from ..record.codec import encode
+from ..record.types import Status
 from ..report.terminal import summary_lines
 from ..report.view import view
 from ..shards.merge import merge
@@ -83,13 +83,15 @@ def run(args: argparse.Namespace) -> Result:
         raise PartialError(f"{display(parts[0])}: item {unknown} is not an item of {config.where}; merge in the "
                            "checkout the shards ran in")
     selected = [keys[nodeid] for nodeid in merged.selected]
-    judge = Judge(config, questions, baseline, merged.fingerprint, merged.runs, update=args.update_baseline,
-                  allow_regression=args.allow_regression, selected=selected)
+    evaluation = evaluate(config, questions, baseline, merged.fingerprint, merged.runs, selected,
+                          update=args.update_baseline, allow_regression=args.allow_regression)
     result = Result()
-    failures = _items(judge, selected, result)
-    record = run_record(config, judge.fingerprint, merged.runs, judge, failures)
+    for key, verdict in evaluation.verdicts.items():
+        result.out.append(f"{verdict.status.name} {key.nodeid}: {verdict.lines[0]}")
+        result.out += [f"    {line}" for line in verdict.lines[1:]]
+    record = evaluation.record
     result.out += summary_lines(view(record), args.tags)
-    result.out += [f"warning: {note}" for note in judge.notes()]
+    result.out += evaluation.warnings
     written = Written(result)
     if args.json_path is not None:
         written(Path(args.json_path), encode(record))
@@ -97,32 +99,16 @@ def run(args: argparse.Namespace) -> Result:
         _reports(view(record, questions, chunks, described(config, merged.runs, merged.described["embedder"],
                                                            merged.described["database"])),
                  {name: Path(path) for name, path in args.report}, written, result)
-    if args.update_baseline:
-        plan = baseline_update(config, baseline, judge.fingerprint, merged.runs, selected, judge)
+    plan = evaluation.update
+    if plan is not None:
         result.out += plan.lines
         if plan.record is not None:
             written(config.baseline, encode(plan.record))
         written.failed = written.failed or plan.failed
-    missing = judge.missing_baseline()
-    result.out += missing
-    result.code = FAILED if failures or missing or written.failed else OK
+    result.out += evaluation.failed
+    failed = any(verdict.status == Status.FAILED for verdict in evaluation.verdicts.values())
+    result.code = FAILED if failed or evaluation.failed or written.failed else OK
     return result
-
-
-def _items(judge: Judge, selected: list[ItemKey], result: Result) -> dict[ItemKey, Outcome]:
-    """Each item's verdict, one line (and its detail lines, indented), as the gate would give it."""
-    failures = {}
-    for key in selected:
-        try:
-            outcome = judge.outcome(key)
-        except Skip as exc:
-            result.out.append(f"SKIPPED {key.nodeid}: {exc}")
-            continue
-        result.out.append(f"{'PASSED' if outcome.passed else 'FAILED'} {key.nodeid}: {outcome.summary}")
-        result.out += [f"    {line}" for line in outcome.details]
-        if not outcome.passed:
-            failures[key] = outcome
-    return failures
 
 
 class Written:

@@ -1,7 +1,8 @@
 """The session the pytest glue hands off to: it holds the run's state and calls each stage in turn.
 
 load (config, eval set, baseline) -> run the selected retrievers (seeding the database on first
-need) -> judge each item -> record (results file, baseline) -> report. The stages are plain
+need) -> evaluate once (`gate/evaluation.py`: the record, each item's verdict, the baseline update)
+-> hand each item its verdict -> write (results file, reports, baseline). The stages are plain
 modules; this object only remembers what happened.
 """
 from __future__ import annotations
@@ -10,8 +11,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-from msgspec import UNSET, structs
 
 from ..baseline.fingerprint import fingerprint
 from ..baseline.format import Baseline, dumps
@@ -28,16 +27,14 @@ from ..database.settings import DbMode
 from ..evalset.jsonl import Unanchored, load_chunks, load_evalset
 from ..evalset.records import Chunk, Question
 from ..files.paths import display, write_atomic, write_problem
-from ..gate.checks import Outcome
-from ..gate.items import ItemKey, Skip, item_keys
-from ..gate.judge import Judge
-from ..gate.record import baseline_update, run_record
+from ..gate.evaluation import Evaluation, evaluate, verdict
+from ..gate.items import ItemKey, item_keys
 from ..gate.report import described, header_lines
 from ..labels.gold import recorded_digests, recorded_gold
 from ..labels.relabel import anchoring_error, plan
 from ..record.codec import encode
 from ..record.report import ReportInput
-from ..record.types import Record, Status, Verdict
+from ..record.types import Record, Verdict
 from ..report.terminal import summary_lines
 from ..report.view import view
 from ..runner.resources import database_mode, database_url
@@ -85,14 +82,12 @@ class RagSession:
     def __init__(self, options: Options) -> None:
         self.options = options
         self.selected: list[ItemKey] = []
-        self.failures: dict[ItemKey, Outcome] = {}
         self.update_lines: list[str] = []
         self.written: list[str] = []
         self.annotations: list[str] = []
         self.write_failed = False
-        self._judge: Judge | None = None
         self._runner: Runner | None = None
-        self._record: Record | None = None
+        self._evaluation: Evaluation | None = None
         self.phases = Phases()
         self.corpus: dict[str, Any] | None = None
         """The corpus's record as the team's database computed it, without a chunks file."""
@@ -170,16 +165,17 @@ class RagSession:
     def runs(self) -> Mapping[str, Run]:
         return self._runner.runs if self._runner is not None else {}
 
-    @property
-    def judge(self) -> Judge:
-        """Built on first use, from the runner's set-up: the fingerprint of what ran, as data."""
-        if self._judge is None:
+    def evaluation(self) -> Evaluation:
+        """The run judged once (`gate/evaluation.py`), on first use (every selected retriever has run by
+        then: `prepare` or `verdict` ran it), with the fingerprint of what ran, from the runner's set-up."""
+        if self._evaluation is None:
             found = fingerprint(self.config, self.chunks, self.questions, self._setup(), self.corpus)
-            self._judge = Judge(
-                self.config, self.questions, self.baseline, found, self.runs,
-                update=self.options.update, allow_regression=self.options.allow_regression, selected=self.selected,
+            reused = self._runner.reused if self._runner is not None else ()
+            self._evaluation = evaluate(
+                self.config, self.questions, self.baseline, found, self.runs, self.selected,
+                update=self.options.update, allow_regression=self.options.allow_regression, reused=reused,
             )
-        return self._judge
+        return self._evaluation
 
     def _setup(self) -> dict[str, dict[str, object]]:
         """What the types of the retrievers selected or run, and of their sources, add to the fingerprint."""
@@ -206,30 +202,19 @@ class RagSession:
                 self.update_lines.append(warning)
         return self.runner.runs[name]
 
-    def outcome(self, key: ItemKey) -> Outcome:
-        """The verdict of one item; failing ones are kept for the reports and annotations."""
-        run = self.run(key.retriever)
-        found = self.judge.outcome(key) if self.options.shard is None else shard_outcome(key, run, self.options.shard)
-        if not found.passed:
-            self.failures[key] = found
-        return found
-
     def verdict(self, key: ItemKey) -> Verdict:
-        """An item's outcome as data: pytest-xdist's controller judges, its workers report."""
-        try:
-            found = self.outcome(key)
-        except Skip as exc:
-            return Verdict(Status.SKIPPED, (str(exc),))
-        return Verdict(Status.PASSED if found.passed else Status.FAILED, tuple(found.lines))
+        """A selected item's verdict, as data: pytest-xdist's controller judges, its workers report. A
+        shard's item says what was measured (`gate/shard.py`); the merge judges."""
+        shard = self.options.shard
+        if shard is not None:
+            return verdict(lambda: shard_outcome(key, self.run(key.retriever), shard))[0]
+        for name in self._selected_retrievers():  # run by `prepare`, unless an item asks first
+            self.run(name)
+        return self.evaluation().verdicts[key]
 
     def record(self) -> Record:
-        """The one output of judging (once every item is judged): what `--rag-json` writes and every
-        report is a view of."""
-        if self._record is None:
-            found = run_record(self.config, self.judge.fingerprint, self.runs, self.judge, self.failures)
-            reused = tuple(sorted(self._runner.reused)) if self._runner is not None else ()
-            self._record = structs.replace(found, reused=reused or UNSET)
-        return self._record
+        """The one output of judging: what `--rag-json` writes and every report is a view of."""
+        return self.evaluation().record
 
     def report_input(self) -> ReportInput:
         return view(self.record(), self.questions, self.chunks, described(
@@ -249,11 +234,9 @@ class RagSession:
             if self.runs and self.options.shard is None and (self.options.reports or in_github_actions()):
                 self._report(self.report_input())
         if self.options.json_path is not None and self.runs and self.options.shard is None:
-            self._write(self.options.json_path, encode(structs.replace(self.record(), phases=self.phases.rounded())))
-        if self.options.update and self.runs:
-            plan = baseline_update(
-                self.config, self.baseline, self.judge.fingerprint, self.runs, self.selected, self.judge
-            )
+            self._write(self.options.json_path, encode(self.evaluation().timed(self.phases.rounded())))
+        plan = self.evaluation().update if self.options.update and self.runs else None
+        if plan is not None:
             self.update_lines = plan.lines
             self.write_failed = self.write_failed or plan.failed
             if plan.record is not None:
@@ -285,7 +268,7 @@ class RagSession:
     @property
     def failed_lines(self) -> list[str]:
         """What fails the run as a whole, one line each (a gate run without a baseline)."""
-        return self.judge.missing_baseline() if self.runs and self.options.shard is None else []
+        return list(self.evaluation().failed) if self.runs and self.options.shard is None else []
 
     def summary_lines(self, columns: int | None = None) -> list[str]:
         if self.options.shard is not None:
@@ -293,8 +276,8 @@ class RagSession:
                     "judged by `ragretrieval merge` over the partial records of all shards",
                     self.phases.line(), *self.update_lines, *self.written]
         lines = summary_lines(view(self.record()), self.options.every_tag, columns)
-        notes = [f"warning: {note}" for note in self.judge.notes()]
-        return [*lines, *notes, self.phases.line(), *self.update_lines, *self.written, *self.failed_lines]
+        return [*lines, *self.evaluation().warnings, self.phases.line(), *self.update_lines, *self.written,
+                *self.failed_lines]
 
     def close(self) -> None:
         if self._runner is not None:

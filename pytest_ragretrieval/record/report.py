@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..core.values import EPSILON, p_clause, signed
-from .types import Adjustment, Comparison, PairComparison
+from .types import Adjustment, Comparison, PairComparison, Retriever
 
 
 @dataclass(frozen=True)
@@ -57,6 +57,9 @@ class RetrieverView:
     """Answerable questions it answered with nothing, by id (as many as the run lists)."""
     notes: tuple[str, ...] = ()
     """Its run's own notes."""
+    entry: Retriever | None = field(default=None, hash=False)
+    """Its entry in the record, whole (None when it did not run): a field added to the record's `Retriever`
+    reaches every report from here, with no field to add above (CONTRIBUTING, "Adding a statistic")."""
 
 
 @dataclass(frozen=True)

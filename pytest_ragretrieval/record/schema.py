@@ -1,5 +1,5 @@
 """The JSON Schemas of the two files the record is written as, generated from its types: `--rag-json`
-results (the whole record) and the baseline (the record less what only a run adds).
+results (the whole record) and the baseline (the record less what only a run adds: `projection.py`).
 
 The types give the shape; the loader's own rules are added from the constants it checks with, so a
 document validates exactly when the codec reads it, as far as a schema can say: the readable
@@ -19,14 +19,10 @@ import msgspec
 
 from ..files.jsontext import MAX_CUTOFF_DIGITS
 from ..scoring.metrics import METRICS
+from .projection import RUN_ONLY, RUN_ONLY_PER_RETRIEVER
 from .types import READABLE, Record
 from .validate import HEX, QUESTION_DIGESTS
 
-RUN_ONLY = ("failures", "comparisons", "since_baseline", "labels_to_review", "significance", "phases", "errors",
-            "comparable", "notes", "pair_notes", "settings")
-"""Top-level fields `--rag-json` adds to the baseline's."""
-RUN_ONLY_PER_RETRIEVER = ("latency_ms", "diagnostics", "comparison", "changes", "wrongly_empty", "notes", "recorded")
-"""A retriever's fields `--rag-json` adds to the baseline's entry."""
 KINDS = ("results", "baseline")
 
 CONTROL = "[\\x00-\\x1f\\x7f-\\x9f\\u2028\\u2029\\ud800-\\udfff]"
@@ -119,9 +115,9 @@ def schema(kind: str) -> dict[str, object]:
             del top["properties"][name]
         for name in RUN_ONLY_PER_RETRIEVER:
             del entry["properties"][name]
-        for name in ("Comparison", "PairComparison", "Failure", "Latency", "SinceBaseline", "LabelToReview",
-                     "Significance", "Adjustment", "Method", "Counterpart", "Settings", "Language"):
-            definitions.pop(name, None)
+        used = _referenced(top, definitions)
+        for name in [name for name in definitions if name not in used]:
+            del definitions[name]
     top["properties"]["format_version"] = {"enum": list(READABLE)}
     top["properties"]["fingerprint"] = {"type": "object"}
     top["if"] = {"properties": {"format_version": {"const": 1}}}
@@ -137,6 +133,22 @@ def schema(kind: str) -> dict[str, object]:
     _loader_rules(definitions)
     definitions.update(DEFINITIONS)
     return copy.deepcopy(found)
+
+
+def _referenced(node: object, definitions: dict[str, Any], found: set[str] | None = None) -> set[str]:
+    """The names of the definitions `node` refers to, at any depth: those the baseline's fields still use."""
+    found = {"Record"} if found is None else found
+    if isinstance(node, dict):
+        target = node.get("$ref")
+        if isinstance(target, str) and (name := target.rpartition("/")[2]) not in found:
+            found.add(name)
+            _referenced(definitions[name], definitions, found)
+        for child in node.values():
+            _referenced(child, definitions, found)
+    elif isinstance(node, list):
+        for child in node:
+            _referenced(child, definitions, found)
+    return found
 
 
 def _loader_rules(node: object) -> None:

@@ -125,4 +125,5 @@ def _ran(name: str, kind: str, entry: Retriever) -> RetrieverView:
         answerable_empty=(no_answer.answerable_empty or 0) if no_answer is not None else 0,
         wrongly_empty=entry.wrongly_empty or (),
         notes=entry.notes or (),
+        entry=entry,
     )

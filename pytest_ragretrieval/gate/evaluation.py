@@ -1,0 +1,90 @@
+"""One evaluation: the runs of a gate run judged once, into the record, each item's verdict and the
+baseline update.
+
+The pytest session (`glue/session.py`) and `ragretrieval merge` (`cli/merge.py`) are shells around
+`evaluate`: the session collects, runs and hands the verdicts to its items; merge reads the shards'
+partial records. Neither judges, builds a record or plans an update itself, so the same runs give
+the same verdicts, results, reports and baseline either way.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from msgspec import UNSET, structs
+
+from ..baseline.format import Baseline
+from ..baseline.update import UpdatePlan
+from ..config.settings import Config
+from ..evalset.records import Question
+from ..record.types import Record, Status, Verdict
+from ..scoring.evaluate import Run
+from .checks import Outcome
+from .items import ItemKey, Skip
+from .judge import Judge
+from .record import baseline_update, run_record
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """What judging a run gives: the record (what `--rag-json` writes and every report is a view of),
+    each selected item's verdict in the selection's order, the baseline update (None unless asked
+    for) and the lines that fail the run as a whole (a gate run without a baseline)."""
+
+    record: Record
+    verdicts: Mapping[ItemKey, Verdict] = field(hash=False)
+    update: UpdatePlan | None = None
+    failed: tuple[str, ...] = ()
+
+    @property
+    def warnings(self) -> list[str]:
+        """The record's notes as the terminal shows them, after the summary."""
+        return [f"warning: {note}" for note in self.record.notes or ()]
+
+    def timed(self, phases: Mapping[str, float]) -> Record:
+        """The record with the run's phases, as `--rag-json` writes it (they end after judging)."""
+        return structs.replace(self.record, phases=dict(phases))
+
+
+def verdict(judged: Callable[[], Outcome]) -> tuple[Verdict, Outcome | None]:
+    """An item's verdict as data (and its outcome, None when skipped): `judged` raises Skip for an item
+    whose retriever could not run here."""
+    try:
+        found = judged()
+    except Skip as exc:
+        return Verdict(Status.SKIPPED, (str(exc),)), None
+    return Verdict(Status.PASSED if found.passed else Status.FAILED, tuple(found.lines)), found
+
+
+def evaluate(
+    config: Config,
+    questions: Sequence[Question],
+    baseline: Baseline | None,
+    fingerprint: Mapping[str, Any],
+    runs: Mapping[str, Run],
+    selected: Sequence[ItemKey],
+    *,
+    update: bool = False,
+    allow_regression: bool = False,
+    reused: Sequence[str] = (),
+) -> Evaluation:
+    """Judge the selected items of `runs` (every selected retriever has run) against the baseline.
+    `fingerprint` is what ran, as data; `reused` names the retrievers whose rankings came from their
+    cached run; `update` plans the baseline the selection asks for (`--rag-update-baseline`)."""
+    judge = Judge(config, questions, baseline, fingerprint, runs, update=update, allow_regression=allow_regression,
+                  selected=selected)
+    verdicts: dict[ItemKey, Verdict] = {}
+    failures: dict[ItemKey, Outcome] = {}
+    for key in selected:
+        verdicts[key], found = verdict(partial(judge.outcome, key))
+        if found is not None and not found.passed:
+            failures[key] = found
+    record = run_record(config, fingerprint, runs, judge, failures)
+    return Evaluation(
+        record=structs.replace(record, reused=tuple(sorted(reused)) or UNSET),
+        verdicts=verdicts,
+        update=baseline_update(config, baseline, fingerprint, runs, selected, judge) if update else None,
+        failed=tuple(judge.missing_baseline()),
+    )
