@@ -16,11 +16,11 @@ import numpy as np
 import pytest
 
 from pytest_ragretrieval.cache.store import Cache
+from pytest_ragretrieval.core import fork as forking
 from pytest_ragretrieval.core.errors import RagError
+from pytest_ragretrieval.core.fork import ChildFailed, CpuTimes, Measured, idle_cores, processes
 from pytest_ragretrieval.retrievers import corpus_tokens as module
-from pytest_ragretrieval.retrievers import parallel
 from pytest_ragretrieval.retrievers.corpus_tokens import cached_tokens, tokenizer_id
-from pytest_ragretrieval.retrievers.parallel import ChildFailed, CpuTimes, Measured, idle_cores, processes
 from pytest_ragretrieval.retrievers.tokens import tokenizer
 
 TEXTS = [f"{text}，第{i}条" for i, text in enumerate(
@@ -74,7 +74,7 @@ def test_cpu_times_reads_the_cpus_this_process_may_use_and_refuses_beside_a_thre
     # A fresh interpreter has one thread; this one may hold threads earlier tests left (a daemon
     # still waiting on a hanging server), which is exactly what makes cpu_times refuse.
     check = (
-        "import os; from pytest_ragretrieval.retrievers import parallel; found = parallel.cpu_times(); "
+        "import os; from pytest_ragretrieval.core import fork; found = fork.cpu_times(); "
         "assert found is not None and found.cpus == len(os.sched_getaffinity(0)), found; "
         "assert 0 <= found.idle <= found.total, found"
     )
@@ -83,7 +83,7 @@ def test_cpu_times_reads_the_cpus_this_process_may_use_and_refuses_beside_a_thre
     other = threading.Thread(target=release.wait)
     other.start()
     try:
-        assert parallel.cpu_times() is None
+        assert forking.cpu_times() is None
     finally:
         release.set()
         other.join()
@@ -102,9 +102,9 @@ def stepping_clock(monkeypatch: pytest.MonkeyPatch, step: float) -> None:
 
 def counted_forks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     forks: list[int] = []
-    real = parallel.fork
+    real = forking.fork
 
-    def fork(task: Callable[[], bytes]) -> parallel.Child:
+    def fork(task: Callable[[], bytes]) -> forking.Child:
         forks.append(1)
         return real(task)
 
@@ -179,13 +179,13 @@ def test_a_killed_child_says_how_it_ended_and_a_late_one_is_killed() -> None:
         time.sleep(60)
         return b""
 
-    child = parallel.fork(killed)
+    child = forking.fork(killed)
     with pytest.raises(ChildFailed, match=r"^it ended with signal 9 and handed back nothing$"):
-        parallel.result(child, later)
-    assert parallel.result(parallel.fork(lambda: b"answer" * 300_000), later) == b"answer" * 300_000
-    slow = parallel.fork(asleep)
+        forking.result(child, later)
+    assert forking.result(forking.fork(lambda: b"answer" * 300_000), later) == b"answer" * 300_000
+    slow = forking.fork(asleep)
     with pytest.raises(ChildFailed, match=r"^it was not done in time \(killed\)$"):
-        parallel.result(slow, time.monotonic() + 0.2)
+        forking.result(slow, time.monotonic() + 0.2)
     with pytest.raises(ProcessLookupError):
         os.kill(slow.pid, 0)
 
@@ -194,7 +194,7 @@ def test_a_process_doing_work_ahead_runs_at_a_lower_priority() -> None:
     """The gate embeds meanwhile, which is on the run's path: the forked process yields to it."""
     later = time.monotonic() + 60
     own = os.nice(0)
-    assert parallel.result(parallel.fork(lambda: str(os.nice(0)).encode()), later) == str(own).encode()
-    assert parallel.result(parallel.fork(lambda: str(os.nice(0)).encode(), nice=parallel.BESIDE), later) == (
-        str(min(19, own + parallel.BESIDE)).encode()
+    assert forking.result(forking.fork(lambda: str(os.nice(0)).encode()), later) == str(own).encode()
+    assert forking.result(forking.fork(lambda: str(os.nice(0)).encode(), nice=forking.BESIDE), later) == (
+        str(min(19, own + forking.BESIDE)).encode()
     )
