@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_ragretrieval.config.settings import DEFAULT_METRICS
 from pytest_ragretrieval.scoring.metrics import (
+    DEFAULT_METRICS,
     METRICS,
     Measures,
     Metric,
@@ -97,7 +97,7 @@ def test_a_metric_written_before_the_roles_loads_with_the_defaults() -> None:
     assert checked_metric("coverage", labels, METRICS.builtins) is labels
 
 
-@pytest.mark.parametrize("role", [{"default": True}, {"primary": True}])
-def test_another_distribution_cannot_make_its_metric_a_default(role: dict[str, bool]) -> None:
+@pytest.mark.parametrize("metric", [Metric("top", top, "always 1", default=True), Metric("top", top, "always 1", primary=True)])
+def test_another_distribution_cannot_make_its_metric_a_default(metric: Metric) -> None:
     with pytest.raises(ValueError, match=r"^is a default or primary metric"):
-        checked_metric("top", Metric("top", top, "always 1", **role), METRICS.builtins)
+        checked_metric("top", metric, METRICS.builtins)
