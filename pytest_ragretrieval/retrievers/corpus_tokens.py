@@ -91,7 +91,8 @@ class Ahead:
         return (*_used(vocabulary, rows), misses)
 
     def stop(self) -> None:
-        """Kill the process when its answer was never read (nothing needed it)."""
+        """Kill the process, its process group with the children it forked, when its answer was never read
+        (nothing needed it, or the run is unwinding)."""
         if self._child is not None:
             stop([self._child])
             self._child = None

@@ -3,6 +3,7 @@ and the same tokens and the same pack bytes whatever the split."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -198,3 +199,51 @@ def test_a_process_doing_work_ahead_runs_at_a_lower_priority() -> None:
     assert forking.result(forking.fork(lambda: str(os.nice(0)).encode(), nice=forking.BESIDE), later) == (
         str(min(19, own + forking.BESIDE)).encode()
     )
+
+
+def test_core_fork_is_the_one_module_that_forks() -> None:
+    """Forking, process groups and process pools live in core/fork.py alone, where their safety is decided once."""
+    package = Path(forking.__file__).parents[1]
+    pattern = re.compile(r"\bos\.fork\b|\bsetpgid\b|\bkillpg\b|\bmultiprocessing\b|ProcessPoolExecutor|start_new_session")
+    found = [f"{path.relative_to(package)}:{number}" for path in sorted(package.rglob("*.py"))
+             if path != Path(forking.__file__)
+             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
+             if pattern.search(line)]
+    assert found == []
+
+
+def test_a_child_dies_with_its_parent_and_a_group_with_its_leader(tmp_path: Path) -> None:
+    """A process forked with group=True leads its own group; what it forks is in that group, and
+    killing the group (stop) ends them all; on Linux a child also dies with the process that forked it."""
+    pids = tmp_path / "pids"
+
+    def grandchild() -> bytes:
+        time.sleep(60)
+        return b""
+
+    def leader() -> bytes:
+        inner = forking.fork(grandchild)
+        pids.write_text(f"{os.getpid()} {inner.pid} {os.getpgid(inner.pid)}", encoding="utf-8")
+        time.sleep(60)
+        return b""
+
+    child = forking.fork(leader, group=True)
+    deadline = time.monotonic() + 30
+    while not pids.exists() or len(pids.read_text(encoding="utf-8").split()) < 3:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    own, inner, group = map(int, pids.read_text(encoding="utf-8").split())
+    assert own == child.pid == group != os.getpgid(0)
+    forking.stop([child])
+    deadline = time.monotonic() + 30
+    while _running(inner):
+        assert time.monotonic() < deadline, "the leader's own child outlived the group's kill"
+        time.sleep(0.01)
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
