@@ -55,6 +55,7 @@ def test_the_run_where_forking_is_off_is_the_sequential_one_with_the_same_bytes(
     assert len(forks) == 2, "the forked run did not fork"
     monkeypatch.setattr(forking, "SPAWNING", (sys.platform,))  # as on macOS
     assert not forking.forkable()
+    assert corpus_tokens.tokenize_ahead(["新的文字"], "jieba", _namespace(pytester.path), workers=3) is None
     alone = gate(pytester, "alone", workers=3)
     assert len(forks) == 2, "a run where forking is off forked"
     assert json.dumps(alone[0], sort_keys=True) == json.dumps(forked[0], sort_keys=True)
