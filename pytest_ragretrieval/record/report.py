@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..core.values import EPSILON, p_clause, signed
+from ..scoring.metrics import primary
 from .types import Adjustment, Comparison, PairComparison, Retriever
 
 
@@ -130,8 +131,9 @@ class ReportInput:
 
     @property
     def primary(self) -> str:
-        """The metric that decides which questions regressed or improved: nDCG when gated, else the first."""
-        return next((label for label in self.metrics if label.startswith("ndcg@")), self.metrics[0])
+        """The metric that decides which questions regressed or improved: the registry's primary one
+        (nDCG) when gated, else the first."""
+        return primary(self.metrics)
 
     @property
     def tag_counts(self) -> dict[str, int]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from ..core.values import fmt, p_clause
 from ..record.report import ReportInput, RetrieverView, by_pair, conclusion
 from ..record.types import PairComparison
+from ..scoring.metrics import of_retriever
 from .wording import ran
 
 TUNING = {"hybrid": "weights, depth or rrf_k", "rerank": "depth or the model"}
@@ -22,7 +23,7 @@ def leaders(data: ReportInput) -> str | None:
         return None
     parts = []
     for label in data.metrics:
-        if label.startswith("judged@"):
+        if not of_retriever(label):
             continue
         scored = [(view.metrics[label], view.name) for view in views if label in view.metrics]
         if not scored:

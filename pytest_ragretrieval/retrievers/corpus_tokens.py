@@ -3,7 +3,7 @@
 Entries live in the `tokens` namespace of `tokenizer_id` (the tokenizer's name and version,
 and the version of our rule on top: lower-cased, blank tokens dropped), keyed by the text. A
 pack stores token ids into its own vocabulary. Misses are tokenized here, and on up to
-`workers` - 1 processes forked from this one where they pay (`parallel.py`): a fork inherits
+`workers` - 1 processes forked from this one where they pay (`core/fork.py`): a fork inherits
 the tokenizer this process built, user dictionary included, and never re-runs the caller's
 __main__.
 
@@ -23,7 +23,7 @@ import numpy as np
 
 from ..cache.store import Namespace
 from ..core.errors import RagError
-from .parallel import (
+from ..core.fork import (
     BESIDE,
     Child,
     ChildFailed,
@@ -91,7 +91,8 @@ class Ahead:
         return (*_used(vocabulary, rows), misses)
 
     def stop(self) -> None:
-        """Kill the process when its answer was never read (nothing needed it)."""
+        """Kill the process, its process group with the children it forked, when its answer was never read
+        (nothing needed it, or the run is unwinding)."""
         if self._child is not None:
             stop([self._child])
             self._child = None
@@ -130,17 +131,19 @@ def tokenize_batch(name: str, texts: Sequence[str]) -> tuple[list[str], list[np.
 
 def tokenize_ahead(texts: Sequence[str], name: str, namespace: Namespace, workers: int) -> Ahead | None:
     """Start tokenizing the misses of `texts` (the corpus's, then the questions') on a forked process;
-    None when nothing misses, `workers` is 1, or forking is unsafe. The child loads the dictionary,
-    and this process needs it only for a text it was not given. Unlike the split in `_tokenize`,
-    this waits for no idle core: the work is the same whichever process does it, and this one is
-    about to embed, which keeps a core busy either way."""
+    None when nothing misses, `workers` is 1 (nothing is forked), or forking is unsafe or absent
+    (`forkable`: macOS, Windows; the tokens are then made here, sequentially, when the retriever is
+    built). The process leads its own process group, so `Ahead.stop` kills the children it forked
+    too. The child loads the dictionary, and this process needs it only for a text it was not given.
+    Unlike the split in `_tokenize`, this waits for no idle core: the work is the same whichever
+    process does it, and this one is about to embed, which keeps a core busy either way."""
     if workers <= 1 or not forkable():
         return None
     unique = list(dict.fromkeys(texts))
     misses = [unique[i] for i in namespace.absent(unique)]
     if not misses:
         return None
-    child = fork(partial(_ahead, name, misses, workers - 1), nice=BESIDE)
+    child = fork(partial(_ahead, name, misses, workers - 1), nice=BESIDE, group=True)
     return Ahead(misses, child, time.monotonic() + BUDGET + _size(misses) / SLOWEST)
 
 
@@ -203,10 +206,11 @@ def _tokenize(name: str, misses: list[str], workers: int) -> list[Part]:
     """The misses as contiguous parts, in order, so the merged vocabulary (and the pack) is the same
     whatever the split. This process loads the dictionary and tokenizes alone until PROBE_SECONDS
     have passed (at least one block), measuring its speed and the cores idle beside it meanwhile
-    (loading jieba's dictionary keeps this process as busy as tokenizing); `parallel.processes`
+    (loading jieba's dictionary keeps this process as busy as tokenizing); `fork.processes`
     then says how many processes share the rest, the others forked from this one with the
-    dictionary it loaded."""
-    if workers <= 1:
+    dictionary it loaded. With `workers` 1, or where forking is unsafe or absent (`forkable`), it is
+    the sequential run: one part, nothing measured, nothing forked."""
+    if workers <= 1 or not forkable():
         return [(*tokenize_batch(name, misses), misses)]
     window = time.perf_counter()
     before = cpu_times()

@@ -24,7 +24,6 @@ if TYPE_CHECKING:
     from ..database.servers import ServerMode
     from ..database.session import TeamCorpus
     from ..database.settings import DbMode
-    from ..database.spare import Spare
     from ..embedding.cached import CachedEmbedder
 
 
@@ -59,7 +58,6 @@ class Resources:
         self.notes: dict[str, list[str]] = {}
         """By `table` or `sql` retriever, once it connected: each pin the database's own value differs from,
         and how the team's table it names differs from the chunks file (counts, ids, texts)."""
-        self._spare: Spare | None = None
         self.before_embedding: Callable[[], None] = lambda: None
         """Called once, just before the corpus is embedded (the workbench starts tokenizing ahead)."""
 
@@ -156,7 +154,6 @@ class Resources:
         from ..database.servers import choose
 
         self.before_embedding()
-        self._spare = self._prepare_spare()
         with self.phases.phase("embedding corpus"):
             vectors = self.embed([chunk.text for chunk in self.chunks], "embedding corpus")
         stats = self.embedder.stats
@@ -165,7 +162,6 @@ class Resources:
         with self.phases.phase("database start"):
             choice = choose(self.db_mode, self.dsn)
             kept = self._kept(choice.mode, self._vectors)
-            self._discard_spare()  # one the kept folder did not take is of no use
             database = open_database(choice, self.dsn, kept)
         self._database = database
         self.out.line(f"rag: database {database.describe()} ({choice.reason}) in {time.perf_counter() - started:.2f}s")
@@ -196,31 +192,7 @@ class Resources:
             return None
         from ..database.kept import claim, key
 
-        kept = claim(self.config.cache_dir, key(self.chunks, stored, self.config.index), self._spare)
-        if kept is not None:
-            self._spare = None  # the kept folder's now
-        return kept
-
-    def _prepare_spare(self) -> Spare | None:
-        """A data folder made by `initdb` while the corpus is embedded (database.spare), when the
-        run will need one: embedded mode, a kept folder, and vectors to compute (a new corpus or
-        embedder, so no kept folder holds them)."""
-        if self.db_mode != "embedded" or not self.config.keep_database or self.cache.mode != "readwrite":
-            return None
-        try:
-            if not self.embedder.misses([chunk.text for chunk in self.chunks]):
-                return None
-        except RagError:
-            return None  # the embedding says what is wrong
-        from ..database.kept import initdb
-        from ..database.spare import prepare
-
-        return prepare(self.config.cache_dir, initdb)
-
-    def _discard_spare(self) -> None:
-        if self._spare is not None:
-            spare, self._spare = self._spare, None
-            spare.discard()
+        return claim(self.config.cache_dir, key(self.chunks, stored, self.config.index))
 
     def reclaim(self) -> None:
         """Stop and remove embedded servers whose run was killed, and say so (see database.leftovers)."""
@@ -287,7 +259,6 @@ class Resources:
         return str(self._database.summary) + (f"; {team}" if team else "")
 
     def close(self) -> None:
-        self._discard_spare()
         if self._database is not None:
             self._database.close()
             self._database = None

@@ -12,6 +12,7 @@ import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from enum import Enum
 
 from ..core.errors import did_you_mean
 from ..core.extensions import Registry
@@ -102,12 +103,35 @@ def abstention(ranking: Ranking, relevance: Relevance, k: int) -> float:
     return 0.0 if ranking[:k] else 1.0
 
 
+class Measures(Enum):
+    """What a metric's value says something about."""
+
+    RETRIEVER = "retriever"
+    """The retriever: a higher value is a better retriever; it can lead, drop and improve."""
+    LABELS = "labels"
+    """The eval set's labels (judged@k: how much of the top k anyone judged): shown beside the
+    retriever's metrics, it leads nothing and counts as neither a drop nor an improvement."""
+
+
+class Shown(Enum):
+    """When a metric is shown and scored."""
+
+    LISTED = "listed"
+    """When the config's `metrics` lists it (gated then)."""
+    ALWAYS = "always"
+    """Always, beside the listed ones; gated and in the baseline only when `metrics` lists it, so
+    showing it changes no baseline's comparability."""
+
+
 @dataclass(frozen=True)
 class Metric:
-    """One metric: its function, the definition every report prints, and the questions it scores.
+    """One metric: its function, the definition every report prints, the questions it scores, and its
+    roles (what it measures, whether it is gated by default, how it is shown): the one place a metric's
+    name is known, so no other module compares names.
 
     A new metric is one function and one `Metric` line in METRICS (or, from another distribution,
-    an entry point in the group `pytest_ragretrieval.metrics` naming its `Metric`).
+    an entry point in the group `pytest_ragretrieval.metrics` naming its `Metric`). The roles have
+    defaults, so a `Metric` written before them still loads.
     """
 
     name: str
@@ -120,6 +144,15 @@ class Metric:
     hit: bool = False
     """True when a question's value is above 0 exactly when a relevant chunk is within the cutoff:
     the baseline's per-question values then tell a hit (`fail_on = ["question"]`) apart."""
+    measures: Measures = Measures.RETRIEVER
+    """What its value is about; a metric of the labels leads nothing and counts in no diff."""
+    default: bool = False
+    """Listed (and so gated) when a config names no `metrics`; only a built-in can be (a
+    distribution installed must not change what existing configs gate)."""
+    shown: Shown = Shown.LISTED
+    """Shown only when listed, or always (judged@k)."""
+    primary: bool = False
+    """The metric that decides which questions regressed or improved when listed (nDCG); else the first listed."""
 
     def __call__(self, ranking: Ranking, relevance: Relevance, k: int) -> float:
         return self.function(ranking, relevance, k)
@@ -135,24 +168,54 @@ def checked_metric(name: str, value: object, members: Mapping[str, Metric]) -> M
     if value.name != name or not re.fullmatch(r"[a-z_0-9]+", name):
         raise ValueError(f"names the metric {value.name!r}; the entry point's name must be the metric's, "
                          "in lower-case letters, digits and '_'")
+    if value.default or value.primary:
+        raise ValueError("is a default or primary metric; a config lists a metric of another distribution itself")
     return value
 
 
 METRICS: Registry[Metric] = Registry("metrics", {
     metric.name: metric
     for metric in (
-        Metric("precision", precision, "relevant chunks in the top k / k", hit=True),
-        Metric("recall", recall, "relevant chunks in the top k / all relevant chunks", hit=True),
-        Metric("f1", f1, "2PR/(P+R) of the question's own precision@k and recall@k", hit=True),
-        Metric("ndcg", ndcg, "DCG@k / ideal DCG@k, gain = grade, discount = log2(rank + 1)", hit=True),
+        Metric("precision", precision, "relevant chunks in the top k / k", hit=True, default=True),
+        Metric("recall", recall, "relevant chunks in the top k / all relevant chunks", hit=True, default=True),
+        Metric("f1", f1, "2PR/(P+R) of the question's own precision@k and recall@k", hit=True, default=True),
+        Metric("ndcg", ndcg, "DCG@k / ideal DCG@k, gain = grade, discount = log2(rank + 1)", hit=True, default=True,
+               primary=True),
         Metric("hit_rate", hit_rate, "1 if any relevant chunk is in the top k, else 0", hit=True),
         Metric("mrr", mrr, "1 / rank of the first relevant chunk within the top k, else 0", hit=True),
         Metric("map", average_precision, "sum of precision@rank at each relevant hit within k / all relevant chunks",
                hit=True),
         Metric("abstention", abstention, "share of no-answer questions that got an empty result", no_answer=True),
-        Metric("judged", judged, "judged chunks (any grade, 0 included) in the top k / min(k, ranking length)"),
+        Metric("judged", judged, "judged chunks (any grade, 0 included) in the top k / min(k, ranking length)",
+               measures=Measures.LABELS, shown=Shown.ALWAYS),
     )
 }, checked_metric)
+
+DEFAULT_METRICS = tuple(name for name, metric in METRICS.builtins.items() if metric.default)
+"""What a config that names no `metrics` lists."""
+
+
+def of_label(label: str) -> Metric | None:
+    """The metric a label (`ndcg@5`, `abstention`) names; None for one the registry does not hold
+    (a baseline written with an extension that is not installed here)."""
+    return METRICS.get(label.partition("@")[0])
+
+
+def of_retriever(label: str) -> bool:
+    """Whether a label's values are about the retriever (they lead, drop and improve), not the labels."""
+    found = of_label(label)
+    return found is None or found.measures is Measures.RETRIEVER
+
+
+def primary(labels: Sequence[str]) -> str:
+    """The label that decides which questions regressed or improved: the primary metric's when
+    listed, else the first."""
+    return next((label for label in labels if (found := of_label(label)) is not None and found.primary), labels[0])
+
+
+def always_shown(k: int) -> tuple[MetricSpec, ...]:
+    """The metrics shown beside the listed ones whatever the config lists (judged@k), at cutoff k."""
+    return tuple(MetricSpec(name, k) for name, metric in METRICS.items() if metric.shown is Shown.ALWAYS)
 
 
 @dataclass(frozen=True, order=True)

@@ -1,4 +1,4 @@
-"""Corpus tokens through the cache: a warm run tokenizes nothing (forked processes: test_parallel_tokens.py)."""
+"""Corpus tokens through the cache: a warm run tokenizes nothing (forked processes: test_fork.py)."""
 from __future__ import annotations
 
 from pathlib import Path

@@ -1,9 +1,14 @@
-"""CPU-bound work on forked processes, only where they pay: the rule, the measurement behind it, the fork.
+"""Forked processes, the package's one module for them: where a fork is safe, the rule that says
+when one pays, the measurement behind it, the fork, its answer and its end.
 
 Fresh interpreters each load jieba's dictionary again (about a second of CPU each), which on a
 2-core CI runner whose cores are busy made two processes slower than one. A forked child
 inherits the loaded dictionary, so an extra process costs milliseconds; and it is started only
 for a core that stayed idle while this process measured its own speed on the first texts.
+
+A child never outlives the run: on Linux the kernel kills it when the process that forked it
+dies (SIGKILL included), and a child forked with `group=True` (tokenizing ahead, which forks
+children of its own) leads its own process group and is killed as a group.
 """
 from __future__ import annotations
 
@@ -11,6 +16,7 @@ import gc
 import os
 import select
 import signal
+import sys
 import threading
 import time
 import warnings
@@ -19,8 +25,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
 
+SPAWNING = ("darwin", "win32")
+"""Platforms where multiprocessing's default start method is spawn, not fork: forking a process
+that holds system libraries' state is unsafe there (macOS), or there is no fork (Windows), so the
+work runs on this process alone."""
+PR_SET_PDEATHSIG = 1
+"""prctl(2)'s option: the signal a Linux child gets when the thread that forked it ends."""
 BESIDE = 3
-"""The niceness a process doing work ahead (tokens, `initdb`) adds to the gate's: the gate is
+"""The niceness a process doing work ahead (the corpus's tokens) adds to the gate's: the gate is
 embedding meanwhile, which is on the run's path; what the process makes is needed only later."""
 MIN_SHARE = 0.5
 """Seconds of work each process must get. Forking and handing the result back take milliseconds;
@@ -60,9 +72,10 @@ class CpuTimes:
 
 
 def forkable() -> bool:
-    """Whether a fork is safe here: there is one, and no thread other than this one is alive to
-    hold a lock the child would need."""
-    return hasattr(os, "fork") and threading.active_count() == 1
+    """Whether a fork is safe here: there is one, the platform forks by default (SPAWNING), and no
+    thread other than this one is alive to hold a lock the child would need. When it is not, the
+    work is done here, sequentially, with the same result."""
+    return hasattr(os, "fork") and sys.platform not in SPAWNING and threading.active_count() == 1
 
 
 def cpu_times() -> CpuTimes | None:
@@ -105,31 +118,56 @@ class ChildFailed(Exception):
 class Child:
     pid: int
     fd: int
+    group: bool = False
+    """Whether it leads its own process group (its own children are in it): killed as a group."""
 
 
-def fork(task: Callable[[], bytes], nice: int = 0) -> Child:
+def fork(task: Callable[[], bytes], nice: int = 0, group: bool = False) -> Child:
     """A child process running `task` on what this one holds now, its bytes coming back through a pipe;
     `nice`: how much lower its priority is than this one's (work done beside this one's own, which
-    must not slow it)."""
+    must not slow it); `group`: the child leads a process group of its own, so the children it forks
+    die with it (`stop`, a missed deadline)."""
     read, write = os.pipe()
+    parent = os.getpid()
     with warnings.catch_warnings():
         # Python 3.12+ warns about any thread, BLAS's idle pool included; cpu_times already
         # refused when another Python thread is alive, and the child calls into no library pool.
         warnings.simplefilter("ignore", DeprecationWarning)
         pid = os.fork()
     if pid == 0:
-        _child(task, read, write, nice)
+        _child(task, read, write, nice, parent, group)
     os.close(write)
-    return Child(pid, read)
+    if group:
+        try:
+            os.setpgid(pid, pid)  # here too, so no kill finds it before the child did it itself
+        except OSError:
+            pass  # the child did it already (EACCES once it runs its task), or it has ended
+    return Child(pid, read, group)
 
 
-def _child(task: Callable[[], bytes], read: int, write: int, nice: int) -> NoReturn:
-    """Runs in the child: the parent's signal handlers (the gate's cleanup) and its garbage
-    collector (which would touch, and so copy, every page) are off; it leaves by os._exit, so no
-    atexit hook or finalizer of the parent's (a database connection's goodbye) runs here."""
+def _die_with(parent: int) -> None:
+    """Linux: the kernel sends this process SIGKILL when the one that forked it ends, however it ends
+    (a SIGKILLed gate runs no cleanup); it leaves at once when that happened before the ask."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def _child(task: Callable[[], bytes], read: int, write: int, nice: int, parent: int, group: bool) -> NoReturn:
+    """Runs in the child: it dies with its parent, leads its own process group when asked; the parent's
+    signal handlers (the gate's cleanup) and its garbage collector (which would touch, and so copy, every
+    page) are off; it leaves by os._exit, so no atexit hook or finalizer of the parent's (a database
+    connection's goodbye) runs here."""
     code = 1
     try:
         os.close(read)
+        if group:
+            os.setpgid(0, 0)
+        _die_with(parent)
         for number in (signal.SIGINT, signal.SIGTERM):
             signal.signal(number, signal.SIG_DFL)
         gc.disable()
@@ -158,7 +196,7 @@ def result(child: Child, deadline: float) -> bytes:
                 break
             chunks.append(chunk)
         else:
-            os.kill(child.pid, signal.SIGKILL)
+            _kill(child)
             os.waitpid(child.pid, 0)
             raise ChildFailed("it was not done in time (killed)")
     data = b"".join(chunks)
@@ -177,7 +215,7 @@ def stop(children: Sequence[Child]) -> None:
     """Kill and reap children whose result was not read (this process is unwinding)."""
     for child in children:
         try:
-            os.kill(child.pid, signal.SIGKILL)
+            _kill(child)
             os.waitpid(child.pid, 0)
         except (ProcessLookupError, ChildProcessError):
             pass
@@ -185,3 +223,14 @@ def stop(children: Sequence[Child]) -> None:
             os.close(child.fd)
         except OSError:
             pass
+
+
+def _kill(child: Child) -> None:
+    """SIGKILL to the child, and to its process group when it leads one (its own children)."""
+    if child.group:
+        try:
+            os.killpg(child.pid, signal.SIGKILL)
+            return
+        except ProcessLookupError:
+            pass  # the group is empty already; the child may be a zombie still, reaped by the caller
+    os.kill(child.pid, signal.SIGKILL)

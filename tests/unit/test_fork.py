@@ -3,6 +3,7 @@ and the same tokens and the same pack bytes whatever the split."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -16,11 +17,11 @@ import numpy as np
 import pytest
 
 from pytest_ragretrieval.cache.store import Cache
+from pytest_ragretrieval.core import fork as forking
 from pytest_ragretrieval.core.errors import RagError
+from pytest_ragretrieval.core.fork import ChildFailed, CpuTimes, Measured, idle_cores, processes
 from pytest_ragretrieval.retrievers import corpus_tokens as module
-from pytest_ragretrieval.retrievers import parallel
 from pytest_ragretrieval.retrievers.corpus_tokens import cached_tokens, tokenizer_id
-from pytest_ragretrieval.retrievers.parallel import ChildFailed, CpuTimes, Measured, idle_cores, processes
 from pytest_ragretrieval.retrievers.tokens import tokenizer
 
 TEXTS = [f"{text}，第{i}条" for i, text in enumerate(
@@ -74,7 +75,7 @@ def test_cpu_times_reads_the_cpus_this_process_may_use_and_refuses_beside_a_thre
     # A fresh interpreter has one thread; this one may hold threads earlier tests left (a daemon
     # still waiting on a hanging server), which is exactly what makes cpu_times refuse.
     check = (
-        "import os; from pytest_ragretrieval.retrievers import parallel; found = parallel.cpu_times(); "
+        "import os; from pytest_ragretrieval.core import fork; found = fork.cpu_times(); "
         "assert found is not None and found.cpus == len(os.sched_getaffinity(0)), found; "
         "assert 0 <= found.idle <= found.total, found"
     )
@@ -83,7 +84,7 @@ def test_cpu_times_reads_the_cpus_this_process_may_use_and_refuses_beside_a_thre
     other = threading.Thread(target=release.wait)
     other.start()
     try:
-        assert parallel.cpu_times() is None
+        assert forking.cpu_times() is None
     finally:
         release.set()
         other.join()
@@ -102,9 +103,9 @@ def stepping_clock(monkeypatch: pytest.MonkeyPatch, step: float) -> None:
 
 def counted_forks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     forks: list[int] = []
-    real = parallel.fork
+    real = forking.fork
 
-    def fork(task: Callable[[], bytes]) -> parallel.Child:
+    def fork(task: Callable[[], bytes]) -> forking.Child:
         forks.append(1)
         return real(task)
 
@@ -179,13 +180,13 @@ def test_a_killed_child_says_how_it_ended_and_a_late_one_is_killed() -> None:
         time.sleep(60)
         return b""
 
-    child = parallel.fork(killed)
+    child = forking.fork(killed)
     with pytest.raises(ChildFailed, match=r"^it ended with signal 9 and handed back nothing$"):
-        parallel.result(child, later)
-    assert parallel.result(parallel.fork(lambda: b"answer" * 300_000), later) == b"answer" * 300_000
-    slow = parallel.fork(asleep)
+        forking.result(child, later)
+    assert forking.result(forking.fork(lambda: b"answer" * 300_000), later) == b"answer" * 300_000
+    slow = forking.fork(asleep)
     with pytest.raises(ChildFailed, match=r"^it was not done in time \(killed\)$"):
-        parallel.result(slow, time.monotonic() + 0.2)
+        forking.result(slow, time.monotonic() + 0.2)
     with pytest.raises(ProcessLookupError):
         os.kill(slow.pid, 0)
 
@@ -194,7 +195,55 @@ def test_a_process_doing_work_ahead_runs_at_a_lower_priority() -> None:
     """The gate embeds meanwhile, which is on the run's path: the forked process yields to it."""
     later = time.monotonic() + 60
     own = os.nice(0)
-    assert parallel.result(parallel.fork(lambda: str(os.nice(0)).encode()), later) == str(own).encode()
-    assert parallel.result(parallel.fork(lambda: str(os.nice(0)).encode(), nice=parallel.BESIDE), later) == (
-        str(min(19, own + parallel.BESIDE)).encode()
+    assert forking.result(forking.fork(lambda: str(os.nice(0)).encode()), later) == str(own).encode()
+    assert forking.result(forking.fork(lambda: str(os.nice(0)).encode(), nice=forking.BESIDE), later) == (
+        str(min(19, own + forking.BESIDE)).encode()
     )
+
+
+def test_core_fork_is_the_one_module_that_forks() -> None:
+    """Forking, process groups and process pools live in core/fork.py alone, where their safety is decided once."""
+    package = Path(forking.__file__).parents[1]
+    pattern = re.compile(r"\bos\.fork\b|\bsetpgid\b|\bkillpg\b|\bmultiprocessing\b|ProcessPoolExecutor|start_new_session")
+    found = [f"{path.relative_to(package)}:{number}" for path in sorted(package.rglob("*.py"))
+             if path != Path(forking.__file__)
+             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
+             if pattern.search(line)]
+    assert found == []
+
+
+def test_a_child_dies_with_its_parent_and_a_group_with_its_leader(tmp_path: Path) -> None:
+    """A process forked with group=True leads its own group; what it forks is in that group, and
+    killing the group (stop) ends them all; on Linux a child also dies with the process that forked it."""
+    pids = tmp_path / "pids"
+
+    def grandchild() -> bytes:
+        time.sleep(60)
+        return b""
+
+    def leader() -> bytes:
+        inner = forking.fork(grandchild)
+        pids.write_text(f"{os.getpid()} {inner.pid} {os.getpgid(inner.pid)}", encoding="utf-8")
+        time.sleep(60)
+        return b""
+
+    child = forking.fork(leader, group=True)
+    deadline = time.monotonic() + 30
+    while not pids.exists() or len(pids.read_text(encoding="utf-8").split()) < 3:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    own, inner, group = map(int, pids.read_text(encoding="utf-8").split())
+    assert own == child.pid == group != os.getpgid(0)
+    forking.stop([child])
+    deadline = time.monotonic() + 30
+    while _running(inner):
+        assert time.monotonic() < deadline, "the leader's own child outlived the group's kill"
+        time.sleep(0.01)
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
