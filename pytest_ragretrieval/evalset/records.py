@@ -42,3 +42,17 @@ class Question:
     @property
     def relevant_ids(self) -> frozenset[str]:
         return frozenset(cid for cid, grade in self.relevance.items() if grade >= 1)
+
+
+@dataclass(frozen=True)
+class Span:
+    """A stretch of one document: a chunk's place in it, or a piece of a question's answer.
+
+    Offsets are Python string offsets (code points), `end` exclusive, so the text is
+    `doc_text[start:end]`; `grade` is a gold span's grade (a chunk's span leaves it at 1).
+    """
+
+    doc: str
+    start: int
+    end: int
+    grade: int = 1
