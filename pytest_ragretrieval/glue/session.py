@@ -24,6 +24,8 @@ from ..core.errors import ConfigError, FixtureError
 from ..core.progress import Output, PlainOutput
 from ..core.timing import Phases
 from ..database.settings import DbMode
+from ..evalset.chunkers import chunk_documents
+from ..evalset.documents import load_documents
 from ..evalset.jsonl import Unanchored, load_chunks, load_evalset
 from ..evalset.records import Chunk, Question
 from ..files.paths import display, write_atomic, write_problem
@@ -100,7 +102,12 @@ class RagSession:
     def _load(self) -> None:
         self.config = load_config(self.options.config_path, self.options.rootpath)
         check_outputs(self.config, self.options.outputs, self.options.update)
-        if self.config.chunks is not None:
+        if self.config.documents is not None:
+            assert self.config.chunker is not None
+            documents = load_documents(self.config.documents)
+            self.chunks = chunk_documents(documents, self.config.chunker, self.config.root)
+            self.questions = load_evalset(self.config.evalset, self.chunks, documents=documents)
+        elif self.config.chunks is not None:
             self.chunks = load_chunks(self.config.chunks)
             try:
                 self.questions = load_evalset(self.config.evalset, self.chunks)
