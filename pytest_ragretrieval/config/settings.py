@@ -131,12 +131,15 @@ class Config:
 
     def chunks_file(self, needed_by: str) -> Path:
         """The chunks file, or one line saying that `needed_by` needs one (the team's table is not read there)."""
-        if self.chunks is None:
-            origin = "cuts its chunks from documents" if self.documents is not None else \
-                "reads its chunks from the team's table"
+        if self.chunks is None and self.documents is not None:
             raise ConfigError(
-                f"{self.where} key 'chunks': {needed_by} reads a chunks file, and this config {origin}; "
-                "add chunks = \"PATH\" (an export of the chunks) to use it"
+                f"{self.where} key 'documents': {needed_by} reads a chunks file, and this config cuts its chunks "
+                "from documents; run it with a config that names chunks = \"PATH\" instead of documents"
+            )
+        if self.chunks is None:
+            raise ConfigError(
+                f"{self.where} key 'chunks': {needed_by} reads a chunks file, and this config reads its chunks "
+                "from the team's table; add chunks = \"PATH\" (an export of the table) to use it"
             )
         return self.chunks
 
