@@ -24,8 +24,7 @@ from ..core.errors import ConfigError, FixtureError
 from ..core.progress import Output, PlainOutput
 from ..core.timing import Phases
 from ..database.settings import DbMode
-from ..evalset.chunkers import chunk_documents
-from ..evalset.documents import load_documents
+from ..evalset.corpus import documents_corpus
 from ..evalset.jsonl import Unanchored, load_chunks, load_evalset
 from ..evalset.records import Chunk, Question
 from ..files.paths import display, write_atomic, write_problem
@@ -104,9 +103,8 @@ class RagSession:
         check_outputs(self.config, self.options.outputs, self.options.update)
         if self.config.documents is not None:
             assert self.config.chunker is not None
-            documents = load_documents(self.config.documents)
-            self.chunks = chunk_documents(documents, self.config.chunker, self.config.root)
-            self.questions = load_evalset(self.config.evalset, self.chunks, documents=documents)
+            self.chunks, self.questions = documents_corpus(self.config.documents, self.config.chunker,
+                                                           self.config.root, self.config.evalset)
         elif self.config.chunks is not None:
             self.chunks = load_chunks(self.config.chunks)
             try:

@@ -8,6 +8,8 @@ import json
 import pytest
 from projects import RUN
 
+from pytest_ragretrieval.cli import main
+
 DOCUMENTS = {
     "travel.md": "# Travel\n\nHotels in first-tier cities cost at most 600 yuan a night. Book through the portal.\n\n"
                  "## Taxis\n\nTaxis after 10 pm are refunded with a receipt.\n",
@@ -76,3 +78,19 @@ def test_documents_mode_records_a_baseline_and_passes_again(project: pytest.Pyte
         "compared across changes: chunks: 2 edited (refunds.txt#0, refunds.txt#1), 1 added (refunds.txt#2), 0 removed",
         "questions: 3 comparable, 0 added, 0 removed, 1 edited (refund: *",
     ])
+
+
+def test_shards_merge_in_documents_mode(project: pytest.Pytester, capsys: pytest.CaptureFixture[str]) -> None:
+    """`ragretrieval merge` cuts the documents as the session did: it read a chunks file only, and stopped with
+    "reads a chunks file" on a documents config."""
+    assert project.runpytest("--rag-update-baseline", *RUN).ret == 0
+    for index in (1, 2):
+        result = project.runpytest("--rag-eval", f"--rag-shard={index}/2", f"--rag-json=part{index}.json", *RUN)
+        assert result.ret == 0, result.stdout.str()
+    capsys.readouterr()
+    code = main(["merge", "part1.json", "part2.json", "--json", "merged.json"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    merged = json.loads((project.path / "merged.json").read_text(encoding="utf-8"))
+    assert merged["fingerprint"]["chunks"]["chunker"] == {"type": "sentences", "size": 1, "overlap": 0}
+    assert sorted(merged["retrievers"]["bm25"]["questions"]) == ["hotel", "laptop", "refund", "taxi"]
