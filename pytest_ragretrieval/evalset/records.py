@@ -52,7 +52,11 @@ class Question:
 
 @dataclass(frozen=True)
 class Span:
-    """A gold passage as text: document `doc`'s characters [start, end) (code points), graded `grade`."""
+    """A stretch of one document: a chunk's place in it, or a piece of a question's answer.
+
+    Offsets are Python string offsets (code points), `end` exclusive, so the text is
+    `doc_text[start:end]`; `grade` is a gold span's grade (a chunk's span leaves it at 1).
+    """
 
     doc: str
     start: int

@@ -27,6 +27,8 @@ from pytest_ragretrieval.config.settings import load_config
 from pytest_ragretrieval.evalset.chunkers import Chunker, chunk_documents
 from pytest_ragretrieval.evalset.documents import Document
 from pytest_ragretrieval.evalset.jsonl import load_chunks, load_evalset
+from pytest_ragretrieval.evalset.records import Span
+from pytest_ragretrieval.scoring import spans
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -248,3 +250,28 @@ def test_the_owner_placeholder_is_one_name_documented_in_one_place() -> None:
         assert text.count("your-org/") == text.count("your-org/pytest-ragretrieval"), page.name
     documented = [page.name for page in pages if "## The owner placeholder" in page.read_text(encoding="utf-8")]
     assert documented == ["releasing.md"]
+
+
+def test_the_span_metrics_worked_example_is_what_the_functions_give() -> None:
+    """Metrics page, "Span metrics": each cell's fraction is the function's value on the example's
+    spans, and the figure shown is that value to 4 decimals."""
+    page = (DOCS / "metrics.md").read_text(encoding="utf-8")
+    example = page.split("### Worked example", 1)[1].split("\n## ", 1)[0]
+    (shown,) = [s for s in snippets(DOCS / "metrics.md") if s.lang == "json" and '"ranked"' in s.text]
+    data = json.loads(shown.text)
+    gold = [Span("doc", start, end) for start, end in data["gold"]]
+    ranked = [Span("doc", start, end) for start, end in data["ranked"]]
+    rows = re.findall(r"^\| (top \d+|`@\d+c`) \| (.+) \|$", example, re.M)
+    assert len(rows) == 3
+    for label, cells in rows:
+        top = re.fullmatch(r"top (\d+)", label)
+        retrieved = ranked[: int(top.group(1))] if top else spans.within_budget(ranked, int(label.strip("`@c")))
+        recall, precision, iou, hit = cells.split(" | ")
+        for cell, metric in ((recall, spans.char_recall), (precision, spans.char_precision), (iou, spans.char_iou)):
+            found = re.fullmatch(r"`(\d+) / \(?(\d+)(?: \+ (\d+))?\)?` = ([\d.]+)", cell)
+            assert found, cell
+            numerator, denominator, missed, figure = found.groups()
+            value = metric(retrieved, gold)
+            assert value == int(numerator) / (int(denominator) + int(missed or 0)), (label, metric.__name__)
+            assert float(figure) == round(value, 4), (label, metric.__name__)
+        assert float(hit) == spans.answer_hit(retrieved, gold), label
