@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_ragretrieval.baseline.fingerprint import chunking
 from pytest_ragretrieval.config.settings import Config, load_config
 from pytest_ragretrieval.core.errors import ConfigError
 from pytest_ragretrieval.evalset.chunkers import Chunker
@@ -59,3 +60,17 @@ def test_documents_with_a_chunker(tmp_path: Path, table: str, chunker: Chunker) 
 ])
 def test_wrong_combinations_are_one_line(tmp_path: Path, text: str, message: str) -> None:
     assert message in error_of(tmp_path, text)
+
+
+def test_the_fingerprint_records_the_chunker_and_the_documents(tmp_path: Path) -> None:
+    """A chunking change and a documents change each show in `fingerprint.chunks`, beside the chunks' own digests."""
+    (tmp_path / "kb").mkdir()
+    (tmp_path / "kb" / "a.md").write_text("# A\n\nOne. Two.\n", encoding="utf-8")
+    small = config_at(tmp_path, HEAD + '\n[tool.ragretrieval.chunker]\ntype = "tokens"\nsize = 256\noverlap = 32\n')
+    large = config_at(tmp_path, HEAD + '\n[tool.ragretrieval.chunker]\ntype = "tokens"\n')
+    recorded = chunking(small)
+    assert recorded["chunker"] == {"type": "tokens", "size": 256, "overlap": 32, "tokenizer": "unicode"}
+    assert chunking(large)["chunker"]["size"] == 512 and chunking(large)["documents"] == recorded["documents"]
+    (tmp_path / "kb" / "a.md").write_text("# A\n\nOne. Three.\n", encoding="utf-8")
+    assert chunking(small)["documents"]["sha256"] != recorded["documents"]["sha256"]
+    assert chunking(small)["documents"]["count"] == 1
