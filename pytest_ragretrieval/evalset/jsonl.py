@@ -287,9 +287,10 @@ def load_evalset(
         if not isinstance(record.get("metadata", {}), dict):
             raise FixtureError(f"{where}: field 'metadata' must be an object (or left out)")
         for chunk_id in rejected:
-            if chunk_id in matched:
-                raise FixtureError(f"{where}: chunk id {chunk_id!r} is in 'not_relevant' but a 'relevant_text' "
-                                   "snippet matches it; keep one")
+            if chunk_id in matched or chunk_id in placed:
+                source = "a 'relevant_text' snippet matches it" if chunk_id in matched else \
+                    "a 'relevant_spans' span makes it relevant"
+                raise FixtureError(f"{where}: chunk id {chunk_id!r} is in 'not_relevant' but {source}; keep one")
             grades[chunk_id] = 0
         machine = _machine_labels(where, record["machine_labels"], grades) if "machine_labels" in record \
             else frozenset()

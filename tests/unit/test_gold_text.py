@@ -115,3 +115,16 @@ def test_relevant_spans_need_documents_and_valid_fields(tmp_path: Path) -> None:
         write(tmp_path, {"id": "q1", "query": "x", "relevant_spans": [bad]})
         with pytest.raises(FixtureError, match=rf"evalset.jsonl:1: relevant_spans\[0\].*{message}"):
             load_evalset(path, cut_at(20), documents=[DOCUMENT])
+
+
+def test_a_chunk_both_rejected_and_made_relevant_by_a_span_is_an_error(tmp_path: Path) -> None:
+    """`not_relevant` once silently overrode what a span made relevant; it is one line, as for snippets."""
+    path = write(tmp_path, {"id": "q1", "query": "x", "not_relevant": ["kb#0"],
+                            "relevant_spans": [{"doc": "kb", "start": 0, "end": 7}]})
+    with pytest.raises(FixtureError, match="chunk id 'kb#0' is in 'not_relevant' but a 'relevant_spans' span makes it "
+                                           "relevant; keep one"):
+        load_evalset(path, cut_at(20), documents=[DOCUMENT])
+    write(tmp_path, {"id": "q1", "query": "x", "not_relevant": ["kb#1"], "relevant_spans": [{"doc": "kb", "start": 0,
+                                                                                            "end": 7}]})
+    (question,) = load_evalset(path, cut_at(20), documents=[DOCUMENT])
+    assert question.relevance == {"kb#0": 1, "kb#1": 0}
