@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..config.settings import Config
+from ..evalset.documents import documents_digest, load_documents
 from ..evalset.jsonl import GRADING_VERSION
 from ..evalset.records import Chunk, Question
 from ..scoring.metrics import METRICS_VERSION
@@ -132,11 +133,21 @@ def fingerprint(
         "yardstick": yardstick(config),
         "tokenizer": config.described_tokenizer(),
         "chunks": (dict(corpus) if corpus is not None
-                   else {**corpus_record(chunks), "gold": gold_texts(chunks, questions)}),
+                   else {**corpus_record(chunks), "gold": gold_texts(chunks, questions), **chunking(config)}),
         "questions": questions_record(questions),
         "retrievers": {spec.name: retriever_fingerprint(config, spec.name, setup)
                        for spec in config.retrievers if spec.name in setup},
     }
+
+
+def chunking(config: Config) -> dict[str, Any]:
+    """Documents mode: the chunker with its parameters and the documents' digest (read again here, so a
+    merge of shards records what the session did); nothing for a chunks file."""
+    if config.documents is None or config.chunker is None:
+        return {}
+    documents = load_documents(config.documents)
+    return {"chunker": config.chunker.described(),
+            "documents": {"sha256": documents_digest(documents), "count": len(documents)}}
 
 
 def retriever_fingerprint(config: Config, name: str, setup: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:

@@ -20,6 +20,7 @@ def inputs(config: Config) -> dict[str, Path]:
     retriever type declares (`inputs(params, root)`: a user dictionary, a run file)."""
     found = {
         "the chunks file": config.chunks,
+        "the documents": config.documents,
         "the eval set": config.evalset,
         "the config file": config.source,
         "the baseline": config.baseline,

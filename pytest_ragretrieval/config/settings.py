@@ -13,6 +13,9 @@ from ..database.session import TeamCorpus
 from ..database.settings import DbMode, IndexKind, IndexSettings
 from ..embedding import PROMPT_KEYS, check_spec
 from ..embedding.base import DEFAULT_RETRIES, DEFAULT_TIMEOUT, EmbedderSettings
+from ..evalset.chunkers import TOKENIZERS as CHUNK_TOKENIZERS
+from ..evalset.chunkers import TYPES as CHUNKER_TYPES
+from ..evalset.chunkers import Chunker
 from ..files.paths import absolute
 from ..files.tables import Table
 from ..retrievers import RetrieverSpec, parse_spec
@@ -54,7 +57,8 @@ class Config:
     where: str
     root: Path
     chunks: Path | None
-    """None: every retriever reads the team's own table, and the chunks are read from `team_corpus`."""
+    """None: the chunks are cut from `documents` by `chunker`, or, without documents, every retriever reads
+    the team's own table, and the chunks are read from `team_corpus`."""
     evalset: Path
     baseline: Path
     k: int
@@ -94,6 +98,9 @@ class Config:
     """Whether the config names `tokenizer` (unset, jieba cuts the corpus: an English one is told so)."""
     team_corpus: TeamCorpus | None = None
     """Where the chunks come from when the config names no chunks file (see database.session)."""
+    documents: Path | None = None
+    """Documents mode: a JSON Lines file of documents or a folder of `.md`/`.txt` files, cut by `chunker`."""
+    chunker: Chunker | None = None
 
     @property
     def shown(self) -> tuple[MetricSpec, ...]:
@@ -124,6 +131,11 @@ class Config:
 
     def chunks_file(self, needed_by: str) -> Path:
         """The chunks file, or one line saying that `needed_by` needs one (the team's table is not read there)."""
+        if self.chunks is None and self.documents is not None:
+            raise ConfigError(
+                f"{self.where} key 'documents': {needed_by} reads a chunks file, and this config cuts its chunks "
+                "from documents; run it with a config that names chunks = \"PATH\" instead of documents"
+            )
         if self.chunks is None:
             raise ConfigError(
                 f"{self.where} key 'chunks': {needed_by} reads a chunks file, and this config reads its chunks "
@@ -217,6 +229,40 @@ def _compare(table: Table, names: set[str]) -> tuple[tuple[str, str], ...] | Non
             raise table.error("compare", f"{pair!r} compares a retriever with itself or repeats a pair")
         found.append((pair[0], pair[1]))
     return tuple(found)
+
+
+def _chunker(table: Table) -> Chunker | None:
+    """`[chunker]`: needed by `documents`, and only there."""
+    if not table.has("chunker"):
+        if table.has("documents"):
+            raise table.error("chunker", "documents need a chunker; add [tool.ragretrieval.chunker] with "
+                              "type = \"tokens\" (or sentences, markdown, python)")
+        return None
+    if not table.has("documents"):
+        raise table.error("chunker", "cuts documents, and this config names none; add documents = \"PATH\" "
+                          "or remove the chunker")
+    value = table.raw("chunker")
+    if not isinstance(value, dict):
+        raise table.error("chunker", "must be a table: [tool.ragretrieval.chunker] with type = \"tokens\"")
+    sub = Table(value, f"{table.where} chunker", table.root)
+    kind = (sub.text("type", "python", choices=CHUNKER_TYPES) if sub.has("python")
+            else sub.text("type", choices=CHUNKER_TYPES))
+    if kind == "python":
+        found = Chunker(kind, python=sub.text("python"))
+        if ":" not in found.python:
+            raise sub.error("python", f"must be \"module:function\", got {found.python!r}")
+    elif kind == "markdown":
+        found = Chunker(kind, size=sub.integer("size", 2000, minimum=1))
+    else:
+        defaults = (512, 64) if kind == "tokens" else (3, 0)
+        size = sub.integer("size", defaults[0], minimum=1)
+        overlap = sub.integer("overlap", defaults[1], minimum=0)
+        if overlap >= size:
+            raise sub.error("overlap", f"must be below size ({size}), got {overlap}")
+        tokenizer = sub.text("tokenizer", "unicode", choices=CHUNK_TOKENIZERS) if kind == "tokens" else "unicode"
+        found = Chunker(kind, size=size, overlap=overlap, tokenizer=tokenizer)
+    sub.finish()
+    return found
 
 
 def _index(table: Table) -> IndexSettings:
@@ -348,7 +394,11 @@ def load_config(config_option: str | None, rootpath: Path) -> Config:
         tokenizer_set=table.has("tokenizer"),
     )
     config = replace(config, compare=_compare(table, {spec.name for spec in config.retrievers}))
-    if config.chunks is None:
+    if table.has("documents") and table.has("chunks"):
+        raise table.error("documents", "and chunks cannot both be set: a chunks file is already chunked; "
+                          "keep one")
+    config = replace(config, documents=path("documents") if table.has("documents") else None, chunker=_chunker(table))
+    if config.chunks is None and config.documents is None:
         config = replace(config, team_corpus=team_corpus(table, config.retrievers, label))
     for entry in config.fail_on:
         if entry not in FAIL_ON:

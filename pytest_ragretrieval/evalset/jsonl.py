@@ -6,23 +6,26 @@ fixture never produces half a result or touches the baseline.
 from __future__ import annotations
 
 import codecs
-import io
 import json
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
 from ..core.errors import FixtureError
-from ..files.jsontext import JSONProblem, control_character, first_unstorable, loads, may_nest, unstorable
+from ..files.jsontext import control_character, may_nest
 from ..files.paths import Unreadable, display, input_lines
-from .records import Chunk, Question
+from .documents import Document
+from .gold_text import given_spans, snippet_spans, span_labels
+from .lines import Unanchored as Unanchored  # read from here by the gate and relabel
+from .lines import records as records
+from .records import Chunk, Question, Span
 
 CHUNK_KEYS = frozenset({"id", "text", "doc", "metadata"})
-QUESTION_KEYS = frozenset({"id", "query", "relevant", "not_relevant", "relevant_text", "tags", "metadata",
-                           "machine_labels"})
+QUESTION_KEYS = frozenset({"id", "query", "relevant", "not_relevant", "relevant_text", "relevant_spans", "tags",
+                           "metadata", "machine_labels"})
 JUDGE_KEYS = ("model", "prompt_sha256", "date")
 """What `machine_labels` records of each machine-made judgment: who judged, with which prompt, when."""
 MAX_GRADE = 100
@@ -35,57 +38,6 @@ graded by other rules cannot be compared (pitfall 3). `not_relevant` added no ru
 graded 0, as `{"id": 0}` in `relevant` always was."""
 QUESTION_ID = re.compile(r"[\w.+/\[\]:-]+")
 """What a -k expression can name (pytest's identifier characters, less the backslash)."""
-
-
-def records(path: Path, data: bytes | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
-    """Yield (`file:line`, object) for each non-blank line, read a line at a time (or of `data`, the file's
-    bytes as read already); a UTF-8 byte-order mark is skipped."""
-    name = display(path)
-    lines = input_lines(path) if data is None else iter(io.BytesIO(data))
-    offset = 0
-    number = 0
-    while True:
-        try:
-            raw = next(lines, None)
-        except Unreadable as exc:
-            raise FixtureError(f"{name}: {exc}") from None
-        if raw is None:
-            return
-        number += 1
-        if number == 1 and raw.startswith(codecs.BOM_UTF8):
-            raw, offset = raw[len(codecs.BOM_UTF8):], len(codecs.BOM_UTF8)
-        try:
-            line = raw.removesuffix(b"\n").decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise FixtureError(f"{name}: not UTF-8 ({exc.reason} at byte {offset + exc.start})") from None
-        offset += len(raw)
-        if not line.strip():
-            continue
-        where = f"{name}:{number}"
-        try:
-            record = loads(line)
-        except JSONProblem as exc:
-            raise FixtureError(f"{where}: invalid JSON ({_columns_only(str(exc))})") from None
-        if not isinstance(record, dict):
-            raise FixtureError(f"{where}: expected a JSON object, got {type(record).__name__}")
-        if "\\u" not in line:
-            yield where, record  # no escape: a NUL or a lone surrogate can only come from one
-            continue
-        for key, value in record.items():
-            problem = unstorable(key) or first_unstorable(value)
-            if problem is not None:
-                raise FixtureError(f"{where}: field {key!r} holds {problem}; remove it")
-        yield where, record
-
-
-class Unanchored(FixtureError):
-    """A label that names nothing in the corpus (a `relevant` or `not_relevant` id it does not hold, a snippet
-    no chunk holds): the gate then looks for where its text went."""
-
-
-def _columns_only(message: str) -> str:
-    """A one-line record's position is its column: `... at line 1 column 7` reads `... at column 7`."""
-    return message.replace(" at line 1 column ", " at column ")
 
 
 def _check_keys(where: str, record: Mapping[str, Any], allowed: frozenset[str]) -> None:
@@ -284,10 +236,36 @@ def _tags(where: str, value: Any) -> tuple[str, ...]:
     return tuple(value)
 
 
-def load_evalset(path: Path, chunks: Sequence[Chunk], source: str | None = None) -> tuple[Question, ...]:
+def _text_gold(
+    where: str, record: Mapping[str, Any], chunks: Sequence[Chunk], documents: Mapping[str, Document] | None,
+) -> tuple[dict[str, int], dict[str, int], tuple[Span, ...]]:
+    """The chunks the `relevant_text` snippets make relevant, those `relevant_spans` make relevant (with
+    their grades), and every gold span: in documents mode, placed in the documents and labelled by the
+    rule of evalset/gold_text.py; with a chunks file, snippets are matched in the chunks, as always."""
+    if documents is None:
+        if "relevant_spans" in record:
+            raise FixtureError(f"{where}: 'relevant_spans' needs documents; set documents = \"PATH\" in the config "
+                               "instead of chunks, or give 'relevant' chunk ids")
+        return (_snippet_relevance(where, record["relevant_text"], chunks) if "relevant_text" in record else {}), {}, ()
+    snippets: list[Span] = []
+    if "relevant_text" in record:
+        value = record["relevant_text"]
+        if not isinstance(value, list) or not all(isinstance(s, str) and s.strip() for s in value):
+            raise FixtureError(f"{where}: 'relevant_text' must be a list of non-empty strings")
+        snippets = snippet_spans(where, value, list(documents.values()))
+    given = given_spans(where, record["relevant_spans"], documents, MAX_GRADE) if "relevant_spans" in record else []
+    return span_labels(snippets, chunks), span_labels(given, chunks), (*given, *snippets)
+
+
+def load_evalset(
+    path: Path, chunks: Sequence[Chunk], source: str | None = None, documents: Sequence[Document] | None = None,
+) -> tuple[Question, ...]:
     """Read the eval set against the loaded corpus, resolving `relevant_text` snippets; `source`
-    names where the chunks came from when it is not a chunks file (the team's table)."""
+    names where the chunks came from when it is not a chunks file (the team's table); with `documents`
+    (documents mode), snippets and `relevant_spans` are placed in the documents and labelled by the rule
+    of evalset/gold_text.py."""
     known = {chunk.id: chunk for chunk in chunks}
+    by_id = None if documents is None else {document.id: document for document in documents}
     questions: list[Question] = []
     seen: dict[str, str] = {}
     for where, record in records(path):
@@ -299,28 +277,27 @@ def load_evalset(path: Path, chunks: Sequence[Chunk], source: str | None = None)
         if question_id in seen:
             raise FixtureError(f"{where}: duplicate question id {question_id!r} (first at {seen[question_id]})")
         seen[question_id] = where
-        if "relevant" not in record and "relevant_text" not in record:
+        if not record.keys() & {"relevant", "relevant_text", "relevant_spans"}:
             raise FixtureError(f"{where}: missing field 'relevant' (use [] for a no-answer question)")
         grades = _relevance(where, record.get("relevant", []), known, source)
         rejected = _not_relevant(where, record.get("not_relevant", []), grades, known)
-        matched: dict[str, int] = {}
-        if "relevant_text" in record:
-            matched = _snippet_relevance(where, record["relevant_text"], chunks)
-            for chunk_id, grade in matched.items():
-                grades[chunk_id] = max(grade, grades.get(chunk_id, 0))
+        matched, placed, spans = _text_gold(where, record, chunks, by_id)
+        for chunk_id, grade in (*placed.items(), *matched.items()):
+            grades[chunk_id] = max(grade, grades.get(chunk_id, 0))
         if not isinstance(record.get("metadata", {}), dict):
             raise FixtureError(f"{where}: field 'metadata' must be an object (or left out)")
         for chunk_id in rejected:
-            if chunk_id in matched:
-                raise FixtureError(f"{where}: chunk id {chunk_id!r} is in 'not_relevant' but a 'relevant_text' "
-                                   "snippet matches it; keep one")
+            if chunk_id in matched or chunk_id in placed:
+                source = "a 'relevant_text' snippet matches it" if chunk_id in matched else \
+                    "a 'relevant_spans' span makes it relevant"
+                raise FixtureError(f"{where}: chunk id {chunk_id!r} is in 'not_relevant' but {source}; keep one")
             grades[chunk_id] = 0
         machine = _machine_labels(where, record["machine_labels"], grades) if "machine_labels" in record \
             else frozenset()
         tags = _tags(where, record.get("tags", []))
         questions.append(
             Question(id=question_id, query=query, relevance=grades, tags=tags, snippet_ids=frozenset(matched),
-                     machine_labels=machine)
+                     machine_labels=machine, spans=spans)
         )
     if not questions:
         raise FixtureError(f"{display(path)}: no questions")

@@ -14,6 +14,10 @@ class Chunk:
     text: str
     doc: str | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
+    start: int | None = None
+    """Where the chunk starts in its document (code points), when a chunker cut it from `documents`."""
+    end: int | None = None
+    """Where it ends: the chunk's text is the document's text[start:end]."""
 
 
 @dataclass(frozen=True)
@@ -34,6 +38,8 @@ class Question:
     machine_labels: frozenset[str] = frozenset()
     """The chunks whose judgment an LLM judge made (`machine_labels` on the line, written by
     `ragretrieval pool --apply --accept-machine-labels`): the baseline counts them."""
+    spans: tuple[Span, ...] = ()
+    """Its gold as text (documents mode): `relevant_spans` and the places of its `relevant_text` snippets."""
 
     @property
     def answerable(self) -> bool:

@@ -62,7 +62,9 @@ def header_lines(config: Config, chunks: Sequence[Chunk], questions: Sequence[Qu
     empty = sum(1 for chunk in chunks if not chunk.text.strip())
     if empty:
         team = config.team_corpus
-        where = f"the team's {team.describe()}" if team is not None else display(config.chunks_file("the header"))
+        where = (f"the team's {team.describe()}" if team is not None
+                 else f"the chunks of {display(config.documents)}" if config.documents is not None
+                 else display(config.chunks_file("the header")))
         lines.append(
             f"rag: warning: {empty} chunk{'s' if empty != 1 else ''} in {where} "
             f"{'have' if empty != 1 else 'has'} an empty text; ranked and scored like any other"

@@ -24,6 +24,7 @@ from ..core.errors import ConfigError, FixtureError
 from ..core.progress import Output, PlainOutput
 from ..core.timing import Phases
 from ..database.settings import DbMode
+from ..evalset.corpus import documents_corpus
 from ..evalset.jsonl import Unanchored, load_chunks, load_evalset
 from ..evalset.records import Chunk, Question
 from ..files.paths import display, write_atomic, write_problem
@@ -100,7 +101,11 @@ class RagSession:
     def _load(self) -> None:
         self.config = load_config(self.options.config_path, self.options.rootpath)
         check_outputs(self.config, self.options.outputs, self.options.update)
-        if self.config.chunks is not None:
+        if self.config.documents is not None:
+            assert self.config.chunker is not None
+            self.chunks, self.questions = documents_corpus(self.config.documents, self.config.chunker,
+                                                           self.config.root, self.config.evalset)
+        elif self.config.chunks is not None:
             self.chunks = load_chunks(self.config.chunks)
             try:
                 self.questions = load_evalset(self.config.evalset, self.chunks)

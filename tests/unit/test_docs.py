@@ -24,6 +24,8 @@ import yaml
 
 from pytest_ragretrieval import __version__
 from pytest_ragretrieval.config.settings import load_config
+from pytest_ragretrieval.evalset.chunkers import Chunker, chunk_documents
+from pytest_ragretrieval.evalset.documents import Document
 from pytest_ragretrieval.evalset.jsonl import load_chunks, load_evalset
 from pytest_ragretrieval.evalset.records import Span
 from pytest_ragretrieval.scoring import spans
@@ -158,7 +160,8 @@ def test_toml_snippets_load_through_the_config_loader(snippet: Snippet, tmp_path
     if "chunks" in data:
         (tmp_path / "pyproject.toml").write_text(snippet.text, encoding="utf-8")
     else:
-        (tmp_path / "pyproject.toml").write_text(toml_text(merged(sample_table(), data)), encoding="utf-8")
+        base = {key: value for key, value in sample_table().items() if key != "chunks" or "documents" not in data}
+        (tmp_path / "pyproject.toml").write_text(toml_text(merged(base, data)), encoding="utf-8")
     config = load_config(None, tmp_path)
     names = {spec.name for spec in config.retrievers}
     assert set(data.get("retrievers", {})) <= names
@@ -170,11 +173,21 @@ def test_the_sample_config_shown_is_pyprojects() -> None:
 
 
 def test_the_data_examples_load_with_the_eval_set_readers(tmp_path: Path) -> None:
-    """Each chunk example is a valid chunk; each eval-set example loads against the sample's chunks."""
+    """Each chunk example is a valid chunk; each eval-set example loads against the sample's chunks, or,
+    with `relevant_spans`, against a document holding each span's text where the example says."""
     chunks = load_chunks(ROOT / "fixtures" / "chunks.jsonl")
     lines = [line for s in of("json") for line in s.text.splitlines() if line.startswith('{"id"')]
-    questions = [line for line in lines if '"query"' in line]
-    examples = [line for line in lines if '"text"' in line]
+    spans = [line for line in lines if '"relevant_spans"' in line]
+    questions = [line for line in lines if '"query"' in line and line not in spans]
+    examples = [line for line in lines if '"text"' in line and line not in spans]
+    assert spans
+    for line in spans:
+        (span,) = json.loads(line)["relevant_spans"]
+        document = Document(span["doc"], "。" * span["start"] + span["text"])
+        (tmp_path / "evalset.jsonl").write_text(line + "\n", encoding="utf-8")
+        (question,) = load_evalset(tmp_path / "evalset.jsonl", chunk_documents(
+            [document], Chunker("sentences", size=1), tmp_path), documents=[document])
+        assert question.relevance == {f"{span['doc']}#1": span["grade"]}  # the padding is sentence #0
     assert questions and examples
     for example in examples:
         (tmp_path / "chunks.jsonl").write_text(example + "\n", encoding="utf-8")

@@ -1,0 +1,198 @@
+"""The chunkers that cut documents into the chunks every retriever reads (`[tool.ragretrieval.chunker]`).
+
+Each built-in cuts a document into units that tile it (tokens, sentences, markdown sections), each unit
+running to where the next begins, so the whitespace between two belongs to the first; a chunk is a
+window of consecutive units, and its text is exactly the document's `text[start:end]`. Offsets are
+Python string offsets (code points). Written here rather than taken from chonkie (PyPI): its named
+tokenizers are downloaded from a model hub at first use (network at run time) and version 1.7 brings a
+compiled core and an HTTP client; these are small, exact and need nothing.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..core.errors import FixtureError
+from ..core.loader import load_object
+from .documents import Document
+from .records import Chunk
+
+TYPES = ("tokens", "sentences", "markdown", "python")
+TOKENIZERS = ("unicode", "chars")
+"""`unicode`: a CJK character, a run of other letters and digits, or any other non-space character is one
+token; `chars`: every non-space code point is one."""
+_CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af"
+_TOKEN = {
+    "unicode": re.compile(rf"[{_CJK}]|(?:(?![{_CJK}])\w)+|\S"),
+    "chars": re.compile(r"\S"),
+}
+_SENTENCE_END = re.compile(r"[.!?]+[\"')\]”’]*(?=\s|$)|[。！？；…]+[”’」』）)]*|\n(?:[ \t]*\n)+")
+"""An English sentence ends at . ! ? (and closing quotes) before a space or the end; a Chinese one at
+。！？；… (and closing quotes), space or not; a blank line ends one too."""
+_HEADING = re.compile(r"^(#{1,6})[ \t]+(.*?)[ \t#]*$", re.MULTILINE)
+_FENCE = re.compile(r"^(```|~~~)", re.MULTILINE)
+_PARAGRAPH = re.compile(r"\n(?:[ \t]*\n)+")
+
+
+@dataclass(frozen=True)
+class Chunker:
+    """The chunker as configured: `size` and `overlap` count tokens (`tokens`), sentences (`sentences`),
+    or, for `markdown`, `size` is the most characters a section keeps before it is split at paragraphs."""
+
+    type: str
+    size: int = 0
+    overlap: int = 0
+    tokenizer: str = "unicode"
+    python: str = ""
+
+    def described(self) -> dict[str, Any]:
+        """What the fingerprint records: the type and the parameters it uses."""
+        if self.type == "tokens":
+            return {"type": self.type, "size": self.size, "overlap": self.overlap, "tokenizer": self.tokenizer}
+        if self.type == "sentences":
+            return {"type": self.type, "size": self.size, "overlap": self.overlap}
+        if self.type == "markdown":
+            return {"type": self.type, "size": self.size}
+        return {"type": self.type, "python": self.python}
+
+
+Piece = tuple[int, int, Mapping[str, Any]]
+"""A chunk's span in its document and the chunker's metadata for it."""
+
+
+def chunk_documents(documents: Sequence[Document], chunker: Chunker, root: Path) -> tuple[Chunk, ...]:
+    """Every document cut by the chunker; ids `<doc>#<n>` from 0 in document order, so an unchanged
+    document keeps its ids whatever happens to the others."""
+    cut = _splitter(chunker, root)
+    chunks: list[Chunk] = []
+    for document in documents:
+        for number, (start, end, metadata) in enumerate(cut(document)):
+            chunks.append(Chunk(id=f"{document.id}#{number}", text=document.text[start:end], doc=document.id,
+                                metadata={**document.metadata, **metadata}, start=start, end=end))
+    if not chunks:
+        raise FixtureError("the chunker cut no chunk from the documents (every document is empty)")
+    return tuple(chunks)
+
+
+def _splitter(chunker: Chunker, root: Path) -> Callable[[Document], list[Piece]]:
+    if chunker.type == "tokens":
+        return lambda d: _plain(windows(token_bounds(d.text, chunker.tokenizer), chunker.size, chunker.overlap))
+    if chunker.type == "sentences":
+        return lambda d: _plain(windows(sentence_bounds(d.text), chunker.size, chunker.overlap))
+    if chunker.type == "markdown":
+        return lambda d: markdown_pieces(d.text, chunker.size)
+    split = load_object(chunker.python, root, "chunker python")
+    return lambda d: _checked(chunker.python, d, split(d.text))
+
+
+def _plain(spans: Iterable[tuple[int, int]]) -> list[Piece]:
+    return [(start, end, {}) for start, end in spans]
+
+
+def token_bounds(text: str, tokenizer: str) -> list[int]:
+    """Where each token's unit starts (the first at 0), then the text's length: a unit runs from its
+    token to the next token, so the units tile the text. No token: []."""
+    starts = [match.start() for match in _TOKEN[tokenizer].finditer(text)]
+    return [0, *starts[1:], len(text)] if starts else []
+
+
+def sentence_bounds(text: str) -> list[int]:
+    """Where each sentence starts (the first at 0), then the text's length; a sentence keeps the
+    whitespace after its end. Whitespace only: []."""
+    if not text.strip():
+        return []
+    starts = [0]
+    for match in _SENTENCE_END.finditer(text):
+        after = match.end()
+        while after < len(text) and text[after].isspace():
+            after += 1
+        if starts[-1] < after < len(text):
+            starts.append(after)
+    return [*starts, len(text)]
+
+
+def windows(bounds: Sequence[int], size: int, overlap: int) -> list[tuple[int, int]]:
+    """Windows of `size` consecutive units, each starting `size - overlap` units after the one before,
+    the last ending with the last unit."""
+    count = len(bounds) - 1
+    found: list[tuple[int, int]] = []
+    first = 0
+    while count > 0:
+        last = min(first + size, count)
+        found.append((bounds[first], bounds[last]))
+        if last == count:
+            break
+        first += max(1, size - overlap)
+    return found
+
+
+def markdown_pieces(text: str, size: int) -> list[Piece]:
+    """Heading sections (a heading line and what follows until the next heading), the text before the
+    first heading a section of its own; a section over `size` characters split at blank lines into
+    pieces of up to `size` (a single longer paragraph stays whole). Each piece's metadata holds its
+    heading path, `headings`: the titles from the top level down to its own section's."""
+    if not text.strip():
+        return []
+    fenced = _fenced(text)
+    heads = [m for m in _HEADING.finditer(text) if not any(a <= m.start() < b for a, b in fenced)]
+    starts = sorted({0, *(m.start() for m in heads)})
+    titles = {m.start(): (len(m.group(1)), m.group(2)) for m in heads}
+    if len(starts) > 1 and not text[:starts[1]].strip():
+        titles[0] = titles[starts[1]]  # blank lines before the first heading join its section
+        starts = [0, *starts[2:]]
+    path: list[tuple[int, str]] = []
+    pieces: list[Piece] = []
+    for start, end in zip(starts, [*starts[1:], len(text)], strict=True):
+        if start in titles:
+            level, title = titles[start]
+            path = [*(entry for entry in path if entry[0] < level), (level, title)]
+        metadata = {"headings": [title for _, title in path]}
+        for piece in _paragraphs(text, start, end, size):
+            pieces.append((*piece, metadata))
+    return pieces
+
+
+def _fenced(text: str) -> list[tuple[int, int]]:
+    """The code blocks (``` or ~~~ fences): a `#` line inside one is code, not a heading."""
+    marks = [m.start() for m in _FENCE.finditer(text)]
+    return [(marks[i], marks[i + 1] if i + 1 < len(marks) else len(text)) for i in range(0, len(marks), 2)]
+
+
+def _paragraphs(text: str, start: int, end: int, size: int) -> list[tuple[int, int]]:
+    """[start, end) whole when it is at most `size` characters, else paragraphs packed greedily."""
+    if end - start <= size:
+        return [(start, end)]
+    cuts = [m.end() for m in _PARAGRAPH.finditer(text, start, end) if m.end() < end]
+    found: list[tuple[int, int]] = []
+    begin = last = start
+    for cut in [*cuts, end]:
+        if cut - begin > size and last > begin:
+            found.append((begin, last))
+            begin = last
+        last = cut
+    found.append((begin, end))
+    return found
+
+
+def _checked(name: str, document: Document, spans: Any) -> list[Piece]:
+    """A team's chunker's answer: (start, end) or (start, end, metadata) for each chunk, in order, each
+    inside the document and not empty."""
+    found: list[Piece] = []
+    try:
+        items = list(spans)
+    except TypeError:
+        raise FixtureError(f"chunker {name!r} returned {type(spans).__name__} for document {document.id!r}; "
+                           "return a list of (start, end) pairs") from None
+    for item in items:
+        if (not isinstance(item, tuple | list) or len(item) not in (2, 3)
+                or not all(isinstance(n, int) and not isinstance(n, bool) for n in item[:2])
+                or not 0 <= item[0] < item[1] <= len(document.text)
+                or (len(item) == 3 and not isinstance(item[2], dict))):
+            raise FixtureError(f"chunker {name!r} returned {item!r} for document {document.id!r} "
+                               f"({len(document.text)} characters); return (start, end) pairs with "
+                               "0 <= start < end <= len(text), or (start, end, metadata)")
+        found.append((item[0], item[1], dict(item[2]) if len(item) == 3 else {}))
+    return found
