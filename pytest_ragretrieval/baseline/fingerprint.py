@@ -47,10 +47,16 @@ def chunks_digest(chunks: Sequence[Chunk]) -> str:
 
 def evalset_digest(questions: Sequence[Question]) -> str:
     rows = [
-        [q.id, q.query, dict(sorted(q.relevance.items())), sorted(q.tags)]
+        [q.id, q.query, dict(sorted(q.relevance.items())), sorted(q.tags), *([_spans(q)] if q.spans else [])]
         for q in sorted(questions, key=lambda q: q.id)
     ]
     return _digest(rows)
+
+
+def _spans(question: Question) -> list[list[Any]]:
+    """A question's gold spans (documents mode), in a digest beside its graded chunks: the span metrics
+    score them, so a moved span is a change of gold even where the chunks it makes relevant stay."""
+    return sorted([span.doc, span.start, span.end, span.grade] for span in question.spans)
 
 
 def gold_ids(questions: Sequence[Question]) -> frozenset[str]:
@@ -85,7 +91,8 @@ def question_record(question: Question) -> dict[str, Any]:
     positive = {chunk_id: grade for chunk_id, grade in question.relevance.items() if grade > 0}
     found: dict[str, Any] = {
         "query": _digest(question.query, SHORT),
-        "gold": _digest(dict(sorted((positive or question.relevance).items())), SHORT),
+        "gold": _digest([dict(sorted((positive or question.relevance).items())), _spans(question)]
+                        if question.spans else dict(sorted((positive or question.relevance).items())), SHORT),
         "tags": sorted(question.tags),
     }
     rejected = sorted(chunk_id for chunk_id, grade in question.relevance.items() if grade == 0)

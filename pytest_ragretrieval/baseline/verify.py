@@ -15,9 +15,9 @@ from typing import Any
 
 from ..core.values import EPSILON, fmt
 from ..evalset.jsonl import GRADING_VERSION
-from ..evalset.records import Chunk, Question
+from ..evalset.records import Chunk, Question, Span
 from ..record.checks import damaged
-from ..scoring.evaluate import RetrieverResult, score
+from ..scoring.evaluate import RetrieverResult, chunk_spans, score
 from ..scoring.metrics import METRICS_VERSION, MetricSpec
 from .fingerprint import chunks_digest, evalset_digest, question_record
 from .format import Baseline, Recorded
@@ -26,20 +26,22 @@ from .format import Baseline, Recorded
 def verify(baseline: Baseline, k: int, chunks: Sequence[Chunk], questions: Sequence[Question]) -> None:
     """Raise a one-line BaselineError for the first stored value today's inputs contradict."""
     fingerprint = baseline.fingerprint
+    spans = None
     if fingerprint.get("chunks", {}).get("sha256") == chunks_digest(chunks):
         known = {chunk.id for chunk in chunks}
         for name, recorded in baseline.retrievers.items():
             _known_ids(baseline, name, recorded, known, chunks)
+        spans = chunk_spans(chunks)  # span metrics are recomputed on the chunks they were recorded on only
     if not same_yardstick(baseline, k):
         return
     if fingerprint.get("questions", {}).get("sha256") == evalset_digest(questions):
         for name, recorded in baseline.retrievers.items():
-            _agrees(baseline, name, recorded, k, questions)
+            _agrees(baseline, name, recorded, k, questions, spans)
         return
     digests = fingerprint.get("questions", {}).get("digests", {})
     same = [q for q in questions if digests.get(q.id) is not None and _same_question(digests[q.id], q)]
     for name, recorded in baseline.retrievers.items():
-        _agrees_per_question(baseline, name, recorded, k, [q for q in same if q.id in recorded.questions])
+        _agrees_per_question(baseline, name, recorded, k, [q for q in same if q.id in recorded.questions], spans)
 
 
 def same_yardstick(baseline: Baseline, k: int) -> bool:
@@ -84,20 +86,22 @@ def _known_ids(baseline: Baseline, name: str, recorded: Recorded, known: set[str
                 )
 
 
-def _specs(labels: set[str], k: int) -> list[MetricSpec]:
-    """The registered metrics among `labels`, in their canonical form; others cannot be recomputed."""
+def _specs(labels: set[str], k: int, spans: bool = False) -> list[MetricSpec]:
+    """The registered metrics among `labels`, in their canonical form; others cannot be recomputed (span
+    metrics without the chunks' spans they were recorded on)."""
     specs = []
     for label in sorted(labels):
         try:
             spec = MetricSpec.parse(label, k)
         except ValueError:
             continue
-        if spec.label == label:
+        if spec.label == label and (spans or not spec.metric.spans):
             specs.append(spec)
     return specs
 
 
-def _agrees(baseline: Baseline, name: str, recorded: Recorded, k: int, questions: Sequence[Question]) -> None:
+def _agrees(baseline: Baseline, name: str, recorded: Recorded, k: int, questions: Sequence[Question],
+            spans: Mapping[str, Span] | None) -> None:
     where = f"retrievers.{name}"
     ids = {q.id for q in questions}
     extra = sorted(set(recorded.questions) - ids)
@@ -110,10 +114,10 @@ def _agrees(baseline: Baseline, name: str, recorded: Recorded, k: int, questions
         raise damaged(baseline.path, problem)
     labels = set(recorded.metrics) | {label for q in recorded.questions.values() for label in q.metrics}
     labels |= {label for values in recorded.tags.values() for label in values}
-    specs = _specs(labels, k)
+    specs = _specs(labels, k, spans is not None)
     checked = {spec.label for spec in specs}
     rankings = {qid: entry.ranking for qid, entry in recorded.questions.items()}
-    result = score(name, questions, rankings, specs)
+    result = score(name, questions, rankings, specs, spans=spans)
     for question in result.questions:
         ranking = recorded.questions[question.id].ranking
         _same(baseline, f"{where}.questions.{question.id}.metrics", recorded.questions[question.id].metrics,
@@ -128,14 +132,15 @@ def _agrees(baseline: Baseline, name: str, recorded: Recorded, k: int, questions
 
 
 def _agrees_per_question(
-    baseline: Baseline, name: str, recorded: Recorded, k: int, questions: Sequence[Question]
+    baseline: Baseline, name: str, recorded: Recorded, k: int, questions: Sequence[Question],
+    spans: Mapping[str, Span] | None,
 ) -> None:
     """The stored values of the questions that are today's, recomputed from their stored rankings."""
     labels = {label for q in recorded.questions.values() for label in q.metrics}
-    specs = _specs(labels, k)
+    specs = _specs(labels, k, spans is not None)
     checked = {spec.label for spec in specs}
     rankings = {q.id: recorded.questions[q.id].ranking for q in questions}
-    for question in score(name, questions, rankings, specs).questions:
+    for question in score(name, questions, rankings, specs, spans=spans).questions:
         ranking = recorded.questions[question.id].ranking
         _same(baseline, f"retrievers.{name}.questions.{question.id}.metrics", recorded.questions[question.id].metrics,
               question.values, checked, f"its ranking {list(ranking)} gives")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -323,6 +323,15 @@ def _reject_cycles(specs: list[RetrieverSpec], label: Callable[[str], str]) -> N
         visit(name, [])
 
 
+def _span_metrics(table: Table, metrics: Sequence[MetricSpec]) -> None:
+    """A span metric (char_recall, ...) scores the characters retrieved against gold spans: documents mode only."""
+    spanned = next((spec for spec in metrics if spec.metric.spans), None)
+    if spanned is not None and not table.has("documents"):
+        raise table.error("metrics", f"{spanned.name} scores the characters retrieved against gold spans, which "
+                          "need documents; set documents = \"PATH\" and a [tool.ragretrieval.chunker], or remove "
+                          f"{spanned.name} from metrics")
+
+
 def load_config(config_option: str | None, rootpath: Path) -> Config:
     """Read and validate everything; any problem is a ConfigError naming the file and key."""
     source, dotted, data = find_settings(config_option, rootpath)
@@ -349,6 +358,7 @@ def load_config(config_option: str | None, rootpath: Path) -> Config:
             raise table.error("metrics", str(exc)) from None
     if len({spec.label for spec in metrics}) != len(metrics):
         raise table.error("metrics", "names the same metric and cutoff twice")
+    _span_metrics(table, metrics)
     embedding = table.text("embedding", DEFAULT_EMBEDDING)
     embedding_id = table.text("embedding_id", None)
     prompts = _prompts(table)

@@ -18,7 +18,7 @@ from typing import Any
 
 import msgspec
 
-from ..evalset.records import Question
+from ..evalset.records import Question, Span
 from ..files.jsonshape import Node
 from ..files.jsontext import control_character, unstorable
 from ..files.paths import Unreadable, read_input
@@ -47,9 +47,11 @@ class RetrieverRun(msgspec.Struct, frozen=True):
     values: Mapping[str, Mapping[str, float]] = {}
 
 
-def scored(name: str, ran: RetrieverRun, questions: Sequence[Question], specs: Sequence[MetricSpec]) -> Run:
-    """The run of `ran` scored over `questions`: how a live run, a reused one and a merged one are judged."""
-    return Run(result=score(name, questions, ran.rankings, specs, ran.latency_ms),
+def scored(name: str, ran: RetrieverRun, questions: Sequence[Question], specs: Sequence[MetricSpec],
+           spans: Mapping[str, Span] | None = None) -> Run:
+    """The run of `ran` scored over `questions` (`spans`: the chunks' spans, for span metrics): how a live
+    run, a reused one and a merged one are judged."""
+    return Run(result=score(name, questions, ran.rankings, specs, ran.latency_ms, spans),
                diagnostics=dict(ran.diagnostics), notes=ran.notes)
 
 

@@ -8,7 +8,7 @@ naming the extra that brings it, any other exception is the retriever's error.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from ..core.errors import RagError, RetrieverError, RetrieverUnavailable, describe_exception
@@ -16,7 +16,7 @@ from ..core.optional import missing
 from ..core.progress import Output, PlainOutput, Progress
 from ..core.timing import Phases
 from ..core.values import quoted
-from ..evalset.records import Question
+from ..evalset.records import Question, Span
 from ..files.jsontext import escaped
 from ..record.run import RetrieverRun, scored
 from ..retrievers.protocol import Query, Retriever, ask, asked
@@ -82,8 +82,10 @@ def execute(
     known: Collection[str],
     out: Output | None = None,
     phases: Phases | None = None,
+    spans: Mapping[str, Span] | None = None,
 ) -> Run:
-    """Build a retriever, run it over every question with progress, and score it; never raises.
+    """Build a retriever, run it over every question with progress, and score it (`spans`: the chunks'
+    spans, for span metrics); never raises.
 
     The memo first fills its store for every question, its sources first and in one batch where
     it can; the questions then read their rankings, and the latency recorded for them, from there.
@@ -97,7 +99,7 @@ def execute(
                 rankings, latencies = run_retriever(name, memo, questions, depth, known, latency=memo.latency_ms)
         ran = RetrieverRun(depth, rankings, latencies, dict(memo.diagnostics(questions)), tuple(memo.notes()))
         with phases.phase("scoring"):
-            return scored(name, ran, questions, specs)
+            return scored(name, ran, questions, specs, spans)
     except RetrieverUnavailable as exc:  # the reason may be recorded in the baseline: one line, no control character
         return Run(skipped=escaped(str(exc)))
     except RagError as exc:

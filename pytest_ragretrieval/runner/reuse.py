@@ -39,7 +39,7 @@ import msgspec
 
 from ..config.settings import Config
 from ..core.errors import RagError
-from ..evalset.records import Chunk, Question
+from ..evalset.records import Chunk, Question, Span
 from ..files.jsonshape import Node, ShapeProblem
 from ..files.jsontext import JSONProblem, loads
 from ..files.paths import Unreadable, write_atomic
@@ -206,7 +206,7 @@ def _entry(path: Path, name: str, inputs: str | None, wanted: Callable[[], str |
 
 def read(
     path: Path, name: str, inputs: str | None, wanted: Callable[[], str | None], questions: Sequence[Question],
-    specs: Sequence[MetricSpec], depth: int, known: Collection[str],
+    specs: Sequence[MetricSpec], depth: int, known: Collection[str], spans: Mapping[str, Span] | None = None,
 ) -> Run | None:
     """The cached run of `name` when it holds `inputs` and then `wanted()` (the full key, asked only
     then), scored again; None on any miss (a missing, older, damaged or other-key entry, or rankings
@@ -218,7 +218,7 @@ def read(
         rankings = {q.id: checked_ranking(name, q, ran.rankings[q.id], depth, known) for q in questions}
     except RagError:
         return None
-    return scored(name, msgspec.structs.replace(ran, depth=depth, rankings=rankings), questions, specs)
+    return scored(name, msgspec.structs.replace(ran, depth=depth, rankings=rankings), questions, specs, spans)
 
 
 def source(

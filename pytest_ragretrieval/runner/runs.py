@@ -13,7 +13,7 @@ from ..core.timing import Phases
 from ..database.dsn import redact
 from ..evalset.records import Chunk, Question
 from ..record.run import RetrieverRun
-from ..scoring.evaluate import Run
+from ..scoring.evaluate import Run, places
 from . import reuse
 from .execute import checked_ranking, execute
 from .resources import Resources
@@ -52,6 +52,8 @@ class Runner:
         self.bench = Workbench(config, self.chunks, self.resources, self.questions)
         self.resources.before_embedding = self.bench.tokenize_ahead
         self.bench.cached = self._source
+        self.spans = places(self.chunks, config.shown)
+        """The chunks' spans by id when a span metric is listed, built once."""
         self.runs: dict[str, Run] = {}
         self.reuse = reuse_rankings
         self.reused: list[str] = []
@@ -79,7 +81,7 @@ class Runner:
             if path is not None and self.reuse and path.exists():
                 with self.phases.phase("reused rankings"):
                     cached = reuse.read(path, name, self._key(name, with_setup=False), lambda: self._key(name),
-                                        self.questions, self.config.shown, self.config.depth, known)
+                                        self.questions, self.config.shown, self.config.depth, known, self.spans)
             if cached is not None:
                 self.reused.append(name)
                 self.out.line(f"rag: {name}: rankings reused, every input unchanged since its cached run "
@@ -90,7 +92,7 @@ class Runner:
             try:
                 self.runs[name] = required(name, self.config, execute(
                     name, lambda: self.bench.get(name), self.questions, self.config.shown, self.config.depth, known,
-                    self.out, self.phases,
+                    self.out, self.phases, self.spans,
                 ))
             finally:
                 self._running = None

@@ -1,7 +1,9 @@
 """Scoring what a retriever returned, pure: rankings and judgments in, values out.
 
 Policy, decided once here: no-answer questions are scored apart (how many got an empty
-result) and left out of every metric mean. (Checking what a retriever returns is the
+result) and left out of every metric mean. A span metric scores the answerable questions that have a
+gold span of grade >= 1 (documents mode), over the spans of the top k's chunks; a question without
+one has no value for it, as a no-answer question has no recall. (Checking what a retriever returns is the
 runner's: see runner/execute.py.)
 """
 from __future__ import annotations
@@ -12,7 +14,7 @@ from dataclasses import dataclass, field
 
 from ..core.errors import RagError
 from ..core.values import DIGITS
-from ..evalset.records import Question
+from ..evalset.records import Chunk, Question, Span
 from .metrics import MetricSpec
 
 
@@ -68,24 +70,47 @@ def mean(values: Sequence[float]) -> float:
     return round(math.fsum(values) / len(values), DIGITS) if values else 0.0
 
 
+def places(chunks: Sequence[Chunk], specs: Sequence[MetricSpec]) -> dict[str, Span] | None:
+    """Chunk id -> its span in its document, built once a run, for `score` when `specs` hold a span metric
+    (None otherwise: nothing to build); only chunks cut from documents have one."""
+    return chunk_spans(chunks) if any(spec.metric.spans for spec in specs) else None
+
+
+def chunk_spans(chunks: Sequence[Chunk]) -> dict[str, Span]:
+    """Chunk id -> its span in its document (only chunks cut from documents have one)."""
+    return {chunk.id: Span(chunk.doc, chunk.start, chunk.end) for chunk in chunks
+            if chunk.doc is not None and chunk.start is not None and chunk.end is not None}
+
+
+def _gold(question: Question) -> bool:
+    return any(span.grade >= 1 for span in question.spans)
+
+
 def score(
     name: str,
     questions: Sequence[Question],
     rankings: Mapping[str, Sequence[str]],
     specs: Sequence[MetricSpec],
     latencies: Mapping[str, float] | None = None,
+    spans: Mapping[str, Span] | None = None,
 ) -> RetrieverResult:
     """Score rankings against the judgments; pure, so files can be re-scored without running.
-    Answer metrics score answerable questions, abstention the no-answer ones; each metric's label,
+    Answer metrics score answerable questions, abstention the no-answer ones, span metrics the answerable
+    questions with gold spans, over `spans` (`places`: needed when `specs` hold one); each metric's label,
     function and scope are looked up once, not once a question (a reused run is mostly this)."""
     measured = [(spec.label, spec.metric, spec.k, spec.on_no_answer) for spec in specs]
+    if spans is None and any(metric.spans for _, metric, _, _ in measured):
+        raise ValueError("a span metric is listed and no chunk spans were given")
     answerable = {question.id: question.answerable for question in questions}
     per_question: list[QuestionResult] = []
     raw: dict[str, dict[str, float]] = {}
     for question in questions:
         ranking = tuple(rankings.get(question.id, ()))
         values = {label: metric(ranking, question.relevance, k) for label, metric, k, no_answer in measured
-                  if answerable[question.id] != no_answer}
+                  if answerable[question.id] != no_answer and not metric.spans}
+        if spans is not None and answerable[question.id] and _gold(question):
+            values.update({label: metric.over_spans([spans[chunk_id] for chunk_id in ranking[:k]], question.spans)
+                           for label, metric, k, _ in measured if metric.spans})
         raw[question.id] = values
         per_question.append(
             QuestionResult(
@@ -98,8 +123,8 @@ def score(
 
     def means(subset: Sequence[Question]) -> dict[str, float]:
         found = {}
-        for label, _, _, no_answer in measured:
-            scoped = [raw[q.id][label] for q in subset if answerable[q.id] != no_answer]
+        for label, *_ in measured:
+            scoped = [raw[q.id][label] for q in subset if label in raw[q.id]]
             if scoped:
                 found[label] = mean(scoped)
         return found

@@ -13,16 +13,22 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
+from typing import cast
 
 from ..core.errors import did_you_mean
 from ..core.extensions import Registry
+from ..evalset.records import Span
 from ..files.jsontext import METRIC_KEY, cutoff
+from .spans import answer_hit, char_iou, char_precision, char_recall
 
 METRICS_VERSION = 1
 """Bumped whenever a definition changes, so old baselines stop comparing (pitfall 3)."""
 
 Ranking = Sequence[str]
 Relevance = Mapping[str, int]
+RankingFunction = Callable[[Ranking, Relevance, int], float]
+SpanFunction = Callable[[Sequence[Span], Sequence[Span]], float]
+"""A span metric's function (scoring/spans.py): the top k's chunk spans in rank order, the gold spans."""
 
 
 def _relevant_count(relevance: Relevance) -> int:
@@ -135,7 +141,8 @@ class Metric:
     """
 
     name: str
-    function: Callable[[Ranking, Relevance, int], float]
+    function: RankingFunction | SpanFunction
+    """(ranking, relevance, k) -> value; a span metric's (`spans`) takes (retrieved spans, gold spans)."""
     definition: str
     no_answer: bool = False
     """True for metrics scored on no-answer questions only; they take no cutoff."""
@@ -153,9 +160,20 @@ class Metric:
     """Shown only when listed, or always (judged@k)."""
     primary: bool = False
     """The metric that decides which questions regressed or improved when listed (nDCG); else the first listed."""
+    spans: bool = False
+    """True for a span metric: scored on the characters the top k's chunks share with the question's gold
+    spans (documents mode only; scoring/evaluate.py cuts the top k and passes the spans)."""
 
     def __call__(self, ranking: Ranking, relevance: Relevance, k: int) -> float:
-        return self.function(ranking, relevance, k)
+        if self.spans:
+            raise TypeError(f"{self.name} scores spans: call over_spans")
+        return cast(RankingFunction, self.function)(ranking, relevance, k)
+
+    def over_spans(self, retrieved: Sequence[Span], gold: Sequence[Span]) -> float:
+        """A span metric's value for the retrieved chunks' spans (already cut to the top k) and the gold spans."""
+        if not self.spans:
+            raise TypeError(f"{self.name} scores rankings: call it")
+        return cast(SpanFunction, self.function)(retrieved, gold)
 
 
 _LABEL = METRIC_KEY
@@ -185,6 +203,13 @@ METRICS: Registry[Metric] = Registry("metrics", {
         Metric("mrr", mrr, "1 / rank of the first relevant chunk within the top k, else 0", hit=True),
         Metric("map", average_precision, "sum of precision@rank at each relevant hit within k / all relevant chunks",
                hit=True),
+        Metric("char_recall", char_recall, "gold characters in the top k's chunks / the sum of the gold spans' "
+               "lengths", spans=True),
+        Metric("char_precision", char_precision, "gold characters in the top k's chunks / the sum of their lengths",
+               spans=True),
+        Metric("char_iou", char_iou, "gold characters in the top k's chunks / (the sum of their lengths + the gold "
+               "characters missed)", spans=True),
+        Metric("answer_hit", answer_hit, "1 if every gold span lies inside the top k's chunks, else 0", spans=True),
         Metric("abstention", abstention, "share of no-answer questions that got an empty result", no_answer=True),
         Metric("judged", judged, "judged chunks (any grade, 0 included) in the top k / min(k, ranking length)",
                measures=Measures.LABELS, shown=Shown.ALWAYS),

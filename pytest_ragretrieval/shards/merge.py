@@ -19,10 +19,10 @@ from typing import Any
 from ..baseline.fingerprint import fingerprint
 from ..config.settings import Config
 from ..core.errors import RetrieverError
-from ..evalset.records import Chunk, Question
+from ..evalset.records import Chunk, Question, Span
 from ..files.paths import display
 from ..record.run import RetrieverRun, scored
-from ..scoring.evaluate import Run
+from ..scoring.evaluate import Run, places
 from .assignment import Shard
 from .partial import Partial, PartialError
 
@@ -130,13 +130,14 @@ def merge(
         _share(partial, questions, config)
     _repository(ordered[0], config, chunks, questions)
     names = {name for p in ordered for name in (*p.runs, *p.unavailable, *p.errors)}
-    runs = {spec.name: _run(spec.name, ordered, questions, config, spec.name in measured)
+    spans = places(chunks, config.shown)
+    runs = {spec.name: _run(spec.name, ordered, questions, config, spec.name in measured, spans)
             for spec in config.retrievers if spec.name in names}
     return Merged(ordered[0].fingerprint, runs, ordered[0].selected, ordered[0].described)
 
 
 def _run(name: str, partials: Sequence[Partial], questions: Sequence[Question], config: Config,
-         measured: bool) -> Run:
+         measured: bool, spans: Mapping[str, Span] | None) -> Run:
     failed = next((p for p in partials if name in p.errors), None)
     if failed is not None:
         return Run(error=RetrieverError(failed.errors[name]))
@@ -165,7 +166,7 @@ def _run(name: str, partials: Sequence[Partial], questions: Sequence[Question], 
                      for p, run in shard_runs for key, value in run.diagnostics.items()},
         notes=tuple(dict.fromkeys(note for _, run in shard_runs for note in run.notes)),
     )
-    merged = scored(name, whole, questions, config.shown)
+    merged = scored(name, whole, questions, config.shown, spans)
     assert merged.result is not None
     for partial, run in shard_runs:
         _agrees(partial, name, run, {q.id: q.values for q in merged.result.questions})

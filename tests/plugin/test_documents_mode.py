@@ -94,3 +94,62 @@ def test_shards_merge_in_documents_mode(project: pytest.Pytester, capsys: pytest
     merged = json.loads((project.path / "merged.json").read_text(encoding="utf-8"))
     assert merged["fingerprint"]["chunks"]["chunker"] == {"type": "sentences", "size": 1, "overlap": 0}
     assert sorted(merged["retrievers"]["bm25"]["questions"]) == ["hotel", "laptop", "refund", "taxi"]
+
+
+SPANS_CONFIG = CONFIG.replace('metrics = ["recall", "ndcg"]',
+                              'metrics = ["recall", "ndcg", "char_recall", "char_iou", "answer_hit"]').replace(
+    '[tool.ragretrieval.retrievers.bm25]\ntype = "bm25"\n',
+    '[tool.ragretrieval.retrievers.overlap]\ntype = "python"\nfactory = "overlap_retriever:make"\noptions = {reverse = false}\n')
+OVERLAP = '''
+import re
+
+
+def words(text):
+    return set(re.findall(r"[a-z0-9]+", text.lower()))
+
+
+def make(ctx):
+    chunks = ctx.chunks
+    reverse = ctx.options["reverse"]
+
+    def search(query, k):
+        ranked = [c.id for c in sorted(chunks, key=lambda c: (-len(words(query) & words(c.text)), c.id))]
+        return (ranked[::-1] if reverse else ranked)[:k]
+    return search
+'''
+
+
+def test_span_metrics_are_gated_like_any_metric(project: pytest.Pytester) -> None:
+    """Span metrics listed in documents mode: recorded per question and as means, a second run passes,
+    and a worse setting (the ranking reversed) fails the char_recall@2 item."""
+    (project.path / "pyproject.toml").write_text(SPANS_CONFIG, encoding="utf-8")
+    (project.path / "overlap_retriever.py").write_text(OVERLAP, encoding="utf-8")
+    first = project.runpytest("--rag-update-baseline", *RUN)
+    assert first.ret == 0, first.stdout.str()
+    recorded = json.loads((project.path / "baselines" / "retrieval.json").read_text(encoding="utf-8"))
+    entry = recorded["retrievers"]["overlap"]
+    assert {"char_recall@2", "char_iou@2", "answer_hit@2"} <= set(entry["metrics"])
+    assert entry["questions"]["laptop"]["metrics"]["answer_hit@2"] == 1.0
+    assert entry["questions"]["laptop"]["metrics"]["char_recall@2"] == 1.0
+    second = project.runpytest("--rag-eval", "-v", *RUN)
+    assert second.ret == 0, second.stdout.str()
+    second.stdout.fnmatch_lines(["*char_recall@2*PASSED*", "*answer_hit@2*PASSED*"])
+    (project.path / "pyproject.toml").write_text(SPANS_CONFIG.replace("reverse = false", "reverse = true"),
+                                                 encoding="utf-8")
+    third = project.runpytest("--rag-eval", "-v", *RUN)
+    assert third.ret == 1, third.stdout.str()
+    third.stdout.fnmatch_lines(["*char_recall@2*FAILED*", "char_recall@2 of 'overlap' fell from 1.0000 to *"])
+
+
+def test_a_span_value_the_rankings_do_not_give_is_a_damaged_baseline(project: pytest.Pytester) -> None:
+    """The baseline's span values are recomputed from its rankings over the chunks' spans, as every metric's."""
+    (project.path / "pyproject.toml").write_text(SPANS_CONFIG, encoding="utf-8")
+    (project.path / "overlap_retriever.py").write_text(OVERLAP, encoding="utf-8")
+    assert project.runpytest("--rag-update-baseline", *RUN).ret == 0
+    path = project.path / "baselines" / "retrieval.json"
+    recorded = json.loads(path.read_text(encoding="utf-8"))
+    recorded["retrievers"]["overlap"]["questions"]["laptop"]["metrics"]["char_iou@2"] = 0.5
+    path.write_text(json.dumps(recorded, indent=2), encoding="utf-8")
+    result = project.runpytest("--rag-eval", *RUN)
+    assert result.ret != 0
+    result.stderr.fnmatch_lines(["*retrievers.overlap.questions.laptop.metrics.char_iou@2 = 0.5 does not agree*"])

@@ -28,6 +28,8 @@ from pytest_ragretrieval.scoring.metrics import (
 Metric = Callable[[Sequence[str], Mapping[str, int], int], float]
 
 SETTINGS = settings(max_examples=250, deadline=None)
+RANKING_METRICS = [name for name, metric in METRICS.items() if not metric.spans]
+"""The metrics of a ranking; the span metrics' properties are tests/unit/test_spans.py's."""
 
 
 class Case(NamedTuple):
@@ -85,7 +87,7 @@ def test_mrr_is_recip_rank_of_the_top_k(case: Case) -> None:
     assert mrr(case.ranking, case.relevance, case.k) == pytest.approx(expected, abs=1e-9, rel=0)
 
 
-@pytest.mark.parametrize("name", [name for name in METRICS if name != "judged"])  # judged: counts grade 0 (test_judged.py)
+@pytest.mark.parametrize("name", [name for name in RANKING_METRICS if name != "judged"])  # judged: counts grade 0 (test_judged.py)
 @pytest.mark.parametrize(
     "relevance",
     [{}, {"a": 0, "b": 0}],
@@ -96,7 +98,7 @@ def test_zero_without_a_relevant_chunk(name: str, relevance: dict[str, int]) -> 
     assert METRICS[name](["a", "b", "c"], relevance, 3) == 0.0
 
 
-ANSWER_METRICS = [name for name, metric in METRICS.items() if not metric.no_answer]
+ANSWER_METRICS = [name for name in RANKING_METRICS if not METRICS[name].no_answer]
 
 
 @pytest.mark.parametrize("name", ANSWER_METRICS)
@@ -105,7 +107,7 @@ def test_zero_for_an_empty_ranking(name: str) -> None:
     assert METRICS[name]([], {"a": 1, "b": 3}, 5) == 0.0
 
 
-@pytest.mark.parametrize("name", list(METRICS))
+@pytest.mark.parametrize("name", RANKING_METRICS)
 @SETTINGS
 @given(case=cases())
 def test_in_unit_interval(name: str, case: Case) -> None:
@@ -113,7 +115,7 @@ def test_in_unit_interval(name: str, case: Case) -> None:
     assert 0.0 <= METRICS[name](case.ranking, case.relevance, case.k) <= 1.0
 
 
-@pytest.mark.parametrize("name", list(METRICS))
+@pytest.mark.parametrize("name", RANKING_METRICS)
 @SETTINGS
 @given(case=cases(), tail=st.lists(st.integers(0, 60), unique=True, max_size=10))
 def test_depends_only_on_the_first_k(name: str, case: Case, tail: list[int]) -> None:
