@@ -231,13 +231,17 @@ def test_a_role_that_may_do_more_than_read_is_refused(server: tuple[str, str], t
     host = owner.partition("?")[2]
     with psycopg.connect(owner, autocommit=True) as conn:
         for role, grant in [("writer", "GRANT INSERT ON docs TO writer"), ("filer", "GRANT pg_read_server_files TO filer"),
+                            ("runner", "GRANT pg_execute_server_program TO runner"),
+                            ("scribe", "GRANT pg_write_server_files TO scribe"),
                             ("keeper", "CREATE TABLE kept (x int); ALTER TABLE kept OWNER TO keeper")]:
             conn.execute(f"CREATE ROLE {role} LOGIN")
             conn.execute(f"GRANT USAGE ON SCHEMA public TO {role}; GRANT SELECT ON docs TO {role}")
             conn.execute(grant)
     try:
         for role, reason in [("postgres", "is a superuser"), ("writer", "may write table docs"),
-                             ("filer", "is a member of pg_read_server_files"), ("keeper", "owns table kept")]:
+                             ("filer", "is a member of pg_read_server_files"),
+                             ("runner", "is a member of pg_execute_server_program"),
+                             ("scribe", "is a member of pg_write_server_files"), ("keeper", "owns table kept")]:
             with pytest.raises(DatabaseError) as error:
                 connect(f"postgresql://{role}@/postgres?{host}")
             assert f"role {role!r} on " in str(error.value) and reason in str(error.value), str(error.value)
@@ -252,7 +256,8 @@ def test_a_role_that_may_do_more_than_read_is_refused(server: tuple[str, str], t
         assert "role 'postgres' on " in out and "is a superuser: a table or sql retriever reads" in out, out
     finally:
         with psycopg.connect(owner, autocommit=True) as conn:
-            conn.execute("DROP TABLE kept; DROP OWNED BY writer, filer, keeper; DROP ROLE writer, filer, keeper")
+            conn.execute("DROP TABLE kept; DROP OWNED BY writer, filer, runner, scribe, keeper; "
+                         "DROP ROLE writer, filer, runner, scribe, keeper")
 
 
 def test_sql_messages_name_the_row_and_the_limit(server: tuple[str, str], tmp_path: Path) -> None:
