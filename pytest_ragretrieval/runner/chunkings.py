@@ -75,6 +75,11 @@ class Chunkings:
         return self._described(lambda runner: runner.database_description)
 
     def finish(self) -> None:
+        """Each runner's cached runs keyed again once every chunking has embedded (`Runner.keep_again`), so a
+        run with nothing changed reuses them all; then what the built retrievers hold is released."""
+        if len(self._runners) > 1:
+            for runner in self._runners.values():
+                runner.keep_again()
         for runner in self._runners.values():
             runner.finish()
 
