@@ -148,13 +148,16 @@ def fingerprint(
 
 
 def chunking(config: Config) -> dict[str, Any]:
-    """Documents mode: the chunker with its parameters and the documents' digest (read again here, so a
-    merge of shards records what the session did); nothing for a chunks file."""
+    """Documents mode: the chunker with its parameters, each named chunking's, and the documents' digest
+    (shared by all; read again here, so a merge of shards records what the session did); nothing for a
+    chunks file."""
     if config.documents is None or config.chunker is None:
         return {}
     documents = load_documents(config.documents)
+    named = {"chunkings": {name: chunker.described() for name, chunker in config.chunkings.items()}}
     return {"chunker": config.chunker.described(),
-            "documents": {"sha256": documents_digest(documents), "count": len(documents)}}
+            "documents": {"sha256": documents_digest(documents), "count": len(documents)},
+            **(named if config.chunkings else {})}
 
 
 def retriever_fingerprint(config: Config, name: str, setup: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..core.values import EPSILON, fmt
+from ..evalset.corpus import chunking_of, chunking_share
 from ..evalset.jsonl import GRADING_VERSION
 from ..evalset.records import Chunk, Question, Span
 from ..record.checks import damaged
@@ -36,12 +37,23 @@ def verify(baseline: Baseline, k: int, chunks: Sequence[Chunk], questions: Seque
         return
     if fingerprint.get("questions", {}).get("sha256") == evalset_digest(questions):
         for name, recorded in baseline.retrievers.items():
-            _agrees(baseline, name, recorded, k, questions, spans)
+            _agrees(baseline, name, recorded, k, _labelled(baseline, name, chunks, questions), spans)
         return
     digests = fingerprint.get("questions", {}).get("digests", {})
     same = [q for q in questions if digests.get(q.id) is not None and _same_question(digests[q.id], q)]
     for name, recorded in baseline.retrievers.items():
-        _agrees_per_question(baseline, name, recorded, k, [q for q in same if q.id in recorded.questions], spans)
+        held = [q for q in same if q.id in recorded.questions]
+        _agrees_per_question(baseline, name, recorded, k, _labelled(baseline, name, chunks, held), spans)
+
+
+def _labelled(baseline: Baseline, name: str, chunks: Sequence[Chunk], questions: Sequence[Question]) -> list[Question]:
+    """The questions with the labels `name` was scored by: those of the chunking its fingerprint names,
+    where the corpus holds named chunkings (evalset/corpus.py); else as they are."""
+    if not any(chunking_of(chunk.id) for chunk in chunks):
+        return list(questions)
+    entry = baseline.fingerprint.get("retrievers", {}).get(name, {})
+    chunking = entry.get("chunking", "") if isinstance(entry, Mapping) else ""
+    return list(chunking_share(str(chunking), chunks, questions)[1])
 
 
 def same_yardstick(baseline: Baseline, k: int) -> bool:

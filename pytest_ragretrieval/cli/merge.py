@@ -72,7 +72,8 @@ def run(args: argparse.Namespace) -> Result:
     outputs = {option: path for option, value in wanted.items() if (path := checked_output(option, value, read))}
     check_outputs(config, outputs, args.update_baseline)
     if config.documents is not None and config.chunker is not None:
-        chunks, questions = documents_corpus(config.documents, config.chunker, config.root, config.evalset)
+        chunks, questions = documents_corpus(config.documents, config.chunker, config.root, config.evalset,
+                                             config.chunkings)
     else:
         chunks = load_chunks(config.chunks_file(f"{PROG} merge"))
         questions = load_evalset(config.evalset, chunks)

@@ -101,6 +101,8 @@ class Config:
     documents: Path | None = None
     """Documents mode: a JSON Lines file of documents or a folder of `.md`/`.txt` files, cut by `chunker`."""
     chunker: Chunker | None = None
+    chunkings: Mapping[str, Chunker] = field(default_factory=dict, hash=False)
+    """The named chunkings (`[chunkings.NAME]`), side by side with the default `chunker`."""
 
     @property
     def shown(self) -> tuple[MetricSpec, ...]:
@@ -244,7 +246,43 @@ def _chunker(table: Table) -> Chunker | None:
     value = table.raw("chunker")
     if not isinstance(value, dict):
         raise table.error("chunker", "must be a table: [tool.ragretrieval.chunker] with type = \"tokens\"")
-    sub = Table(value, f"{table.where} chunker", table.root)
+    return _chunker_table(Table(value, f"{table.where} chunker", table.root))
+
+
+def _chunkings(table: Table, retrievers: Sequence[RetrieverSpec], label: Callable[[str], str]) -> dict[str, Chunker]:
+    """`[chunkings.NAME]`: more chunkers over the same documents, each read by the retrievers naming it
+    (`chunking = "NAME"`); a hybrid or rerank reads sources of its own chunking only."""
+    value = table.raw("chunkings", {})
+    if not isinstance(value, dict):
+        raise table.error("chunkings", "must hold [tool.ragretrieval.chunkings.NAME] tables, each like [chunker]")
+    if value and not table.has("documents"):
+        raise table.error("chunkings", "cut documents, and this config names none; add documents = \"PATH\" "
+                          "or remove the chunkings")
+    found: dict[str, Chunker] = {}
+    for name, body in value.items():
+        if not _CHUNKING.fullmatch(name):
+            raise table.error(f"chunkings.{name}", "chunking names may hold letters, digits, '_' and '-' only")
+        if not isinstance(body, dict):
+            raise table.error(f"chunkings.{name}", "must be a table like [tool.ragretrieval.chunker]")
+        found[name] = _chunker_table(Table(body, f"{table.where} chunkings.{name}", table.root))
+    by_name = {spec.name: spec for spec in retrievers}
+    for spec in retrievers:
+        if spec.chunking and spec.chunking not in found:
+            known = ", ".join(sorted(found)) or "none"
+            raise ConfigError(f"{label(spec.name)}: chunking {spec.chunking!r} is not a [tool.ragretrieval."
+                              f"chunkings.NAME] table (configured: {known}); add it or remove the key")
+        for source in spec.sources:
+            if by_name[source].chunking != spec.chunking:
+                raise ConfigError(
+                    f"{label(spec.name)}: source {source!r} reads chunking "
+                    f"{by_name[source].chunking or 'default'!r} and {spec.name} reads "
+                    f"{spec.chunking or 'default'!r}; a retriever's sources share its chunking: set the same "
+                    "chunking on both")
+    return found
+
+
+def _chunker_table(sub: Table) -> Chunker:
+    """One chunker table: `[chunker]` or a `[chunkings.NAME]`."""
     kind = (sub.text("type", "python", choices=CHUNKER_TYPES) if sub.has("python")
             else sub.text("type", choices=CHUNKER_TYPES))
     if kind == "python":
@@ -263,6 +301,9 @@ def _chunker(table: Table) -> Chunker | None:
         found = Chunker(kind, size=size, overlap=overlap, tokenizer=tokenizer)
     sub.finish()
     return found
+
+
+_CHUNKING = re.compile(r"[A-Za-z0-9_-]+")
 
 
 def _index(table: Table) -> IndexSettings:
@@ -407,7 +448,8 @@ def load_config(config_option: str | None, rootpath: Path) -> Config:
     if table.has("documents") and table.has("chunks"):
         raise table.error("documents", "and chunks cannot both be set: a chunks file is already chunked; "
                           "keep one")
-    config = replace(config, documents=path("documents") if table.has("documents") else None, chunker=_chunker(table))
+    config = replace(config, documents=path("documents") if table.has("documents") else None, chunker=_chunker(table),
+                     chunkings=_chunkings(table, config.retrievers, label))
     if config.chunks is None and config.documents is None:
         config = replace(config, team_corpus=team_corpus(table, config.retrievers, label))
     for entry in config.fail_on:

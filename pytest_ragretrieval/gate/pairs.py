@@ -6,6 +6,8 @@ retrievers over the questions both scored: the difference of the means (a - b), 
 counts (a question is a tie when the values are within EPSILON), and a
 paired two-sided test (`significance`'s method, randomization when that is "none") with the
 95% bootstrap interval of the mean difference; the same machinery as the baseline comparison.
+Two retrievers over different chunkings are compared on the span metrics only: chunk-id metrics count
+chunks, and two chunkings' chunks are two different exams (a note says so under the table).
 """
 from __future__ import annotations
 
@@ -73,6 +75,14 @@ def compare_configurations(config: Config, runs: Mapping[str, Run], labels: Sequ
                 why = ", ".join(f"{name} {'was skipped' if runs[name].skipped else 'failed'}" for name in absent)
                 notes.append(f"{a} vs {b}: not compared, {why}")
             continue
-        for label in labels if labels is not None else [spec.label for spec in config.metrics]:
+        wanted = labels if labels is not None else [spec.label for spec in config.metrics]
+        chunkings = [config.retriever(name).chunking for name in (a, b)]
+        if chunkings[0] != chunkings[1]:
+            spans = {spec.label for spec in config.shown if spec.metric.spans}
+            wanted = [label for label in wanted if label in spans]
+            named = " and ".join(repr(chunking or "default") for chunking in chunkings)
+            notes.append(f"{a} vs {b}: chunkings {named} differ, so they are compared on span metrics only; "
+                         "their chunk-id metrics are shown, never compared")
+        for label in wanted:
             found.append(compare_pair(results[0], results[1], label, method))
     return Pairs(tuple(found), method, tuple(notes))

@@ -49,6 +49,8 @@ def header_lines(config: Config, chunks: Sequence[Chunk], questions: Sequence[Qu
     """The run header: what was loaded, the baseline, and the warnings every report repeats."""
     answerable = sum(1 for q in questions if q.answerable)
     from_table = f" (the team's {config.team_corpus.describe()})" if config.team_corpus is not None else ""
+    if config.chunkings:
+        from_table = f" in {len(config.chunkings) + 1} chunkings (default, {', '.join(config.chunkings)})"
     lines = [
         f"rag: config {config.where}",
         f"rag: {len(chunks)} chunks{from_table}, {len(questions)} questions "

@@ -38,6 +38,7 @@ from ..record.report import ReportInput
 from ..record.types import Record, Verdict
 from ..report.terminal import summary_lines
 from ..report.view import view
+from ..runner.chunkings import Chunkings
 from ..runner.resources import database_mode, database_url
 from ..runner.runs import Runner
 from ..scoring.evaluate import Run
@@ -87,7 +88,7 @@ class RagSession:
         self.written: list[str] = []
         self.annotations: list[str] = []
         self.write_failed = False
-        self._runner: Runner | None = None
+        self._runner: Runner | Chunkings | None = None
         self._evaluation: Evaluation | None = None
         self.phases = Phases()
         self.corpus: dict[str, Any] | None = None
@@ -104,7 +105,7 @@ class RagSession:
         if self.config.documents is not None:
             assert self.config.chunker is not None
             self.chunks, self.questions = documents_corpus(self.config.documents, self.config.chunker,
-                                                           self.config.root, self.config.evalset)
+                                                           self.config.root, self.config.evalset, self.config.chunkings)
         elif self.config.chunks is not None:
             self.chunks = load_chunks(self.config.chunks)
             try:
@@ -151,18 +152,23 @@ class RagSession:
         """Remember which items survived -k/-m: an update changes only their entries."""
         self.selected = list(keys)
 
-    def _start(self, out: Output) -> Runner:
+    def _start(self, out: Output) -> Runner | Chunkings:
         if self._runner is None:
             mode = database_mode(self.options.db, self.config.db, self.options.db_url)
-            self._runner = Runner(
-                self.config, self.chunks, self.share, db_mode=mode, dsn=database_url(self.options.db_url),
-                cache_mode=self.options.cache_mode, phases=self.phases, out=out,
-                reuse_rankings=self.options.reuse and self.config.reuse_rankings,
-            )
+
+            def start(chunks: tuple[Chunk, ...], questions: tuple[Question, ...]) -> Runner:
+                return Runner(
+                    self.config, chunks, questions, db_mode=mode, dsn=database_url(self.options.db_url),
+                    cache_mode=self.options.cache_mode, phases=self.phases, out=out,
+                    reuse_rankings=self.options.reuse and self.config.reuse_rankings,
+                )
+
+            self._runner = (Chunkings(self.config, self.chunks, self.share, start) if self.config.chunkings
+                            else start(self.chunks, self.share))
         return self._runner
 
     @property
-    def runner(self) -> Runner:
+    def runner(self) -> Runner | Chunkings:
         """Started by `prepare` with the terminal's output, else on first use with plain output."""
         return self._start(PlainOutput())
 

@@ -60,10 +60,12 @@ class RetrieverSpec:
     """How deep this retriever reads its sources, when its type says (`source_depth(params)`)."""
     required: bool = False
     """`required = true`: where it cannot run (no database URL, no model) the run fails instead of skipping it."""
+    chunking: str = ""
+    """`chunking = "small"`: the named chunking (`[chunkings.small]`) it reads; "": the default `[chunker]`."""
 
     @property
     def fingerprint(self) -> dict[str, object]:
-        return {"type": self.type, **self.params}
+        return {"type": self.type, **self.params, **({"chunking": self.chunking} if self.chunking else {})}
 
     @property
     def module(self) -> RetrieverType:
@@ -82,13 +84,14 @@ def parse_spec(name: str, data: Mapping[str, Any], where: str, root: Path | None
     kind = table.text("type", choices=TYPES)
     max_latency = table.number("max_latency_ms", None, minimum=0)
     required = table.boolean("required", False)
+    chunking = table.text("chunking", "")
     module = TYPES[kind]
     params = module.parse(table)
     table.finish()
     depth = getattr(module, "source_depth", None)
     spec = RetrieverSpec(name=name, type=kind, params=params, sources=tuple(module.sources(params)),
                          max_latency_ms=max_latency, source_depth=depth(params) if depth is not None else None,
-                         required=required)
+                         required=required, chunking=chunking)
     unrecordable = settings_problem(spec.fingerprint, "")
     if unrecordable is not None:  # the baseline's reader would refuse what the run records
         raise ConfigError(f"{where}: {unrecordable[0]} holds {unrecordable[1]}; remove it")

@@ -103,6 +103,14 @@ class Runner:
                 self._keep(path, name)
         return self.runs[name]
 
+    def keep_again(self) -> None:
+        """Cache again the runs this runner made, under keys computed now: another chunking's runner that
+        embedded after them added files to the embedding cache, which their keys name (`_keep`)."""
+        for name in self.runs:
+            path = self._entry_path(name)
+            if name not in self.reused and path is not None and self.resources.cache.mode == "readwrite":
+                self._keep(path, name)
+
     def _source(self, name: str) -> RetrieverRun | None:
         """`name`'s cached rankings, for the retriever being run that reads it (a fusion, a reranker), when
         every input of `name` is unchanged and no latency item counts its latency: a change of the

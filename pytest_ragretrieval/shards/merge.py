@@ -19,6 +19,7 @@ from typing import Any
 from ..baseline.fingerprint import fingerprint
 from ..config.settings import Config
 from ..core.errors import RetrieverError
+from ..evalset.corpus import chunking_share
 from ..evalset.records import Chunk, Question, Span
 from ..files.paths import display
 from ..record.run import RetrieverRun, scored
@@ -131,7 +132,8 @@ def merge(
     _repository(ordered[0], config, chunks, questions)
     names = {name for p in ordered for name in (*p.runs, *p.unavailable, *p.errors)}
     spans = places(chunks, config.shown)
-    runs = {spec.name: _run(spec.name, ordered, questions, config, spec.name in measured, spans)
+    runs = {spec.name: _run(spec.name, ordered, chunking_share(spec.chunking, chunks, questions)[1] if config.chunkings
+                            else questions, config, spec.name in measured, spans)
             for spec in config.retrievers if spec.name in names}
     return Merged(ordered[0].fingerprint, runs, ordered[0].selected, ordered[0].described)
 
