@@ -86,9 +86,12 @@ def absolute(settings: dict[str, Any], base: Path) -> dict[str, Any]:
 
 
 def configured(settings: dict[str, Any], name: str, chunker: dict[str, Any], work: Path) -> dict[str, Any]:
-    """One chunking's settings: its chunker, a baseline in `work`, the embedding retrievers only at `whole`."""
+    """One chunking's settings: its chunker, a baseline in `work`, the embedding retrievers only at `whole`;
+    other chunkings keep their token cache in `work`, out of the committed one."""
     out = {**settings, "chunker": chunker, "baseline": str(work / "baseline.json")}
     drop = () if name == "whole" else EMBEDDING
+    if drop:
+        out["cache"] = str(work / "cache")
     out["retrievers"] = {r: body for r, body in settings["retrievers"].items() if r not in drop}
     out["compare"] = [pair for pair in settings.get("compare", []) if not set(pair) & set(drop)]
     if not out["compare"]:
@@ -181,7 +184,7 @@ def cmrc_settings(source: Path, work: Path, limit: int) -> dict[str, Any]:
     (work / "docs.jsonl").write_text("\n".join(documents) + "\n", encoding="utf-8")
     (work / "evalset.jsonl").write_text("\n".join(questions) + "\n", encoding="utf-8")
     settings = sample_settings()
-    settings.update(documents=str(work / "docs.jsonl"), evalset=str(work / "evalset.jsonl"))
+    settings.update(documents=str(work / "docs.jsonl"), evalset=str(work / "evalset.jsonl"), cache=str(work / "cache"))
     retrievers = {name: dict(body) for name, body in settings["retrievers"].items() if name not in EMBEDDING}
     retrievers["bm25_search"].pop("user_dict", None)
     settings["retrievers"] = retrievers

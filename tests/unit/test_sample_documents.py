@@ -45,6 +45,7 @@ def test_the_whole_chunk_chunker_gives_back_the_sample_chunks() -> None:
         sample[row["doc"]].append(row["text"])
     cut: dict[str, list[str]] = defaultdict(list)
     for chunk in chunks:
+        assert chunk.doc is not None
         cut[chunk.doc].append(chunk.text)
     assert cut == sample and len(chunks) == 215
 
@@ -90,3 +91,33 @@ def test_the_derivation_places_each_chunk_after_a_blank_line(derivation: ModuleT
             {"doc": "e.md", "start": 0, "end": 1, "grade": 1, "text": "六"}], "tags": []},
         {"id": "n", "query": "?", "relevant": [], "tags": ["no-answer"]},
     ]
+
+
+@pytest.fixture(scope="module")
+def study() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("chunking_benchmark", ROOT / "benchmarks" / "chunking.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_study_writes_one_loadable_config_per_chunking(study: ModuleType, tmp_path: Path) -> None:
+    """benchmarks/chunking.py's configs load through the config loader: the chunking's chunker, the committed
+    documents and questions, a baseline (and, but for `whole`, a token cache) in its own folder, and the
+    embedding retrievers and their comparisons only at `whole`."""
+    from pytest_ragretrieval.config.settings import load_config
+
+    for name, chunker in study.CHUNKINGS.items():
+        work = tmp_path / name.replace("/", "_").replace(" ", "_")
+        work.mkdir()
+        (work / "ragretrieval.toml").write_text(
+            study.toml_text(study.configured(study.sample_settings(), name, chunker, work)), encoding="utf-8")
+        config = load_config(str(work / "ragretrieval.toml"), tmp_path)
+        assert config.chunker == Chunker(**chunker)
+        assert config.documents == FOLDER / "kb" and config.baseline == work / "baseline.json"
+        assert (config.cache_dir == ROOT / ".rag-cache") == (name == "whole")
+        names = {spec.name for spec in config.retrievers}
+        embedding = {"vector", "hybrid"} if name == "whole" else set()
+        assert names == {"bm25", "bm25_search", "bm25_rrf", *embedding}
