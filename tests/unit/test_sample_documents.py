@@ -121,3 +121,32 @@ def test_the_study_writes_one_loadable_config_per_chunking(study: ModuleType, tm
         names = {spec.name for spec in config.retrievers}
         embedding = {"vector", "hybrid"} if name == "whole" else set()
         assert names == {"bm25", "bm25_search", "bm25_rrf", *embedding}
+
+
+def test_the_chroma_comparison_reads_their_questions_as_spans_and_loads(study: ModuleType, tmp_path: Path) -> None:
+    """`--chroma` on a hand-made checkout laid out as theirs: only `state_of_the_union`'s questions, each
+    reference an answer span whose text is the corpus slice, and one config whose three chunkings load, bm25
+    on each, the named two paired with the paragraphs."""
+    from pytest_ragretrieval.config.settings import load_config
+
+    data = tmp_path / "checkout" / study.CHROMA_DATA
+    (data / "corpora").mkdir(parents=True)
+    text = "First paragraph about jobs.\n\nSecond paragraph about prices and fees."
+    (data / "corpora" / "state_of_the_union.md").write_text(text, encoding="utf-8")
+    fees = text.index("prices and fees")
+    references = json.dumps([{"content": "prices and fees", "start_index": fees, "end_index": fees + 15}])
+    (data / "questions_df.csv").write_text(
+        "question,references,corpus_id\n"
+        f'"What about fees?","{references.replace(chr(34), chr(34) * 2)}",state_of_the_union\n'
+        '"Other?","[]",wikitexts\n', encoding="utf-8")
+    work = tmp_path / "work"
+    work.mkdir()
+    rows = study.chroma_inputs(tmp_path / "checkout", work)
+    assert [row["question"] for row in rows] == ["What about fees?"]
+    (question,) = lines(work / "evalset.jsonl")
+    assert question["relevant_spans"] == [
+        {"doc": "state_of_the_union", "start": fees, "end": fees + 15, "grade": 1, "text": "prices and fees"}]
+    (work / "ragretrieval.toml").write_text(study.toml_text(study.chroma_settings(work, 5)), encoding="utf-8")
+    config = load_config(str(work / "ragretrieval.toml"), tmp_path)
+    assert config.chunker == Chunker(type="python", python="sample_chunker:split")
+    assert {spec.name for spec in config.retrievers} == {"bm25_paragraphs", "bm25_t512", "bm25_t256"}
