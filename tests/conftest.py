@@ -92,3 +92,16 @@ def no_docker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     for name in ("DOCKER_TLS_VERIFY", "DOCKER_CERT_PATH", "DOCKER_CONTEXT"):
         monkeypatch.delenv(name, raising=False)
     return host
+
+
+@pytest.fixture
+def threads_of_this_test(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`threading.active_count()` as if this test ran in a fresh process: this thread plus the threads
+    started since. core/fork.py forks nothing beside another live thread; in a shared worker an earlier
+    test may leave a daemon alive (a reader still waiting on a server it stopped), which would make a
+    test of the forked path take the sequential one depending on what ran before it."""
+    import threading
+
+    before = {thread.ident for thread in threading.enumerate()}
+    monkeypatch.setattr(threading, "active_count",
+                        lambda: 1 + sum(1 for thread in threading.enumerate() if thread.ident not in before))

@@ -104,6 +104,9 @@ class Watchdog:
     def _watch(self) -> None:
         while True:
             with self._changed:
+                if not self._armed:  # nothing to watch: end, so no idle thread stays beside the run (a
+                    self._thread = None  # live thread turns off forking, core/fork.py); `arm` starts one again
+                    return
                 now = time.monotonic()
                 late = [self._armed.pop(key) for key, armed in list(self._armed.items()) if armed.at <= now]
                 if not late:

@@ -15,6 +15,10 @@ from projects import CHUNKS, RUN, retriever, without_timings, write_project
 from pytest_ragretrieval.core import fork as forking
 from pytest_ragretrieval.retrievers import corpus_tokens
 
+# The runs are in-process (pytester): the threads an earlier test in this worker left alive must not
+# turn the forked path into the sequential one (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("threads_of_this_test")
+
 MORE = [{"id": f"extra-{i:03d}", "doc": "extra.md", "text": f"第{i}条补充说明：报销单据需在月底前提交，逾期{i}天不予受理。"}
         for i in range(150)]
 

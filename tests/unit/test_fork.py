@@ -24,6 +24,10 @@ from pytest_ragretrieval.retrievers import corpus_tokens as module
 from pytest_ragretrieval.retrievers.corpus_tokens import cached_tokens, tokenizer_id
 from pytest_ragretrieval.retrievers.tokens import tokenizer
 
+# Forking needs this thread alone: threads an earlier test in this worker left alive must not count
+# (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("threads_of_this_test")
+
 TEXTS = [f"{text}，第{i}条" for i, text in enumerate(
     ["一线城市住宿标准为每晚600元", "出差结束后提交报销单并附发票", "ORDER-2024 表示订单已超时关闭", "一线城市"] * 4
 )]

@@ -23,6 +23,10 @@ from pytest_ragretrieval.runner.resources import Resources
 from pytest_ragretrieval.runner.runs import Runner
 from pytest_ragretrieval.runner.workbench import Workbench
 
+# Forking needs this thread alone: threads an earlier test in this worker left alive must not count
+# (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("threads_of_this_test")
+
 CORPUS = [f"{text}，第{i}条" for i, text in enumerate(
     ["一线城市住宿标准为每晚600元", "出差结束后提交报销单并附发票", "ORDER-2024 表示订单已超时关闭", "差旅费用 Travel"] * 3
 )]
