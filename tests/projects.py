@@ -252,3 +252,34 @@ def without_timings(path: Path) -> dict[str, Any]:
     for entry in found["retrievers"].values():
         entry.pop("latency_ms")
     return found
+
+
+DOCUMENTS = {
+    "travel.md": "# Travel\n\nHotels in first-tier cities cost at most 600 yuan a night. Book through the portal.\n\n"
+                 "## Taxis\n\nTaxis after 10 pm are refunded with a receipt.\n",
+    "it/laptop.txt": "A lost laptop must be reported to IT within two hours. IT then locks the device remotely. "
+                     "Cloud desktop login failures are fixed by restarting the client.",
+    "refunds.txt": "Refunds are paid back within three working days after approval. Rejected claims can be "
+                   "appealed once.",
+}
+"""Documents mode's small knowledge base (a folder `kb/`): markdown and text, one document in a subfolder."""
+SPAN = "reported to IT within two hours"
+DOCUMENT_QUESTIONS: list[dict[str, Any]] = [
+    {"id": "laptop", "query": "lost laptop reported IT hours",
+     "relevant_spans": [{"doc": "it/laptop.txt", "start": DOCUMENTS["it/laptop.txt"].index(SPAN),
+                         "end": DOCUMENTS["it/laptop.txt"].index(SPAN) + len(SPAN), "grade": 2, "text": SPAN}]},
+    {"id": "hotel", "query": "hotel cost per night", "relevant_text": ["at most 600 yuan a night"]},
+    {"id": "refund", "query": "refunds paid back working days", "relevant_text": ["three working days"]},
+    {"id": "taxi", "query": "taxi refunded receipt", "relevant_text": ["Taxis after 10 pm are refunded"]},
+]
+"""Gold as a span and as snippets, over DOCUMENTS."""
+
+
+def write_documents_project(folder: Path, config: str) -> None:
+    """DOCUMENTS under `kb/`, DOCUMENT_QUESTIONS as `fixtures/evalset.jsonl`, and `config` as pyproject.toml."""
+    for name, text in DOCUMENTS.items():
+        (folder / "kb" / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / "kb" / name).write_text(text, encoding="utf-8")
+    (folder / "fixtures").mkdir(exist_ok=True)
+    (folder / "fixtures" / "evalset.jsonl").write_text(jsonl(DOCUMENT_QUESTIONS), encoding="utf-8")
+    (folder / "pyproject.toml").write_text(config, encoding="utf-8")

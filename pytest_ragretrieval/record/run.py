@@ -103,17 +103,25 @@ def decode(node: Node, depth: int, under: str, questions: Collection[str] | None
     return RetrieverRun(depth, rankings, latencies, diagnostics, notes, under, values)
 
 
+def distinct_ids(node: Node) -> tuple[str, ...]:
+    """A list of distinct, non-empty chunk ids, id by id: the first problem named by its JSON path."""
+    found: list[str] = []
+    seen: set[str] = set()
+    for item in node.items():
+        text = item.text()
+        if not text or text in seen:
+            raise item.problem(f"repeats {text!r}" if text else "must not be empty")
+        seen.add(text)
+        found.append(text)
+    return tuple(found)
+
+
 def _ranking(node: Node, depth: int) -> tuple[str, ...]:
     """Distinct, non-empty, printable chunk ids, at most `depth` of them; checked as one text first (a
     reused run reads 500 of them), then id by id where that finds a problem, to name it."""
     ids = node.value
     if not _plain(ids):
-        seen: set[str] = set()
-        for item in node.items():
-            text = item.text()
-            if not text or text in seen:
-                raise item.problem(f"repeats {text!r}" if text else "must not be empty")
-            seen.add(text)
+        distinct_ids(node)
     if len(ids) > depth:
         raise node.problem(f"holds {len(ids)} ids, more than the depth {depth}")
     return tuple(ids)

@@ -25,7 +25,7 @@ from ..files.jsonshape import Node, ShapeProblem, decode
 from ..files.jsontext import JSONProblem
 from ..files.paths import Unreadable, display
 from ..record import run as codec
-from ..record.run import MAX_DEPTH, RetrieverRun
+from ..record.run import MAX_DEPTH, RetrieverRun, distinct_ids
 from ..scoring.evaluate import Run
 from .assignment import MAX_SHARDS, Shard
 
@@ -124,7 +124,7 @@ def _partial(path: Path, root: Node) -> Partial:
     if digest != configuration(fingerprint, metrics, depth, selected):
         raise root["configuration"].problem("does not match the file's fingerprint, metrics, depth and items: "
                                             "the file was edited")
-    questions = _ids(root["questions"])
+    questions = distinct_ids(root["questions"])
     runs = {name: codec.decode(node, depth, digest, questions, scores=True)
             for name, node in _entries(root["retrievers"])}
     setup = {name: node.mapping() for name, node in _entries(root["setup"])}
@@ -144,13 +144,3 @@ def _texts(node: Node) -> dict[str, str]:
     return {key: child.text() for key, child in _entries(node)}
 
 
-def _ids(node: Node) -> tuple[str, ...]:
-    found: list[str] = []
-    seen: set[str] = set()
-    for item in node.items():
-        text = item.text()
-        if not text or text in seen:
-            raise item.problem(f"repeats {text!r}" if text else "must not be empty")
-        seen.add(text)
-        found.append(text)
-    return tuple(found)

@@ -6,27 +6,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from projects import RUN, one_line_error
+from projects import RUN, one_line_error, write_documents_project
 
 from pytest_ragretrieval.cli import main
 
-DOCUMENTS = {
-    "travel.md": "# Travel\n\nHotels in first-tier cities cost at most 600 yuan a night. Book through the portal.\n\n"
-                 "## Taxis\n\nTaxis after 10 pm are refunded with a receipt.\n",
-    "it/laptop.txt": "A lost laptop must be reported to IT within two hours. IT then locks the device remotely. "
-                     "Cloud desktop login failures are fixed by restarting the client.",
-    "refunds.txt": "Refunds are paid back within three working days after approval. Rejected claims can be "
-                   "appealed once.",
-}
-SPAN = "reported to IT within two hours"
-QUESTIONS = [
-    {"id": "laptop", "query": "lost laptop reported IT hours",
-     "relevant_spans": [{"doc": "it/laptop.txt", "start": DOCUMENTS["it/laptop.txt"].index(SPAN),
-                         "end": DOCUMENTS["it/laptop.txt"].index(SPAN) + len(SPAN), "grade": 2, "text": SPAN}]},
-    {"id": "hotel", "query": "hotel cost per night", "relevant_text": ["at most 600 yuan a night"]},
-    {"id": "refund", "query": "refunds paid back working days", "relevant_text": ["three working days"]},
-    {"id": "taxi", "query": "taxi refunded receipt", "relevant_text": ["Taxis after 10 pm are refunded"]},
-]
 CONFIG = """
 [tool.ragretrieval]
 documents = "kb"
@@ -56,13 +39,7 @@ chunking = "big"
 
 @pytest.fixture
 def project(pytester: pytest.Pytester) -> pytest.Pytester:
-    for name, text in DOCUMENTS.items():
-        (pytester.path / "kb" / name).parent.mkdir(parents=True, exist_ok=True)
-        (pytester.path / "kb" / name).write_text(text, encoding="utf-8")
-    (pytester.path / "fixtures").mkdir()
-    (pytester.path / "fixtures" / "evalset.jsonl").write_text(
-        "\n".join(json.dumps(q) for q in QUESTIONS), encoding="utf-8")
-    (pytester.path / "pyproject.toml").write_text(CONFIG, encoding="utf-8")
+    write_documents_project(pytester.path, CONFIG)
     return pytester
 
 
