@@ -66,9 +66,13 @@ def postmaster_and_children(pid: int) -> list[Any]:
 
 def stop(pid: int) -> list[Any]:
     """SIGSTOP the whole server, backends included, as a frozen host or a paused VM would be."""
-    stopped = postmaster_and_children(pid)
-    for process in stopped:
-        process.send_signal(signal.SIGSTOP)
+    stopped = []
+    for process in postmaster_and_children(pid):
+        try:  # a backend of a connection just closed may exit between the listing and the signal
+            process.send_signal(signal.SIGSTOP)
+        except psutil.NoSuchProcess:
+            continue
+        stopped.append(process)
     return stopped
 
 
