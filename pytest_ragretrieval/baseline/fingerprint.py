@@ -105,12 +105,19 @@ def question_record(question: Question) -> dict[str, Any]:
 
 def questions_record(questions: Sequence[Question]) -> dict[str, Any]:
     """The eval set's digest, size and questions; `machine_labels` counts the judgments an LLM judge
-    made (present only when there are any, so a set labelled by people records what it always did)."""
+    made (present only when there are any, so a set labelled by people records what it always did).
+    `labels` and `spans` are the exam itself, each question's graded chunks (grade 0 included) and gold
+    spans: the base's exam, which a later run scores both the approved and today's rankings under."""
     found: dict[str, Any] = {
         "sha256": evalset_digest(questions),
         "count": len(questions),
         "digests": {question.id: question_record(question) for question in questions},
+        "labels": {question.id: dict(sorted(question.relevance.items())) for question in questions
+                   if question.relevance},
     }
+    spans = {question.id: _spans(question) for question in questions if question.spans}
+    if spans:
+        found["spans"] = spans
     machine = sum(len(question.machine_labels) for question in questions)
     if machine:
         found["machine_labels"] = machine

@@ -43,7 +43,14 @@ class Recorded:
     no_answer: Mapping[str, int] | None = field(default=None, hash=False)
     """The no-answer counts, when the file holds them (files of 0.1.0 lack `answerable_empty`)."""
     bar: Mapping[str, Mapping[str, float]] = field(default_factory=dict, hash=False)
-    """The bar where it differs from the recorded values: metric label -> question id -> value."""
+    """A value bar kept from a format-3 file, where it differs from the recorded values: metric label ->
+    question id -> value."""
+    approved: Mapping[str, tuple[str, ...]] = field(default_factory=dict, hash=False)
+    """The approved rankings where they differ from the recorded ones: question id -> ranking."""
+
+    def approved_rankings(self) -> dict[str, tuple[str, ...]]:
+        """The bar's rankings, question by question: the recorded ones, the approved ones where they differ."""
+        return {qid: self.approved.get(qid, q.ranking) for qid, q in self.questions.items()}
 
     def bar_values(self, label: str) -> dict[str, float]:
         """The bar of one metric, question by question: the recorded values, the bar's own where it holds one."""
@@ -113,6 +120,7 @@ def recorded(entry: Retriever) -> Recorded:
         questions={qid: RecordedQuestion(q.ranking, dict(q.metrics)) for qid, q in entry.questions.items()},
         tags={tag: dict(values) for tag, values in entry.tags.items()},
         no_answer=no_answer, bar={label: dict(values) for label, values in (entry.bar or {}).items()},
+        approved={qid: tuple(ranking) for qid, ranking in (entry.approved or {}).items()},
     )
 
 

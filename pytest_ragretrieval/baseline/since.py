@@ -145,6 +145,9 @@ class QuestionChanges:
     """(id, what changed) of questions both hold whose query or graded gold differ."""
     retagged: tuple[tuple[str, str], ...] = ()
     """(id, `old tags -> new tags`) of comparable questions whose tags changed."""
+    relabelled: tuple[str, ...] = ()
+    """Comparable questions whose labels changed (query unchanged, the baseline keeps its labels): judged
+    under today's exam and the base's."""
     note: str = ""
     """How comparability was decided when the baseline cannot itemize its questions (format 1)."""
     itemized: bool = True
@@ -152,7 +155,7 @@ class QuestionChanges:
 
     @property
     def changed(self) -> bool:
-        return bool(self.added or self.removed or self.edited or self.retagged or self.note)
+        return bool(self.added or self.removed or self.edited or self.retagged or self.relabelled or self.note)
 
     def lines(self) -> list[str]:
         if not self.changed:
@@ -163,6 +166,9 @@ class QuestionChanges:
                  _counted(len(self.edited), "edited", edited)]
         notes = (["added ones are scored, never judged"] if self.added else []) + (
             ["edited ones are not compared"] if self.edited else []) + ([self.note] if self.note else [])
+        if self.relabelled:
+            parts[0] += (f" ({len(self.relabelled)} relabelled: {_ids(self.relabelled)}; "
+                         "judged under today's exam and the base's)")
         found = ["questions: " + ", ".join(parts) + "".join(f"; {note}" for note in notes)]
         if self.retagged:
             found.append("questions retagged (still compared): " + _ids([f"{q} {t}" for q, t in self.retagged]))
@@ -196,7 +202,9 @@ def question_changes(
 ) -> QuestionChanges:
     """Compare two `questions` records. Where a side holds no per-question digests (format 1), which
     questions changed cannot be told: `fallback` then names the comparable ones (how: `rule`; default
-    the ids of today's record), and a note says so when the eval sets differ."""
+    the ids of today's record), and a note says so when the eval sets differ. A question whose query is
+    unchanged stays comparable whatever happened to its labels when the old side keeps them (format 4:
+    `relabelled`, judged under both exams); else a change of its graded gold is an edit."""
     after, before = new.get("digests"), old.get("digests")
     same = old.get("sha256") == new.get("sha256")
     if not (isinstance(after, Mapping) and isinstance(before, Mapping)):
@@ -205,11 +213,15 @@ def question_changes(
         return QuestionChanges(ids, itemized=False) if same else QuestionChanges(ids, note=note, itemized=False)
     if same:  # the same ids, queries, grades and tags
         return QuestionChanges(frozenset(after))
-    same, edited, retagged = [], [], []
+    keeps_labels = isinstance(old.get("labels"), Mapping)
+    same, edited, retagged, relabelled = [], [], [], []
     for qid in sorted(set(before) & set(after)):
         was, now = before[qid], after[qid]
-        if was.get("query") == now.get("query") and was.get("gold") == now.get("gold"):
+        same_query = was.get("query") == now.get("query")
+        if same_query and (was.get("gold") == now.get("gold") or keeps_labels):
             same.append(qid)
+            if was.get("gold") != now.get("gold"):
+                relabelled.append(qid)
             if was.get("tags") != now.get("tags"):
                 retagged.append((qid, f"{_tags(was.get('tags'))} -> {_tags(now.get('tags'))}"))
         else:
@@ -217,6 +229,7 @@ def question_changes(
     return QuestionChanges(
         frozenset(same), added=tuple(sorted(set(after) - set(before))),
         removed=tuple(sorted(set(before) - set(after))), edited=tuple(edited), retagged=tuple(retagged),
+        relabelled=tuple(relabelled),
     )
 
 

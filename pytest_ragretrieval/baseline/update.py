@@ -23,6 +23,10 @@ from ..scoring.evaluate import Run
 from .format import Baseline, baseline_record, retriever_record
 from .since import Since, since
 
+Bar = tuple[Mapping[str, tuple[str, ...]], Mapping[str, Mapping[str, float]]]
+"""What an entry writes as its bar where it differs from what it records: approved rankings (question id ->
+ranking) and a value bar kept from a format-3 file (metric label -> question id -> value)."""
+
 
 @dataclass(frozen=True)
 class UpdatePlan:
@@ -84,14 +88,14 @@ def plan_update(
     runs: Mapping[str, Run],
     selected: Mapping[str, set[str]],
     refused: Collection[str] = (),
-    bars: Mapping[str, Mapping[str, Mapping[str, float]]] | None = None,
+    bars: Mapping[str, Bar] | None = None,
 ) -> UpdatePlan:
     """Decide the new baseline from this run, the old baseline and the items `-k`/`-m` selected.
 
     `selected` maps each retriever to its selected metric labels; one selected in part keeps its
     old entry whole. When any retriever is in `refused` (a value would lower its bar) nothing is
     written, whatever the file's format. `bars` holds each recorded entry's bar where it differs
-    from the values recorded (`Judge.next_bar`).
+    from what it records: its approved rankings and a kept format-3 value bar (`next_approved`).
     """
     unrun = _unrun(runs, selected)
     if unrun is not None:
@@ -158,7 +162,7 @@ def _pick(
     fingerprint: Mapping[str, Any],
     runs: Mapping[str, Run],
     recording: set[str],
-    bars: Mapping[str, Mapping[str, Mapping[str, float]]],
+    bars: Mapping[str, Bar],
 ) -> _Picked:
     """Fresh values for the retrievers `recording` names, else the recorded ones where they still compare
     (nothing shared `changed`), else unavailable when skipped here or in the baseline."""
@@ -174,8 +178,10 @@ def _pick(
         state = runs.get(name)
         comparable_old = old.get(name) if not changed and name in old_fp else None
         if name in recording and state is not None and state.result is not None:
-            held = {label: dict(values) for label, values in bars.get(name, {}).items() if values}
-            fresh = structs.replace(retriever_record(state.result), bar=held or UNSET)
+            approved, kept = bars.get(name, ({}, {}))
+            held = {label: dict(values) for label, values in kept.items() if values}
+            fresh = structs.replace(retriever_record(state.result), bar=held or UNSET,
+                                    approved={qid: tuple(ranking) for qid, ranking in approved.items()} or UNSET)
             entries[name] = baseline_entry(fresh, all_labels)
             recorded_fp[name] = fingerprint["retrievers"][name]
         elif comparable_old is not None:

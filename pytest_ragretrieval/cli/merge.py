@@ -27,6 +27,7 @@ from ..record.codec import encode
 from ..record.types import Status
 from ..report.terminal import summary_lines
 from ..report.view import view
+from ..scoring.evaluate import places
 from ..shards.merge import merge
 from ..shards.partial import PartialError, read_partial
 from .common import FAILED, OK, PROG, Result, UsageError, checked_output
@@ -89,7 +90,8 @@ def run(args: argparse.Namespace) -> Result:
                            "checkout the shards ran in")
     selected = [keys[nodeid] for nodeid in merged.selected]
     evaluation = evaluate(config, questions, baseline, merged.fingerprint, merged.runs, selected,
-                          update=args.update_baseline, allow_regression=args.allow_regression)
+                          update=args.update_baseline, allow_regression=args.allow_regression,
+                          places=places(chunks, config.shown))
     result = Result()
     for key, verdict in evaluation.verdicts.items():
         result.out.append(f"{verdict.status.name} {key.nodeid}: {verdict.lines[0]}")

@@ -168,6 +168,16 @@ def scope_text(comparison: Comparison) -> str:
     return text
 
 
+def older_text(comparison: Comparison) -> str:
+    """`; already below the bar at the last update (recorded 0.7100, approved 0.7400); this change moved it
+    by -0.0100`, from what the file holds: a drop the last update was accepted with is older than this change."""
+    last, before = comparison.last_update, comparison.baseline
+    if last is None or before is None or last >= before - EPSILON:
+        return ""
+    return (f"; already below the bar at the last update (recorded {fmt(last)}, approved {fmt(before)}); "
+            f"this change moved it by {signed(comparison.value - last)}")
+
+
 def change_text(changes: Sequence[str]) -> str:
     """` after a change of hybrid.weights`, or nothing: what changed, by its short path (the header
     says once how it changed)."""
@@ -225,7 +235,7 @@ class MetricCheck:
         scope, changed = scope_text(comparison), change_text(self.changes)
         head = (
             f"{label} of {self.retriever!r} fell from {fmt(before)} to {fmt(after)} "
-            f"({signed(after - before)}, tolerance {fmt(self.tolerance)}){scope}{changed}"
+            f"({signed(after - before)}, tolerance {fmt(self.tolerance)}){scope}{changed}{older_text(comparison)}"
         )
         if fell and self.significance != "none":
             test = self._test_text(comparison)

@@ -18,7 +18,7 @@ from msgspec import UNSET, structs
 from ..baseline.format import Baseline
 from ..baseline.update import UpdatePlan
 from ..config.settings import Config
-from ..evalset.records import Question
+from ..evalset.records import Question, Span
 from ..record.types import Record, Status, Verdict
 from ..scoring.evaluate import Run
 from .checks import Outcome
@@ -69,12 +69,14 @@ def evaluate(
     update: bool = False,
     allow_regression: bool = False,
     reused: Sequence[str] = (),
+    places: Mapping[str, Span] | None = None,
 ) -> Evaluation:
     """Judge the selected items of `runs` (every selected retriever has run) against the baseline.
     `fingerprint` is what ran, as data; `reused` names the retrievers whose rankings came from their
-    cached run; `update` plans the baseline the selection asks for (`--rag-update-baseline`)."""
+    cached run; `update` plans the baseline the selection asks for (`--rag-update-baseline`); `places` are the
+    chunks' spans when a span metric is listed (the bar's rankings are scored as today's are)."""
     judge = Judge(config, questions, baseline, fingerprint, runs, update=update, allow_regression=allow_regression,
-                  selected=selected)
+                  selected=selected, places=places)
     verdicts: dict[ItemKey, Verdict] = {}
     failures: dict[ItemKey, Outcome] = {}
     for key in selected:

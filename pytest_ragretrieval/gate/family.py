@@ -26,21 +26,25 @@ if TYPE_CHECKING:
     from ..scoring.stats import Method
 
 
+Key = tuple[str, str, str]
+"""A member of the family: (retriever, metric label, exam): an item judged under two exams is two members."""
+
+
 @dataclass(frozen=True)
 class Member:
     """One item of the family: its comparison, the questions it was compared on (in id order) and its
     per-question differences (today - baseline)."""
 
-    key: tuple[str, str]
+    key: Key
     comparison: Comparison
     ids: tuple[str, ...]
     differences: tuple[float, ...]
 
 
-def member(key: tuple[str, str], comparison: Comparison, bar: Recorded, result: RetrieverResult,
+def member(key: Key, comparison: Comparison, bar: Recorded, result: RetrieverResult,
            comparable: frozenset[str]) -> Member | None:
-    """The item as a member of the family, its differences taken against `bar` (the entry its verdict
-    is judged against, `Recorded.bar_view`), or None when none of them is other than 0."""
+    """The item as a member of the family, its differences taken against `bar` (the approved rankings
+    scored under the member's exam, as its verdict is judged), or None when none of them is other than 0."""
     pairs = paired(key[1], recorded_values(bar), per_question(result), comparable)
     differences = tuple(after - before for before, after in zip(pairs.before, pairs.after, strict=True))
     return Member(key, comparison, pairs.ids, differences) if any(differences) else None
@@ -57,7 +61,7 @@ def used(configured: Adjusting, members: Sequence[Member]) -> Adjusting:
 
 def adjusted(
     members: Sequence[Member], method: Literal["maxt", "holm"], significance: Method
-) -> dict[tuple[str, str], Comparison]:
+) -> dict[Key, Comparison]:
     """Each member's comparison with its p adjusted over the family by `method` ("maxt" or "holm")."""
     import numpy as np
 

@@ -9,7 +9,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from msgspec import structs
+
 from ..baseline.bar import replacement
+from ..baseline.exams import BASE, EXAM_NAMES, TODAY, recorded_exam
 from ..baseline.fingerprint import questions_record
 from ..baseline.format import RERECORD, Baseline, Recorded
 from ..baseline.since import QuestionChanges, Since, question_changes, since
@@ -18,7 +21,8 @@ from ..baseline.verify import reproduced
 from ..config.settings import Config
 from ..core.errors import RagError
 from ..core.values import fmt, signed
-from ..evalset.records import Question
+from ..evalset.corpus import chunking_share
+from ..evalset.records import Question, Span
 from ..files.paths import display
 from ..labels.gold import EditedGold, by_question, edited_gold, recorded_gold, review_line
 from ..record.types import Comparison
@@ -34,7 +38,8 @@ from .checks import (
     per_question,
     scope_text,
 )
-from .family import Member, adjusted, member, power_lines, used
+from .exams import Scorer, Side, common_mean, leaving, sides
+from .family import Key, Member, adjusted, member, power_lines, used
 from .items import ItemKey, Skip
 from .pairs import Pairs, compare_configurations
 
@@ -102,8 +107,10 @@ class Judge:
         update: bool = False,
         allow_regression: bool = False,
         selected: Sequence[ItemKey] = (),
+        places: Mapping[str, Span] | None = None,
     ) -> None:
         self.config = config
+        self.scorer = Scorer(tuple(config.shown), places)
         self.questions = tuple(questions)
         self.baseline = baseline
         self.fingerprint = fingerprint
@@ -115,8 +122,9 @@ class Judge:
         for key in selected:
             if key.kind == "metric":
                 self.selected.setdefault(key.retriever, set()).add(key.name)
-        self._raw: dict[tuple[str, str], Comparison | None] = {}
-        self._family: dict[tuple[str, str], Comparison] | None = None
+        self._raw: dict[Key, Comparison | None] = {}
+        self._sides: dict[str, tuple[Side, ...]] = {}
+        self._family: dict[Key, Comparison] | None = None
         self._members: list[Member] | None = None
         self._pairs: Pairs | None = None
         self._since: Since | None = None
@@ -194,11 +202,39 @@ class Judge:
             return None
         return self.baseline.retrievers.get(name)
 
+    def questions_of(self, name: str) -> tuple[Question, ...]:
+        """Today's questions as `name` is scored on them: with chunkings side by side, labelled in its own."""
+        if not self.config.chunkings:
+            return self.questions
+        return chunking_share(self.config.retriever(name).chunking, (), self.questions)[1]
+
+    def base_exam(self, name: str) -> dict[str, Question] | None:
+        """The base's exam as `name` is scored on it (None: the baseline keeps no labels, format 3)."""
+        if self.baseline is None:
+            return None
+        found = recorded_exam(self.baseline.fingerprint)
+        if found is None or not self.config.chunkings:
+            return found
+        spec = self.config.retriever(name)
+        return {q.id: q for q in chunking_share(spec.chunking, (), list(found.values()))[1]}
+
+    def sides(self, name: str) -> tuple[Side, ...]:
+        """`name`'s bar and today's rankings under today's exam, then under the base's where the labels
+        changed (`gate/exams.py`); empty without a comparable entry or a result."""
+        if name not in self._sides:
+            recorded, run, found = self.recorded(name), self.runs.get(name), self.since()
+            self._sides[name] = () if recorded is None or run is None or run.result is None or found is None else sides(
+                name, recorded, run.result, self.questions_of(name), self.base_exam(name),
+                found.questions.comparable, self.scorer)
+        return self._sides[name]
+
+    def side(self, name: str, exam: str = TODAY) -> Side | None:
+        return next((side for side in self.sides(name) if side.exam == exam), None)
+
     def bar(self, name: str) -> Recorded | None:
-        """What `name`'s items are judged against: its baseline entry with the bar in place of the
-        recorded values (the rankings are the recorded ones)."""
-        recorded = self.recorded(name)
-        return recorded.bar_view() if recorded is not None else None
+        """What `name`'s items are judged against under today's exam: the approved rankings and their values."""
+        found = self.side(name)
+        return found.bar if found is not None else None
 
     def changes(self, name: str) -> tuple[str, ...]:
         """What changed since the baseline for one retriever (its parameters, its sources', the shared
@@ -206,25 +242,26 @@ class Judge:
         found = self.since()
         return tuple(found.paths(name)) if found is not None else ()
 
-    def comparison(self, name: str, label: str) -> Comparison | None:
-        """Baseline, value, delta (and p, CI in significance mode) of one retriever x metric, over the
-        comparable questions; p is adjusted when the item is one of the session's family."""
-        raw = self._comparison(name, label)
+    def comparison(self, name: str, label: str, exam: str = TODAY) -> Comparison | None:
+        """Baseline, value, delta (and p, CI in significance mode) of one retriever x metric under one exam,
+        over the comparable questions; p is adjusted when the item is one of the session's family."""
+        raw = self._comparison(name, label, exam)
         if raw is None or raw.p_value is None:
             return raw
-        return self.family().get((name, label), raw)
+        return self.family().get((name, label, exam), raw)
 
-    def _comparison(self, name: str, label: str) -> Comparison | None:
-        if (name, label) not in self._raw:
-            run = self.runs.get(name)
-            recorded = self.bar(name)
+    def _comparison(self, name: str, label: str, exam: str = TODAY) -> Comparison | None:
+        if (name, label, exam) not in self._raw:
+            side, changes = self.side(name, exam), self.since()
             found = None
-            changes = self.since()
-            if (run is not None and run.result is not None and recorded is not None and changes is not None
-                    and label in recorded.metrics):
-                found = compare(label, recorded, run.result, self.config.significance, changes.questions.comparable)
-            self._raw[(name, label)] = found
-        return self._raw[(name, label)]
+            if side is not None and changes is not None and label in side.bar.metrics:
+                comparable = changes.questions.comparable
+                found = compare(label, side.bar, side.today, self.config.significance, comparable)
+                if found is not None and side.last is not None:
+                    found = structs.replace(found, last_update=common_mean(label, side.bar, side.last, side.today,
+                                                                            comparable))
+            self._raw[(name, label, exam)] = found
+        return self._raw[(name, label, exam)]
 
     def members(self) -> list[Member]:
         """The family (see `family.py`): the metric items judged this session that have a p-value and a
@@ -237,19 +274,21 @@ class Judge:
                 (spec.name, metric.label) for spec in self.config.retrievers for metric in self.config.metrics]
             self._members = []
             changes = self.since()
-            for key in keys:
-                found, run, bar = self._comparison(*key), self.runs.get(key[0]), self.bar(key[0])
-                if found is not None and found.p_value is not None and run is not None and run.result is not None:
-                    assert bar is not None and changes is not None
-                    item = member(key, found, bar, run.result, changes.questions.comparable)
-                    self._members += [item] if item is not None else []
+            for name, label in keys:
+                for side in self.sides(name):
+                    found = self._comparison(name, label, side.exam)
+                    if found is not None and found.p_value is not None:
+                        assert changes is not None
+                        item = member((name, label, side.exam), found, side.bar, side.today,
+                                      changes.questions.comparable)
+                        self._members += [item] if item is not None else []
         return self._members
 
     def adjustment(self) -> Adjustment:
         """The adjustment used: "maxt", "holm" or "none" (see `family.used`)."""
         return used(self.config.adjustment, self.members())
 
-    def family(self) -> dict[tuple[str, str], Comparison]:
+    def family(self) -> dict[Key, Comparison]:
         """The members' comparisons, their p adjusted together as `adjustment` says: with 18 items at
         alpha 0.05 the chance that any passing-in-truth item fails stays 5%, not 60%. max-T resamples the
         items together, so items that move together (the metrics of one retriever) cost little; Holm
@@ -295,21 +334,39 @@ class Judge:
             if edited is None and key.name not in found.questions.comparable and key.name in recorded.questions:
                 edited = found.questions.note or "not comparable"
             gold_edited = by_question(self.edited_gold()).get(key.name, ())
-            return QuestionCheck(key.retriever, question, self.config.k, gold_edited).evaluate(
-                recorded, run.result, edited)
+            bar = self.bar(key.retriever)
+            assert bar is not None
+            return QuestionCheck(key.retriever, question, self.config.k, gold_edited).evaluate(bar, run.result, edited)
         return self.metric_verdict(key.retriever, key.name)
 
     def metric_verdict(self, name: str, label: str) -> Outcome:
-        """One retriever x metric judged against its bar, by the gate's rule."""
-        bar, found, run = self.bar(name), self.since(), self.runs[name]
-        assert bar is not None and found is not None and run.result is not None
+        """One retriever x metric judged against its bar under each exam, by the gate's rule: it fails when
+        it fails under either, and says under which."""
+        outcomes = [(side.exam, self.exam_verdict(name, label, side)) for side in self.sides(name)]
+        assert outcomes
+        failed = [(exam, outcome) for exam, outcome in outcomes if not outcome.passed]
+        exam, outcome = failed[0] if failed else outcomes[0]
+        if len(outcomes) == 1:
+            return outcome
+        other = next(found for name_, found in outcomes if name_ != exam)
+        return replace(outcome, summary=f"{outcome.summary} under {EXAM_NAMES[exam]}",
+                       details=(*outcome.details, f"under {EXAM_NAMES[BASE if exam == TODAY else TODAY]}: "
+                                f"{other.summary}"))
+
+    def exam_verdict(self, name: str, label: str, side: Side) -> Outcome:
+        """One retriever x metric judged against its bar under one exam."""
+        found = self.since()
+        assert found is not None
         metric = next(s for s in self.config.metrics if s.label == label)
+        base = self.base_exam(name) or {}
+        questions = self.questions_of(name) if side.exam == TODAY else tuple(base.values())
         check = MetricCheck(
             name, metric, self.config.tolerance.for_metric(metric), self.config.significance,
             self.config.alpha, self.changes(name), edited=by_question(self.edited_gold()),
-            judged={q.id: frozenset(q.relevance) for q in self.questions}, ann_recall=self.ann_recall(name),
+            judged={q.id: frozenset(q.relevance) for q in questions}, ann_recall=self.ann_recall(name),
         )
-        return check.evaluate(bar, run.result, self.comparison(name, label), found.questions.comparable)
+        return check.evaluate(side.bar, side.today, self.comparison(name, label, side.exam),
+                              found.questions.comparable)
 
     def ann_recall(self, name: str) -> float | None:
         """The lowest `ann_recall@k` measured for `name` and the retrievers it reads (the config refuses
@@ -370,23 +427,33 @@ class Judge:
 
     def lowering(self, key: ItemKey) -> str | None:
         """Why recording this item's values lowers its bar, else None: a value would fail against the
-        bar under the gate's rule, or questions whose bar values leave (edited, removed) are replaced by
-        lower ones (`baseline.bar.replacement`)."""
-        bar, found, run = self.bar(key.retriever), self.since(), self.runs.get(key.retriever)
-        if key.kind != "metric" or bar is None or found is None or run is None or run.result is None:
+        bar under either exam, or questions whose approved values leave (removed, or their query edited)
+        are replaced by lower ones (`baseline.bar.replacement`, their approved values scored under the
+        base's exam)."""
+        name, label = key.retriever, key.name
+        found, run, entry = self.since(), self.runs.get(name), self.recorded(name)
+        if key.kind != "metric" or entry is None or found is None or run is None or run.result is None:
             return None
-        comparison = self.comparison(key.retriever, key.name)
-        if comparison is not None and comparison.baseline is not None and key.name in bar.metrics:
-            if not self.metric_verdict(key.retriever, key.name).passed:
-                tolerance = self.config.tolerance.for_metric(next(s for s in self.config.metrics
-                                                                  if s.label == key.name))
+        sides = self.sides(name)
+        for side in sides:
+            comparison = self.comparison(name, label, side.exam)
+            if comparison is None or comparison.baseline is None or label not in side.bar.metrics:
+                continue
+            if not self.exam_verdict(name, label, side).passed:
+                tolerance = self.config.tolerance.for_metric(next(s for s in self.config.metrics if s.label == label))
                 tested = (f"; {self.config.significance} test {p_text(comparison)}"
                           if comparison.p_value is not None else "")
+                under = f" under {EXAM_NAMES[side.exam]}" if len(sides) > 1 else ""
                 return (f"{fmt(comparison.value)} is below the bar's {fmt(comparison.baseline)} "
                         f"({signed(comparison.value - comparison.baseline)}, tolerance {fmt(tolerance)}"
-                        f"{tested}){scope_text(comparison)}{change_text(self.changes(key.retriever))}")
-        new = {qid: values[key.name] for qid, values in per_question(run.result).items() if key.name in values}
-        replaced = replacement(bar.bar_values(key.name), new, found.questions.comparable)
+                        f"{tested}){scope_text(comparison)}{under}{change_text(self.changes(name))}")
+        comparable = found.questions.comparable
+        bar = sides[0].bar if sides else None
+        kept = {qid: q.metrics[label] for qid, q in (bar.questions.items() if bar is not None else ())
+                if qid in comparable and label in q.metrics}
+        left = leaving(entry, self.base_exam(name), label, set(entry.questions) - comparable, self.scorer, name)
+        new = {qid: values[label] for qid, values in per_question(run.result).items() if label in values}
+        replaced = replacement({**kept, **left}, new, comparable)
         return None if replaced is None else f"{replaced.text()}, below the bar"
 
     def refused(self, key: ItemKey) -> str | None:

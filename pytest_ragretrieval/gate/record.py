@@ -8,6 +8,7 @@ from msgspec import UNSET, UnsetType, structs
 
 from .. import __version__
 from ..baseline.bar import kept_bar
+from ..baseline.exams import BASE
 from ..baseline.format import Baseline, retriever_record
 from ..baseline.update import UpdatePlan, plan_update
 from ..config.settings import Config
@@ -63,11 +64,15 @@ def run_record(
             label: comparison for label in run.result.metrics
             if (comparison := judge.comparison(name, label)) is not None
         }
+        base = {
+            label: comparison for label in run.result.metrics
+            if (comparison := judge.comparison(name, label, BASE)) is not None
+        }
         latency = latency_summary(run.result)
         entries[name] = structs.replace(
             entry, latency_ms=Latency(latency["p50"], latency["p95"]),
             diagnostics=dict(run.diagnostics) if run.diagnostics else UNSET,
-            comparison=comparisons or UNSET,
+            comparison=comparisons or UNSET, comparison_base=base or UNSET,
             changes=tuple(since.of(name)) if since is not None and since.of(name) else UNSET,
             wrongly_empty=tuple(run.result.wrongly_empty), notes=tuple(run.notes),
             recorded=_recorded(judge, name),
@@ -103,15 +108,17 @@ def run_record(
 
 
 def _recorded(judge: Judge, name: str) -> Counterpart | UnsetType:
-    """What the reports compare `name` with: the baseline's tags when the questions are the same, its
-    rankings and values on the comparable questions; nothing without a comparable baseline entry."""
-    recorded, since = judge.recorded(name), judge.since()
-    if recorded is None or since is None:
+    """What the reports compare `name` with: the baseline's tags when the questions are the same and the
+    bar is what it recorded, the bar's rankings and values (today's exam) on the comparable questions;
+    nothing without a comparable baseline entry."""
+    recorded, bar, since = judge.recorded(name), judge.bar(name), judge.since()
+    if recorded is None or bar is None or since is None:
         return UNSET
     comparable = since.questions.comparable
     return Counterpart(
-        tags={tag: dict(values) for tag, values in recorded.tags.items()} if not since.questions.changed else {},
-        questions={qid: Question(q.ranking, dict(q.metrics)) for qid, q in recorded.questions.items()
+        tags={tag: dict(values) for tag, values in recorded.tags.items()}
+        if not since.questions.changed and not recorded.approved and not recorded.bar else {},
+        questions={qid: Question(q.ranking, dict(q.metrics)) for qid, q in bar.questions.items()
                    if qid in comparable})
 
 
@@ -134,32 +141,54 @@ def baseline_update(
         reason = judge.refused(key)
         if reason is not None:
             refused.setdefault(key.retriever, []).append(f"rag: {reason}")
-    bars = {name: next_bar(judge, name) for name in chosen if name not in refused}
+    bars = {name: next_approved(judge, name) for name in chosen if name not in refused}
     plan = plan_update(config, baseline, fingerprint, runs, chosen, refused, bars)
     lines = [line for reasons in refused.values() for line in reasons] + plan.lines
     return UpdatePlan(plan.record, lines, plan.failed)
 
 
-def next_bar(judge: Judge, name: str) -> dict[str, dict[str, float]]:
-    """The bar an update writes for `name`, where it differs from the values it records: per metric, the
-    old bar kept where the values pass against it without rising by more than the tolerance; nothing (the
-    bar becomes the new values) where they rose by more, where they lower it (with --rag-allow-regression),
-    or where the baseline holds nothing comparable (docs/verdicts.md, "The bar")."""
-    recorded, found, run = judge.recorded(name), judge.since(), judge.runs.get(name)
-    if recorded is None or found is None or run is None or run.result is None:
-        return {}
+def next_approved(judge: Judge, name: str) -> tuple[dict[str, tuple[str, ...]], dict[str, dict[str, float]]]:
+    """What an update writes as `name`'s bar, where it differs from what it records: (the approved
+    rankings, a value bar kept from a format-3 file). Today's rankings become the approved ones only where
+    the update raises the bar: under every exam no gated metric is below its approved value (within 1e-9)
+    and one rose by more than its tolerance; or where it lowers it (with --rag-allow-regression, refused
+    otherwise), or the baseline holds nothing comparable. Any other update keeps the approved rankings of
+    the questions still compared, and so a kept value bar (docs/verdicts.md, "The bar")."""
+    entry, found, run, sides = judge.recorded(name), judge.since(), judge.runs.get(name), judge.sides(name)
+    if entry is None or found is None or run is None or run.result is None or not sides:
+        return {}, {}
+    raised = _raises(judge, name)
+    lowered = any(not judge.metric_verdict(name, spec.label).passed for spec in judge.config.metrics
+                  if judge.comparison(name, spec.label) is not None)
+    if raised or lowered:
+        return {}, {}
+    comparable = found.questions.comparable
+    approved = entry.approved_rankings()
+    today = {q.id: q.ranking for q in run.result.questions}
+    kept = {qid: approved[qid] for qid in sorted(today) if qid in comparable and qid in approved
+            and approved[qid] != today[qid]}
     values = per_question(run.result)
-    bars: dict[str, dict[str, float]] = {}
-    for spec in judge.config.metrics:
-        comparison = judge.comparison(name, spec.label)
-        if comparison is None or comparison.delta is None or spec.label not in recorded.metrics:
-            continue
-        if comparison.delta > judge.config.tolerance.for_metric(spec) + EPSILON:
-            continue
-        if not judge.metric_verdict(name, spec.label).passed:
-            continue
-        new = {qid: v[spec.label] for qid, v in values.items() if spec.label in v}
-        kept = kept_bar(recorded.bar_values(spec.label), new, found.questions.comparable)
-        if kept:
-            bars[spec.label] = kept
-    return bars
+    bars = {}
+    for label, bar in entry.bar.items():
+        new = {qid: v[label] for qid, v in values.items() if label in v}
+        held = kept_bar(bar, new, comparable)
+        if held:
+            bars[label] = held
+    return kept, bars
+
+
+def _raises(judge: Judge, name: str) -> bool:
+    """Under every exam, no gated metric of `name` below its bar (within EPSILON) and one above it by more
+    than its tolerance."""
+    for side in judge.sides(name):
+        rose = False
+        for spec in judge.config.metrics:
+            comparison = judge.comparison(name, spec.label, side.exam)
+            if comparison is None or comparison.delta is None:
+                continue
+            if comparison.delta < -EPSILON:
+                return False
+            rose = rose or comparison.delta > judge.config.tolerance.for_metric(spec) + EPSILON
+        if not rose:
+            return False
+    return True

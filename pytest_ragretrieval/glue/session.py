@@ -41,7 +41,7 @@ from ..report.view import view
 from ..runner.chunkings import Chunkings
 from ..runner.resources import database_mode, database_url
 from ..runner.runs import Runner
-from ..scoring.evaluate import Run
+from ..scoring.evaluate import Run, places
 from ..shards.assignment import Shard
 from ..shards.items import shard_outcome
 from ..shards.partial import partial_document
@@ -185,6 +185,7 @@ class RagSession:
             self._evaluation = evaluate(
                 self.config, self.questions, self.baseline, found, self.runs, self.selected,
                 update=self.options.update, allow_regression=self.options.allow_regression, reused=reused,
+                places=places(self.chunks, self.config.shown),
             )
         return self._evaluation
 

@@ -41,6 +41,8 @@ HINTS: dict[tuple[str, ...], str] = {
     ("retrievers", "*", "tags"): "must be an object",
     ("retrievers", "*", "tags", "*"): "must map metric names to numbers",
     ("retrievers", "*", "no_answer"): "must map questions, empty, answerable_empty to counts",
+    ("retrievers", "*", "approved"): "must map question ids to rankings",
+    ("retrievers", "*", "approved", "*"): "must be a list of chunk ids",
     ("retrievers", "*", "bar"): "must map metric names to objects",
     ("retrievers", "*", "bar", "*"): "must map question ids to numbers",
     ("unavailable",): "must map retriever names to reasons",
@@ -49,7 +51,8 @@ HINTS: dict[tuple[str, ...], str] = {
 """What a value at these JSON paths must be, said as before the record; the types say the rest."""
 CONTAINERS = frozenset({("retrievers", "*", "metrics"), ("retrievers", "*", "questions", "*", "ranking"),
                         ("retrievers", "*", "questions", "*", "metrics"), ("retrievers", "*", "tags", "*"),
-                        ("retrievers", "*", "no_answer"), ("retrievers", "*", "bar", "*"), ("unavailable",),
+                        ("retrievers", "*", "no_answer"), ("retrievers", "*", "bar", "*"),
+                        ("retrievers", "*", "approved", "*"), ("unavailable",),
                         ("failures",)})
 """Paths whose hint also covers a bad member: `metrics.p@5 = null` is said of `metrics`."""
 

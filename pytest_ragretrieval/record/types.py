@@ -10,12 +10,15 @@ from typing import Annotated
 
 from msgspec import UNSET, Meta, Struct, UnsetType
 
-FORMAT_VERSION = 3
-"""3: each entry may hold a `bar`, the per-question values the team last approved where they differ
+FORMAT_VERSION = 4
+"""4: the bar is the approved rankings: each entry may hold `approved`, the rankings the team last
+approved where they differ from the recorded ones, and the fingerprint keeps each question's labels
+(`fingerprint.questions.labels`, `.spans`), the base's exam; a value `bar` is only one kept from a
+format-3 file. 3: each entry may hold a `bar`, the per-question values the team last approved where they differ
 from the recorded ones. 2: the fingerprint splits the yardstick from the system under test and
 itemizes the corpus and the questions (`fingerprint`). Files of formats 1 and 2 are still read, their
 bar equal to their recorded values (format 1's fingerprint through `upgrade.fingerprint_1`)."""
-READABLE = (1, 2, FORMAT_VERSION)
+READABLE = (1, 2, 3, FORMAT_VERSION)
 
 Count = Annotated[int, Meta(ge=0, lt=2**31)]
 """A number of questions, items or wins: what a run can count."""
@@ -90,6 +93,9 @@ class Comparison(Struct, frozen=True):
     mde: float | None = None
     adjustment: Adjustment | None = None
     """MAXT or HOLM for a member of the family, else None."""
+    last_update: float | None = None
+    """Where the approved rankings differ from those of the last update: the last update's mean over the
+    same questions under the same exam (a drop it already held is older than this change)."""
 
 
 class PairComparison(Struct, frozen=True):
@@ -153,11 +159,18 @@ class Retriever(Struct, frozen=True):
     tags: dict[str, Values] = {}
     no_answer: NoAnswer | UnsetType = UNSET
     questions: dict[str, Question] = {}
+    approved: dict[str, tuple[ChunkId, ...]] | UnsetType = UNSET
+    """The bar: the rankings the team last approved, where they differ from the recorded ones (question id
+    -> ranking). Every run scores them under today's exam and the base's; no stored value is read as one."""
     bar: dict[str, Values] | UnsetType = UNSET
-    """The bar where it differs from the recorded values: metric label -> question id -> value."""
+    """A value bar kept from a format-3 file (metric label -> question id -> value) until an update raises
+    it by more than the tolerance under both exams; format 4 writes no other."""
     latency_ms: Latency | UnsetType = UNSET
     diagnostics: Values | UnsetType = UNSET
     comparison: dict[str, Comparison] | UnsetType = UNSET
+    comparison_base: dict[str, Comparison] | UnsetType = UNSET
+    """Where the labels changed since the baseline: the comparison under the base's exam (the labels the
+    baseline was recorded under); `comparison` is under today's."""
     changes: tuple[str, ...] | UnsetType = UNSET
     wrongly_empty: tuple[str, ...] | UnsetType = UNSET
     """Answerable questions it answered with nothing, by id (as many as the run lists)."""

@@ -39,6 +39,7 @@ def check_fingerprint(path: Path, value: object, version: int) -> None:
             raise damaged(path, f"fingerprint.{key}.digests must be an object, got {json_type(digests)}")
         if key == "questions":
             _question_digests(path, digests)
+            _labels(path, section)
         if key == "chunks" and version != 1:
             _gold(path, section.get("gold", {}))
         if key != "yardstick" and version != 1 and "sha256" in section and not (
@@ -64,6 +65,31 @@ def _gold(path: Path, gold: object) -> None:
         problem = unstorable(text) if isinstance(text, str) else f"{json_type(text)}, not the chunk's text"
         if problem is not None:
             raise damaged(path, f"fingerprint.chunks.gold.{chunk_id} holds {problem}")
+
+
+def _labels(path: Path, section: Mapping[str, object]) -> None:
+    """The base's exam (format 4): each question's graded chunks and gold spans as the baseline was
+    recorded under them. Damaged, it would judge today's rankings under labels nobody wrote."""
+    labels, spans = section.get("labels", {}), section.get("spans", {})
+    if not isinstance(labels, dict):
+        raise damaged(path, f"fingerprint.questions.labels must map question ids to objects, got {json_type(labels)}")
+    for qid, graded in labels.items():
+        if not isinstance(graded, dict):
+            raise damaged(path, f"fingerprint.questions.labels.{qid} must map chunk ids to grades")
+        for chunk_id, grade in graded.items():
+            if isinstance(grade, bool) or not isinstance(grade, int) or not 0 <= grade < 2**31:
+                raise damaged(path, f"fingerprint.questions.labels.{qid}.{chunk_id} = {shown(grade)} is not a "
+                              "grade (an integer >= 0)")
+    if not isinstance(spans, dict):
+        raise damaged(path, f"fingerprint.questions.spans must map question ids to lists, got {json_type(spans)}")
+    for qid, listed in spans.items():
+        good = isinstance(listed, list) and all(
+            isinstance(span, list) and len(span) == 4 and isinstance(span[0], str)
+            and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in span[1:])
+            and span[1] < span[2] for span in listed)
+        if not good:
+            raise damaged(path, f"fingerprint.questions.spans.{qid} must list [doc, start, end, grade] spans "
+                          "(start < end, integers >= 0)")
 
 
 def _question_digests(path: Path, digests: Mapping[str, object]) -> None:
@@ -167,6 +193,13 @@ def _entry(path: Path, where: str, entry: Retriever) -> None:
                 raise damaged(path, f"{where}.bar.{label}.{qid} is a bar value of no recorded value: "
                               f"questions.{qid}.metrics holds no {label}")
             number(path, f"{where}.bar.{label}.{qid}", value, label)
+    for qid, ranking in (entry.approved or {}).items():
+        if qid not in entry.questions:
+            raise damaged(path, f"{where}.approved.{qid} is an approved ranking of no recorded question: "
+                          f"questions holds no {qid}")
+        if len(set(ranking)) != len(ranking):
+            twice = next(c for i, c in enumerate(ranking) if c in ranking[:i])
+            raise damaged(path, f"{where}.approved.{qid} lists chunk id {twice!r} twice")
 
 
 def _depth(path: Path, name: str, entry: Retriever, k: int) -> None:
@@ -179,3 +212,7 @@ def _depth(path: Path, name: str, entry: Retriever, k: int) -> None:
         if len(question.ranking) > depth:
             raise damaged(path, f"retrievers.{name}.questions.{qid}.ranking holds {len(question.ranking)} ids, more "
                           f"than the {depth} that k and the entry's cutoffs ask for")
+    for qid, ranking in (entry.approved or {}).items():
+        if len(ranking) > depth:
+            raise damaged(path, f"retrievers.{name}.approved.{qid} holds {len(ranking)} ids, more than the {depth} "
+                          "that k and the entry's cutoffs ask for")

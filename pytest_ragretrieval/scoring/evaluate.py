@@ -96,7 +96,8 @@ def score(
 ) -> RetrieverResult:
     """Score rankings against the judgments; pure, so files can be re-scored without running.
     Answer metrics score answerable questions, abstention the no-answer ones, span metrics the answerable
-    questions with gold spans, over `spans` (`places`: needed when `specs` hold one); each metric's label,
+    questions with gold spans, over `spans` (`places`: needed when `specs` hold one; a ranking holding a chunk
+    `spans` cannot place, as an approved one may after the corpus changed, has no span values); each metric's label,
     function and scope are looked up once, not once a question (a reused run is mostly this)."""
     measured = [(spec.label, spec.metric, spec.k, spec.on_no_answer) for spec in specs]
     if spans is None and any(metric.spans for _, metric, _, _ in measured):
@@ -109,8 +110,10 @@ def score(
         values = {label: metric(ranking, question.relevance, k) for label, metric, k, no_answer in measured
                   if answerable[question.id] != no_answer and not metric.spans}
         if spans is not None and answerable[question.id] and _gold(question):
-            values.update({label: metric.over_spans([spans[chunk_id] for chunk_id in ranking[:k]], question.spans)
-                           for label, metric, k, _ in measured if metric.spans})
+            for label, metric, k, _ in measured:
+                placed = [spans.get(chunk_id) for chunk_id in ranking[:k]] if metric.spans else [None]
+                if None not in placed:  # an approved ranking may hold a chunk the corpus no longer has
+                    values[label] = metric.over_spans([span for span in placed if span is not None], question.spans)
         raw[question.id] = values
         per_question.append(
             QuestionResult(

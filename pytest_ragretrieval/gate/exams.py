@@ -1,0 +1,114 @@
+"""One retriever's comparison with its bar, exam by exam (the Verdicts page, "The bar").
+
+The bar is the approved rankings (`baseline/exams.py`). Each exam scores them and today's rankings
+alike: today's exam (the eval set as it is) always, the base's (the labels the baseline was recorded
+under) where a comparable question's labels changed. Every verdict, member of the family, update rule
+and report reads these sides, never a value stored in the file (but a value bar kept from a format-3
+file, read as it was approved).
+"""
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+
+from ..baseline.exams import BASE, TODAY, same_labels
+from ..baseline.format import Recorded, RecordedQuestion
+from ..baseline.since import paired
+from ..evalset.records import Question, Span
+from ..scoring.evaluate import RetrieverResult, mean, score
+from ..scoring.metrics import MetricSpec
+from .checks import per_question, recorded_values
+
+
+@dataclass(frozen=True)
+class Side:
+    """One exam's view of a retriever: the bar (the approved rankings scored under `exam`, a kept value
+    bar laid over them), today's rankings scored under it, and the last update's rankings scored under it
+    where they differ from the approved ones (None: they are the approved ones)."""
+
+    exam: str
+    bar: Recorded
+    today: RetrieverResult
+    last: Recorded | None = None
+
+
+def as_recorded(result: RetrieverResult, kept: Mapping[str, Mapping[str, float]] | None = None) -> Recorded:
+    """Scored rankings as the checks read a baseline entry, with a kept value bar laid over its values."""
+    kept = kept or {}
+    questions = {}
+    for question in result.questions:
+        values = dict(question.values)
+        values.update({label: bar[question.id] for label, bar in kept.items()
+                       if question.id in bar and label in values})
+        questions[question.id] = RecordedQuestion(question.ranking, values)
+    metrics = dict(result.metrics)
+    for label in kept:
+        held = [q.metrics[label] for q in questions.values() if label in q.metrics]
+        if held:
+            metrics[label] = mean(held)
+    return Recorded(metrics=metrics, questions=questions, tags=result.tags)
+
+
+@dataclass(frozen=True)
+class Scorer:
+    """What scoring a ranking needs besides the exam: the metrics and the chunks' spans."""
+
+    specs: Sequence[MetricSpec]
+    places: Mapping[str, Span] | None = None
+
+    def __call__(self, name: str, questions: Sequence[Question], rankings: Mapping[str, Sequence[str]]
+                 ) -> RetrieverResult:
+        return score(name, questions, rankings, self.specs, spans=self.places)
+
+
+def sides(
+    name: str, entry: Recorded, today: RetrieverResult, questions: Sequence[Question],
+    base: Mapping[str, Question] | None, comparable: Collection[str], scorer: Scorer,
+) -> tuple[Side, ...]:
+    """Today's exam's side, then the base's where a comparable question's labels differ from those the
+    baseline keeps. `questions` are today's (as the retriever is scored on them), `base` the base's exam."""
+    approved = entry.approved_rankings()
+    recorded = {qid: q.ranking for qid, q in entry.questions.items()}
+    differs = approved != recorded or bool(entry.bar)
+    held = [q for q in questions if q.id in entry.questions]
+    found = [_side(TODAY, name, held, today, approved, recorded if differs else None, entry.bar, scorer)]
+    if base is not None:
+        by_id = {q.id: q for q in questions}
+        shared = sorted(qid for qid in comparable if qid in base and qid in by_id and qid in entry.questions)
+        if any(not same_labels(base[qid], by_id[qid]) for qid in shared):
+            exam = [base[qid] for qid in shared]
+            rankings = {q.id: q.ranking for q in today.questions}
+            found.append(_side(BASE, name, exam, scorer(name, exam, rankings), approved,
+                               recorded if differs else None, entry.bar, scorer))
+    return tuple(found)
+
+
+def _side(exam: str, name: str, questions: Sequence[Question], today: RetrieverResult,
+          approved: Mapping[str, Sequence[str]], recorded: Mapping[str, Sequence[str]] | None,
+          kept: Mapping[str, Mapping[str, float]], scorer: Scorer) -> Side:
+    bar = as_recorded(scorer(name, questions, approved), kept)
+    last = as_recorded(scorer(name, questions, recorded)) if recorded is not None else None
+    return Side(exam, bar, today, last)
+
+
+def leaving(entry: Recorded, base: Mapping[str, Question] | None, label: str, ids: Collection[str],
+            scorer: Scorer, name: str) -> dict[str, float]:
+    """The approved values of questions that leave the comparison (removed, or their query changed):
+    their approved rankings scored under the base's exam; a file that keeps no labels gives its stored
+    values (a kept value bar's where it holds one)."""
+    if base is None:
+        return {qid: value for qid, value in entry.bar_values(label).items() if qid in ids}
+    exam = [base[qid] for qid in sorted(ids) if qid in base and qid in entry.questions]
+    kept = entry.bar.get(label, {})
+    scored = scorer(name, exam, entry.approved_rankings())
+    return {q.id: kept.get(q.id, q.values[label]) for q in scored.questions if label in q.values}
+
+
+def common_mean(label: str, bar: Recorded, last: Recorded, today: RetrieverResult,
+                comparable: Collection[str]) -> float | None:
+    """The last update's mean of `label` over the questions the bar and today are compared on: where the
+    approved rankings differ from the last update's, a drop the file already held is older than today's."""
+    pairs = paired(label, recorded_values(bar), per_question(today), comparable)
+    values = [last.questions[qid].metrics[label] for qid in pairs.ids
+              if qid in last.questions and label in last.questions[qid].metrics]
+    return mean(values) if values and len(values) == pairs.n else None
