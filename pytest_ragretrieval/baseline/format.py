@@ -58,22 +58,6 @@ class Recorded:
         found.update(self.bar.get(label, {}))
         return found
 
-    def bar_view(self) -> Recorded:
-        """This entry with the bar in place of the recorded values (rankings kept): what a run is judged
-        against. A metric whose bar differs has the mean of its bar's values as its value."""
-        if not self.bar:
-            return self
-        metrics = dict(self.metrics)
-        for label in self.bar:
-            values = list(self.bar_values(label).values())
-            metrics[label] = round(math.fsum(values) / len(values), DIGITS) if values else metrics[label]
-        questions = {
-            qid: RecordedQuestion(q.ranking, {**q.metrics, **{label: self.bar[label][qid] for label in self.bar
-                                                               if qid in self.bar[label]}})
-            for qid, q in self.questions.items()
-        }
-        return Recorded(metrics=metrics, questions=questions, tags=self.tags, no_answer=self.no_answer)
-
 
 @dataclass(frozen=True)
 class Baseline:
