@@ -5,7 +5,6 @@ byte-identical file; `--rag-json` results add each retriever's latency and compa
 """
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,7 +13,6 @@ from typing import Any
 from msgspec import UNSET
 
 from .. import __version__
-from ..core.values import DIGITS
 from ..record.codec import Decoded, decode
 from ..record.codec import dumps as dumps
 from ..record.codec import load as load_record

@@ -290,3 +290,61 @@ def test_a_format_2_baseline_reads_with_its_recorded_rankings_approved() -> None
     for entry in old.retrievers.values():
         assert entry.bar == {} and entry.approved == {}
         assert entry.approved_rankings() == {qid: q.ranking for qid, q in entry.questions.items()}
+
+
+def format_3(baseline: Baseline, bar: Mapping[str, Mapping[str, float]] | None = None) -> Baseline:
+    """`baseline` as a format-3 file wrote it: no labels kept, no approved rankings, and `bar` (a value bar
+    kept by an update that passed) where given."""
+    doc = json.loads(dumps(baseline.document))
+    doc["format_version"] = 3
+    del doc["fingerprint"]["questions"]["labels"]
+    entry = doc["retrievers"]["one"]
+    entry.pop("approved", None)
+    if bar:
+        entry["bar"] = {label: dict(values) for label, values in bar.items()}
+    return parse(baseline.path, dumps(doc))
+
+
+def test_a_format_3_value_bar_keeps_an_accepted_drop_refused(tmp_path: Path) -> None:
+    """A format-3 file recorded q001 at rank 2 (an accepted drop) and kept the bar's 1.0 for it: after the
+    upgrade, two more questions at rank 2 are -0.0148 against what it recorded but -0.0221 against the kept
+    bar: the gate fails and the update refuses, and the header names the entry's value bar once. An update
+    that raises the bar by more than the tolerance under every exam replaces it with approved rankings."""
+    cfg = config(tmp_path, "tolerance = 0.02")
+    recorded = first(cfg, FIFTY, {"q001": 2})
+    old = format_3(recorded, {label: {"q001": 1.0} for label in LABELS if label == "ndcg@3"})
+    assert old.format_version == 3 and old.retrievers["one"].bar == {"ndcg@3": {"q001": 1.0}}
+    worse = {"q001": 2, "q002": 2, "q003": 2}
+    judge = gate(cfg, old, FIFTY, worse)
+    outcome = judge.outcome(KEYS[0])
+    assert not outcome.passed and outcome.summary.startswith(
+        "ndcg@3 of 'one' fell from 1.0000 to 0.9779 (-0.0221, tolerance 0.0200)")
+    assert "value bars kept from a format-3 baseline, compared as stored until an update raises them by more than " \
+           "the tolerance under both exams: one (ndcg@3)" in judge.notes()
+    refused, plan, _ = update(cfg, old, FIFTY, worse)
+    assert refused is None and plan.failed
+    kept, plan, _ = update(cfg, old, FIFTY, {"q001": 2})
+    assert kept is not None and kept.format_version == 4
+    assert kept.document["retrievers"]["one"]["bar"] == {"ndcg@3": {"q001": 1.0}}, "the value bar stays"
+    assert "labels" in kept.fingerprint["questions"]
+    raised, plan, _ = update(cfg, format_3(first(cfg, FIFTY, {f"q{n:03d}": 2 for n in range(1, 26)}),
+                                          {"ndcg@3": {"q001": 1.0}}), FIFTY)
+    assert raised is not None and "bar" not in raised.document["retrievers"]["one"]
+    assert approved(raised) == {}
+
+
+def test_a_format_3_file_whose_bar_is_its_recorded_values_behaves_as_a_new_file(tmp_path: Path) -> None:
+    """No kept bar: the recorded rankings are the approved ones; judged and updated as a format-4 file is,
+    and the update writes the labels it lacked."""
+    cfg = config(tmp_path, "tolerance = 0.02")
+    new = first(cfg, FIFTY, {"q001": 2})
+    old = format_3(new)
+    for side in (old, new):
+        judge = gate(cfg, side, FIFTY, {"q001": 2, "q002": 2})
+        assert passes(judge) and not judge.value_bar_notes()
+        assert judge.comparison("one", "ndcg@3") == gate(cfg, new, FIFTY, {"q001": 2, "q002": 2}).comparison(
+            "one", "ndcg@3")
+    upgraded, plan, _ = update(cfg, old, FIFTY, {"q001": 2, "q002": 2})
+    again, _, _ = update(cfg, new, FIFTY, {"q001": 2, "q002": 2})
+    assert upgraded is not None and again is not None
+    assert dumps(upgraded.document) == dumps(again.document), "byte for byte the file a format-4 baseline gives"
