@@ -231,6 +231,7 @@ def question_changes(
         return QuestionChanges(frozenset(after))
     old_labels, new_labels = old.get("labels"), new.get("labels")
     keeps_labels = isinstance(old_labels, Mapping) and isinstance(new_labels, Mapping)
+    old_labels, new_labels = (old_labels, new_labels) if keeps_labels else ({}, {})
     same, edited, retagged, relabelled = [], [], [], []
     for qid in sorted(set(before) & set(after)):
         was, now = before[qid], after[qid]

@@ -10,7 +10,6 @@ import math
 from collections.abc import Mapping
 from pathlib import Path
 
-import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from stages import document, fingerprint, retriever_entry
