@@ -229,9 +229,10 @@ def question_changes(
         return QuestionChanges(ids, itemized=False) if same else QuestionChanges(ids, note=note, itemized=False)
     if same:  # the same ids, queries, grades and tags
         return QuestionChanges(frozenset(after))
-    old_labels, new_labels = old.get("labels"), new.get("labels")
-    keeps_labels = isinstance(old_labels, Mapping) and isinstance(new_labels, Mapping)
-    old_labels, new_labels = (old_labels, new_labels) if keeps_labels else ({}, {})
+    found_old, found_new = old.get("labels"), new.get("labels")
+    keeps_labels = isinstance(found_old, Mapping) and isinstance(found_new, Mapping)
+    old_labels: Mapping[str, Any] = found_old if isinstance(found_old, Mapping) else {}
+    new_labels: Mapping[str, Any] = found_new if isinstance(found_new, Mapping) else {}
     same, edited, retagged, relabelled = [], [], [], []
     for qid in sorted(set(before) & set(after)):
         was, now = before[qid], after[qid]
