@@ -23,6 +23,7 @@ from ..core.values import EPSILON, fmt, signed
 from ..files.paths import display, write_atomic
 from ..report.terminal import table
 from ..review.changes import Changes, ValueChange, classify, dumps_changes
+from ..review.rescore import Today, exams, scored_view
 from ..scoring.metrics import metric_order, of_retriever
 from .common import FAILED, OK, Result, UsageError, checked_output
 from .sides import Sides, from_files, from_revision
@@ -164,11 +165,18 @@ def per_question_lines(old: Baseline, new: Baseline, shared: Sequence[str], foun
     return ["", "per-question changes, worst drop first:", *body] if body else []
 
 
-def review(old: Baseline, new: Baseline) -> tuple[list[str], int]:
-    """The review view's lines and status: 1 when a metric dropped or the yardstick differs."""
+def review(old: Baseline, new: Baseline, today: Today | None = None) -> tuple[list[str], int]:
+    """The review view's lines and status: 1 when a metric dropped or the yardstick differs. Where the old
+    file keeps labels, each file's values are scored here from its recorded rankings under one exam (today's:
+    the work tree's eval set, else the new file's labels), never read: label work then moves no value."""
     lines = [f"old: {display(old.path)} (k={old.k})  new: {display(new.path)} (k={new.k})"]
     more_lines, found = since_lines(old, new)
     lines.extend(more_lines)
+    scored = exams(old, new, today, found.questions.comparable)
+    if scored.base is not None:
+        old, new = scored_view(old, scored), scored_view(new, scored)
+        under = f"{EXAM_NAMES[TODAY]} ({scored.source})" if scored.today is not None else EXAM_NAMES[BASE]
+        lines.append(f"values scored here from each file's recorded rankings under {under}")
     comparable = found.comparable
     shared = sorted(set(old.retrievers) & set(new.retrievers))
     rows: list[list[str]] = []
@@ -265,7 +273,7 @@ def run_diff(sides: Sides, *, fail_on_lower: bool = False, json_path: str | None
 
     Without --fail-on-lower the status is the review view's; with it, 1 exactly when the change lowers the bar.
     """
-    lines, code = review(sides.old, sides.new) if sides.old is not None else ([], OK)
+    lines, code = review(sides.old, sides.new, sides.today) if sides.old is not None else ([], OK)
     if not (fail_on_lower or json_path is not None or with_changes):
         return Result(out=lines, code=code)
     changes = classify(sides.old, sides.new, sides.old_settings, sides.new_settings, sides.notes, sides.today)

@@ -12,12 +12,12 @@ base's. Pure: two baselines and today's exam in, means per exam out.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..baseline.bar import Replacement, replacement
 from ..baseline.exams import BASE, TODAY, recorded_exam, same_labels
 from ..baseline.fingerprint import questions_record
-from ..baseline.format import Baseline, Recorded
+from ..baseline.format import Baseline, Recorded, RecordedQuestion
 from ..baseline.since import paired, question_changes
 from ..evalset.corpus import chunking_share
 from ..evalset.records import Question, Span
@@ -215,3 +215,22 @@ def _replaced(name: str, before: Recorded, after: Recorded, labels: Collection[s
         if lowered is not None:
             found[label] = lowered
     return found
+
+
+def scored_view(side: Baseline, found: Exams) -> Baseline:
+    """`side` with every entry's values scored here from its recorded rankings under today's exam (the base's
+    where there is none): what the review view shows of a file, never the values it stores. A label that
+    cannot be scored here keeps its stored values; a question the exam does not ask is left out."""
+    entries = {}
+    for name, entry in side.retrievers.items():
+        exam = _share(name, found.today if found.today is not None else found.base, found.chunkings)
+        if exam is None:
+            return side
+        specs, unscored = _specs(entry.metrics, side.k, found.places)
+        asked = [exam[qid] for qid in sorted(entry.questions) if qid in exam]
+        result = Scorer(tuple(specs), found.places)(name, asked, {qid: q.ranking for qid, q in entry.questions.items()})
+        questions = {q.id: RecordedQuestion(q.ranking, {**{label: value for label, value in entry.questions[
+            q.id].metrics.items() if label in unscored}, **q.values}) for q in result.questions}
+        metrics = {**{label: entry.metrics[label] for label in unscored}, **result.metrics}
+        entries[name] = replace(entry, metrics=metrics, questions=questions, bar={}, approved={})
+    return replace(side, retrievers=entries)

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from projects import QUESTIONS, RUN, baseline, jsonl, retriever, write_project
+from projects import QUESTIONS, RUN, baseline, jsonl, retriever, write_documents_project, write_project
 
 from pytest_ragretrieval.baseline.format import dumps, parse
 from pytest_ragretrieval.cli import main
@@ -188,3 +188,42 @@ def test_labels_alone_lower_nothing(base: pytest.Pytester, capsys: pytest.Captur
     assert json.loads((base.path / "changes.json").read_text())["rescored"] == ["today", "base"]
     code, out = check(capsys, "pr-check", "changes.json", "--event", event(base.path), "--no-comment")
     assert code == 0, out
+
+
+DOCUMENTS_CONFIG = """
+[tool.ragretrieval]
+documents = "kb"
+evalset = "fixtures/evalset.jsonl"
+baseline = "baselines/retrieval.json"
+k = 2
+tokenizer = "english"
+metrics = ["recall", "char_recall"]
+
+[tool.ragretrieval.chunker]
+type = "sentences"
+size = 1
+
+[tool.ragretrieval.retrievers.bm25]
+type = "bm25"
+{extra}
+"""
+
+
+def test_documents_mode_is_scored_from_the_cut_documents(pytester: pytest.Pytester,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """Documents mode: the work tree's documents are cut and the eval set placed in them as the gate does,
+    so a span metric is scored from the approved rankings too, not read."""
+    if shutil.which("git") is None:
+        pytest.skip("git is not on PATH")
+    write_documents_project(pytester.path, DOCUMENTS_CONFIG.format(extra=""))
+    assert pytester.runpytest("--rag-update-baseline", *RUN).ret == 0
+    git(pytester.path, "init", "-q", "-b", "main")
+    git(pytester.path, "add", "-A")
+    git(pytester.path, "commit", "-q", "-m", "base")
+    (pytester.path / "pyproject.toml").write_text(DOCUMENTS_CONFIG.format(extra="min_score = 6.0"), encoding="utf-8")
+    assert pytester.runpytest("--rag-update-baseline", "--rag-allow-regression", *RUN).ret == 0
+    forge(pytester.path)
+    code, out = check(capsys, "diff", "--against", "main", "--fail-on-lower")
+    assert code == 1, out
+    assert {line.split(" of ")[0] for line in out if line.startswith("  lowered: ")} == {
+        "  lowered: recall@2", "  lowered: char_recall@2"}, out

@@ -9,7 +9,7 @@ from typing import Any
 
 from pytest_ragretrieval.baseline.fingerprint import questions_record
 from pytest_ragretrieval.baseline.format import Baseline, baseline_record, dumps, parse, retriever_record
-from pytest_ragretrieval.cli.diff import change_lines
+from pytest_ragretrieval.cli.diff import change_lines, review
 from pytest_ragretrieval.evalset.records import Question
 from pytest_ragretrieval.record.codec import encode
 from pytest_ragretrieval.review.changes import (
@@ -204,3 +204,17 @@ def test_the_exam_travels_in_changes_json() -> None:
     del older["rescored"]
     read = parse_changes(Path("changes.json"), json.dumps(older))
     assert read.lowered == tuple(ValueChange(c.retriever, c.metric, c.old, c.new) for c in changes.lowered)
+
+
+def test_the_review_view_scores_each_files_rankings() -> None:
+    """The metric table of `diff OLD NEW` too: label work moves no value, forged values hide no drop."""
+    labelled = {**LABELS, "q1": {"a": 2, "b": 1, "z": 1}, "q2": {"c": 1, "w": 1}}
+    lines, code = review(OLD, record("new.json", GOOD, questions(labelled)))
+    assert code == 0 and lines[-1] == "0 metrics dropped, 0 improved", lines
+    assert ("values scored here from each file's recorded rankings under today's exam (the labels new.json was "
+            "recorded under)") in lines
+    lines, code = review(OLD, record("new.json", WORSE, questions(), forge=OLD))
+    assert code == 1 and lines[-1] == "2 metrics dropped, 0 improved", lines
+    lines, code = review(record("old.json", GOOD, questions(), labels=False), record("new.json", WORSE, questions(),
+                                                                                     forge=OLD))
+    assert code == 0 and not any(line.startswith("values scored here") for line in lines)  # as stored, format 3
