@@ -5,7 +5,6 @@ byte-identical file; `--rag-json` results add each retriever's latency and compa
 """
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,7 +13,6 @@ from typing import Any
 from msgspec import UNSET
 
 from .. import __version__
-from ..core.values import DIGITS
 from ..record.codec import Decoded, decode
 from ..record.codec import dumps as dumps
 from ..record.codec import load as load_record
@@ -57,22 +55,6 @@ class Recorded:
         found = {qid: q.metrics[label] for qid, q in self.questions.items() if label in q.metrics}
         found.update(self.bar.get(label, {}))
         return found
-
-    def bar_view(self) -> Recorded:
-        """This entry with the bar in place of the recorded values (rankings kept): what a run is judged
-        against. A metric whose bar differs has the mean of its bar's values as its value."""
-        if not self.bar:
-            return self
-        metrics = dict(self.metrics)
-        for label in self.bar:
-            values = list(self.bar_values(label).values())
-            metrics[label] = round(math.fsum(values) / len(values), DIGITS) if values else metrics[label]
-        questions = {
-            qid: RecordedQuestion(q.ranking, {**q.metrics, **{label: self.bar[label][qid] for label in self.bar
-                                                               if qid in self.bar[label]}})
-            for qid, q in self.questions.items()
-        }
-        return Recorded(metrics=metrics, questions=questions, tags=self.tags, no_answer=self.no_answer)
 
 
 @dataclass(frozen=True)

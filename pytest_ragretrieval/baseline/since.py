@@ -196,6 +196,21 @@ def _edit(old: Mapping[str, Any], new: Mapping[str, Any], qid: str, corpus: Corp
     return " and ".join(parts)
 
 
+def _label_work(old: Mapping[str, Any], new: Mapping[str, Any], corpus: CorpusChange | None) -> bool:
+    """A change of a question's labels that is label work alone: every chunk whose grade changed is the same
+    chunk on both sides. A label moved to a chunk that was edited, added or removed (a re-chunk and its
+    relabel, a document edited in documents mode) changes what the ids mean: the base's labels cannot judge
+    today's chunks, so the question is edited, as before labels were kept."""
+    if not isinstance(old, Mapping) or not isinstance(new, Mapping):
+        return False
+    moved = {cid for cid in set(old) | set(new) if old.get(cid) != new.get(cid)}
+    if corpus is None or not moved:
+        return True
+    if corpus.edited is None:
+        return False
+    return not moved & {*corpus.edited, *corpus.added, *corpus.removed}
+
+
 def question_changes(
     old: Mapping[str, Any], new: Mapping[str, Any], corpus: CorpusChange | None,
     fallback: Collection[str] | None = None, rule: str = "by id",
@@ -203,8 +218,9 @@ def question_changes(
     """Compare two `questions` records. Where a side holds no per-question digests (format 1), which
     questions changed cannot be told: `fallback` then names the comparable ones (how: `rule`; default
     the ids of today's record), and a note says so when the eval sets differ. A question whose query is
-    unchanged stays comparable whatever happened to its labels when the old side keeps them (format 4:
-    `relabelled`, judged under both exams); else a change of its graded gold is an edit."""
+    unchanged stays comparable whatever happened to its labels when both sides keep them (format 4:
+    `relabelled`, judged under both exams), unless a chunk whose grade changed was itself edited, added or
+    removed (`_label_work`); else a change of its graded gold is an edit."""
     after, before = new.get("digests"), old.get("digests")
     same = old.get("sha256") == new.get("sha256")
     if not (isinstance(after, Mapping) and isinstance(before, Mapping)):
@@ -213,12 +229,16 @@ def question_changes(
         return QuestionChanges(ids, itemized=False) if same else QuestionChanges(ids, note=note, itemized=False)
     if same:  # the same ids, queries, grades and tags
         return QuestionChanges(frozenset(after))
-    keeps_labels = isinstance(old.get("labels"), Mapping)
+    found_old, found_new = old.get("labels"), new.get("labels")
+    keeps_labels = isinstance(found_old, Mapping) and isinstance(found_new, Mapping)
+    old_labels: Mapping[str, Any] = found_old if isinstance(found_old, Mapping) else {}
+    new_labels: Mapping[str, Any] = found_new if isinstance(found_new, Mapping) else {}
     same, edited, retagged, relabelled = [], [], [], []
     for qid in sorted(set(before) & set(after)):
         was, now = before[qid], after[qid]
         same_query = was.get("query") == now.get("query")
-        if same_query and (was.get("gold") == now.get("gold") or keeps_labels):
+        if same_query and (was.get("gold") == now.get("gold") or (
+                keeps_labels and _label_work(old_labels.get(qid, {}), new_labels.get(qid, {}), corpus))):
             same.append(qid)
             if was.get("gold") != now.get("gold"):
                 relabelled.append(qid)

@@ -172,7 +172,7 @@ def review(old: Baseline, new: Baseline, today: Today | None = None) -> tuple[li
     lines = [f"old: {display(old.path)} (k={old.k})  new: {display(new.path)} (k={new.k})"]
     more_lines, found = since_lines(old, new)
     lines.extend(more_lines)
-    scored = exams(old, new, today, found.questions.comparable)
+    scored = exams(old, new, today, found)
     if scored.base is not None:
         old, new = scored_view(old, scored), scored_view(new, scored)
         under = f"{EXAM_NAMES[TODAY]} ({scored.source})" if scored.today is not None else EXAM_NAMES[BASE]

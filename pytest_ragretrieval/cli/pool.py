@@ -1,7 +1,7 @@
 """`ragretrieval pool`: the unjudged chunks in the top k, as a labelling queue, and the labels folded back.
 
-The pool is the baseline's recorded rankings and each results file (`--results`, written by
-`pytest --rag-eval --rag-json`), so a retuned retriever's queue comes from its results file;
+The pool is the baseline's recorded and approved rankings and each results file (`--results`, written
+by `pytest --rag-eval --rag-json`), so a retuned retriever's queue comes from its results file;
 `--judge` has an LLM propose the grades, `--apply` folds the graded lines into the eval set. The
 logic is `labels.pool` (and `labels.judge`); this module reads the command line and prints.
 """
@@ -23,10 +23,10 @@ JUDGE_PREFIX = "openai:"
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
     pool = commands.add_parser(
         "pool", parents=[common], help="the unjudged top-k chunks as a labelling queue; --apply folds labels in",
-        description="Write, per question, the chunks that the baseline's rankings or a results file rank in "
-        "the top k and the eval set does not judge (depth-k pooling), one JSON line each with \"grade\": null "
-        "to fill in. With --apply FILE, fold the lines whose grade is an integer into the eval set "
-        "(grade >= 1 into 'relevant', 0 into 'not_relevant'). With --judge openai:MODEL, an LLM proposes "
+        description="Write, per question, the chunks that the baseline's rankings (recorded and approved) or a "
+        "results file rank in the top k and the eval set does not judge (depth-k pooling), one JSON line each "
+        "with \"grade\": null to fill in. With --apply FILE, fold the lines whose grade is an integer into the "
+        "eval set (grade >= 1 into 'relevant', 0 into 'not_relevant'). With --judge openai:MODEL, an LLM proposes "
         "the grades (UMBRELA's 0-3 scale); its lines are applied only with --accept-machine-labels.",
     )
     pool.add_argument("--results", action="append", default=[], metavar="FILE",

@@ -32,16 +32,18 @@ class Side:
     last: Recorded | None = None
 
 
-def as_recorded(result: RetrieverResult, kept: Mapping[str, Mapping[str, float]] | None = None) -> Recorded:
-    """Scored rankings as the checks read a baseline entry, with a kept value bar laid over its values."""
+def as_recorded(result: RetrieverResult, kept: Mapping[str, Mapping[str, float]] | None = None,
+                labels: Collection[str] | None = None) -> Recorded:
+    """Scored rankings as the checks read a baseline entry, with a kept value bar laid over its values;
+    `labels`: the metrics the entry holds (a metric it does not hold is not in the bar)."""
     kept = kept or {}
     questions = {}
     for question in result.questions:
-        values = dict(question.values)
+        values = {label: value for label, value in question.values.items() if labels is None or label in labels}
         values.update({label: bar[question.id] for label, bar in kept.items()
                        if question.id in bar and label in values})
         questions[question.id] = RecordedQuestion(question.ranking, values)
-    metrics = dict(result.metrics)
+    metrics = {label: value for label, value in result.metrics.items() if labels is None or label in labels}
     for label in kept:
         held = [q.metrics[label] for q in questions.values() if label in q.metrics]
         if held:
@@ -71,7 +73,8 @@ def sides(
     recorded = {qid: q.ranking for qid, q in entry.questions.items()}
     differs = approved != recorded or bool(entry.bar)
     held = [q for q in questions if q.id in entry.questions]
-    found = [_side(TODAY, name, held, today, approved, recorded if differs else None, entry.bar, scorer)]
+    labels = set(entry.metrics)
+    found = [_side(TODAY, name, held, today, approved, recorded if differs else None, entry.bar, scorer, labels)]
     if base is not None:
         by_id = {q.id: q for q in questions}
         shared = sorted(qid for qid in comparable if qid in base and qid in by_id and qid in entry.questions)
@@ -79,15 +82,15 @@ def sides(
             exam = [base[qid] for qid in shared]
             rankings = {q.id: q.ranking for q in today.questions}
             found.append(_side(BASE, name, exam, scorer(name, exam, rankings), approved,
-                               recorded if differs else None, entry.bar, scorer))
+                               recorded if differs else None, entry.bar, scorer, labels))
     return tuple(found)
 
 
 def _side(exam: str, name: str, questions: Sequence[Question], today: RetrieverResult,
           approved: Mapping[str, Sequence[str]], recorded: Mapping[str, Sequence[str]] | None,
-          kept: Mapping[str, Mapping[str, float]], scorer: Scorer) -> Side:
-    bar = as_recorded(scorer(name, questions, approved), kept)
-    last = as_recorded(scorer(name, questions, recorded)) if recorded is not None else None
+          kept: Mapping[str, Mapping[str, float]], scorer: Scorer, labels: Collection[str]) -> Side:
+    bar = as_recorded(scorer(name, questions, approved), kept, labels)
+    last = as_recorded(scorer(name, questions, recorded), labels=labels) if recorded is not None else None
     return Side(exam, bar, today, last)
 
 

@@ -27,6 +27,7 @@ from ..files.paths import display
 from ..labels.gold import EditedGold, by_question, edited_gold, recorded_gold, review_line
 from ..record.types import Comparison
 from ..scoring.evaluate import Run, latency_summary
+from ..scoring.metrics import metric_order
 from .checks import (
     LatencyCheck,
     MetricCheck,
@@ -172,7 +173,17 @@ class Judge:
             fallback = ["p-values Holm-adjusted, not max-T: the metric items were compared on different questions "
                         "(max-T resamples every item over the same ones)"]
         return (small_set_notes(self.config, self.questions) + comparable_notes(self.config, self.questions, changes)
-                + self.power_notes() + fallback)
+                + self.value_bar_notes() + self.power_notes() + fallback)
+
+    def value_bar_notes(self) -> list[str]:
+        """Once: the entries whose bar is still a value bar kept from a format-3 file, compared as stored until
+        an update raises it by more than the tolerance under both exams (then the bar is rankings)."""
+        held = [f"{name} ({', '.join(sorted(entry.bar, key=metric_order))})" for name in sorted(self.runs)
+                if (entry := self.recorded(name)) is not None and entry.bar]
+        if not held:
+            return []
+        return ["value bars kept from a format-3 baseline, compared as stored until an update raises them by more "
+                "than the tolerance under both exams: " + "; ".join(held)]
 
     def power_notes(self) -> list[str]:
         """One line per retriever whose minimum detectable effect exceeds `detect` (see `power_lines`)."""
@@ -358,12 +369,14 @@ class Judge:
         found = self.since()
         assert found is not None
         metric = next(s for s in self.config.metrics if s.label == label)
-        base = self.base_exam(name) or {}
-        questions = self.questions_of(name) if side.exam == TODAY else tuple(base.values())
+        judged = {q.id: frozenset(q.relevance) for q in self.questions_of(name)}
+        if side.exam == BASE:  # a chunk judged since is no false miss to pool, whichever exam found the drop
+            for question in (self.base_exam(name) or {}).values():
+                judged[question.id] = judged.get(question.id, frozenset()) | frozenset(question.relevance)
         check = MetricCheck(
             name, metric, self.config.tolerance.for_metric(metric), self.config.significance,
             self.config.alpha, self.changes(name), edited=by_question(self.edited_gold()),
-            judged={q.id: frozenset(q.relevance) for q in questions}, ann_recall=self.ann_recall(name),
+            judged=judged, ann_recall=self.ann_recall(name),
         )
         return check.evaluate(side.bar, side.today, self.comparison(name, label, side.exam),
                               found.questions.comparable)

@@ -1,7 +1,9 @@
 """Depth-k pooling, as TREC builds its judgment pools, and the labels folded back (`ragretrieval pool`).
 
-For every question, each chunk that the baseline's recorded rankings or a results file ranks within
-the top k and that the eval set does not judge (no grade at all; grade 0 is a judgment). Nothing is
+For every question, each chunk that the baseline's recorded rankings, its approved ones (the bar,
+where they differ) or a results file ranks within the top k and that the eval set does not judge (no
+grade at all; grade 0 is a judgment): the bar is scored under the labels too, so its unjudged chunks
+are as much a labelling gap as today's. Nothing is
 run: the pool is what runs already ranked. One entry per (question, chunk), `"grade": null` for a
 person (or the LLM judge, `labels.judge`) to fill; `apply_labels` folds the lines whose grade is an
 integer into the eval set, its other lines kept byte for byte.
@@ -26,11 +28,13 @@ from .results import check_known
 
 @dataclass(frozen=True)
 class Hit:
-    """One run's placing of a chunk: which file, which retriever, at which rank (from 1)."""
+    """One run's placing of a chunk: which file, which retriever, at which rank (from 1), and whether in
+    the approved ranking rather than the recorded one."""
 
     file: str
     retriever: str
     rank: int
+    approved: bool = False
 
 
 @dataclass(frozen=True)
@@ -45,7 +49,8 @@ class Entry:
         return {
             "question": self.question.id, "query": self.question.query, "chunk": self.chunk.id,
             "text": self.chunk.text,
-            "runs": [{"file": hit.file, "retriever": hit.retriever, "rank": hit.rank} for hit in self.runs],
+            "runs": [{"file": hit.file, "retriever": hit.retriever, "rank": hit.rank,
+                      **({"approved": True} if hit.approved else {})} for hit in self.runs],
             "grade": None,
         }
 
@@ -67,7 +72,9 @@ def pool(config: Config, chunks: Sequence[Chunk], questions: Sequence[Question],
          k: int) -> list[Entry]:
     """Every unjudged chunk in any source's top k, in eval-set order of the questions; within a
     question by the best rank any run gave it, then by chunk id; its runs in source order, then by
-    retriever name."""
+    retriever name, the recorded ranking's placing before the approved one's (which is left out where it
+    is the same rank). An approved ranking may be older than today's corpus: its chunks that are gone
+    cannot be judged and are left out."""
     by_question = {question.id: question for question in questions}
     by_chunk = {chunk.id: chunk for chunk in chunks}
     found: dict[tuple[str, str], list[Hit]] = {}
@@ -77,9 +84,14 @@ def pool(config: Config, chunks: Sequence[Chunk], questions: Sequence[Question],
         for retriever, recorded in sorted(source.retrievers.items()):
             for qid, entry in recorded.questions.items():
                 judged = by_question[qid].relevance
-                for rank, cid in enumerate(entry.ranking[:k], start=1):
-                    if cid not in judged:
-                        found.setdefault((qid, cid), []).append(Hit(name, retriever, rank))
+                approved = recorded.approved.get(qid, ())
+                for ranking, is_approved in ((entry.ranking, False), (approved, True)):
+                    for rank, cid in enumerate(ranking[:k], start=1):
+                        if cid in judged or cid not in by_chunk:
+                            continue
+                        hits = found.setdefault((qid, cid), [])
+                        if not any((hit.file, hit.retriever, hit.rank) == (name, retriever, rank) for hit in hits):
+                            hits.append(Hit(name, retriever, rank, is_approved))
     order = {question.id: number for number, question in enumerate(questions)}
     keys = sorted(found, key=lambda key: (order[key[0]], min(hit.rank for hit in found[key]), key[1]))
     return [Entry(by_question[qid], by_chunk[cid], tuple(found[(qid, cid)])) for qid, cid in keys]

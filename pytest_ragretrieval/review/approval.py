@@ -5,7 +5,8 @@ maintainer adds after reviewing the listed changes; adding or removing it re-run
 (`on: pull_request: types: [..., labeled, unlabeled]`). The label approves what it was applied
 to, not every later push: the run of its own `labeled` event records the set it approves
 (`approved.py`) in the sticky comment, and later runs pass only while the pull request lowers
-nothing beyond that record; otherwise they fail, and where the token can write the action takes
+nothing beyond that record, on the approved rankings and under the exam it was given for (a push that
+changes either re-opens it); otherwise they fail, and where the token can write the action takes
 the label off, so the label's presence means "this set is approved". Commenting needs a token
 that may write: on pull requests from forks, and on Dependabot's, GitHub hands the workflow a
 read-only token whatever `permissions:` says, so there the job summary is the channel, the check
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..files.jsonshape import Node
-from .approved import HEAD, Approval, Review, approval_of, parse_record, record_document, review
+from .approved import HEAD, Approval, Review, approval_of, parse_record, record_document, reopened, review
 from .changes import Changes
 
 DEFAULT_LABEL = "rag-baseline-approved"
@@ -165,6 +166,12 @@ def decide(changes: Changes, pr: PullRequest | None, label: str = DEFAULT_LABEL,
         return Decision("approved", f"the baseline lowers the bar ({lowered}); approved with the label {label!r} "
                         f"at {fresh.at}", label, can_comment, why, fresh, review(fresh, changes), note=note)
     checked = review(prior, changes)
+    given_for = reopened(prior, changes) if prior is not None else ""
+    if prior is not None and given_for:  # re-opened: nothing it approved counts
+        everything = Review((), checked.approved + checked.unapproved)
+        return Decision("fail", f"the baseline lowers the bar ({lowered}) and the approval at {prior.at} was given "
+                        f"for {given_for}: {everything.unapproved_text()}; re-apply {label!r} to approve it", label,
+                        can_comment, why, prior, everything, unlabel=True, note=note)
     if prior is not None and not checked.unapproved:
         return Decision("approved", f"the baseline lowers the bar ({lowered}) within what was approved with the "
                         f"label {label!r} at {prior.at}", label, can_comment, why, prior, checked)

@@ -14,7 +14,11 @@ sticky comment, and every later run checks that the pull request lowers nothing 
   `max_latency_ms` no higher (`none`, no limit, is the loosest), an `alpha` no lower; a
   `significance` test must be the same one (the two are not ordered), `fail_on` the same move.
 
-Anything else is "beyond what was approved". Pure: the comment is fetched and posted by the action.
+Anything else is "beyond what was approved". The record also binds what the lowerings were judged
+on: the digests of the head's approved rankings and of the exam its baseline was recorded under
+(`baseline.exams`). A later push that changes either re-opens the approval, whatever it lowers: new
+gold could otherwise stretch an approval while retrieval gets worse. A record without them (written
+before approvals bound them) binds only its set. Pure: the comment is fetched and posted by the action.
 """
 from __future__ import annotations
 
@@ -26,7 +30,7 @@ from typing import Any
 
 from ..core.values import EPSILON, fmt
 from ..files.jsonshape import Node
-from .changes import Changes, Entry, LostHit, SettingChange, ValueChange
+from .changes import DIGESTS, Changes, Entry, LostHit, SettingChange, ValueChange, read_digest
 
 KIND = "ragretrieval-approval"
 VERSION = 1
@@ -48,11 +52,17 @@ class Approval:
     removed: tuple[Entry, ...] = ()  # reasons left out: an entry is its retriever and metric
     loosened: tuple[SettingChange, ...] = ()
     lost_hits: tuple[LostHit, ...] = ()
+    approved_digest: str = ""
+    """The head's approved rankings the label was given for ("" in a record written before approvals bound them)."""
+    labels_digest: str = ""
+    """The exam the head's baseline was recorded under when the label was given (likewise)."""
 
     @property
     def digest(self) -> str:
-        """`sha256:` of the set in canonical JSON: the same lowerings give the same digest, at any commit."""
-        text = json.dumps(set_document(self), sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+        """`sha256:` of the set in canonical JSON, with the digests it binds where it holds them: the same
+        lowerings of the same rankings under the same exam give the same digest, at any commit."""
+        text = json.dumps({**set_document(self), **bound_document(self)}, sort_keys=True, separators=(",", ":"),
+                          ensure_ascii=True)
         return "sha256:" + hashlib.sha256(text.encode("ascii")).hexdigest()
 
     @property
@@ -72,7 +82,19 @@ def approval_of(changes: Changes, pr: int, head: str, label: str) -> Approval:
         lowered=tuple(ValueChange(c.retriever, c.metric, c.old, c.new) for c in changes.lowered),
         removed=tuple(Entry(e.retriever, e.metric, "") for e in changes.removed),
         loosened=changes.loosened, lost_hits=changes.lost_hits,
+        approved_digest=changes.approved_digest, labels_digest=changes.labels_digest,
     )
+
+
+def reopened(approval: Approval, changes: Changes) -> str:
+    """What the approval was given for that the pull request no longer holds ("" while it holds it, and
+    for a record without digests): other approved rankings, another exam, or both."""
+    other = []
+    if approval.approved_digest and approval.approved_digest != changes.approved_digest:
+        other.append("other approved rankings")
+    if approval.labels_digest and approval.labels_digest != changes.labels_digest:
+        other.append("another exam (labels changed since)")
+    return " and ".join(other)
 
 
 def set_document(approval: Approval) -> dict[str, Any]:
@@ -86,9 +108,14 @@ def set_document(approval: Approval) -> dict[str, Any]:
     }
 
 
+def bound_document(approval: Approval) -> dict[str, str]:
+    """The digests the approval binds, those it holds."""
+    return {key: getattr(approval, key) for key in DIGESTS if getattr(approval, key)}
+
+
 def record_document(approval: Approval) -> dict[str, Any]:
     return {"kind": KIND, "version": VERSION, "pr": approval.pr, "head": approval.head, "label": approval.label,
-            "set": set_document(approval), "digest": approval.digest}
+            "set": set_document(approval), **bound_document(approval), "digest": approval.digest}
 
 
 def record_line(approval: Approval) -> str:
@@ -213,7 +240,7 @@ def _items(node: Node, key: str) -> list[dict[str, Any]]:
 def parse_record(node: Node) -> Approval:
     """The inverse of `record_document`; ShapeProblem naming the JSON path for anything else, a
     digest that does not match its set (an edited record) included."""
-    node.exactly("kind", "version", "pr", "head", "label", "set", "digest")
+    node.exactly("kind", "version", "pr", "head", "label", "set", "digest", optional=DIGESTS)
     if node["kind"].value != KIND or node["version"].value != VERSION:
         raise node["version"].problem(f"is not {VERSION} of kind {KIND!r}: written by another version of the plugin")
     head = node["head"].text()
@@ -227,6 +254,7 @@ def parse_record(node: Node) -> Approval:
         removed=tuple(Entry(i["retriever"], i["metric"], "") for i in removed),
         loosened=tuple(SettingChange(i["setting"], i["subject"], i["base"], i["new"]) for i in loosened),
         lost_hits=tuple(LostHit(i["retriever"], i["question"]) for i in hits),
+        **{key: read_digest(node[key]) for key in DIGESTS if key in node.mapping()},
     )
     if node["digest"].text() != approval.digest:
         raise node["digest"].problem("does not match the set: the record was edited")

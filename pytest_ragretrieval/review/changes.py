@@ -13,13 +13,14 @@ Per-tag values (stored ones) are listed but never lower the bar: the gate does n
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from ..baseline.bar import bar_means, replaced_bars
-from ..baseline.exams import BASE, EXAM_NAMES, TODAY
+from ..baseline.exams import BASE, EXAM_NAMES, TODAY, approved_digest, labels_digest
 from ..baseline.format import Baseline, Recorded
 from ..baseline.since import Since, held, since
 from ..config.settings import Config
@@ -34,6 +35,9 @@ from .rescore import Exams, Rescored, Today, exams, rescore
 STRICTEST = ("none", "maxt", "holm")  # each p at most the next one's: a later one fails fewer items
 KIND = "ragretrieval-baseline-changes"
 VERSION = 1
+DIGESTS = ("approved_digest", "labels_digest")
+"""The head's digests an approval binds (`review/approved.py`); files written before approvals bound them lack them."""
+DIGEST = re.compile(r"[0-9a-f]{64}")
 
 
 @dataclass(frozen=True)
@@ -135,6 +139,11 @@ class Changes:
     unreadable: tuple[str, ...] = ()
     """Why the base's config or baseline, which the base holds, cannot be read (`diff --against`):
     its bar cannot be compared, so the check fails closed and the label must approve, as for a lowering."""
+    approved_digest: str = ""
+    """The head's approved rankings, every retriever's, as one digest (`baseline.exams.approved_digest`):
+    what an approval given now approves; "" in files written before approvals bound them."""
+    labels_digest: str = ""
+    """The exam the head's baseline was recorded under, as one digest (`baseline.exams.labels_digest`)."""
     rescored: tuple[str, ...] = ()
     """The exams both sides' approved rankings were scored under (`today`, `base`); empty: stored values compared."""
 
@@ -301,9 +310,11 @@ def classify(
     `today` is the work tree's eval set (`diff --against`): today's exam; without it, the new file's labels.
     """
     new_path = display(new.path)
+    rankings, exam = approved_digest(new.retrievers), labels_digest(new.fingerprint)
     if old is None:
         added = [Entry(name, "", "new in the baseline (the base branch has none)") for name in sorted(new.retrievers)]
-        return Changes("", new_path, added=tuple(added), notes=tuple(notes))
+        return Changes("", new_path, added=tuple(added), notes=tuple(notes), approved_digest=rankings,
+                       labels_digest=exam)
     lowered: list[ValueChange] = []
     raised: list[ValueChange] = []
     tags_lowered: list[ValueChange] = []
@@ -312,7 +323,7 @@ def classify(
     question_gated = old_settings is not None and "question" in old_settings.fail_on
     names = sorted(set(old.retrievers) & set(new.retrievers))
     found = since(old.fingerprint, new.fingerprint, set(names), held(old, new))
-    scored = exams(old, new, today, found.questions.comparable)
+    scored = exams(old, new, today, found)
     said = list(notes)
     used: set[str] = set()
     for name in names:
@@ -346,7 +357,7 @@ def classify(
         lowered=tuple(lowered), raised=tuple(raised), removed=_merge(removed), added=_merge(added),
         loosened=tuple(loosened), tightened=tuple(tightened), lost_hits=tuple(lost),
         tags_lowered=tuple(tags_lowered), tags_raised=tuple(tags_raised), notes=tuple(said),
-        rescored=tuple(exam for exam in (TODAY, BASE) if exam in used),
+        approved_digest=rankings, labels_digest=exam, rescored=tuple(which for which in (TODAY, BASE) if which in used),
     )
 
 
@@ -399,7 +410,7 @@ _LISTS = {
 def changes_document(changes: Changes) -> dict[str, Any]:
     doc: dict[str, Any] = {"kind": KIND, "version": VERSION, "lowers_the_bar": changes.lowers_the_bar}
     doc.update(asdict(changes))
-    return doc
+    return {key: value for key, value in doc.items() if key not in DIGESTS or value}
 
 
 def dumps_changes(changes: Changes) -> str:
@@ -429,11 +440,13 @@ def parse_changes(path: Path, text: str) -> Changes:
     try:
         later = ("yardstick", "questions", "unreadable", "rescored")  # files written before these lack them
         doc.exactly("kind", "version", "lowers_the_bar", "old_path", "new_path", "fingerprint", "notes", *_LISTS,
-                    optional=later)
+                    optional=(*later, *DIGESTS))
         texts: dict[str, Any] = {key: tuple(item.text() for item in doc[key].items())
                                  for key in ("fingerprint", "notes", *later) if key in doc.mapping()}
+        rankings, exam = (read_digest(doc[key]) if key in doc.mapping() else "" for key in DIGESTS)
         changes = Changes(
-            old_path=doc["old_path"].text(), new_path=doc["new_path"].text(), **texts,
+            old_path=doc["old_path"].text(), new_path=doc["new_path"].text(), **texts, approved_digest=rankings,
+            labels_digest=exam,
             **{key: tuple(_entry(item, kind) for item in doc[key].items()) for key, kind in _LISTS.items()},
         )
         if doc["lowers_the_bar"].boolean() != changes.lowers_the_bar:
@@ -441,6 +454,14 @@ def parse_changes(path: Path, text: str) -> Changes:
     except ShapeProblem as exc:
         raise BaselineError(f"{display(path)}: malformed baseline-changes file: {exc}; {fix}") from None
     return changes
+
+
+def read_digest(node: Node) -> str:
+    """One of the digests an approval binds: 64 hex digits, as `baseline.exams` writes them."""
+    text = node.text()
+    if not DIGEST.fullmatch(text):
+        raise node.problem(f"must be a digest of 64 lowercase hex digits, got {text[:70]!r}")
+    return text
 
 
 _LATER = ("scope", "exam")

@@ -21,7 +21,7 @@ from ..record.report import Failure, ReportInput
 from ..report.markdown import esc, failures_section, metrics_section, table
 from ..report.wording import TITLE, colon, format_ci, heading, say, unavailable, verdict
 from .approval import Decision, what_lowered
-from .approved import record_line
+from .approved import record_line, reopened
 from .changes import Changes, Entry, SettingChange, ValueChange
 
 MARKER = "<!-- pytest-ragretrieval -->"
@@ -93,6 +93,10 @@ def baseline_line(changes: Changes | None, decision: Decision | None, language: 
     at = f" at `{decision.approval.at}`" if decision.approval is not None else ""
     if decision.check == "approved":
         return "⚠️ " + say(language, ("已批准降低", f"{lowered}, approved with the label {label}{at}"))
+    given_for = reopened(decision.approval, changes) if decision.approval is not None else ""
+    if decision.failed and given_for:
+        return "❌ " + say(language, ("批准失效", f"{lowered}: the approval{at} was given for {esc(given_for)}: a "
+                                     f"maintainer who approves the lower bar applies the label {label} again"))
     if decision.review.unapproved:
         beyond = f"beyond what was approved{at}" if at else "and no recorded approval covers it"
         return "❌ " + say(language, ("超出批准", f"lowered {beyond} ({len(decision.review.unapproved)} not approved): "

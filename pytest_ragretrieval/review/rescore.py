@@ -18,7 +18,7 @@ from ..baseline.bar import Replacement, replacement
 from ..baseline.exams import BASE, TODAY, recorded_exam, same_labels
 from ..baseline.fingerprint import questions_record
 from ..baseline.format import Baseline, Recorded, RecordedQuestion
-from ..baseline.since import paired, question_changes
+from ..baseline.since import Since, paired, question_changes
 from ..evalset.corpus import chunking_share
 from ..evalset.records import Question, Span
 from ..files.paths import display
@@ -81,15 +81,16 @@ class Exams:
     chunkings: Mapping[str, str] | None = field(default=None, hash=False)
 
 
-def exams(old: Baseline, new: Baseline, today: Today | None, comparable: Collection[str]) -> Exams:
+def exams(old: Baseline, new: Baseline, today: Today | None, found: Since) -> Exams:
     """The exams of a comparison. With the work tree's eval set, which questions are compared is derived
-    from it (a question the head's file drops while the eval set still asks it stays compared); else
-    `comparable` (the files' own question digests) stands."""
+    from it (a question the head's file drops while the eval set still asks it stays compared); else the
+    files' own question digests decide (`found`, as `since` compared them)."""
     base = recorded_exam(old.fingerprint)
+    comparable = found.questions.comparable
     if today is not None:
         section = old.fingerprint.get("questions", {})
         derived = question_changes(section if isinstance(section, Mapping) else {}, questions_record(today.questions),
-                                   None)
+                                   found.corpus)
         return Exams(base, {q.id: q for q in today.questions}, today.source, derived.comparable, today.places,
                      today.chunkings)
     kept = recorded_exam(new.fingerprint)

@@ -26,7 +26,8 @@ import pytest
 from composite import ACTION, MARKER, ROOT, Step, by_id, comment_step, load
 from stages import document
 
-from pytest_ragretrieval.baseline.format import dumps
+from pytest_ragretrieval.baseline.exams import approved_digest, labels_digest
+from pytest_ragretrieval.baseline.format import dumps, parse
 from pytest_ragretrieval.review.approved import approval_of, record_line
 from pytest_ragretrieval.review.changes import Changes, ValueChange
 
@@ -222,7 +223,10 @@ def test_dry_run_holds_later_pushes_to_what_the_label_approved(lowered: DryRun) 
     assert lowered.label(LABEL) == 0, lowered.log
     approved_at = lowered.head
     record = lowered.ours()["body"].splitlines()[1]
-    assert record == record_line(approval_of(Changes("", "", lowered=(ValueChange("bm25", "ndcg@2", 0.6, 0.5),)),
+    head = parse(Path("retrieval.json"), baseline(0.5))
+    assert record == record_line(approval_of(Changes("", "", lowered=(ValueChange("bm25", "ndcg@2", 0.6, 0.5),),
+                                                     approved_digest=approved_digest(head.retrievers),
+                                                     labels_digest=labels_digest(head.fingerprint)),
                                              42, approved_at, LABEL))
     assert record in lowered.summary  # the job summary carries the same record
     assert f"approved with the label 'rag-baseline-approved' at {approved_at[:7]}" in lowered.log

@@ -95,15 +95,17 @@ def test_a_baseline_value_that_lies_stops_the_gate(
     assert baseline_bytes(recorded.path) == before
 
 
-def test_an_edited_question_is_not_held_against_todays_labels(recorded: pytest.Pytester) -> None:
-    """q03's graded gold changed: its recorded values are neither recomputed with today's labels nor compared;
-    the other questions are, and a tampered value of one of them is still caught."""
+def test_a_regraded_question_is_judged_under_both_exams(recorded: pytest.Pytester) -> None:
+    """q03's graded gold changed, its query and chunks did not: it stays compared, under today's labels and
+    the base's (both sides scored from rankings, never from recorded values); a tampered ranking of another
+    question is still caught."""
     evalset = recorded.path / "fixtures" / "evalset.jsonl"
     evalset.write_text(evalset.read_text(encoding="utf-8").replace('"travel-003": 1', '"travel-003": 2'), encoding="utf-8")
     result = recorded.runpytest("--rag-eval", *RUN)
     result.assert_outcomes(passed=8)
     result.stdout.fnmatch_lines([
-        "questions: 5 comparable, 0 added, 0 removed, 1 edited (q03: graded gold); edited ones are not compared"])
+        "questions: 6 comparable (1 relabelled: q03; judged under today's exam and the base's), 0 added, "
+        "0 removed, 0 edited"])
     def tamper(text: str) -> str:
         doc = json.loads(text)
         doc["retrievers"]["table"]["questions"]["q01"]["ranking"] = ["travel-002", "travel-001"]

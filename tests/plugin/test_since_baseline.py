@@ -83,8 +83,8 @@ def test_fail_on_question_passes_a_new_question_and_one_whose_gold_changed(recor
     result = recorded.runpytest("--rag-eval", "-k", "table and question", *RUN)
     result.assert_outcomes(passed=6)  # q01-q05 and q07; the notes of q03 and q07 are the judge's (unit tier)
     result.stdout.fnmatch_lines([
-        "questions: 5 comparable, 1 added (q07), 0 removed, 1 edited (q03: graded gold); added ones are scored, never "
-        "judged; edited ones are not compared",
+        "questions: 6 comparable (1 relabelled: q03; judged under today's exam and the base's), 1 added (q07), "
+        "0 removed, 0 edited; added ones are scored, never judged",
     ])
 
 
@@ -159,7 +159,7 @@ def test_a_format_1_baseline_loads_is_judged_and_is_upgraded_when_recorded(recor
     ])
     assert baseline_bytes(recorded.path) == old
     assert recorded.runpytest("--rag-update-baseline", "--rag-allow-regression", *RUN).ret == 0
-    assert baseline(recorded.path)["format_version"] == 3
+    assert baseline(recorded.path)["format_version"] == 4
     recorded.runpytest("--rag-eval", *RUN).assert_outcomes(passed=8)
 
 

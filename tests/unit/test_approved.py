@@ -272,3 +272,71 @@ def test_where_nothing_is_recorded_only_the_labeled_run_approves(head: str, acto
 def test_a_head_that_is_not_a_commit_is_refused() -> None:
     with pytest.raises(ShapeProblem, match="pull_request.head.sha must be a commit's full hex name, got 'main'"):
         pull_request(event(sha="main"))
+
+
+# What the approval binds: the head's approved rankings and the exam it was given under (issue 42, rule 7).
+
+RANKINGS = "a1" * 32
+EXAM = "e1" * 32
+BOUND = approval_of(lowered(BM25, approved_digest=RANKINGS, labels_digest=EXAM), 42, SHA, LABEL)
+
+
+def test_the_record_binds_the_head_s_digests_and_its_digest_covers_them() -> None:
+    assert (BOUND.approved_digest, BOUND.labels_digest) == (RANKINGS, EXAM)
+    doc = record_document(BOUND)
+    assert (doc["approved_digest"], doc["labels_digest"]) == (RANKINGS, EXAM)
+    assert parse_record(Node(json.loads(find_record(f"<!-- pytest-ragretrieval -->\n{record_line(BOUND)}") or ""))) \
+        == BOUND
+    # The same set under another exam is another approval; a record without digests keeps its old digest.
+    assert BOUND.digest != replace(BOUND, labels_digest="e2" * 32).digest != APPROVED.digest
+    assert "approved_digest" not in record_document(APPROVED)
+    assert parse_record(Node(record_document(APPROVED))) == APPROVED
+
+
+def bound(**changes: Any) -> dict[str, Any]:
+    doc = record_document(BOUND)
+    doc.update(changes)
+    return doc
+
+
+@pytest.mark.parametrize(("doc", "problem"), [
+    (bound(approved_digest="a1" * 31), "approved_digest must be a digest of 64 lowercase hex digits, got 'a1a1"),
+    (bound(labels_digest="E1" * 32), "labels_digest must be a digest of 64 lowercase hex digits, got 'E1E1"),
+    (bound(labels_digest=64), "labels_digest must be a string, got 64"),
+    (bound(labels_digest="e2" * 32), "digest does not match the set: the record was edited"),
+    ({k: v for k, v in bound().items() if k != "approved_digest"}, "digest does not match the set: the record was "
+                                                                   "edited"),
+], ids=["short", "upper-case", "number", "other-exam", "dropped"])
+def test_a_damaged_bound_digest_names_its_json_path(doc: dict[str, Any], problem: str) -> None:
+    with pytest.raises(ShapeProblem) as raised:
+        parse_record(Node(doc))
+    assert str(raised.value).startswith(problem) and "\n" not in str(raised.value)
+
+
+@pytest.mark.parametrize(("rankings", "exam", "given_for"), [
+    ("a2" * 32, EXAM, "other approved rankings"),
+    (RANKINGS, "e2" * 32, "another exam (labels changed since)"),
+    ("a2" * 32, "e2" * 32, "other approved rankings and another exam (labels changed since)"),
+], ids=["rankings", "labels", "both"])
+def test_a_push_that_changes_what_was_approved_re_opens_the_approval(rankings: str, exam: str,
+                                                                     given_for: str) -> None:
+    # The same lowering the label approved: only what it was judged on moved.
+    decision = decide(lowered(BM25, approved_digest=rankings, labels_digest=exam), pull_request(event()),
+                      recorded=BOUND)
+    assert decision.check == "fail" and decision.unlabel and decision.approval == BOUND
+    assert decision.reason == (f"the baseline lowers the bar (1 lowered) and the approval at 4f3c2b1 was given for "
+                               f"{given_for}: bm25 ndcg@5 0.6000 -> 0.5000; re-apply 'rag-baseline-approved' to "
+                               "approve it")
+    assert decision.review.approved == () and decision.review.unapproved == ("bm25 ndcg@5 0.6000 -> 0.5000",)
+
+
+def test_a_push_that_changes_neither_stays_approved_and_an_older_record_binds_only_its_set() -> None:
+    same = lowered(replace(BM25, new=0.55), approved_digest=RANKINGS, labels_digest=EXAM)
+    assert decide(same, pull_request(event()), recorded=BOUND).check == "approved"
+    # A record written before approvals bound digests is honoured as before, whatever the head holds.
+    moved = lowered(BM25, approved_digest="a2" * 32, labels_digest="e2" * 32)
+    assert decide(moved, pull_request(event()), recorded=APPROVED).check == "approved"
+    # A push that lowers nothing passes, re-opened or not; the label's own run binds the head's digests.
+    assert decide(replace(moved, lowered=()), pull_request(event()), recorded=BOUND).check == "pass"
+    assert decide(moved, pull_request(event(added=LABEL))).approval == replace(
+        BOUND, head=LATER, approved_digest="a2" * 32, labels_digest="e2" * 32)

@@ -1,6 +1,7 @@
 """Classifying a baseline change against the base branch: what lowers the bar and what does not."""
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -235,3 +236,36 @@ def test_a_bad_changes_file_is_one_line_naming_it(tmp_path: Path, text: str, mes
         parse_changes(tmp_path / "changes.json", text)
     assert message in str(caught.value) and "changes.json" in str(caught.value)
     assert "\n" not in str(caught.value)
+
+
+def test_changes_carry_the_head_s_digests_of_its_approved_rankings_and_its_exam(tmp_path: Path) -> None:
+    """What an approval given on these changes binds (review/approved.py): each digest moves with its own
+    part of the head's baseline only, and the base's side moves neither."""
+    labelled = {**FINGERPRINT, "questions": {**FINGERPRINT["questions"], "labels": {"q1": {"c1": 1}}}}
+    questions = {"q1": {"recall@2": 1.0}}
+    head = classify(OLD, baseline("new.json", {"bm25": retriever(questions=questions)}, labelled))
+    more_gold = {**labelled, "questions": {**labelled["questions"], "labels": {"q1": {"c1": 1, "c2": 2}}}}
+    relabelled = classify(OLD, baseline("new.json", {"bm25": retriever(questions=questions)}, more_gold))
+    approved = {**retriever(questions=questions), "approved": {"q1": ["c2"]}}
+    reapproved = classify(OLD, baseline("new.json", {"bm25": approved}, labelled))
+    rebased = classify(baseline("old.json", {"bm25": retriever(questions=questions)}, more_gold),
+                       baseline("new.json", {"bm25": retriever(questions=questions)}, labelled))
+    assert len({head.approved_digest, head.labels_digest}) == 2 and all(
+        len(digest) == 64 for digest in (head.approved_digest, head.labels_digest))
+    assert (relabelled.approved_digest, relabelled.labels_digest != head.labels_digest) == (head.approved_digest, True)
+    assert (reapproved.labels_digest, reapproved.approved_digest != head.approved_digest) == (head.labels_digest, True)
+    assert (rebased.approved_digest, rebased.labels_digest) == (head.approved_digest, head.labels_digest)
+    path = tmp_path / "changes.json"
+    path.write_text(dumps_changes(head), encoding="utf-8")
+    assert parse_changes(path, path.read_text(encoding="utf-8")) == head
+
+
+def test_a_changes_file_without_digests_reads_and_a_damaged_one_names_the_json_path(tmp_path: Path) -> None:
+    doc = json.loads(dumps_changes(classify(OLD, OLD)))
+    older = {key: value for key, value in doc.items() if not key.endswith("_digest")}
+    assert parse_changes(tmp_path / "changes.json", json.dumps(older)).approved_digest == ""
+    with pytest.raises(BaselineError) as caught:
+        parse_changes(Path("changes.json"), json.dumps({**doc, "labels_digest": "sha256:" + "0" * 64}))
+    assert str(caught.value) == ("changes.json: malformed baseline-changes file: labels_digest must be a digest of 64 "
+                                 "lowercase hex digits, got 'sha256:" + "0" * 63 + "'; write it with `ragretrieval "
+                                 "diff OLD NEW --json PATH`")

@@ -72,6 +72,26 @@ def test_nothing_to_pool_without_a_baseline_or_results(project: Path, capsys: py
                                  "--results FILE; run `pytest --rag-eval --rag-json FILE` and pass --results FILE"]
 
 
+def test_the_pool_queues_the_unjudged_chunks_of_the_approved_rankings_too(
+    project: Path, capsys: pytest.CaptureFixture[str]  # noqa: F811
+) -> None:
+    """The bar is the approved rankings, scored under the same labels: where q1's differs from the recorded
+    one, the unjudged chunks of both are queued, each once; a placing the recorded ranking already gives
+    is not repeated, and a chunk gone from the corpus (an approved ranking older than it) is left out."""
+    (project / "baselines").mkdir()
+    recorded = entry({"q1": (["c2", "c1"], {}), "q2": (["c3", "c4"], {}), "q3": ([], {})}, {"hit_rate@2": 1.0})
+    write_results(project / "baselines" / "retrieval.json",
+                  {"bm25": {**recorded, "approved": {"q1": ["c2", "c5"], "q3": ["gone", "c4"]}}})
+    code, out, err = run(capsys, "pool")
+    assert code == 0 and err == ["3 unjudged chunks for 2 questions in the top 2"]
+    baseline = "baselines/retrieval.json"
+    assert [(row["question"], row["chunk"], row["runs"]) for row in lines(out)] == [
+        ("q1", "c2", [{"file": baseline, "retriever": "bm25", "rank": 1}]),
+        ("q1", "c5", [{"file": baseline, "retriever": "bm25", "rank": 2, "approved": True}]),
+        ("q3", "c4", [{"file": baseline, "retriever": "bm25", "rank": 2, "approved": True}]),
+    ]
+
+
 def labelled(pooled: Path, capsys: pytest.CaptureFixture[str], grades: dict[tuple[str, str], Any]) -> Path:
     rows = lines(run(capsys, "pool", "--results", "results.json")[1])
     for row in rows:

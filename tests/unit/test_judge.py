@@ -191,12 +191,12 @@ def test_p_values_are_adjusted_over_the_metric_items_that_moved(tmp_path: Path, 
 def test_a_question_that_changed_passes_its_item_with_a_note(tmp_path: Path) -> None:
     cfg = config(tmp_path, 'fail_on = ["metric", "question"]')
     recorded = baseline(cfg, {"one": ran(cfg, "one", GOOD)}, fingerprint(cfg))
-    regraded = (replace(QUESTIONS[0], relevance={"a": 2}), *QUESTIONS[1:])
+    regraded = (replace(QUESTIONS[0], query=QUESTIONS[0].query + "？"), *QUESTIONS[1:])
     lost = {"q1": ["x", "y", "z"], "q2": ["x", "y", "z"], "q3": []}
     runs = {"one": Run(result=score("one", regraded, lost, cfg.metrics, {}))}
     judge = Judge(cfg, regraded, recorded, fingerprint(cfg, regraded), runs)
     assert judge.outcome(ItemKey("one", "question", "q1")).summary == (
-        "question q1 of 'one' changed since the baseline (graded gold): not compared")
+        "question q1 of 'one' changed since the baseline (query): not compared")
     q2 = judge.outcome(ItemKey("one", "question", "q2"))
     assert not q2.passed and q2.summary.startswith("question q2 (ORDER-2024) was a hit within 3 for 'one'")
     ndcg = judge.outcome(NDCG)
@@ -205,6 +205,10 @@ def test_a_question_that_changed_passes_its_item_with_a_note(tmp_path: Path) -> 
     assert judge.notes()[-1] == (
         "only 1 answerable questions are comparable with the baseline, fewer than min_questions = 20: "
         "too little data for a verdict to mean much")
+    relabelled = (replace(QUESTIONS[0], relevance={"a": 2}), *QUESTIONS[1:])
+    runs = {"one": Run(result=score("one", relabelled, lost, cfg.metrics, {}))}
+    judge = Judge(cfg, relabelled, recorded, fingerprint(cfg, relabelled), runs)
+    assert not judge.outcome(ItemKey("one", "question", "q1")).passed, "a regraded question is still compared"
 
 
 def test_maxt_gives_way_to_holm_when_the_items_were_compared_on_different_questions(tmp_path: Path) -> None:

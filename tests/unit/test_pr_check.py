@@ -1,12 +1,15 @@
 """The label and fork decisions of the pull-request check: pure, from the event payload, no network."""
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
+from stages import document
 
+from pytest_ragretrieval.baseline.format import dumps
 from pytest_ragretrieval.cli import main
 from pytest_ragretrieval.review.approval import PullRequest, decide, pull_request
 from pytest_ragretrieval.review.changes import Changes, Entry, SettingChange, ValueChange, dumps_changes
@@ -310,3 +313,67 @@ def test_an_unreadable_base_needs_the_label_as_a_lowering_does(tmp_path: Path, m
     assert "the baseline lowers the bar (1 side of the base unreadable) and pull request #42 has no " in capsys.readouterr().out
     assert main(["pr-check", "changes.json", "--event", "labeled.json"]) == 0
     assert "approved with the label 'rag-baseline-approved'" in capsys.readouterr().out
+
+
+# What the approval binds (issue 42, rule 7): the loop through `diff --json`, on baseline files.
+
+GOLD = {"q1": {"c1": 1}, "q2": {"c3": 1}}
+
+
+def write_baseline(path: Path, rankings: dict[str, list[str]], gold: dict[str, dict[str, int]]) -> None:
+    """A baseline of bm25 at k 2 whose recall@2 is what its rankings score under `gold`, the labels its
+    fingerprint keeps (the exam an approval is given under)."""
+    values = {qid: sum(1 for cid in ranking if gold[qid].get(cid, 0) > 0) / len(gold[qid])
+              for qid, ranking in rankings.items()}
+    fingerprint = {
+        "yardstick": {"k": 2, "metrics_version": 1, "grading_version": 1}, "tokenizer": "jieba 0.42.1",
+        "chunks": {"sha256": "c" * 64, "count": 5, "digests": {f"c{n}": f"{n}c" * 6 for n in range(1, 6)}},
+        "questions": {"sha256": hashlib.sha256(json.dumps(gold, sort_keys=True).encode()).hexdigest(), "count": 2,
+                      "digests": {qid: {"query": f"{qid}-query", "gold": json.dumps(graded, sort_keys=True)[:12],
+                                        "tags": []} for qid, graded in gold.items()},
+                      "labels": gold},
+        "retrievers": {"bm25": {"type": "bm25", "k1": 1.5}},
+    }
+    entry = {"metrics": {"recall@2": sum(values.values()) / len(values)},
+             "questions": {qid: {"ranking": ranking, "metrics": {"recall@2": values[qid]}}
+                           for qid, ranking in rankings.items()}}
+    path.write_text(dumps(document(2, fingerprint, {"bm25": entry})), encoding="utf-8")
+
+
+def check(folder: Path, capsys: pytest.CaptureFixture[str], payload: dict[str, Any], *more: str) -> tuple[int, str]:
+    """`diff base.json head.json --json changes.json`, then `pr-check` on it: (exit code, first line)."""
+    main(["diff", "base.json", "head.json", "--json", "changes.json"])
+    capsys.readouterr()
+    code = main(["pr-check", "changes.json", "--event", write_event(folder, payload), "--json", "decision.json",
+                 *more])
+    return code, capsys.readouterr().out.splitlines()[0]
+
+
+def test_an_approval_is_re_opened_by_a_push_that_adds_gold_and_holds_through_one_that_changes_neither(
+        workspace: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_baseline(workspace / "base.json", {"q1": ["c1", "c2"], "q2": ["c3", "c4"]}, GOLD)
+    worse = {"q1": ["c2", "c4"], "q2": ["c3", "c4"]}  # bm25 loses q1's gold, recorded with the flag
+    write_baseline(workspace / "head.json", worse, GOLD)
+    code, line = check(workspace, capsys, event(("rag-baseline-approved",)))
+    assert (code, line) == (0, "baseline check: approved: the baseline lowers the bar (1 lowered); approved with the "
+                               "label 'rag-baseline-approved' at 4f3c2b1")
+    main(["comment", "--baseline-changes", "changes.json", "--decision", "decision.json"])
+    (workspace / "comment.md").write_text(capsys.readouterr().out, encoding="utf-8")
+    push = event(("rag-baseline-approved",), added=None, sha="9e8d7c6b" + "1" * 32)
+    # A push that changes neither the approved rankings nor the labels (code, docs): still approved.
+    assert check(workspace, capsys, push, "--approved", "comment.md") == (
+        0, "baseline check: approved: the baseline lowers the bar (1 lowered) within what was approved with the "
+           "label 'rag-baseline-approved' at 4f3c2b1")
+    # A push that only adds gold: the same rankings, judged under another exam. The approval is re-opened.
+    write_baseline(workspace / "head.json", worse, {**GOLD, "q2": {"c3": 1, "c5": 2}})
+    code, line = check(workspace, capsys, push, "--approved", "comment.md")
+    assert code == 1
+    # Both sides' rankings scored under today's exam (c5 now gold of q2): 0.75 -> 0.25.
+    assert line == ("baseline check: fail: the baseline lowers the bar (1 lowered) and the approval at 4f3c2b1 was "
+                    "given for another exam (labels changed since): bm25 recall@2 0.7500 -> 0.2500 (approved: 0.5000); "
+                    "re-apply 'rag-baseline-approved' to approve it")
+    decision = json.loads((workspace / "decision.json").read_text(encoding="utf-8"))
+    assert decision["unlabel"] and decision["approval"]["labels_digest"] != json.loads(
+        (workspace / "changes.json").read_text(encoding="utf-8"))["labels_digest"]
+    main(["comment", "--baseline-changes", "changes.json", "--decision", "decision.json"])
+    assert "the approval at `4f3c2b1` was given for another exam (labels changed since)" in capsys.readouterr().out

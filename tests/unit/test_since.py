@@ -108,11 +108,16 @@ def test_questions_are_comparable_when_query_and_graded_gold_are_unchanged() -> 
     after = [Question("q1", "a", {"c1": 1}, ("y",)), Question("q2", "b!", {"c2": 2}), Question("q3", "c", {"c3": 2}),
              Question("q4", "d", {"c4": 1}, snippet_ids=frozenset({"c4"})), Question("q6", "f", {"c6": 1})]
     corpus = CorpusChange(5, 5, edited=("c5",))
-    found = question_changes(questions_record(before), questions_record(after), corpus)
+    format_3 = {key: value for key, value in questions_record(before).items() if key != "labels"}
+    found = question_changes(format_3, questions_record(after), corpus)
     assert found.comparable == {"q1"}
     assert found.added == ("q6",) and found.removed == ("q5",) and found.retagged == (("q1", "x -> y"),)
     assert dict(found.edited) == {
         "q2": "query", "q3": "graded gold", "q4": "graded gold: its relevant_text no longer matches c5 (edited)"}
+    kept = question_changes(questions_record(before), questions_record(after), corpus)
+    assert kept.comparable == {"q1", "q3"}, "a baseline that keeps its labels compares an unchanged query"
+    assert kept.relabelled == ("q3",), "q4's label left c5, which was edited: the ids changed meaning"
+    assert dict(kept.edited) == {"q2": "query", "q4": "graded gold: its relevant_text no longer matches c5 (edited)"}
     assert found.lines() == [
         "questions: 1 comparable, 1 added (q6), 1 removed (q5), 3 edited (q2: query, q3: graded gold, "
         "q4: graded gold: its relevant_text no longer matches c5 (edited)); added ones are scored, never judged; "
@@ -190,9 +195,12 @@ def test_grade_0_judgments_added_from_a_pool_keep_a_question_comparable() -> Non
               Question("q4", "d", {"c4": 2})]
     after = [Question("q1", "a", {"c1": 1, "c9": 0}), Question("q2", "b", {"c2": 1}), Question("q3", "c", {"c9": 0}),
              Question("q4", "d", {"c4": 2, "c8": 1})]
-    found = question_changes(questions_record(before), questions_record(after), None)
+    format_3 = {key: value for key, value in questions_record(before).items() if key != "labels"}
+    found = question_changes(format_3, questions_record(after), None)
     assert found.comparable == {"q1", "q2"}
     assert [qid for qid, _ in found.edited] == ["q3", "q4"]
+    assert question_changes(questions_record(before), questions_record(after), None).comparable == {
+        "q1", "q2", "q3", "q4"}, "format 4 keeps the labels: every question is judged, q3 and q4 under both exams"
     pooled = question_record(after[0])
     assert {key: value for key, value in pooled.items() if key != "judged"} == question_record(before[0])
     assert "judged" in pooled and "judged" not in question_record(before[0])
