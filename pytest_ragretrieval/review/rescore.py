@@ -186,7 +186,7 @@ def rescore(name: str, old: Baseline, new: Baseline, labels: Collection[str], fo
     first: dict[str, str] = {}
     for qid, exam in lost:
         first.setdefault(qid, exam)
-    return Rescored({label: tuple(found) for label, found in means.items()}, replaced,
+    return Rescored({label: tuple(values) for label, values in means.items()}, replaced,
                     tuple(sorted(first.items())), tuple(unscored), missing)
 
 
