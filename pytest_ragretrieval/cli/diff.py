@@ -16,12 +16,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ..baseline.exams import BASE, EXAM_NAMES, TODAY
 from ..baseline.format import Baseline, Recorded
 from ..baseline.since import Since, common_means, held, since
 from ..core.values import EPSILON, fmt, signed
 from ..files.paths import display, write_atomic
 from ..report.terminal import table
-from ..review.changes import Changes, classify, dumps_changes
+from ..review.changes import Changes, ValueChange, classify, dumps_changes
+from ..review.rescore import Today, exams, scored_view
 from ..scoring.metrics import metric_order, of_retriever
 from .common import FAILED, OK, Result, UsageError, checked_output
 from .sides import Sides, from_files, from_revision
@@ -163,11 +165,18 @@ def per_question_lines(old: Baseline, new: Baseline, shared: Sequence[str], foun
     return ["", "per-question changes, worst drop first:", *body] if body else []
 
 
-def review(old: Baseline, new: Baseline) -> tuple[list[str], int]:
-    """The review view's lines and status: 1 when a metric dropped or the yardstick differs."""
+def review(old: Baseline, new: Baseline, today: Today | None = None) -> tuple[list[str], int]:
+    """The review view's lines and status: 1 when a metric dropped or the yardstick differs. Where the old
+    file keeps labels, each file's values are scored here from its recorded rankings under one exam (today's:
+    the work tree's eval set, else the new file's labels), never read: label work then moves no value."""
     lines = [f"old: {display(old.path)} (k={old.k})  new: {display(new.path)} (k={new.k})"]
     more_lines, found = since_lines(old, new)
     lines.extend(more_lines)
+    scored = exams(old, new, today, found)
+    if scored.base is not None:
+        old, new = scored_view(old, scored), scored_view(new, scored)
+        under = f"{EXAM_NAMES[TODAY]} ({scored.source})" if scored.today is not None else EXAM_NAMES[BASE]
+        lines.append(f"values scored here from each file's recorded rankings under {under}")
     comparable = found.comparable
     shared = sorted(set(old.retrievers) & set(new.retrievers))
     rows: list[list[str]] = []
@@ -214,11 +223,19 @@ def verdict_line(changes: Changes) -> str:
     return "the baseline lowers the bar: " + ", ".join(part for part in parts if part)
 
 
-def _moved(kind: str, retriever: str, metric: str, old: float, new: float, scope: str = "") -> str:
-    """`  lowered: ndcg@5 of 'bm25' 0.8 -> 0.7 (-0.1)`, or over replaced questions: `...: the 12 edited ...`."""
-    if scope:
-        return f"  {kind}: {subject(retriever, metric)}: {scope}"
-    return f"  {kind}: {subject(retriever, metric)} {fmt(old)} -> {fmt(new)} ({signed(new - old)})"
+UNDER = {TODAY: f"under {EXAM_NAMES[TODAY]}", BASE: f"under {EXAM_NAMES[BASE]}",
+         "both": "under today's exam and the base's (today's means)"}
+"""How a change names the exam both sides were scored under, where more than one was."""
+
+
+def _moved(kind: str, change: ValueChange, exams: int = 1) -> str:
+    """`  lowered: ndcg@5 of 'bm25' 0.8 -> 0.7 (-0.1)`, or over replaced questions: `...: the 12 edited ...`;
+    ` under the base's exam (...)` where both sides were scored under more than one."""
+    under = f" {UNDER[change.exam]}" if exams > 1 and change.exam in UNDER else ""
+    if change.scope:
+        return f"  {kind}: {subject(change.retriever, change.metric)}: {change.scope}"
+    return (f"  {kind}: {subject(change.retriever, change.metric)} {fmt(change.old)} -> {fmt(change.new)} "
+            f"({signed(change.new - change.old)}){under}")
 
 
 def change_lines(changes: Changes) -> list[str]:
@@ -226,17 +243,21 @@ def change_lines(changes: Changes) -> list[str]:
     lines = [f"baseline changes: {changes.old_path or '(none at the base)'} -> {changes.new_path}"]
     lines += [f"  note: {note}" for note in changes.notes]
     if changes.yardstick:
-        lines.append(f"  yardstick changed: {'; '.join(changes.yardstick)}; the values are compared as recorded")
+        how = "both sides' approved rankings scored by this version" if changes.rescored else \
+            "the values are compared as recorded"
+        lines.append(f"  yardstick changed: {'; '.join(changes.yardstick)}; {how}")
     if changes.fingerprint:
         lines.append(f"  compared across changes: {'; '.join(changes.fingerprint)}")
     lines += [f"  {line}" for line in changes.questions]
     lines += [f"  unreadable: {why}" for why in changes.unreadable]
-    lines += [_moved("lowered", c.retriever, c.metric, c.old, c.new, c.scope) for c in changes.lowered]
+    exams = len(changes.rescored)
+    lines += [_moved("lowered", c, exams) for c in changes.lowered]
     lines += [f"  removed: {subject(e.retriever, e.metric)} ({e.reason})" for e in changes.removed]
     lines += [f"  loosened: {s.setting}{' of ' + s.subject if s.subject else ''} {s.old} -> {s.new}"
               for s in changes.loosened]
-    lines += [f"  no longer a hit: {h.question} of {h.retriever!r} (fail_on question)" for h in changes.lost_hits]
-    lines += [_moved("raised", c.retriever, c.metric, c.old, c.new) for c in changes.raised]
+    lines += [f"  no longer a hit: {h.question} of {h.retriever!r} (fail_on question)"
+              f"{' ' + UNDER[h.exam] if exams > 1 and h.exam in UNDER else ''}" for h in changes.lost_hits]
+    lines += [_moved("raised", c, exams) for c in changes.raised]
     lines += [f"  added: {subject(e.retriever, e.metric)} ({e.reason})" for e in changes.added]
     lines += [f"  tightened: {s.setting}{' of ' + s.subject if s.subject else ''} {s.old} -> {s.new}"
               for s in changes.tightened]
@@ -252,10 +273,10 @@ def run_diff(sides: Sides, *, fail_on_lower: bool = False, json_path: str | None
 
     Without --fail-on-lower the status is the review view's; with it, 1 exactly when the change lowers the bar.
     """
-    lines, code = review(sides.old, sides.new) if sides.old is not None else ([], OK)
+    lines, code = review(sides.old, sides.new, sides.today) if sides.old is not None else ([], OK)
     if not (fail_on_lower or json_path is not None or with_changes):
         return Result(out=lines, code=code)
-    changes = classify(sides.old, sides.new, sides.old_settings, sides.new_settings, sides.notes)
+    changes = classify(sides.old, sides.new, sides.old_settings, sides.new_settings, sides.notes, sides.today)
     changes = replace(changes, unreadable=sides.unreadable)
     if json_path is not None:
         write_atomic(Path(json_path), dumps_changes(changes))

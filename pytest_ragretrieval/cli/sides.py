@@ -8,7 +8,9 @@ the work tree's. REV is read as a whole: the config with every file it names (a 
 relative to the config), materialised from REV in a temporary folder whose path no message keeps.
 A base config or baseline that exists but cannot be read (by this version, or at all) fails the
 check closed, naming why; the approval label is the way through, as for a lowering: otherwise a
-pull request that made the base unreadable would compare nothing and pass.
+pull request that made the base unreadable would compare nothing and pass. Where the base's file
+keeps labels, the work tree's eval set is read as the gate reads it: today's exam, which both sides'
+approved rankings are scored under (`review/rescore.py`), so no label of the head's file is needed.
 """
 from __future__ import annotations
 
@@ -20,14 +22,19 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..baseline.exams import recorded_exam
 from ..baseline.format import Baseline, parse, read
 from ..config.files import find_settings
 from ..config.outputs import inputs
-from ..config.settings import load_config
+from ..config.settings import Config, load_config
 from ..core.errors import RagError
+from ..evalset.corpus import documents_corpus
+from ..evalset.jsonl import load_chunks, load_evalset
 from ..files.jsontext import strings
 from ..files.paths import display
 from ..review.changes import GateSettings, gate_settings
+from ..review.rescore import Today
+from ..scoring.evaluate import chunk_spans
 
 
 class GitError(RagError):
@@ -47,6 +54,8 @@ class Sides:
     """What was read from the work tree, by the name messages give it: `--json` must not overwrite it."""
     unreadable: tuple[str, ...] = ()
     """Why the base's config or baseline, which it holds, cannot be read: the check fails closed."""
+    today: Today | None = None
+    """The work tree's eval set (`--against`, where the base's file keeps labels): today's exam."""
 
 
 def settings_from(path: Path) -> GateSettings:
@@ -208,5 +217,26 @@ def from_revision(rev: str, config_option: str | None, cwd: Path) -> Sides:
                               f"({exc.reason} at byte {exc.start})")
         except RagError as exc:
             unreadable.append(f"the baseline at {rev} ({old_baseline_path}) cannot be read by this version: {exc}")
+    today = None
+    if old is not None and recorded_exam(old.fingerprint) is not None:
+        today = today_exam(new_config)
+        if today is None:
+            notes.append("the corpus is the team's table, which diff does not read: today's exam is the labels "
+                         f"{display(new_config.baseline)} was recorded under")
     return Sides(old, read(new_config.baseline), old_settings, gate_settings(new_config), tuple(notes),
-                 inputs(new_config), tuple(unreadable))
+                 inputs(new_config), tuple(unreadable), today)
+
+
+def today_exam(config: Config) -> Today | None:
+    """The work tree's eval set as the gate reads it (documents mode: cut and labelled; with the chunks'
+    places), or None when the corpus is the team's table, which needs a database."""
+    if config.documents is not None and config.chunker is not None:
+        chunks, questions = documents_corpus(config.documents, config.chunker, config.root, config.evalset,
+                                             config.chunkings)
+        places = chunk_spans(chunks)
+    elif config.chunks is not None:
+        questions, places = load_evalset(config.evalset, load_chunks(config.chunks)), None
+    else:
+        return None
+    chunkings = {spec.name: spec.chunking for spec in config.retrievers} if config.chunkings else None
+    return Today(tuple(questions), f"the eval set {display(config.evalset)}", places, chunkings)

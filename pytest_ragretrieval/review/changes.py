@@ -5,9 +5,10 @@ commit make any regression pass, and a raised tolerance does the same without to
 baseline. `classify` compares the base branch's baseline and settings with the pull request's
 and sorts every difference into what lowers the bar (lowered bars, edited or removed questions
 replaced by lower values, removed entries, loosened settings, lost hits under per-question
-gating) and what does not. It compares bars, not recorded values, at the stored precision
-(`bar.bar_means`; docs/verdicts.md, "The bar").
-Per-tag values are listed but never lower the bar: the gate does not judge them. Pure.
+gating) and what does not. It compares bars, never a value the head's file stores: both sides' approved rankings
+scored here under today's exam and the base's (`rescore`; docs/approval.md, "Trust model"); a base file
+that keeps no labels (format 3) has its stored bars compared at the stored precision (`bar.bar_means`).
+Per-tag values (stored ones) are listed but never lower the bar: the gate does not judge them. Pure.
 """
 from __future__ import annotations
 
@@ -19,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from ..baseline.bar import bar_means, replaced_bars
-from ..baseline.exams import approved_digest, labels_digest
+from ..baseline.exams import BASE, EXAM_NAMES, TODAY, approved_digest, labels_digest
 from ..baseline.format import Baseline, Recorded
-from ..baseline.since import held, since
+from ..baseline.since import Since, held, since
 from ..config.settings import Config
 from ..core.errors import BaselineError
 from ..core.values import EPSILON
@@ -29,6 +30,7 @@ from ..files.jsonshape import Node, ShapeProblem, decode
 from ..files.jsontext import JSONProblem
 from ..files.paths import Unreadable, display, read_input
 from ..scoring.metrics import METRICS, metric_order
+from .rescore import Exams, Rescored, Today, exams, rescore
 
 STRICTEST = ("none", "maxt", "holm")  # each p at most the next one's: a later one fails fewer items
 KIND = "ragretrieval-baseline-changes"
@@ -68,7 +70,9 @@ def gate_settings(config: Config) -> GateSettings:
 @dataclass(frozen=True)
 class ValueChange:
     """One bar that moved (a recorded value when `tag` is set): means over the questions both sides share,
-    or over questions whose bar values were replaced, `scope` saying which (`the 12 edited questions ...`)."""
+    or over questions whose bar values were replaced, `scope` saying which (`the 12 edited questions ...`);
+    `exam` the exam both sides' approved rankings were scored under (`today`, `base`, `both`: lowered under
+    each, today's means given), empty where stored values were compared."""
 
     retriever: str
     metric: str
@@ -76,6 +80,7 @@ class ValueChange:
     new: float
     tag: str = ""
     scope: str = ""
+    exam: str = ""
 
     @property
     def delta(self) -> float:
@@ -103,10 +108,12 @@ class SettingChange:
 
 @dataclass(frozen=True)
 class LostHit:
-    """Under `fail_on = ["question"]`: a question recorded as a hit within k at the base, not any more."""
+    """Under `fail_on = ["question"]`: a question the base's approved ranking hits within k, the head's not
+    (`exam`: under which; empty where stored values were compared)."""
 
     retriever: str
     question: str
+    exam: str = ""
 
 
 @dataclass(frozen=True)
@@ -137,6 +144,8 @@ class Changes:
     what an approval given now approves; "" in files written before approvals bound them."""
     labels_digest: str = ""
     """The exam the head's baseline was recorded under, as one digest (`baseline.exams.labels_digest`)."""
+    rescored: tuple[str, ...] = ()
+    """The exams both sides' approved rankings were scored under (`today`, `base`); empty: stored values compared."""
 
     @property
     def lowers_the_bar(self) -> bool:
@@ -178,6 +187,43 @@ def _lost_hits(name: str, old: Recorded, new: Recorded, old_k: int, new_k: int, 
         if _hit(old.questions[qid].metrics, old_k) and _hit(new.questions[qid].metrics, new_k) is False:
             lost.append(LostHit(name, qid))
     return lost
+
+
+def _stored(name: str, old: Baseline, new: Baseline, found: Since, labels: Sequence[str], hits: bool
+            ) -> tuple[list[ValueChange], list[ValueChange], list[LostHit]]:
+    """(lowered, raised, lost hits) of `labels` from the values both files store, at the stored precision:
+    for a base that keeps no labels, whose approved rankings have no exam to be scored under."""
+    before, after = old.retrievers[name], new.retrievers[name]
+    shared = set(before.questions) & set(after.questions)
+    if found.comparable:
+        shared &= found.questions.comparable
+    # after another yardstick the bars are compared whole, and lowered ones still need the label
+    old_bar, new_bar = bar_means(before, after, shared if found.comparable else None)
+    down, up = _values({label: value for label, value in old_bar.items() if label in labels},
+                       {label: value for label, value in new_bar.items() if label in labels}, name)
+    down += [ValueChange(name, label, r.before, r.after, scope=r.text()) for label, r in replaced_bars(
+        before, after, found.questions.comparable)
+        if found.comparable and label in labels and label not in {c.metric for c in down}]
+    lost = _lost_hits(name, before, after, old.k, new.k, shared) if hits else []
+    return down, up, lost
+
+
+def _scored(name: str, result: Rescored) -> tuple[list[ValueChange], list[ValueChange], list[LostHit]]:
+    """(lowered, raised, lost hits) from both sides' approved rankings scored here: a metric is lowered when
+    under either exam the head's mean is below the base's by more than EPSILON, or when the questions that
+    leave are replaced by lower values; one change per metric, its exam named."""
+    lowered, raised = [], []
+    for label, means in sorted(result.means.items(), key=lambda item: metric_order(item[0])):
+        low = [m for m in means if m.new < m.old - EPSILON]
+        if low:
+            exam = low[0].exam if len(low) == 1 else "both"
+            lowered.append(ValueChange(name, label, low[0].old, low[0].new, exam=exam))
+        elif label in result.replaced:
+            r = result.replaced[label]
+            lowered.append(ValueChange(name, label, r.before, r.after, scope=r.text()))
+        elif means and means[0].new > means[0].old + EPSILON:
+            raised.append(ValueChange(name, label, means[0].old, means[0].new, exam=means[0].exam))
+    return lowered, raised, [LostHit(name, qid, exam) for qid, exam in result.lost]
 
 
 def _baseline_entries(old: Baseline, new: Baseline) -> tuple[list[Entry], list[Entry]]:
@@ -255,11 +301,13 @@ def classify(
     old_settings: GateSettings | None = None,
     new_settings: GateSettings | None = None,
     notes: Sequence[str] = (),
+    today: Today | None = None,
 ) -> Changes:
     """Sort every difference between the base's baseline and settings and the pull request's.
 
     `old` None means the base branch has no baseline yet: everything is new. Settings are
     compared only when both sides are given; per-question hits only when the base gates them.
+    `today` is the work tree's eval set (`diff --against`): today's exam; without it, the new file's labels.
     """
     new_path = display(new.path)
     rankings, exam = approved_digest(new.retrievers), labels_digest(new.fingerprint)
@@ -273,38 +321,81 @@ def classify(
     tags_raised: list[ValueChange] = []
     lost: list[LostHit] = []
     question_gated = old_settings is not None and "question" in old_settings.fail_on
-    found = since(old.fingerprint, new.fingerprint, set(old.retrievers) & set(new.retrievers), held(old, new))
-    for name in sorted(set(old.retrievers) & set(new.retrievers)):
+    names = sorted(set(old.retrievers) & set(new.retrievers))
+    found = since(old.fingerprint, new.fingerprint, set(names), held(old, new))
+    scored = exams(old, new, today, found)
+    said = list(notes)
+    used: set[str] = set()
+    for name in names:
         before, after = old.retrievers[name], new.retrievers[name]
-        shared = set(before.questions) & set(after.questions)
-        if found.comparable:
-            shared &= found.questions.comparable
-        # at the stored precision on both sides; after another yardstick the bars are compared whole,
-        # and lowered ones still need the label
-        down, up = _values(*bar_means(before, after, shared if found.comparable else None), name)
-        down += [ValueChange(name, label, r.before, r.after, scope=r.text()) for label, r in replaced_bars(
-            before, after, found.questions.comparable) if found.comparable and label not in {c.metric for c in down}]
-        lowered, raised = lowered + down, raised + up
+        labels = sorted(set(before.metrics) & set(after.metrics), key=metric_order)
+        if scored.base is None:
+            down, up, gone = _stored(name, old, new, found, labels, question_gated)
+        else:
+            result = rescore(name, old, new, labels, scored, question_gated)
+            used |= {m.exam for means in result.means.values() for m in means}
+            down, up, gone = _scored(name, result)
+            if result.unscored:
+                more = _stored(name, old, new, found, result.unscored, False)
+                down, up = down + more[0], up + more[1]
+            said += _rescore_notes(name, new, result)
+        lowered, raised, lost = lowered + down, raised + up, lost + gone
         if not found.questions.changed:
             for tag in sorted(set(before.tags) & set(after.tags)):
                 down, up = _values(before.tags[tag], after.tags[tag], name, tag)
                 tags_lowered, tags_raised = tags_lowered + down, tags_raised + up
-        if question_gated:
-            lost += _lost_hits(name, before, after, old.k, new.k, shared)
+    said += _exam_notes(old, new, scored, names, used)
     removed, added = _baseline_entries(old, new)
     loosened: list[SettingChange] = []
     tightened: list[SettingChange] = []
     if old_settings is not None and new_settings is not None:
-        loosened, tightened, gone = _settings(old_settings, new_settings)
-        removed += gone
+        loosened, tightened, gone_entries = _settings(old_settings, new_settings)
+        removed += gone_entries
     return Changes(
         old_path=display(old.path), new_path=new_path, fingerprint=tuple(found.system()),
         yardstick=tuple(str(change) for change in found.yardstick), questions=tuple(found.questions.lines()),
         lowered=tuple(lowered), raised=tuple(raised), removed=_merge(removed), added=_merge(added),
         loosened=tuple(loosened), tightened=tuple(tightened), lost_hits=tuple(lost),
-        tags_lowered=tuple(tags_lowered), tags_raised=tuple(tags_raised), notes=tuple(notes),
-        approved_digest=rankings, labels_digest=exam,
+        tags_lowered=tuple(tags_lowered), tags_raised=tuple(tags_raised), notes=tuple(said),
+        approved_digest=rankings, labels_digest=exam, rescored=tuple(which for which in (TODAY, BASE) if which in used),
     )
+
+
+def _rescore_notes(name: str, new: Baseline, result: Rescored) -> list[str]:
+    found = []
+    if result.unscored:
+        found.append(f"{', '.join(result.unscored)} of {name!r} cannot be scored here (a metric this installation "
+                     "lacks, or a span metric without the chunks' places, which `diff --against REV` reads in the "
+                     "checkout): compared the stored values")
+    if result.missing:
+        found.append(f"{display(new.path)} holds no ranking of {name!r} for {_few(result.missing)}, which both "
+                     "sides ask: scored as empty rankings")
+    return found
+
+
+def _few(ids: Sequence[str], shown: int = 5) -> str:
+    return ", ".join(ids[:shown]) + (f", ... and {len(ids) - shown} more" if len(ids) > shown else "")
+
+
+def _exam_notes(old: Baseline, new: Baseline, scored: Exams, names: Sequence[str], used: set[str]) -> list[str]:
+    """How the bars were compared: re-scored under which exams, or (a base without labels) as stored."""
+    if not names:
+        return []
+    if scored.base is None:
+        return [f"{display(old.path)} keeps no labels (format {old.format_version}): compared its stored values; "
+                "re-record it to compare rankings"]
+    found = []
+    if scored.today is None:
+        found.append(f"{display(new.path)} keeps no labels (format {new.format_version}) and no eval set was read: "
+                     "its approved rankings were scored under the base's exam only")
+    if used:
+        exams_used = [f"{EXAM_NAMES[TODAY]} ({scored.source})" if exam == TODAY else
+                      f"the base's (the labels {display(old.path)} was recorded under)"
+                      for exam in (TODAY, BASE) if exam in used]
+        found.append("compared the approved rankings of both sides, scored here under " + " and ".join(exams_used)
+                     + ("" if scored.today is None or scored.source.startswith("the eval set") else
+                        "; `diff --against REV` in the checkout scores them under its eval set"))
+    return found
 
 
 # The file `ragretrieval diff --json` writes and `pr-check` and `comment` read.
@@ -347,7 +438,7 @@ def parse_changes(path: Path, text: str) -> Changes:
     if not isinstance(doc.value, dict) or doc.value.get("kind") != KIND or doc.value.get("version") != VERSION:
         raise BaselineError(f"{display(path)}: not a baseline-changes file of version {VERSION}; {fix}")
     try:
-        later = ("yardstick", "questions", "unreadable")  # files written before these were listed lack them
+        later = ("yardstick", "questions", "unreadable", "rescored")  # files written before these lack them
         doc.exactly("kind", "version", "lowers_the_bar", "old_path", "new_path", "fingerprint", "notes", *_LISTS,
                     optional=(*later, *DIGESTS))
         texts: dict[str, Any] = {key: tuple(item.text() for item in doc[key].items())
@@ -373,11 +464,15 @@ def read_digest(node: Node) -> str:
     return text
 
 
+_LATER = ("scope", "exam")
+"""Fields of a listed change that files written before them lack."""
+
+
 def _entry(node: Node, kind: type) -> Any:
-    """One listed change: exactly its record's fields (a `scope` only files written before it lack),
+    """One listed change: exactly its record's fields (`_LATER` ones only files written before them lack),
     numbers finite, metric keys as every reader reads them, texts printable."""
     names = [f.name for f in fields(kind)]
-    node.exactly(*(name for name in names if name != "scope"), optional=("scope",) if "scope" in names else ())
+    node.exactly(*(name for name in names if name not in _LATER), optional=tuple(n for n in _LATER if n in names))
     return kind(**{f.name: node[f.name].number() if f.type == "float" else
                    node[f.name].metric_key() if f.name == "metric" else node[f.name].text()
                    for f in fields(kind) if f.name in node.mapping()})

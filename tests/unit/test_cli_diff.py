@@ -99,7 +99,8 @@ def test_json_holds_the_classified_changes(files: Path, capsys: pytest.CaptureFi
     assert status == 1  # without --fail-on-lower: the review view's status
     doc = json.loads((files / "changes.json").read_text(encoding="utf-8"))
     assert doc["kind"] == "ragretrieval-baseline-changes" and doc["lowers_the_bar"] is True
-    assert doc["lowered"] == [{"retriever": "bm25", "metric": "ndcg@2", "old": 0.6, "new": 0.5, "tag": "", "scope": ""}]
+    assert doc["lowered"] == [{"retriever": "bm25", "metric": "ndcg@2", "old": 0.6, "new": 0.5, "tag": "", "scope": "",
+                              "exam": ""}]
     assert doc["added"] == [{"retriever": "bm25", "metric": "map@2", "reason": "new in the baseline"}]
 
 

@@ -368,9 +368,10 @@ def test_an_approval_is_re_opened_by_a_push_that_adds_gold_and_holds_through_one
     write_baseline(workspace / "head.json", worse, {**GOLD, "q2": {"c3": 1, "c5": 2}})
     code, line = check(workspace, capsys, push, "--approved", "comment.md")
     assert code == 1
-    assert line.startswith("baseline check: fail: the baseline lowers the bar (1 lowered) and the approval at "
-                           "4f3c2b1 was given for another exam (labels changed since): bm25 recall@2 1.0000 -> ")
-    assert line.endswith("; re-apply 'rag-baseline-approved' to approve it")
+    # Both sides' rankings scored under today's exam (c5 now gold of q2): 0.75 -> 0.25.
+    assert line == ("baseline check: fail: the baseline lowers the bar (1 lowered) and the approval at 4f3c2b1 was "
+                    "given for another exam (labels changed since): bm25 recall@2 0.7500 -> 0.2500 (approved: 0.5000); "
+                    "re-apply 'rag-baseline-approved' to approve it")
     decision = json.loads((workspace / "decision.json").read_text(encoding="utf-8"))
     assert decision["unlabel"] and decision["approval"]["labels_digest"] != json.loads(
         (workspace / "changes.json").read_text(encoding="utf-8"))["labels_digest"]

@@ -1,0 +1,237 @@
+"""Both sides' bars scored here, never read: what `classify` compares (docs/approval.md, "Trust model").
+
+A pull request can write any number into its own baseline; the base revision's file is the trust root.
+So the check takes nothing the head's file says about values: per retriever x metric it scores the
+base's approved rankings and the head's with the same code under both exams, today's (the work tree's
+eval set, else the labels the head's file keeps) and the base's (the labels the base's file keeps), over
+the questions both share with an unchanged query, and applies the removal rule to the questions that
+leave (their values: the base's approved rankings under the base's exam). What is left of the head's
+file is its approved rankings and which questions keep a value bar; a kept value bar's numbers are the
+base's. Pure: two baselines and today's exam in, means per exam out.
+"""
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+from ..baseline.bar import Replacement, replacement
+from ..baseline.exams import BASE, TODAY, recorded_exam, same_labels
+from ..baseline.fingerprint import questions_record
+from ..baseline.format import Baseline, Recorded, RecordedQuestion
+from ..baseline.since import Since, paired, question_changes
+from ..evalset.corpus import chunking_share
+from ..evalset.records import Question, Span
+from ..files.paths import display
+from ..gate.checks import recorded_values
+from ..gate.exams import Scorer, as_recorded, leaving
+from ..scoring.evaluate import mean
+from ..scoring.metrics import METRICS, MetricSpec, metric_order, of_label
+
+
+@dataclass(frozen=True)
+class Today:
+    """Today's exam as the work tree gives it (`diff --against REV`): its eval set's questions, the chunks'
+    places (documents mode: what span metrics need), and each retriever's chunking when chunkings sit
+    side by side (None: they do not)."""
+
+    questions: tuple[Question, ...]
+    source: str
+    places: Mapping[str, Span] | None = field(default=None, hash=False)
+    chunkings: Mapping[str, str] | None = field(default=None, hash=False)
+
+
+@dataclass(frozen=True)
+class Means:
+    """One metric of one retriever under one exam: both sides' means over the questions both are compared on."""
+
+    exam: str
+    old: float
+    new: float
+    questions: int
+
+
+@dataclass(frozen=True)
+class Rescored:
+    """One retriever's comparison, scored from the approved rankings."""
+
+    means: Mapping[str, tuple[Means, ...]] = field(hash=False)
+    """Metric label -> its means, exam by exam (today's first)."""
+    replaced: Mapping[str, Replacement] = field(hash=False)
+    """Metric label -> the questions that leave and lower its bar (`baseline.bar.replacement`)."""
+    lost: tuple[tuple[str, str], ...] = ()
+    """(question, exam): a hit within k of the base's approved ranking that the head's misses."""
+    unscored: tuple[str, ...] = ()
+    """Labels that cannot be scored here (a metric this installation lacks, a span metric without the chunks'
+    places): compared by their stored values, and said so."""
+    missing: tuple[str, ...] = ()
+    """Questions compared that the head's entry holds no ranking for: scored as empty rankings."""
+
+
+@dataclass(frozen=True)
+class Exams:
+    """What both sides are scored under: the base's exam (the old file's labels; None: it keeps none, and
+    nothing is re-scored), today's (None: neither the work tree nor the new file gives one), where today's
+    comes from, and the questions compared (an unchanged query on both sides)."""
+
+    base: Mapping[str, Question] | None = field(hash=False)
+    today: Mapping[str, Question] | None = field(hash=False)
+    source: str
+    comparable: frozenset[str]
+    places: Mapping[str, Span] | None = field(default=None, hash=False)
+    chunkings: Mapping[str, str] | None = field(default=None, hash=False)
+
+
+def exams(old: Baseline, new: Baseline, today: Today | None, found: Since) -> Exams:
+    """The exams of a comparison. With the work tree's eval set, which questions are compared is derived
+    from it (a question the head's file drops while the eval set still asks it stays compared); else the
+    files' own question digests decide (`found`, as `since` compared them)."""
+    base = recorded_exam(old.fingerprint)
+    comparable = found.questions.comparable
+    if today is not None:
+        section = old.fingerprint.get("questions", {})
+        derived = question_changes(section if isinstance(section, Mapping) else {}, questions_record(today.questions),
+                                   found.corpus)
+        return Exams(base, {q.id: q for q in today.questions}, today.source, derived.comparable, today.places,
+                     today.chunkings)
+    kept = recorded_exam(new.fingerprint)
+    chunkings = None
+    if isinstance(old.fingerprint.get("chunks"), Mapping) and "chunkings" in old.fingerprint["chunks"]:
+        described = old.fingerprint.get("retrievers", {})
+        chunkings = {name: str(entry.get("chunking", "")) for name, entry in described.items()
+                     if isinstance(entry, Mapping)}
+    source = f"the labels {display(new.path)} was recorded under"
+    return Exams(base, kept, source, frozenset(comparable), None, chunkings)
+
+
+def _share(name: str, exam: Mapping[str, Question] | None, chunkings: Mapping[str, str] | None
+           ) -> dict[str, Question] | None:
+    """An exam as retriever `name` is scored on it: its own chunking's labels when chunkings sit side by side."""
+    if exam is None or chunkings is None:
+        return None if exam is None else dict(exam)
+    return {q.id: q for q in chunking_share(chunkings.get(name, ""), (), list(exam.values()))[1]}
+
+
+def _specs(labels: Collection[str], k: int, places: Mapping[str, Span] | None) -> tuple[list[MetricSpec], list[str]]:
+    """(what can be scored here, the labels that cannot: unknown metrics, span metrics without places)."""
+    specs, unscored = [], []
+    for label in sorted(labels, key=metric_order):
+        found = of_label(label)
+        try:
+            spec = MetricSpec.parse(label, k) if found is not None else None
+        except ValueError:
+            spec = None
+        if spec is None or spec.label != label or (found is not None and found.spans and places is None):
+            unscored.append(label)
+        else:
+            specs.append(spec)
+    return specs, unscored
+
+
+def _head_bar(old: Recorded, new: Recorded) -> dict[str, dict[str, float]]:
+    """The value bar the head keeps, with the base's numbers: an update keeps a value bar or drops it, never
+    writes one, so only which questions keep it is the head's to say."""
+    return {label: {qid: old.bar[label][qid] for qid in kept if qid in old.bar.get(label, {})}
+            for label, kept in new.bar.items()}
+
+
+def _floor(values: Mapping[str, Mapping[str, float]], base: Mapping[str, Mapping[str, float]],
+           labels: Collection[str]) -> dict[str, dict[str, float]]:
+    """The head's values with a value wherever the base's side has one: a span metric has none for a ranking
+    holding a chunk the corpus cannot place, and such a ranking scores the metric's floor, not nothing."""
+    found = {qid: dict(row) for qid, row in values.items()}
+    for qid, row in base.items():
+        for label in labels:
+            metric = METRICS.get(label.partition("@")[0])
+            if label in row and label not in found.setdefault(qid, {}) and metric is not None:
+                found[qid][label] = metric.bounds[0]
+    return found
+
+
+def rescore(name: str, old: Baseline, new: Baseline, labels: Collection[str], found: Exams,
+            hits: bool) -> Rescored:
+    """Retriever `name`'s comparison: per label, both sides' means under today's exam and, where the labels of
+    a compared question differ, the base's; the removal rule; with `hits` (the base gates questions), the
+    questions whose approved ranking no longer holds a relevant chunk within the base's k."""
+    before, after = old.retrievers[name], new.retrievers[name]
+    base = _share(name, found.base, found.chunkings)
+    assert base is not None
+    today = _share(name, found.today, found.chunkings)
+    specs, unscored = _specs(labels, old.k, found.places)
+    scorer = Scorer(tuple(specs), found.places)
+    old_rankings = before.approved_rankings()
+    new_rankings = after.approved_rankings()
+    compared = sorted(qid for qid in found.comparable if qid in before.questions)
+    missing = tuple(qid for qid in compared if qid not in after.questions
+                    and (today is None or qid in today) and qid in base)
+    rankings = {qid: new_rankings.get(qid, ()) for qid in {*new_rankings, *compared}}
+    head_bar = _head_bar(before, after)
+    sat = [(TODAY, today)] if today is not None else []
+    if today is None or any(qid in today and not same_labels(base[qid], today[qid]) for qid in compared if qid in base):
+        sat.append((BASE, base))
+    means: dict[str, list[Means]] = {spec.label: [] for spec in specs}
+    lost: list[tuple[str, str]] = []
+    for exam, questions in sat:
+        ids = [qid for qid in compared if qid in questions]
+        asked = [questions[qid] for qid in ids]
+        bar = recorded_values(as_recorded(scorer(name, asked, old_rankings), before.bar))
+        head = _floor(recorded_values(as_recorded(scorer(name, asked, rankings), head_bar)), bar, list(means))
+        for label in means:
+            pairs = paired(label, bar, head, ids)
+            if pairs.n:
+                means[label].append(Means(exam, mean(pairs.before), mean(pairs.after), pairs.n))
+        if hits:
+            lost += [(qid, exam) for qid in ids if _hit(old_rankings.get(qid, ()), questions[qid], old.k)
+                     and not _hit(rankings.get(qid, ()), questions[qid], old.k)]
+    replaced = _replaced(name, before, after, means, sat[0][1], base, found.comparable, scorer, rankings, head_bar)
+    first: dict[str, str] = {}
+    for qid, exam in lost:
+        first.setdefault(qid, exam)
+    return Rescored({label: tuple(values) for label, values in means.items()}, replaced,
+                    tuple(sorted(first.items())), tuple(unscored), missing)
+
+
+def _hit(ranking: Sequence[str], question: Question, k: int) -> bool:
+    return any(question.relevance.get(chunk_id, 0) >= 1 for chunk_id in ranking[:k])
+
+
+def _replaced(name: str, before: Recorded, after: Recorded, labels: Collection[str], exam: Mapping[str, Question],
+              base: Mapping[str, Question], comparable: Collection[str], scorer: Scorer,
+              rankings: Mapping[str, Sequence[str]], head_bar: Mapping[str, Mapping[str, float]],
+              ) -> dict[str, Replacement]:
+    """Metric label -> what lowers its bar among the questions that leave: the base's approved values of the
+    compared questions under `exam` (today's, else the base's), of those that leave under the base's exam,
+    against the head's approved values under `exam`."""
+    kept_ids = [qid for qid in sorted(comparable) if qid in before.questions and qid in exam]
+    kept = recorded_values(as_recorded(scorer(name, [exam[q] for q in kept_ids], before.approved_rankings()),
+                                       before.bar))
+    held = [exam[qid] for qid in sorted({*after.questions, *kept_ids}) if qid in exam]
+    head = recorded_values(as_recorded(scorer(name, held, rankings), head_bar))
+    leaves = set(before.questions) - set(comparable)
+    found = {}
+    for label in labels:
+        left = leaving(before, base, label, leaves, scorer, name)
+        bar = {qid: row[label] for qid, row in kept.items() if label in row}
+        lowered = replacement({**bar, **left}, {qid: row[label] for qid, row in head.items() if label in row},
+                              comparable)
+        if lowered is not None:
+            found[label] = lowered
+    return found
+
+
+def scored_view(side: Baseline, found: Exams) -> Baseline:
+    """`side` with every entry's values scored here from its recorded rankings under today's exam (the base's
+    where there is none): what the review view shows of a file, never the values it stores. A label that
+    cannot be scored here keeps its stored values; a question the exam does not ask is left out."""
+    entries = {}
+    for name, entry in side.retrievers.items():
+        exam = _share(name, found.today if found.today is not None else found.base, found.chunkings)
+        if exam is None:
+            return side
+        specs, unscored = _specs(entry.metrics, side.k, found.places)
+        asked = [exam[qid] for qid in sorted(entry.questions) if qid in exam]
+        result = Scorer(tuple(specs), found.places)(name, asked, {qid: q.ranking for qid, q in entry.questions.items()})
+        questions = {q.id: RecordedQuestion(q.ranking, {**{label: value for label, value in entry.questions[
+            q.id].metrics.items() if label in unscored}, **q.values}) for q in result.questions}
+        metrics = {**{label: entry.metrics[label] for label in unscored}, **result.metrics}
+        entries[name] = replace(entry, metrics=metrics, questions=questions, bar={}, approved={})
+    return replace(side, retrievers=entries)
