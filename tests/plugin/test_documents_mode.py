@@ -147,6 +147,7 @@ def test_a_budget_item_is_gated_recorded_in_format_4_and_passes_again(project: p
     (project.path / "overlap_retriever.py").write_text(OVERLAP, encoding="utf-8")
     first = project.runpytest("--rag-update-baseline", *RUN)
     assert first.ret == 0, first.stdout.str()
+    first.stdout.fnmatch_lines(["retriever  recall@3  char_recall@600c  char_precision@60c  judged@3"])
     path = project.path / "baselines" / "retrieval.json"
     recorded = json.loads(path.read_text(encoding="utf-8"))
     assert recorded["format_version"] == 4

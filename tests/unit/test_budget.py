@@ -107,6 +107,14 @@ def test_a_budget_a_metric_cannot_take_is_one_config_line_naming_the_key_and_the
     assert "\n" not in error and "key 'metrics': " in error and message in error, error
 
 
+def test_the_metrics_page_quotes_the_line_a_chunk_metric_at_a_budget_gets(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    page = (Path(__file__).resolve().parents[2] / "docs" / "metrics.md").read_text(encoding="utf-8")
+    monkeypatch.chdir(tmp_path)  # the config's path shown as the user runs pytest: from its folder
+    (quoted,) = [line.strip() for line in page.splitlines() if "ERROR:" in line and "recall@2000c" in line]
+    assert quoted == "ERROR: " + config_error(tmp_path, 'metrics = ["recall@2000c"]')
+
+
 def test_a_budget_in_tolerance_is_read_and_a_chunk_metric_s_is_refused(tmp_path: Path) -> None:
     config = documents_config(tmp_path, 'metrics = ["char_recall@600c"]\ntolerance = {"char_recall@600c" = 0.05}')
     (spec,) = config.metrics
