@@ -20,6 +20,7 @@ from ..baseline.exams import BASE, EXAM_NAMES, TODAY
 from ..baseline.format import Baseline, Recorded
 from ..baseline.since import Since, common_means, held, since
 from ..core.values import EPSILON, fmt, signed
+from ..files.jsontext import cutoff
 from ..files.paths import display, write_atomic
 from ..report.terminal import table
 from ..review.changes import Changes, ValueChange, classify, dumps_changes
@@ -125,7 +126,7 @@ def ranking_text(ranking: Sequence[str]) -> str:
 
 def question_lines(name: str, label: str, old: Recorded, new: Recorded, comparable: set[str]) -> list[str]:
     """Comparable questions whose `label` value changed, worst drop first, with the rankings that scored it."""
-    cutoff = metric_order(label)[1] or None
+    depth = cutoff(label)
     changes = []
     for qid in sorted(set(old.questions) & set(new.questions) & comparable):
         before = old.questions[qid].metrics.get(label)
@@ -136,8 +137,8 @@ def question_lines(name: str, label: str, old: Recorded, new: Recorded, comparab
         return []
     lines = [f"{name} {label}:"]
     for delta, qid, before, after in sorted(changes):
-        was = ranking_text(old.questions[qid].ranking[:cutoff])
-        now = ranking_text(new.questions[qid].ranking[:cutoff])
+        was = ranking_text(old.questions[qid].ranking[:depth])
+        now = ranking_text(new.questions[qid].ranking[:depth])
         lines.append(f"  {qid}: {fmt(before)} -> {fmt(after)} ({signed(delta)})  [{was}] -> [{now}]")
     return lines
 

@@ -368,9 +368,10 @@ def _span_metrics(table: Table, metrics: Sequence[MetricSpec]) -> None:
     """A span metric (char_recall, ...) scores the characters retrieved against gold spans: documents mode only."""
     spanned = next((spec for spec in metrics if spec.metric.spans), None)
     if spanned is not None and not table.has("documents"):
-        raise table.error("metrics", f"{spanned.name} scores the characters retrieved against gold spans, which "
+        named = spanned.label if spanned.budget else spanned.name
+        raise table.error("metrics", f"{named} scores the characters retrieved against gold spans, which "
                           "need documents; set documents = \"PATH\" and a [tool.ragretrieval.chunker], or remove "
-                          f"{spanned.name} from metrics")
+                          f"{named} from metrics")
 
 
 def load_config(config_option: str | None, rootpath: Path) -> Config:

@@ -34,9 +34,11 @@ _DECODER = msgspec.json.Decoder()
 
 MAX_CUTOFF_DIGITS = 9
 """A metric key's cutoff has at most this many digits (`ndcg@999999999`): more is no cutoff any run asks for."""
-METRIC_KEY = re.compile(rf"([a-z_][a-z0-9_]*)(?:@([1-9][0-9]{{0,{MAX_CUTOFF_DIGITS - 1}}}))?")
+METRIC_KEY = re.compile(rf"([a-z_][a-z0-9_]*)(?:@([1-9][0-9]{{0,{MAX_CUTOFF_DIGITS - 1}}})(c?))?")
 """The one form of a metric key in every file: a name, then optionally `@` and a cutoff in ASCII digits
-without a leading 0 (`ndcg@5`, `mrr`), so one cutoff has one spelling."""
+without a leading 0 (`ndcg@5`, `mrr`), so one cutoff has one spelling; or `@`, the same digits and `c`, a
+budget of characters (`char_recall@2000c`: scoring/spans.py's `within_budget`), a key of baseline format 4
+on (`metric_key_problem`'s `budgets`)."""
 
 
 class JSONProblem(Exception):
@@ -129,19 +131,30 @@ def fits_float(value: int | float) -> bool:
         return False
 
 
-def metric_key_problem(key: str) -> str | None:
-    """Why `key` is not a metric key (`name@digits`, at most MAX_CUTOFF_DIGITS ASCII digits; None: it is one)."""
-    if METRIC_KEY.fullmatch(key):
+def metric_key_problem(key: str, budgets: bool = True) -> str | None:
+    """Why `key` is not a metric key (`name@digits`, at most MAX_CUTOFF_DIGITS ASCII digits, or, where
+    `budgets`, `name@digitsc`; None: it is one). A file of baseline format 3 or older holds no budget key."""
+    match = METRIC_KEY.fullmatch(key)
+    if match and (budgets or not match.group(3)):
         return None
     shown = key if len(key) <= 40 else f"{key[:30]}... ({len(key)} characters)"
-    return (f"{escaped(shown)!r} is not a metric key: a lower-case name, then optionally '@' and a cutoff of "
+    rule = (f"{escaped(shown)!r} is not a metric key: a lower-case name, then optionally '@' and a cutoff of "
             f"1 to {MAX_CUTOFF_DIGITS} ASCII digits, the first not 0 (ndcg@5)")
+    if budgets:
+        return f"{rule}, or '@', such digits and 'c' for a budget of characters (char_recall@2000c)"
+    return f"{rule}; a budget of characters (char_recall@2000c) is a key of format_version 4 on" if match else rule
 
 
 def cutoff(key: str) -> int | None:
-    """The cutoff of a metric key (`ndcg@5` -> 5), None when it has none or is no metric key."""
+    """The cutoff of a metric key (`ndcg@5` -> 5), None when it has none (`mrr`, a budget) or is no metric key."""
     match = METRIC_KEY.fullmatch(key)
-    return int(match.group(2)) if match is not None and match.group(2) is not None else None
+    return int(match.group(2)) if match is not None and match.group(2) is not None and not match.group(3) else None
+
+
+def budget(key: str) -> int | None:
+    """The budget of characters of a metric key (`char_recall@2000c` -> 2000), None when it has none."""
+    match = METRIC_KEY.fullmatch(key)
+    return int(match.group(2)) if match is not None and match.group(3) else None
 
 
 def _depth(value: Any) -> int:

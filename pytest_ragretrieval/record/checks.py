@@ -51,9 +51,10 @@ def number(path: Path, where: str, value: object, label: str | None = None) -> f
     raise damaged(path, f"{where} = {shown(value)} is not a finite number{scope}")
 
 
-def metric_key(path: Path, where: str, key: str) -> None:
-    """A metric key must read as every reader reads one (`jsontext.metric_key_problem`: `name` or `name@digits`)."""
-    if (problem := metric_key_problem(key)) is not None:
+def metric_key(path: Path, where: str, key: str, budgets: bool) -> None:
+    """A metric key must read as every reader reads one (`jsontext.metric_key_problem`: `name` or `name@digits`,
+    and `name@digitsc` where the file's format holds budgets: `budgets`)."""
+    if (problem := metric_key_problem(key, budgets)) is not None:
         raise damaged(path, f"{where} key {problem}")
 
 

@@ -4,9 +4,9 @@ results (the whole record) and the baseline (the record less what only a run add
 The types give the shape; the loader's own rules are added from the constants it checks with, so a
 document validates exactly when the codec reads it, as far as a schema can say: the readable
 `format_version`s, no control character in any key or string (`jsontext.control_character`; chunk
-texts under `fingerprint.chunks.gold` are free), metric keys and each metric's range, rankings
-without repeats, and the fingerprint's sections (`validate.check_fingerprint`: objects, 64-hex
-digests, each question's `query` and `gold` digest). What no schema can say (a value agreeing with
+texts under `fingerprint.chunks.gold` are free), metric keys (budgets from format 4 on) and each
+metric's range, rankings without repeats, and the fingerprint's sections (`validate.check_fingerprint`:
+objects, 64-hex digests, each question's `query` and `gold` digest). What no schema can say (a value agreeing with
 another part of the file, a ranking deeper than the cutoffs need) is listed on the file-formats page.
 JSON Schema cannot tell `5.0` from `5`: the codec reads a whole float where an integer stands.
 """
@@ -20,7 +20,7 @@ import msgspec
 from ..files.jsontext import MAX_CUTOFF_DIGITS
 from ..scoring.metrics import METRICS
 from .projection import RUN_ONLY, RUN_ONLY_PER_RETRIEVER
-from .types import READABLE, Record
+from .types import BUDGETS, READABLE, Record
 from .validate import HEX, QUESTION_DIGESTS
 
 KINDS = ("results", "baseline")
@@ -31,9 +31,11 @@ TEXT = {"not": {"pattern": CONTROL}}
 """Said as `not` a search for the character: a pattern's `$` matches before a final line break."""
 STORABLE = {"not": {"pattern": "[\\x00\\ud800-\\udfff]"}}
 """Free text (a chunk's): no NUL and no lone surrogate (`jsontext.unstorable`)."""
-CUTOFF = f"(@[1-9][0-9]{{0,{MAX_CUTOFF_DIGITS - 1}}})?"
+CUTOFF = f"(@[1-9][0-9]{{0,{MAX_CUTOFF_DIGITS - 1}}}c?)?"
 METRIC = f"^[a-z_][a-z0-9_]*{CUTOFF}$"
-"""`jsontext.METRIC_KEY`, anchored."""
+"""`jsontext.METRIC_KEY`, anchored: a cutoff, or a budget of characters (`c`, format 4 on: `NO_BUDGET`)."""
+NO_BUDGET = {"propertyNames": {"not": {"pattern": "@[0-9]+c$"}}}
+"""Metric keys of a file older than `types.BUDGETS`: no budget."""
 PLAIN = {"$ref": "#/$defs/Plain"}
 FINGERPRINTED = {"$ref": "#/$defs/Fingerprinted"}
 
@@ -124,6 +126,10 @@ def schema(kind: str) -> dict[str, object]:
     top["then"] = {"properties": {"fingerprint": {"type": "object", "additionalProperties": PLAIN, "properties": {
         "retrievers": {"type": "object", "additionalProperties": {"type": "object", "additionalProperties": PLAIN}}}}}}
     top["else"] = {"properties": {"fingerprint": _fingerprint()}}
+    top["allOf"] = [{"if": {"properties": {"format_version": {"enum": [v for v in READABLE if v < BUDGETS]}}},
+                     "then": {"properties": {"retrievers": {"additionalProperties": {"properties": {
+                         "metrics": NO_BUDGET, "tags": {"additionalProperties": NO_BUDGET}, "bar": NO_BUDGET,
+                         "questions": {"additionalProperties": {"properties": {"metrics": NO_BUDGET}}}}}}}}}]
     entry["properties"]["metrics"] = _values()
     entry["properties"]["tags"] = {"type": "object", "additionalProperties": _values(), "default": {}}
     entry["properties"]["bar"] = _bar()

@@ -19,6 +19,9 @@ from the recorded ones. 2: the fingerprint splits the yardstick from the system 
 itemizes the corpus and the questions (`fingerprint`). Files of formats 1 and 2 are still read, their
 bar equal to their recorded values (format 1's fingerprint through `upgrade.fingerprint_1`)."""
 READABLE = (1, 2, 3, FORMAT_VERSION)
+BUDGETS = 4
+"""The first format whose metric keys may be budgets of characters (`char_recall@2000c`): an older file
+holding one is damaged."""
 
 Count = Annotated[int, Meta(ge=0, lt=2**31)]
 """A number of questions, items or wins: what a run can count."""

@@ -1,10 +1,10 @@
 """What the record's types cannot say, checked after they read a file: values in their metric's range,
-metric keys, rankings without repeats and no deeper than k and the cutoffs need, a bar of recorded
-values only, and the file's own facts agreeing (k, the fingerprint of every entry, a retriever either
-ran or could not). The fingerprint is what each retriever type says it is, so its shape is checked
-here, by hand, where readers rely on it: its sections are objects, its digests 64 hex digits, each
-question's entry holds its `query` and `gold` digests, the gold texts are storable text. `schema.py`
-says the same in the published JSON Schemas."""
+metric keys (budgets from format 4 on), rankings without repeats and no deeper than k and the cutoffs
+need, a bar of recorded values only, and the file's own facts agreeing (k, the fingerprint of every
+entry, a retriever either ran or could not). The fingerprint is what each retriever type says it is,
+so its shape is checked here, by hand, where readers rely on it: its sections are objects, its digests
+64 hex digits, each question's entry holds its `query` and `gold` digests, the gold texts are storable
+text. `schema.py` says the same in the published JSON Schemas."""
 from __future__ import annotations
 
 import math
@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..files.jsontext import cutoff, unstorable
 from .checks import damaged, json_type, metric_key, number, shown
-from .types import Record, Retriever, Values
+from .types import BUDGETS, Record, Retriever, Values
 
 HEX = re.compile("[0-9a-f]{64}")
 QUESTION_DIGESTS = ("query", "gold")
@@ -130,7 +130,7 @@ def check_record(path: Path, record: Record, doc: Mapping[str, object], version:
         raise damaged(path, f"unavailable.{both[0]} names a retriever that retrievers.{both[0]} also holds; "
                       "a retriever either ran or could not")
     for name, entry in record.retrievers.items():
-        _entry(path, f"retrievers.{name}", entry)
+        _entry(path, f"retrievers.{name}", entry, version >= BUDGETS)
         _depth(path, name, entry, record.k)
     _finite(path, doc)
     fingerprinted = record.fingerprint.get("retrievers", {})
@@ -171,23 +171,24 @@ def _k(path: Path, record: Record, version: int) -> None:
         raise damaged(path, f"k = {record.k} disagrees with {where} = {shown(recorded_k)}; one run writes both")
 
 
-def _values(path: Path, where: str, values: Values) -> None:
+def _values(path: Path, where: str, values: Values, budgets: bool) -> None:
     for key, value in values.items():
-        metric_key(path, where, key)
+        metric_key(path, where, key, budgets)
         number(path, f"{where}.{key}", value)
 
 
-def _entry(path: Path, where: str, entry: Retriever) -> None:
-    _values(path, f"{where}.metrics", entry.metrics)
+def _entry(path: Path, where: str, entry: Retriever, budgets: bool) -> None:
+    """`budgets`: whether the file's format holds budget keys (`char_recall@2000c`)."""
+    _values(path, f"{where}.metrics", entry.metrics, budgets)
     for tag, values in entry.tags.items():
-        _values(path, f"{where}.tags.{tag}", values)
+        _values(path, f"{where}.tags.{tag}", values, budgets)
     for qid, question in entry.questions.items():
         if len(set(question.ranking)) != len(question.ranking):
             twice = next(c for i, c in enumerate(question.ranking) if c in question.ranking[:i])
             raise damaged(path, f"{where}.questions.{qid}.ranking lists chunk id {twice!r} twice")
-        _values(path, f"{where}.questions.{qid}.metrics", question.metrics)
+        _values(path, f"{where}.questions.{qid}.metrics", question.metrics, budgets)
     for label, values in (entry.bar or {}).items():
-        metric_key(path, f"{where}.bar", label)
+        metric_key(path, f"{where}.bar", label, budgets)
         for qid, value in values.items():
             if label not in (entry.questions[qid].metrics if qid in entry.questions else {}):
                 raise damaged(path, f"{where}.bar.{label}.{qid} is a bar value of no recorded value: "

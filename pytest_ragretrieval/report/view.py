@@ -11,7 +11,7 @@ from ..evalset.records import Chunk, Question
 from ..files.paths import display
 from ..record.report import ChunkView, Described, Failure, QuestionView, ReportInput, RetrieverView
 from ..record.types import Record, Retriever
-from ..scoring.metrics import METRICS, metric_order
+from ..scoring.metrics import definition, metric_order
 
 RERUN = "rerun the gate with --rag-json"
 UNDESCRIBED = Described()
@@ -37,7 +37,7 @@ def view(record: Record, questions: Sequence[Question] = (), chunks: Sequence[Ch
     return ReportInput(
         k=record.k,
         metrics=shown,
-        definitions={label: METRICS[label.partition("@")[0]].definition for label in shown}
+        definitions={label: definition(label) for label in shown}
         if settings is not None else {},
         questions=tuple(QuestionView(q.id, q.query, q.tags, dict(q.relevance)) for q in questions),
         chunks={c.id: ChunkView(c.id, c.text, c.doc) for c in chunks},

@@ -2,8 +2,9 @@
 
 Policy, decided once here: no-answer questions are scored apart (how many got an empty
 result) and left out of every metric mean. A span metric scores the answerable questions that have a
-gold span of grade >= 1 (documents mode), over the spans of the top k's chunks; a question without
-one has no value for it, as a no-answer question has no recall. (Checking what a retriever returns is the
+gold span of grade >= 1 (documents mode), over the spans of the top k's chunks (at a budget, those of them
+that fit in its characters, in rank order); a question without one has no value for it, as a no-answer
+question has no recall. (Checking what a retriever returns is the
 runner's: see runner/execute.py.)
 """
 from __future__ import annotations
@@ -16,6 +17,7 @@ from ..core.errors import RagError
 from ..core.values import DIGITS
 from ..evalset.records import Chunk, Question, Span
 from .metrics import MetricSpec
+from .spans import within_budget
 
 
 @dataclass(frozen=True)
@@ -99,21 +101,22 @@ def score(
     questions with gold spans, over `spans` (`places`: needed when `specs` hold one; a ranking holding a chunk
     `spans` cannot place, as an approved one may after the corpus changed, has no span values); each metric's label,
     function and scope are looked up once, not once a question (a reused run is mostly this)."""
-    measured = [(spec.label, spec.metric, spec.k, spec.on_no_answer) for spec in specs]
-    if spans is None and any(metric.spans for _, metric, _, _ in measured):
+    measured = [(spec.label, spec.metric, spec.k, spec.on_no_answer, spec.budget) for spec in specs]
+    if spans is None and any(metric.spans for _, metric, *_ in measured):
         raise ValueError("a span metric is listed and no chunk spans were given")
     answerable = {question.id: question.answerable for question in questions}
     per_question: list[QuestionResult] = []
     raw: dict[str, dict[str, float]] = {}
     for question in questions:
         ranking = tuple(rankings.get(question.id, ()))
-        values = {label: metric(ranking, question.relevance, k) for label, metric, k, no_answer in measured
+        values = {label: metric(ranking, question.relevance, k) for label, metric, k, no_answer, _ in measured
                   if answerable[question.id] != no_answer and not metric.spans}
         if spans is not None and answerable[question.id] and _gold(question):
-            for label, metric, k, _ in measured:
+            for label, metric, k, _, chars in measured:
                 placed = [spans.get(chunk_id) for chunk_id in ranking[:k]] if metric.spans else [None]
                 if None not in placed:  # an approved ranking may hold a chunk the corpus no longer has
-                    values[label] = metric.over_spans([span for span in placed if span is not None], question.spans)
+                    top = [span for span in placed if span is not None]
+                    values[label] = metric.over_spans(within_budget(top, chars) if chars else top, question.spans)
         raw[question.id] = values
         per_question.append(
             QuestionResult(

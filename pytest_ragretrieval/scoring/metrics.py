@@ -18,7 +18,7 @@ from typing import cast
 from ..core.errors import did_you_mean
 from ..core.extensions import Registry
 from ..evalset.records import Span
-from ..files.jsontext import METRIC_KEY, cutoff
+from ..files.jsontext import MAX_CUTOFF_DIGITS, METRIC_KEY, budget, cutoff
 from .spans import answer_hit, char_iou, char_precision, char_recall
 
 METRICS_VERSION = 1
@@ -245,10 +245,17 @@ def always_shown(k: int) -> tuple[MetricSpec, ...]:
 
 @dataclass(frozen=True, order=True)
 class MetricSpec:
-    """A metric at a cutoff; its label `name@k` is how reports and files name it."""
+    """A metric at a cutoff, or a span metric at a budget of characters; its label, `name@k` or
+    `name@<budget>c`, is how reports and files name it.
+
+    A budget spec reads the top k (the config's k: the yardstick every baseline records, so a budget
+    value keeps its meaning while the baseline stays comparable, whatever other cutoffs are listed) and
+    scores the chunks of those that fit in `budget` characters (`spans.within_budget`)."""
 
     name: str
     k: int
+    budget: int = 0
+    """Characters; 0: none (the top k are scored whole)."""
 
     @property
     def metric(self) -> Metric:
@@ -256,7 +263,9 @@ class MetricSpec:
 
     @property
     def label(self) -> str:
-        return self.name if self.on_no_answer else f"{self.name}@{self.k}"
+        if self.on_no_answer:
+            return self.name
+        return f"{self.name}@{self.budget}c" if self.budget else f"{self.name}@{self.k}"
 
     @property
     def on_no_answer(self) -> bool:
@@ -265,33 +274,59 @@ class MetricSpec:
 
     @property
     def definition(self) -> str:
-        return self.metric.definition
+        return definition(self.label)
 
     def score(self, ranking: Ranking, relevance: Relevance) -> float:
         return self.metric(ranking, relevance, self.k)
 
     @classmethod
     def parse(cls, text: str, default_k: int) -> MetricSpec:
-        """Parse `ndcg` or `recall@20`; raises ValueError with the accepted forms."""
+        """Parse `ndcg`, `recall@20` or `char_recall@2000c` (a span metric at a budget, over the top
+        `default_k`); raises ValueError with the accepted forms."""
         match = _LABEL.fullmatch(text)
+        written_name, at, written = text.partition("@")
+        if not match and at and written_name in METRICS:
+            if METRICS[written_name].no_answer:
+                raise ValueError(f"metric {text!r}: {written_name} takes no cutoff")
+            budget_form = (f", or such digits then 'c' for a budget of characters ({written_name}@2000c)"
+                           if METRICS[written_name].spans else "")
+            raise ValueError(f"unknown metric {text!r}: {written_name} takes a cutoff of 1 to {MAX_CUTOFF_DIGITS} "
+                             f"ASCII digits, the first not 0 ({written_name}@5){budget_form}")
         if not match or match.group(1) not in METRICS:
-            _, at, written = text.partition("@")
             hint = did_you_mean(text, [name + at + written for name in METRICS])
-            raise ValueError(
-                f"unknown metric {text!r}{hint or ';'} known metrics: {', '.join(METRICS)} (optionally as name@k)"
-            )
-        if METRICS[match.group(1)].no_answer:
-            if match.group(2):
-                raise ValueError(f"metric {text!r}: {match.group(1)} takes no cutoff")
-            return cls(match.group(1), default_k)
-        k = int(match.group(2)) if match.group(2) else default_k
+            raise ValueError(f"unknown metric {text!r}{hint or ';'} known metrics: {', '.join(METRICS)} (optionally "
+                             "as name@k, a span metric also as name@<n>c)")
+        name, digits, chars = match.groups()
+        metric = METRICS[name]
+        if metric.no_answer:
+            if digits:
+                raise ValueError(f"metric {text!r}: {name} takes no cutoff")
+            return cls(name, default_k)
+        if chars and not metric.spans:
+            spanned = ", ".join(other for other, found in METRICS.items() if found.spans)
+            raise ValueError(f"metric {text!r}: a budget of characters (@<n>c) is for the span metrics ({spanned}), "
+                             f"and {name} counts chunks: write {name}@<k> for the top k, or a span metric at the "
+                             f"budget (char_recall@{digits}c)")
+        if chars:
+            return cls(name, default_k, int(digits))
+        k = int(digits) if digits else default_k
         if k < 1:
             raise ValueError(f"metric {text!r}: the cutoff must be >= 1")
-        return cls(match.group(1), k)
+        return cls(name, k)
 
 
-def metric_order(label: str) -> tuple[int, int, str]:
-    """The plugin's metric order (precision, recall, f1, ndcg, ...), then by cutoff."""
+def definition(label: str) -> str:
+    """What a label measures, as the reports print it: its metric's definition, and a budget's rule."""
+    found = METRICS[label.partition("@")[0]]
+    chars = budget(label)
+    if chars is None:
+        return found.definition
+    return (f"{found.definition}; the top k's chunks here are those that fit whole in {chars} characters, taken in "
+            "rank order until one does not")
+
+
+def metric_order(label: str) -> tuple[int, int, int, str]:
+    """The plugin's metric order (precision, recall, f1, ndcg, ...), then by cutoff, then budgets by size."""
     name = label.partition("@")[0]
     names = list(METRICS)
-    return (names.index(name) if name in names else len(names)), cutoff(label) or 0, label
+    return (names.index(name) if name in names else len(names)), budget(label) or 0, cutoff(label) or 0, label

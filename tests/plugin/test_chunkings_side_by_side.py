@@ -17,7 +17,7 @@ evalset = "fixtures/evalset.jsonl"
 baseline = "baselines/retrieval.json"
 k = 2
 tokenizer = "english"
-metrics = ["recall", "char_recall", "char_iou"]
+metrics = ["recall", "char_recall", "char_iou", "char_recall@100c"]
 compare = [["bm25_small", "bm25_big"]]
 
 [tool.ragretrieval.chunker]
@@ -65,7 +65,7 @@ def test_two_chunkings_in_one_table_compared_on_span_metrics(project: pytest.Pyt
     assert small["laptop"]["metrics"]["recall@2"] == 1.0 == big["laptop"]["metrics"]["recall@2"]
     comparisons = results["comparisons"]
     labels = {c["metric"] for c in comparisons}
-    assert labels == {"char_recall@2", "char_iou@2"}
+    assert labels == {"char_recall@2", "char_iou@2", "char_recall@100c"}  # a budget is a span metric too
     assert all(c["a"] == "bm25_small" and c["b"] == "bm25_big" and c["p_value"] is not None for c in comparisons)
     recorded = json.loads((project.path / "baselines" / "retrieval.json").read_text(encoding="utf-8"))
     assert recorded["fingerprint"]["chunks"]["chunkings"] == {"big": {"type": "sentences", "size": 3, "overlap": 0}}

@@ -130,3 +130,45 @@ def test_a_span_value_the_rankings_do_not_give_is_a_damaged_baseline(project: py
     result = project.runpytest("--rag-eval", *RUN)
     assert result.ret != 0
     result.stderr.fnmatch_lines(["*retrievers.overlap.questions.laptop.metrics.char_iou@2 = 0.5 does not agree*"])
+
+
+BUDGET_CONFIG = SPANS_CONFIG.replace("k = 2", "k = 3").replace(
+    'metrics = ["recall", "ndcg", "char_recall", "char_iou", "answer_hit"]',
+    'metrics = ["recall", "char_recall@600c", "char_precision@60c"]')
+
+
+def test_a_budget_item_is_gated_recorded_in_format_4_and_passes_again(project: pytest.Pytester) -> None:
+    """`char_recall@600c` and `char_precision@60c` are items like any metric: recorded per question and as
+    means in the format-4 baseline, passed by a second run, failed by a worse setting (the ranking reversed),
+    and verified against the rankings. The laptop question's top 3 are its document's three sentences
+    (55, 35 and 64 characters); 60 characters take the first alone, the one that holds the 31-character
+    answer, the next (35 more) stopping the filling: precision 31 / 55."""
+    (project.path / "pyproject.toml").write_text(BUDGET_CONFIG, encoding="utf-8")
+    (project.path / "overlap_retriever.py").write_text(OVERLAP, encoding="utf-8")
+    first = project.runpytest("--rag-update-baseline", *RUN)
+    assert first.ret == 0, first.stdout.str()
+    first.stdout.fnmatch_lines(["retriever  recall@3  char_recall@600c  char_precision@60c  judged@3"])
+    path = project.path / "baselines" / "retrieval.json"
+    recorded = json.loads(path.read_text(encoding="utf-8"))
+    assert recorded["format_version"] == 4
+    entry = recorded["retrievers"]["overlap"]
+    assert set(entry["metrics"]) == {"recall@3", "char_recall@600c", "char_precision@60c"}
+    laptop = entry["questions"]["laptop"]
+    assert laptop["ranking"] == ["it/laptop.txt#0", "it/laptop.txt#1", "it/laptop.txt#2"]
+    assert laptop["metrics"]["char_recall@600c"] == 1.0
+    assert laptop["metrics"]["char_precision@60c"] == round(31 / 55, 6)
+    second = project.runpytest("--rag-eval", "-v", *RUN)
+    assert second.ret == 0, second.stdout.str()
+    second.stdout.fnmatch_lines(["*char_recall@600c*PASSED*", "*char_precision@60c*PASSED*"])
+    (project.path / "pyproject.toml").write_text(BUDGET_CONFIG.replace("reverse = false", "reverse = true"),
+                                                 encoding="utf-8")
+    third = project.runpytest("--rag-eval", "-v", *RUN)
+    assert third.ret == 1, third.stdout.str()
+    third.stdout.fnmatch_lines(["*char_recall@600c*FAILED*", "char_recall@600c of 'overlap' fell from 1.0000 to *"])
+    (project.path / "pyproject.toml").write_text(BUDGET_CONFIG, encoding="utf-8")
+    laptop["metrics"]["char_precision@60c"] = 0.5
+    path.write_text(json.dumps(recorded, indent=2), encoding="utf-8")
+    fourth = project.runpytest("--rag-eval", *RUN)
+    assert fourth.ret != 0
+    fourth.stderr.fnmatch_lines(
+        ["*retrievers.overlap.questions.laptop.metrics.char_precision@60c = 0.5 does not agree*"])

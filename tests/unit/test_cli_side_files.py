@@ -151,7 +151,8 @@ def test_a_deleted_fork_and_a_push_event_are_no_errors(workspace: Path, capsys: 
         (lambda d: d.update(lowers_the_bar=0), "lowers_the_bar must be true or false, got 0"),
         (lambda d: d.pop("raised"), "the document lacks the key 'raised'"),
         (lambda d: d["lowered"][0].update(metric="ndcg@\u00b2"), "lowered[0].metric holds 'ndcg@²' is not a metric key: "
-         "a lower-case name, then optionally '@' and a cutoff of 1 to 9 ASCII digits, the first not 0 (ndcg@5)"),
+         "a lower-case name, then optionally '@' and a cutoff of 1 to 9 ASCII digits, the first not 0 (ndcg@5), or "
+         "'@', such digits and 'c' for a budget of characters (char_recall@2000c)"),
     ],
 )
 def test_malformed_changes_name_their_path(workspace: Path, capsys: pytest.CaptureFixture[str], change: Any, path: str) -> None:

@@ -27,8 +27,9 @@ from pytest_ragretrieval.config.settings import load_config
 from pytest_ragretrieval.evalset.chunkers import Chunker, chunk_documents
 from pytest_ragretrieval.evalset.documents import Document
 from pytest_ragretrieval.evalset.jsonl import load_chunks, load_evalset
-from pytest_ragretrieval.evalset.records import Span
-from pytest_ragretrieval.scoring import spans
+from pytest_ragretrieval.evalset.records import Chunk, Question, Span
+from pytest_ragretrieval.scoring.evaluate import chunk_spans, score
+from pytest_ragretrieval.scoring.metrics import MetricSpec
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -253,25 +254,31 @@ def test_the_owner_placeholder_is_one_name_documented_in_one_place() -> None:
 
 
 def test_the_span_metrics_worked_example_is_what_the_functions_give() -> None:
-    """Metrics page, "Span metrics": each cell's fraction is the function's value on the example's
-    spans, and the figure shown is that value to 4 decimals."""
+    """Metrics page, "Span metrics": each cell's fraction is the package's value on the example's
+    spans, scored as the gate scores a ranking (`score`: the top rows at their cutoff, the budget rows
+    as `char_recall@500c` and so on over the top 4), and the figure shown is that value to 4 decimals."""
     page = (DOCS / "metrics.md").read_text(encoding="utf-8")
     example = page.split("### Worked example", 1)[1].split("\n## ", 1)[0]
     (shown,) = [s for s in snippets(DOCS / "metrics.md") if s.lang == "json" and '"ranked"' in s.text]
     data = json.loads(shown.text)
-    gold = [Span("doc", start, end) for start, end in data["gold"]]
-    ranked = [Span("doc", start, end) for start, end in data["ranked"]]
+    gold = tuple(Span("doc", start, end) for start, end in data["gold"])
+    chunks = [Chunk(f"c{rank}", "x" * (end - start), "doc", start=start, end=end)
+              for rank, (start, end) in enumerate(data["ranked"])]
+    question = Question("q", "query", {"c0": 1}, spans=gold)
     rows = re.findall(r"^\| (top \d+|`@\d+c`) \| (.+) \|$", example, re.M)
-    assert len(rows) == 3
+    assert [label for label, _ in rows] == ["top 3", "top 4", "`@500c`", "`@400c`", "`@399c`"]
+    names = ("char_recall", "char_precision", "char_iou", "answer_hit")
     for label, cells in rows:
         top = re.fullmatch(r"top (\d+)", label)
-        retrieved = ranked[: int(top.group(1))] if top else spans.within_budget(ranked, int(label.strip("`@c")))
-        recall, precision, iou, hit = cells.split(" | ")
-        for cell, metric in ((recall, spans.char_recall), (precision, spans.char_precision), (iou, spans.char_iou)):
+        specs = [MetricSpec(name, int(top.group(1))) if top else MetricSpec.parse(name + label.strip("`"), len(chunks))
+                 for name in names]
+        scored = score("r", [question], {"q": [c.id for c in chunks]}, specs, spans=chunk_spans(chunks))
+        values = [scored.questions[0].values[spec.label] for spec in specs]
+        *fractions, hit = cells.split(" | ")
+        for cell, value, name in zip(fractions, values[:3], names[:3], strict=True):
             found = re.fullmatch(r"`(\d+) / \(?(\d+)(?: \+ (\d+))?\)?` = ([\d.]+)", cell)
             assert found, cell
             numerator, denominator, missed, figure = found.groups()
-            value = metric(retrieved, gold)
-            assert value == int(numerator) / (int(denominator) + int(missed or 0)), (label, metric.__name__)
-            assert float(figure) == round(value, 4), (label, metric.__name__)
-        assert float(hit) == spans.answer_hit(retrieved, gold), label
+            assert value == round(int(numerator) / (int(denominator) + int(missed or 0)), 6), (label, name)
+            assert float(figure) == round(value, 4), (label, name)
+        assert float(hit) == values[3], label
