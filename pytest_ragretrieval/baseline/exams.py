@@ -31,7 +31,7 @@ def recorded_exam(fingerprint: Mapping[str, Any]) -> dict[str, Question] | None:
     digests = section.get("digests", {})
     spans = section.get("spans", {})
     ids = sorted(set(digests) | set(labels))
-    return {qid: Question(qid, "", dict(labels.get(qid, {})),
+    return {qid: Question(qid, "", {chunk_id: int(grade) for chunk_id, grade in labels.get(qid, {}).items()},
                           spans=tuple(Span(*span) for span in spans.get(qid, ()))) for qid in ids}
 
 

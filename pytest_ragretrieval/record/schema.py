@@ -67,7 +67,7 @@ def _bar() -> dict[str, Any]:
 
 
 def _fingerprint() -> dict[str, Any]:
-    """`check_fingerprint` for formats 2 and 3 (format 1's is read through `upgrade.fingerprint_1`)."""
+    """`check_fingerprint` for formats 2 to 4 (format 1's is read through `upgrade.fingerprint_1`)."""
     section: dict[str, Any] = {"type": "object", "additionalProperties": PLAIN}
     return {
         "type": "object", "additionalProperties": PLAIN,
@@ -81,7 +81,14 @@ def _fingerprint() -> dict[str, Any]:
                 "sha256": _hex(HEX.pattern),
                 "digests": {"type": "object", "additionalProperties": {
                     "type": "object", "required": list(QUESTION_DIGESTS), "additionalProperties": PLAIN,
-                    "properties": {part: {"type": "string", "minLength": 1} for part in QUESTION_DIGESTS}}}}},
+                    "properties": {part: {"type": "string", "minLength": 1} for part in QUESTION_DIGESTS}}},
+                "labels": {"type": "object", "description": "question id -> chunk id -> grade: the base's exam",
+                           "additionalProperties": {"type": "object", "additionalProperties": {
+                               "type": "integer", "minimum": 0, "maximum": 2**31 - 1}}},
+                "spans": {"type": "object", "description": "question id -> its gold spans [doc, start, end, grade]",
+                          "additionalProperties": {"type": "array", "items": {
+                              "type": "array", "prefixItems": [{"type": "string"}, *[
+                                  {"type": "integer", "minimum": 0}] * 3], "minItems": 4, "maxItems": 4}}}}},
             "retrievers": {"type": "object", "additionalProperties": FINGERPRINTED},
         },
     }

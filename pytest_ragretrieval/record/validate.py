@@ -77,7 +77,8 @@ def _labels(path: Path, section: Mapping[str, object]) -> None:
         if not isinstance(graded, dict):
             raise damaged(path, f"fingerprint.questions.labels.{qid} must map chunk ids to grades")
         for chunk_id, grade in graded.items():
-            if isinstance(grade, bool) or not isinstance(grade, int) or not 0 <= grade < 2**31:
+            if isinstance(grade, bool) or not isinstance(grade, (int, float)) or not (
+                    float(grade).is_integer() and 0 <= grade < 2**31):
                 raise damaged(path, f"fingerprint.questions.labels.{qid}.{chunk_id} = {shown(grade)} is not a "
                               "grade (an integer >= 0)")
     if not isinstance(spans, dict):
