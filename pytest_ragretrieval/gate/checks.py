@@ -247,7 +247,7 @@ class MetricCheck:
         tested = f"; {self.significance} test {p_text(comparison)}" if comparison.p_value is not None else ""
         return Outcome(
             True, f"{label} of {self.retriever!r}: {fmt(after)} ({signed(after - before)} against {fmt(before)})"
-            f"{scope}{changed}{tested}", (), comparison,
+            f"{scope}{changed}{tested}{older_text(comparison)}", (), comparison,
         )
 
     def _drop_details(self, found: list[Drop], result: RetrieverResult, recorded: Recorded) -> tuple[str, ...]:

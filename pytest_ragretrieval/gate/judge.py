@@ -35,6 +35,7 @@ from .checks import (
     QuestionCheck,
     change_text,
     compare,
+    older_text,
     p_text,
     per_question,
     scope_text,
@@ -173,7 +174,20 @@ class Judge:
             fallback = ["p-values Holm-adjusted, not max-T: the metric items were compared on different questions "
                         "(max-T resamples every item over the same ones)"]
         return (small_set_notes(self.config, self.questions) + comparable_notes(self.config, self.questions, changes)
-                + self.value_bar_notes() + self.power_notes() + fallback)
+                + self.value_bar_notes() + self.older_notes() + self.power_notes() + fallback)
+
+    def older_notes(self) -> list[str]:
+        """One line per retriever whose last update was already below its bar (accepted within the tolerance),
+        from what the file holds: a drop there is older than this change (today's exam)."""
+        found = []
+        for spec in self.config.retrievers:
+            held = [f"{metric.label} recorded {fmt(c.last_update or 0.0)}, approved {fmt(c.baseline or 0.0)}, this "
+                    f"change moved it by {signed(c.value - (c.last_update or 0.0))}"
+                    for metric in self.config.metrics
+                    if (c := self.comparison(spec.name, metric.label)) is not None and older_text(c)]
+            if held:
+                found.append(f"{spec.name} was already below the bar at the last update: " + "; ".join(held))
+        return found
 
     def value_bar_notes(self) -> list[str]:
         """Once: the entries whose bar is still a value bar kept from a format-3 file, compared as stored until

@@ -101,10 +101,19 @@ def test_labels_on_top_of_an_earlier_accepted_drop_say_the_drop_is_older(team: p
             compared = hybrid[exam][label]
             assert compared["last_update"] < compared["baseline"], (exam, label, compared)
             assert compared["value"] == compared["last_update"], "this pull request moved nothing"
+    assert result.ret == 0, "the drop was accepted, the labels move nothing"
+    result.stdout.fnmatch_lines(["warning: hybrid was already below the bar at the last update: ndcg@5 recorded "
+                                 "0.7799, approved 0.7915, this change moved it by +0.0000; mrr@5 recorded 0.8185, "
+                                 "approved 0.8363, this change moved it by +0.0000"])
+    assert any(note.startswith("hybrid was already below the bar at the last update: ") for note in found["notes"])
+    assert team.runpytest("--rag-update-baseline", *RUN).ret == 0
+    lp.set_hybrid(team, {**lp.variants()["variants"]["drop"]["options"],
+                         "weights": {**lp.variants()["variants"]["drop"]["options"]["weights"],
+                                     **lp.variants()["variants"]["worse"]["options"]["weights"]}})
+    worse, found = results(team)
+    assert worse.ret == 1
     for failure in found["failures"]:
-        assert "already below the bar at the last update (recorded " in failure["summary"], failure
-        assert "this change moved it by +0.0000" in failure["summary"], failure
-    assert team.runpytest("--rag-update-baseline", *RUN).ret == result.ret
+        assert "; already below the bar at the last update (recorded " in failure["summary"], failure
 
 
 def test_a_bad_retune_hidden_behind_new_gold_fails_under_the_base_s_exam(team: pytest.Pytester) -> None:
