@@ -217,14 +217,27 @@ def from_revision(rev: str, config_option: str | None, cwd: Path) -> Sides:
                               f"({exc.reason} at byte {exc.start})")
         except RagError as exc:
             unreadable.append(f"the baseline at {rev} ({old_baseline_path}) cannot be read by this version: {exc}")
-    today = None
-    if old is not None and recorded_exam(old.fingerprint) is not None:
-        today = today_exam(new_config)
-        if today is None:
-            notes.append("the corpus is the team's table, which diff does not read: today's exam is the labels "
-                         f"{display(new_config.baseline)} was recorded under")
+    today = _today(old, new_config, notes)
     return Sides(old, read(new_config.baseline), old_settings, gate_settings(new_config), tuple(notes),
                  inputs(new_config), tuple(unreadable), today)
+
+
+def _today(old: Baseline | None, config: Config, notes: list[str]) -> Today | None:
+    """Today's exam from the work tree, for a base to compare with; a base that keeps no labels (format 3) is
+    compared on its stored values where the work tree's eval set cannot be read (a note says why)."""
+    if old is None:
+        return None
+    if recorded_exam(old.fingerprint) is None:
+        try:
+            return today_exam(config)
+        except RagError as exc:
+            notes.append(f"today's eval set could not be read ({exc}): the base's stored values were compared")
+            return None
+    today = today_exam(config)
+    if today is None:
+        notes.append("the corpus is the team's table, which diff does not read: today's exam is the labels "
+                     f"{display(config.baseline)} was recorded under")
+    return today
 
 
 def today_exam(config: Config) -> Today | None:

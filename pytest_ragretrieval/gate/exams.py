@@ -97,14 +97,17 @@ def _side(exam: str, name: str, questions: Sequence[Question], today: RetrieverR
 def leaving(entry: Recorded, base: Mapping[str, Question] | None, label: str, ids: Collection[str],
             scorer: Scorer, name: str) -> dict[str, float]:
     """The approved values of questions that leave the comparison (removed, or their query changed):
-    their approved rankings scored under the base's exam; a file that keeps no labels gives its stored
-    values (a kept value bar's where it holds one)."""
+    their approved rankings scored under the base's exam; a question the exam lacks (a file that keeps no
+    labels) has its stored value (a kept value bar's where it holds one)."""
+    stored = {qid: value for qid, value in entry.bar_values(label).items() if qid in ids}
     if base is None:
-        return {qid: value for qid, value in entry.bar_values(label).items() if qid in ids}
+        return stored
     exam = [base[qid] for qid in sorted(ids) if qid in base and qid in entry.questions]
     kept = entry.bar.get(label, {})
     scored = scorer(name, exam, entry.approved_rankings())
-    return {q.id: kept.get(q.id, q.values[label]) for q in scored.questions if label in q.values}
+    found = {qid: value for qid, value in stored.items() if qid not in base}
+    found.update({q.id: kept.get(q.id, q.values[label]) for q in scored.questions if label in q.values})
+    return found
 
 
 def common_mean(label: str, bar: Recorded, last: Recorded, today: RetrieverResult,

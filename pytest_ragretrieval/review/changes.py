@@ -15,12 +15,12 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 from ..baseline.bar import bar_means, replaced_bars
-from ..baseline.exams import BASE, EXAM_NAMES, TODAY, approved_digest, labels_digest
+from ..baseline.exams import BASE, EXAM_NAMES, TODAY, approved_digest, labels_digest, recorded_exam
 from ..baseline.format import Baseline, Recorded
 from ..baseline.since import Since, held, since
 from ..config.settings import Config
@@ -324,6 +324,11 @@ def classify(
     names = sorted(set(old.retrievers) & set(new.retrievers))
     found = since(old.fingerprint, new.fingerprint, set(names), held(old, new))
     scored = exams(old, new, today, found)
+    if scored.base is None and today is not None and scored.today is not None:
+        # a base that keeps no labels (format 3): its exam is today's on the questions whose graded gold its
+        # digests say is unchanged; the others leave the comparison with the values the base file stores
+        scored = replace(scored, base={qid: question for qid, question in scored.today.items()
+                                                   if qid in scored.comparable})
     said = list(notes)
     used: set[str] = set()
     for name in names:
@@ -385,6 +390,9 @@ def _exam_notes(old: Baseline, new: Baseline, scored: Exams, names: Sequence[str
         return [f"{display(old.path)} keeps no labels (format {old.format_version}): compared its stored values; "
                 "re-record it to compare rankings"]
     found = []
+    if recorded_exam(old.fingerprint) is None:
+        found.append(f"{display(old.path)} keeps no labels (format {old.format_version}): its exam is today's on the "
+                     "questions whose graded gold its digests say is unchanged")
     if scored.today is None:
         found.append(f"{display(new.path)} keeps no labels (format {new.format_version}) and no eval set was read: "
                      "its approved rankings were scored under the base's exam only")

@@ -227,3 +227,23 @@ def test_documents_mode_is_scored_from_the_cut_documents(pytester: pytest.Pytest
     assert code == 1, out
     assert {line.split(" of ")[0] for line in out if line.startswith("  lowered: ")} == {
         "  lowered: recall@2", "  lowered: char_recall@2"}, out
+
+
+def test_a_format_3_base_is_compared_on_rankings_under_today_s_exam(
+        base: pytest.Pytester, capsys: pytest.CaptureFixture[str]) -> None:
+    """The upgrade pull request: the base's file is format 3 (no labels kept), the head's format 4 with the
+    forged chain. The base's exam is today's on the questions whose graded gold the base's digests say is
+    unchanged, so the head's approved rankings are still scored, and its written-back means are never read."""
+    doc = baseline(base.path)
+    doc["format_version"] = 3
+    del doc["fingerprint"]["questions"]["labels"]
+    (base.path / BASELINE).write_text(dumps(doc), encoding="utf-8")
+    git(base.path, "switch", "-q", "main")
+    git(base.path, "commit", "-q", "-am", "a format-3 base")
+    git(base.path, "switch", "-q", "-C", "pr")
+    forged(base)
+    code, out = check(capsys, "diff", "--against", "main", "--fail-on-lower")
+    assert code == 1, "\n".join(out[-25:])
+    assert "  lowered: recall@3 of 'bm25' 0.9000 -> 0.6000 (-0.3000)" in out
+    assert any("keeps no labels (format 3): its exam is today's on the questions whose graded gold its digests "
+               "say is unchanged" in line for line in out), out
