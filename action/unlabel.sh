@@ -9,7 +9,7 @@
 set -euo pipefail
 
 if gh api --method DELETE "repos/$GITHUB_REPOSITORY/issues/$RAG_PR/labels/$RAG_UNLABEL" --silent; then
-  echo "rag: took the approval label off: it approved another set of lowerings"
+  echo "rag: took the approval label off: it does not cover what the pull request lowers now"
 else
   echo "::warning title=rag: label not taken off::the token could not remove the approval label; give the job \`permissions: pull-requests: write\`, or remove it by hand: it no longer approves what the pull request lowers"
 fi

@@ -258,7 +258,7 @@ def approval_section(decision: Decision | None, limit: int | None, language: str
     if decision.note:
         lines.append(f"- ℹ️ {esc(decision.note)}")
     if decision.unlabel:
-        lines.append("- 🏷️ the action takes the label off: it approved another set")
+        lines.append("- 🏷️ the action takes the label off: it does not cover what the pull request lowers now")
     for title, items in (("✅ " + say(language, ("已批准", "approved")), decision.review.approved),
                          ("❌ " + say(language, ("未批准", "not approved")), decision.review.unapproved)):
         if items:

@@ -128,7 +128,7 @@ def test_the_approval_record_is_the_hidden_second_line_and_the_lowerings_are_lis
     assert section.startswith(
         "### 批准 / Approval\n\n- 标签 / label `rag-baseline-approved` applied at `4f3c2b1` approved 1 lowering "
         f"(digest `{APPROVAL.digest[:19]}`)\n"
-        "- 🏷️ the action takes the label off: it approved another set\n\n**✅ 已批准 / approved (1)**\n\n"
+        "- 🏷️ the action takes the label off: it does not cover what the pull request lowers now\n\n**✅ 已批准 / approved (1)**\n\n"
         "- bm25 ndcg@5 0.5885 -> 0.5100 (approved: 0.5000)\n\n**❌ 未批准 / not approved (1)**\n\n"
         "- hybrid mrr@5 removed (new)\n")
     # The approved run says where it was approved; without a label nothing is recorded or listed.
