@@ -157,7 +157,8 @@ def run_pr_check(changes: Changes, event_path: str | None, label: str, actor: st
     if decision.note:
         lines.append(f"approval: {decision.note}")
     if decision.unlabel:
-        lines.append(f"label: {label!r} does not cover what the pull request lowers now (it approved another set, or other rankings or another exam): the action takes it off")
+        lines.append(f"label: {label!r} does not cover what the pull request lowers now (it approved another set, "
+                     "or other rankings or another exam): the action takes it off")
     if os.environ.get("GITHUB_ACTIONS") == "true":
         lines += github_lines(decision, changes)
         _append("GITHUB_STEP_SUMMARY", baseline_summary(changes, decision) + "\n")
