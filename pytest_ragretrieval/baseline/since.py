@@ -196,12 +196,21 @@ def _edit(old: Mapping[str, Any], new: Mapping[str, Any], qid: str, corpus: Corp
     return " and ".join(parts)
 
 
-def _label_work(old: Mapping[str, Any], new: Mapping[str, Any], corpus: CorpusChange | None) -> bool:
+def _of(record: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    found = record.get(key, {})
+    return found if isinstance(found, Mapping) else {}
+
+
+def _label_work(old: Mapping[str, Any], new: Mapping[str, Any], corpus: CorpusChange | None,
+                spans: tuple[Any, Any] = (None, None)) -> bool:
     """A change of a question's labels that is label work alone: every chunk whose grade changed is the same
-    chunk on both sides. A label moved to a chunk that was edited, added or removed (a re-chunk and its
-    relabel, a document edited in documents mode) changes what the ids mean: the base's labels cannot judge
-    today's chunks, so the question is edited, as before labels were kept."""
+    chunk on both sides, and its gold spans (documents mode) moved only where the corpus did not change. A
+    label moved to a chunk that was edited, added or removed (a re-chunk and its relabel, a document edited
+    in documents mode), or a span whose offsets moved with an edited document, changes what the ids and
+    offsets mean: the base's labels cannot judge today's chunks, so the question is edited."""
     if not isinstance(old, Mapping) or not isinstance(new, Mapping):
+        return False
+    if spans[0] != spans[1] and corpus is not None:
         return False
     moved = {cid for cid in set(old) | set(new) if old.get(cid) != new.get(cid)}
     if corpus is None or not moved:
@@ -238,7 +247,8 @@ def question_changes(
         was, now = before[qid], after[qid]
         same_query = was.get("query") == now.get("query")
         if same_query and (was.get("gold") == now.get("gold") or (
-                keeps_labels and _label_work(old_labels.get(qid, {}), new_labels.get(qid, {}), corpus))):
+                keeps_labels and _label_work(old_labels.get(qid, {}), new_labels.get(qid, {}), corpus, (
+                    _of(old, "spans").get(qid), _of(new, "spans").get(qid))))):
             same.append(qid)
             if was.get("gold") != now.get("gold"):
                 relabelled.append(qid)

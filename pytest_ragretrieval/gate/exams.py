@@ -62,19 +62,32 @@ class Scorer:
                  ) -> RetrieverResult:
         return score(name, questions, rankings, self.specs, spans=self.places)
 
+    def without(self, changed: Collection[str] | None) -> Scorer:
+        """This scorer for rankings of an earlier corpus: chunks edited or removed since (`changed`; None: the
+        corpus changed and is not itemized, so none is known unchanged) have no place, so a question whose
+        top k holds one has no span values. Today's place of an edited chunk is not the one it was ranked at."""
+        if self.places is None or (changed is not None and not changed):
+            return self
+        if changed is None:
+            return Scorer(self.specs, {})
+        gone = set(changed)
+        return Scorer(self.specs, {cid: span for cid, span in self.places.items() if cid not in gone})
+
 
 def sides(
     name: str, entry: Recorded, today: RetrieverResult, questions: Sequence[Question],
-    base: Mapping[str, Question] | None, comparable: Collection[str], scorer: Scorer,
+    base: Mapping[str, Question] | None, comparable: Collection[str], scorer: Scorer, earlier: Scorer | None = None,
 ) -> tuple[Side, ...]:
     """Today's exam's side, then the base's where a comparable question's labels differ from those the
-    baseline keeps. `questions` are today's (as the retriever is scored on them), `base` the base's exam."""
+    baseline keeps. `questions` are today's (as the retriever is scored on them), `base` the base's exam;
+    `earlier` scores the approved and recorded rankings (`Scorer.without` the chunks changed since)."""
+    earlier = earlier or scorer
     approved = entry.approved_rankings()
     recorded = {qid: q.ranking for qid, q in entry.questions.items()}
     differs = approved != recorded or bool(entry.bar)
     held = [q for q in questions if q.id in entry.questions]
     labels = set(entry.metrics)
-    found = [_side(TODAY, name, held, today, approved, recorded if differs else None, entry.bar, scorer, labels)]
+    found = [_side(TODAY, name, held, today, approved, recorded if differs else None, entry.bar, earlier, labels)]
     if base is not None:
         by_id = {q.id: q for q in questions}
         shared = sorted(qid for qid in comparable if qid in base and qid in by_id and qid in entry.questions)
@@ -82,7 +95,7 @@ def sides(
             exam = [base[qid] for qid in shared]
             rankings = {q.id: q.ranking for q in today.questions}
             found.append(_side(BASE, name, exam, scorer(name, exam, rankings), approved,
-                               recorded if differs else None, entry.bar, scorer, labels))
+                               recorded if differs else None, entry.bar, earlier, labels))
     return tuple(found)
 
 

@@ -243,6 +243,14 @@ class Judge:
         spec = self.config.retriever(name)
         return {q.id: q for q in chunking_share(spec.chunking, (), list(found.values()))[1]}
 
+    def earlier(self) -> Scorer:
+        """How the baseline's rankings are scored: without the places of chunks edited or removed since."""
+        found = self.since()
+        corpus = found.corpus if found is not None else None
+        if corpus is None:
+            return self.scorer
+        return self.scorer.without(None if corpus.edited is None else (*corpus.edited, *corpus.removed))
+
     def sides(self, name: str) -> tuple[Side, ...]:
         """`name`'s bar and today's rankings under today's exam, then under the base's where the labels
         changed (`gate/exams.py`); empty without a comparable entry or a result."""
@@ -250,7 +258,7 @@ class Judge:
             recorded, run, found = self.recorded(name), self.runs.get(name), self.since()
             self._sides[name] = () if recorded is None or run is None or run.result is None or found is None else sides(
                 name, recorded, run.result, self.questions_of(name), self.base_exam(name),
-                found.questions.comparable, self.scorer)
+                found.questions.comparable, self.scorer, self.earlier())
         return self._sides[name]
 
     def side(self, name: str, exam: str = TODAY) -> Side | None:
@@ -478,7 +486,7 @@ class Judge:
         bar = sides[0].bar if sides else None
         kept = {qid: q.metrics[label] for qid, q in (bar.questions.items() if bar is not None else ())
                 if qid in comparable and label in q.metrics}
-        left = leaving(entry, self.base_exam(name), label, set(entry.questions) - comparable, self.scorer, name)
+        left = leaving(entry, self.base_exam(name), label, set(entry.questions) - comparable, self.earlier(), name)
         new = {qid: values[label] for qid, values in per_question(run.result).items() if label in values}
         replaced = replacement({**kept, **left}, new, comparable)
         return None if replaced is None else f"{replaced.text()}, below the bar"

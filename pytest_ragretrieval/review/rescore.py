@@ -38,6 +38,9 @@ class Today:
     source: str
     places: Mapping[str, Span] | None = field(default=None, hash=False)
     chunkings: Mapping[str, str] | None = field(default=None, hash=False)
+    changed: tuple[str, ...] | None = ()
+    """Chunks edited or removed between the files (None: the corpus changed, not itemized): rankings are
+    scored without their places (`Scorer.without`), as the gate scores the bar."""
 
 
 @dataclass(frozen=True)
@@ -79,6 +82,9 @@ class Exams:
     comparable: frozenset[str]
     places: Mapping[str, Span] | None = field(default=None, hash=False)
     chunkings: Mapping[str, str] | None = field(default=None, hash=False)
+    changed: tuple[str, ...] | None = ()
+    """Chunks edited or removed between the files (None: the corpus changed, not itemized): rankings are
+    scored without their places (`Scorer.without`), as the gate scores the bar."""
 
 
 def exams(old: Baseline, new: Baseline, today: Today | None, found: Since) -> Exams:
@@ -92,7 +98,7 @@ def exams(old: Baseline, new: Baseline, today: Today | None, found: Since) -> Ex
         derived = question_changes(section if isinstance(section, Mapping) else {}, questions_record(today.questions),
                                    found.corpus)
         return Exams(base, {q.id: q for q in today.questions}, today.source, derived.comparable, today.places,
-                     today.chunkings)
+                     today.chunkings, _changed(found))
     kept = recorded_exam(new.fingerprint)
     chunkings = None
     if isinstance(old.fingerprint.get("chunks"), Mapping) and "chunkings" in old.fingerprint["chunks"]:
@@ -100,7 +106,14 @@ def exams(old: Baseline, new: Baseline, today: Today | None, found: Since) -> Ex
         chunkings = {name: str(entry.get("chunking", "")) for name, entry in described.items()
                      if isinstance(entry, Mapping)}
     source = f"the labels {display(new.path)} was recorded under"
-    return Exams(base, kept, source, frozenset(comparable), None, chunkings)
+    return Exams(base, kept, source, frozenset(comparable), None, chunkings, _changed(found))
+
+
+def _changed(found: Since) -> tuple[str, ...] | None:
+    corpus = found.corpus
+    if corpus is None:
+        return ()
+    return None if corpus.edited is None else (*corpus.edited, *corpus.removed)
 
 
 def _share(name: str, exam: Mapping[str, Question] | None, chunkings: Mapping[str, str] | None
@@ -157,7 +170,7 @@ def rescore(name: str, old: Baseline, new: Baseline, labels: Collection[str], fo
     assert base is not None
     today = _share(name, found.today, found.chunkings)
     specs, unscored = _specs(labels, old.k, found.places)
-    scorer = Scorer(tuple(specs), found.places)
+    scorer = Scorer(tuple(specs), found.places).without(found.changed)
     old_rankings = before.approved_rankings()
     new_rankings = after.approved_rankings()
     compared = sorted(qid for qid in found.comparable if qid in before.questions)
