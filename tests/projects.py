@@ -275,6 +275,15 @@ DOCUMENT_QUESTIONS: list[dict[str, Any]] = [
 """Gold as a span and as snippets, over DOCUMENTS."""
 
 
+def documents_config(metrics: Sequence[str], tables: str, *, k: int = 2, lines: str = "") -> str:
+    """pyproject.toml of the documents project: `kb/` cut one sentence a chunk, English tokens, k and
+    `metrics`, `lines` more in [tool.ragretrieval], then `tables` (retrievers, chunkings)."""
+    listed = ", ".join(f'"{label}"' for label in metrics)
+    return (f'[tool.ragretrieval]\ndocuments = "kb"\nevalset = "fixtures/evalset.jsonl"\n'
+            f'baseline = "baselines/retrieval.json"\nk = {k}\ntokenizer = "english"\nmetrics = [{listed}]\n{lines}'
+            f'\n[tool.ragretrieval.chunker]\ntype = "sentences"\nsize = 1\n\n{tables}')
+
+
 def write_documents_project(folder: Path, config: str) -> None:
     """DOCUMENTS under `kb/`, DOCUMENT_QUESTIONS as `fixtures/evalset.jsonl`, and `config` as pyproject.toml."""
     for name, text in DOCUMENTS.items():

@@ -6,35 +6,16 @@ from __future__ import annotations
 import json
 
 import pytest
-from projects import RUN, one_line_error, write_documents_project
+from projects import RUN, documents_config, one_line_error, write_documents_project
 
 from pytest_ragretrieval.cli import main
 
-CONFIG = """
-[tool.ragretrieval]
-documents = "kb"
-evalset = "fixtures/evalset.jsonl"
-baseline = "baselines/retrieval.json"
-k = 2
-tokenizer = "english"
-metrics = ["recall", "char_recall", "char_iou", "char_recall@100c"]
-compare = [["bm25_small", "bm25_big"]]
-
-[tool.ragretrieval.chunker]
-type = "sentences"
-size = 1
-
-[tool.ragretrieval.chunkings.big]
-type = "sentences"
-size = 3
-
-[tool.ragretrieval.retrievers.bm25_small]
-type = "bm25"
-
-[tool.ragretrieval.retrievers.bm25_big]
-type = "bm25"
-chunking = "big"
-"""
+CONFIG = documents_config(
+    ["recall", "char_recall", "char_iou", "char_recall@100c"],
+    '[tool.ragretrieval.chunkings.big]\ntype = "sentences"\nsize = 3\n\n'
+    '[tool.ragretrieval.retrievers.bm25_small]\ntype = "bm25"\n\n'
+    '[tool.ragretrieval.retrievers.bm25_big]\ntype = "bm25"\nchunking = "big"\n',
+    lines='compare = [["bm25_small", "bm25_big"]]\n')
 
 
 @pytest.fixture

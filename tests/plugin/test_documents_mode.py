@@ -4,28 +4,17 @@ an edited document changes only its own chunks."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
-from projects import DOCUMENTS, RUN, write_documents_project
+from projects import DOCUMENTS, RUN, documents_config, write_documents_project
 
 from pytest_ragretrieval.cli import main
 
-CONFIG = """
-[tool.ragretrieval]
-documents = "kb"
-evalset = "fixtures/evalset.jsonl"
-baseline = "baselines/retrieval.json"
-k = 2
-tokenizer = "english"
-metrics = ["recall", "ndcg"]
-
-[tool.ragretrieval.chunker]
-type = "sentences"
-size = 1
-
-[tool.ragretrieval.retrievers.bm25]
-type = "bm25"
-"""
+BM25 = '[tool.ragretrieval.retrievers.bm25]\ntype = "bm25"\n'
+OVERLAP_TABLE = ('[tool.ragretrieval.retrievers.overlap]\ntype = "python"\nfactory = "overlap_retriever:make"\n'
+                 "options = {reverse = false}\n")
+CONFIG = documents_config(["recall", "ndcg"], BM25)
 
 
 @pytest.fixture
@@ -73,10 +62,7 @@ def test_shards_merge_in_documents_mode(project: pytest.Pytester, capsys: pytest
     assert sorted(merged["retrievers"]["bm25"]["questions"]) == ["hotel", "laptop", "refund", "taxi"]
 
 
-SPANS_CONFIG = CONFIG.replace('metrics = ["recall", "ndcg"]',
-                              'metrics = ["recall", "ndcg", "char_recall", "char_iou", "answer_hit"]').replace(
-    '[tool.ragretrieval.retrievers.bm25]\ntype = "bm25"\n',
-    '[tool.ragretrieval.retrievers.overlap]\ntype = "python"\nfactory = "overlap_retriever:make"\noptions = {reverse = false}\n')
+SPANS_CONFIG = documents_config(["recall", "ndcg", "char_recall", "char_iou", "answer_hit"], OVERLAP_TABLE)
 OVERLAP = '''
 import re
 
@@ -99,23 +85,31 @@ def make(ctx):
 def test_span_metrics_are_gated_like_any_metric(project: pytest.Pytester) -> None:
     """Span metrics listed in documents mode: recorded per question and as means, a second run passes,
     and a worse setting (the ranking reversed) fails the char_recall@2 item."""
-    (project.path / "pyproject.toml").write_text(SPANS_CONFIG, encoding="utf-8")
-    (project.path / "overlap_retriever.py").write_text(OVERLAP, encoding="utf-8")
-    first = project.runpytest("--rag-update-baseline", *RUN)
-    assert first.ret == 0, first.stdout.str()
-    recorded = json.loads((project.path / "baselines" / "retrieval.json").read_text(encoding="utf-8"))
+    first, second, recorded = record_pass_then_fail(project, SPANS_CONFIG, "char_recall@2")
     entry = recorded["retrievers"]["overlap"]
     assert {"char_recall@2", "char_iou@2", "answer_hit@2"} <= set(entry["metrics"])
     assert entry["questions"]["laptop"]["metrics"]["answer_hit@2"] == 1.0
     assert entry["questions"]["laptop"]["metrics"]["char_recall@2"] == 1.0
+    second.stdout.fnmatch_lines(["*char_recall@2*PASSED*", "*answer_hit@2*PASSED*"])
+
+
+def record_pass_then_fail(project: pytest.Pytester, config: str, label: str
+                          ) -> tuple[pytest.RunResult, pytest.RunResult, dict[str, Any]]:
+    """`config` with the overlap retriever: recorded, passed by a second run, `label` failed with the ranking
+    reversed; the config left as given. The first two runs and the baseline recorded."""
+    (project.path / "overlap_retriever.py").write_text(OVERLAP, encoding="utf-8")
+    (project.path / "pyproject.toml").write_text(config, encoding="utf-8")
+    first = project.runpytest("--rag-update-baseline", *RUN)
+    assert first.ret == 0, first.stdout.str()
+    recorded = json.loads((project.path / "baselines" / "retrieval.json").read_text(encoding="utf-8"))
     second = project.runpytest("--rag-eval", "-v", *RUN)
     assert second.ret == 0, second.stdout.str()
-    second.stdout.fnmatch_lines(["*char_recall@2*PASSED*", "*answer_hit@2*PASSED*"])
-    (project.path / "pyproject.toml").write_text(SPANS_CONFIG.replace("reverse = false", "reverse = true"),
-                                                 encoding="utf-8")
+    (project.path / "pyproject.toml").write_text(config.replace("reverse = false", "reverse = true"), encoding="utf-8")
     third = project.runpytest("--rag-eval", "-v", *RUN)
     assert third.ret == 1, third.stdout.str()
-    third.stdout.fnmatch_lines(["*char_recall@2*FAILED*", "char_recall@2 of 'overlap' fell from 1.0000 to *"])
+    third.stdout.fnmatch_lines([f"*{label}*FAILED*", f"{label} of 'overlap' fell from 1.0000 to *"])
+    (project.path / "pyproject.toml").write_text(config, encoding="utf-8")
+    return first, second, recorded
 
 
 def test_a_span_value_the_rankings_do_not_give_is_a_damaged_baseline(project: pytest.Pytester) -> None:
@@ -132,9 +126,7 @@ def test_a_span_value_the_rankings_do_not_give_is_a_damaged_baseline(project: py
     result.stderr.fnmatch_lines(["*retrievers.overlap.questions.laptop.metrics.char_iou@2 = 0.5 does not agree*"])
 
 
-BUDGET_CONFIG = SPANS_CONFIG.replace("k = 2", "k = 3").replace(
-    'metrics = ["recall", "ndcg", "char_recall", "char_iou", "answer_hit"]',
-    'metrics = ["recall", "char_recall@600c", "char_precision@60c"]')
+BUDGET_CONFIG = documents_config(["recall", "char_recall@600c", "char_precision@60c"], OVERLAP_TABLE, k=3)
 
 
 def test_a_budget_item_is_gated_recorded_in_format_4_and_passes_again(project: pytest.Pytester) -> None:
@@ -143,13 +135,9 @@ def test_a_budget_item_is_gated_recorded_in_format_4_and_passes_again(project: p
     and verified against the rankings. The laptop question's top 3 are its document's three sentences
     (55, 35 and 64 characters); 60 characters take the first alone, the one that holds the 31-character
     answer, the next (35 more) stopping the filling: precision 31 / 55."""
-    (project.path / "pyproject.toml").write_text(BUDGET_CONFIG, encoding="utf-8")
-    (project.path / "overlap_retriever.py").write_text(OVERLAP, encoding="utf-8")
-    first = project.runpytest("--rag-update-baseline", *RUN)
-    assert first.ret == 0, first.stdout.str()
+    first, second, recorded = record_pass_then_fail(project, BUDGET_CONFIG, "char_recall@600c")
     first.stdout.fnmatch_lines(["retriever  recall@3  char_recall@600c  char_precision@60c  judged@3"])
     path = project.path / "baselines" / "retrieval.json"
-    recorded = json.loads(path.read_text(encoding="utf-8"))
     assert recorded["format_version"] == 4
     entry = recorded["retrievers"]["overlap"]
     assert set(entry["metrics"]) == {"recall@3", "char_recall@600c", "char_precision@60c"}
@@ -157,15 +145,7 @@ def test_a_budget_item_is_gated_recorded_in_format_4_and_passes_again(project: p
     assert laptop["ranking"] == ["it/laptop.txt#0", "it/laptop.txt#1", "it/laptop.txt#2"]
     assert laptop["metrics"]["char_recall@600c"] == 1.0
     assert laptop["metrics"]["char_precision@60c"] == round(31 / 55, 6)
-    second = project.runpytest("--rag-eval", "-v", *RUN)
-    assert second.ret == 0, second.stdout.str()
     second.stdout.fnmatch_lines(["*char_recall@600c*PASSED*", "*char_precision@60c*PASSED*"])
-    (project.path / "pyproject.toml").write_text(BUDGET_CONFIG.replace("reverse = false", "reverse = true"),
-                                                 encoding="utf-8")
-    third = project.runpytest("--rag-eval", "-v", *RUN)
-    assert third.ret == 1, third.stdout.str()
-    third.stdout.fnmatch_lines(["*char_recall@600c*FAILED*", "char_recall@600c of 'overlap' fell from 1.0000 to *"])
-    (project.path / "pyproject.toml").write_text(BUDGET_CONFIG, encoding="utf-8")
     laptop["metrics"]["char_precision@60c"] = 0.5
     path.write_text(json.dumps(recorded, indent=2), encoding="utf-8")
     fourth = project.runpytest("--rag-eval", *RUN)

@@ -14,7 +14,16 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from projects import QUESTIONS, RUN, baseline, jsonl, retriever, write_documents_project, write_project
+from projects import (
+    QUESTIONS,
+    RUN,
+    baseline,
+    documents_config,
+    jsonl,
+    retriever,
+    write_documents_project,
+    write_project,
+)
 
 from pytest_ragretrieval.baseline.format import dumps, parse
 from pytest_ragretrieval.cli import main
@@ -190,23 +199,9 @@ def test_labels_alone_lower_nothing(base: pytest.Pytester, capsys: pytest.Captur
     assert code == 0, out
 
 
-DOCUMENTS_CONFIG = """
-[tool.ragretrieval]
-documents = "kb"
-evalset = "fixtures/evalset.jsonl"
-baseline = "baselines/retrieval.json"
-k = 2
-tokenizer = "english"
-metrics = ["recall", "char_recall"]
-
-[tool.ragretrieval.chunker]
-type = "sentences"
-size = 1
-
-[tool.ragretrieval.retrievers.bm25]
-type = "bm25"
-{extra}
-"""
+def documents(extra: str = "") -> str:
+    """The documents project with bm25 (`extra` lines in its table), recall and char_recall at 2."""
+    return documents_config(["recall", "char_recall"], f'[tool.ragretrieval.retrievers.bm25]\ntype = "bm25"\n{extra}\n')
 
 
 def test_documents_mode_is_scored_from_the_cut_documents(pytester: pytest.Pytester,
@@ -215,12 +210,12 @@ def test_documents_mode_is_scored_from_the_cut_documents(pytester: pytest.Pytest
     so a span metric is scored from the approved rankings too, not read."""
     if shutil.which("git") is None:
         pytest.skip("git is not on PATH")
-    write_documents_project(pytester.path, DOCUMENTS_CONFIG.format(extra=""))
+    write_documents_project(pytester.path, documents())
     assert pytester.runpytest("--rag-update-baseline", *RUN).ret == 0
     git(pytester.path, "init", "-q", "-b", "main")
     git(pytester.path, "add", "-A")
     git(pytester.path, "commit", "-q", "-m", "base")
-    (pytester.path / "pyproject.toml").write_text(DOCUMENTS_CONFIG.format(extra="min_score = 6.0"), encoding="utf-8")
+    (pytester.path / "pyproject.toml").write_text(documents("min_score = 6.0"), encoding="utf-8")
     assert pytester.runpytest("--rag-update-baseline", "--rag-allow-regression", *RUN).ret == 0
     forge(pytester.path)
     code, out = check(capsys, "diff", "--against", "main", "--fail-on-lower")
