@@ -20,9 +20,10 @@ from ..baseline.format import Baseline, load, read
 from ..config.settings import Config
 from ..core.errors import FixtureError
 from ..evalset.jsonl import JUDGE_KEYS, MAX_GRADE, load_chunks, load_evalset
+from ..evalset.lines import records
 from ..evalset.records import Chunk, Question
-from ..files.jsontext import JSONProblem, loads
-from ..files.paths import Unreadable, display, read_input, write_atomic
+from ..files.jsontext import loads
+from ..files.paths import display, read_input, write_atomic
 from .results import check_known
 
 
@@ -110,27 +111,12 @@ class Label:
 
 def read_labels(path: Path) -> tuple[list[Label], int, int]:
     """(finished labels, lines still ungraded, machine lines), every problem one line naming FILE:line."""
-    try:
-        raw = read_input(path)
-    except Unreadable as exc:
-        raise FixtureError(f"{display(path)}: {exc}") from None
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise FixtureError(f"{display(path)}: not UTF-8 text") from None
     labels: list[Label] = []
     open_lines = machine = 0
     seen: dict[tuple[str, str], str] = {}
-    for number, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
-            continue
-        where = f"{display(path)}:{number}"
-        try:
-            record = loads(line)
-        except JSONProblem as exc:
-            raise FixtureError(f"{where}: invalid JSON ({exc})") from None
-        if not isinstance(record, dict) or not isinstance(record.get("question"), str) \
-                or not isinstance(record.get("chunk"), str) or "grade" not in record:
+    for where, record in records(path):
+        if not isinstance(record.get("question"), str) or not isinstance(record.get("chunk"), str) \
+                or "grade" not in record:
             raise FixtureError(f"{where}: expected a pool line with 'question', 'chunk' and 'grade' "
                              "(as `ragretrieval pool` writes it)")
         key = (record["question"], record["chunk"])
