@@ -292,3 +292,19 @@ def write_documents_project(folder: Path, config: str) -> None:
     (folder / "fixtures").mkdir(exist_ok=True)
     (folder / "fixtures" / "evalset.jsonl").write_text(jsonl(DOCUMENT_QUESTIONS), encoding="utf-8")
     (folder / "pyproject.toml").write_text(config, encoding="utf-8")
+
+
+def merged_shards(project: pytest.Pytester, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    """Record, run the gate as two shards, `ragretrieval merge` them: the merged results."""
+    from pytest_ragretrieval.cli import main
+
+    assert project.runpytest("--rag-update-baseline", *RUN).ret == 0
+    for index in (1, 2):
+        result = project.runpytest("--rag-eval", f"--rag-shard={index}/2", f"--rag-json=part{index}.json", *RUN)
+        assert result.ret == 0, result.stdout.str()
+    capsys.readouterr()
+    code = main(["merge", "part1.json", "part2.json", "--json", "merged.json"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    found: dict[str, Any] = json.loads((project.path / "merged.json").read_text(encoding="utf-8"))
+    return found

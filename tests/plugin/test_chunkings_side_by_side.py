@@ -6,9 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from projects import RUN, documents_config, one_line_error, write_documents_project
-
-from pytest_ragretrieval.cli import main
+from projects import RUN, documents_config, merged_shards, one_line_error, write_documents_project
 
 CONFIG = documents_config(
     ["recall", "char_recall", "char_iou", "char_recall@100c"],
@@ -82,14 +80,6 @@ def test_chunking_config_errors_are_one_line(project: pytest.Pytester, extra: st
 def test_shards_merge_with_chunkings(project: pytest.Pytester, capsys: pytest.CaptureFixture[str]) -> None:
     """`ragretrieval merge` scores each retriever by its own chunking's labels, as the session did: scored by
     every chunking's labels together, the partials' values disagreed and the merge stopped (exit 2)."""
-    assert project.runpytest("--rag-update-baseline", *RUN).ret == 0
-    for index in (1, 2):
-        result = project.runpytest("--rag-eval", f"--rag-shard={index}/2", f"--rag-json=part{index}.json", *RUN)
-        assert result.ret == 0, result.stdout.str()
-    capsys.readouterr()
-    code = main(["merge", "part1.json", "part2.json", "--json", "merged.json"])
-    out = capsys.readouterr().out
-    assert code == 0, out
-    merged = json.loads((project.path / "merged.json").read_text(encoding="utf-8"))
+    merged = merged_shards(project, capsys)
     for name in ("bm25_small", "bm25_big"):
         assert merged["retrievers"][name]["questions"]["laptop"]["metrics"]["recall@2"] == 1.0

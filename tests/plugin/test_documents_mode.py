@@ -7,9 +7,7 @@ import json
 from typing import Any
 
 import pytest
-from projects import DOCUMENTS, RUN, documents_config, write_documents_project
-
-from pytest_ragretrieval.cli import main
+from projects import DOCUMENTS, RUN, documents_config, merged_shards, write_documents_project
 
 BM25 = '[tool.ragretrieval.retrievers.bm25]\ntype = "bm25"\n'
 OVERLAP_TABLE = ('[tool.ragretrieval.retrievers.overlap]\ntype = "python"\nfactory = "overlap_retriever:make"\n'
@@ -49,15 +47,7 @@ def test_documents_mode_records_a_baseline_and_passes_again(project: pytest.Pyte
 def test_shards_merge_in_documents_mode(project: pytest.Pytester, capsys: pytest.CaptureFixture[str]) -> None:
     """`ragretrieval merge` cuts the documents as the session did: it read a chunks file only, and stopped with
     "reads a chunks file" on a documents config."""
-    assert project.runpytest("--rag-update-baseline", *RUN).ret == 0
-    for index in (1, 2):
-        result = project.runpytest("--rag-eval", f"--rag-shard={index}/2", f"--rag-json=part{index}.json", *RUN)
-        assert result.ret == 0, result.stdout.str()
-    capsys.readouterr()
-    code = main(["merge", "part1.json", "part2.json", "--json", "merged.json"])
-    out = capsys.readouterr().out
-    assert code == 0, out
-    merged = json.loads((project.path / "merged.json").read_text(encoding="utf-8"))
+    merged = merged_shards(project, capsys)
     assert merged["fingerprint"]["chunks"]["chunker"] == {"type": "sentences", "size": 1, "overlap": 0}
     assert sorted(merged["retrievers"]["bm25"]["questions"]) == ["hotel", "laptop", "refund", "taxi"]
 
