@@ -138,6 +138,8 @@ def serve(task: Callable[[Callable[[bytes], None]], None]) -> Child:
     time through the function it is given (the team's chunker: one per document); read each with
     `answer`, under a deadline of its own."""
     def body(write: int) -> bytes:
+        gc.freeze()  # what it inherited stays untouched (not copied); the team's own garbage is collected
+        gc.enable()
         task(lambda data: _write_all(write, ANSWER + len(data).to_bytes(4, "big") + data))
         return b""
 

@@ -160,6 +160,10 @@ def ending(text):
     os._exit(0)
 
 
+def vanishing(text):
+    os.kill(os.getpid(), 9)
+
+
 def closing(text):
     if not sys.stdout.closed:
         sys.stdout.close()
@@ -197,6 +201,8 @@ def cut(root: Path, function: str, timeout: float = 60.0) -> tuple[Chunk, ...]:
     ("recursing", r"chunker 'team:recursing' raised RecursionError: maximum recursion depth exceeded on document 'zh'"),
     ("ending", r"chunker 'team:ending' on document 'zh': its process failed \(it ended with exit status 0 before "
                r"its answer\); a chunker returns its pairs, it must not exit or end its process"),
+    ("vanishing", r"chunker 'team:vanishing' on document 'zh': its process failed \(it ended with signal 9 before "
+                  r"its answer\)"),
     ("not_json", r"chunker 'team:not_json' returned metadata that is not JSON for document 'zh' \(Object of type "
                  r"set is not JSON serializable\)"),
     ("unordered", r"chunker 'team:unordered' returned \(0, 5\) after \(5, 44\) for document 'zh'; return the pairs "
