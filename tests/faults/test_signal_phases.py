@@ -13,7 +13,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from projects import RUN, documents_config, retriever, write_documents_project
+from projects import RUN, documents_config, retriever, write_distribution, write_documents_project
 
 GUARD = 60
 """Seconds before a run counts as hung: a guard, not a measure of speed."""
@@ -63,6 +63,25 @@ def pytest_sessionfinish():
         Path(os.environ["RAG_TEST_BLOCKED"]).write_text(str(os.getpid()), encoding="utf-8")
         time.sleep(120)
 '''
+SLOW_FORMAT = {
+    "slow_format.py": '''
+import os
+import time
+from pathlib import Path
+
+from pytest_ragretrieval.report.formats import FileFormat
+
+SLOW = FileFormat("slow", "--rag-slow", "rag_slow", "a report that takes its time", __name__)
+
+
+def render(data):
+    Path(os.environ["RAG_TEST_BLOCKED"]).write_text(str(os.getpid()), encoding="utf-8")
+    time.sleep(3)
+    return "slow report\\n"
+''',
+}
+"""A report format from an entry point whose rendering takes 3 s: a signal then comes while the results are
+written."""
 STOPPED = "rag: interrupted: no results, reports or baseline written"
 AFTER = "rag: interrupted (SIGTERM) after the results were written: what was written is whole"
 
@@ -79,10 +98,12 @@ def project(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def terminated(project: Path, phase: str, *flags: str) -> tuple[int, str, int]:
+def terminated(project: Path, phase: str, *flags: str, path: str = "") -> tuple[int, str, int]:
     """The gate run blocked at `phase`, sent SIGTERM: its status, its output, the pid that blocked."""
     blocked = project / "blocked"
     environment = dict(os.environ, RAG_TEST_PHASE=phase, RAG_TEST_BLOCKED=str(blocked))
+    if path:
+        environment["PYTHONPATH"] = os.pathsep.join(filter(None, [path, os.environ.get("PYTHONPATH")]))
     process = subprocess.Popen([sys.executable, "-m", "pytest", *flags, *RUN], cwd=project, env=environment,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
@@ -140,3 +161,14 @@ def test_sigterm_after_the_results_were_written(project: Path) -> None:
     assert code == pytest.ExitCode.INTERRUPTED, output
     assert_plugins_line_only(output, AFTER)
     assert (project / "out.json").exists()
+
+
+def test_sigterm_while_the_results_are_written_is_held_until_they_are_whole(project: Path) -> None:
+    site = write_distribution(project / "site", "slow-format", {"pytest_ragretrieval.formats": {
+        "slow": "slow_format:SLOW"}}, SLOW_FORMAT)
+    code, output, _ = terminated(project, "writing", "--rag-eval", "-m", "rag_eval", "-k", "not blocking",
+                                 "--rag-slow", "slow.txt", path=str(site))
+    assert code == pytest.ExitCode.INTERRUPTED, output
+    assert_plugins_line_only(output, "rag: interrupted (SIGTERM) while the results were written: what was "
+                                     "written is whole; the run ends as interrupted")
+    assert (project / "slow.txt").read_text(encoding="utf-8") == "slow report\n"
