@@ -9,6 +9,10 @@ for a core that stayed idle while this process measured its own speed on the fir
 A child never outlives the run: on Linux the kernel kills it when the process that forked it
 dies (SIGKILL included), and a child forked with `group=True` (tokenizing ahead, which forks
 children of its own) leads its own process group and is killed as a group.
+
+A served child (`serve`) answers one request after another, each under a deadline of its own: the
+team's `python` chunker runs there, one document at a time, so that whatever it does (hang, exit,
+crash) is the child's end and one line, never the gate's.
 """
 from __future__ import annotations
 
@@ -35,11 +39,11 @@ BESIDE = 3
 """The niceness a process doing work ahead (the corpus's tokens) adds to the gate's: the gate is
 embedding meanwhile, which is on the run's path; what the process makes is needed only later."""
 MIN_SHARE = 0.5
+"""Seconds of work each process must get. Forking and handing the result back take milliseconds;
+the margin covers a speed estimate made on the first texts and a core that gets busy meanwhile."""
 DONE, FAILED, ANSWER = b"\0", b"\1", b"\2"
 """What a child's pipe holds: its answers (`serve`: ANSWER, a 4-byte length, the bytes), then DONE and
 its bytes (`fork`), or FAILED and its error."""
-"""Seconds of work each process must get. Forking and handing the result back take milliseconds;
-the margin covers a speed estimate made on the first texts and a core that gets busy meanwhile."""
 
 
 @dataclass(frozen=True)
