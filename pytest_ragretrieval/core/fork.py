@@ -10,7 +10,7 @@ A child never outlives the run: on Linux the kernel kills it when the process th
 dies (SIGKILL included), and a child forked with `group=True` (tokenizing ahead, which forks
 children of its own) leads its own process group and is killed as a group.
 
-A served child (`serve`) answers one request after another, each under a deadline of its own: the
+A served child (`serve`) hands back one answer after another, each under a deadline of its own: the
 team's `python` chunker runs there, one document at a time, so that whatever it does (hang, exit,
 crash) is the child's end and one line, never the gate's.
 """
