@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,13 +19,20 @@ from .glue.rootdir import add_shard_option, option_problem
 from .report import formats
 
 if TYPE_CHECKING:
+    from .core.signals import Watch
     from .gate.items import ItemKey
     from .glue.session import RagSession
     from .record.types import Verdict
 
 SESSION: pytest.StashKey[RagSession] = pytest.StashKey()
-RESTORE_SIGTERM: pytest.StashKey[Callable[[], None]] = pytest.StashKey()
+WATCH: pytest.StashKey[Watch] = pytest.StashKey()
 INTERRUPTED: pytest.StashKey[bool] = pytest.StashKey()
+"""The run was interrupted before its results: the rag section says only that."""
+SAID: pytest.StashKey[bool] = pytest.StashKey()
+"""The rag section holds the line that says the run was interrupted."""
+FINISHING: pytest.StashKey[pytest.Session] = pytest.StashKey()
+"""The session once the gate writes its results: a signal from then on is held (core/signals.py)."""
+STOPPED = "rag: interrupted: no results, reports or baseline written"
 WORKER_VERDICTS: pytest.StashKey[dict[str, Verdict]] = pytest.StashKey()
 VERDICTS_INPUT, ITEMS_INPUT, SOURCE_INPUT = "rag_eval_verdicts", "rag_eval_items", "rag_eval_source"
 """What a pytest-xdist worker gets from its controller (workerinput): where the verdicts will be, the items."""
@@ -107,7 +114,11 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[GATE] = Gate(keys, Path(workerinput[SOURCE_INPUT]))
         return
     from .core.errors import RagError
+    from .core.signals import Watch
 
+    watch = Watch(pytest.Session.Interrupted)  # pytest shows it as one line, without a source location
+    watch.start()  # before the config is read: a `python` chunker runs then
+    config.stash[WATCH] = watch
     try:
         known = list(formats.FORMATS.values())
     except RagError as exc:
@@ -116,7 +127,6 @@ def pytest_configure(config: pytest.Config) -> None:
     json_path = _path(option.rag_json)
     outputs = {"--rag-json": json_path} if json_path is not None else {}
     outputs.update((fmt.flag, reports[fmt.name]) for fmt in known if fmt.name in reports)
-    from .core.signals import handle_sigterm
     from .glue.session import Options, RagSession
 
     options = Options(
@@ -134,9 +144,6 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[GATE] = Gate(tuple(session.item_keys()), session.config.source)
     if config.pluginmanager.hasplugin("xdist") and not hasattr(config, "workerinput"):
         config.pluginmanager.register(Controller(config.stash[GATE]), "ragretrieval-controller")
-    restore = handle_sigterm()
-    if restore is not None:
-        config.stash[RESTORE_SIGTERM] = restore
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
@@ -300,13 +307,19 @@ def _output(config: pytest.Config) -> Any:
     )
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """The results written; from here on a signal is held (core/signals.py), so they are written whole,
+    and the run still ends as interrupted, with its line."""
     rag = session.config.stash.get(SESSION, None)
     if rag is None:
         return
+    watch = session.config.stash[WATCH]
+    watch.hold()
+    session.config.stash[FINISHING] = session
     if exitstatus == pytest.ExitCode.INTERRUPTED:
-        session.config.stash[INTERRUPTED] = True
-        rag.update_lines.append("rag: interrupted: no results, reports or baseline written")
+        session.config.stash[INTERRUPTED] = session.config.stash[SAID] = True
+        rag.update_lines.append(STOPPED)
         return
     from .core.errors import RagError
 
@@ -314,8 +327,28 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         rag.finish()
     except RagError as exc:
         rag.update_lines.append(f"rag: error: {exc}")
-    if (rag.write_failed or rag.failed_lines) and session.exitstatus == pytest.ExitCode.OK:
+    if watch.received is not None:
+        rag.update_lines.append(_held_line(watch.received, "while"))
+        session.config.stash[SAID] = True
+        session.exitstatus = pytest.ExitCode.INTERRUPTED
+    elif (rag.write_failed or rag.failed_lines) and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    watch.end(functools.partial(_end_now, session.config))
+
+
+def _end_now(config: pytest.Config, received: str) -> None:
+    """A signal after the results were written (another plugin's hook, the summary): the cleanup and the
+    plugin's line (`pytest_unconfigure`), then the process ends at once, interrupted; unwinding through
+    pytest from here would print a traceback."""
+    pytest_unconfigure(config)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(pytest.ExitCode.INTERRUPTED)
+
+
+def _held_line(received: str, when: str) -> str:
+    return (f"rag: interrupted ({received}) {when} the results were written: what was written is whole; "
+            "the run ends as interrupted")
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
@@ -340,18 +373,25 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    """Stop the server, drop the schema, remove the container: a second Ctrl-C or SIGTERM cannot cut this short."""
-    rag = config.stash.get(SESSION, None)
-    if rag is None:
+    """Stop the server, drop the schema, remove the container: a second Ctrl-C or SIGTERM cannot cut this
+    short. A signal the summary could not report (it came before the session started, or after the
+    summary) is the plugin's one line here, and the run's exit status says interrupted."""
+    watch = config.stash.get(WATCH, None)
+    if watch is None:
         return
+    watch.hold()
+    rag = config.stash.get(SESSION, None)
     from .core.errors import RagError
-    from .core.signals import deferred
 
-    with deferred():
-        try:
+    try:
+        if rag is not None:
             rag.close()
-        except RagError as exc:  # a url server gone mid-run: one line after the summary, never a traceback
-            print(f"rag: error: {exc}", file=sys.stderr)
-    restore = config.stash.get(RESTORE_SIGTERM, None)
-    if restore is not None:
-        restore()
+    except RagError as exc:  # a url server gone mid-run: one line after the summary, never a traceback
+        print(f"rag: error: {exc}", file=sys.stderr)
+    session = config.stash.get(FINISHING, None)
+    if watch.received is not None and not config.stash.get(SAID, False):
+        config.stash[SAID] = True
+        print(STOPPED if session is None else _held_line(watch.received, "after"), file=sys.stderr)
+        if session is not None:
+            session.exitstatus = pytest.ExitCode.INTERRUPTED
+    watch.stop()

@@ -13,6 +13,7 @@ from ..database.session import TeamCorpus
 from ..database.settings import DbMode, IndexKind, IndexSettings
 from ..embedding import PROMPT_KEYS, check_spec
 from ..embedding.base import DEFAULT_RETRIES, DEFAULT_TIMEOUT, EmbedderSettings
+from ..evalset.chunkers import TIMEOUT as CHUNKER_TIMEOUT
 from ..evalset.chunkers import TOKENIZERS as CHUNK_TOKENIZERS
 from ..evalset.chunkers import TYPES as CHUNKER_TYPES
 from ..evalset.chunkers import Chunker
@@ -286,7 +287,8 @@ def _chunker_table(sub: Table) -> Chunker:
     kind = (sub.text("type", "python", choices=CHUNKER_TYPES) if sub.has("python")
             else sub.text("type", choices=CHUNKER_TYPES))
     if kind == "python":
-        found = Chunker(kind, python=sub.text("python"))
+        found = Chunker(kind, python=sub.text("python"),
+                        timeout=sub.number("timeout", CHUNKER_TIMEOUT, minimum=0.1, maximum=3600.0))
         if ":" not in found.python:
             raise sub.error("python", f"must be \"module:function\", got {found.python!r}")
     elif kind == "markdown":
@@ -294,9 +296,11 @@ def _chunker_table(sub: Table) -> Chunker:
     else:
         defaults = (512, 64) if kind == "tokens" else (3, 0)
         size = sub.integer("size", defaults[0], minimum=1)
+        written = sub.has("overlap")
         overlap = sub.integer("overlap", defaults[1], minimum=0)
         if overlap >= size:
-            raise sub.error("overlap", f"must be below size ({size}), got {overlap}")
+            got = f"{overlap}" if written else f"the default {overlap}; set overlap below {size}"
+            raise sub.error("overlap", f"must be below size ({size}), got {got}")
         tokenizer = sub.text("tokenizer", "unicode", choices=CHUNK_TOKENIZERS) if kind == "tokens" else "unicode"
         found = Chunker(kind, size=size, overlap=overlap, tokenizer=tokenizer)
     sub.finish()

@@ -9,6 +9,10 @@ for a core that stayed idle while this process measured its own speed on the fir
 A child never outlives the run: on Linux the kernel kills it when the process that forked it
 dies (SIGKILL included), and a child forked with `group=True` (tokenizing ahead, which forks
 children of its own) leads its own process group and is killed as a group.
+
+A served child (`serve`) hands back one answer after another, each under a deadline of its own: the
+team's `python` chunker runs there, one document at a time, so that whatever it does (hang, exit,
+crash) is the child's end and one line, never the gate's.
 """
 from __future__ import annotations
 
@@ -37,6 +41,9 @@ embedding meanwhile, which is on the run's path; what the process makes is neede
 MIN_SHARE = 0.5
 """Seconds of work each process must get. Forking and handing the result back take milliseconds;
 the margin covers a speed estimate made on the first texts and a core that gets busy meanwhile."""
+DONE, FAILED, ANSWER = b"\0", b"\1", b"\2"
+"""What a child's pipe holds: its answers (`serve`: ANSWER, a 4-byte length, the bytes), then DONE and
+its bytes (`fork`), or FAILED and its error."""
 
 
 @dataclass(frozen=True)
@@ -127,6 +134,23 @@ def fork(task: Callable[[], bytes], nice: int = 0, group: bool = False) -> Child
     `nice`: how much lower its priority is than this one's (work done beside this one's own, which
     must not slow it); `group`: the child leads a process group of its own, so the children it forks
     die with it (`stop`, a missed deadline)."""
+    return _fork(lambda write: task(), nice, group)
+
+
+def serve(task: Callable[[Callable[[bytes], None]], None]) -> Child:
+    """A child process running `task` on what this one holds now, which hands back its answers one at a
+    time through the function it is given (the team's chunker: one per document); read each with
+    `answer`, under a deadline of its own."""
+    def body(write: int) -> bytes:
+        gc.freeze()  # what it inherited stays untouched (not copied); the team's own garbage is collected
+        gc.enable()
+        task(lambda data: _write_all(write, ANSWER + len(data).to_bytes(4, "big") + data))
+        return b""
+
+    return _fork(body, 0, False)
+
+
+def _fork(task: Callable[[int], bytes], nice: int, group: bool) -> Child:
     read, write = os.pipe()
     parent = os.getpid()
     with warnings.catch_warnings():
@@ -157,7 +181,7 @@ def _die_with(parent: int) -> None:
         os._exit(1)
 
 
-def _child(task: Callable[[], bytes], read: int, write: int, nice: int, parent: int, group: bool) -> NoReturn:
+def _child(task: Callable[[int], bytes], read: int, write: int, nice: int, parent: int, group: bool) -> NoReturn:
     """Runs in the child: it dies with its parent, leads its own process group when asked; the parent's
     signal handlers (the gate's cleanup) and its garbage collector (which would touch, and so copy, every
     page) are off; it leaves by os._exit, so no atexit hook or finalizer of the parent's (a database
@@ -173,16 +197,20 @@ def _child(task: Callable[[], bytes], read: int, write: int, nice: int, parent: 
         gc.disable()
         if nice:
             os.nice(nice)
-        data = b"\0" + task()
+        data = DONE + task(write)
         code = 0
     except BaseException as exc:  # noqa: BLE001 - everything goes back to the parent as one line
-        data = b"\1" + f"{type(exc).__name__}: {exc}".encode("utf-8", "replace")
+        data = FAILED + f"{type(exc).__name__}: {exc}".encode("utf-8", "replace")
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(write, view):]
+        _write_all(write, data)
     finally:
         os._exit(code)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
 
 
 def result(child: Child, deadline: float) -> bytes:
@@ -201,14 +229,65 @@ def result(child: Child, deadline: float) -> bytes:
             raise ChildFailed("it was not done in time (killed)")
     data = b"".join(chunks)
     _, status = os.waitpid(child.pid, 0)
-    if data[:1] == b"\1":
-        lines = data[1:].decode("utf-8", "replace").strip().splitlines()
-        raise ChildFailed(lines[-1] if lines else "no message")
-    if status != 0 or data[:1] != b"\0":
-        code = os.waitstatus_to_exitcode(status)
-        ended = f"signal {-code}" if code < 0 else f"exit status {code}"
-        raise ChildFailed(f"it ended with {ended} and handed back nothing")
+    if data[:1] == FAILED:
+        raise ChildFailed(_last_line(data[1:]))
+    if status != 0 or data[:1] != DONE:
+        raise ChildFailed(f"it ended with {_ended(status)} and handed back nothing")
     return data[1:]
+
+
+def answer(child: Child, deadline: float) -> bytes | None:
+    """A served child's next answer (`serve`); None once it has ended as it should. ChildFailed when
+    it raised or ended otherwise (an exit, a signal), TooLate when no answer came by `deadline`
+    (time.monotonic(); it is killed then): either way it has been reaped."""
+    kind = _read(child, 1, deadline)
+    if kind == ANSWER:
+        head = _read(child, 4, deadline)
+        data = _read(child, int.from_bytes(head, "big"), deadline) if len(head) == 4 else b""
+        if len(head) == 4 and len(data) == int.from_bytes(head, "big"):
+            return data
+        kind = b""  # it ended halfway through an answer
+    rest = b""
+    if kind == FAILED:
+        while chunk := _read(child, 1 << 16, deadline, some=True):
+            rest += chunk
+    os.close(child.fd)
+    _, status = os.waitpid(child.pid, 0)
+    if kind == DONE and status == 0:
+        return None
+    if kind == FAILED:
+        raise ChildFailed(_last_line(rest))
+    raise ChildFailed(f"it ended with {_ended(status)} before its answer")
+
+
+class TooLate(ChildFailed):
+    """A served child did not answer by its deadline (it was killed)."""
+
+
+def _read(child: Child, size: int, deadline: float, some: bool = False) -> bytes:
+    """`size` bytes from the child (`some`: up to `size`, b"" at its end); b"" where it ended first."""
+    found = b""
+    while len(found) < size:
+        if not select.select([child.fd], [], [], max(0.0, deadline - time.monotonic()))[0]:
+            os.close(child.fd)
+            _kill(child)
+            os.waitpid(child.pid, 0)
+            raise TooLate("it was not done in time (killed)")
+        chunk = os.read(child.fd, size - len(found))
+        if not chunk or some:
+            return found + chunk
+        found += chunk
+    return found
+
+
+def _last_line(data: bytes) -> str:
+    lines = data.decode("utf-8", "replace").strip().splitlines()
+    return lines[-1] if lines else "no message"
+
+
+def _ended(status: int) -> str:
+    code = os.waitstatus_to_exitcode(status)
+    return f"signal {-code}" if code < 0 else f"exit status {code}"
 
 
 def stop(children: Sequence[Child]) -> None:

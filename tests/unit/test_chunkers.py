@@ -3,11 +3,15 @@ doc[start:end], ids stay when another document changes; documents read from a fi
 from __future__ import annotations
 
 import json
+import os
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from pytest_ragretrieval.core.errors import ConfigError, FixtureError
+from pytest_ragretrieval.evalset import chunkers
 from pytest_ragretrieval.evalset.chunkers import Chunker, chunk_documents, sentence_bounds, token_bounds
 from pytest_ragretrieval.evalset.documents import Document, documents_digest, load_documents
 from pytest_ragretrieval.evalset.records import Chunk
@@ -124,3 +128,122 @@ def test_documents_from_a_file_and_from_a_folder(tmp_path: Path) -> None:
     (tmp_path / "bad.jsonl").write_text('{"id": "a#1", "text": "x"}\n', encoding="utf-8")
     with pytest.raises(FixtureError, match=r"bad.jsonl:1: field 'id' must be .* without '#'"):
         load_documents(tmp_path / "bad.jsonl")
+
+
+TEAM = '''
+import os
+import sys
+import time
+
+
+def ok(text):
+    return [(0, len(text), {"n": len(text)})]
+
+
+def hang(text):
+    time.sleep(60)
+
+
+def raising(text):
+    raise ValueError("boom\\nsecond line")
+
+
+def exiting(text):
+    sys.exit(3)
+
+
+def recursing(text):
+    return recursing(text)
+
+
+def ending(text):
+    os._exit(0)
+
+
+def vanishing(text):
+    os.kill(os.getpid(), 9)
+
+
+def closing(text):
+    if not sys.stdout.closed:
+        sys.stdout.close()
+        os.close(1)
+    return [(0, len(text))]
+
+
+def not_json(text):
+    return [(0, len(text), {"tags": {"a", "b"}})]
+
+
+def unordered(text):
+    return [(5, len(text)), (0, 5)]
+
+
+def twice(text):
+    return [(0, 5), (0, 5), (5, len(text))]
+'''
+
+
+@pytest.fixture
+def team(tmp_path: Path) -> Path:
+    (tmp_path / "team.py").write_text(TEAM, encoding="utf-8")
+    return tmp_path
+
+
+def cut(root: Path, function: str, timeout: float = 60.0) -> tuple[Chunk, ...]:
+    return chunk_documents([CHINESE, ENGLISH], Chunker("python", python=f"team:{function}", timeout=timeout), root)
+
+
+@pytest.mark.usefixtures("threads_of_this_test")
+@pytest.mark.parametrize(("function", "message"), [
+    ("raising", r"chunker 'team:raising' raised ValueError: boom on document 'zh'; fix the chunker"),
+    ("exiting", r"chunker 'team:exiting' raised SystemExit: 3 on document 'zh'; fix the chunker"),
+    ("recursing", r"chunker 'team:recursing' raised RecursionError: maximum recursion depth exceeded on document 'zh'"),
+    ("ending", r"chunker 'team:ending' on document 'zh': its process failed \(it ended with exit status 0 before "
+               r"its answer\); a chunker returns its pairs, it must not exit or end its process"),
+    ("vanishing", r"chunker 'team:vanishing' on document 'zh': its process failed \(it ended with signal 9 before "
+                  r"its answer\)"),
+    ("not_json", r"chunker 'team:not_json' returned metadata that is not JSON for document 'zh' \(Object of type "
+                 r"set is not JSON serializable\)"),
+    ("unordered", r"chunker 'team:unordered' returned \(0, 5\) after \(5, 44\) for document 'zh'; return the pairs "
+                  r"in order, by start then end, each once"),
+    ("twice", r"chunker 'team:twice' returned \(0, 5\) twice for document 'zh'"),
+])
+def test_a_teams_chunker_that_fails_is_one_line_naming_it_and_the_document(
+        team: Path, function: str, message: str) -> None:
+    import psutil
+
+    with pytest.raises(FixtureError, match=message) as caught:
+        cut(team, function)
+    assert "\n" not in str(caught.value)
+    assert psutil.Process().children() == []  # the chunker's process is gone
+
+
+@pytest.mark.usefixtures("threads_of_this_test")
+def test_a_chunker_that_never_returns_is_stopped_at_its_deadline(team: Path) -> None:
+    import psutil
+
+    started = time.monotonic()
+    with pytest.raises(FixtureError, match=r"chunker 'team:hang' did not return within 0.5 s on document 'zh' "
+                                           r"\(its process was stopped\); make it faster, or raise its table's timeout"):
+        cut(team, "hang", timeout=0.5)
+    assert time.monotonic() - started < 30  # a guard: the deadline, not the 60 s sleep
+    assert psutil.Process().children() == []
+
+
+@pytest.mark.usefixtures("threads_of_this_test")
+def test_a_chunker_runs_in_a_process_of_its_own(team: Path) -> None:
+    """Closing stdout there leaves this process's open; its metadata comes back as JSON."""
+    assert [c.text for c in cut(team, "closing")] == [CHINESE.text, ENGLISH.text]
+    assert os.fstat(1) is not None and not sys.stdout.closed
+    assert [c.metadata for c in cut(team, "ok")] == [{"n": len(CHINESE.text)}, {"n": len(ENGLISH.text)}]
+    assert "team" not in sys.modules  # imported by the chunker's process only
+
+
+def test_where_forking_is_unsafe_the_same_checks_run_here(team: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(chunkers, "forkable", lambda: False)
+    assert [c.metadata for c in cut(team, "ok")] == [{"n": len(CHINESE.text)}, {"n": len(ENGLISH.text)}]
+    with pytest.raises(FixtureError, match=r"chunker 'team:raising' raised ValueError: boom on document 'zh'"):
+        cut(team, "raising")
+    with pytest.raises(FixtureError, match=r"chunker 'team:twice' returned \(0, 5\) twice for document 'zh'"):
+        cut(team, "twice")

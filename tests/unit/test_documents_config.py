@@ -37,7 +37,8 @@ def error_of(tmp_path: Path, text: str) -> str:
     ('type = "tokens"\nsize = 256\noverlap = 32\ntokenizer = "chars"', Chunker("tokens", 256, 32, "chars")),
     ('type = "sentences"\nsize = 3\noverlap = 1', Chunker("sentences", 3, 1)),
     ('type = "markdown"', Chunker("markdown", 2000)),
-    ('python = "myapp.chunking:split"', Chunker("python", python="myapp.chunking:split")),
+    ('python = "myapp.chunking:split"', Chunker("python", python="myapp.chunking:split", timeout=60.0)),
+    ('python = "myapp.chunking:split"\ntimeout = 2.5', Chunker("python", python="myapp.chunking:split", timeout=2.5)),
 ])
 def test_documents_with_a_chunker(tmp_path: Path, table: str, chunker: Chunker) -> None:
     config = config_at(tmp_path, HEAD + "\n[tool.ragretrieval.chunker]\n" + table + "\n")
@@ -53,6 +54,11 @@ def test_documents_with_a_chunker(tmp_path: Path, table: str, chunker: Chunker) 
      "key 'chunker': cuts documents, and this config names none; add documents = \"PATH\" or remove the chunker"),
     (HEAD + '[tool.ragretrieval.chunker]\ntype = "tokens"\nsize = 64\noverlap = 64\n',
      "chunker key 'overlap': must be below size (64), got 64"),
+    (HEAD + '[tool.ragretrieval.chunker]\ntype = "tokens"\nsize = 8\n',
+     "chunker key 'overlap': must be below size (8), got the default 64; set overlap below 8"),
+    (HEAD + '[tool.ragretrieval.chunker]\npython = "a:b"\ntimeout = 0\n', "chunker key 'timeout': must be >= 0.1, got 0"),
+    (HEAD + '[tool.ragretrieval.chunker]\npython = "a:b"\ntimeout = "1m"\n', "chunker key 'timeout': must be a number"),
+    (HEAD + '[tool.ragretrieval.chunker]\ntype = "tokens"\ntimeout = 5\n', "chunker: unknown key 'timeout'"),
     (HEAD + '[tool.ragretrieval.chunker]\ntype = "token"\n', "chunker key 'type': must be one of"),
     (HEAD + '[tool.ragretrieval.chunker]\ntype = "markdown"\noverlap = 1\n', "chunker: unknown key 'overlap'"),
     (HEAD + '[tool.ragretrieval.chunker]\nsize = 5\n', "chunker: missing key 'type'"),

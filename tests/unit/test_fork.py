@@ -251,3 +251,62 @@ def _running(pid: int) -> bool:
             return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
     except FileNotFoundError:
         return False
+
+
+def test_a_served_child_hands_back_its_answers_one_at_a_time() -> None:
+    def task(send: Callable[[bytes], None]) -> None:
+        send(b"first")
+        send(b"")
+        send(b"x" * 200_000)
+
+    child = forking.serve(task)
+    deadline = time.monotonic() + 30
+    assert [forking.answer(child, deadline) for _ in range(4)] == [b"first", b"", b"x" * 200_000, None]
+    with pytest.raises(ChildProcessError):
+        os.waitpid(child.pid, os.WNOHANG)  # reaped
+
+
+def exiting(send: Callable[[bytes], None]) -> None:
+    send(b"one")
+    os._exit(0)
+
+
+def killed(send: Callable[[bytes], None]) -> None:
+    send(b"one")
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def raising(send: Callable[[bytes], None]) -> None:
+    send(b"one")
+    int("x")
+
+
+def late(send: Callable[[bytes], None]) -> None:
+    send(b"one")
+    time.sleep(60)
+
+
+@pytest.mark.parametrize(("task", "message"), [
+    (exiting, "it ended with exit status 0 before its answer"),
+    (killed, "it ended with signal 9 before its answer"),
+    (raising, "ValueError: invalid literal for int() with base 10: 'x'"),
+])
+def test_a_served_child_that_ends_otherwise_is_named_and_reaped(
+        task: Callable[[Callable[[bytes], None]], None], message: str) -> None:
+    child = forking.serve(task)
+    assert forking.answer(child, time.monotonic() + 30) == b"one"
+    with pytest.raises(ChildFailed, match=re.escape(message)):
+        forking.answer(child, time.monotonic() + 30)
+    with pytest.raises(ChildProcessError):
+        os.waitpid(child.pid, os.WNOHANG)
+
+
+def test_a_served_child_late_with_its_answer_is_killed() -> None:
+    child = forking.serve(late)
+    assert forking.answer(child, time.monotonic() + 30) == b"one"
+    started = time.monotonic()
+    with pytest.raises(forking.TooLate):
+        forking.answer(child, time.monotonic() + 0.3)
+    assert time.monotonic() - started < 30  # a guard: the deadline, not the sleep
+    with pytest.raises(ChildProcessError):
+        os.waitpid(child.pid, os.WNOHANG)

@@ -1,4 +1,5 @@
-"""SIGTERM raises KeyboardInterrupt while the gate runs; the cleanup cannot be cut short; ignored stays ignored."""
+"""SIGTERM raises KeyboardInterrupt while the gate runs; held signals are remembered, not raised (the
+results and the cleanup cannot be cut short); ignored stays ignored; the previous handlers come back."""
 from __future__ import annotations
 
 import os
@@ -7,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from pytest_ragretrieval.core.signals import deferred, handle_sigterm
+from pytest_ragretrieval.core.signals import Watch
 
 
 @pytest.fixture(autouse=True)
@@ -18,29 +19,40 @@ def handlers() -> Iterator[None]:
         signal.signal(number, handler)
 
 
-def test_sigterm_raises_keyboard_interrupt_until_restored() -> None:
+class Stopped(KeyboardInterrupt):
+    """What the plugin passes: pytest's Session.Interrupted."""
+
+
+def test_sigterm_raises_the_given_interrupt_until_stopped() -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    restore = handle_sigterm()
-    assert restore is not None
-    with pytest.raises(KeyboardInterrupt, match="received SIGTERM"):
+    watch = Watch(Stopped)
+    watch.start()
+    with pytest.raises(Stopped, match="received SIGTERM"):
         os.kill(os.getpid(), signal.SIGTERM)
-    restore()
+    assert watch.received == "SIGTERM"
+    watch.stop()
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
 
 
 def test_an_ignored_sigterm_stays_ignored() -> None:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    assert handle_sigterm() is None
+    watch = Watch()
+    watch.start()
+    watch.hold()
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_IGN
+    watch.stop()
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_IGN
 
 
-def test_signals_during_the_cleanup_do_not_interrupt_it() -> None:
-    handle_sigterm()
+def test_held_signals_are_remembered_and_do_not_interrupt() -> None:
     before = signal.getsignal(signal.SIGINT)
+    watch = Watch()
+    watch.start()
+    watch.hold()
     finished = False
-    with deferred():
-        os.kill(os.getpid(), signal.SIGTERM)
-        os.kill(os.getpid(), signal.SIGINT)
-        finished = True
-    assert finished
+    os.kill(os.getpid(), signal.SIGTERM)
+    os.kill(os.getpid(), signal.SIGINT)
+    finished = True
+    assert finished and watch.received == "SIGTERM"  # the first that came
+    watch.stop()
     assert signal.getsignal(signal.SIGINT) is before
