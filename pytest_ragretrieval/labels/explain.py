@@ -1,0 +1,206 @@
+"""Explain a miss: for a question and a retriever, the tokens its bm25 retrievers saw (the retriever's own
+tokenizer and user dictionary, and the same without the dictionary), the terms the query shares with each
+gold chunk, the gold chunks' ranks in every ranking the retriever reads and a hybrid's fused scores
+against the k-th's.
+
+Rankings are computed here where that needs no database, model or service: a bm25 retriever over the
+chunks file (the whole ranking, with its scores), a run file read, a hybrid fused from sources known that
+way. Any other ranking (vector, rerank, python, table, sql) is the one a results file recorded, known as
+deep as it was recorded. Nothing here runs a retriever that the gate would need anything else for.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..config.settings import Config
+from ..evalset.records import Chunk, Question
+from ..files.paths import absolute, display
+from ..record.explain import Explanation, Fusion, GoldTokens, Ranks, Tokens
+from ..retrievers.bm25 import BM25Retriever, tokenizer_for
+from ..retrievers.hybrid import fuse
+from ..retrievers.run import read_run
+from ..retrievers.tokens import tokenizer, tokenizer_key
+
+LOCAL = frozenset({"bm25", "run", "hybrid"})
+"""The types whose rankings are computed here (a hybrid only when every source's is)."""
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """The rankings a run left (a `--rag-json` results file, the baseline, the live run's record):
+    retriever -> question id -> ranking, and where they come from."""
+
+    origin: str
+    rankings: Mapping[str, Mapping[str, tuple[str, ...]]] = field(hash=False)
+
+    def depth(self, name: str) -> int:
+        """How deep the file keeps `name`'s rankings: the longest of them."""
+        return max((len(ranking) for ranking in self.rankings.get(name, {}).values()), default=0)
+
+
+@dataclass(frozen=True)
+class _Ranking:
+    ids: tuple[str, ...]
+    whole: bool
+    origin: str
+    scores: Mapping[str, float] | None = None
+
+
+class Explainer:
+    """Explanations over one corpus and config; bm25 indexes and run files are built or read once each.
+    `local` False reads every ranking from `recorded` (the live run's HTML report: no index is built)."""
+
+    def __init__(self, config: Config, chunks: Sequence[Chunk], questions: Sequence[Question],
+                 recorded: Recorded | None, local: bool = True) -> None:
+        self.config = config
+        self.chunks = {chunk.id: chunk for chunk in chunks}
+        self.ordered = tuple(chunks)
+        self.question_ids = {question.id for question in questions}
+        self.recorded = recorded
+        self.local = local
+        self._bm25: dict[str, BM25Retriever] = {}
+        self._runs: dict[str, Mapping[str, list[str]]] = {}
+
+    def explain(self, question: Question, name: str) -> Explanation:
+        """`question` under the configured retriever `name` (KeyError for an unknown name)."""
+        spec = self.config.retriever(name)
+        gold = tuple(sorted(((cid, grade) for cid, grade in question.relevance.items() if grade >= 1),
+                            key=lambda item: (-item[1], item[0])))
+        wanted = [cid for cid, _ in gold]
+        notes: list[str] = []
+        rankings: dict[str, _Ranking] = {}
+        for reader in self._reading(name):
+            self._ranking(reader, question, rankings, notes)
+        rankings = {reader: rankings[reader] for reader in self._reading(name)}
+        ranks = tuple(self._ranks(reader, rankings[reader], wanted) for reader in rankings)
+        fusion = self._fusion(name, rankings, wanted) if spec.type == "hybrid" else None
+        tokens = tuple(self._tokens(reader, question, wanted) for reader in rankings
+                       if self.config.retriever(reader).type == "bm25")
+        return Explanation(question.id, question.query, name, spec.type, self.config.k, gold, ranks, fusion, tokens,
+                           tuple(notes))
+
+    def _reading(self, name: str) -> list[str]:
+        """`name`, then every retriever it reads, depth first, each once."""
+        found: list[str] = []
+        wanted = [name]
+        while wanted:
+            reader = wanted.pop(0)
+            if reader not in found:
+                found.append(reader)
+                wanted[:0] = self.config.retriever(reader).sources
+        return found
+
+    def _ranking(self, name: str, question: Question, known: dict[str, _Ranking], notes: list[str]) -> _Ranking:
+        """`name`'s ranking of `question`, its sources' first (kept in `known`)."""
+        if name in known:
+            return known[name]
+        spec = self.config.retriever(name)
+        for source in spec.sources:
+            self._ranking(source, question, known, notes)
+        known[name] = self._chosen(name, question, known, notes)
+        return known[name]
+
+    def _chosen(self, name: str, question: Question, known: Mapping[str, _Ranking], notes: list[str]) -> _Ranking:
+        """Computed here where that can be done, else the recorded one."""
+        spec = self.config.retriever(name)
+        computed = self._computed(name, spec.type, spec.params, question, known) if self.local else None
+        recorded = self.recorded.rankings.get(name, {}).get(question.id) if self.recorded is not None else None
+        if computed is not None:
+            if recorded is not None and self.recorded is not None and computed.ids[:len(recorded)] != recorded:
+                notes.append(f"{name}: the ranking computed here differs from the one {self.recorded.origin} "
+                             "recorded: an input changed since it was written; rerun the gate for fresh results")
+            return computed
+        if recorded is None or self.recorded is None:
+            where = f"{self.recorded.origin} holds none" if self.recorded is not None else "no results file was read"
+            notes.append(f"{name}: no ranking known ({where}); pass the results of a run that included it "
+                         "(pytest --rag-eval --rag-json RESULTS.json)")
+            return _Ranking((), False, "none known")
+        return _Ranking(recorded, len(recorded) < self.recorded.depth(name), self.recorded.origin)
+
+    def _computed(self, name: str, kind: str, params: Mapping[str, Any], question: Question,
+                  known: Mapping[str, _Ranking]) -> _Ranking | None:
+        if kind == "bm25":
+            found = self._index(params).scores(question.query)
+            return _Ranking(tuple(cid for cid, _ in found), True, "computed here", dict(found))
+        if kind == "run":
+            path = absolute(self.config.root / params["path"])
+            if name not in self._runs:
+                self._runs[name] = read_run(path, params["format"], params.get("order"), self.question_ids,
+                                            set(self.chunks))
+            return _Ranking(tuple(self._runs[name].get(question.id, ())), True, display(path))
+        if kind == "hybrid":
+            sources = [known[source] for source in params["sources"]]
+            if all(source.whole for source in sources):
+                depth = int(params["depth"])
+                fused = fuse([source.ids[:depth] for source in sources], int(params["rrf_k"]), params.get("weights"))
+                return _Ranking(tuple(fused), True, "fused here from its sources")
+        return None
+
+    def _index(self, params: Mapping[str, Any]) -> BM25Retriever:
+        key = tokenizer_for(params, self.config.tokenizer, self.config.root)
+        own = (key, params["k1"], params["b"], params["epsilon"], params["min_score"])
+        cached = repr(own)
+        if cached not in self._bm25:
+            cut = tokenizer(key)
+            self._bm25[cached] = BM25Retriever(self.ordered, cut, *own[1:])
+        return self._bm25[cached]
+
+    def _ranks(self, name: str, ranking: _Ranking, wanted: Sequence[str]) -> Ranks:
+        position = {cid: rank for rank, cid in enumerate(ranking.ids, start=1)}
+        scores = ranking.scores or {}
+        k = self.config.k
+        kth = (ranking.ids[k - 1], scores[ranking.ids[k - 1]]) if scores and len(ranking.ids) >= k else None
+        return Ranks(name, self.config.retriever(name).type, ranking.origin, len(ranking.ids), ranking.whole,
+                     {cid: position.get(cid) for cid in wanted},
+                     {cid: scores[cid] for cid in wanted if cid in scores}, kth)
+
+    def _fusion(self, name: str, rankings: Mapping[str, _Ranking], wanted: Sequence[str]) -> Fusion:
+        params = self.config.retriever(name).params
+        sources, depth, rrf_k = list(params["sources"]), int(params["depth"]), int(params["rrf_k"])
+        weights = tuple(float(w) for w in params.get("weights") or [1.0] * len(sources))
+        places = [{cid: rank for rank, cid in enumerate(rankings[source].ids[:depth], start=1)} for source in sources]
+
+        def score(cid: str) -> float:
+            return sum(weight / (rrf_k + place[cid]) for weight, place in zip(weights, places, strict=True)
+                       if cid in place)
+
+        own = rankings[name].ids
+        k = self.config.k
+        kth = (own[k - 1], score(own[k - 1])) if len(own) >= k else None
+        bounds = tuple(source for source in sources
+                       if not rankings[source].whole and len(rankings[source].ids) < depth)
+        return Fusion(rrf_k, depth, weights, {cid: score(cid) for cid in wanted}, kth, bounds)
+
+    def _tokens(self, name: str, question: Question, wanted: Sequence[str]) -> Tokens:
+        params = self.config.retriever(name).params
+        tokenizer_name = params.get("tokenizer", self.config.tokenizer)
+        cut = tokenizer(tokenizer_for(params, self.config.tokenizer, self.config.root))
+        plain = tokenizer(tokenizer_key(tokenizer_name)) if "user_dict" in params else None
+        query = tuple(cut(question.query))
+        plain_query = tuple(plain(question.query)) if plain is not None else None
+        gold = []
+        for cid in wanted:
+            chunk = self.chunks.get(cid)
+            text = chunk.text if chunk is not None else ""
+            tokens = tuple(cut(text))
+            plain_tokens = tuple(plain(text)) if plain is not None else None
+            gold.append(GoldTokens(cid, tokens, shared(query, tokens), plain_tokens,
+                                   shared(plain_query, plain_tokens)
+                                   if plain_query is not None and plain_tokens is not None else None))
+        label = tokenizer_name + (f", user dictionary {params['user_dict']}" if "user_dict" in params else "")
+        return Tokens(name, label, query, tuple(gold), plain_query)
+
+
+def shared(query: Sequence[str], tokens: Sequence[str]) -> tuple[str, ...]:
+    """The query's distinct tokens that `tokens` holds, in query order: the terms bm25 can match on."""
+    present = set(tokens)
+    return tuple(dict.fromkeys(token for token in query if token in present))
+
+
+def recorded_rankings(path: Path, retrievers: Mapping[str, Any]) -> Recorded:
+    """The rankings of a results or baseline file's retrievers (`Baseline.retrievers`)."""
+    return Recorded(display(path), {name: {qid: tuple(entry.ranking) for qid, entry in recorded.questions.items()}
+                                    for name, recorded in retrievers.items()})

@@ -1,0 +1,95 @@
+"""Why a question missed, as data: the tokens each bm25 retriever saw, the gold chunks' ranks in every
+ranking the retriever reads, and a fusion's scores against the k-th. Built by `labels/explain.py`, shown
+by `ragretrieval explain` and the HTML report's per-question view (hence here, beside `report.py`)."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class GoldTokens:
+    """One gold chunk's tokens, and the query's distinct tokens it also holds (in query order); `plain` the
+    same without the user dictionary (None where none is configured)."""
+
+    chunk: str
+    tokens: tuple[str, ...]
+    shared: tuple[str, ...]
+    plain: tuple[str, ...] | None = None
+    plain_shared: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class Tokens:
+    """The query and the gold chunks as one bm25 retriever's tokenizer cut them."""
+
+    retriever: str
+    tokenizer: str
+    """Its name, and the user dictionary's path where one is configured."""
+    query: tuple[str, ...]
+    gold: tuple[GoldTokens, ...]
+    plain_query: tuple[str, ...] | None = None
+    """The query's tokens without the user dictionary; None where none is configured."""
+
+    @property
+    def user_dict(self) -> bool:
+        return self.plain_query is not None
+
+
+@dataclass(frozen=True)
+class Ranks:
+    """Where one ranking puts the gold chunks: 1-based ranks, None where a chunk is not in it."""
+
+    retriever: str
+    type: str
+    origin: str
+    """Where the ranking came from: computed here, a run file, a results file."""
+    depth: int
+    """How many ids of the ranking are known."""
+    whole: bool
+    """Whether that is the whole ranking (a chunk not in it was not returned), or only its top (recorded)."""
+    ranks: Mapping[str, int | None] = field(hash=False)
+    scores: Mapping[str, float] = field(default_factory=dict, hash=False)
+    """bm25: each gold chunk's score (those it scores above 0)."""
+    kth: tuple[str, float] | None = None
+    """bm25: the k-th chunk and its score."""
+
+
+@dataclass(frozen=True)
+class Fusion:
+    """A hybrid's reciprocal rank fusion for the gold chunks and the k-th: sum of weight / (rrf_k + rank)
+    over the sources that rank a chunk within `depth`."""
+
+    rrf_k: int
+    depth: int
+    weights: tuple[float, ...]
+    scores: Mapping[str, float] = field(hash=False)
+    kth: tuple[str, float] | None
+    lower_bounds: tuple[str, ...] = ()
+    """Sources known to fewer than `depth` ranks: a chunk they rank below what is known counts 0 here, so
+    the scores are lower bounds."""
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """One question under one retriever."""
+
+    question: str
+    query: str
+    retriever: str
+    type: str
+    k: int
+    gold: tuple[tuple[str, int], ...]
+    """(chunk id, grade) of its gold chunks, best grade first."""
+    ranks: tuple[Ranks, ...]
+    """The retriever's own ranking first, then each ranking it reads, sources of sources included."""
+    fusion: Fusion | None = None
+    tokens: tuple[Tokens, ...] = ()
+    """One per bm25 retriever among `ranks`."""
+    notes: tuple[str, ...] = ()
+
+    @property
+    def missed(self) -> tuple[str, ...]:
+        """The gold chunks the retriever did not rank within k."""
+        own = self.ranks[0].ranks if self.ranks else {}
+        return tuple(chunk for chunk, _ in self.gold if (rank := own.get(chunk)) is None or rank > self.k)
