@@ -16,7 +16,7 @@ from ..evalset.jsonl import load_chunks, load_evalset
 from ..files.paths import display
 from ..labels.explain import Explainer, recorded_rankings
 from ..labels.results import check_known
-from ..record.explain import Explanation, Fusion, Ranks, Tokens
+from ..record.explain import Explanation, Fusion, Tokens, ordinal
 from .common import ONE_LINE, Result, UsageError
 
 LISTED = 10
@@ -65,7 +65,7 @@ def run_explain(config: Config, qid: str, retriever: str | None, results: str | 
     if path is not None:
         found = read(path)
         check_known(found, by_id, {chunk.id: chunk for chunk in chunks}, config)
-        recorded = recorded_rankings(path, found.retrievers)
+        recorded = recorded_rankings(display(path), found.retrievers)
     explainer = Explainer(config, chunks, questions, recorded)
     explained = [explainer.explain(by_id[qid], name) for name in ([retriever] if retriever else names)]
     if as_json:
@@ -100,23 +100,13 @@ def text_lines(explanation: Explanation) -> list[str]:
     return lines
 
 
-def rank_cell(ranks: Ranks, cid: str) -> str:
-    """The rank; `-` where the whole ranking lacks the chunk, `>N` where only its top N is known."""
-    rank = ranks.ranks.get(cid)
-    if rank is not None:
-        return str(rank)
-    return "-" if ranks.whole else f">{ranks.depth}"
-
-
 def rank_lines(e: Explanation) -> list[str]:
     from ..report.terminal import table
 
     chunks = [cid for cid, _ in e.gold]
     rows = []
     for ranks in e.ranks:
-        known = f"{ranks.depth} ranked" if ranks.whole else f"top {ranks.depth} recorded"
-        rows.append([ranks.retriever, ranks.type, *(rank_cell(ranks, cid) for cid in chunks),
-                     f"{ranks.origin}, {known}"])
+        rows.append([ranks.retriever, ranks.type, *(ranks.shown(cid) for cid in chunks), ranks.known])
     lines = ["ranks (-: not ranked at all; >N: not in the N recorded):",
              *("  " + line for line in table(["retriever", "type", *chunks, "ranking"], rows))]
     for ranks in e.ranks:
@@ -161,7 +151,3 @@ def token_lines(tokens: Tokens) -> list[str]:
             lines.append(f"    {gold.chunk} shared: {' '.join(gold.plain_shared or ()) or 'none'}")
     return lines
 
-
-def ordinal(n: int) -> str:
-    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
-    return f"{n}{suffix}"

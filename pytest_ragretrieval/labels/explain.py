@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from ..config.settings import Config
@@ -106,7 +105,11 @@ class Explainer:
     def _chosen(self, name: str, question: Question, known: Mapping[str, _Ranking], notes: list[str]) -> _Ranking:
         """Computed here where that can be done, else the recorded one."""
         spec = self.config.retriever(name)
-        computed = self._computed(name, spec.type, spec.params, question, known) if self.local else None
+        if spec.chunking:
+            notes.append(f"{name} reads the chunking {spec.chunking!r}, whose chunk ids are not the gold's: "
+                         "its ranks are those of the recorded ranking")
+        local = self.local and not spec.chunking
+        computed = self._computed(name, spec.type, spec.params, question, known) if local else None
         recorded = self.recorded.rankings.get(name, {}).get(question.id) if self.recorded is not None else None
         if computed is not None:
             if recorded is not None and self.recorded is not None and computed.ids[:len(recorded)] != recorded:
@@ -200,7 +203,25 @@ def shared(query: Sequence[str], tokens: Sequence[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(token for token in query if token in present))
 
 
-def recorded_rankings(path: Path, retrievers: Mapping[str, Any]) -> Recorded:
-    """The rankings of a results or baseline file's retrievers (`Baseline.retrievers`)."""
-    return Recorded(display(path), {name: {qid: tuple(entry.ranking) for qid, entry in recorded.questions.items()}
-                                    for name, recorded in retrievers.items()})
+def recorded_rankings(origin: str, retrievers: Mapping[str, Any]) -> Recorded:
+    """The rankings of a file's or a run record's retrievers (`Baseline.retrievers`, `Record.retrievers`:
+    each entry's `questions[qid].ranking`)."""
+    return Recorded(origin, {name: {qid: tuple(entry.ranking) for qid, entry in recorded.questions.items()}
+                             for name, recorded in retrievers.items()})
+
+
+def missed(config: Config, chunks: Sequence[Chunk], questions: Sequence[Question],
+           recorded: Recorded) -> dict[str, dict[str, Explanation]]:
+    """Each answerable question that a retriever missed (no gold chunk in its top k), explained
+    from the recorded rankings alone (no index is built; tokens are cut here): the HTML's per-question view.
+    Retrievers of another chunking than the default are left out: their ids are not the gold's."""
+    explainer = Explainer(config, chunks, questions, recorded, local=False)
+    names = [spec.name for spec in config.retrievers if spec.name in recorded.rankings and not spec.chunking]
+    found: dict[str, dict[str, Explanation]] = {}
+    for question in questions:
+        gold = [cid for cid, grade in question.relevance.items() if grade >= 1]
+        for name in names:
+            ranking = recorded.rankings[name].get(question.id)
+            if gold and ranking is not None and not set(gold) & set(ranking[:config.k]):
+                found.setdefault(question.id, {})[name] = explainer.explain(question, name)
+    return found

@@ -54,6 +54,19 @@ class Ranks:
     kth: tuple[str, float] | None = None
     """bm25: the k-th chunk and its score."""
 
+    def shown(self, chunk: str) -> str:
+        """The chunk's rank as every explanation shows it: `-` where the whole ranking lacks it, `>N` where
+        only its top N is known."""
+        rank = self.ranks.get(chunk)
+        if rank is not None:
+            return str(rank)
+        return "-" if self.whole else f">{self.depth}"
+
+    @property
+    def known(self) -> str:
+        """Where the ranking came from and how much of it is known."""
+        return f"{self.origin}, {self.depth} ranked" if self.whole else f"{self.origin}, top {self.depth} recorded"
+
 
 @dataclass(frozen=True)
 class Fusion:
@@ -93,3 +106,9 @@ class Explanation:
         """The gold chunks the retriever did not rank within k."""
         own = self.ranks[0].ranks if self.ranks else {}
         return tuple(chunk for chunk, _ in self.gold if (rank := own.get(chunk)) is None or rank > self.k)
+
+
+def ordinal(n: int) -> str:
+    """`5th`, as the explanations name the k-th chunk."""
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"

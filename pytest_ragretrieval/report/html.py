@@ -21,6 +21,7 @@ from ..record.report import (
     question_changes,
 )
 from .chart import chart
+from .html_explain import explanation
 from .html_pairs import conclusions, next_section, pairs, since
 from .markup import attrs, e, el, number
 from .wording import (
@@ -78,6 +79,8 @@ ol.ranking { margin: 0; padding-left: 1.4rem; } li.ref.gold { font-weight: bold;
 .ranking-block { display: inline-block; vertical-align: top; margin: 0 1.5rem 0.5rem 0; min-width: 18rem; }
 tr.question-detail > td { background: #fafafa; }
 pre { background: #f5f5f5; padding: 0.5rem; white-space: pre-wrap; }
+details.explanation { margin: 0.5rem 0; } mark.shared { background: #fff1a8; }
+.explain-tokens ul { padding-left: 1rem; } .explain-tokens li { margin: 0.2rem 0; }
 svg text { font-size: 11px; fill: #333; } svg .grid { stroke: #ddd; } svg .axis { stroke: #888; }
 svg .baseline-mark { stroke: #000; stroke-width: 2; stroke-dasharray: 3 2; }
 """.strip()
@@ -329,7 +332,7 @@ def ranking_block(data: ReportInput, question: QuestionView, view: RetrieverView
     ranking = view.rankings.get(question.id, ())
     value = view.values.get(question.id, {}).get(data.primary)
     parts = [el("h4", e(f"{view.name} — {data.primary} {fmt(value)}")),
-             chunk_list(data, question, ranking, "current")]
+             chunk_list(data, question, ranking, "current"), explanation(data, question.id, view.name)]
     before = view.baseline_rankings.get(question.id)
     if before is not None and before != ranking:
         title = el("h5", e(say(data.language, ("基线排名", "baseline ranking"))))
