@@ -180,7 +180,7 @@ def test_a_source_known_only_to_its_recorded_top_makes_the_fused_scores_lower_bo
     assert by_name["h"].ranks == {"c4": 1, "c3": None} and by_name["h"].shown("c3") == ">2"
     assert found.fusion is not None and found.fusion.lower_bounds == ("a",)
     assert found.fusion.scores["c4"] == pytest.approx(1 / 2)  # b's first; a's rank of it is unknown
-    assert found.fusion.kth is not None and found.fusion.kth == ("c4", pytest.approx(0.5))
+    assert found.fusion.kth is not None and found.fusion.kth[0] == "c4" and found.fusion.kth[1] == pytest.approx(0.5)
 
 
 def test_a_computed_ranking_that_differs_from_the_recorded_one_is_named(runs: Config) -> None:
