@@ -118,11 +118,9 @@ def rank_lines(e: Explanation) -> list[str]:
 
 
 def fusion_lines(e: Explanation, fusion: Fusion) -> list[str]:
-    weights = ", ".join(f"{weight:g}" for weight in fusion.weights)
     scores = ", ".join(f"{cid} {score:.6f}" for cid, score in fusion.scores.items()) or "no gold chunk"
     kth = f"; {ordinal(e.k)} {fusion.kth[0]} {fusion.kth[1]:.6f}" if fusion.kth else f"; fewer than {e.k} ranked"
-    lines = [f"fused (weights {weights} / ({fusion.rrf_k} + rank) within each source's top {fusion.depth}): "
-             f"{scores}{kth}"]
+    lines = [f"fused scores ({fusion.rule}): {scores}{kth}"]
     if fusion.lower_bounds:
         lines.append(f"  lower bounds: {', '.join(fusion.lower_bounds)} known to fewer than {fusion.depth} ranks; "
                      "a rank below what is known counts 0")
@@ -143,7 +141,8 @@ def token_lines(tokens: Tokens) -> list[str]:
     changed = tokens.plain_query != tokens.query or any(g.plain != g.tokens for g in tokens.gold)
     if not changed:
         return [*lines, "  without the user dictionary: the same tokens"]
-    lines.append(f"  without the user dictionary: query {joined(tokens.plain_query)}")
+    same = tokens.plain_query == tokens.query
+    lines.append(f"  without the user dictionary: query {'the same' if same else joined(tokens.plain_query)}")
     for gold in tokens.gold:
         if gold.plain != gold.tokens and gold.plain is not None:
             lines.append(f"    {gold.chunk}: {joined(gold.plain)}")

@@ -175,7 +175,7 @@ class Explainer:
         kth = (own[k - 1], score(own[k - 1])) if len(own) >= k else None
         bounds = tuple(source for source in sources
                        if not rankings[source].whole and len(rankings[source].ids) < depth)
-        return Fusion(rrf_k, depth, weights, {cid: score(cid) for cid in wanted}, kth, bounds)
+        return Fusion(rrf_k, depth, tuple(sources), weights, {cid: score(cid) for cid in wanted}, kth, bounds)
 
     def _tokens(self, name: str, question: Question, wanted: Sequence[str]) -> Tokens:
         params = self.config.retriever(name).params

@@ -75,12 +75,19 @@ class Fusion:
 
     rrf_k: int
     depth: int
+    sources: tuple[str, ...]
     weights: tuple[float, ...]
     scores: Mapping[str, float] = field(hash=False)
     kth: tuple[str, float] | None
     lower_bounds: tuple[str, ...] = ()
     """Sources known to fewer than `depth` ranks: a chunk they rank below what is known counts 0 here, so
     the scores are lower bounds."""
+
+    @property
+    def rule(self) -> str:
+        """How the scores are summed, with each source's weight."""
+        weights = ", ".join(f"{source} {weight:g}" for source, weight in zip(self.sources, self.weights, strict=True))
+        return f"sum of weight / ({self.rrf_k} + rank) over the sources' top {self.depth}; weights {weights}"
 
 
 @dataclass(frozen=True)

@@ -45,10 +45,9 @@ def _ranks(found: Explanation) -> str:
 
 
 def _fusion(found: Explanation, fusion: Fusion) -> str:
-    weights = ", ".join(f"{weight:g}" for weight in fusion.weights)
     scores = ", ".join(f"{cid} {score:.6f}" for cid, score in fusion.scores.items())
     kth = f"; {ordinal(found.k)} {fusion.kth[0]} {fusion.kth[1]:.6f}" if fusion.kth else ""
-    text = f"fused (weights {weights} / ({fusion.rrf_k} + rank) within each source's top {fusion.depth}): {scores}{kth}"
+    text = f"fused scores ({fusion.rule}): {scores}{kth}"
     if fusion.lower_bounds:
         text += f" (lower bounds: {', '.join(fusion.lower_bounds)} known to fewer than {fusion.depth} ranks)"
     return el("p", e(text), cls="explain-fusion")
