@@ -36,7 +36,8 @@ class Recorded:
     rankings: Mapping[str, Mapping[str, tuple[str, ...]]] = field(hash=False)
 
     def depth(self, name: str) -> int:
-        """How deep the file keeps `name`'s rankings: the longest of them."""
+        """How deep the file keeps `name`'s rankings: the longest of them. A ranking shorter than that and
+        than the config's depth is whole: the retriever returned no more."""
         return max((len(ranking) for ranking in self.rankings.get(name, {}).values()), default=0)
 
 
@@ -121,7 +122,8 @@ class Explainer:
             notes.append(f"{name}: no ranking known ({where}); pass the results of a run that included it "
                          "(pytest --rag-eval --rag-json RESULTS.json)")
             return _Ranking((), False, "none known")
-        return _Ranking(recorded, len(recorded) < self.recorded.depth(name), self.recorded.origin)
+        asked = max(self.config.depth, self.recorded.depth(name))
+        return _Ranking(recorded, len(recorded) < asked, self.recorded.origin)
 
     def _computed(self, name: str, kind: str, params: Mapping[str, Any], question: Question,
                   known: Mapping[str, _Ranking]) -> _Ranking | None:

@@ -21,7 +21,7 @@ from ..record.report import (
     question_changes,
 )
 from .chart import chart
-from .html_explain import explanation
+from .html_explain import EXPLAIN_STYLE, explanation
 from .html_pairs import conclusions, next_section, pairs, since
 from .markup import attrs, e, el, number
 from .wording import (
@@ -79,8 +79,6 @@ ol.ranking { margin: 0; padding-left: 1.4rem; } li.ref.gold { font-weight: bold;
 .ranking-block { display: inline-block; vertical-align: top; margin: 0 1.5rem 0.5rem 0; min-width: 18rem; }
 tr.question-detail > td { background: #fafafa; }
 pre { background: #f5f5f5; padding: 0.5rem; white-space: pre-wrap; }
-details.explanation { margin: 0.5rem 0; } mark.shared { background: #fff1a8; }
-.explain-tokens ul { padding-left: 1rem; } .explain-tokens li { margin: 0.2rem 0; }
 svg text { font-size: 11px; fill: #333; } svg .grid { stroke: #ddd; } svg .axis { stroke: #888; }
 svg .baseline-mark { stroke: #000; stroke-width: 2; stroke-dasharray: 3 2; }
 """.strip()
@@ -402,7 +400,7 @@ def _page(data: ReportInput, english: bool) -> str:
     ]
     head = ['<meta charset="utf-8">', '<meta name="viewport" content="width=device-width, initial-scale=1">',
             el("title", e(say(unmarked(data.language), TITLE))),
-            f"<style>\n{STYLE}\n</style>"]
+            f"<style>\n{STYLE}{EXPLAIN_STYLE if data.explanations else ''}\n</style>"]
     check = [] if english else [CJK_CHECK]
     return "\n".join(["<!DOCTYPE html>", f'<html lang="{"en" if english else "zh-CN"}">', "<head>", *head,
                       "</head>", "<body>", *body, *check, "</body>", "</html>"]) + "\n"

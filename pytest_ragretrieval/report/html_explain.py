@@ -10,6 +10,11 @@ from ..record.report import ReportInput
 from .markup import e, el
 from .wording import say
 
+EXPLAIN_STYLE = """
+details.explanation { margin: 0.5rem 0; } mark.shared { background: #fff1a8; }
+.explain-tokens ul { padding-left: 1rem; } .explain-tokens li { margin: 0.2rem 0; }"""
+"""Added to the page's style only when it explains a miss, so a page without one is as it was."""
+
 
 def explanation(data: ReportInput, question: str, retriever: str) -> str:
     """The `<details>` block explaining `retriever`'s miss on `question`; "" when there is none."""
