@@ -148,5 +148,8 @@ def token_lines(tokens: Tokens) -> list[str]:
             lines.append(f"    {gold.chunk}: {joined(gold.plain)}")
         if gold.plain_shared != gold.shared:
             lines.append(f"    {gold.chunk} shared: {' '.join(gold.plain_shared or ()) or 'none'}")
+    if tokens.plain_ranks is not None:
+        ranks = ", ".join(f"{cid} {'-' if rank is None else rank}" for cid, rank in tokens.plain_ranks.items())
+        lines.append(f"    ranks without it: {ranks}")
     return lines
 

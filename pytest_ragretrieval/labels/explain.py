@@ -7,6 +7,8 @@ Rankings are computed here where that needs no database, model or service: a bm2
 chunks file (the whole ranking, with its scores), a run file read, a hybrid fused from sources known that
 way. Any other ranking (vector, rerank, python, table, sql) is the one a results file recorded, known as
 deep as it was recorded. Nothing here runs a retriever that the gate would need anything else for.
+Tokens come from the token cache where the run left them (read only: nothing is written), so they are
+the ones its bm25 matched on; a text the cache lacks is cut here.
 """
 from __future__ import annotations
 
@@ -14,17 +16,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..cache.store import Cache
 from ..config.settings import Config
 from ..evalset.records import Chunk, Question
 from ..files.paths import absolute, display
 from ..record.explain import Explanation, Fusion, GoldTokens, Ranks, Tokens
 from ..retrievers.bm25 import BM25Retriever, tokenizer_for
+from ..retrievers.corpus_tokens import cached_tokens, tokenizer_id
 from ..retrievers.hybrid import fuse
 from ..retrievers.run import read_run
-from ..retrievers.tokens import tokenizer, tokenizer_key
-
-LOCAL = frozenset({"bm25", "run", "hybrid"})
-"""The types whose rankings are computed here (a hybrid only when every source's is)."""
+from ..retrievers.tokens import tokenizer_key
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,7 @@ class Explainer:
         self.question_ids = {question.id for question in questions}
         self.recorded = recorded
         self.local = local
+        self._cache = Cache(config.cache_dir, "readonly")
         self._bm25: dict[str, BM25Retriever] = {}
         self._runs: dict[str, Mapping[str, list[str]]] = {}
 
@@ -128,7 +130,8 @@ class Explainer:
     def _computed(self, name: str, kind: str, params: Mapping[str, Any], question: Question,
                   known: Mapping[str, _Ranking]) -> _Ranking | None:
         if kind == "bm25":
-            found = self._index(params).scores(question.query)
+            found = self._index(params, tokenizer_for(params, self.config.tokenizer, self.config.root)).scores(
+                question.query)
             return _Ranking(tuple(cid for cid, _ in found), True, "computed here", dict(found))
         if kind == "run":
             path = absolute(self.config.root / params["path"])
@@ -144,14 +147,27 @@ class Explainer:
                 return _Ranking(tuple(fused), True, "fused here from its sources")
         return None
 
-    def _index(self, params: Mapping[str, Any]) -> BM25Retriever:
-        key = tokenizer_for(params, self.config.tokenizer, self.config.root)
-        own = (key, params["k1"], params["b"], params["epsilon"], params["min_score"])
-        cached = repr(own)
+    def _index(self, params: Mapping[str, Any], key: str) -> BM25Retriever:
+        """A bm25 retriever of `params` over the chunks, tokenized by `key` (its own, or without its dictionary)."""
+        own = (params["k1"], params["b"], params["epsilon"], params["min_score"])
+        cached = repr((key, own))
         if cached not in self._bm25:
-            cut = tokenizer(key)
-            self._bm25[cached] = BM25Retriever(self.ordered, cut, *own[1:])
+            ordered = sorted(self.ordered, key=lambda chunk: chunk.id)
+            vocabulary, rows = self._rows(key, [chunk.text for chunk in ordered])
+            self._bm25[cached] = BM25Retriever(ordered, lambda text: list(self._cut(key, [text])[0]), *own,
+                                               tokens=(vocabulary, rows))
         return self._bm25[cached]
+
+    def _rows(self, key: str, texts: Sequence[str]) -> tuple[list[str], list[Any]]:
+        """(vocabulary, token ids per text) through the token cache, read only: the tokens the run cut, and
+        texts it did not cut (or a run without a cache) cut here, nothing written."""
+        namespace = self._cache.namespace("tokens", tokenizer_id(key), dtype="<i4")
+        return cached_tokens(texts, key, namespace, self.config.workers)
+
+    def _cut(self, key: str, texts: Sequence[str]) -> list[tuple[str, ...]]:
+        """Each text's tokens by the tokenizer of `key`, as `_rows` finds them."""
+        vocabulary, rows = self._rows(key, texts)
+        return [tuple(vocabulary[i] for i in row.tolist()) for row in rows]
 
     def _ranks(self, name: str, ranking: _Ranking, wanted: Sequence[str]) -> Ranks:
         position = {cid: rank for rank, cid in enumerate(ranking.ids, start=1)}
@@ -182,22 +198,23 @@ class Explainer:
     def _tokens(self, name: str, question: Question, wanted: Sequence[str]) -> Tokens:
         params = self.config.retriever(name).params
         tokenizer_name = params.get("tokenizer", self.config.tokenizer)
-        cut = tokenizer(tokenizer_for(params, self.config.tokenizer, self.config.root))
-        plain = tokenizer(tokenizer_key(tokenizer_name)) if "user_dict" in params else None
-        query = tuple(cut(question.query))
-        plain_query = tuple(plain(question.query)) if plain is not None else None
-        gold = []
-        for cid in wanted:
-            chunk = self.chunks.get(cid)
-            text = chunk.text if chunk is not None else ""
-            tokens = tuple(cut(text))
-            plain_tokens = tuple(plain(text)) if plain is not None else None
-            gold.append(GoldTokens(cid, tokens, shared(query, tokens), plain_tokens,
-                                   shared(plain_query, plain_tokens)
-                                   if plain_query is not None and plain_tokens is not None else None))
-        label = tokenizer_name + (f", user dictionary {params['user_dict']}" if "user_dict" in params else "")
-        return Tokens(name, label, query, tuple(gold), plain_query)
-
+        texts = [question.query, *(self.chunks[cid].text if cid in self.chunks else "" for cid in wanted)]
+        query, *golds = self._cut(tokenizer_for(params, self.config.tokenizer, self.config.root), texts)
+        label = tokenizer_name
+        plain_query: tuple[str, ...] | None = None
+        plains: list[tuple[str, ...] | None] = [None] * len(golds)
+        plain_ranks: dict[str, int | None] | None = None
+        if "user_dict" in params:
+            label += f", user dictionary {params['user_dict']}"
+            plain_query, *plain_golds = self._cut(tokenizer_key(tokenizer_name), texts)
+            plains = list(plain_golds)
+            if self.local and not self.config.retriever(name).chunking:
+                ranked = [cid for cid, _ in self._index(params, tokenizer_key(tokenizer_name)).scores(question.query)]
+                plain_ranks = {cid: ranked.index(cid) + 1 if cid in ranked else None for cid in wanted}
+        gold = tuple(GoldTokens(cid, tokens, shared(query, tokens), plain,
+                                shared(plain_query, plain) if plain_query is not None and plain is not None else None)
+                     for cid, tokens, plain in zip(wanted, golds, plains, strict=True))
+        return Tokens(name, label, query, gold, plain_query, plain_ranks)
 
 def shared(query: Sequence[str], tokens: Sequence[str]) -> tuple[str, ...]:
     """The query's distinct tokens that `tokens` holds, in query order: the terms bm25 can match on."""

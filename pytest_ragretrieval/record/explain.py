@@ -30,6 +30,9 @@ class Tokens:
     gold: tuple[GoldTokens, ...]
     plain_query: tuple[str, ...] | None = None
     """The query's tokens without the user dictionary; None where none is configured."""
+    plain_ranks: Mapping[str, int | None] | None = field(default=None, hash=False)
+    """Each gold chunk's rank by the same bm25 without the user dictionary (None where it does not rank it),
+    where the ranking was computed here."""
 
     @property
     def user_dict(self) -> bool:

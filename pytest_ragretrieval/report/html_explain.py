@@ -77,6 +77,9 @@ def _tokens(tokens: Tokens) -> str:
         plain = [el("strong", e("without the user dictionary")) + " query "
                  + _cut(tokens.plain_query, [t for g in tokens.gold for t in g.plain_shared or ()])]
         plain += [e(f"{g.chunk} shared: {' '.join(g.plain_shared or ()) or 'none'}") for g in tokens.gold]
+        if tokens.plain_ranks is not None:
+            plain.append(e("ranks without it: " + ", ".join(
+                f"{cid} {'-' if rank is None else rank}" for cid, rank in tokens.plain_ranks.items())))
         rows.append(el("li", "<br>".join(plain), cls="plain-tokens"))
     title = el("h5", e(f"{tokens.retriever} tokens ({tokens.tokenizer})"))
     return el("div", title + el("ul", "".join(rows)), cls="explain-tokens", data_retriever=tokens.retriever)

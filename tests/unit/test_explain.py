@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from pytest_ragretrieval.cli import main
@@ -103,7 +106,7 @@ def test_the_user_dictionary_keeps_包邮_whole_and_shows_both_cuts(shop: tuple[
     (gold,) = tokens.gold
     assert gold.shared == ("包邮",) and gold.plain_shared == () and gold.plain == gold.tokens
     (ranks,) = found.ranks
-    assert ranks.ranks == {"ship": 1} and found.missed == ()
+    assert ranks.ranks == {"ship": 1} and found.missed == () and tokens.plain_ranks == {"ship": None}
     # 包邮: df 1 of 3; "ship" has 4 tokens, the corpus 4 + 4 + 2.
     assert ranks.scores["ship"] == pytest.approx(bm25_score(math.log(2.5 / 1.5), 1, 4, 10 / 3))
 
@@ -116,6 +119,32 @@ def test_search_mode_gives_分期付款_its_parts(shop: tuple[Explainer, Any]) -
     parts = explain.explain(questions["q2"], "search")
     assert parts.tokens[0].gold[0].tokens == ("支持", "分期", "付款", "分期付款")
     assert parts.tokens[0].gold[0].shared == ("分期",) and parts.ranks[0].ranks == {"pay": 1}
+
+
+def test_the_english_tokenizer_shows_the_stems_it_matched(tmp_path: Path) -> None:
+    chunks = [{"id": "policy", "text": "Refunds are shipped back to the card"}, {"id": "other", "text": "Opening hours"}]
+    questions = [{"id": "q1", "query": "When is my refund shipping?", "relevant": {"policy": 1}}]
+    settings = 'chunks = "chunks.jsonl"\nevalset = "evalset.jsonl"\nk = 1\ntokenizer = "english"\n\n' \
+        '[retrievers.bm25]\ntype = "bm25"\n'
+    explain, asked = explainer(write(tmp_path, settings, chunks, questions))
+    (tokens,) = explain.explain(asked["q1"], "bm25").tokens
+    # Stop words dropped, Snowball stems: "refunds"/"refund" -> refund, "shipped"/"shipping" -> ship.
+    assert tokens.query == ("refund", "ship") and tokens.gold[0].tokens == ("refund", "ship", "back", "card")
+    assert tokens.gold[0].shared == ("refund", "ship")
+
+
+def test_the_tokens_are_those_the_run_cut_from_the_token_cache(tmp_path: Path) -> None:
+    """A text the cache holds is not cut again: its cached tokens are what the run's bm25 matched on."""
+    from pytest_ragretrieval.cache.store import Cache
+    from pytest_ragretrieval.retrievers.corpus_tokens import tokenizer_id
+
+    config = write(tmp_path, SHOP, SHOP_CHUNKS, SHOP_QUESTIONS, {"dict.txt": "包邮 100000\n"})
+    Cache(config.cache_dir).namespace("tokens", tokenizer_id("jieba"), dtype="<i4").write(
+        {"多少钱包邮": np.array([0, 1, 2], dtype="<i4")}, ["how", "much", "包邮"])
+    explain, questions = explainer(config)
+    found = explain.explain(questions["q1"], "bm25")
+    assert found.tokens[0].query == ("how", "much", "包邮") and found.tokens[0].gold[0].shared == ("包邮",)
+    assert found.ranks[0].ranks == {"ship": 1}
 
 
 RUN_CHUNKS = [{"id": f"c{n}", "text": f"text {n}"} for n in range(1, 6)]
@@ -217,13 +246,14 @@ def test_explain_prints_the_tokens_the_shared_terms_and_the_ranks(shop_project: 
     assert out[0] == "q1 多少钱包邮 — bm25_dict (bm25), k=1"
     assert out[1] == "gold: ship (grade 2); missed within the top 1: none"
     assert "  bm25_dict  bm25  1     computed here, 1 ranked" in out
-    assert out[-6:] == [
+    assert out[-7:] == [
         "bm25_dict tokens (jieba, user dictionary dict.txt):",
         "  query: 多少/钱/包邮",
         "  ship: 满/99/元/包邮",
         "    shared: 包邮",
         "  without the user dictionary: query 多少/钱包/邮",
         "    ship shared: none",
+        "    ranks without it: ship -",
     ]
 
 
@@ -292,3 +322,21 @@ def test_the_html_per_question_view_explains_the_miss_escaped(tmp_path: Path) ->
     assert "shared: days" in block and '<td class="num" data-chunk="gold">&gt;1</td>' in block
     assert "<script>x" not in page and "<b>refund" not in page
     assert 'data-question="q2" data-retriever="bm25"' not in page
+
+
+COMMAND_PAGE = Path(__file__).resolve().parents[2] / "docs" / "command.md"
+EXAMPLE = re.compile(r"<!-- explain-example:start -->\n```text\n(.*?)```\n<!-- explain-example:end -->", re.S)
+
+
+def test_the_command_page_example_is_what_explain_prints(shop_project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/command.md's example, on this project without `search`; `RAG_UPDATE_GOLDEN=1` rewrites it."""
+    (shop_project / "pyproject.toml").write_text("[tool.ragretrieval]\n" + SHOP[:SHOP.index("[retrievers.search]")].replace(
+        "[retrievers.", "[tool.ragretrieval.retrievers."), encoding="utf-8")
+    assert main(["explain", "q1"]) == 0
+    printed = capsys.readouterr().out
+    page = COMMAND_PAGE.read_text(encoding="utf-8")
+    (shown,) = EXAMPLE.findall(page)
+    if os.environ.get("RAG_UPDATE_GOLDEN") == "1":
+        COMMAND_PAGE.write_text(page.replace(f"```text\n{shown}```\n<!-- explain-example:end", f"```text\n{printed}```\n<!-- explain-example:end"), encoding="utf-8")
+        return
+    assert shown == printed, "docs/command.md's explain example is stale; rewrite it with RAG_UPDATE_GOLDEN=1"
