@@ -78,7 +78,8 @@ def run_explain(config: Config, qid: str, retriever: str | None, results: str | 
 
 def document(explanation: Explanation) -> dict[str, Any]:
     """The explanation as JSON values, with the gold chunks it missed within k."""
-    return {**dataclasses.asdict(explanation), "missed": list(explanation.missed)}
+    missed = explanation.missed
+    return {**dataclasses.asdict(explanation), "missed": None if missed is None else list(missed)}
 
 
 def text_lines(explanation: Explanation) -> list[str]:
@@ -89,7 +90,7 @@ def text_lines(explanation: Explanation) -> list[str]:
         lines.append("no gold chunk: a no-answer question (nothing to miss)")
     else:
         gold = ", ".join(f"{cid} (grade {grade})" for cid, grade in e.gold)
-        missed = ", ".join(e.missed) or "none"
+        missed = "not known" if e.missed is None else ", ".join(e.missed) or "none"
         lines.append(f"gold: {gold}; missed within the top {e.k}: {missed}")
         lines += rank_lines(e)
     if e.fusion is not None:
@@ -107,7 +108,7 @@ def rank_lines(e: Explanation) -> list[str]:
     rows = []
     for ranks in e.ranks:
         rows.append([ranks.retriever, ranks.type, *(ranks.shown(cid) for cid in chunks), ranks.known])
-    lines = ["ranks (-: not ranked at all; >N: not in the N recorded):",
+    lines = ["ranks (-: not ranked at all; >N: not in the N recorded; ?: no ranking known):",
              *("  " + line for line in table(["retriever", "type", *chunks, "ranking"], rows))]
     for ranks in e.ranks:
         if ranks.scores or ranks.kth:

@@ -123,7 +123,7 @@ class Explainer:
             where = f"{self.recorded.origin} holds none" if self.recorded is not None else "no results file was read"
             notes.append(f"{name}: no ranking known ({where}); pass the results of a run that included it "
                          "(pytest --rag-eval --rag-json RESULTS.json)")
-            return _Ranking((), False, "none known")
+            return _Ranking((), False, "no ranking known")
         asked = max(self.config.depth, self.recorded.depth(name))
         return _Ranking(recorded, len(recorded) < asked, self.recorded.origin)
 

@@ -59,16 +59,27 @@ class Ranks:
 
     def shown(self, chunk: str) -> str:
         """The chunk's rank as every explanation shows it: `-` where the whole ranking lacks it, `>N` where
-        only its top N is known."""
+        only its top N is known, `?` where none of it is."""
         rank = self.ranks.get(chunk)
         if rank is not None:
             return str(rank)
-        return "-" if self.whole else f">{self.depth}"
+        if self.whole:
+            return "-"
+        return f">{self.depth}" if self.depth else "?"
 
     @property
     def known(self) -> str:
         """Where the ranking came from and how much of it is known."""
-        return f"{self.origin}, {self.depth} ranked" if self.whole else f"{self.origin}, top {self.depth} recorded"
+        if self.whole:
+            return f"{self.origin}, {self.depth} ranked"
+        return f"{self.origin}, top {self.depth} recorded" if self.depth else self.origin
+
+    def missed(self, chunk: str, k: int) -> bool | None:
+        """Whether the ranking lacks `chunk` within the top k; None where too little of it is known to say."""
+        rank = self.ranks.get(chunk)
+        if rank is not None:
+            return rank > k
+        return True if self.whole or self.depth >= k else None
 
 
 @dataclass(frozen=True)
@@ -112,10 +123,12 @@ class Explanation:
     notes: tuple[str, ...] = ()
 
     @property
-    def missed(self) -> tuple[str, ...]:
-        """The gold chunks the retriever did not rank within k."""
-        own = self.ranks[0].ranks if self.ranks else {}
-        return tuple(chunk for chunk, _ in self.gold if (rank := own.get(chunk)) is None or rank > self.k)
+    def missed(self) -> tuple[str, ...] | None:
+        """The gold chunks the retriever did not rank within k; None where its ranking is not known that deep."""
+        found = [(chunk, self.ranks[0].missed(chunk, self.k)) for chunk, _ in self.gold]
+        if any(missed is None for _, missed in found):
+            return None
+        return tuple(chunk for chunk, missed in found if missed)
 
 
 def ordinal(n: int) -> str:

@@ -212,6 +212,18 @@ def test_a_source_known_only_to_its_recorded_top_makes_the_fused_scores_lower_bo
     assert found.fusion.kth is not None and found.fusion.kth[0] == "c4" and found.fusion.kth[1] == pytest.approx(0.5)
 
 
+def test_a_ranking_nobody_recorded_is_unknown_not_a_miss(tmp_path: Path) -> None:
+    settings = RUNS.replace('type = "run"\npath = "a.jsonl"', 'type = "python"\nfactory = "mine:make"')
+    config = write(tmp_path, settings, RUN_CHUNKS, RUN_QUESTIONS, {"b.jsonl": jsonl([{"id": "q1", "ranking": B_RANKING}])})
+    explain, questions = explainer(config, Recorded("results.json", {}))
+    found = explain.explain(questions["q1"], "h")
+    by_name = {ranks.retriever: ranks for ranks in found.ranks}
+    assert [by_name[name].shown("c4") for name in ("h", "a", "b")] == ["?", "?", "1"]
+    assert by_name["a"].known == "no ranking known" and found.missed is None
+    assert found.notes == tuple(f"{name}: no ranking known (results.json holds none); pass the results of a run that "
+                                "included it (pytest --rag-eval --rag-json RESULTS.json)" for name in ("a", "h"))
+
+
 def test_a_computed_ranking_that_differs_from_the_recorded_one_is_named(runs: Config) -> None:
     recorded = Recorded("results.json", {"a": {"q1": ("c2", "c1")}})
     explain, questions = explainer(runs, recorded)
