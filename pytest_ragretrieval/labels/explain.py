@@ -73,10 +73,9 @@ class Explainer:
                             key=lambda item: (-item[1], item[0])))
         wanted = [cid for cid, _ in gold]
         notes: list[str] = []
-        rankings: dict[str, _Ranking] = {}
-        for reader in self._reading(name):
-            self._ranking(reader, question, rankings, notes)
-        rankings = {reader: rankings[reader] for reader in self._reading(name)}
+        computed: dict[str, _Ranking] = {}
+        self._ranking(name, question, computed, notes)
+        rankings = {reader: computed[reader] for reader in self._reading(name)}
         ranks = tuple(self._ranks(reader, rankings[reader], wanted) for reader in rankings)
         fusion = self._fusion(name, rankings, wanted) if spec.type == "hybrid" else None
         tokens = tuple(self._tokens(reader, question, wanted) for reader in rankings
@@ -216,6 +215,7 @@ class Explainer:
                      for cid, tokens, plain in zip(wanted, golds, plains, strict=True))
         return Tokens(name, label, query, gold, plain_query, plain_ranks)
 
+
 def shared(query: Sequence[str], tokens: Sequence[str]) -> tuple[str, ...]:
     """The query's distinct tokens that `tokens` holds, in query order: the terms bm25 can match on."""
     present = set(tokens)
@@ -231,8 +231,8 @@ def recorded_rankings(origin: str, retrievers: Mapping[str, Any]) -> Recorded:
 
 def missed(config: Config, chunks: Sequence[Chunk], questions: Sequence[Question],
            recorded: Recorded) -> dict[str, dict[str, Explanation]]:
-    """Each answerable question that a retriever missed (no gold chunk in its top k), explained
-    from the recorded rankings alone (no index is built; tokens are cut here): the HTML's per-question view.
+    """Each answerable question that a retriever missed (no gold chunk in its top k), explained from the
+    recorded rankings alone (no index is built; tokens from the cache): the HTML's per-question view.
     Retrievers of another chunking than the default are left out: their ids are not the gold's."""
     explainer = Explainer(config, chunks, questions, recorded, local=False)
     names = [spec.name for spec in config.retrievers if spec.name in recorded.rankings and not spec.chunking]
