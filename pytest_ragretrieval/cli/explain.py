@@ -12,11 +12,13 @@ from typing import Any
 from ..baseline.format import read
 from ..config.settings import Config, load_config
 from ..core.errors import did_you_mean
+from ..core.values import QUOTED, quoted
 from ..evalset.jsonl import load_chunks, load_evalset
 from ..files.paths import display
 from ..labels.explain import Explainer, recorded_rankings
 from ..labels.results import check_known
 from ..record.explain import Explanation, Fusion, Tokens, ordinal
+from ..report.terminal import table
 from .common import ONE_LINE, Result, UsageError
 
 LISTED = 10
@@ -48,7 +50,8 @@ def run(args: argparse.Namespace) -> Result:
 def known_ids(what: str, given: str, known: Sequence[str], where: str) -> UsageError:
     """One line naming the unknown id and the known ones, at most LISTED of them."""
     listed = ", ".join(known[:LISTED]) + (f" and {len(known) - LISTED} more" if len(known) > LISTED else "")
-    return UsageError(f"unknown {what} {given!r}{did_you_mean(given, known)}; {where} holds {listed}")
+    near = did_you_mean(given, known) if len(given) <= QUOTED else ""
+    return UsageError(f"unknown {what} {quoted(given)}{near}; {where} holds {listed}")
 
 
 def run_explain(config: Config, qid: str, retriever: str | None, results: str | None, as_json: bool) -> Result:
@@ -102,8 +105,6 @@ def text_lines(explanation: Explanation) -> list[str]:
 
 
 def rank_lines(e: Explanation) -> list[str]:
-    from ..report.terminal import table
-
     chunks = [cid for cid, _ in e.gold]
     rows = []
     for ranks in e.ranks:

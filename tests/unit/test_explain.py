@@ -285,6 +285,8 @@ def test_explain_names_an_unknown_question_or_retriever_and_the_known_ones(
     code, out, err = run(capsys, "explain", "q9")
     assert (code, out) == (2, []) and err == [
         "ragretrieval: error: unknown question 'q9'; evalset.jsonl holds q1, q2"]
+    code, _, err = run(capsys, "explain", "q" * 100_000)
+    assert code == 2 and len(err) == 1 and len(err[0]) < 300 and "(100,000 characters)" in err[0]
     code, out, err = run(capsys, "explain", "q1", "--retriever", "bm26")
     assert code == 2 and err == ["ragretrieval: error: unknown retriever 'bm26'; did you mean 'bm25'?; "
                                  "pyproject.toml [tool.ragretrieval] [retrievers] holds bm25, bm25_dict, search"]
