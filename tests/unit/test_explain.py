@@ -141,10 +141,13 @@ def test_the_tokens_are_those_the_run_cut_from_the_token_cache(tmp_path: Path) -
     config = write(tmp_path, SHOP, SHOP_CHUNKS, SHOP_QUESTIONS, {"dict.txt": "包邮 100000\n"})
     Cache(config.cache_dir).namespace("tokens", tokenizer_id("jieba"), dtype="<i4").write(
         {"多少钱包邮": np.array([0, 1, 2], dtype="<i4")}, ["how", "much", "包邮"])
+    before = sorted(config.cache_dir.rglob("*"))
     explain, questions = explainer(config)
     found = explain.explain(questions["q1"], "bm25")
     assert found.tokens[0].query == ("how", "much", "包邮") and found.tokens[0].gold[0].shared == ("包邮",)
     assert found.ranks[0].ranks == {"ship": 1}
+    explain.explain(questions["q2"], "bm25_dict")  # texts the cache lacks are cut here, and not written
+    assert sorted(config.cache_dir.rglob("*")) == before
 
 
 RUN_CHUNKS = [{"id": f"c{n}", "text": f"text {n}"} for n in range(1, 6)]
