@@ -34,10 +34,6 @@ class Tokens:
     """Each gold chunk's rank by the same bm25 without the user dictionary (None where it does not rank it),
     where the ranking was computed here."""
 
-    @property
-    def user_dict(self) -> bool:
-        return self.plain_query is not None
-
 
 @dataclass(frozen=True)
 class Ranks:
