@@ -23,6 +23,7 @@ from ..files.paths import display, write_atomic, write_problem
 from ..gate.evaluation import evaluate
 from ..gate.items import item_keys
 from ..gate.report import described
+from ..labels.explain import missed, recorded_rankings
 from ..record.codec import encode
 from ..record.types import Status
 from ..report.terminal import summary_lines
@@ -103,8 +104,10 @@ def run(args: argparse.Namespace) -> Result:
     if args.json_path is not None:
         written(Path(args.json_path), encode(record))
     if args.report or in_github_actions():
+        explained = missed(config, chunks, questions, recorded_rankings("this run", record.retrievers)
+                           ) if any(name == "html" for name, _ in args.report) else None
         _reports(view(record, questions, chunks, described(config, merged.runs, merged.described["embedder"],
-                                                           merged.described["database"])),
+                                                           merged.described["database"]), explained),
                  {name: Path(path) for name, path in args.report}, written, result)
     plan = evaluation.update
     if plan is not None:

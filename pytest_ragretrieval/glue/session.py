@@ -31,6 +31,7 @@ from ..files.paths import display, write_atomic, write_problem
 from ..gate.evaluation import Evaluation, evaluate, verdict
 from ..gate.items import ItemKey, item_keys
 from ..gate.report import described, header_lines
+from ..labels.explain import missed, recorded_rankings
 from ..labels.gold import recorded_digests, recorded_gold
 from ..labels.relabel import anchoring_error, plan
 from ..record.codec import encode
@@ -229,8 +230,11 @@ class RagSession:
         return self.evaluation().record
 
     def report_input(self) -> ReportInput:
-        return view(self.record(), self.questions, self.chunks, described(
-            self.config, self.runs, self.runner.embedder_description, self.runner.database_description))
+        record = self.record()
+        explained = missed(self.config, self.chunks, self.questions, recorded_rankings("this run", record.retrievers)
+                           ) if "html" in self.options.reports else None
+        return view(record, self.questions, self.chunks, described(
+            self.config, self.runs, self.runner.embedder_description, self.runner.database_description), explained)
 
     def finish(self) -> None:
         """Write the requested files; the baseline only when every selected retriever ran cleanly. A shard

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from ..core.values import EPSILON, p_clause, signed
 from ..scoring.metrics import primary
+from .explain import Explanation
 from .types import Adjustment, Comparison, PairComparison, Retriever
 
 
@@ -128,6 +129,9 @@ class ReportInput:
     """Those among `rerankers` whose retriever could not run here."""
     language: str = "both"
     """`report_language`: "both" (Chinese, then English) or "en" (English alone)."""
+    explanations: Mapping[str, Mapping[str, Explanation]] = field(default_factory=dict, hash=False)
+    """Question id -> retriever -> why it missed a gold chunk within k (the HTML's per-question view);
+    empty when rendered from a results file."""
 
     @property
     def primary(self) -> str:

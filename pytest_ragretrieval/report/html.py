@@ -21,6 +21,7 @@ from ..record.report import (
     question_changes,
 )
 from .chart import chart
+from .html_explain import EXPLAIN_STYLE, explanation
 from .html_pairs import conclusions, next_section, pairs, since
 from .markup import attrs, e, el, number
 from .wording import (
@@ -329,7 +330,7 @@ def ranking_block(data: ReportInput, question: QuestionView, view: RetrieverView
     ranking = view.rankings.get(question.id, ())
     value = view.values.get(question.id, {}).get(data.primary)
     parts = [el("h4", e(f"{view.name} — {data.primary} {fmt(value)}")),
-             chunk_list(data, question, ranking, "current")]
+             chunk_list(data, question, ranking, "current"), explanation(data, question.id, view.name)]
     before = view.baseline_rankings.get(question.id)
     if before is not None and before != ranking:
         title = el("h5", e(say(data.language, ("基线排名", "baseline ranking"))))
@@ -399,7 +400,7 @@ def _page(data: ReportInput, english: bool) -> str:
     ]
     head = ['<meta charset="utf-8">', '<meta name="viewport" content="width=device-width, initial-scale=1">',
             el("title", e(say(unmarked(data.language), TITLE))),
-            f"<style>\n{STYLE}\n</style>"]
+            f"<style>\n{STYLE}{EXPLAIN_STYLE if data.explanations else ''}\n</style>"]
     check = [] if english else [CJK_CHECK]
     return "\n".join(["<!DOCTYPE html>", f'<html lang="{"en" if english else "zh-CN"}">', "<head>", *head,
                       "</head>", "<body>", *body, *check, "</body>", "</html>"]) + "\n"

@@ -3,12 +3,13 @@ run (the gate's record, the eval set, the run's descriptions) and for a results 
 comment`: no questions, chunks or descriptions, so the sections that need them are not rendered)."""
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ..core.errors import BaselineError
 from ..evalset.records import Chunk, Question
 from ..files.paths import display
+from ..record.explain import Explanation
 from ..record.report import ChunkView, Described, Failure, QuestionView, ReportInput, RetrieverView
 from ..record.types import Record, Retriever
 from ..scoring.metrics import definition, metric_order
@@ -19,8 +20,10 @@ UNDESCRIBED = Described()
 
 
 def view(record: Record, questions: Sequence[Question] = (), chunks: Sequence[Chunk] = (),
-         described: Described = UNDESCRIBED) -> ReportInput:
-    """Everything the terminal, Markdown, HTML and GitHub reports show. A record written before it held
+         described: Described = UNDESCRIBED,
+         explanations: Mapping[str, Mapping[str, Explanation]] | None = None) -> ReportInput:
+    """Everything the terminal, Markdown, HTML and GitHub reports show (`explanations`: the misses
+    `labels/explain.py` explained, for the HTML's per-question view). A record written before it held
     its settings (no `settings`) lists its retrievers by name, shows every metric it holds and says
     nothing of definitions, the baseline's path or the minimum eval set."""
     settings = record.settings or None
@@ -65,6 +68,7 @@ def view(record: Record, questions: Sequence[Question] = (), chunks: Sequence[Ch
         questions_changed=since is not None and bool(since.questions),
         info=_reused(record),
         language=str(settings.language) if settings is not None else "both",
+        explanations=explanations or {},
     )
 
 

@@ -1,11 +1,12 @@
 """`--rag-report PATH` and `--rag-html PATH` write the evaluation report from a real run."""
 from __future__ import annotations
 
+import re
 from html.parser import HTMLParser
 
 import pytest
 from browser import MISSING, browser, dump_dom
-from projects import GOLD, RUN, set_rankings, write_project
+from projects import GOLD, RUN, retriever, set_rankings, write_project
 
 
 @pytest.fixture
@@ -85,3 +86,25 @@ def test_no_github_output_outside_actions(regressed: pytest.Pytester, monkeypatc
     monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
     result = regressed.runpytest("--rag-eval", *RUN)
     assert not any(line.startswith("::error") for line in result.stdout.lines)
+
+
+def test_html_report_explains_each_miss(regressed: pytest.Pytester) -> None:
+    """Under a retriever that ranked no gold chunk of a question in its top k: the ranks and the tokens."""
+    regressed.runpytest("--rag-eval", "--rag-html", "eval.html", *RUN)
+    page = (regressed.path / "eval.html").read_text(encoding="utf-8")
+    start = page.index('<details class="explanation" data-question="q05" data-retriever="table">')
+    block = page[start:page.index("</details>", start)]
+    assert '<td class="num" data-chunk="refund-002">-</td><td>this run, 0 ranked</td>' in block
+    explained = {(q, r) for q, r in re.findall(r'class="explanation" data-question="(\w+)" data-retriever="(\w+)"', page)}
+    assert ("q01", "table") not in explained and ("q06", "table") not in explained  # a hit; a no-answer question
+
+
+def test_html_report_shows_the_tokens_bm25_saw(pytester: pytest.Pytester) -> None:
+    question = {"id": "q07", "query": "多少钱包邮", "relevant": {"refund-001": 1}}
+    write_project(pytester.path, retrievers=retriever("bm25", "bm25"), questions=[question])
+    pytester.runpytest("--rag-update-baseline", "--rag-html", "eval.html", *RUN)
+    page = (pytester.path / "eval.html").read_text(encoding="utf-8")
+    start = page.index('<details class="explanation" data-question="q07" data-retriever="bm25">')
+    block = page[start:page.index("</details>", start)]
+    assert "<h5>bm25 tokens (jieba)</h5>" in block and "<strong>query</strong> 多少/钱包/邮" in block
+    assert "shared: none" in block and '<td class="num" data-chunk="refund-001">-</td>' in block

@@ -36,6 +36,11 @@ def report(path: Path) -> str:
     return "\n".join(line for line in text.splitlines() if "time" not in line.lower())
 
 
+def explanations(path: Path) -> list[str]:
+    """The HTML report's why-it-missed blocks."""
+    return re.findall(r'<details class="explanation".*?</details>', path.read_text(encoding="utf-8"), re.S)
+
+
 def merge(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, list[str], list[str]]:
     capsys.readouterr()  # what the runs before printed
     code = main(["merge", *args])
@@ -45,7 +50,7 @@ def merge(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, list[str
 
 def test_three_shards_merged_are_one_run(project: pytest.Pytester, capsys: pytest.CaptureFixture[str]) -> None:
     whole = project.runpytest("--rag-eval", "--rag-no-reuse", "--rag-json=whole.json", "--rag-report=whole.md", "-rA",
-                              *RUN)  # measured, as the shards are
+                              "--rag-html=whole.html", *RUN)  # measured, as the shards are
     assert whole.ret == 1
     path = project.path / "baselines" / "retrieval.json"
     before = path.read_bytes()
@@ -58,10 +63,13 @@ def test_three_shards_merged_are_one_run(project: pytest.Pytester, capsys: pytes
         parts.append(f"part{index}.json")
     assert path.read_bytes() == before
 
-    code, out, err = merge(capsys, *parts, "--json", "merged.json", "--report", "markdown=merged.md", "--tags")
+    code, out, err = merge(capsys, *parts, "--json", "merged.json", "--report", "markdown=merged.md", "--tags",
+                           "--report", "html=merged.html")
     assert (code, err) == (1, []) and "per tag:" in out  # --tags: every row, under its own header
     assert without_timings(project.path / "merged.json") == without_timings(project.path / "whole.json")
     assert report(project.path / "merged.md") == report(project.path / "whole.md")
+    explained = [explanations(project.path / name) for name in ("whole.html", "merged.html")]
+    assert explained[0] == explained[1] and len(explained[0]) > 5  # the misses of bm25 with min_score 6
     verdicts = {line.split(" ", 2)[1]: line.split(" ", 1)[0] for line in whole.outlines
                 if line.startswith(("PASSED rag::", "FAILED rag::"))}
     merged = {line.split(" ", 2)[1].rstrip(":"): line.split(" ", 1)[0] for line in out
