@@ -3,14 +3,15 @@
 It reads the corpus, the eval set and the baseline's record of the gold texts, prints the
 proposal (as the gate fails with it) and the eval set's changes as a unified diff that `git apply`
 takes; `--apply` writes them atomically (the file keeps its mode; `--backup` keeps the old one as
-`NAME.bak`, with the same mode, never over a file the configuration reads), and only over the
-bytes it planned: an eval set edited meanwhile is left alone.
+`NAME.bak`, with the same mode, never over a file the configuration reads nor over an earlier
+backup), and only over the bytes it planned: an eval set edited meanwhile is left alone.
 Ambiguous proposals are refused without `--accept-ambiguous`, labels found nowhere always.
 """
 from __future__ import annotations
 
 import argparse
 import difflib
+import os
 import re
 import stat
 from collections.abc import Iterator
@@ -22,7 +23,7 @@ from ..config.outputs import inputs
 from ..config.settings import Config, load_config
 from ..core.errors import FixtureError
 from ..evalset.jsonl import load_chunks
-from ..files.paths import Unreadable, display, read_input, write_atomic
+from ..files.paths import MISSING, ChangedSince, Unreadable, display, read_input, write_atomic
 from ..labels.gold import recorded_digests, recorded_gold
 from ..labels.relabel import Plan, command, needs_record, plan, rewritten
 from .common import FAILED, PROG, Result, checked_output
@@ -103,17 +104,27 @@ def run_relabel(config: Config, config_path: str | None, *, apply: bool = False,
         read = {**inputs(config), "the chunks file": chunks_path}
         copy = checked_output("--backup", f"{config.evalset}.bak", read, config_path)
         assert copy is not None
+        if os.path.lexists(copy):
+            return Result(out=out, err=[_kept(name, copy)], code=FAILED)
     if _bytes(config.evalset) != data:
         return Result(out=out, err=[f"{PROG}: {name} not written: it changed since relabel read it; run "
                                     f"`{command(config_path)}` again to see the changes to the file as it is now"],
                       code=FAILED)
     if copy is not None:
-        write_atomic(copy, before)
+        try:
+            write_atomic(copy, before, since=MISSING)  # never over a backup made meanwhile
+        except ChangedSince:
+            return Result(out=out, err=[_kept(name, copy)], code=FAILED)
         copy.chmod(stat.S_IMODE(config.evalset.stat().st_mode))
         out.append(f"{PROG}: kept the old eval set as {display(copy)}")
     write_atomic(config.evalset, after)
     moved = sum(1 for move in found.moves if move.chunks or move.grade == 0)
     return Result(out=[*out, f"{PROG}: wrote {name} ({moved} label{'s' if moved != 1 else ''} moved)"])
+
+
+def _kept(name: str, copy: Path) -> str:
+    return (f"{PROG}: {name} not written: the backup {display(copy)} exists, and --backup never overwrites one; "
+            "move it away (or drop --backup) and run again")
 
 
 def _refused(found: Plan, accept_ambiguous: bool) -> str:

@@ -380,3 +380,42 @@ def test_a_forged_gold_text_is_not_trusted(tmp_path: Path, monkeypatch: pytest.M
                    "and pass --accept-ambiguous to apply them"]
     write_project(tmp_path, GOLD, questions=questions, digests=digests)  # the true text: verified, applied
     assert run(capsys, "--apply")[0] == 0
+
+
+def test_backup_never_overwrites_an_earlier_backup(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Old code replaced an existing evalset.jsonl.bak without a word (the campaign's one-of-three old defect):
+    now the run refuses in one line naming it, and nothing on disk changes."""
+    (project / "evalset.jsonl.bak").write_bytes(b"the only copy of last week's labels\n")
+    before = (project / "evalset.jsonl").read_bytes()
+    code, _, err = run(capsys, "--apply", "--backup")
+    assert code == 1
+    assert err == ["ragretrieval: evalset.jsonl not written: the backup evalset.jsonl.bak exists, and --backup "
+                   "never overwrites one; move it away (or drop --backup) and run again"]
+    assert (project / "evalset.jsonl.bak").read_bytes() == b"the only copy of last week's labels\n"
+    assert (project / "evalset.jsonl").read_bytes() == before
+    assert sorted(p.name for p in project.iterdir()) == [
+        "baseline.json", "chunks.jsonl", "evalset.jsonl", "evalset.jsonl.bak", "relabel.toml"]
+
+
+def test_a_backup_made_meanwhile_is_not_overwritten(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A backup that appears between the check and the write (another relabel) is kept: the copy is
+    written only where no file is, under the folder's lock."""
+    from pytest_ragretrieval.cli import relabel
+
+    checked = relabel.checked_output
+
+    def then_made(*args: Any, **kwargs: Any) -> Any:
+        path = checked(*args, **kwargs)
+        original = relabel.os.path.lexists
+        monkeypatch.setattr(relabel.os.path, "lexists", lambda p: False if p == path else original(p))
+        (project / "evalset.jsonl.bak").write_text("another run's backup\n", encoding="utf-8")
+        return path
+
+    monkeypatch.setattr(relabel, "checked_output", then_made)
+    before = (project / "evalset.jsonl").read_bytes()
+    code, _, err = run(capsys, "--apply", "--backup")
+    assert code == 1 and len(err) == 1 and "the backup evalset.jsonl.bak exists" in err[0]
+    assert (project / "evalset.jsonl.bak").read_text(encoding="utf-8") == "another run's backup\n"
+    assert (project / "evalset.jsonl").read_bytes() == before
