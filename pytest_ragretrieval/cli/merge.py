@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> Result:
     else:
         chunks = load_chunks(config.chunks_file(f"{PROG} merge"))
         questions = load_evalset(config.evalset, chunks)
-    read = snapshot(config.baseline)  # before the read: a write meanwhile is seen
+    baseline_read = snapshot(config.baseline)  # before the read: a write meanwhile is seen
     baseline = load_baseline(config.baseline)
     if baseline is not None:
         verify(baseline, config.k, chunks, questions)
@@ -111,7 +111,7 @@ def run(args: argparse.Namespace) -> Result:
     if plan is not None:
         result.out += plan.lines
         if plan.record is not None:
-            written(config.baseline, encode(plan.record), read)
+            written(config.baseline, encode(plan.record), baseline_read)
         written.failed = written.failed or plan.failed
     result.out += evaluation.failed
     failed = any(verdict.status == Status.FAILED for verdict in evaluation.verdicts.values())

@@ -133,9 +133,9 @@ def test_grade_0_labels_alone_keep_their_questions_compared(pooled: Path, capsys
                                      "still compares them (judged@k rises)")
 
 
-def removed(project: Path, qid: str) -> None:
+def removed(folder: Path, qid: str) -> None:
     """`qid` deleted from the eval set, its line and nothing else."""
-    evalset = project / EVALSET
+    evalset = folder / EVALSET
     rows = evalset.read_text(encoding="utf-8").splitlines(keepends=True)
     evalset.write_text("".join(row for row in rows if json.loads(row)["id"] != qid), encoding="utf-8")
 
@@ -177,7 +177,7 @@ def test_apply_skips_the_labels_of_a_removed_question_in_one_line(
 def test_many_removed_questions_are_one_short_line(project: Path, capsys: pytest.CaptureFixture[str]) -> None:  # noqa: F811
     """1,000 questions recorded in the baseline and gone from the eval set: the first 20, then a count."""
     (project / "baselines").mkdir()
-    gone = {f"old-{n:04d}": (["c2"], {}) for n in range(1000)}
+    gone: dict[str, tuple[list[str], dict[str, float]]] = {f"old-{n:04d}": (["c2"], {}) for n in range(1000)}
     write_results(project / "baselines" / "retrieval.json", {"bm25": entry({"q1": (["c2"], {}), **gone}, {})})
     code, _, err = run(capsys, "pool")
     assert code == 0

@@ -404,16 +404,16 @@ def test_a_backup_made_meanwhile_is_not_overwritten(
     written only where no file is, under the folder's lock."""
     from pytest_ragretrieval.cli import relabel
 
-    checked = relabel.checked_output
+    read = relabel._bytes
+    calls = []
 
-    def then_made(*args: Any, **kwargs: Any) -> Any:
-        path = checked(*args, **kwargs)
-        original = relabel.os.path.lexists
-        monkeypatch.setattr(relabel.os.path, "lexists", lambda p: False if p == path else original(p))
-        (project / "evalset.jsonl.bak").write_text("another run's backup\n", encoding="utf-8")
-        return path
+    def then_made(path: Path) -> bytes:
+        calls.append(path)
+        if len(calls) == 2:  # the check before the write: the backup was looked for just before
+            (project / "evalset.jsonl.bak").write_text("another run's backup\n", encoding="utf-8")
+        return read(path)
 
-    monkeypatch.setattr(relabel, "checked_output", then_made)
+    monkeypatch.setattr(relabel, "_bytes", then_made)
     before = (project / "evalset.jsonl").read_bytes()
     code, _, err = run(capsys, "--apply", "--backup")
     assert code == 1 and len(err) == 1 and "the backup evalset.jsonl.bak exists" in err[0]
