@@ -22,6 +22,7 @@ from ..baseline.format import load
 from ..config.outputs import inputs
 from ..config.settings import Config, load_config
 from ..core.errors import FixtureError
+from ..core.values import listed
 from ..evalset.jsonl import load_chunks
 from ..files.paths import MISSING, ChangedSince, Unreadable, display, read_input, write_atomic
 from ..labels.gold import recorded_digests, recorded_gold
@@ -130,9 +131,9 @@ def _kept(name: str, copy: Path) -> str:
 def _refused(found: Plan, accept_ambiguous: bool) -> str:
     """Why `--apply` writes nothing; empty when it may."""
     if found.lost:
-        lost = ", ".join(f"{m.question} ({m.old})" for m in found.lost)
+        lost = listed(f"{m.question} ({m.old})" for m in found.lost)
         return f"found nowhere: {lost}; label them by hand first"
     if found.ambiguous and not accept_ambiguous:
-        shown = ", ".join(f"{m.question} ({m.old})" for m in found.ambiguous)
+        shown = listed(f"{m.question} ({m.old})" for m in found.ambiguous)
         return f"ambiguous: {shown}; check them in the proposal above and pass --accept-ambiguous to apply them"
     return ""

@@ -31,6 +31,7 @@ from typing import Any
 
 from ..baseline.fingerprint import chunk_record
 from ..core.errors import FixtureError
+from ..core.values import listed
 from ..evalset.jsonl import records
 from ..evalset.records import Chunk
 from ..files.paths import display
@@ -92,7 +93,7 @@ class Move:
                 f"the baseline's text of {self.old} is not the one its digest fingerprint.chunks.digests.{self.old} "
                 "was recorded from with the document and metadata of any chunk it went to (the baseline was "
                 "edited, or so were those)")
-        return head + f"{', '.join(self.chunks)} ({why})"
+        return head + f"{listed(self.chunks)} ({why})"
 
 
 @dataclass(frozen=True)
@@ -118,7 +119,7 @@ class Plan:
                  f"what the corpus no longer holds; where {'its' if count == 1 else 'their'} text went:"]
         lines += [f"  {move}" for move in self.moves]
         if self.lost:
-            lines.append(f"label {', '.join(sorted({m.question for m in self.lost}))} by hand first, then run "
+            lines.append(f"label {listed(sorted({m.question for m in self.lost}))} by hand first, then run "
                          f"`{command}` to see the rest")
         elif self.ambiguous:
             lines.append(f"check the ambiguous ones, then apply it with `{command} --apply --accept-ambiguous` "

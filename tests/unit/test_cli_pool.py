@@ -182,7 +182,7 @@ def test_many_removed_questions_are_one_short_line(project: Path, capsys: pytest
     code, _, err = run(capsys, "pool")
     assert code == 0
     assert err[1] == ("skipped 1000 questions of baselines/retrieval.json no longer in fixtures/evalset.jsonl: "
-                      + ", ".join(f"old-{n:04d}" for n in range(20)) + " ... and 980 more")
+                      + ", ".join(f"old-{n:04d}" for n in range(20)) + ", ... and 980 more")
     assert len(err[1]) < 400
 
 

@@ -419,3 +419,20 @@ def test_a_backup_made_meanwhile_is_not_overwritten(
     assert code == 1 and len(err) == 1 and "the backup evalset.jsonl.bak exists" in err[0]
     assert (project / "evalset.jsonl.bak").read_text(encoding="utf-8") == "another run's backup\n"
     assert (project / "evalset.jsonl").read_bytes() == before
+
+
+def test_a_thousand_labels_found_nowhere_are_named_in_short_lines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """1,000 gold ids whose recorded texts no chunk holds: old code named every one on the refusal line
+    and on the "label ... by hand first" line (tens of KB each); now the first 20 and a count."""
+    monkeypatch.chdir(tmp_path)
+    gold = {f"gone-{n:04d}": f"已删除的第{n}段：报销流程里不再存在的规定。" for n in range(1000)}
+    questions = [{"id": f"q{n:04d}", "query": "报销", "relevant": [f"gone-{n:04d}"]} for n in range(1000)]
+    write_project(tmp_path, gold, questions=questions)
+    code, out, err = run(capsys, "--apply")
+    assert code == 1 and len(err) == 1
+    assert err[0].startswith("ragretrieval: evalset.jsonl not written: found nowhere: q0000 (gone-0000), ")
+    assert err[0].endswith(", q0019 (gone-0019), ... and 980 more; label them by hand first") and len(err[0]) < 600
+    by_hand = next(line for line in out if line.startswith("label q0000, "))
+    assert ", q0019, ... and 980 more by hand first" in by_hand and len(by_hand) < 400
