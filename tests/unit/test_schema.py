@@ -227,7 +227,7 @@ def test_a_whole_float_for_an_integer_loads_as_the_schema_reads_it() -> None:
 # ranking listing a chunk twice was refused by the loader and met the schema. The differential test below
 # reaches the parts `mutated` cannot (SMALL holds no gold spans and no approved rankings).
 
-SPAN_PART = st.one_of(st.integers(-2, 12), st.floats(-2, 12, allow_nan=False), st.sampled_from([True, None, "3", [], 5.0]))
+SPAN_PART: st.SearchStrategy[Any] = st.one_of(st.integers(-2, 12), st.floats(-2, 12, allow_nan=False), st.sampled_from([True, None, "3", [], 5.0]))
 IDS = st.sampled_from(["refund-002", "refund-003", "travel-004", "x", "", "a\n"])
 
 
