@@ -436,3 +436,19 @@ def test_a_thousand_labels_found_nowhere_are_named_in_short_lines(
     assert err[0].endswith(", q0019 (gone-0019), ... and 980 more; label them by hand first") and len(err[0]) < 600
     by_hand = next(line for line in out if line.startswith("label q0000, "))
     assert ", q0019, ... and 980 more by hand first" in by_hand and len(by_hand) < 400
+
+
+def test_the_gate_s_proposal_for_1000_moved_labels_names_the_first_20(tmp_path: Path) -> None:
+    """1,000 gold ids gone after a re-chunking, each text found again: old code failed the gate with all 1,000
+    proposal lines; now the first 20, then how many more and the command that lists them all."""
+    from pytest_ragretrieval.core.errors import FixtureError
+    from pytest_ragretrieval.labels.relabel import anchoring_error
+
+    gold = {f"old-{n:04d}": REFUND for n in range(1000)}
+    questions = [{"id": f"q{n:04d}", "query": "退款", "relevant": [f"old-{n:04d}"]} for n in range(1000)]
+    write_project(tmp_path, gold, questions=questions)
+    found = plan(tmp_path / "evalset.jsonl", load_chunks(tmp_path / "chunks.jsonl"), gold)
+    lines = str(anchoring_error(FixtureError("x"), found, True, "relabel.toml", "")).splitlines()
+    assert len(lines) == 23 and lines[1].startswith("  q0000: old-0000 -> refund")
+    assert lines[21] == "  ... and 980 more: `ragretrieval relabel --config relabel.toml` lists them all"
+    assert len(found.lines("ragretrieval relabel")) == 1002, "the command itself prints every move"
