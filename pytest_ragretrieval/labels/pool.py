@@ -74,8 +74,8 @@ def sources(config: Config, results: Sequence[Path]) -> list[Baseline]:
 class Pool:
     """The queue, and one line per source that ranked questions the eval set no longer holds."""
 
-    entries: list[Entry]
-    skipped: list[str]
+    entries: tuple[Entry, ...]
+    skipped: tuple[str, ...]
 
 
 def pool(config: Config, chunks: Sequence[Chunk], questions: Sequence[Question], results: Sequence[Path],
@@ -111,7 +111,8 @@ def pool(config: Config, chunks: Sequence[Chunk], questions: Sequence[Question],
                             hits.append(Hit(name, retriever, rank, is_approved))
     order = {question.id: number for number, question in enumerate(questions)}
     keys = sorted(found, key=lambda key: (order[key[0]], min(hit.rank for hit in found[key]), key[1]))
-    return Pool([Entry(by_question[qid], by_chunk[cid], tuple(found[(qid, cid)])) for qid, cid in keys], skipped)
+    return Pool(tuple(Entry(by_question[qid], by_chunk[cid], tuple(found[(qid, cid)])) for qid, cid in keys),
+                tuple(skipped))
 
 
 def _questions(count: int) -> str:
