@@ -149,3 +149,26 @@ def test_a_write_since_missing_never_replaces_a_file(tmp_path: Path) -> None:
     assert target.read_text() == "kept\n" and sorted(p.name for p in tmp_path.iterdir()) == ["evalset.jsonl.bak"]
     write_atomic(target, "new\n", since=snapshot(target))
     assert target.read_text() == "new\n"
+
+
+def test_merge_writes_no_baseline_another_run_wrote_meanwhile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`ragretrieval merge --update-baseline` writes through the same check: one error line, exit 1, the other
+    run's file kept."""
+    from pytest_ragretrieval.cli.common import Result
+    from pytest_ragretrieval.cli.merge import Written
+    from pytest_ragretrieval.files.paths import snapshot
+
+    monkeypatch.chdir(tmp_path)
+    target = tmp_path / "baselines" / "retrieval.json"
+    target.parent.mkdir()
+    target.write_text("read by this run\n")
+    read = snapshot(target)
+    target.write_text("written by another run\n")
+    result = Result()
+    written = Written(result)
+    written(target, "this run's update\n", read)
+    assert written.failed and result.out == []
+    assert result.err == ["ragretrieval: error: baselines/retrieval.json not written: another run wrote it after this "
+                          "one read it (two updates at once), so this run's update would drop that one's; run "
+                          "`ragretrieval merge` again to update it as it is now"]
+    assert target.read_text() == "written by another run\n"
