@@ -21,7 +21,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from ..core.values import DIGITS, EPSILON, fmt
+from ..core.values import DIGITS, EPSILON, fmt, listed
 from ..scoring.metrics import metric_order
 from .format import Recorded
 
@@ -51,16 +51,12 @@ class Replacement:
         count = len(self.left)
         plural = "s" if count != 1 else ""
         if self.kind == "edited":
-            return (f"the {count} edited question{plural} ({_listed(self.left)}): bar {fmt(self.before)}, "
+            return (f"the {count} edited question{plural} ({listed(self.left, limit=5)}): bar {fmt(self.before)}, "
                     f"their new values {fmt(self.after)}")
         others = (f"the {len(self.joined)} added question{'s' if len(self.joined) != 1 else ''}"
                   if self.joined else "the bar of the questions kept")
-        return (f"the {count} removed question{plural} ({_listed(self.left)}): bar {fmt(self.before)}, "
+        return (f"the {count} removed question{plural} ({listed(self.left, limit=5)}): bar {fmt(self.before)}, "
                 f"{others} {fmt(self.after)}")
-
-
-def _listed(ids: tuple[str, ...], shown: int = 5) -> str:
-    return ", ".join(ids[:shown]) + (f", ... and {len(ids) - shown} more" if len(ids) > shown else "")
 
 
 def replacement(old: Mapping[str, float], new: Mapping[str, float], comparable: Collection[str],

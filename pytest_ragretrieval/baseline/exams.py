@@ -32,7 +32,8 @@ def recorded_exam(fingerprint: Mapping[str, Any]) -> dict[str, Question] | None:
     spans = section.get("spans", {})
     ids = sorted(set(digests) | set(labels))
     return {qid: Question(qid, "", {chunk_id: int(grade) for chunk_id, grade in labels.get(qid, {}).items()},
-                          spans=tuple(Span(*span) for span in spans.get(qid, ()))) for qid in ids}
+                          spans=tuple(Span(doc, int(start), int(end), int(grade))
+                                      for doc, start, end, grade in spans.get(qid, ()))) for qid in ids}
 
 
 def same_labels(one: Question, other: Question) -> bool:

@@ -16,7 +16,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.values import DIGITS
+from ..core.values import DIGITS, listed
 from ..scoring.evaluate import mean
 from .fingerprint import ITEMIZE_LIMIT
 from .format import Baseline, Recorded
@@ -67,13 +67,8 @@ def changes(old: Any, new: Any, prefix: str) -> list[Change]:
     return [] if old == new else [Change(prefix, old, new)]
 
 
-def _ids(ids: Sequence[str]) -> str:
-    shown = ", ".join(ids[:LISTED])
-    return shown + (f", ... and {len(ids) - LISTED} more" if len(ids) > LISTED else "")
-
-
 def _counted(count: int, what: str, ids: Sequence[str]) -> str:
-    return f"{count} {what} ({_ids(ids)})" if ids else f"{count} {what}"
+    return f"{count} {what} ({listed(ids, limit=LISTED)})" if ids else f"{count} {what}"
 
 
 @dataclass(frozen=True)
@@ -167,11 +162,12 @@ class QuestionChanges:
         notes = (["added ones are scored, never judged"] if self.added else []) + (
             ["edited ones are not compared"] if self.edited else []) + ([self.note] if self.note else [])
         if self.relabelled:
-            parts[0] += (f" ({len(self.relabelled)} relabelled: {_ids(self.relabelled)}; "
+            parts[0] += (f" ({len(self.relabelled)} relabelled: {listed(self.relabelled, limit=LISTED)}; "
                          "judged under today's exam and the base's)")
         found = ["questions: " + ", ".join(parts) + "".join(f"; {note}" for note in notes)]
         if self.retagged:
-            found.append("questions retagged (still compared): " + _ids([f"{q} {t}" for q, t in self.retagged]))
+            retagged = [f"{q} {t}" for q, t in self.retagged]
+            found.append("questions retagged (still compared): " + listed(retagged, limit=LISTED))
         return found
 
 
@@ -189,7 +185,7 @@ def _edit(old: Mapping[str, Any], new: Mapping[str, Any], qid: str, corpus: Corp
         lost = sorted(set(old.get("snippets", [])) - set(new.get("snippets", [])))
         edited = set(corpus.edited or ()) if corpus is not None else set()
         if lost:
-            named = ", ".join(f"{cid} (edited)" if cid in edited else cid for cid in lost)
+            named = listed(f"{cid} (edited)" if cid in edited else cid for cid in lost)
             parts.append(f"graded gold: its relevant_text no longer matches {named}")
         else:
             parts.append("graded gold")

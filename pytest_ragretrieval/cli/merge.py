@@ -19,7 +19,7 @@ from ..config.settings import load_config
 from ..core.env import in_github_actions
 from ..evalset.corpus import documents_corpus
 from ..evalset.jsonl import load_chunks, load_evalset
-from ..files.paths import display, write_atomic, write_problem
+from ..files.paths import ChangedSince, Snapshot, changed_since, display, snapshot, write_atomic, write_problem
 from ..gate.evaluation import evaluate
 from ..gate.items import item_keys
 from ..gate.report import described
@@ -79,6 +79,7 @@ def run(args: argparse.Namespace) -> Result:
     else:
         chunks = load_chunks(config.chunks_file(f"{PROG} merge"))
         questions = load_evalset(config.evalset, chunks)
+    baseline_read = snapshot(config.baseline)  # before the read: a write meanwhile is seen
     baseline = load_baseline(config.baseline)
     if baseline is not None:
         verify(baseline, config.k, chunks, questions)
@@ -113,7 +114,7 @@ def run(args: argparse.Namespace) -> Result:
     if plan is not None:
         result.out += plan.lines
         if plan.record is not None:
-            written(config.baseline, encode(plan.record))
+            written(config.baseline, encode(plan.record), baseline_read)
         written.failed = written.failed or plan.failed
     result.out += evaluation.failed
     failed = any(verdict.status == Status.FAILED for verdict in evaluation.verdicts.values())
@@ -128,9 +129,12 @@ class Written:
         self.result = result
         self.failed = False
 
-    def __call__(self, path: Path, text: str) -> None:
+    def __call__(self, path: Path, text: str, since: Snapshot | None = None) -> None:
         try:
-            write_atomic(path, text)
+            write_atomic(path, text, since=since)
+        except ChangedSince:
+            self.result.err.append(f"ragretrieval: error: {changed_since(path, f'`{PROG} merge`')}")
+            self.failed = True
         except OSError as exc:
             self.result.err.append(f"ragretrieval: error: could not write {display(path)}: {write_problem(path, exc)}")
             self.failed = True

@@ -68,15 +68,16 @@ def run(args: argparse.Namespace) -> Result:
     out = checked_output("--out", args.out, inputs, getattr(args, "config", None))
     chunks = load_chunks(chunks_path)
     questions = load_evalset(config.evalset, chunks)
-    entries = pool(config, chunks, questions, [Path(name) for name in args.results], args.k or config.k)
+    found = pool(config, chunks, questions, [Path(name) for name in args.results], args.k or config.k)
+    entries = found.entries
     lines = [entry.line() for entry in entries]
-    notes: list[str] = []
+    notes: list[str] = list(found.skipped)
     if model is not None:
         from ..labels.judge import judge_entries
 
         graded = judge_entries(config, model, args.base_url, [entry.record() for entry in entries], args.judge_budget)
         lines = [line for line, _ in graded]
-        notes = [f"judged {len(graded)} chunk{'s' if len(graded) != 1 else ''} with {args.judge} "
+        notes += [f"judged {len(graded)} chunk{'s' if len(graded) != 1 else ''} with {args.judge} "
                  f"({sum(1 for _, cached in graded if cached)} from the cache); apply with "
                  "`ragretrieval pool --apply FILE --accept-machine-labels` after review"]
     text = "".join(line + "\n" for line in lines)

@@ -3,14 +3,15 @@
 It reads the corpus, the eval set and the baseline's record of the gold texts, prints the
 proposal (as the gate fails with it) and the eval set's changes as a unified diff that `git apply`
 takes; `--apply` writes them atomically (the file keeps its mode; `--backup` keeps the old one as
-`NAME.bak`, with the same mode, never over a file the configuration reads), and only over the
-bytes it planned: an eval set edited meanwhile is left alone.
+`NAME.bak`, with the same mode, never over a file the configuration reads nor over an earlier
+backup), and only over the bytes it planned: an eval set edited meanwhile is left alone.
 Ambiguous proposals are refused without `--accept-ambiguous`, labels found nowhere always.
 """
 from __future__ import annotations
 
 import argparse
 import difflib
+import os
 import re
 import stat
 from collections.abc import Iterator
@@ -21,8 +22,9 @@ from ..baseline.format import load
 from ..config.outputs import inputs
 from ..config.settings import Config, load_config
 from ..core.errors import FixtureError
+from ..core.values import listed
 from ..evalset.jsonl import load_chunks
-from ..files.paths import Unreadable, display, read_input, write_atomic
+from ..files.paths import MISSING, ChangedSince, Unreadable, display, read_input, write_atomic
 from ..labels.gold import recorded_digests, recorded_gold
 from ..labels.relabel import Plan, command, needs_record, plan, rewritten
 from .common import FAILED, PROG, Result, checked_output
@@ -103,12 +105,17 @@ def run_relabel(config: Config, config_path: str | None, *, apply: bool = False,
         read = {**inputs(config), "the chunks file": chunks_path}
         copy = checked_output("--backup", f"{config.evalset}.bak", read, config_path)
         assert copy is not None
+        if os.path.lexists(copy):
+            return Result(out=out, err=[_kept(name, copy)], code=FAILED)
     if _bytes(config.evalset) != data:
         return Result(out=out, err=[f"{PROG}: {name} not written: it changed since relabel read it; run "
                                     f"`{command(config_path)}` again to see the changes to the file as it is now"],
                       code=FAILED)
     if copy is not None:
-        write_atomic(copy, before)
+        try:
+            write_atomic(copy, before, since=MISSING)  # never over a backup made meanwhile
+        except ChangedSince:
+            return Result(out=out, err=[_kept(name, copy)], code=FAILED)
         copy.chmod(stat.S_IMODE(config.evalset.stat().st_mode))
         out.append(f"{PROG}: kept the old eval set as {display(copy)}")
     write_atomic(config.evalset, after)
@@ -116,12 +123,17 @@ def run_relabel(config: Config, config_path: str | None, *, apply: bool = False,
     return Result(out=[*out, f"{PROG}: wrote {name} ({moved} label{'s' if moved != 1 else ''} moved)"])
 
 
+def _kept(name: str, copy: Path) -> str:
+    return (f"{PROG}: {name} not written: the backup {display(copy)} exists, and --backup never overwrites one; "
+            "move it away (or drop --backup) and run again")
+
+
 def _refused(found: Plan, accept_ambiguous: bool) -> str:
     """Why `--apply` writes nothing; empty when it may."""
     if found.lost:
-        lost = ", ".join(f"{m.question} ({m.old})" for m in found.lost)
+        lost = listed(f"{m.question} ({m.old})" for m in found.lost)
         return f"found nowhere: {lost}; label them by hand first"
     if found.ambiguous and not accept_ambiguous:
-        shown = ", ".join(f"{m.question} ({m.old})" for m in found.ambiguous)
+        shown = listed(f"{m.question} ({m.old})" for m in found.ambiguous)
         return f"ambiguous: {shown}; check them in the proposal above and pass --accept-ambiguous to apply them"
     return ""

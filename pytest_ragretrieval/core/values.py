@@ -1,6 +1,8 @@
 """How values are rounded, compared and shown, decided once for files, verdicts and reports."""
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 DIGITS = 6
 """Values are rounded to 6 decimals once, when scored, so files and comparisons agree exactly."""
 
@@ -21,6 +23,23 @@ def quoted(value: object, limit: int = QUOTED) -> str:
         return repr(value) if len(value) <= limit else f"{value[:limit]!r}… ({len(value):,} characters)"
     text = repr(value)
     return text if len(text) <= limit else f"{text[:limit]}… ({len(text):,} characters)"
+
+
+LISTED = 20
+"""Items a message lists; the rest is counted, so a message about 1,000 questions stays one short line."""
+
+
+def listed(items: Iterable[object], separator: str = ", ", limit: int = LISTED) -> str:
+    """The items joined, the first `limit` of them, then how many more: `q1, q2, ... and 412 more`; the one
+    way a message lists ids, so none grows with the eval set (a "labels to review" line of 85 KB)."""
+    shown: list[str] = []
+    rest = 0
+    for item in items:
+        if len(shown) < limit:
+            shown.append(str(item))
+        else:
+            rest += 1
+    return separator.join([*shown, f"... and {rest:,} more"] if rest else shown)
 
 
 def fmt(value: float | None) -> str:

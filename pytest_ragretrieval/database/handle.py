@@ -13,6 +13,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ..core.errors import DatabaseError
+from ..core.values import listed
 from .dsn import one_line, redact, scrub
 from .hints import ALTERNATIVES, URL_ENV
 from .schemas import (
@@ -200,10 +201,10 @@ class Database:
         )
         if self.reclaimed:
             count = len(self.reclaimed)
-            names = ", ".join(self.reclaimed)
+            names = listed(self.reclaimed)
             line += f"; dropped {count} schema{'s' if count != 1 else ''} left by killed runs ({names})"
         if self.not_reclaimed:
-            line += f"; could not drop schemas left by killed runs: {', '.join(self.not_reclaimed)}"
+            line += f"; could not drop schemas left by killed runs: {listed(self.not_reclaimed)}"
         return line
 
     def _drop_schema(self) -> None:

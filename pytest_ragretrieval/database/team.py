@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import DatabaseError
+from ..core.values import listed
 from ..evalset.records import Chunk
 from .dsn import redact, scrub
 from .hints import URL_ENV
@@ -242,15 +243,11 @@ def corpus_difference(conn: psycopg.Connection, corpus: TeamCorpus, chunks: Sequ
     groups = (("only in the file", sorted(set(texts) - set(rows))),
               ("only in the table", sorted(set(rows) - set(texts))),
               ("texts differ", sorted(cid for cid in set(texts) & set(rows) if texts[cid] != rows[cid])))
-    parts = [f"{len(ids)} {label} ({_listed(ids)})" for label, ids in groups if ids]
+    parts = [f"{len(ids)} {label} ({listed(ids, limit=5)})" for label, ids in groups if ids]
     if not parts:
         return ""
     return (f"{corpus.describe()} differs from {source} ({len(rows):,} rows, {len(texts):,} chunks): "
             + ", ".join(parts) + "; the run judges the file's texts, the table answers")
-
-
-def _listed(ids: Sequence[str], shown: int = 5) -> str:
-    return ", ".join(ids[:shown]) + (f" and {len(ids) - shown} more" if len(ids) > shown else "")
 
 
 def engine(conn: psycopg.Connection, table: str | None, column: str | None) -> dict[str, Any]:

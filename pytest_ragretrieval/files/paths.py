@@ -3,12 +3,15 @@ from __future__ import annotations
 
 import errno
 import functools
+import hashlib
 import os
 import re
 import stat
 import tempfile
 import time
 from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 
@@ -216,7 +219,58 @@ def _mode_for(path: Path) -> int:
         return 0o666 & ~_umask()
 
 
-def write_atomic(path: Path, data: bytes | str | Iterable[bytes]) -> None:
+@dataclass(frozen=True)
+class Snapshot:
+    """What a file held when it was read: the digest of its bytes, None when there was no file."""
+
+    digest: str | None
+
+
+MISSING = Snapshot(None)
+"""A write with `since=MISSING` creates the file and never replaces one."""
+
+
+def snapshot(path: Path) -> Snapshot:
+    """The file's bytes as a digest, taken before it is read, for `write_atomic(since=...)`."""
+    try:
+        data = written_path(path).read_bytes()
+    except FileNotFoundError:
+        return MISSING
+    except OSError:
+        return Snapshot("unreadable")
+    return Snapshot(hashlib.sha256(data).hexdigest())
+
+
+class ChangedSince(OSError):
+    """A write refused because its target no longer holds what the writer read (another run wrote it)."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(errno.EEXIST, "changed since it was read", str(path))
+
+
+def changed_since(path: Path, again: str) -> str:
+    """The one line for a ChangedSince refusal: what happened and what to do."""
+    return (f"{display(path)} not written: another run wrote it after this one read it (two updates at once), "
+            f"so this run's update would drop that one's; run {again} again to update it as it is now")
+
+
+@contextmanager
+def _folder_lock(folder: Path) -> Iterator[None]:
+    """An exclusive lock on the folder itself (flock on its descriptor): nothing is left beside the file."""
+    try:
+        import fcntl
+    except ImportError:  # no flock (Windows): the read-compare alone
+        yield
+        return
+    handle = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(handle)
+
+
+def write_atomic(path: Path, data: bytes | str | Iterable[bytes], *, since: Snapshot | None = None) -> None:
     """Write beside the target, flush to disk, then rename: readers see the old file or the new.
 
     Used for baselines, results, reports and cache entries, so a crash or a parallel run never
@@ -225,6 +279,11 @@ def write_atomic(path: Path, data: bytes | str | Iterable[bytes]) -> None:
     bytes) are written one after the other, so a large file is never held whole. A symbolic link is
     written through (the file it names is replaced, the link stays); a target that is no regular
     file (a device, a FIFO, a socket) raises NotRegularFile and nothing is written.
+
+    With `since` (the `snapshot` taken before the writer read the file), the target is compared with
+    it under a lock on its folder just before the rename, and ChangedSince is raised, nothing
+    written, when another writer replaced it meanwhile: of two concurrent updates of one baseline
+    the second refuses instead of silently dropping the first. `since=MISSING` never replaces a file.
     """
     pieces = [data.encode("utf-8")] if isinstance(data, str) else [data] if isinstance(data, bytes) else data
     path = _regular_target(path)
@@ -237,7 +296,13 @@ def write_atomic(path: Path, data: bytes | str | Iterable[bytes]) -> None:
                 stream.write(piece)
             stream.flush()
             os.fsync(stream.fileno())
-        os.replace(temporary, path)
+        if since is None:
+            os.replace(temporary, path)
+        else:
+            with _folder_lock(path.parent):
+                if snapshot(path) != since:
+                    raise ChangedSince(path)
+                os.replace(temporary, path)
     except BaseException:
         if os.path.exists(temporary):
             os.unlink(temporary)

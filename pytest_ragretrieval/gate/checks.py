@@ -9,7 +9,7 @@ from msgspec import structs
 
 from ..baseline.format import Recorded, RecordedQuestion
 from ..baseline.since import detectable, paired
-from ..core.values import DIGITS, EPSILON, fmt, p_clause, p_value, signed
+from ..core.values import DIGITS, EPSILON, fmt, listed, p_clause, p_value, signed
 from ..evalset.records import Question
 from ..files.jsontext import escaped
 from ..record.report import ADJUSTED
@@ -69,7 +69,7 @@ def edited_text(chunks: Sequence[str]) -> str:
     """`its gold chunk security-018 was edited`, or `its gold chunks a, b were edited`."""
     if len(chunks) == 1:
         return f"its gold chunk {chunks[0]} was edited"
-    return f"its gold chunks {', '.join(chunks)} were edited"
+    return f"its gold chunks {listed(chunks)} were edited"
 
 
 def drop_lines(found: list[Drop], edited: Mapping[str, Sequence[str]] | None = None) -> list[str]:
@@ -87,7 +87,7 @@ def drop_lines(found: list[Drop], edited: Mapping[str, Sequence[str]] | None = N
     stale = [drop.question for drop in found if drop.question in edited]
     if stale:
         lines.append(f"{len(stale)} of the {len(found)} questions that dropped stand on gold text edited since the "
-                     f"baseline ({', '.join(stale[:MAX_LISTED])}{', ...' if len(stale) > MAX_LISTED else ''}): "
+                     f"baseline ({listed(stale, limit=MAX_LISTED)}): "
                      "review their labels before reading the drop as worse retrieval")
     return lines
 

@@ -27,7 +27,7 @@ from ..database.settings import DbMode
 from ..evalset.corpus import documents_corpus
 from ..evalset.jsonl import Unanchored, load_chunks, load_evalset
 from ..evalset.records import Chunk, Question
-from ..files.paths import display, write_atomic, write_problem
+from ..files.paths import ChangedSince, Snapshot, changed_since, display, snapshot, write_atomic, write_problem
 from ..gate.evaluation import Evaluation, evaluate, verdict
 from ..gate.items import ItemKey, item_keys
 from ..gate.report import described, header_lines
@@ -81,6 +81,8 @@ class RagSession:
     share: tuple[Question, ...]
     """The questions this run asks: all of them, or a shard's."""
     baseline: Baseline | None
+    baseline_read: Snapshot
+    """The baseline's bytes as this run read them: an update writes only over those (`write_atomic`)."""
 
     def __init__(self, options: Options) -> None:
         self.options = options
@@ -128,6 +130,7 @@ class RagSession:
                 f"{self.config.where} key 'metrics': abstention is scored on no-answer questions and "
                 f"{display(self.config.evalset)} has none; add some (\"relevant\": []) or drop abstention"
             )
+        self.baseline_read = snapshot(self.config.baseline)  # before the read: a write meanwhile is seen
         self.baseline = load_baseline(self.config.baseline)
         if self.baseline is not None:
             recorded_gold(self.baseline)  # a damaged record of the gold texts fails here, before anything runs
@@ -256,7 +259,7 @@ class RagSession:
             self.update_lines = plan.lines
             self.write_failed = self.write_failed or plan.failed
             if plan.record is not None:
-                self._write(self.config.baseline, encode(plan.record))
+                self._write(self.config.baseline, encode(plan.record), self.baseline_read)
         if self._runner is not None:
             self._runner.finish()
 
@@ -271,10 +274,13 @@ class RagSession:
             self.written.extend([warning] if warning else [])
             self.annotations = error_annotations(data)
 
-    def _write(self, path: Path, text: str) -> None:
+    def _write(self, path: Path, text: str, since: Snapshot | None = None) -> None:
         """Write one requested file; a failure is one line after the verdict table and fails the run."""
         try:
-            write_atomic(path, text)
+            write_atomic(path, text, since=since)
+        except ChangedSince:
+            self.written.append(f"rag: error: {changed_since(path, '`pytest --rag-update-baseline`')}")
+            self.write_failed = True
         except OSError as exc:
             self.written.append(f"rag: error: could not write {display(path)}: {write_problem(path, exc)}")
             self.write_failed = True

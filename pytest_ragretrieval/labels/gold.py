@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..baseline.format import Baseline
+from ..core.values import listed
 from ..evalset.records import Question
 from ..files.jsontext import unstorable
 from ..record.checks import damaged
@@ -58,9 +59,7 @@ class EditedGold:
     questions: tuple[str, ...]
 
     def __str__(self) -> str:
-        shown = ", ".join(self.questions[:LISTED])
-        more = f", ... and {len(self.questions) - LISTED} more" if len(self.questions) > LISTED else ""
-        return f"{shown}{more} (the text of gold chunk {self.chunk} was edited)"
+        return f"{listed(self.questions, limit=LISTED)} (the text of gold chunk {self.chunk} was edited)"
 
 
 def edited_gold(
@@ -85,7 +84,7 @@ def review_line(edited: Sequence[EditedGold]) -> str | None:
     """`labels to review: q12, q17 (the text of gold chunk security-018 was edited)`, or None."""
     if not edited:
         return None
-    return "labels to review: " + "; ".join(map(str, edited))
+    return "labels to review: " + listed(edited, "; ")
 
 
 def by_question(edited: Sequence[EditedGold]) -> dict[str, tuple[str, ...]]:

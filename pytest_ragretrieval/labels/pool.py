@@ -19,6 +19,7 @@ from typing import Any
 from ..baseline.format import Baseline, load, read
 from ..config.settings import Config
 from ..core.errors import FixtureError
+from ..core.values import listed
 from ..evalset.jsonl import JUDGE_KEYS, MAX_GRADE, load_chunks, load_evalset
 from ..evalset.lines import records
 from ..evalset.records import Chunk, Question
@@ -69,21 +70,36 @@ def sources(config: Config, results: Sequence[Path]) -> list[Baseline]:
     return found
 
 
+@dataclass(frozen=True)
+class Pool:
+    """The queue, and one line per source that ranked questions the eval set no longer holds."""
+
+    entries: tuple[Entry, ...]
+    skipped: tuple[str, ...]
+
+
 def pool(config: Config, chunks: Sequence[Chunk], questions: Sequence[Question], results: Sequence[Path],
-         k: int) -> list[Entry]:
+         k: int) -> Pool:
     """Every unjudged chunk in any source's top k, in eval-set order of the questions; within a
     question by the best rank any run gave it, then by chunk id; its runs in source order, then by
     retriever name, the recorded ranking's placing before the approved one's (which is left out where it
     is the same rank). An approved ranking may be older than today's corpus: its chunks that are gone
-    cannot be judged and are left out."""
+    cannot be judged and are left out. A question removed from the eval set since a source was written
+    is skipped, as the gate skips it, and said in one line: no label is queued for it."""
     by_question = {question.id: question for question in questions}
     by_chunk = {chunk.id: chunk for chunk in chunks}
     found: dict[tuple[str, str], list[Hit]] = {}
+    skipped: list[str] = []
     for source in sources(config, results):
-        check_known(source, by_question, by_chunk, config)
+        removed = check_known(source, by_question, by_chunk, config, skip_removed=True)
         name = display(source.path)
+        if removed:
+            skipped.append(f"skipped {_questions(len(removed))} of {name} no longer in {display(config.evalset)}: "
+                           f"{listed(removed)}")
         for retriever, recorded in sorted(source.retrievers.items()):
             for qid, entry in recorded.questions.items():
+                if qid not in by_question:
+                    continue
                 judged = by_question[qid].relevance
                 approved = recorded.approved.get(qid, ())
                 for ranking, is_approved in ((entry.ranking, False), (approved, True)):
@@ -95,7 +111,12 @@ def pool(config: Config, chunks: Sequence[Chunk], questions: Sequence[Question],
                             hits.append(Hit(name, retriever, rank, is_approved))
     order = {question.id: number for number, question in enumerate(questions)}
     keys = sorted(found, key=lambda key: (order[key[0]], min(hit.rank for hit in found[key]), key[1]))
-    return [Entry(by_question[qid], by_chunk[cid], tuple(found[(qid, cid)])) for qid, cid in keys]
+    return Pool(tuple(Entry(by_question[qid], by_chunk[cid], tuple(found[(qid, cid)])) for qid, cid in keys),
+                tuple(skipped))
+
+
+def _questions(count: int) -> str:
+    return f"{count} question{'s' if count != 1 else ''}"
 
 
 @dataclass(frozen=True)
@@ -152,11 +173,13 @@ def apply_labels(config: Config, chunks_path: Path, path: Path, accept_machine: 
     skipped_machine = 0 if accept_machine else machine
     taken: dict[str, list[Label]] = {}
     already = 0
+    removed: dict[str, None] = {}
     for label in labels:
         if label.judge is not None and not accept_machine:
             continue
-        if label.question not in questions:
-            raise FixtureError(f"{label.where}: question {label.question!r} is not in {display(config.evalset)}")
+        if label.question not in questions:  # removed since the pool was written: no label for it
+            removed[label.question] = None
+            continue
         if label.chunk not in known:
             raise FixtureError(f"{label.where}: chunk {label.chunk!r} is not in {display(chunks_path)}")
         held = questions[label.question].relevance.get(label.chunk)
@@ -168,6 +191,9 @@ def apply_labels(config: Config, chunks_path: Path, path: Path, accept_machine: 
             continue
         taken.setdefault(label.question, []).append(label)
     notes = _skipped_notes(open_lines, skipped_machine, already)
+    if removed:
+        notes.append(f"skipped the labels of {_questions(len(removed))} no longer in {display(config.evalset)}: "
+                     f"{listed(removed)}")
     if not taken:
         return [*notes, f"no labels to apply: {display(config.evalset)} left as it was"]
     data = _folded(config.evalset, taken)

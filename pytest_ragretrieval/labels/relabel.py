@@ -31,6 +31,7 @@ from typing import Any
 
 from ..baseline.fingerprint import chunk_record
 from ..core.errors import FixtureError
+from ..core.values import LISTED, listed
 from ..evalset.jsonl import records
 from ..evalset.records import Chunk
 from ..files.paths import display
@@ -92,7 +93,7 @@ class Move:
                 f"the baseline's text of {self.old} is not the one its digest fingerprint.chunks.digests.{self.old} "
                 "was recorded from with the document and metadata of any chunk it went to (the baseline was "
                 "edited, or so were those)")
-        return head + f"{', '.join(self.chunks)} ({why})"
+        return head + f"{listed(self.chunks)} ({why})"
 
 
 @dataclass(frozen=True)
@@ -111,14 +112,18 @@ class Plan:
     def lost(self) -> tuple[Move, ...]:
         return tuple(move for move in self.moves if move.lost)
 
-    def lines(self, command: str) -> list[str]:
-        """The proposal block, as the gate fails with it and `relabel` prints it."""
+    def lines(self, command: str, limit: int | None = None) -> list[str]:
+        """The proposal block, as the gate fails with it (its first `limit` moves, then how many more) and
+        `relabel` prints it (every move: its diff shows them all anyway)."""
         count = len(self.moves)
         lines = [f"{display(self.path)}: {count} gold label{'s' if count != 1 else ''} name{'s' if count == 1 else ''} "
                  f"what the corpus no longer holds; where {'its' if count == 1 else 'their'} text went:"]
-        lines += [f"  {move}" for move in self.moves]
+        shown = self.moves if limit is None else self.moves[:limit]
+        lines += [f"  {move}" for move in shown]
+        if len(shown) < count:
+            lines.append(f"  ... and {count - len(shown):,} more: `{command}` lists them all")
         if self.lost:
-            lines.append(f"label {', '.join(sorted({m.question for m in self.lost}))} by hand first, then run "
+            lines.append(f"label {listed(sorted({m.question for m in self.lost}))} by hand first, then run "
                          f"`{command}` to see the rest")
         elif self.ambiguous:
             lines.append(f"check the ambiguous ones, then apply it with `{command} --apply --accept-ambiguous` "
@@ -318,4 +323,4 @@ def anchoring_error(problem: FixtureError, found: Plan, recorded: bool, config_p
         return FixtureError(f"{problem}; {why}, so where it went cannot be found: relabel it by hand")
     if not any(move.chunks or move.dropped for move in found.moves):
         return problem
-    return FixtureError("\n".join(found.lines(command(config_path))))
+    return FixtureError("\n".join(found.lines(command(config_path), LISTED)))

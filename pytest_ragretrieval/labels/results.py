@@ -17,12 +17,19 @@ FRESH = "rag-results.json"
 
 
 def check_known(
-    results: Baseline, questions: Mapping[str, Question], chunks: Mapping[str, Chunk], config: Config
-) -> None:
-    """Results must match today's fixtures by id; otherwise they describe another eval set or corpus."""
+    results: Baseline, questions: Mapping[str, Question], chunks: Mapping[str, Chunk], config: Config,
+    *, skip_removed: bool = False,
+) -> list[str]:
+    """Results must match today's fixtures by id; otherwise they describe another eval set or corpus.
+    With `skip_removed`, a question the eval set no longer holds is passed over, as the gate passes
+    over a removed question, and returned (sorted) instead of refused."""
     rerun = fresh_results(results.path, config)
+    removed: set[str] = set()
     for name, recorded in sorted(results.retrievers.items()):
         for qid, entry in sorted(recorded.questions.items()):
+            if qid not in questions and skip_removed:
+                removed.add(qid)
+                continue
             if qid not in questions:
                 raise BaselineError(
                     f"{display(results.path)}: question {qid!r} is not in {display(config.evalset)}; "
@@ -35,6 +42,7 @@ def check_known(
                         f"{display(config.chunks_file('ragretrieval suspects'))}; the corpus changed since the "
                         f"results were written; {rerun}"
                     )
+    return sorted(removed)
 
 
 def fresh_results(path: Path, config: Config) -> str:

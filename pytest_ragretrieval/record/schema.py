@@ -5,10 +5,12 @@ The types give the shape; the loader's own rules are added from the constants it
 document validates exactly when the codec reads it, as far as a schema can say: the readable
 `format_version`s, no control character in any key or string (`jsontext.control_character`; chunk
 texts under `fingerprint.chunks.gold` are free), metric keys (budgets from format 4 on) and each
-metric's range, rankings without repeats, and the fingerprint's sections (`validate.check_fingerprint`:
-objects, 64-hex digests, each question's `query` and `gold` digest). What no schema can say (a value agreeing with
-another part of the file, a ranking deeper than the cutoffs need) is listed on the file-formats page.
-JSON Schema cannot tell `5.0` from `5`: the codec reads a whole float where an integer stands.
+metric's range, rankings (approved ones too) without repeats, and the fingerprint's sections
+(`validate.check_fingerprint`: objects, 64-hex digests, each question's `query` and `gold` digest).
+What no schema can say (a value agreeing with another part of the file, a ranking deeper than the
+cutoffs need, a gold span's start before its end) is listed on the file-formats page. JSON Schema
+cannot tell `5.0` from `5`: the codec reads a whole float where an integer stands (a gold span's
+offsets and grade too).
 """
 from __future__ import annotations
 
@@ -143,6 +145,7 @@ def schema(kind: str) -> dict[str, object]:
     question = definitions["Question"]["properties"]
     question["metrics"] = {**_values(), "default": {}}
     question["ranking"]["uniqueItems"] = True
+    entry["properties"]["approved"]["additionalProperties"]["uniqueItems"] = True  # a ranking, as `ranking`
     _loader_rules(definitions)
     definitions.update(DEFINITIONS)
     return copy.deepcopy(found)

@@ -86,11 +86,20 @@ def _labels(path: Path, section: Mapping[str, object]) -> None:
     for qid, listed in spans.items():
         good = isinstance(listed, list) and all(
             isinstance(span, list) and len(span) == 4 and isinstance(span[0], str)
-            and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in span[1:])
-            and span[1] < span[2] for span in listed)
+            and all(_whole(n) for n in span[1:]) for span in listed)
         if not good:
             raise damaged(path, f"fingerprint.questions.spans.{qid} must list [doc, start, end, grade] spans "
                           "(start < end, integers >= 0)")
+        backwards = next((index for index, span in enumerate(listed) if span[1] >= span[2]), None)
+        if backwards is not None:  # what no schema can say: two items of one array compared
+            raise damaged(path, f"fingerprint.questions.spans.{qid}[{backwards}]: its start "
+                          f"{shown(listed[backwards][1])} is not before its end {shown(listed[backwards][2])}")
+
+
+def _whole(value: object) -> bool:
+    """An integer >= 0 as JSON Schema reads one: a whole float too (`5.0`), never a boolean."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and float(value).is_integer() \
+        and value >= 0
 
 
 def _question_digests(path: Path, digests: Mapping[str, object]) -> None:

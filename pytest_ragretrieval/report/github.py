@@ -6,6 +6,7 @@ import os
 from ..record.report import Failure, ReportInput
 from .markdown import (
     changes_section,
+    code,
     conclusions_section,
     esc,
     failures_section,
@@ -32,8 +33,8 @@ def step_summary(data: ReportInput) -> str:
                      ("不可比或不存在", "missing or not comparable"))
     where = esc(data.baseline_path or "—")
     baseline = f"{say(language, ('基线', 'baseline'))} {where}{aside(language, comparable)}"
-    absent = unavailable(data, "`")  # a missing CI secret shows at the top of the run's page
-    result = verdict(data) + (f"; {esc(absent)}" if absent else "")
+    absent = unavailable(data, code, esc)  # a missing CI secret shows at the top of the run's page
+    result = verdict(data) + (f"; {absent}" if absent else "")
     header = [f"# {say(language, TITLE)}", "", f"{say(language, RESULT)}{colon(language)}{result}", "",
               f"k = {data.k} · {len(data.questions)} {say(language, ('题', 'questions'))} · {baseline}"]
     if data.notes or data.info:

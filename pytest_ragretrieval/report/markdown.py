@@ -46,11 +46,50 @@ from .wording import (
     with_delta,
 )
 
+ZERO_WIDTH = "&#8203;"
+"""Put after `@` or `#` (and inside `://`, `www.`), it keeps GitHub from reading a mention, an issue
+reference or a bare link in the text, and shows nothing."""
+_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+_MARKUP = re.compile(
+    r"(?P<entity>[&<]|^>)"  # `>` elsewhere ends nothing once `<` is escaped
+    r"|(?P<escaped>[\\`*|~$#]|\](?=\())"  # emphasis, code, table cells, strikethrough, math, headings; `](`:
+    # a link or an image (a bare `[x]` links nowhere: no reference is ever defined)
+    r"|(?P<underscore>(?<![0-9A-Za-z])_|_(?![0-9A-Za-z]))"  # `_` inside a word is emphasis nowhere
+    r"|(?P<line>\r\n|\r|\n)"
+)
+_LINKED = re.compile(
+    r"(?<=(?<![0-9A-Za-z_])@)(?=[0-9A-Za-z])"  # @mentions (`ndcg@5` is none)
+    r"|(?<=[0-9A-Za-z_]@)(?=[\w-]+\.[\w-])"  # e-mail addresses
+    r"|(?<=#)(?=[0-9A-Za-z])"  # #123, owner/repo#123
+    r"|(?<=\bGH)(?=-[0-9])"  # GH-123
+    r"|(?<=:)(?=//)"  # https://...
+    r"|(?<=\bwww)(?=\.)",  # www.example.com
+    re.IGNORECASE,
+)
+
+
+def _escaped(match: re.Match[str]) -> str:
+    if match["entity"]:
+        return _ENTITIES[match["entity"]]
+    if match["line"]:
+        return "<br>"
+    return "\\" + match.group()
+
 
 def esc(text: str) -> str:
-    """Inline-safe text: no table breaks, no raw HTML, newlines as <br>."""
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
-    return text.replace("|", "\\|").replace("<", "&lt;").replace("\n", "<br>")
+    """Text from the user's files (ids, queries, names, tags, messages) as literal Markdown, in a table
+    cell too: no link, image, mention, issue reference, emphasis, code, raw HTML or table break comes
+    out of it, newlines become <br>. The one escape of the Markdown report, the job summary and the
+    pull-request comment."""
+    escaped = _MARKUP.sub(_escaped, text)
+    return _LINKED.sub(ZERO_WIDTH, escaped) if _LINKED.search(escaped) else escaped
+
+
+def code(text: str) -> str:
+    """A name as code: a code span shows everything but a backtick, a pipe or a line break literally;
+    text holding one is escaped (`esc`) inside <code> instead."""
+    plain = text and not re.search(r"[`|\r\n]", text) and text.strip(" ") == text
+    return f"`{text}`" if plain else f"<code>{esc(text)}</code>"
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[str]], numeric: int = 0) -> list[str]:

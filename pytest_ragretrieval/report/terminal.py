@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..core.values import fmt, moved, p_value, signed
+from ..core.values import fmt, listed, moved, p_value, signed
 from ..record.report import ADJUSTED, ReportInput, RetrieverView
 from ..record.types import Adjustment, Comparison, PairComparison
 from .wording import unavailable, width
@@ -55,11 +55,6 @@ def cell(value: float | None, before: float | None) -> str:
     if before is None or not moved(value - before):
         return fmt(value)
     return f"{fmt(value)} ({signed(value - before)})"
-
-
-def listed(ids: Sequence[str]) -> str:
-    shown = ", ".join(ids[:LISTED])
-    return shown + (f" and {len(ids) - LISTED} more" if len(ids) > LISTED else "")
 
 
 def comparison_lines(comparisons: Sequence[PairComparison], method: str, columns: int | None = None) -> list[str]:
@@ -176,7 +171,7 @@ def _table(data: ReportInput) -> _Table:
         if view.no_answer_total:
             no_answer.append(f"{view.name} {view.no_answer_empty}/{view.no_answer_total}")
         if view.answerable_empty:
-            ids = f" ({listed(view.wrongly_empty)})" if view.wrongly_empty else ""
+            ids = f" ({listed(view.wrongly_empty, limit=LISTED)})" if view.wrongly_empty else ""
             wrongly_empty.append(f"{view.name} {view.answerable_empty}/{answerable}{ids}")
         diagnostics.extend(f"{view.name} {label} {fmt(value)}" for label, value in sorted(view.diagnostics.items()))
         notes.extend(f"{view.name}: {note}" for note in view.notes)

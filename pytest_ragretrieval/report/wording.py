@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Callable
 
 from ..core.values import fmt, moved, signed
 from ..record.report import QuestionView, ReportInput, RetrieverView
@@ -147,14 +148,15 @@ def verdict(data: ReportInput) -> str:
     return "✅ " + say(data.language, ("无失败项", "no failures"))
 
 
-def unavailable(data: ReportInput, quote: str = "") -> str:
+def unavailable(data: ReportInput, name: Callable[[str], str] = str, text: Callable[[str], str] = str) -> str:
     """The retrievers that could not run here, grouped by reason, for a report's first line (a CI secret
-    that is missing shows there, not only in a skipped item); "" when every retriever could run."""
+    that is missing shows there, not only in a skipped item); "" when every retriever could run. Markdown
+    passes its `code` and `esc`, so names and reasons show as written."""
     reasons: dict[str, list[str]] = {}
     for view in data.retrievers:
         if view.status == "unavailable":
-            reasons.setdefault(view.reason, []).append(f"{quote}{view.name}{quote}")
-    return "; ".join(f"unavailable: {', '.join(names)} ({reason})" for reason, names in reasons.items())
+            reasons.setdefault(view.reason, []).append(name(view.name))
+    return "; ".join(f"unavailable: {', '.join(names)} ({text(reason)})" for reason, names in reasons.items())
 
 
 def with_delta(value: float | None, delta: float | None) -> str:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import ConfigError, RetrieverError
-from ..core.values import quoted
+from ..core.values import listed, quoted
 from ..files.jsontext import MAX_DIGITS, fits_float
 from ..files.paths import absolute, display
 from ..files.tables import Table
@@ -219,12 +219,9 @@ class RunRetriever:
         if not self.missing:
             return []
         missing = sorted(self.missing)
-        listed = ", ".join(missing[:MAX_LISTED])
-        if len(missing) > MAX_LISTED:
-            listed += f" and {len(missing) - MAX_LISTED} more"
         return [
             f"{len(missing)} of {self.total} questions are not in {self.where} and got an empty ranking "
-            f"(scored 0, as trec_eval -c does): {listed}"
+            f"(scored 0, as trec_eval -c does): {listed(missing, limit=MAX_LISTED)}"
         ]
 
 

@@ -28,7 +28,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.values import EPSILON, fmt
+from ..core.values import EPSILON, fmt, listed
 from ..files.jsonshape import Node
 from .changes import DIGESTS, Changes, Entry, LostHit, SettingChange, ValueChange, read_digest
 
@@ -133,9 +133,7 @@ class Review:
 
     def unapproved_text(self) -> str:
         """The first few unapproved lowerings on one line, and how many more."""
-        shown = ", ".join(self.unapproved[:SHOWN])
-        rest = len(self.unapproved) - SHOWN
-        return shown + (f" and {rest} more" if rest > 0 else "")
+        return listed(self.unapproved, limit=SHOWN)
 
 
 def _removes(approval: Approval, retriever: str, metric: str) -> bool:

@@ -25,7 +25,7 @@ from ..baseline.format import Baseline, Recorded
 from ..baseline.since import Since, held, since
 from ..config.settings import Config
 from ..core.errors import BaselineError
-from ..core.values import EPSILON
+from ..core.values import EPSILON, listed
 from ..files.jsonshape import Node, ShapeProblem, decode
 from ..files.jsontext import JSONProblem
 from ..files.paths import Unreadable, display, read_input
@@ -373,13 +373,9 @@ def _rescore_notes(name: str, new: Baseline, result: Rescored) -> list[str]:
                      "lacks, or a span metric without the chunks' places, which `diff --against REV` reads in the "
                      "checkout): compared the stored values")
     if result.missing:
-        found.append(f"{display(new.path)} holds no ranking of {name!r} for {_few(result.missing)}, which both "
-                     "sides ask: scored as empty rankings")
+        found.append(f"{display(new.path)} holds no ranking of {name!r} for {listed(result.missing, limit=5)}, "
+                     "which both sides ask: scored as empty rankings")
     return found
-
-
-def _few(ids: Sequence[str], shown: int = 5) -> str:
-    return ", ".join(ids[:shown]) + (f", ... and {len(ids) - shown} more" if len(ids) > shown else "")
 
 
 def _exam_notes(old: Baseline, new: Baseline, scored: Exams, names: Sequence[str], used: set[str]) -> list[str]:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 
 from ..core.values import fmt, p_value, signed
 from ..record.report import Failure, ReportInput
-from ..report.markdown import esc, failures_section, metrics_section, table
+from ..report.markdown import code, esc, failures_section, metrics_section, table
 from ..report.wording import TITLE, colon, format_ci, heading, say, unavailable, verdict
 from .approval import Decision, what_lowered
 from .approved import record_line, reopened
@@ -89,8 +89,8 @@ def baseline_line(changes: Changes | None, decision: Decision | None, language: 
     lowered = f"lowered ({what_lowered(changes)})"
     if decision is None:
         return "❌ " + say(language, ("降低", f"{lowered}: the pull-request check needs the approval label"))
-    label = f"`{esc(decision.label)}`"
-    at = f" at `{decision.approval.at}`" if decision.approval is not None else ""
+    label = f"{code(decision.label)}"
+    at = f" at {code(decision.approval.at)}" if decision.approval is not None else ""
     if decision.check == "approved":
         return "⚠️ " + say(language, ("已批准降低", f"{lowered}, approved with the label {label}{at}"))
     given_for = reopened(decision.approval, changes) if decision.approval is not None else ""
@@ -108,8 +108,8 @@ def baseline_line(changes: Changes | None, decision: Decision | None, language: 
 def header(data: CommentInput) -> list[str]:
     record = [] if data.decision is None or data.decision.approval is None else [record_line(data.decision.approval)]
     language = data.language
-    absent = unavailable(data.report, "`") if data.report is not None else ""
-    gate = gate_line(data) + (f"; {esc(absent)}" if absent else "")
+    absent = unavailable(data.report, code, esc) if data.report is not None else ""
+    gate = gate_line(data) + (f"; {absent}" if absent else "")
     return [MARKER, *record, f"## {say(language, TITLE)}", "",
             f"- **{say(language, ('门禁', 'gate'))}**{colon(language)}{gate}",
             f"- **{say(language, ('基线', 'baseline'))}**{colon(language)}"
@@ -148,15 +148,15 @@ def _values_table(changes: Sequence[ValueChange], limit: int | None, language: s
 
 def _entry(entry: Entry) -> str:
     if entry.retriever and entry.metric:
-        what = f"{esc(entry.metric)} of `{esc(entry.retriever)}`"
+        what = f"{esc(entry.metric)} of {code(entry.retriever)}"
     else:
-        what = f"retriever `{esc(entry.retriever)}`" if entry.retriever else f"{esc(entry.metric)} (every retriever)"
+        what = f"retriever {code(entry.retriever)}" if entry.retriever else f"{esc(entry.metric)} (every retriever)"
     return f"- {what}: {esc(entry.reason)}"
 
 
 def _setting(change: SettingChange) -> str:
     of = f" of {esc(change.subject)}" if change.subject else ""
-    return f"- `{esc(change.setting)}`{of}: {esc(change.old)} → {esc(change.new)}"
+    return f"- {code(change.setting)}{of}: {esc(change.old)} → {esc(change.new)}"
 
 
 def _block(title: str, count: int, body: list[str]) -> list[str]:
@@ -178,7 +178,7 @@ def _lowering(changes: Changes, limit: int | None, language: str) -> list[str]:
         lines += _block("🔓 " + say(language, ("放宽", "loosened")), len(changes.loosened),
                         [_setting(s) for s in changes.loosened])
     if changes.lost_hits:
-        hits = [f"- {esc(h.question)} of `{esc(h.retriever)}`" for h in changes.lost_hits]
+        hits = [f"- {esc(h.question)} of {code(h.retriever)}" for h in changes.lost_hits]
         lines += _block("❓ " + say(language, ("不再命中", 'no longer a hit within k (`fail_on = ["question"]`)')),
                         len(hits), _cut(hits, limit, ("题", "questions"), language))
     return lines
@@ -206,14 +206,14 @@ def changes_section(changes: Changes | None, limit: int | None, language: str = 
     """The baseline's changes against the base branch: what lowers the bar in full, the rest folded."""
     if changes is None:
         return []
-    against = f"`{esc(changes.old_path)}`" if changes.old_path else "the base branch (no baseline there yet)"
+    against = f"{code(changes.old_path)}" if changes.old_path else "the base branch (no baseline there yet)"
     lines = ["### " + say(language, ("基线变化", f"Baseline changes against {against}"))]
     info = [f"- ℹ️ {esc(note)}" for note in changes.notes]
     if changes.yardstick:
-        paths = "; ".join(f"`{esc(p)}`" for p in changes.yardstick)
+        paths = "; ".join(f"{code(p)}" for p in changes.yardstick)
         info.append(f"- ⚠️ yardstick changed ({paths}): the values measure something else and are compared as recorded")
     if changes.fingerprint:
-        paths = "; ".join(f"`{esc(p)}`" for p in changes.fingerprint)
+        paths = "; ".join(f"{code(p)}" for p in changes.fingerprint)
         info.append(f"- ℹ️ compared across changes: {paths}")
     info += [f"- ℹ️ {esc(line)}" for line in changes.questions]
     if changes.unchanged:
@@ -253,8 +253,9 @@ def approval_section(decision: Decision | None, limit: int | None, language: str
     if decision.approval is not None:
         approval = decision.approval
         label = say(language, ("标签", "label"))
-        lines.append(f"- {label} `{esc(approval.label)}` applied at `{approval.at}` approved "
-                     f"{approval.count} lowering{'' if approval.count == 1 else 's'} (digest `{approval.digest[:19]}`)")
+        digest = code(approval.digest[:19])
+        lines.append(f"- {label} {code(approval.label)} applied at {code(approval.at)} approved "
+                     f"{approval.count} lowering{'' if approval.count == 1 else 's'} (digest {digest})")
     if decision.note:
         lines.append(f"- ℹ️ {esc(decision.note)}")
     if decision.unlabel:

@@ -139,3 +139,25 @@ def test_a_new_source_reading_a_changed_retriever_is_detected(project: pytest.Py
     result = project.runpytest("--rag-eval", *RUN)
     result.assert_outcomes(passed=12)
     result.stdout.fnmatch_lines(["compared across changes: wrapped.reads.bm25.b 0.75 -> 0.5"])
+
+
+def test_a_baseline_written_by_another_run_meanwhile_is_not_overwritten(project: pytest.Pytester) -> None:
+    """Two `--rag-update-baseline` runs at once: the other one writes the baseline after this one read it
+    (a conftest hook stands for it, after the plugin loaded the baseline). Old code wrote over it and both
+    said "wrote baselines/retrieval.json", one update lost; now this run refuses in one line, exit 1."""
+    project.runpytest("--rag-update-baseline", *RUN)
+    set_rankings(project.path, dict(GOLD, q01=["travel-002", "travel-001"]))
+    project.makeconftest("""
+        from pathlib import Path
+
+        def pytest_collection_finish(session):
+            Path("baselines/retrieval.json").write_text("the other run's baseline\\n", encoding="utf-8")
+    """)
+    result = project.runpytest("--rag-update-baseline", "--rag-allow-regression", *RUN)
+    assert result.ret == 1
+    lines = [line for line in result.outlines if "retrieval.json not written" in line]
+    assert lines == ["rag: error: baselines/retrieval.json not written: another run wrote it after this one read "
+                     "it (two updates at once), so this run's update would drop that one's; run `pytest "
+                     "--rag-update-baseline` again to update it as it is now"]
+    assert "rag: wrote baselines/retrieval.json" not in result.outlines
+    assert baseline_bytes(project.path) == b"the other run's baseline\n"

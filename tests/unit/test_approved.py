@@ -219,8 +219,8 @@ def test_a_later_push_beyond_the_approval_fails_in_one_line_and_takes_the_label_
 def test_many_unapproved_lowerings_are_counted_after_three() -> None:
     values = tuple(ValueChange(f"r{n}", "ndcg@5", 0.6, 0.5) for n in range(5))
     reason = decide(lowered(*values), pull_request(event()), recorded=APPROVED).reason
-    assert ": r0 ndcg@5 0.6000 -> 0.5000 (new), r1 ndcg@5 0.6000 -> 0.5000 (new), r2 ndcg@5 0.6000 -> 0.5000 (new) " \
-           "and 2 more; re-apply" in reason
+    assert ": r0 ndcg@5 0.6000 -> 0.5000 (new), r1 ndcg@5 0.6000 -> 0.5000 (new), r2 ndcg@5 0.6000 -> 0.5000 (new), " \
+           "... and 2 more; re-apply" in reason
 
 
 @pytest.mark.parametrize(("recorded", "labels"), [

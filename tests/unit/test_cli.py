@@ -338,6 +338,11 @@ def stale_baseline(folder: Path) -> None:
     write_results(folder / "baselines" / "retrieval.json", {"bm25": entry({"q9": (["c1"], {})}, {})})
 
 
+def stale_baseline_chunk(folder: Path) -> None:
+    (folder / "baselines").mkdir(exist_ok=True)
+    write_results(folder / "baselines" / "retrieval.json", {"bm25": entry({"q1": (["c9"], {})}, {})})
+
+
 def broken_results(folder: Path) -> None:
     (folder / "results.json").write_text('{"format_version": 1,', encoding="utf-8")
 
@@ -363,9 +368,12 @@ ERRORS = [
      "fixtures/evalset.jsonl; the eval set changed since the results were written; record the baseline again with "
      "`pytest --rag-update-baseline`, or write fresh results elsewhere (`pytest --rag-eval --rag-json "
      "rag-results.json`) and pass those"),
-    (stale_baseline, ["pool"], "baselines/retrieval.json: question 'q9' is not in fixtures/evalset.jsonl; the eval "
-     "set changed since the results were written; record the baseline again with `pytest --rag-update-baseline`, or "
-     "write fresh results elsewhere (`pytest --rag-eval --rag-json rag-results.json`) and pass those"),
+    # issue 52: a question removed from the eval set is skipped by pool (tests/unit/test_cli_pool.py); a chunk
+    # gone from the corpus is still refused
+    (stale_baseline_chunk, ["pool"], "baselines/retrieval.json: chunk 'c9' (retriever 'bm25', question 'q1') is "
+     "not in fixtures/chunks.jsonl; the corpus changed since the results were written; record the baseline again "
+     "with `pytest --rag-update-baseline`, or write fresh results elsewhere (`pytest --rag-eval --rag-json "
+     "rag-results.json`) and pass those"),
     (nothing, ["suspects", "fixtures"], "fixtures: is a directory; give a file path"),
     (stale_results, ["suspects", "results.json", "--k", "0"], "argument --k: expected a whole number >= 1, got '0'"),
     (nothing, ["find", ""], "KEYWORD must not be empty"),

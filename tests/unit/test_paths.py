@@ -5,6 +5,7 @@ import os
 import stat
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -100,3 +101,74 @@ def test_without_a_target_every_stale_temporary_file_of_the_folder_goes(tmp_path
     assert not any(path.exists() for path in gone) and all(path.exists() for path in kept)
     assert (tmp_path / ".d.pack.abcdefgh.tmp").is_dir()
     assert remove_stale_temporaries(tmp_path / "missing") == 0
+
+
+def _update(target: str, text: str, barrier: Any, results: Any) -> None:
+    """One updater: read the file, wait until the other has read it too, then write over what it read."""
+    from pytest_ragretrieval.files.paths import ChangedSince, snapshot
+
+    read = snapshot(Path(target))
+    barrier.wait(timeout=20)
+    try:
+        write_atomic(Path(target), text, since=read)
+    except ChangedSince:
+        results.put(("refused", text))
+    else:
+        results.put(("wrote", text))
+
+
+def test_of_two_concurrent_updates_one_writes_and_the_other_refuses(tmp_path: Path) -> None:
+    """Two processes read one baseline, then both replace it: old code let both write, so the first
+    update was lost while both said they wrote. Now the second compares the file with what it read,
+    under a lock on the folder, and refuses."""
+    import multiprocessing
+
+    target = tmp_path / "retrieval.json"
+    target.write_text("old\n")
+    context = multiprocessing.get_context("fork")
+    barrier, results = context.Barrier(2), context.Queue()
+    workers = [context.Process(target=_update, args=(str(target), text, barrier, results)) for text in ("a\n", "b\n")]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(timeout=30)
+    outcomes = sorted(results.get(timeout=5) for _ in workers)
+    assert [what for what, _ in outcomes] == ["refused", "wrote"]
+    assert target.read_text() == next(text for what, text in outcomes if what == "wrote")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["retrieval.json"], "no lock file, no temporary left"
+
+
+def test_a_write_since_missing_never_replaces_a_file(tmp_path: Path) -> None:
+    from pytest_ragretrieval.files.paths import MISSING, ChangedSince, snapshot
+
+    target = tmp_path / "evalset.jsonl.bak"
+    assert snapshot(target) == MISSING
+    target.write_text("kept\n")
+    with pytest.raises(ChangedSince):
+        write_atomic(target, "new\n", since=MISSING)
+    assert target.read_text() == "kept\n" and sorted(p.name for p in tmp_path.iterdir()) == ["evalset.jsonl.bak"]
+    write_atomic(target, "new\n", since=snapshot(target))
+    assert target.read_text() == "new\n"
+
+
+def test_merge_writes_no_baseline_another_run_wrote_meanwhile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`ragretrieval merge --update-baseline` writes through the same check: one error line, exit 1, the other
+    run's file kept."""
+    from pytest_ragretrieval.cli.common import Result
+    from pytest_ragretrieval.cli.merge import Written
+    from pytest_ragretrieval.files.paths import snapshot
+
+    monkeypatch.chdir(tmp_path)
+    target = tmp_path / "baselines" / "retrieval.json"
+    target.parent.mkdir()
+    target.write_text("read by this run\n")
+    read = snapshot(target)
+    target.write_text("written by another run\n")
+    result = Result()
+    written = Written(result)
+    written(target, "this run's update\n", read)
+    assert written.failed and result.out == []
+    assert result.err == ["ragretrieval: error: baselines/retrieval.json not written: another run wrote it after this "
+                          "one read it (two updates at once), so this run's update would drop that one's; run "
+                          "`ragretrieval merge` again to update it as it is now"]
+    assert target.read_text() == "written by another run\n"

@@ -380,3 +380,75 @@ def test_a_forged_gold_text_is_not_trusted(tmp_path: Path, monkeypatch: pytest.M
                    "and pass --accept-ambiguous to apply them"]
     write_project(tmp_path, GOLD, questions=questions, digests=digests)  # the true text: verified, applied
     assert run(capsys, "--apply")[0] == 0
+
+
+def test_backup_never_overwrites_an_earlier_backup(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Old code replaced an existing evalset.jsonl.bak without a word (the campaign's one-of-three old defect):
+    now the run refuses in one line naming it, and nothing on disk changes."""
+    (project / "evalset.jsonl.bak").write_bytes(b"the only copy of last week's labels\n")
+    before = (project / "evalset.jsonl").read_bytes()
+    code, _, err = run(capsys, "--apply", "--backup")
+    assert code == 1
+    assert err == ["ragretrieval: evalset.jsonl not written: the backup evalset.jsonl.bak exists, and --backup "
+                   "never overwrites one; move it away (or drop --backup) and run again"]
+    assert (project / "evalset.jsonl.bak").read_bytes() == b"the only copy of last week's labels\n"
+    assert (project / "evalset.jsonl").read_bytes() == before
+    assert sorted(p.name for p in project.iterdir()) == [
+        "baseline.json", "chunks.jsonl", "evalset.jsonl", "evalset.jsonl.bak", "relabel.toml"]
+
+
+def test_a_backup_made_meanwhile_is_not_overwritten(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A backup that appears between the check and the write (another relabel) is kept: the copy is
+    written only where no file is, under the folder's lock."""
+    from pytest_ragretrieval.cli import relabel
+
+    read = relabel._bytes
+    calls = []
+
+    def then_made(path: Path) -> bytes:
+        calls.append(path)
+        if len(calls) == 2:  # the check before the write: the backup was looked for just before
+            (project / "evalset.jsonl.bak").write_text("another run's backup\n", encoding="utf-8")
+        return read(path)
+
+    monkeypatch.setattr(relabel, "_bytes", then_made)
+    before = (project / "evalset.jsonl").read_bytes()
+    code, _, err = run(capsys, "--apply", "--backup")
+    assert code == 1 and len(err) == 1 and "the backup evalset.jsonl.bak exists" in err[0]
+    assert (project / "evalset.jsonl.bak").read_text(encoding="utf-8") == "another run's backup\n"
+    assert (project / "evalset.jsonl").read_bytes() == before
+
+
+def test_a_thousand_labels_found_nowhere_are_named_in_short_lines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """1,000 gold ids whose recorded texts no chunk holds: old code named every one on the refusal line
+    and on the "label ... by hand first" line (tens of KB each); now the first 20 and a count."""
+    monkeypatch.chdir(tmp_path)
+    gold = {f"gone-{n:04d}": f"已删除的第{n}段：报销流程里不再存在的规定。" for n in range(1000)}
+    questions = [{"id": f"q{n:04d}", "query": "报销", "relevant": [f"gone-{n:04d}"]} for n in range(1000)]
+    write_project(tmp_path, gold, questions=questions)
+    code, out, err = run(capsys, "--apply")
+    assert code == 1 and len(err) == 1
+    assert err[0].startswith("ragretrieval: evalset.jsonl not written: found nowhere: q0000 (gone-0000), ")
+    assert err[0].endswith(", q0019 (gone-0019), ... and 980 more; label them by hand first") and len(err[0]) < 600
+    by_hand = next(line for line in out if line.startswith("label q0000, "))
+    assert ", q0019, ... and 980 more by hand first" in by_hand and len(by_hand) < 400
+
+
+def test_the_gate_s_proposal_for_1000_moved_labels_names_the_first_20(tmp_path: Path) -> None:
+    """1,000 gold ids gone after a re-chunking, each text found again: old code failed the gate with all 1,000
+    proposal lines; now the first 20, then how many more and the command that lists them all."""
+    from pytest_ragretrieval.core.errors import FixtureError
+    from pytest_ragretrieval.labels.relabel import anchoring_error
+
+    gold = {f"old-{n:04d}": REFUND for n in range(1000)}
+    questions = [{"id": f"q{n:04d}", "query": "退款", "relevant": [f"old-{n:04d}"]} for n in range(1000)]
+    write_project(tmp_path, gold, questions=questions)
+    found = plan(tmp_path / "evalset.jsonl", load_chunks(tmp_path / "chunks.jsonl"), gold)
+    lines = str(anchoring_error(FixtureError("x"), found, True, "relabel.toml", "")).splitlines()
+    assert len(lines) == 23 and lines[1].startswith("  q0000: old-0000 -> refund")
+    assert lines[21] == "  ... and 980 more: `ragretrieval relabel --config relabel.toml` lists them all"
+    assert len(found.lines("ragretrieval relabel")) == 1002, "the command itself prints every move"
