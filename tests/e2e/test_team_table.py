@@ -260,6 +260,81 @@ def test_a_role_that_may_do_more_than_read_is_refused(server: tuple[str, str], t
                          "DROP ROLE writer, filer, runner, scribe, keeper")
 
 
+GRANTS = {
+    "signaller": ("GRANT pg_signal_backend TO signaller",
+                  "is a member of pg_signal_backend (REVOKE pg_signal_backend FROM signaller)"),
+    "exporter": ("GRANT EXECUTE ON FUNCTION lo_export(oid, text) TO exporter",
+                 "may execute lo_export(oid,text) (REVOKE EXECUTE ON FUNCTION lo_export(oid,text) FROM exporter)"),
+    "lister": ("GRANT EXECUTE ON FUNCTION pg_read_file(text) TO lister",
+               "may execute pg_read_file(text) (REVOKE EXECUTE ON FUNCTION pg_read_file(text) FROM lister)"),
+    "resetter": ("CREATE ROLE stats; GRANT EXECUTE ON FUNCTION pg_stat_reset() TO stats; GRANT stats TO resetter",
+                 "may execute pg_stat_reset() (REVOKE EXECUTE ON FUNCTION pg_stat_reset() FROM stats)"),
+    "inserter": ("GRANT INSERT (body) ON docs TO inserter",
+                 "may write column docs.body (REVOKE INSERT (body) ON docs FROM inserter)"),
+    "definer": ("CREATE FUNCTION run_it() RETURNS int LANGUAGE sql SECURITY DEFINER AS 'SELECT 1'; "
+                "REVOKE EXECUTE ON FUNCTION run_it() FROM PUBLIC; GRANT EXECUTE ON FUNCTION run_it() TO definer",
+                "may execute SECURITY DEFINER function run_it() owned by superuser postgres, which may do more than "
+                "read (REVOKE EXECUTE ON FUNCTION run_it() FROM definer)"),
+}
+"""A role per grant the issue-52 campaign ran programs, read files, reset statistics or ended sessions
+with, the grant that made it so, and the reason (with the statement that takes it away) it is refused for."""
+
+
+def test_a_role_that_may_execute_more_than_reads_is_refused(server: tuple[str, str], tmp_path: Path) -> None:
+    """On 577255f each of these roles passed the check: through a SECURITY DEFINER function a superuser
+    owned a query ran `COPY ... TO PROGRAM`, lo_export wrote a server file, pg_read_file read PG_VERSION,
+    pg_stat_reset() ran, a pg_signal_backend member ended another application's session, and a column's
+    INSERT grant was not seen. Each is now one line naming the grant to revoke; a SECURITY DEFINER function
+    owned by a role that may only read is no reason, nor is the documented role."""
+    owner, reader = server
+    host = owner.partition("?")[2]
+    with psycopg.connect(owner, autocommit=True) as conn:
+        for role, (grant, _) in GRANTS.items():
+            conn.execute(f"CREATE ROLE {role} LOGIN; GRANT USAGE ON SCHEMA public TO {role}; GRANT SELECT ON docs TO {role}")
+            conn.execute(grant)
+        conn.execute("CREATE FUNCTION harmless() RETURNS int LANGUAGE sql SECURITY DEFINER AS 'SELECT 1'; "
+                     "ALTER FUNCTION harmless() OWNER TO reader")
+    try:
+        for role, (_, reason) in GRANTS.items():
+            with pytest.raises(DatabaseError) as error:
+                connect(f"postgresql://{role}@/postgres?{host}")
+            message = str(error.value)
+            assert message.startswith(f"role {role!r} on postgresql://{role}@") and f" {reason}: " in message, message
+            assert "\n" not in message and "signal another role's sessions" in message, message
+        connect(reader).close()
+        with psycopg.connect(owner, autocommit=True) as conn:
+            conn.execute("GRANT EXECUTE ON FUNCTION run_it() TO PUBLIC")
+        with pytest.raises(DatabaseError, match=r"owned by superuser postgres, .* run_it\(\) FROM PUBLIC\): "):
+            connect(reader)
+    finally:
+        with psycopg.connect(owner, autocommit=True) as conn:
+            conn.execute("DROP FUNCTION run_it(); DROP FUNCTION harmless()")
+            roles = ", ".join([*GRANTS, "stats"])
+            conn.execute(f"DROP OWNED BY {roles}; DROP ROLE {roles}")
+
+
+def test_a_role_without_its_own_limits_is_warned_about(server: tuple[str, str], tmp_path: Path) -> None:
+    """On 577255f nothing said that the role had no statement_timeout or temp_file_limit of its own: a
+    runaway statement filled 7.7 GB of temporary files on the team's server in 190 s."""
+    owner, reader = server
+    folder = project(tmp_path / "team", prod(40))
+    code, out = gate(folder, reader, "--rag-update-baseline")
+    assert code == 0, out
+    warning = ("rag: warning: role reader has no statement_timeout and no temp_file_limit of its own: "
+               "the plugin's sessions set statement_timeout = 5min")
+    assert out.count(warning) == 1, out
+    assert "ask the DBA for ALTER ROLE reader SET statement_timeout = '5min'; ALTER ROLE reader SET temp_file_limit" in out
+    with psycopg.connect(owner, autocommit=True) as conn:
+        conn.execute("ALTER ROLE reader SET statement_timeout = '2min'; ALTER ROLE reader SET temp_file_limit = '1GB'")
+    try:
+        code, out = gate(folder, reader)
+    finally:
+        with psycopg.connect(owner, autocommit=True) as conn:
+            conn.execute("ALTER ROLE reader RESET statement_timeout; ALTER ROLE reader RESET temp_file_limit")
+    assert code == 0, out
+    assert "of its own" not in out, out
+
+
 def test_sql_messages_name_the_row_and_the_limit(server: tuple[str, str], tmp_path: Path) -> None:
     """On 571473c a NULL id was reported as 'None' (an unknown chunk id), a huge id was echoed whole,
     and a statement the session's limit cancelled came without the note naming the limit."""
