@@ -70,7 +70,8 @@ def _could_write(role: str) -> str:
   OR EXISTS (SELECT 1 FROM pg_proc f WHERE f.pronamespace = 'pg_catalog'::regnamespace
              AND f.proname ~ %(functions)s AND has_function_privilege({role}, f.oid, 'EXECUTE'))
   OR EXISTS (SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE {RELATIONS} AND {NOT_SYSTEM}
-             AND (pg_has_role({role}, c.relowner, 'MEMBER') OR has_table_privilege({role}, c.oid, 'INSERT, UPDATE, DELETE, TRUNCATE')
+             AND (pg_has_role({role}, c.relowner, 'MEMBER')
+                  OR has_table_privilege({role}, c.oid, 'INSERT, UPDATE, DELETE, TRUNCATE')
                   OR has_any_column_privilege({role}, c.oid, 'INSERT, UPDATE'))))"""
 
 
@@ -96,11 +97,13 @@ SELECT current_user, ARRAY(SELECT reason FROM (
        LATERAL (SELECT CASE c.relkind WHEN 'v' THEN 'view ' WHEN 'm' THEN 'materialized view '
                        WHEN 'f' THEN 'foreign table ' ELSE 'table ' END) AS k(kind)
   WHERE {RELATIONS} AND {NOT_SYSTEM}
-    AND (pg_has_role(current_user, c.relowner, 'MEMBER') OR has_table_privilege(c.oid, 'INSERT, UPDATE, DELETE, TRUNCATE'))
+    AND (pg_has_role(current_user, c.relowner, 'MEMBER')
+         OR has_table_privilege(c.oid, 'INSERT, UPDATE, DELETE, TRUNCATE'))
   UNION ALL
   SELECT 4, 'may write column ' || c.oid::regclass::text || '.' || quote_ident(a.attname) || ' (REVOKE '
          || (SELECT string_agg(DISTINCT g.privilege_type, ', ') FROM aclexplode(a.attacl) g
-             WHERE g.privilege_type IN ('INSERT', 'UPDATE') AND (g.grantee = 0 OR pg_has_role(current_user, g.grantee, 'MEMBER')))
+             WHERE g.privilege_type IN ('INSERT', 'UPDATE')
+               AND (g.grantee = 0 OR pg_has_role(current_user, g.grantee, 'MEMBER')))
          || ' (' || quote_ident(a.attname) || ') ON ' || c.oid::regclass::text || ' FROM '
          || {_grantees("a.attacl", "'INSERT', 'UPDATE'")} || ')'
   FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
