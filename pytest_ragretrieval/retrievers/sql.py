@@ -22,7 +22,7 @@ from ..core.errors import RetrieverError
 from ..core.optional import need
 from ..files.tables import Table
 from .protocol import Context, Setup
-from .table import ID_LENGTH, TeamRetriever, apply_settings, corpus_keys, search_settings
+from .table import ID_LENGTH, TeamRetriever, apply_settings, corpus_keys, search_settings, time_budget
 
 PARAMETERS = ("query", "embedding", "k")
 PLACEHOLDER = re.compile(r"%\((\w*)\)s|%(%|.?)")
@@ -223,7 +223,8 @@ def parse(table: Table) -> dict[str, Any]:
     problem = statement_problem(text)
     if problem is not None:
         raise table.error("query", problem)
-    params = {"query": text, **corpus_keys(table, False), "engine": search_settings(table)}
+    params = {"query": text, **corpus_keys(table, False), "engine": search_settings(table),
+              "time_budget": time_budget(table)}
     params["embeds"] = "embedding" in used
     return params
 
@@ -238,12 +239,12 @@ class SqlRetriever(TeamRetriever):
             "SELECT left(rag_found.rag_id::text, {}) FROM ({}\n) AS rag_found(rag_id) LIMIT %(k)s"
         ).format(sql.Literal(ID_LENGTH + 1), sql.SQL(body(params["query"])))
         self.embeds = bool(params["embeds"])
-        super().__init__(ctx, params["engine"])
+        super().__init__(ctx, params["engine"], params["time_budget"])
 
-    def answer(self, conn: Any, query: str, vector: Any, k: int) -> list[str]:
+    def answer(self, conn: Any, query: str, vector: Any, k: int, limits: Mapping[str, str]) -> list[str]:
         bound = {"query": query, "k": k, **({"embedding": vector} if self.embeds else {})}
         with conn.cursor() as cursor:
-            apply_settings(cursor, self.settings)
+            apply_settings(cursor, {**self.settings, **limits})
             cursor.execute(self.statement, bound)
             rows = [row[0] for row in cursor.fetchall()]
         conn.rollback()

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -333,6 +335,32 @@ def test_a_role_without_its_own_limits_is_warned_about(server: tuple[str, str], 
             conn.execute("ALTER ROLE reader RESET statement_timeout; ALTER ROLE reader RESET temp_file_limit")
     assert code == 0, out
     assert "of its own" not in out, out
+
+
+def test_a_retriever_past_its_time_budget_stops_for_the_run(server: tuple[str, str], tmp_path: Path) -> None:
+    """On 577255f a slow statement was bounded only by 5 minutes a question, and each retriever reading it
+    (here a hybrid) asked it again: 12 questions of 3 s each took 36 s a reader, 1,000 questions days.
+    Now the statement left with less than the budget is cancelled, and the retriever stops for the run:
+    one line, its remaining questions unavailable, every other reader told the same at once."""
+    _, reader = server
+    keys = {"table": "public.docs", "text_column": "body"}
+    slow = "SELECT id FROM (SELECT pg_sleep(3)) AS nap, public.docs ORDER BY id LIMIT %(k)s"
+    folder = project(tmp_path / "team", retriever("slow", "sql", query=slow, time_budget=4, **keys)
+                     + retriever("fts", "sql", query=FULL_TEXT, **keys)
+                     + retriever("mix", "hybrid", sources=["slow", "fts"]))
+    pyproject = folder / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text(encoding="utf-8").replace("k = 5\n", "k = 5\nworkers = 1\n"),
+                         encoding="utf-8")
+    started = time.monotonic()
+    code, out = gate(folder, reader)
+    took = time.monotonic() - started
+    assert code != 0, out
+    stop = ("retriever 'slow': its time_budget of 4 s on the team's server ran out (raise time_budget in "
+            "[tool.ragretrieval.retrievers.slow] or make the query faster); it stops for this run, its ")
+    assert stop in out and " remaining questions of 12 unavailable" in out, out
+    assert re.search(r"its 1[01] remaining questions of 12 unavailable", out), out
+    assert out.count("retriever 'fts'") == 0, out
+    assert took < 30, (took, out)  # 4 s of budget: not 12 questions x 3 s, once for slow and once for mix
 
 
 def test_sql_messages_name_the_row_and_the_limit(server: tuple[str, str], tmp_path: Path) -> None:
