@@ -87,6 +87,13 @@ SELECT current_user, ARRAY(SELECT reason FROM (
   FROM unnest(%(roles)s::text[]) AS name
   WHERE pg_has_role(current_user, to_regrole(name), 'MEMBER')
   UNION ALL
+  SELECT 2, 'is a member of role ' || quote_ident(r.rolname) || ', whose sessions it may cancel and terminate (REVOKE '
+         || quote_ident(r.rolname) || ' FROM ' || coalesce((
+           SELECT string_agg(DISTINCT quote_ident(pg_get_userbyid(m.member)), ', ') FROM pg_auth_members m
+           WHERE m.roleid = r.oid AND pg_has_role(current_user, m.member, 'MEMBER')), quote_ident(current_user)) || ')'
+  FROM pg_roles r
+  WHERE r.rolcanlogin AND r.rolname <> current_user AND NOT r.rolsuper AND pg_has_role(current_user, r.oid, 'MEMBER')
+  UNION ALL
   SELECT 3, CASE WHEN pg_has_role(current_user, c.relowner, 'MEMBER')
                  THEN 'owns ' || kind || c.oid::regclass::text || ' (ALTER ' || upper(kind) || c.oid::regclass::text
                       || ' OWNER TO a role the gate does not use)'
@@ -128,7 +135,8 @@ SELECT current_user, ARRAY(SELECT reason FROM (
 ) AS found(rank, reason) ORDER BY rank, reason)
 """
 """Who the session is, and every reason it may do more than read, each with the statement that takes it
-away: a superuser (or a member of one); a predefined server role (SERVER_ROLES); a table, view or
+away: a superuser (or a member of one); a predefined server role (SERVER_ROLES); another role that
+logs in (Postgres lets a member cancel and terminate that role's sessions); a table, view or
 materialized view (outside the system schemas) it owns or may write, or one of whose columns it may
 write (INSERT or UPDATE granted on a column); EXECUTE on a function that reads or writes the server's
 files or resets its statistics (SERVER_FUNCTIONS); and EXECUTE on a SECURITY DEFINER function whose

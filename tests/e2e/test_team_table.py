@@ -265,6 +265,8 @@ def test_a_role_that_may_do_more_than_read_is_refused(server: tuple[str, str], t
 GRANTS = {
     "signaller": ("GRANT pg_signal_backend TO signaller",
                   "is a member of pg_signal_backend (REVOKE pg_signal_backend FROM signaller)"),
+    "member": ("CREATE ROLE app LOGIN; GRANT app TO member",
+               "is a member of role app, whose sessions it may cancel and terminate (REVOKE app FROM member)"),
     "exporter": ("GRANT EXECUTE ON FUNCTION lo_export(oid, text) TO exporter",
                  "may execute lo_export(oid,text) (REVOKE EXECUTE ON FUNCTION lo_export(oid,text) FROM exporter)"),
     "lister": ("GRANT EXECUTE ON FUNCTION pg_read_file(text) TO lister",
@@ -285,8 +287,8 @@ with, the grant that made it so, and the reason (with the statement that takes i
 def test_a_role_that_may_execute_more_than_reads_is_refused(server: tuple[str, str], tmp_path: Path) -> None:
     """On 577255f each of these roles passed the check: through a SECURITY DEFINER function a superuser
     owned a query ran `COPY ... TO PROGRAM`, lo_export wrote a server file, pg_read_file read PG_VERSION,
-    pg_stat_reset() ran, a pg_signal_backend member ended another application's session, and a column's
-    INSERT grant was not seen. Each is now one line naming the grant to revoke; a SECURITY DEFINER function
+    pg_stat_reset() ran, a pg_signal_backend member ended another application's session (as a member of the
+    application's role may), and a column's INSERT grant was not seen. Each is now one line naming the grant to revoke; a SECURITY DEFINER function
     owned by a role that may only read is no reason, nor is the documented role."""
     owner, reader = server
     host = owner.partition("?")[2]
@@ -311,7 +313,7 @@ def test_a_role_that_may_execute_more_than_reads_is_refused(server: tuple[str, s
     finally:
         with psycopg.connect(owner, autocommit=True) as conn:
             conn.execute("DROP FUNCTION run_it(); DROP FUNCTION harmless()")
-            roles = ", ".join([*GRANTS, "stats"])
+            roles = ", ".join([*GRANTS, "stats", "app"])
             conn.execute(f"DROP OWNED BY {roles}; DROP ROLE {roles}")
 
 
