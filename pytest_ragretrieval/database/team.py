@@ -4,8 +4,10 @@ Unlike `url` mode (database.handle), nothing here creates a schema, seeds a tabl
 row: every session is read-only (`default_transaction_read_only`), runs under the plugin's
 connect timeout, TCP keepalives, its server-side limits (statement, lock and idle-in-transaction
 timeouts) and a client-side deadline on every read (database.session.deadline), and its role must
-only read: one that is a superuser, holds a predefined server role, or owns or may write a table is
-refused (`connect`); SELECT on the team's table and USAGE on its schema are all it needs. This
+only read: one that is a superuser, holds a predefined server role or another login role, owns or may
+write a table or a column, or may execute a server-file function or a privileged SECURITY DEFINER
+function is refused (`connect`, `ROLE_SQL`), and one without limits of its own is warned about
+(`unset_limits`); SELECT on the team's table and USAGE on its schema are all it needs. This
 module reads the corpus from that table for a run without a chunks file, computes the corpus's
 digest in the database, and reports the engine for the fingerprint.
 """
@@ -142,8 +144,8 @@ write (INSERT or UPDATE granted on a column); EXECUTE on a function that reads o
 files or resets its statistics (SERVER_FUNCTIONS); and EXECUTE on a SECURITY DEFINER function whose
 owner could do any of that (it runs with its owner's rights). Refused on any table, not only the one
 read: whatever a query escapes to, the role must have nothing to write with."""
-LIMITS_SQL = ("SELECT name, reset_val FROM pg_settings WHERE name IN ('statement_timeout', 'temp_file_limit') "
-              "AND reset_val IN ('0', '-1') ORDER BY name")
+LIMITS_SQL = ("SELECT name, reset_val FROM pg_settings WHERE (name, reset_val) IN "
+              "(('statement_timeout', '0'), ('temp_file_limit', '-1')) ORDER BY name")
 """The role's own limits the DBA left unset: `reset_val` is what the session started with (the role's,
 the database's or the server's setting), whatever the plugin's sessions set since."""
 ROLE_LIMITS = {"statement_timeout": "'5min'", "temp_file_limit": "'5GB'"}

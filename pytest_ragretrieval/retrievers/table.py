@@ -30,16 +30,7 @@ from typing import TYPE_CHECKING, Any
 from ..core.errors import DatabaseError, RetrieverError
 from ..core.optional import need
 from ..core.redact import one_line
-from ..database.session import (
-    CHEAP,
-    TeamCorpus,
-    condition,
-    deadline,
-    identifier,
-    limits_note,
-    setting_text,
-    shut,
-)
+from ..database.session import CHEAP, TeamCorpus, condition, deadline, identifier, limits_note, setting_text, shut
 from ..evalset.records import Question
 from ..files.tables import Table, shown
 from .protocol import Context, Query, Setup
@@ -268,7 +259,7 @@ class TeamRetriever(ABC):
             answered = f"{one_line(said)}{limits_note(exc)}"
             raise RetrieverError(f"{where}: the team's server answered: {answered}") from None
         except DatabaseError as exc:  # the client-side deadline cut the connection
-            raise self._stop(str(exc)) from None
+            raise self._stop(str(exc).removeprefix(f"{where}: ")) from None
         with self._lock:
             self.answered += 1
         return found
