@@ -46,9 +46,12 @@ SERVER_ROLES = ("pg_execute_server_program", "pg_write_server_files", "pg_read_s
                 "pg_signal_backend")
 """Predefined roles that reach past the tables (run programs, read or write the server's files, end or
 cancel other roles' sessions) or write every table; a role that holds one (or may SET ROLE to it) is refused."""
-SERVER_FUNCTIONS = r"^(lo_export|lo_import|pg_ls_dir|pg_read_file|pg_read_binary_file|pg_stat_file|pg_stat_reset.*)$"
-"""The functions of pg_catalog that read or write the server's files or reset its statistics: only a
-superuser may run them unless a DBA granted EXECUTE (PUBLIC has none), and a role that may is refused."""
+SERVER_FUNCTIONS = ("lo_export", "lo_import", "pg_ls_dir", "pg_read_file", "pg_read_binary_file", "pg_stat_file")
+"""The functions of pg_catalog that read or write the server's files, and (`RESETS`) every `pg_stat_reset*`,
+which resets its statistics: only a superuser may run them unless a DBA granted EXECUTE (PUBLIC has
+none), and a role that may is refused."""
+RESETS = "({0}.proname >= 'pg_stat_reset' AND {0}.proname < 'pg_stat_reseu')"
+"""Every function name that begins with pg_stat_reset, as a range pg_proc's index on the name answers."""
 SUPERUSER = "is a superuser"
 """The first reason of a superuser, and the only one named: every other follows from it."""
 WRITES = "'INSERT', 'UPDATE', 'DELETE', 'TRUNCATE'"
@@ -70,7 +73,8 @@ def _could_write(role: str) -> str:
     return f"""(EXISTS (SELECT 1 FROM pg_roles r WHERE r.rolsuper AND pg_has_role({role}, r.oid, 'MEMBER'))
   OR EXISTS (SELECT 1 FROM unnest(%(roles)s::text[]) AS name WHERE pg_has_role({role}, to_regrole(name), 'MEMBER'))
   OR EXISTS (SELECT 1 FROM pg_proc f WHERE f.pronamespace = 'pg_catalog'::regnamespace
-             AND f.proname ~ %(functions)s AND has_function_privilege({role}, f.oid, 'EXECUTE'))
+             AND (f.proname = ANY(%(functions)s) OR {RESETS.format("f")})
+             AND has_function_privilege({role}, f.oid, 'EXECUTE'))
   OR EXISTS (SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE {RELATIONS} AND {NOT_SYSTEM}
              AND (pg_has_role({role}, c.relowner, 'MEMBER')
                   OR has_table_privilege({role}, c.oid, 'INSERT, UPDATE, DELETE, TRUNCATE')
@@ -78,6 +82,10 @@ def _could_write(role: str) -> str:
 
 
 ROLE_SQL = f"""
+WITH privileged AS MATERIALIZED (
+  SELECT o.oid, o.rolname, o.rolsuper FROM pg_roles o
+  WHERE o.oid IN (SELECT p.proowner FROM pg_proc p WHERE p.prosecdef AND has_function_privilege(p.oid, 'EXECUTE'))
+    AND {_could_write("o.oid")})
 SELECT current_user, ARRAY(SELECT reason FROM (
   SELECT 1, '{SUPERUSER}'
   WHERE EXISTS (SELECT 1 FROM pg_roles r WHERE r.rolsuper AND pg_has_role(current_user, r.oid, 'MEMBER'))
@@ -124,7 +132,7 @@ SELECT current_user, ARRAY(SELECT reason FROM (
          || ' FROM ' || coalesce({_grantees("coalesce(p.proacl, acldefault('f', p.proowner))", "'EXECUTE'")},
                                  quote_ident(current_user)) || ')'
   FROM pg_proc p
-  WHERE p.pronamespace = 'pg_catalog'::regnamespace AND p.proname ~ %(functions)s
+  WHERE p.pronamespace = 'pg_catalog'::regnamespace AND (p.proname = ANY(%(functions)s) OR {RESETS.format("p")})
     AND has_function_privilege(p.oid, 'EXECUTE')
   UNION ALL
   SELECT 6, 'may execute SECURITY DEFINER function ' || p.oid::regprocedure::text || ' owned by '
@@ -132,8 +140,8 @@ SELECT current_user, ARRAY(SELECT reason FROM (
          || ', which may do more than read (REVOKE EXECUTE ON FUNCTION ' || p.oid::regprocedure::text || ' FROM '
          || coalesce({_grantees("coalesce(p.proacl, acldefault('f', p.proowner))", "'EXECUTE'")},
                      quote_ident(current_user)) || ')'
-  FROM pg_proc p JOIN pg_roles o ON o.oid = p.proowner
-  WHERE p.prosecdef AND has_function_privilege(p.oid, 'EXECUTE') AND {_could_write("o.oid")}
+  FROM pg_proc p JOIN privileged o ON o.oid = p.proowner
+  WHERE p.prosecdef AND has_function_privilege(p.oid, 'EXECUTE')
 ) AS found(rank, reason) ORDER BY rank, reason)
 """
 """Who the session is, and every reason it may do more than read, each with the statement that takes it
@@ -186,7 +194,7 @@ def connect(dsn: str) -> psycopg.Connection:
     try:
         with deadline(conn, f"checking the role on {redact(dsn)}"):
             user, reasons = conn.execute(
-                ROLE_SQL, {"roles": list(SERVER_ROLES), "functions": SERVER_FUNCTIONS}).fetchone() or ("?", [])
+                ROLE_SQL, {"roles": list(SERVER_ROLES), "functions": list(SERVER_FUNCTIONS)}).fetchone() or ("?", [])
             conn.rollback()
     except psycopg.Error as exc:
         conn.close()
