@@ -4,8 +4,10 @@ Unlike `url` mode (database.handle), nothing here creates a schema, seeds a tabl
 row: every session is read-only (`default_transaction_read_only`), runs under the plugin's
 connect timeout, TCP keepalives, its server-side limits (statement, lock and idle-in-transaction
 timeouts) and a client-side deadline on every read (database.session.deadline), and its role must
-only read: one that is a superuser, holds a predefined server role, or owns or may write a table is
-refused (`connect`); SELECT on the team's table and USAGE on its schema are all it needs. This
+only read: one that is a superuser, holds a predefined server role or another login role, owns or may
+write a table or a column, or may execute a server-file function or a privileged SECURITY DEFINER
+function is refused (`connect`, `ROLE_SQL`), and one without limits of its own is warned about
+(`unset_limits`); SELECT on the team's table and USAGE on its schema are all it needs. This
 module reads the corpus from that table for a run without a chunks file, computes the corpus's
 digest in the database, and reports the engine for the fingerprint.
 """
@@ -41,28 +43,122 @@ def no_url() -> str:
     return f"no database URL to read the team's table: set the secret {URL_ENV} or pass --rag-db-url DSN"
 
 
-SERVER_ROLES = ("pg_execute_server_program", "pg_write_server_files", "pg_read_server_files", "pg_write_all_data")
-"""Predefined roles that reach past the tables (run programs, read or write the server's files) or
-write every table; a role that holds one (or may SET ROLE to it) is refused."""
-ROLE_SQL = """
-SELECT current_user,
-  EXISTS (SELECT 1 FROM pg_roles r WHERE r.rolsuper AND pg_has_role(current_user, r.oid, 'MEMBER')),
-  ARRAY(SELECT name FROM unnest(%(roles)s::text[]) AS name
-        WHERE pg_has_role(current_user, to_regrole(name), 'MEMBER')),
-  (SELECT CASE WHEN pg_has_role(current_user, c.relowner, 'MEMBER') THEN 'owns ' ELSE 'may write ' END
-          || CASE c.relkind WHEN 'v' THEN 'view ' WHEN 'm' THEN 'materialized view ' ELSE 'table ' END
-          || c.oid::regclass::text
-   FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-   WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f') AND n.nspname <> 'information_schema'
-     AND n.nspname NOT LIKE 'pg\\_%%'
-     AND (pg_has_role(current_user, c.relowner, 'MEMBER')
-          OR has_table_privilege(c.oid, 'INSERT, UPDATE, DELETE, TRUNCATE'))
-   ORDER BY 1 LIMIT 1)
+SERVER_ROLES = ("pg_execute_server_program", "pg_write_server_files", "pg_read_server_files", "pg_write_all_data",
+                "pg_signal_backend")
+"""Predefined roles that reach past the tables (run programs, read or write the server's files, end or
+cancel other roles' sessions) or write every table; a role that holds one (or may SET ROLE to it) is refused."""
+SERVER_FUNCTIONS = ("lo_export", "lo_import", "pg_ls_dir", "pg_read_file", "pg_read_binary_file", "pg_stat_file")
+"""The functions of pg_catalog that read or write the server's files, and (`RESETS`) every `pg_stat_reset*`,
+which resets its statistics: only a superuser may run them unless a DBA granted EXECUTE (PUBLIC has
+none), and a role that may is refused."""
+RESETS = "({0}.proname >= 'pg_stat_reset' AND {0}.proname < 'pg_stat_reseu')"
+"""Every function name that begins with pg_stat_reset, as a range pg_proc's index on the name answers."""
+SUPERUSER = "is a superuser"
+"""The first reason of a superuser, and the only one named: every other follows from it."""
+WRITES = "'INSERT', 'UPDATE', 'DELETE', 'TRUNCATE'"
+NOT_SYSTEM = "n.nspname <> 'information_schema' AND n.nspname NOT LIKE 'pg\\_%%'"
+RELATIONS = "c.relkind IN ('r', 'p', 'v', 'm', 'f')"
+
+
+def _grantees(acl: str, privileges: str) -> str:
+    """SQL for the grantees (PUBLIC, or a role the session's role belongs to) through which the role holds
+    one of `privileges` in `acl`: whom the REVOKE names."""
+    return (f"(SELECT string_agg(DISTINCT CASE a.grantee WHEN 0 THEN 'PUBLIC' ELSE quote_ident(pg_get_userbyid("
+            f"a.grantee)) END, ', ') FROM aclexplode({acl}) a WHERE a.privilege_type IN ({privileges}) "
+            "AND (a.grantee = 0 OR pg_has_role(current_user, a.grantee, 'MEMBER')))")
+
+
+def _could_write(role: str) -> str:
+    """SQL true when `role` is a superuser, holds a SERVER_ROLES role, may run a SERVER_FUNCTIONS function,
+    or owns or may write (a column of) a table outside the system schemas."""
+    return f"""(EXISTS (SELECT 1 FROM pg_roles r WHERE r.rolsuper AND pg_has_role({role}, r.oid, 'MEMBER'))
+  OR EXISTS (SELECT 1 FROM unnest(%(roles)s::text[]) AS name WHERE pg_has_role({role}, to_regrole(name), 'MEMBER'))
+  OR EXISTS (SELECT 1 FROM pg_proc f WHERE f.pronamespace = 'pg_catalog'::regnamespace
+             AND (f.proname = ANY(%(functions)s) OR {RESETS.format("f")})
+             AND has_function_privilege({role}, f.oid, 'EXECUTE'))
+  OR EXISTS (SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE {RELATIONS} AND {NOT_SYSTEM}
+             AND (pg_has_role({role}, c.relowner, 'MEMBER')
+                  OR has_table_privilege({role}, c.oid, 'INSERT, UPDATE, DELETE, TRUNCATE')
+                  OR has_any_column_privilege({role}, c.oid, 'INSERT, UPDATE'))))"""
+
+
+ROLE_SQL = f"""
+WITH privileged AS MATERIALIZED (
+  SELECT o.oid, o.rolname, o.rolsuper FROM pg_roles o
+  WHERE o.oid IN (SELECT p.proowner FROM pg_proc p WHERE p.prosecdef AND has_function_privilege(p.oid, 'EXECUTE'))
+    AND {_could_write("o.oid")})
+SELECT current_user, ARRAY(SELECT reason FROM (
+  SELECT 1, '{SUPERUSER}'
+  WHERE EXISTS (SELECT 1 FROM pg_roles r WHERE r.rolsuper AND pg_has_role(current_user, r.oid, 'MEMBER'))
+  UNION ALL
+  SELECT 2, 'is a member of ' || name || ' (REVOKE ' || name || ' FROM ' || coalesce((
+           SELECT string_agg(DISTINCT quote_ident(pg_get_userbyid(m.member)), ', ') FROM pg_auth_members m
+           WHERE m.roleid = to_regrole(name) AND pg_has_role(current_user, m.member, 'MEMBER')),
+           quote_ident(current_user)) || ')'
+  FROM unnest(%(roles)s::text[]) AS name
+  WHERE pg_has_role(current_user, to_regrole(name), 'MEMBER')
+  UNION ALL
+  SELECT 2, 'is a member of role ' || quote_ident(r.rolname) || ', whose sessions it may cancel and terminate (REVOKE '
+         || quote_ident(r.rolname) || ' FROM ' || coalesce((
+           SELECT string_agg(DISTINCT quote_ident(pg_get_userbyid(m.member)), ', ') FROM pg_auth_members m
+           WHERE m.roleid = r.oid AND pg_has_role(current_user, m.member, 'MEMBER')), quote_ident(current_user)) || ')'
+  FROM pg_roles r
+  WHERE r.rolcanlogin AND r.rolname <> current_user AND NOT r.rolsuper AND pg_has_role(current_user, r.oid, 'MEMBER')
+  UNION ALL
+  SELECT 3, CASE WHEN pg_has_role(current_user, c.relowner, 'MEMBER')
+                 THEN 'owns ' || kind || c.oid::regclass::text || ' (ALTER ' || upper(kind) || c.oid::regclass::text
+                      || ' OWNER TO a role the gate does not use)'
+                 ELSE 'may write ' || kind || c.oid::regclass::text || ' (REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON '
+                      || c.oid::regclass::text || ' FROM ' || coalesce({_grantees("c.relacl", WRITES)},
+                      quote_ident(current_user)) || ')' END
+  FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace,
+       LATERAL (SELECT CASE c.relkind WHEN 'v' THEN 'view ' WHEN 'm' THEN 'materialized view '
+                       WHEN 'f' THEN 'foreign table ' ELSE 'table ' END) AS k(kind)
+  WHERE {RELATIONS} AND {NOT_SYSTEM}
+    AND (pg_has_role(current_user, c.relowner, 'MEMBER')
+         OR has_table_privilege(c.oid, 'INSERT, UPDATE, DELETE, TRUNCATE'))
+  UNION ALL
+  SELECT 4, 'may write column ' || c.oid::regclass::text || '.' || quote_ident(a.attname) || ' (REVOKE '
+         || (SELECT string_agg(DISTINCT g.privilege_type, ', ') FROM aclexplode(a.attacl) g
+             WHERE g.privilege_type IN ('INSERT', 'UPDATE')
+               AND (g.grantee = 0 OR pg_has_role(current_user, g.grantee, 'MEMBER')))
+         || ' (' || quote_ident(a.attname) || ') ON ' || c.oid::regclass::text || ' FROM '
+         || {_grantees("a.attacl", "'INSERT', 'UPDATE'")} || ')'
+  FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+       JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped AND a.attacl IS NOT NULL
+  WHERE {RELATIONS} AND {NOT_SYSTEM} AND NOT has_table_privilege(c.oid, 'INSERT, UPDATE')
+    AND {_grantees("a.attacl", "'INSERT', 'UPDATE'")} IS NOT NULL
+  UNION ALL
+  SELECT 5, 'may execute ' || p.oid::regprocedure::text || ' (REVOKE EXECUTE ON FUNCTION ' || p.oid::regprocedure::text
+         || ' FROM ' || coalesce({_grantees("coalesce(p.proacl, acldefault('f', p.proowner))", "'EXECUTE'")},
+                                 quote_ident(current_user)) || ')'
+  FROM pg_proc p
+  WHERE p.pronamespace = 'pg_catalog'::regnamespace AND (p.proname = ANY(%(functions)s) OR {RESETS.format("p")})
+    AND has_function_privilege(p.oid, 'EXECUTE')
+  UNION ALL
+  SELECT 6, 'may execute SECURITY DEFINER function ' || p.oid::regprocedure::text || ' owned by '
+         || CASE WHEN o.rolsuper THEN 'superuser ' ELSE 'role ' END || quote_ident(o.rolname)
+         || ', which may do more than read (REVOKE EXECUTE ON FUNCTION ' || p.oid::regprocedure::text || ' FROM '
+         || coalesce({_grantees("coalesce(p.proacl, acldefault('f', p.proowner))", "'EXECUTE'")},
+                     quote_ident(current_user)) || ')'
+  FROM pg_proc p JOIN privileged o ON o.oid = p.proowner
+  WHERE p.prosecdef AND has_function_privilege(p.oid, 'EXECUTE')
+) AS found(rank, reason) ORDER BY rank, reason)
 """
-"""Who the session is, and the first reason it may do more than read: a superuser (or a member of one),
-a predefined server role, or a table, view or materialized view (outside the system schemas) it owns
-or may write. Ownership or a write privilege on any of them is refused, not only on the table read:
-whatever a query escapes to, the role must have nothing to write with."""
+"""Who the session is, and every reason it may do more than read, each with the statement that takes it
+away: a superuser (or a member of one); a predefined server role (SERVER_ROLES); another role that
+logs in (Postgres lets a member cancel and terminate that role's sessions); a table, view or
+materialized view (outside the system schemas) it owns or may write, or one of whose columns it may
+write (INSERT or UPDATE granted on a column); EXECUTE on a function that reads or writes the server's
+files or resets its statistics (SERVER_FUNCTIONS); and EXECUTE on a SECURITY DEFINER function whose
+owner could do any of that (it runs with its owner's rights). Refused on any table, not only the one
+read: whatever a query escapes to, the role must have nothing to write with."""
+LIMITS_SQL = ("SELECT name, reset_val FROM pg_settings WHERE (name, reset_val) IN "
+              "(('statement_timeout', '0'), ('temp_file_limit', '-1')) ORDER BY name")
+"""The role's own limits the DBA left unset: `reset_val` is what the session started with (the role's,
+the database's or the server's setting), whatever the plugin's sessions set since."""
+ROLE_LIMITS = {"statement_timeout": "'5min'", "temp_file_limit": "'5GB'"}
+"""The values a warning proposes for a role without its own limits."""
 
 
 def session(dsn: str) -> psycopg.Connection:
@@ -91,14 +187,15 @@ def session(dsn: str) -> psycopg.Connection:
 
 
 def connect(dsn: str) -> psycopg.Connection:
-    """`session`, once its role is found to read only (`ROLE_SQL`): one line naming why it may do more."""
+    """`session`, once its role is found to read only (`ROLE_SQL`): one line naming the first reason it
+    may do more, with the statement that takes it away, and how many more there are."""
     import psycopg
 
     conn = session(dsn)
     try:
         with deadline(conn, f"checking the role on {redact(dsn)}"):
-            user, superuser, roles, table = conn.execute(ROLE_SQL, {"roles": list(SERVER_ROLES)}).fetchone() or (
-                "?", False, [], None)
+            user, reasons = conn.execute(
+                ROLE_SQL, {"roles": list(SERVER_ROLES), "functions": list(SERVER_FUNCTIONS)}).fetchone() or ("?", [])
             conn.rollback()
     except psycopg.Error as exc:
         conn.close()
@@ -106,16 +203,43 @@ def connect(dsn: str) -> psycopg.Connection:
     except DatabaseError:
         conn.close()
         raise
-    reason = "is a superuser" if superuser else (
-        f"is a member of {roles[0]}" if roles else table)
-    if reason:
+    if reasons:
         conn.close()
+        more = f" (and {len(reasons) - 1} more such grants)" if len(reasons) > 1 and reasons[0] != SUPERUSER else ""
         raise DatabaseError(
-            f"role {user!r} on {redact(dsn)} {reason}: a table or sql retriever reads the team's server through a "
-            "role that may only read (CREATE ROLE gate LOGIN; GRANT USAGE ON SCHEMA kb TO gate; GRANT SELECT ON "
-            "kb.docs TO gate;) so that no query, however written, can write, run programs or read the server's files"
+            f"role {user!r} on {redact(dsn)} {reasons[0]}{more}: a table or sql retriever reads the team's server "
+            "through a role that may only read (CREATE ROLE gate LOGIN; GRANT USAGE ON SCHEMA kb TO gate; GRANT "
+            f"SELECT ON kb.docs TO gate;) so that no query can {GUARANTEE}"
         )
     return conn
+
+
+GUARANTEE = "write, run programs, read the server's files or signal another role's sessions"
+"""What the role check guarantees of any query (docs/database.md says what it does not: a role may
+always signal its own role's sessions)."""
+
+
+def unset_limits(conn: psycopg.Connection) -> str:
+    """A warning naming the limits the DBA left unset for the session's role (`LIMITS_SQL`) and the lines
+    that set them; "" when the role has both (or the catalog cannot be read)."""
+    import psycopg
+
+    try:
+        names = [str(name) for name, _ in conn.execute(LIMITS_SQL).fetchall()]
+        user = conn.execute("SELECT quote_ident(current_user)").fetchone()
+        conn.rollback()
+    except psycopg.Error:
+        conn.rollback()
+        return ""
+    if not names or user is None:
+        return ""
+    why = {"statement_timeout": f"the plugin's sessions set statement_timeout = {SESSION['statement_timeout']}, "
+                                "but the role's other sessions run unbounded",
+           "temp_file_limit": "one runaway statement may fill the server's disk with temporary files (only a "
+                              "superuser can bound them)"}
+    fixes = " ".join(f"ALTER ROLE {user[0]} SET {name} = {ROLE_LIMITS[name]};" for name in names)
+    return (f"role {user[0]} has no {' and no '.join(names)} of its own: {'; '.join(why[name] for name in names)}; "
+            f"ask the DBA for {fixes}")
 
 
 def where(conn: psycopg.Connection) -> str:

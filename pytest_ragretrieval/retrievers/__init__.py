@@ -47,6 +47,10 @@ TYPES: Registry[RetrieverType] = Registry("retrievers", {
 }, checked_type)
 
 
+RUN_ONLY = ("time_budget",)
+"""Parameters the fingerprint leaves out: how long a run may take decides no ranking (a run past it fails)."""
+
+
 @dataclass(frozen=True)
 class RetrieverSpec:
     """A configured retriever: its `params` (defaults filled in) are what the fingerprint records."""
@@ -65,7 +69,8 @@ class RetrieverSpec:
 
     @property
     def fingerprint(self) -> dict[str, object]:
-        return {"type": self.type, **self.params, **({"chunking": self.chunking} if self.chunking else {})}
+        params = {key: value for key, value in self.params.items() if key not in RUN_ONLY}
+        return {"type": self.type, **params, **({"chunking": self.chunking} if self.chunking else {})}
 
     @property
     def module(self) -> RetrieverType:

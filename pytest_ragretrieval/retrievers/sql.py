@@ -3,13 +3,14 @@
 `query` is one SELECT (or WITH ... SELECT) whose first column is the chunk id, best first. The
 config check reads its structure with a small tokenizer (`statement_problem`: quotes, dollar
 quotes, comments and parentheses understood), not a pattern, and refuses anything else (COPY,
-LOCK, ANALYZE, a data-modifying WITH, SELECT INTO, FOR UPDATE), before any server is asked; the
-server then runs it in a read-only session of a role that may only read (database.team). It may use three bound
-parameters, named as psycopg names them: `%(query)s` (the question's text), `%(embedding)s` (its
-vector from the configured embedder, as a pgvector `vector`; embedded only when the query uses it)
-and `%(k)s` (how many ids the run asks for). A literal `%` is written `%%`. It runs in a read-only
-transaction under the retriever's `search_settings`, like the `table` type; `table`, `id_column`
-and `text_column` may name the table its ids come from, for a run without a chunks file.
+LOCK, ANALYZE, a data-modifying WITH at any depth, SELECT INTO, FOR UPDATE, the functions of
+`FUNCTIONS` by name), before any server is asked; the server then runs it in a read-only session
+of a role that may only read (database.team). It may use three bound parameters, named as psycopg
+names them: `%(query)s` (the question's text), `%(embedding)s` (its vector from the configured
+embedder, as a pgvector `vector`; embedded only when the query uses it) and `%(k)s` (how many ids
+the run asks for). A literal `%` is written `%%`. It runs in a read-only transaction under the
+retriever's `search_settings`, like the `table` type; `table`, `id_column` and `text_column` may name
+the table its ids come from, for a run without a chunks file.
 """
 from __future__ import annotations
 
@@ -21,19 +22,29 @@ from ..core.errors import RetrieverError
 from ..core.optional import need
 from ..files.tables import Table
 from .protocol import Context, Setup
-from .table import ID_LENGTH, TeamRetriever, apply_settings, corpus_keys, search_settings
+from .table import ID_LENGTH, TeamRetriever, apply_settings, corpus_keys, search_settings, time_budget
 
 PARAMETERS = ("query", "embedding", "k")
 PLACEHOLDER = re.compile(r"%\((\w*)\)s|%(%|.?)")
 _TOKEN = re.compile(
     r"(?P<space>\s+)|(?P<line>--[^\n]*)|(?P<block>/\*)|(?P<dollar>\$(?:[A-Za-z_][A-Za-z0-9_]*)?\$)"
-    r"|(?P<escape>[Ee]')|(?P<quote>')|(?P<ident>\")|(?P<word>[A-Za-z_][A-Za-z0-9_$]*)|(?P<mark>[(),;])|(?P<other>.)",
+    r"|(?P<escape>[Ee]')|(?P<quote>')|(?P<unicode>[Uu]&\")|(?P<ident>\")|(?P<word>[A-Za-z_][A-Za-z0-9_$]*)"
+    r"|(?P<mark>[(),;])|(?P<other>.)",
     re.DOTALL,
 )
 QUERIES = ("select", "values", "with", "table", "(")
 """How a query expression (a WITH clause's body) may start; anything else there modifies data."""
 LOCKS = ("update", "share", "no", "key")
 """The word after FOR that makes it a locking clause (FOR UPDATE, FOR SHARE, FOR NO KEY UPDATE, FOR KEY SHARE)."""
+MODIFIES = {"insert": ("into",), "delete": ("from",), "merge": ("into",), "update": None}
+"""A data-modifying statement's first word, and the words that may follow it (None: a table's name): after
+'(' it is a data-modifying WITH, at whatever depth (the server refuses all but the top level)."""
+FUNCTIONS = ("lo_export", "lo_import", "pg_ls_dir", "pg_read_file", "pg_read_binary_file", "pg_stat_file",
+             "pg_stat_reset", "pg_terminate_backend", "pg_cancel_backend",
+             "query_to_xml", "query_to_xmlschema", "query_to_xml_and_xmlschema", "ts_stat", "dblink", "dblink_exec")
+"""Functions a query may not call, by name (`pg_stat_reset` with every `pg_stat_reset_*`): those that read or
+write the server's files, reset its statistics or end and cancel sessions, and those that run a query
+given as text, which would hide the others from this check."""
 
 
 def _skip_quoted(text: str, at: int, close: str, backslash: bool) -> int:
@@ -67,7 +78,7 @@ def _skip_comment(text: str, at: int) -> int:
 
 Token = tuple[str, int, int]
 """(what, parenthesis depth, where it ends in the text): `what` is a word in lower case, a quoted
-identifier as `"`, a mark `(`, `)`, `,` or `;`, or '' for a literal or an operator."""
+identifier as `"` and its name, a mark `(`, `)`, `,` or `;`, or '' for a literal or an operator."""
 
 
 def tokens(text: str) -> list[Token]:
@@ -90,9 +101,12 @@ def tokens(text: str) -> list[Token]:
             if end < 0:
                 raise ValueError(f"holds an unterminated dollar quote {match.group()}")
             at = end + len(match.group())
+        elif kind == "unicode":
+            raise ValueError('holds a U&"..." identifier; write names as they are, or in plain double quotes')
         elif kind in ("escape", "quote", "ident"):
+            start = at
             at = _skip_quoted(text, at, "'" if kind != "ident" else '"', kind == "escape")
-            what = '"' if kind == "ident" else ""
+            what = '"' + text[start:at - 1].replace('""', '"') if kind == "ident" else ""
         elif kind == "word":
             what = match.group().lower()
         elif kind == "mark":
@@ -149,6 +163,14 @@ def _with_clause(found: list[Token], at: int) -> int:
         at += 1
 
 
+def _modifies(found: list[Token], at: int) -> bool:
+    """Whether the word at `at` (INSERT, UPDATE, DELETE or MERGE) begins a statement: it is followed by
+    the word that statement takes (INTO, FROM) or, for UPDATE, by a table's name, not by `)` or an operator."""
+    wanted = MODIFIES[found[at][0]]
+    after = found[at + 1][0] if at + 1 < len(found) else ""
+    return after in wanted if wanted is not None else after not in ("", "(", ")", ",", ";")
+
+
 def statement_problem(text: str) -> str | None:
     """Why `text` is not one SELECT (or WITH ... SELECT) that reads only (None: it is one)."""
     try:
@@ -164,6 +186,13 @@ def statement_problem(text: str) -> str | None:
     if first != "select":
         return f"must be one SELECT (or WITH ... SELECT), got {first.upper() or 'nothing'}"
     for index, (word, depth, _) in enumerate(found):
+        after = found[index + 1][0] if index + 1 < len(found) else ""
+        name = word[1:] if word.startswith('"') else word  # a quoted name is the name as written
+        if after == "(" and (name in FUNCTIONS or name.startswith("pg_stat_reset_")):
+            return (f"must not call {name}(): it reads or writes the server's files, resets its statistics, ends "
+                    "or cancels sessions, or runs a query given as text; a query may only read the team's tables")
+        if word == "(" and after in MODIFIES and _modifies(found, index + 1):
+            return f"holds {after.upper()} inside parentheses; a WITH clause or subquery may only read"
         if word == "into" and depth == 0:
             return "must not hold SELECT ... INTO, which creates a table"
         if word == "for" and index + 1 < len(found) and found[index + 1][0] in LOCKS:
@@ -194,7 +223,8 @@ def parse(table: Table) -> dict[str, Any]:
     problem = statement_problem(text)
     if problem is not None:
         raise table.error("query", problem)
-    params = {"query": text, **corpus_keys(table, False), "engine": search_settings(table)}
+    params = {"query": text, **corpus_keys(table, False), "engine": search_settings(table),
+              "time_budget": time_budget(table)}
     params["embeds"] = "embedding" in used
     return params
 
@@ -209,12 +239,12 @@ class SqlRetriever(TeamRetriever):
             "SELECT left(rag_found.rag_id::text, {}) FROM ({}\n) AS rag_found(rag_id) LIMIT %(k)s"
         ).format(sql.Literal(ID_LENGTH + 1), sql.SQL(body(params["query"])))
         self.embeds = bool(params["embeds"])
-        super().__init__(ctx, params["engine"])
+        super().__init__(ctx, params["engine"], params["time_budget"])
 
-    def answer(self, conn: Any, query: str, vector: Any, k: int) -> list[str]:
+    def answer(self, conn: Any, query: str, vector: Any, k: int, limits: Mapping[str, str]) -> list[str]:
         bound = {"query": query, "k": k, **({"embedding": vector} if self.embeds else {})}
         with conn.cursor() as cursor:
-            apply_settings(cursor, self.settings)
+            apply_settings(cursor, {**self.settings, **limits})
             cursor.execute(self.statement, bound)
             rows = [row[0] for row in cursor.fetchall()]
         conn.rollback()

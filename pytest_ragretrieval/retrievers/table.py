@@ -16,8 +16,10 @@ chunks (ids and texts) from that table and the corpus's fingerprint is computed 
 from __future__ import annotations
 
 import hashlib
+import math
 import queue
 import re
+import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
@@ -25,7 +27,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
-from ..core.errors import RetrieverError
+from ..core.errors import DatabaseError, RetrieverError
 from ..core.optional import need
 from ..core.redact import one_line
 from ..database.session import CHEAP, TeamCorpus, condition, deadline, identifier, limits_note, setting_text, shut
@@ -59,6 +61,18 @@ def _name(table: Table, key: str, value: str, parts: int) -> str:
         form = "schema.table or table" if parts == 2 else "a column name"
         raise table.error(key, f"must be {form} (letters, digits, '_', '$'), got {shown(value)}")
     return value
+
+
+TIME_BUDGET = 1800.0
+"""Seconds a `table` or `sql` retriever may spend on the team's server in one run (`time_budget`): past
+them its statement is cancelled and it stops, whatever the number of questions."""
+STATEMENT_MS = 300_000
+"""The sessions' statement_timeout (database.session.SESSION), in ms: a budget with less left sets less."""
+
+
+def time_budget(table: Table) -> float:
+    """`time_budget = 1800`: the retriever's seconds on the team's server in one run, 1 s to a day."""
+    return table.number("time_budget", TIME_BUDGET, minimum=1.0, maximum=86400.0)
 
 
 def corpus_keys(table: Table, required: bool) -> dict[str, Any]:
@@ -125,6 +139,7 @@ def parse(table: Table) -> dict[str, Any]:
     params["operator"] = table.text("operator", "cosine", choices=OPERATORS)
     params["engine"] = search_settings(table)
     params["exact_check"] = table.integer("exact_check", 0, minimum=0)
+    params["time_budget"] = time_budget(table)
     return params
 
 
@@ -163,46 +178,103 @@ def sampled(questions: Sequence[Query], count: int) -> set[str]:
 
 class TeamRetriever(ABC):
     """What the `table` and `sql` types share: read-only connections to the team's server (up to
-    `workers` at once, as the seeded `vector` retriever uses), the search settings, and the
-    queries embedded through the cache, all at once, when the type needs their vectors."""
+    `workers` at once, as the seeded `vector` retriever uses), the search settings, the queries
+    embedded through the cache, all at once, when the type needs their vectors, and the run's
+    deadline: `budget` seconds from its first statement, each statement's statement_timeout cut to
+    what is left; the first statement cancelled (a limit, the budget or the client-side deadline)
+    stops the retriever for the run, every later question answered with the same line at once."""
 
     embeds = True
 
-    def __init__(self, ctx: Context, settings: Mapping[str, Any]) -> None:
+    def __init__(self, ctx: Context, settings: Mapping[str, Any], budget: float) -> None:
         self.ctx = ctx
         self.settings = settings
+        self.budget = budget
+        self.began: float | None = None
+        """When the retriever's first statement began (time.monotonic)."""
+        self.answered = 0
+        self.stopped: str | None = None
+        """The line every question gets once the retriever stopped for the run."""
+        self._lock = threading.Lock()
         self.conn = ctx.team_connection()
         self.pool: list[Any] = []
 
     @abstractmethod
-    def answer(self, conn: Any, query: str, vector: Any, k: int) -> list[str]:
-        """One query's ranking, on `conn` (a connection no other thread uses meanwhile)."""
+    def answer(self, conn: Any, query: str, vector: Any, k: int, limits: Mapping[str, str]) -> list[str]:
+        """One query's ranking, on `conn` (a connection no other thread uses meanwhile); `limits` are
+        set for its transaction with the search settings (`apply_settings`)."""
 
     def _vectors(self, queries: Sequence[str]) -> NDArray[np.float32] | list[None]:
         return self.ctx.embed(list(queries)) if self.embeds else [None] * len(queries)
 
+    def _stop(self, why: str) -> RetrieverError:
+        """Stop the retriever for the run: `why` and what it leaves unasked, as the one line it fails with."""
+        with self._lock:
+            if self.stopped is None:
+                total = len(self.ctx.questions)
+                left = max(0, total - self.answered)
+                self.stopped = (f"retriever {self.ctx.name!r}: {why}; it stops for this run, its {left} remaining "
+                                f"question{'s' if left != 1 else ''} of {total} unavailable")
+            return RetrieverError(self.stopped)
+
+    def _limits(self) -> tuple[dict[str, str], bool]:
+        """The statement's statement_timeout when the budget has less left than the session's, and whether
+        the budget set it; a spent budget stops the retriever."""
+        if self.stopped is not None:
+            raise RetrieverError(self.stopped)
+        now = time.monotonic()
+        with self._lock:
+            self.began = now if self.began is None else self.began
+            left = self.budget - (now - self.began)
+        if left <= 0:
+            raise self._stop(self._spent())
+        if left * 1000.0 >= STATEMENT_MS:
+            return {}, False
+        return {"statement_timeout": f"{max(1, math.floor(left * 1000.0))}ms"}, True
+
+    def _spent(self) -> str:
+        return (f"its time_budget of {self.budget:g} s on the team's server ran out (raise time_budget in "
+                f"[tool.ragretrieval.retrievers.{self.ctx.name}] or make the query faster)")
+
     def _asked(self, conn: Any, query: str, vector: Any, k: int) -> list[str]:
-        """`answer` within the client-side deadline; the server's error one line, naming the session's
-        limit that ended the statement."""
+        """`answer` within the client-side deadline and the run's budget; the server's error one line,
+        naming the session's limit that ended the statement. A cancelled statement stops the retriever."""
         psycopg = need("psycopg", f"retriever {self.ctx.name!r}")
         where = f"retriever {self.ctx.name!r}"
+        limits, budgeted = self._limits()
         try:
             with deadline(conn, where):
-                return self.answer(conn, query, vector, k)
+                found = self.answer(conn, query, vector, k, limits)
+        except psycopg.errors.QueryCanceled as exc:
+            with suppress(Exception):
+                conn.rollback()
+            if budgeted:
+                raise self._stop(self._spent()) from None
+            said = one_line(getattr(exc.diag, "message_primary", None) or str(exc))
+            raise self._stop(f"the team's server answered: {said}{limits_note(exc)}") from None
         except psycopg.Error as exc:
             with suppress(Exception):
                 conn.rollback()
             said = getattr(exc.diag, "message_primary", None) or str(exc)  # without the statement's LINE 1: ...
             answered = f"{one_line(said)}{limits_note(exc)}"
             raise RetrieverError(f"{where}: the team's server answered: {answered}") from None
+        except DatabaseError as exc:  # the client-side deadline cut the connection
+            raise self._stop(str(exc).removeprefix(f"{where}: ")) from None
+        with self._lock:
+            self.answered += 1
+        return found
 
     def __call__(self, query: str, k: int) -> list[str]:
+        if self.stopped is not None:
+            raise RetrieverError(self.stopped)
         return self._asked(self.conn, query, self._vectors([query])[0], k)
 
     def search_many(
         self, queries: Sequence[str], k: int, tick: Callable[[int], None]
     ) -> list[tuple[Sequence[str], float]]:
         """Every query's ranking and latency: its search, plus its share of the embedding call."""
+        if self.stopped is not None:
+            raise RetrieverError(self.stopped)
         started = time.perf_counter()
         vectors = self._vectors(queries)
         share = (time.perf_counter() - started) * 1000.0 / max(1, len(queries))
@@ -249,21 +321,21 @@ class TableRetriever(TeamRetriever):
         self.statement = search_sql(params)
         self.checked = sampled(ctx.questions, params["exact_check"])
         self.overlaps: dict[int, list[float]] = {}
-        super().__init__(ctx, params["engine"])
+        super().__init__(ctx, params["engine"], params["time_budget"])
 
-    def _rows(self, conn: Any, vector: Any, k: int, exact: bool) -> list[str]:
+    def _rows(self, conn: Any, vector: Any, k: int, exact: bool, limits: Mapping[str, str]) -> list[str]:
         with conn.cursor() as cursor:
-            apply_settings(cursor, {**self.settings, **(EXACT if exact else {})})
+            apply_settings(cursor, {**self.settings, **(EXACT if exact else {}), **limits})
             cursor.execute(self.statement, {"q": vector, "k": k})
             rows = [(str(chunk_id), float(distance)) for chunk_id, distance in cursor.fetchall()]
         conn.rollback()
         rows.sort(key=lambda row: (row[1], row[0]))
         return [chunk_id for chunk_id, _ in rows]
 
-    def answer(self, conn: Any, query: str, vector: Any, k: int) -> list[str]:
-        found = self._rows(conn, vector, k, exact=False)
+    def answer(self, conn: Any, query: str, vector: Any, k: int, limits: Mapping[str, str]) -> list[str]:
+        found = self._rows(conn, vector, k, False, limits)
         if query in self.checked:
-            exact = self._rows(conn, vector, k, exact=True)
+            exact = self._rows(conn, vector, k, True, limits)
             if exact:
                 self.overlaps.setdefault(k, []).append(len(set(found) & set(exact)) / len(exact))
         return found

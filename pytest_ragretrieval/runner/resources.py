@@ -115,11 +115,15 @@ class Resources:
     def team_connection(self, name: str) -> psycopg.Connection:
         """A read-only connection to the team's server: it starts, creates and seeds nothing. Without a
         database URL (a CI runner that cannot reach the server) the retriever is unavailable here."""
-        from ..database.team import connect, no_url, where
+        from ..database.team import connect, no_url, unset_limits, where
 
         if not self.dsn:
             raise RetrieverUnavailable(no_url())
         conn = connect(self.dsn)
+        if self._team is None:
+            limits = unset_limits(conn)
+            if limits:
+                self.out.line(f"rag: warning: {limits}")
         self._team = where(conn)
         if name not in self.notes:
             self.notes[name] = self._notes(name, conn)

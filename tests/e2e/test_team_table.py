@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -258,6 +260,109 @@ def test_a_role_that_may_do_more_than_read_is_refused(server: tuple[str, str], t
         with psycopg.connect(owner, autocommit=True) as conn:
             conn.execute("DROP TABLE kept; DROP OWNED BY writer, filer, runner, scribe, keeper; "
                          "DROP ROLE writer, filer, runner, scribe, keeper")
+
+
+GRANTS = {
+    "signaller": ("GRANT pg_signal_backend TO signaller",
+                  "is a member of pg_signal_backend (REVOKE pg_signal_backend FROM signaller)"),
+    "member": ("CREATE ROLE app LOGIN; GRANT app TO member",
+               "is a member of role app, whose sessions it may cancel and terminate (REVOKE app FROM member)"),
+    "exporter": ("GRANT EXECUTE ON FUNCTION lo_export(oid, text) TO exporter",
+                 "may execute lo_export(oid,text) (REVOKE EXECUTE ON FUNCTION lo_export(oid,text) FROM exporter)"),
+    "lister": ("GRANT EXECUTE ON FUNCTION pg_read_file(text) TO lister",
+               "may execute pg_read_file(text) (REVOKE EXECUTE ON FUNCTION pg_read_file(text) FROM lister)"),
+    "resetter": ("CREATE ROLE stats; GRANT EXECUTE ON FUNCTION pg_stat_reset() TO stats; GRANT stats TO resetter",
+                 "may execute pg_stat_reset() (REVOKE EXECUTE ON FUNCTION pg_stat_reset() FROM stats)"),
+    "inserter": ("GRANT INSERT (body) ON docs TO inserter",
+                 "may write column docs.body (REVOKE INSERT (body) ON docs FROM inserter)"),
+    "definer": ("CREATE FUNCTION run_it() RETURNS int LANGUAGE sql SECURITY DEFINER AS 'SELECT 1'; "
+                "REVOKE EXECUTE ON FUNCTION run_it() FROM PUBLIC; GRANT EXECUTE ON FUNCTION run_it() TO definer",
+                "may execute SECURITY DEFINER function run_it() owned by superuser postgres, which may do more than "
+                "read (REVOKE EXECUTE ON FUNCTION run_it() FROM definer)"),
+}
+"""A role per grant the issue-52 campaign ran programs, read files, reset statistics or ended sessions
+with, the grant that made it so, and the reason (with the statement that takes it away) it is refused for."""
+
+
+def test_a_role_that_may_execute_more_than_reads_is_refused(server: tuple[str, str], tmp_path: Path) -> None:
+    """On 577255f each of these roles passed the check: through a SECURITY DEFINER function a superuser
+    owned a query ran `COPY ... TO PROGRAM`, lo_export wrote a server file, pg_read_file read PG_VERSION,
+    pg_stat_reset() ran, a pg_signal_backend member ended another application's session (as a member of the
+    application's role may), and a column's INSERT grant was not seen. Each is now one line naming the grant to revoke; a SECURITY DEFINER function
+    owned by a role that may only read is no reason, nor is the documented role."""
+    owner, reader = server
+    host = owner.partition("?")[2]
+    with psycopg.connect(owner, autocommit=True) as conn:
+        for role, (grant, _) in GRANTS.items():
+            conn.execute(f"CREATE ROLE {role} LOGIN; GRANT USAGE ON SCHEMA public TO {role}; GRANT SELECT ON docs TO {role}")
+            conn.execute(grant)
+        conn.execute("CREATE FUNCTION harmless() RETURNS int LANGUAGE sql SECURITY DEFINER AS 'SELECT 1'; "
+                     "ALTER FUNCTION harmless() OWNER TO reader")
+    try:
+        for role, (_, reason) in GRANTS.items():
+            with pytest.raises(DatabaseError) as error:
+                connect(f"postgresql://{role}@/postgres?{host}")
+            message = str(error.value)
+            assert message.startswith(f"role {role!r} on postgresql://{role}@") and f" {reason}: " in message, message
+            assert "\n" not in message and "signal another role's sessions" in message, message
+        connect(reader).close()
+        with psycopg.connect(owner, autocommit=True) as conn:
+            conn.execute("GRANT EXECUTE ON FUNCTION run_it() TO PUBLIC")
+        with pytest.raises(DatabaseError, match=r"owned by superuser postgres, .* run_it\(\) FROM PUBLIC\): "):
+            connect(reader)
+    finally:
+        with psycopg.connect(owner, autocommit=True) as conn:
+            conn.execute("DROP FUNCTION run_it(); DROP FUNCTION harmless()")
+            roles = ", ".join([*GRANTS, "stats", "app"])
+            conn.execute(f"DROP OWNED BY {roles}; DROP ROLE {roles}")
+
+
+def test_a_role_without_its_own_limits_is_warned_about(server: tuple[str, str], tmp_path: Path) -> None:
+    """On 577255f nothing said that the role had no statement_timeout or temp_file_limit of its own: a
+    runaway statement filled 7.7 GB of temporary files on the team's server in 190 s."""
+    owner, reader = server
+    folder = project(tmp_path / "team", prod(40))
+    code, out = gate(folder, reader, "--rag-update-baseline")
+    assert code == 0, out
+    warning = ("rag: warning: role reader has no statement_timeout and no temp_file_limit of its own: "
+               "the plugin's sessions set statement_timeout = 5min")
+    assert out.count(warning) == 1, out
+    assert "ask the DBA for ALTER ROLE reader SET statement_timeout = '5min'; ALTER ROLE reader SET temp_file_limit" in out
+    with psycopg.connect(owner, autocommit=True) as conn:
+        conn.execute("ALTER ROLE reader SET statement_timeout = '2min'; ALTER ROLE reader SET temp_file_limit = '1GB'")
+    try:
+        code, out = gate(folder, reader)
+    finally:
+        with psycopg.connect(owner, autocommit=True) as conn:
+            conn.execute("ALTER ROLE reader RESET statement_timeout; ALTER ROLE reader RESET temp_file_limit")
+    assert code == 0, out
+    assert "of its own" not in out, out
+
+
+def test_a_retriever_past_its_time_budget_stops_for_the_run(server: tuple[str, str], tmp_path: Path) -> None:
+    """On 577255f a slow statement was bounded only by 5 minutes a question, and each retriever reading it
+    (here a hybrid) asked it again: 12 questions of 3 s each took 36 s a reader, 1,000 questions days.
+    Now the statement left with less than the budget is cancelled, and the retriever stops for the run:
+    one line, its remaining questions unavailable, every other reader told the same at once."""
+    _, reader = server
+    keys = {"table": "public.docs", "text_column": "body"}
+    slow = "SELECT id FROM (SELECT pg_sleep(3)) AS nap, public.docs ORDER BY id LIMIT %(k)s"
+    folder = project(tmp_path / "team", retriever("slow", "sql", query=slow, time_budget=4, **keys)
+                     + retriever("fts", "sql", query=FULL_TEXT, **keys)
+                     + retriever("mix", "hybrid", sources=["slow", "fts"]))
+    pyproject = folder / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text(encoding="utf-8").replace("k = 5\n", "k = 5\nworkers = 1\n"),
+                         encoding="utf-8")
+    started = time.monotonic()
+    code, out = gate(folder, reader)
+    took = time.monotonic() - started
+    assert code != 0, out
+    stop = ("retriever 'slow': its time_budget of 4 s on the team's server ran out (raise time_budget in "
+            "[tool.ragretrieval.retrievers.slow] or make the query faster); it stops for this run, its ")
+    assert stop in out and " remaining questions of 12 unavailable" in out, out
+    assert re.search(r"its 1[01] remaining questions of 12 unavailable", out), out
+    assert out.count("retriever 'fts'") == 0, out
+    assert took < 30, (took, out)  # 4 s of budget: not 12 questions x 3 s, once for slow and once for mix
 
 
 def test_sql_messages_name_the_row_and_the_limit(server: tuple[str, str], tmp_path: Path) -> None:

@@ -87,6 +87,52 @@ def test_anything_else_is_refused_in_one_line_naming_the_key(tmp_path: Path, que
     assert "[tool.ragretrieval.retrievers.fts] key 'query': " in message and problem in message, message
 
 
+@pytest.mark.parametrize(("query", "problem"), [
+    ("SELECT id FROM (WITH gone AS (DELETE FROM docs RETURNING id) SELECT id FROM gone) AS s", "holds DELETE inside"),
+    ("SELECT id FROM docs WHERE id IN (WITH a AS ((SELECT 1)), b AS (\n  insert INTO t VALUES (1) RETURNING 1) "
+     "SELECT 1)", "holds INSERT inside"),
+    ("SELECT * FROM (SELECT * FROM (WITH u AS (/* c */ UpDaTe docs SET body = '' RETURNING id) SELECT id FROM u) a) b",
+     "holds UPDATE inside"),
+    ('SELECT * FROM (WITH u AS (UPDATE "docs" SET body = \'\' RETURNING id) SELECT id FROM u) a', "holds UPDATE inside"),
+    ("SELECT * FROM (WITH m AS (MERGE INTO docs USING t ON true WHEN MATCHED THEN DELETE RETURNING id) "
+     "SELECT id FROM m) a", "holds MERGE inside"),
+    ("SELECT pg_read_file('PG_VERSION')", "must not call pg_read_file()"),
+    ("SELECT id FROM docs, PG_CATALOG.Pg_Ls_Dir ( '.' ) AS f", "must not call pg_ls_dir()"),
+    ('SELECT id FROM docs WHERE pg_catalog."pg_read_binary_file"(\'x\') IS NULL', "must not call pg_read_binary_file()"),
+    ("SELECT lo_export(1, '/tmp/x') FROM docs", "must not call lo_export()"),
+    ("SELECT LO_IMPORT /* a comment */ ('/etc/passwd')", "must not call lo_import()"),
+    ("SELECT pg_stat_file('base')", "must not call pg_stat_file()"),
+    ("SELECT pg_stat_reset()", "must not call pg_stat_reset()"),
+    ("SELECT id FROM docs WHERE pg_stat_reset_shared('bgwriter') IS NULL", "must not call pg_stat_reset_shared()"),
+    ("SELECT pg_terminate_backend(pid) FROM pg_stat_activity", "must not call pg_terminate_backend()"),
+    ("SELECT id FROM docs WHERE NOT pg_cancel_backend(1)", "must not call pg_cancel_backend()"),
+    ("SELECT query_to_xml('select pg_read_file(''x'')', true, true, '')", "must not call query_to_xml()"),
+    ('SELECT id FROM docs WHERE U&"pg_read_file"(\'x\') IS NULL', 'holds a U&"..." identifier'),
+])
+def test_a_nested_data_modifying_with_and_server_functions_are_refused(
+    tmp_path: Path, query: str, problem: str
+) -> None:
+    """On 577255f each of these passed the check: a data-modifying WITH nested in parentheses (the server
+    refused it), and functions that read the server's files, reset its statistics or end other sessions."""
+    message = query_error(tmp_path, query)
+    assert "[tool.ragretrieval.retrievers.fts] key 'query': " in message and problem in message, message
+
+
+@pytest.mark.parametrize(("accepted", "refused"), [
+    ('SELECT "PG_READ_FILE"(body) FROM docs', 'SELECT "pg_read_file"(body) FROM docs'),
+    ("SELECT id FROM docs WHERE body <> 'pg_read_file(x)' AND note <> $$ (DELETE FROM docs) $$ -- lo_export(\n",
+     "SELECT id FROM docs WHERE body <> 'pg_read_file(x)' AND note <> lo_export(1, $$ (DELETE FROM docs) $$)"),
+    ("SELECT (update) AS updated, pg_read_file_name FROM docs ORDER BY (update + 1), (delete) LIMIT %(k)s",
+     "SELECT id FROM (WITH d AS (delete FROM docs RETURNING id) SELECT id FROM d) AS s LIMIT %(k)s"),
+    ('SELECT "pg_stat_reset" FROM docs', 'SELECT "pg_stat_reset"() FROM docs'),
+])
+def test_names_that_only_look_like_them_are_accepted(accepted: str, refused: str) -> None:
+    """A quoted name is case-sensitive (another function), a literal or comment is no call, and a column
+    named update is no statement; the call and the statement beside each are refused."""
+    assert statement_problem(accepted) is None, statement_problem(accepted)
+    assert statement_problem(refused) is not None
+
+
 def test_the_statement_run_is_the_query_without_its_trailing_semicolons_and_comments() -> None:
     assert body("SELECT id FROM t WHERE x = 'a;' ; ; -- done\n") == "SELECT id FROM t WHERE x = 'a;'"
     assert body(DOCS_QUERY) == DOCS_QUERY.rstrip()

@@ -39,7 +39,7 @@ def test_a_table_retriever_without_a_chunks_file(tmp_path: Path) -> None:
     assert config.retriever("prod").params == {
         "table": "kb.docs", "id_column": "doc_id", "text_column": "body", "where": None, "digest": "md5",
         "embedding_column": "emb", "operator": "cosine", "exact_check": 0,
-        "engine": {"hnsw.ef_search": 100, "hnsw.iterative_scan": "relaxed_order"},
+        "engine": {"hnsw.ef_search": 100, "hnsw.iterative_scan": "relaxed_order"}, "time_budget": 1800.0,
     }
 
 
@@ -88,6 +88,29 @@ def test_a_sql_retriever_beside_a_table_one_reads_the_same_corpus(tmp_path: Path
 ])
 def test_bad_keys_are_one_line_naming_the_key(tmp_path: Path, text: str, message: str) -> None:
     assert message in error_of(tmp_path, text)
+
+
+@pytest.mark.parametrize(("text", "problem"), [
+    (HEAD + retriever("prod", "table", table="docs", time_budget=0), "key 'time_budget': must be >= 1.0, got 0"),
+    (HEAD + retriever("fts", "sql", query=FTS, table="docs", time_budget="30min"),
+     "key 'time_budget': must be a number, got '30min'"),
+    (HEAD + retriever("fts", "sql", query=FTS, table="docs", time_budget=86401),
+     "key 'time_budget': must be <= 86400.0, got 86401"),
+])
+def test_a_time_budget_is_seconds_from_one_to_a_day(tmp_path: Path, text: str, problem: str) -> None:
+    """On 577255f nothing bounded a `table` or `sql` retriever's run but 5 minutes a question (12 questions,
+    an hour), and `time_budget` was an unknown key; it is checked where it is read."""
+    assert problem in error_of(tmp_path, text)
+
+
+def test_the_time_budget_is_read_and_left_out_of_the_fingerprint(tmp_path: Path) -> None:
+    """How long a run may take decides no ranking: changing it changes no fingerprint."""
+    fts = retriever("fts", "sql", query=FTS, table="docs")
+    default = config_at(tmp_path, HEAD + fts).retriever("fts")
+    short = config_at(tmp_path, HEAD + fts + "time_budget = 2.5\n").retriever("fts")
+    assert (default.params["time_budget"], short.params["time_budget"]) == (1800.0, 2.5)
+    assert short.fingerprint == default.fingerprint and "time_budget" not in short.fingerprint
+    assert "time_budget" in error_of(tmp_path, HEAD + 'chunks = "c.jsonl"\n' + retriever("b", "bm25", time_budget=5))
 
 
 def test_placeholders_and_settings() -> None:
