@@ -278,7 +278,7 @@ def run_diff(sides: Sides, *, fail_on_lower: bool = False, json_path: str | None
     if not (fail_on_lower or json_path is not None or with_changes):
         return Result(out=lines, code=code)
     changes = classify(sides.old, sides.new, sides.old_settings, sides.new_settings, sides.notes, sides.today)
-    changes = replace(changes, unreadable=sides.unreadable)
+    changes = replace(changes, unreadable=sides.unreadable, language=sides.language)
     if json_path is not None:
         write_atomic(Path(json_path), dumps_changes(changes))
     lines = [*lines, "", *change_lines(changes)] if lines else change_lines(changes)

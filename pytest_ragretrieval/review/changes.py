@@ -23,7 +23,7 @@ from ..baseline.bar import bar_means, replaced_bars
 from ..baseline.exams import BASE, EXAM_NAMES, TODAY, approved_digest, labels_digest, recorded_exam
 from ..baseline.format import Baseline, Recorded
 from ..baseline.since import Since, held, since
-from ..config.settings import Config
+from ..config.settings import REPORT_LANGUAGES, Config
 from ..core.errors import BaselineError
 from ..core.values import EPSILON
 from ..files.jsonshape import Node, ShapeProblem, decode
@@ -146,6 +146,9 @@ class Changes:
     """The exam the head's baseline was recorded under, as one digest (`baseline.exams.labels_digest`)."""
     rescored: tuple[str, ...] = ()
     """The exams both sides' approved rankings were scored under (`today`, `base`); empty: stored values compared."""
+    language: str = "both"
+    """The head's `report_language` (`diff` knew its config): what the job summary and a comment rendered
+    without a results file are written in; "both" (and left out of the file) when no config was read."""
 
     @property
     def lowers_the_bar(self) -> bool:
@@ -418,7 +421,8 @@ _LISTS = {
 def changes_document(changes: Changes) -> dict[str, Any]:
     doc: dict[str, Any] = {"kind": KIND, "version": VERSION, "lowers_the_bar": changes.lowers_the_bar}
     doc.update(asdict(changes))
-    return {key: value for key, value in doc.items() if key not in DIGESTS or value}
+    return {key: value for key, value in doc.items()
+            if (key not in DIGESTS or value) and (key != "language" or value != "both")}
 
 
 def dumps_changes(changes: Changes) -> str:
@@ -448,13 +452,13 @@ def parse_changes(path: Path, text: str) -> Changes:
     try:
         later = ("yardstick", "questions", "unreadable", "rescored")  # files written before these lack them
         doc.exactly("kind", "version", "lowers_the_bar", "old_path", "new_path", "fingerprint", "notes", *_LISTS,
-                    optional=(*later, *DIGESTS))
+                    optional=(*later, *DIGESTS, "language"))
         texts: dict[str, Any] = {key: tuple(item.text() for item in doc[key].items())
                                  for key in ("fingerprint", "notes", *later) if key in doc.mapping()}
         rankings, exam = (read_digest(doc[key]) if key in doc.mapping() else "" for key in DIGESTS)
         changes = Changes(
             old_path=doc["old_path"].text(), new_path=doc["new_path"].text(), **texts, approved_digest=rankings,
-            labels_digest=exam,
+            labels_digest=exam, language=_language(doc),
             **{key: tuple(_entry(item, kind) for item in doc[key].items()) for key, kind in _LISTS.items()},
         )
         if doc["lowers_the_bar"].boolean() != changes.lowers_the_bar:
@@ -462,6 +466,15 @@ def parse_changes(path: Path, text: str) -> Changes:
     except ShapeProblem as exc:
         raise BaselineError(f"{display(path)}: malformed baseline-changes file: {exc}; {fix}") from None
     return changes
+
+
+def _language(doc: Node) -> str:
+    if "language" not in doc.mapping():
+        return "both"
+    found = doc["language"].text()
+    if found not in REPORT_LANGUAGES:
+        raise doc["language"].problem(f"expected one of {', '.join(map(repr, REPORT_LANGUAGES))}")
+    return found
 
 
 def read_digest(node: Node) -> str:
