@@ -72,6 +72,15 @@ class Diagnosing(Protocol):
 
 
 @runtime_checkable
+class Preloading(Protocol):
+    """A retriever with one-time loads (a tokenizer's dictionary, a model) that answering `queries` would
+    do inside the first question: `preload` does them before any question is timed and returns the
+    milliseconds each took, by what was loaded; empty when nothing needed loading (a warm run)."""
+
+    def preload(self, queries: Sequence[str]) -> Mapping[str, float]: ...
+
+
+@runtime_checkable
 class Batched(Protocol):
     """A retriever that answers many queries at once faster than one by one (a pool of connections).
 
@@ -172,6 +181,10 @@ class Context(Protocol):
         self, texts: Sequence[str], tokenizer: str | None = None
     ) -> tuple[list[str], list[NDArray[np.int32]]]:
         """(vocabulary, token ids per text) of any texts (queries), through the cache."""
+
+    def load_tokenizer(self, texts: Sequence[str], tokenizer: str | None = None) -> Mapping[str, float]:
+        """Load the tokenizer now when `tokens(texts)` would (a text the cache lacks): milliseconds by
+        what was loaded, empty when nothing was (all cached, or loaded already)."""
 
     @property
     def workers(self) -> int:

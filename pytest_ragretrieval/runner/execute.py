@@ -97,7 +97,8 @@ def execute(
             with phases.phase(f"run {name}"):
                 memo.prefetch([asked(question) for question in questions], depth, bar.advance)
                 rankings, latencies = run_retriever(name, memo, questions, depth, known, latency=memo.latency_ms)
-        ran = RetrieverRun(depth, rankings, latencies, dict(memo.diagnostics(questions)), tuple(memo.notes()))
+        ran = RetrieverRun(depth, rankings, latencies, dict(memo.diagnostics(questions)), tuple(memo.notes()),
+                           loads_ms=dict(memo.loads))
         with phases.phase("scoring"):
             return scored(name, ran, questions, specs, spans)
     except RetrieverUnavailable as exc:  # the reason may be recorded in the baseline: one line, no control character
