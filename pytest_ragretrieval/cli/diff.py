@@ -37,7 +37,8 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         "dropped, 1 when a metric dropped or the yardstick (k, metric definitions, grading rules) differs, 2 on "
         "errors; other changes are named. With --fail-on-lower, exit 1 "
         "exactly when the new side lowers the bar: a value lowered, a retriever or metric removed, a setting "
-        "(tolerance, significance, alpha, fail_on, max_latency_ms) loosened. --config is read with --against only.",
+        "(tolerance, significance, alpha, fail_on, max_latency_ms, ann_tie_epsilon) loosened. --config is read "
+        "with --against only.",
     )
     diff.add_argument("old", metavar="OLD.json", nargs="?")
     diff.add_argument("new", metavar="NEW.json", nargs="?")

@@ -209,6 +209,10 @@ class Context(Protocol):
         """`exact` or `hnsw`: how the seeded table is searched."""
 
     @property
+    def ann_tie_epsilon(self) -> float:
+        """`ann_tie_epsilon`: how near the exact k-th distance an index's swap is a tie, not a miss."""
+
+    @property
     def table(self) -> str:
         """The quoted, schema-qualified name of the chunks table."""
 

@@ -29,7 +29,7 @@ from ..core.values import EPSILON
 from ..files.jsonshape import Node, ShapeProblem, decode
 from ..files.jsontext import JSONProblem
 from ..files.paths import Unreadable, display, read_input
-from ..scoring.metrics import METRICS, metric_order
+from ..scoring.metrics import ANN_TIE_EPSILON, METRICS, metric_order
 from .rescore import Exams, Rescored, Today, exams, rescore
 
 STRICTEST = ("none", "maxt", "holm")  # each p at most the next one's: a later one fails fewer items
@@ -52,6 +52,8 @@ class GateSettings:
     fail_on: tuple[str, ...] = ("metric",)
     retrievers: tuple[str, ...] = ()
     max_latency_ms: Mapping[str, float] = field(default_factory=dict, hash=False)
+    ann_tie_epsilon: float = ANN_TIE_EPSILON
+    """A larger one counts more of an index's swaps as ties: a lower `ann_recall` reads as a loss less often."""
 
 
 def gate_settings(config: Config) -> GateSettings:
@@ -64,6 +66,7 @@ def gate_settings(config: Config) -> GateSettings:
         fail_on=config.fail_on,
         retrievers=tuple(spec.name for spec in config.retrievers),
         max_latency_ms={s.name: s.max_latency_ms for s in config.retrievers if s.max_latency_ms is not None},
+        ann_tie_epsilon=config.ann_tie_epsilon,
     )
 
 
@@ -277,10 +280,21 @@ def _settings(old: GateSettings, new: GateSettings) -> tuple[list[SettingChange]
             loosened.append(change)
         elif after_ms is not None and (before_ms is None or after_ms < before_ms):
             tightened.append(change)
+    _tie_epsilon(old, new, loosened, tightened)
     gone = [Entry(name, "", "no longer configured") for name in old.retrievers if name not in new.retrievers]
     gone += [Entry("", label, "no longer in the configured metrics")
              for label in old.metrics if label not in new.metrics]
     return loosened, tightened, gone
+
+
+def _tie_epsilon(old: GateSettings, new: GateSettings, loosened: list[SettingChange],
+                 tightened: list[SettingChange]) -> None:
+    """`ann_tie_epsilon` raised is loosened: more of the index's swaps count as ties, so an index's loss (which
+    keeps a question that lost its hit from reading as a labelling problem) is seen less often."""
+    if new.ann_tie_epsilon == old.ann_tie_epsilon:
+        return
+    change = SettingChange("ann_tie_epsilon", "", f"{old.ann_tie_epsilon:g}", f"{new.ann_tie_epsilon:g}")
+    (loosened if new.ann_tie_epsilon > old.ann_tie_epsilon else tightened).append(change)
 
 
 def _ms(value: float | None) -> str:

@@ -101,6 +101,10 @@ class RetrieverContext:
         return self._bench.config.index.kind
 
     @property
+    def ann_tie_epsilon(self) -> float:
+        return self._bench.config.ann_tie_epsilon
+
+    @property
     def table(self) -> str:
         return self._bench.resources.table
 
