@@ -2,8 +2,9 @@
 
 Policy, decided once here: a ranking with a duplicate or unknown chunk id is an error of the
 retriever; a ranking longer than asked for is cut to the depth asked for. A retriever whose
-model or service is absent here is skipped, an optional package that is not installed is one line
-naming the extra that brings it, any other exception is the retriever's error.
+model or service is absent here is skipped (a cross-encoder without torch too, its reason naming the
+package and the extra), an optional package that is not installed is one line naming the extra that brings
+it, any other exception is the retriever's error.
 """
 from __future__ import annotations
 
