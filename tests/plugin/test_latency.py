@@ -43,8 +43,10 @@ def test_a_cold_tokenizer_is_loaded_before_the_first_question_and_reported_apart
     added = {"id": "q07", "query": "差旅住宿标准是多少", "relevant": ["travel-001"]}
     evalset.write_text(evalset.read_text(encoding="utf-8") + json.dumps(added, ensure_ascii=False) + "\n",
                        encoding="utf-8")
-    result = pytester.runpytest_subprocess("--rag-eval", "--rag-json", "r.json", *RUN)
+    result = pytester.runpytest_subprocess("--rag-eval", "--rag-json", "r.json", "--rag-report", "r.md", *RUN)
     result.assert_outcomes(passed=5)
+    assert "one-time loads before the first question, not in its latency: bm25 tokenizer jieba-search 0.42.1 " in (
+        pytester.path / "r.md").read_text(encoding="utf-8")
     entry = json.loads((pytester.path / "r.json").read_text(encoding="utf-8"))["retrievers"]["bm25"]
     (loaded, took), = entry["loads_ms"].items()
     assert loaded == "tokenizer jieba-search 0.42.1" and took > 0
