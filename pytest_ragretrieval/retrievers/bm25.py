@@ -58,7 +58,7 @@ class BM25Retriever:
         self, chunks: Sequence[Chunk], tokenize: Callable[[str], list[str]], k1: float, b: float, epsilon: float,
         min_score: float, tokens: tuple[Sequence[str], Sequence[Any]] | None = None,
         cached: Callable[[Sequence[str]], tuple[list[str], list[Any]]] | None = None,
-        load: Callable[[Sequence[str]], Mapping[str, float]] | None = None,
+        load: Callable[[Sequence[str] | None], Mapping[str, float]] | None = None,
     ) -> None:
         """`tokens`: (vocabulary, token ids per chunk in id order), as the cache gives them; else tokenized here.
         `cached`: the tokens of many queries at once, through the cache (`ctx.tokens`); `load`: the tokenizer
@@ -82,15 +82,15 @@ class BM25Retriever:
         return [(self.ids[i], score) for i, score in self.index.top(tokens, self.index.size, self.min_score)]
 
     def __call__(self, query: str, k: int) -> list[str]:
-        if self.cached is None:
-            return self._top(self.tokenize(query), k)
-        vocabulary, (row,) = self.cached([query])
-        return self._top([vocabulary[i] for i in row.tolist()], k)
+        return self._top(self.tokenize(query), k)
 
-    def preload(self, queries: Sequence[str]) -> Mapping[str, float]:
-        """The tokenizer, when the queries' tokens are not all cached: loaded before the first question is
-        timed, so its one-time load (jieba's dictionary: about 0.4 s) is no question's latency."""
-        return self.load(queries) if self.load is not None else {}
+    def preload(self, queries: Sequence[str], batched: bool) -> Mapping[str, float]:
+        """The tokenizer, loaded before the first question is timed, so its one-time load (jieba's dictionary:
+        about 0.4 s) is no question's latency: for `search_many` when the queries' tokens are not all cached
+        (a warm run loads nothing), for calls always (a call tokenizes its query itself)."""
+        if self.load is None:
+            return {}
+        return self.load(queries if batched else None)
 
     def _top(self, tokens: Sequence[str], k: int) -> list[str]:
         if not tokens:

@@ -75,9 +75,10 @@ class Diagnosing(Protocol):
 class Preloading(Protocol):
     """A retriever with one-time loads (a tokenizer's dictionary, a model) that answering `queries` would
     do inside the first question: `preload` does them before any question is timed and returns the
-    milliseconds each took, by what was loaded; empty when nothing needed loading (a warm run)."""
+    milliseconds each took, by what was loaded; empty when nothing needed loading (a warm run).
+    `batched`: whether the queries will be answered by `search_many` (`Batched`), else one call each."""
 
-    def preload(self, queries: Sequence[str]) -> Mapping[str, float]: ...
+    def preload(self, queries: Sequence[str], batched: bool) -> Mapping[str, float]: ...
 
 
 @runtime_checkable
@@ -182,9 +183,9 @@ class Context(Protocol):
     ) -> tuple[list[str], list[NDArray[np.int32]]]:
         """(vocabulary, token ids per text) of any texts (queries), through the cache."""
 
-    def load_tokenizer(self, texts: Sequence[str], tokenizer: str | None = None) -> Mapping[str, float]:
-        """Load the tokenizer now when `tokens(texts)` would (a text the cache lacks): milliseconds by
-        what was loaded, empty when nothing was (all cached, or loaded already)."""
+    def load_tokenizer(self, texts: Sequence[str] | None, tokenizer: str | None = None) -> Mapping[str, float]:
+        """Load the tokenizer now when `tokens(texts)` would (a text the cache lacks), or outright when
+        `texts` is None: milliseconds by what was loaded, empty when nothing was (all cached, or loaded already)."""
 
     @property
     def workers(self) -> int:

@@ -103,17 +103,18 @@ class Memo:
         unique = {self.key(query): query for query in queries}
         todo = [query for key, query in unique.items() if key not in self.entries or not self.entries[key].serves(k)]
         tick(len(queries) - len(todo))
+        many = self.retriever if isinstance(self.retriever, Batched) and not self.by_id and len(todo) >= 2 else None
         if todo and isinstance(self.retriever, Preloading):
             with self.store.phases.phase("loading"):
-                self.loads.update(self.retriever.preload([query.query for query in todo]))
-        if self.by_id or not isinstance(self.retriever, Batched) or len(todo) < 2:
+                self.loads.update(self.retriever.preload([query.query for query in todo], many is not None))
+        if many is None:
             for query in todo:
                 self.ask(query, k)
                 tick(1)
             return
         depth = max(k, self.depth)
         with self.store.phases.phase(f"run {self.name}"):
-            found = self.retriever.search_many([query.query for query in todo], depth, tick)
+            found = many.search_many([query.query for query in todo], depth, tick)
         for query, (ranking, latency) in zip(todo, found, strict=True):
             self.entries[self.key(query)] = Entry(tuple(ranking), depth, latency)
 
