@@ -28,9 +28,6 @@ def test_the_gate_on_a_checkout_leaves_nothing_a_branch_could_commit(tmp_path: P
     git(folder, "init", "-q", "-b", "main")
     git(folder, "add", "-A")
     git(folder, "-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-q", "-m", "sample")
-    committed = git(folder, "ls-files", ".rag-cache").splitlines()
-    assert committed and all(path == ".rag-cache/.gitignore" or path.startswith(".rag-cache/seed/")
-                             for path in committed), committed
     evalset = folder / "fixtures" / "evalset.jsonl"
     added = {"id": "q-new", "query": "分期付款要多少钱包邮吗", "relevant": []}
     evalset.write_text(evalset.read_text(encoding="utf-8") + json.dumps(added, ensure_ascii=False) + "\n",
@@ -41,6 +38,9 @@ def test_the_gate_on_a_checkout_leaves_nothing_a_branch_could_commit(tmp_path: P
     written = sorted((folder / ".rag-cache" / "tokens").rglob("*.pack"))
     assert written, "the new question's tokens are a miss: the run writes a pack"
     assert git(folder, "status", "--porcelain", "-uall").splitlines() == [" M fixtures/evalset.jsonl"]
+    committed = git(folder, "ls-files", ".rag-cache").splitlines()
+    assert committed and all(path == ".rag-cache/.gitignore" or path.startswith(".rag-cache/seed/")
+                             for path in committed), committed
     # the seed is never written: every pack the run wrote is outside it, and ignored
     assert not [path for path in (folder / ".rag-cache" / "seed").rglob("*") if path.relative_to(folder).as_posix()
                 not in committed and path.is_file()]
