@@ -125,8 +125,11 @@ def questions_record(questions: Sequence[Question]) -> dict[str, Any]:
 
 
 def yardstick(config: Config) -> dict[str, Any]:
-    """What decides a value's meaning; a change here makes every recorded value incomparable."""
-    return {"k": config.k, "metrics_version": METRICS_VERSION, "grading_version": GRADING_VERSION}
+    """What decides a value's meaning; a change here makes every recorded value incomparable. `ann_tie_epsilon`
+    is recorded beside it (what `ann_recall` counted as ties, a diagnostic no recorded value depends on): its
+    change is a setting loosened or tightened (review/changes.py), not a reason to stop comparing."""
+    return {"k": config.k, "metrics_version": METRICS_VERSION, "grading_version": GRADING_VERSION,
+            "ann_tie_epsilon": config.ann_tie_epsilon}
 
 
 def fingerprint(

@@ -1,12 +1,16 @@
-"""One content-addressed cache for model outputs (embeddings, corpus tokens, rerank scores), safe to commit.
+"""One content-addressed cache for model outputs (embeddings, corpus tokens, rerank scores).
 
 Layout: `<cache>/<kind>/<slug(model_id)>-<sha256(model_id)[:8]>/` holds `id.txt` (the full id,
 for humans) and immutable pack files (`packs.py`) named by the sha256 of their bytes. An entry
 is keyed by the sha256 of its key text and holds a 1-D array of the namespace's dtype. Each
 write adds a new pack through a temporary file and `os.replace`, and no pack is changed
 afterwards, so a crash never leaves half an entry (the next write removes a killed writer's
-temporary file), and two branches that add entries add two different files: they never
-conflict in git. A namespace reads its packs once per session.
+temporary file). A namespace reads its packs once per session.
+
+What a run writes is never committed: the cache folder holds a `.gitignore` (written with the first
+pack) that ignores all of it but `seed/`. `<cache>/seed/<kind>/<namespace>/` is the committed part,
+read first and never written: packs a team (or the sample) copies there to run offline. So a pack a
+run writes is never untracked on one branch and committed on another, which would block `git checkout`.
 
 Caches written before packs (`<2 hex>/<sha256>.<ext>`, one file per entry) are still read:
 a `readwrite` run moves all of a namespace's entries into one pack when it first reads that
@@ -34,6 +38,11 @@ RECORD_COMMAND = (
     "run pytest --rag-eval --rag-cache=readwrite where the model (or API key) is available, "
     "and commit/cache .rag-cache/"
 )
+SEED = "seed"
+"""The committed, read-only part of the cache folder: `<cache>/seed/<kind>/<namespace>/`."""
+IGNORE = (f"# written by pytest-ragretrieval: what a run writes here is never committed; packs copied into\n"
+          f"# {SEED}/ are, and a run reads them but never writes there\n*\n!{SEED}/\n!{SEED}/**\n")
+"""The cache folder's `.gitignore`: everything but the seed."""
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _LEGACY_FOLDER = re.compile(r"^[0-9a-f]{2}$")
 _LEGACY_NAME = re.compile(r"^[0-9a-f]{64}$")
@@ -61,11 +70,14 @@ class Cache:
     def namespace(self, kind: str, model_id: str, ext: str = "bin", dtype: str = "u1") -> Namespace:
         """Entries of one kind ("embeddings", "tokens", "rerank") from one model id; `ext` names
         the files of the one-file-per-entry layout. One object per folder, so packs are read once."""
-        if not kind or _UNSAFE.search(kind):
-            raise ValueError(f"cache kind must hold letters, digits, '.', '_' or '-' only, got {kind!r}")
-        folder = self.folder / kind / f"{slug(model_id)}-{sha256(model_id)[:8]}"
+        if not kind or _UNSAFE.search(kind) or kind == SEED:
+            raise ValueError(f"cache kind must hold letters, digits, '.', '_' or '-' only and not be {SEED!r}, "
+                             f"got {kind!r}")
+        name = f"{slug(model_id)}-{sha256(model_id)[:8]}"
+        folder = self.folder / kind / name
         if folder not in self._spaces:
-            self._spaces[folder] = Namespace(folder, kind, model_id, ext, np.dtype(dtype), self.mode)
+            self._spaces[folder] = Namespace(folder, kind, model_id, ext, np.dtype(dtype), self.mode,
+                                             seed=self.folder / SEED / kind / name, root=self.folder)
         space = self._spaces[folder]
         if space.dtype != np.dtype(dtype):
             raise ValueError(f"cache {kind} of {model_id!r} holds {space.dtype}, asked for {np.dtype(dtype)}")
@@ -81,8 +93,13 @@ class Namespace:
     pending_limit = 4096
     """`put` entries held before they are written as one pack."""
 
-    def __init__(self, folder: Path, kind: str, model_id: str, ext: str, dtype: np.dtype, mode: Mode) -> None:
+    def __init__(self, folder: Path, kind: str, model_id: str, ext: str, dtype: np.dtype, mode: Mode,
+                 seed: Path | None = None, root: Path | None = None) -> None:
+        """`seed`: the committed folder of the same namespace, read before `folder` and never written; `root`:
+        the cache folder, whose `.gitignore` the first pack written writes."""
         self.folder = folder
+        self.seed = seed
+        self.root = root
         self.kind = kind
         self.model_id = model_id
         self.ext = ext
@@ -103,12 +120,14 @@ class Namespace:
         return self.mode == "readwrite"
 
     def packs(self) -> list[Pack]:
-        """Every pack, in name order, then those written since; a key in two packs is read from the first."""
+        """Every pack, the seed's then the folder's, each in name order, then those written since; a key in
+        two packs is read from the first."""
         if self._packs is None:
             self._packs = []
-            if self.readable and self.folder.is_dir():
-                for path in sorted(self.folder.glob("*" + SUFFIX)):
-                    self._add(self._read(path))
+            for folder in (self.seed, self.folder):
+                if self.readable and folder is not None and folder.is_dir():
+                    for path in sorted(folder.glob("*" + SUFFIX)):
+                        self._add(self._read(path))
             if self.writable and self._has_legacy():
                 self._migrate()
         return self._packs
@@ -213,6 +232,8 @@ class Namespace:
     def _write(self, entries: Mapping[bytes, np.ndarray], vocabulary: Sequence[str] = ()) -> Path | None:
         if not self.writable or not entries:
             return None
+        if self.root is not None and not (self.root / ".gitignore").exists():
+            write_atomic(self.root / ".gitignore", IGNORE.encode("utf-8"))
         marker = self.folder / "id.txt"
         if not marker.exists():
             write_atomic(marker, (self.model_id + "\n").encode("utf-8"))

@@ -81,7 +81,8 @@ def load_changes(args: argparse.Namespace) -> Changes | None:
     config = load_config(getattr(args, "config", None), Path.cwd())
     note = ("settings (tolerance, ...) not compared: use `ragretrieval diff --against REV --json C` "
             "and --baseline-changes C")
-    return classify(read(Path(args.baseline_diff)), read(config.baseline), notes=[note])
+    return replace(classify(read(Path(args.baseline_diff)), read(config.baseline), notes=[note]),
+                   language=config.report_language)
 
 
 def load_decision(path: str | None) -> Decision | None:

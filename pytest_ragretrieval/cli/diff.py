@@ -37,7 +37,8 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         "dropped, 1 when a metric dropped or the yardstick (k, metric definitions, grading rules) differs, 2 on "
         "errors; other changes are named. With --fail-on-lower, exit 1 "
         "exactly when the new side lowers the bar: a value lowered, a retriever or metric removed, a setting "
-        "(tolerance, significance, alpha, fail_on, max_latency_ms) loosened. --config is read with --against only.",
+        "(tolerance, significance, alpha, fail_on, max_latency_ms, ann_tie_epsilon) loosened. --config is read "
+        "with --against only.",
     )
     diff.add_argument("old", metavar="OLD.json", nargs="?")
     diff.add_argument("new", metavar="NEW.json", nargs="?")
@@ -278,7 +279,7 @@ def run_diff(sides: Sides, *, fail_on_lower: bool = False, json_path: str | None
     if not (fail_on_lower or json_path is not None or with_changes):
         return Result(out=lines, code=code)
     changes = classify(sides.old, sides.new, sides.old_settings, sides.new_settings, sides.notes, sides.today)
-    changes = replace(changes, unreadable=sides.unreadable)
+    changes = replace(changes, unreadable=sides.unreadable, language=sides.language)
     if json_path is not None:
         write_atomic(Path(json_path), dumps_changes(changes))
     lines = [*lines, "", *change_lines(changes)] if lines else change_lines(changes)

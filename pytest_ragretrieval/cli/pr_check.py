@@ -161,5 +161,5 @@ def run_pr_check(changes: Changes, event_path: str | None, label: str, actor: st
                      "or other rankings or another exam): the action takes it off")
     if os.environ.get("GITHUB_ACTIONS") == "true":
         lines += github_lines(decision, changes)
-        _append("GITHUB_STEP_SUMMARY", baseline_summary(changes, decision) + "\n")
+        _append("GITHUB_STEP_SUMMARY", baseline_summary(changes, decision, changes.language) + "\n")
     return Result(out=lines, code=FAILED if decision.failed else OK)

@@ -56,13 +56,15 @@ class Sides:
     """Why the base's config or baseline, which it holds, cannot be read: the check fails closed."""
     today: Today | None = None
     """The work tree's eval set (`--against`, where the base's file keeps labels): today's exam."""
+    language: str = "both"
+    """The new side's `report_language`, when its config was read."""
 
 
-def settings_from(path: Path) -> GateSettings:
-    """The gate's settings from a pyproject.toml ([tool.ragretrieval]) or a TOML file with them at top level."""
+def config_from(path: Path) -> Config:
+    """The config in a pyproject.toml ([tool.ragretrieval]) or a TOML file with the settings at top level."""
     if path.name == "pyproject.toml":
-        return gate_settings(load_config(None, path.parent))
-    return gate_settings(load_config(str(path), path.parent))
+        return load_config(None, path.parent)
+    return load_config(str(path), path.parent)
 
 
 def from_files(old: str, new: str, old_config: str | None, new_config: str | None) -> Sides:
@@ -72,12 +74,14 @@ def from_files(old: str, new: str, old_config: str | None, new_config: str | Non
         "or use --against REV",
     )
     given = {"OLD.json": old, "NEW.json": new, "--old-config": old_config, "--new-config": new_config}
+    head = config_from(Path(new_config)) if new_config else None
     return Sides(
         read(Path(old)), read(Path(new)),
-        settings_from(Path(old_config)) if old_config else None,
-        settings_from(Path(new_config)) if new_config else None,
+        gate_settings(config_from(Path(old_config))) if old_config else None,
+        gate_settings(head) if head is not None else None,
         notes,
         {what: Path(path) for what, path in given.items() if path},
+        language=head.report_language if head is not None else "both",
     )
 
 
@@ -219,7 +223,7 @@ def from_revision(rev: str, config_option: str | None, cwd: Path) -> Sides:
             unreadable.append(f"the baseline at {rev} ({old_baseline_path}) cannot be read by this version: {exc}")
     today = _today(old, new_config, notes)
     return Sides(old, read(new_config.baseline), old_settings, gate_settings(new_config), tuple(notes),
-                 inputs(new_config), tuple(unreadable), today)
+                 inputs(new_config), tuple(unreadable), today, new_config.report_language)
 
 
 def _today(old: Baseline | None, config: Config, notes: list[str]) -> Today | None:

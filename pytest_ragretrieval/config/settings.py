@@ -21,7 +21,7 @@ from ..files.paths import absolute
 from ..files.tables import Table
 from ..retrievers import RetrieverSpec, parse_spec
 from ..retrievers.tokens import TOKENIZERS, describe
-from ..scoring.metrics import DEFAULT_METRICS, MetricSpec, always_shown
+from ..scoring.metrics import ANN_TIE_EPSILON, DEFAULT_METRICS, MetricSpec, always_shown
 from ..scoring.stats import Adjustment, Significance
 from .files import find_settings, place
 from .team import team_corpus
@@ -95,6 +95,9 @@ class Config:
     reuse_rankings: bool = True
     """Reuse a retriever's cached rankings (and latency) while every input is unchanged (runner/reuse.py)."""
     report_language: ReportLanguage = "both"
+    ann_tie_epsilon: float = ANN_TIE_EPSILON
+    """`ann_recall`'s ties: a chunk the index returned outside the exact top k whose distance is within this
+    of the exact k-th's swapped places with a tie, no miss (scoring/metrics.py's `ann_recall`)."""
     tokenizer_set: bool = False
     """Whether the config names `tokenizer` (unset, jieba cuts the corpus: an English one is told so)."""
     team_corpus: TeamCorpus | None = None
@@ -447,6 +450,7 @@ def load_config(config_option: str | None, rootpath: Path) -> Config:
         keep_database=table.boolean("keep_database", True),
         reuse_rankings=table.boolean("reuse_rankings", True),
         report_language=table.choice("report_language", "both", REPORT_LANGUAGES),
+        ann_tie_epsilon=table.number("ann_tie_epsilon", ANN_TIE_EPSILON, minimum=0.0, maximum=1.0),
         tokenizer_set=table.has("tokenizer"),
     )
     config = replace(config, compare=_compare(table, {spec.name for spec in config.retrievers}))

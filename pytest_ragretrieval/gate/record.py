@@ -72,6 +72,7 @@ def run_record(
         entries[name] = structs.replace(
             entry, latency_ms=Latency(latency["p50"], latency["p95"]),
             diagnostics=dict(run.diagnostics) if run.diagnostics else UNSET,
+            loads_ms={what: round(ms, 3) for what, ms in run.loads_ms.items()} if run.loads_ms else UNSET,
             comparison=comparisons or UNSET, comparison_base=base or UNSET,
             changes=tuple(since.of(name)) if since is not None and since.of(name) else UNSET,
             wrongly_empty=tuple(run.result.wrongly_empty), notes=tuple(run.notes),

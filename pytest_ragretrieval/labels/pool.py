@@ -16,9 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..baseline.fingerprint import corpus_record, question_record, questions_record
 from ..baseline.format import Baseline, load, read
+from ..baseline.since import corpus_change, question_changes
 from ..config.settings import Config
-from ..core.errors import FixtureError
+from ..core.errors import FixtureError, RagError
 from ..core.values import listed
 from ..evalset.jsonl import JUDGE_KEYS, MAX_GRADE, load_chunks, load_evalset
 from ..evalset.lines import records
@@ -198,31 +200,72 @@ def apply_labels(config: Config, chunks_path: Path, path: Path, accept_machine: 
         return [*notes, f"no labels to apply: {display(config.evalset)} left as it was"]
     data = _folded(config.evalset, taken)
     try:
-        load_evalset_text(config, chunks, data)
+        folded = load_evalset_text(config, chunks, data)
     except FixtureError as exc:
         raise FixtureError(f"--apply {display(path)}: the eval set would not load ({exc}); nothing written") from None
+    compared = next_run(config, chunks, questions, folded, sorted(taken))
     write_atomic(config.evalset, data)
     count = sum(len(found) for found in taken.values())
     relevant = sum(1 for found in taken.values() for label in found if label.grade > 0)
-    edited = sum(1 for qid, found in taken.items()
-                 if not questions[qid].answerable or any(label.grade > 0 for label in found))
     return [
         *notes,
         f"applied {count} label{'s' if count != 1 else ''} ({relevant} relevant, {count - relevant} not relevant) "
-        f"to {len(taken)} question{'s' if len(taken) != 1 else ''} of {display(config.evalset)}; "
-        + _compared(edited, len(taken)),
+        f"to {len(taken)} question{'s' if len(taken) != 1 else ''} of {display(config.evalset)}; " + compared,
     ]
 
 
-def _compared(edited: int, labelled: int) -> str:
-    """What the next run compares: a question whose graded gold changed is an edited question; grade-0
-    judgments added to one with relevant chunks move no metric but judged@k, and it stays compared."""
-    if edited == labelled:
-        return "their gold changed, so the next run compares them as edited questions"
-    if not edited:
-        return "they gained only grade-0 judgments, so the next run still compares them (judged@k rises)"
-    return (f"{edited} gained relevant chunks and are compared as edited questions; the other {labelled - edited} "
-            "gained only grade-0 judgments and are still compared")
+def next_run(config: Config, chunks: Sequence[Chunk], before: Mapping[str, Question],
+             after: Sequence[Question], labelled: Sequence[str]) -> str:
+    """What the next run does with the labelled questions, decided as the gate decides it (`baseline/since.py`'s
+    `question_changes`, the baseline's fingerprint against the folded eval set's): a question whose graded gold
+    changed is relabelled, still compared under today's labels and the baseline's, where the baseline keeps
+    its labels and no chunk whose grade changed was edited since; else it is an edited question, which
+    leaves the comparison. Grade-0 judgments move no metric but judged@k: those questions stay compared."""
+    try:
+        baseline = load(config.baseline)
+    except RagError as exc:
+        return f"how the next run compares them is unknown: {exc}"
+    if baseline is None:
+        return f"there is no baseline yet ({display(config.baseline)}): the next update records them"
+    old = baseline.fingerprint
+    corpus = corpus_change(_of(old, "chunks"), corpus_record(chunks))
+    found = question_changes(_of(old, "questions"), questions_record(after), corpus)
+    now = {question.id: question for question in after}
+    changed = [q for q in labelled if question_record(before[q])["gold"] != question_record(now[q])["gold"]]
+    edited = {qid for qid, _ in found.edited}
+    kinds = {
+        "relabelled": [q for q in changed if q in found.relabelled] if found.itemized else [],
+        "edited": [q for q in changed if q in edited] if found.itemized else [],
+        "added": [q for q in labelled if q in found.added] if found.itemized else [],
+        "by id": [] if found.itemized else changed,
+    }
+    kinds["grade 0"] = [q for q in labelled if not any(q in ids for ids in kinds.values())]
+    said = [(len(kinds[kind]), NEXT_RUN[kind]) for kind in NEXT_RUN if kinds[kind]]
+    if len(said) == 1:
+        return said[0][1][0]
+    return "the next run: " + ", ".join(f"{count} {texts[1]}" for count, texts in said)
+
+
+NEXT_RUN = {
+    "relabelled": ("their gold changed, so the next run compares them as relabelled questions, scored under "
+                   "today's labels and the baseline's",
+                   "relabelled (compared under today's labels and the baseline's)"),
+    "edited": ("their gold changed where the baseline cannot judge it (it keeps no labels, or a labelled chunk "
+               "changed since), so the next run counts them as edited questions, not compared",
+               "edited (not compared: the baseline cannot judge their new gold)"),
+    "added": ("the baseline does not hold them, so the next run scores them as added questions, never judged",
+              "added (scored, never judged)"),
+    "by id": ("their gold changed, and the baseline does not itemize its questions (a format-1 file), so the next "
+              "run compares them by id", "compared by id (the baseline does not itemize its questions)"),
+    "grade 0": ("they gained only grade-0 judgments, so the next run still compares them (judged@k rises)",
+                "with grade-0 judgments alone (still compared; judged@k rises)"),
+}
+"""What the next run does with labelled questions, by kind: said whole when all are of one kind, else counted."""
+
+
+def _of(record: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    found = record.get(key)
+    return found if isinstance(found, Mapping) else {}
 
 
 def _skipped_notes(open_lines: int, skipped_machine: int, already: int) -> list[str]:
@@ -274,11 +317,11 @@ def _fold(record: dict[str, Any], label: Label) -> None:
         record.setdefault("machine_labels", {})[label.chunk] = dict(label.judge)
 
 
-def load_evalset_text(config: Config, chunks: Sequence[Chunk], data: bytes) -> None:
-    """Check the folded eval set loads, through the loader itself, before it replaces the file."""
+def load_evalset_text(config: Config, chunks: Sequence[Chunk], data: bytes) -> tuple[Question, ...]:
+    """The folded eval set's questions, read through the loader itself before it replaces the file."""
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="rag-pool-") as folder:
         probe = Path(folder) / config.evalset.name
         probe.write_bytes(data)
-        load_evalset(probe, chunks)
+        return load_evalset(probe, chunks)

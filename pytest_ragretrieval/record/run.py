@@ -45,6 +45,8 @@ class RetrieverRun(msgspec.Struct, frozen=True):
     notes: tuple[str, ...] = ()
     under: str = ""
     values: Mapping[str, Mapping[str, float]] = {}
+    loads_ms: Mapping[str, float] = {}
+    """One-time loads done before the first question, in ms (`runner/store.py`); a reused run loaded nothing."""
 
 
 def scored(name: str, ran: RetrieverRun, questions: Sequence[Question], specs: Sequence[MetricSpec],
@@ -52,7 +54,7 @@ def scored(name: str, ran: RetrieverRun, questions: Sequence[Question], specs: S
     """The run of `ran` scored over `questions` (`spans`: the chunks' spans, for span metrics): how a live
     run, a reused one and a merged one are judged."""
     return Run(result=score(name, questions, ran.rankings, specs, ran.latency_ms, spans),
-               diagnostics=dict(ran.diagnostics), notes=ran.notes)
+               diagnostics=dict(ran.diagnostics), notes=ran.notes, loads_ms=dict(ran.loads_ms))
 
 
 def document(ran: RetrieverRun) -> dict[str, Any]:
@@ -62,6 +64,7 @@ def document(ran: RetrieverRun) -> dict[str, Any]:
                             **({"metrics": dict(ran.values[qid])} if qid in ran.values else {})}
                       for qid, ranking in ran.rankings.items()},
         "diagnostics": dict(ran.diagnostics), "notes": list(ran.notes),
+        **({"loads_ms": dict(ran.loads_ms)} if ran.loads_ms else {}),
     }
 
 
@@ -83,7 +86,7 @@ def decode(node: Node, depth: int, under: str, questions: Collection[str] | None
            scores: bool = False) -> RetrieverRun:
     """The run written at `node`, asked `depth` deep, of exactly `questions` when given (`scores`: each
     question holds its metric values); ShapeProblem naming the JSON path of the first problem."""
-    node.exactly("questions", "diagnostics", "notes")
+    node.exactly("questions", "diagnostics", "notes", optional=("loads_ms",))
     held = node["questions"].mapping()
     if questions is not None and set(held) != set(questions):
         odd = sorted(set(held) ^ set(questions))[0]
@@ -100,7 +103,9 @@ def decode(node: Node, depth: int, under: str, questions: Collection[str] | None
     diagnostics = {key: _within(node["diagnostics"][key], 0.0, 1.0) if key.partition("@")[0] in SHARES
                    else node["diagnostics"][key].number() for key in node["diagnostics"].mapping()}
     notes = tuple(item.text() for item in node["notes"].items())
-    return RetrieverRun(depth, rankings, latencies, diagnostics, notes, under, values)
+    held_loads = node["loads_ms"].mapping() if "loads_ms" in node.mapping() else {}
+    loads = {key: _within(node["loads_ms"][key], 0.0, None) for key in held_loads}
+    return RetrieverRun(depth, rankings, latencies, diagnostics, notes, under, values, loads)
 
 
 def distinct_ids(node: Node) -> tuple[str, ...]:

@@ -169,6 +169,9 @@ class Retriever(Struct, frozen=True):
     """A value bar kept from a format-3 file (metric label -> question id -> value) until an update raises
     it by more than the tolerance under both exams; format 4 writes no other."""
     latency_ms: Latency | UnsetType = UNSET
+    loads_ms: Values | UnsetType = UNSET
+    """One-time loads (a tokenizer's dictionary, a model) done before the first question, by what was loaded,
+    in ms: reported apart, never in `latency_ms`; absent when nothing was loaded (a warm run)."""
     diagnostics: Values | UnsetType = UNSET
     comparison: dict[str, Comparison] | UnsetType = UNSET
     comparison_base: dict[str, Comparison] | UnsetType = UNSET

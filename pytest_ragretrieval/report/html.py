@@ -47,6 +47,7 @@ from .wording import (
     gold,
     has_significance,
     heading,
+    loads_line,
     metric_cell,
     question_cell,
     ran,
@@ -187,6 +188,9 @@ def metrics(data: ReportInput) -> list[str]:
                for view in data.retrievers if view.status != "ran"]
     if reasons:
         body.append(el("ul", "".join(reasons), cls="reasons"))
+    loads = loads_line(data.retrievers, data.language)
+    if loads:
+        body.append(el("p", e(loads), cls="loads"))
     if any(metric_cell(view, label)[1] is not None for view in ran(data) for label in data.metrics):
         body.append(el("p", e(say(data.language, DELTA_HINT))))
     body += chart(data)

@@ -34,6 +34,7 @@ from .wording import (
     gold,
     has_significance,
     heading,
+    loads_line,
     metric_cell,
     pairs_hint,
     ran,
@@ -183,6 +184,9 @@ def metrics_section(data: ReportInput) -> list[str]:
     reasons = [f"- {esc(view.name)}: {esc(status_text(view))}" for view in data.retrievers if view.status != "ran"]
     if reasons:
         lines += ["", *reasons]
+    loads = loads_line(data.retrievers, language)
+    if loads:
+        lines += ["", esc(loads)]
     if any(metric_cell(view, label)[1] is not None for view in ran(data) for label in data.metrics):
         lines += ["", say(language, DELTA_HINT)]
     if has_significance(data):

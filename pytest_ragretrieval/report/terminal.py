@@ -148,6 +148,7 @@ class _Table:
     wrongly_empty: list[str]
     latency: list[str]
     diagnostics: list[str]
+    loads: list[str]
 
 
 def _table(data: ReportInput) -> _Table:
@@ -159,6 +160,7 @@ def _table(data: ReportInput) -> _Table:
     wrongly_empty: list[str] = []
     latency: list[str] = []
     diagnostics: list[str] = []
+    loads: list[str] = []
     partial = False
     for view in data.retrievers:
         if view.status != "ran":
@@ -176,7 +178,10 @@ def _table(data: ReportInput) -> _Table:
         diagnostics.extend(f"{view.name} {label} {fmt(value)}" for label, value in sorted(view.diagnostics.items()))
         notes.extend(f"{view.name}: {note}" for note in view.notes)
         latency.append(f"{view.name} {view.latency_p50:.1f}/{view.latency_p95:.1f}")
-    return _Table(answerable, rows, partial, notes, no_answer, wrongly_empty, latency, diagnostics)
+        found_loads = view.entry.loads_ms if view.entry is not None else None
+        if isinstance(found_loads, dict):
+            loads.extend(f"{view.name} {what} {ms:.1f}" for what, ms in found_loads.items())
+    return _Table(answerable, rows, partial, notes, no_answer, wrongly_empty, latency, diagnostics, loads)
 
 
 def _footer_lines(table: _Table) -> list[str]:
@@ -188,6 +193,8 @@ def _footer_lines(table: _Table) -> list[str]:
         lines.append("answerable questions that wrongly got an empty result: " + ", ".join(table.wrongly_empty))
     if table.latency:
         lines.append("latency per question p50/p95 ms: " + ", ".join(table.latency))
+    if table.loads:
+        lines.append("one-time loads before the first question, not in its latency, ms: " + ", ".join(table.loads))
     if table.diagnostics:
         lines.append(
             "diagnostics (ann_recall: the ANN index against exact search, _worst its worst question; "

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from ..core.values import fmt, moved, signed
 from ..record.report import QuestionView, ReportInput, RetrieverView
@@ -29,6 +29,14 @@ EMPTY = ("空", "empty")
 NONE = ("无", "none")
 NO_ANSWER_HINT = ("无答案题的正确结果是空列表", "for a no-answer question the right result is an empty list.")
 DELTA_HINT = ("括号内为相对基线的差值", "in brackets: the change against the baseline.")
+LOADS = ("首题前的一次性加载，不计入延迟", "one-time loads before the first question, not in its latency")
+
+
+def loads_line(views: Sequence[RetrieverView], language: str) -> str:
+    """The one-time loads the retrievers did before the first question (`loads_ms`), or "" when none did."""
+    found = [f"{view.name} {what} {ms:.1f} ms" for view in views if view.entry is not None
+             and isinstance(view.entry.loads_ms, dict) for what, ms in view.entry.loads_ms.items()]
+    return f"{say(language, LOADS)}: {', '.join(found)}" if found else ""
 WARNINGS = ("注意", "Warnings")
 NOTES = ("说明", "Notes")
 DEFINITIONS = ("指标口径", "metrics")

@@ -72,6 +72,16 @@ class Diagnosing(Protocol):
 
 
 @runtime_checkable
+class Preloading(Protocol):
+    """A retriever with one-time loads (a tokenizer's dictionary, a model) that answering `queries` would
+    do inside the first question: `preload` does them before any question is timed and returns the
+    milliseconds each took, by what was loaded; empty when nothing needed loading (a warm run).
+    `batched`: whether the queries will be answered by `search_many` (`Batched`), else one call each."""
+
+    def preload(self, queries: Sequence[str], batched: bool) -> Mapping[str, float]: ...
+
+
+@runtime_checkable
 class Batched(Protocol):
     """A retriever that answers many queries at once faster than one by one (a pool of connections).
 
@@ -173,6 +183,10 @@ class Context(Protocol):
     ) -> tuple[list[str], list[NDArray[np.int32]]]:
         """(vocabulary, token ids per text) of any texts (queries), through the cache."""
 
+    def load_tokenizer(self, texts: Sequence[str] | None, tokenizer: str | None = None) -> Mapping[str, float]:
+        """Load the tokenizer now when `tokens(texts)` would (a text the cache lacks), or outright when
+        `texts` is None: milliseconds by what was loaded, empty when nothing was (all cached, or loaded already)."""
+
     @property
     def workers(self) -> int:
         """How many connections or processes a retriever may use at once (`workers`)."""
@@ -194,6 +208,10 @@ class Context(Protocol):
     @property
     def index_kind(self) -> IndexKind:
         """`exact` or `hnsw`: how the seeded table is searched."""
+
+    @property
+    def ann_tie_epsilon(self) -> float:
+        """`ann_tie_epsilon`: how near the exact k-th distance an index's swap is a tie, not a miss."""
 
     @property
     def table(self) -> str:

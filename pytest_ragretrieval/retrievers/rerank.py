@@ -2,6 +2,7 @@
 sentence-transformers CrossEncoder in process, or by an HTTP service (`endpoint`, see rerank_http)."""
 from __future__ import annotations
 
+import importlib.util
 import os
 import struct
 from collections.abc import Callable, Mapping, Sequence
@@ -12,6 +13,7 @@ from urllib.parse import urlparse
 from ..cache.store import Namespace
 from ..core.env import truthy
 from ..core.errors import RetrieverUnavailable
+from ..core.optional import absent as not_found
 from ..core.optional import need
 from ..evalset.records import Question
 from ..files.tables import Table
@@ -91,6 +93,21 @@ def in_hub_cache(model: str) -> bool:
     return bool(revision) and (folder / "snapshots" / revision / "config.json").is_file()
 
 
+PACKAGES = ("torch", "transformers", "sentence_transformers")
+"""What an in-process cross-encoder imports, each an optional package of the `local` extra."""
+
+
+def not_installed(modules: Sequence[str]) -> str | None:
+    """The first of `modules` that cannot be found, looked up without importing it (torch takes seconds)."""
+    for module in modules:
+        try:
+            if importlib.util.find_spec(module) is None:
+                return module
+        except (ImportError, ValueError):  # a module set to None in sys.modules, or a finder that refuses it
+            return module
+    return None
+
+
 class CrossEncoderScorer:
     """Loads the model on the first pair the cache does not know; never when all are cached."""
 
@@ -107,8 +124,12 @@ class CrossEncoderScorer:
         )
 
     def _load(self) -> Any:
-        """The model; when it is neither a folder, nor cached, nor downloadable, unavailable before torch loads."""
+        """The model; when it is neither a folder, nor cached, nor downloadable, unavailable before torch loads.
+        A missing package is named first: without it no copy of the model, local or downloaded, could run."""
         if self._encoder is None:
+            package = not_installed(PACKAGES)
+            if package is not None:
+                raise RetrieverUnavailable(str(not_found(package, f"cross-encoder {self.model!r}")))
             local = (Path(self.root) / self.model).expanduser()
             target = str(local) if local.exists() else self.model
             offline = local.exists() or truthy(os.environ.get("HF_HUB_OFFLINE")) or not hub_reachable()

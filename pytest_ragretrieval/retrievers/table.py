@@ -33,6 +33,7 @@ from ..core.redact import one_line
 from ..database.session import CHEAP, TeamCorpus, condition, deadline, identifier, limits_note, setting_text, shut
 from ..evalset.records import Question
 from ..files.tables import Table, shown
+from ..scoring.metrics import ann_overlap
 from .protocol import Context, Query, Setup
 from .vector import ANN_DIAGNOSTICS
 
@@ -323,22 +324,22 @@ class TableRetriever(TeamRetriever):
         self.overlaps: dict[int, list[float]] = {}
         super().__init__(ctx, params["engine"], params["time_budget"])
 
-    def _rows(self, conn: Any, vector: Any, k: int, exact: bool, limits: Mapping[str, str]) -> list[str]:
+    def _rows(self, conn: Any, vector: Any, k: int, exact: bool, limits: Mapping[str, str]) -> list[tuple[str, float]]:
         with conn.cursor() as cursor:
             apply_settings(cursor, {**self.settings, **(EXACT if exact else {}), **limits})
             cursor.execute(self.statement, {"q": vector, "k": k})
             rows = [(str(chunk_id), float(distance)) for chunk_id, distance in cursor.fetchall()]
         conn.rollback()
         rows.sort(key=lambda row: (row[1], row[0]))
-        return [chunk_id for chunk_id, _ in rows]
+        return rows
 
     def answer(self, conn: Any, query: str, vector: Any, k: int, limits: Mapping[str, str]) -> list[str]:
         found = self._rows(conn, vector, k, False, limits)
         if query in self.checked:
             exact = self._rows(conn, vector, k, True, limits)
             if exact:
-                self.overlaps.setdefault(k, []).append(len(set(found) & set(exact)) / len(exact))
-        return found
+                self.overlaps.setdefault(k, []).append(ann_overlap(found, exact, self.ctx.ann_tie_epsilon))
+        return [chunk_id for chunk_id, _ in found]
 
     def diagnostics(self, questions: Sequence[Question]) -> dict[str, float]:
         """The index's recall against an exact scan of the same rows, over the sampled questions."""

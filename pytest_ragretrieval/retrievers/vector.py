@@ -10,12 +10,13 @@ from typing import Any
 from ..core.optional import need
 from ..evalset.records import Question
 from ..files.tables import Table
+from ..scoring.metrics import ann_overlap
 from .candidates import Candidates
 from .protocol import Context, Setup
 
 
 def ann_recall(overlaps: Sequence[float]) -> float:
-    """The mean share of each query's exact top k that the index returned."""
+    """The mean share of each query's exact top k that the index returned, ties counted (`ann_overlap`)."""
     return sum(overlaps) / len(overlaps)
 
 
@@ -71,7 +72,8 @@ class VectorRetriever:
         ).format(table=table)
         self.overlaps: dict[int, list[float]] = {}
 
-    def _search(self, conn: Any, statement: Any, params: dict[str, Any]) -> list[str]:
+    def _search(self, conn: Any, statement: Any, params: dict[str, Any]) -> list[tuple[str, float]]:
+        """(chunk id, distance) rows, nearest first, ties by id; those below `min_score` dropped."""
         with conn.cursor() as cursor:
             cursor.execute(statement, params)
             rows = [(chunk_id, float(distance)) for chunk_id, distance in cursor.fetchall()]
@@ -79,7 +81,7 @@ class VectorRetriever:
         rows.sort(key=lambda row: (row[1], row[0]))
         if self.min_score is not None:
             rows = [row for row in rows if 1.0 - row[1] >= self.min_score]
-        return [chunk_id for chunk_id, _ in rows]
+        return rows
 
     def __call__(self, query: str, k: int) -> list[str]:
         ranking, overlap = self._rank(self.conn, self.ctx.embed([query])[0], k, None)
@@ -95,9 +97,10 @@ class VectorRetriever:
         else:
             exact = self._search(conn, self.among_sql, {"q": vector, "k": k, "ids": among})
         if not self.approximate:
-            return exact, None
+            return [chunk_id for chunk_id, _ in exact], None
         found = self._search(conn, self.ann_sql, {"q": vector, "k": k})
-        return found, len(set(found) & set(exact)) / len(exact) if exact else None
+        share = ann_overlap(found, exact, self.ctx.ann_tie_epsilon) if exact else None
+        return [chunk_id for chunk_id, _ in found], share
 
     def search_many(
         self, queries: Sequence[str], k: int, tick: Callable[[int], None]

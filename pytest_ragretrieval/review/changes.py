@@ -23,13 +23,13 @@ from ..baseline.bar import bar_means, replaced_bars
 from ..baseline.exams import BASE, EXAM_NAMES, TODAY, approved_digest, labels_digest, recorded_exam
 from ..baseline.format import Baseline, Recorded
 from ..baseline.since import Since, held, since
-from ..config.settings import Config
+from ..config.settings import REPORT_LANGUAGES, Config
 from ..core.errors import BaselineError
 from ..core.values import EPSILON, listed
 from ..files.jsonshape import Node, ShapeProblem, decode
 from ..files.jsontext import JSONProblem
 from ..files.paths import Unreadable, display, read_input
-from ..scoring.metrics import METRICS, metric_order
+from ..scoring.metrics import ANN_TIE_EPSILON, METRICS, metric_order
 from .rescore import Exams, Rescored, Today, exams, rescore
 
 STRICTEST = ("none", "maxt", "holm")  # each p at most the next one's: a later one fails fewer items
@@ -52,6 +52,8 @@ class GateSettings:
     fail_on: tuple[str, ...] = ("metric",)
     retrievers: tuple[str, ...] = ()
     max_latency_ms: Mapping[str, float] = field(default_factory=dict, hash=False)
+    ann_tie_epsilon: float = ANN_TIE_EPSILON
+    """A larger one counts more of an index's swaps as ties: a lower `ann_recall` reads as a loss less often."""
 
 
 def gate_settings(config: Config) -> GateSettings:
@@ -64,6 +66,7 @@ def gate_settings(config: Config) -> GateSettings:
         fail_on=config.fail_on,
         retrievers=tuple(spec.name for spec in config.retrievers),
         max_latency_ms={s.name: s.max_latency_ms for s in config.retrievers if s.max_latency_ms is not None},
+        ann_tie_epsilon=config.ann_tie_epsilon,
     )
 
 
@@ -146,6 +149,9 @@ class Changes:
     """The exam the head's baseline was recorded under, as one digest (`baseline.exams.labels_digest`)."""
     rescored: tuple[str, ...] = ()
     """The exams both sides' approved rankings were scored under (`today`, `base`); empty: stored values compared."""
+    language: str = "both"
+    """The head's `report_language` (`diff` knew its config): what the job summary and a comment rendered
+    without a results file are written in; "both" (and left out of the file) when no config was read."""
 
     @property
     def lowers_the_bar(self) -> bool:
@@ -274,10 +280,21 @@ def _settings(old: GateSettings, new: GateSettings) -> tuple[list[SettingChange]
             loosened.append(change)
         elif after_ms is not None and (before_ms is None or after_ms < before_ms):
             tightened.append(change)
+    _tie_epsilon(old, new, loosened, tightened)
     gone = [Entry(name, "", "no longer configured") for name in old.retrievers if name not in new.retrievers]
     gone += [Entry("", label, "no longer in the configured metrics")
              for label in old.metrics if label not in new.metrics]
     return loosened, tightened, gone
+
+
+def _tie_epsilon(old: GateSettings, new: GateSettings, loosened: list[SettingChange],
+                 tightened: list[SettingChange]) -> None:
+    """`ann_tie_epsilon` raised is loosened: more of the index's swaps count as ties, so an index's loss (which
+    keeps a question that lost its hit from reading as a labelling problem) is seen less often."""
+    if new.ann_tie_epsilon == old.ann_tie_epsilon:
+        return
+    change = SettingChange("ann_tie_epsilon", "", f"{old.ann_tie_epsilon:g}", f"{new.ann_tie_epsilon:g}")
+    (loosened if new.ann_tie_epsilon > old.ann_tie_epsilon else tightened).append(change)
 
 
 def _ms(value: float | None) -> str:
@@ -414,7 +431,8 @@ _LISTS = {
 def changes_document(changes: Changes) -> dict[str, Any]:
     doc: dict[str, Any] = {"kind": KIND, "version": VERSION, "lowers_the_bar": changes.lowers_the_bar}
     doc.update(asdict(changes))
-    return {key: value for key, value in doc.items() if key not in DIGESTS or value}
+    return {key: value for key, value in doc.items()
+            if (key not in DIGESTS or value) and (key != "language" or value != "both")}
 
 
 def dumps_changes(changes: Changes) -> str:
@@ -444,13 +462,13 @@ def parse_changes(path: Path, text: str) -> Changes:
     try:
         later = ("yardstick", "questions", "unreadable", "rescored")  # files written before these lack them
         doc.exactly("kind", "version", "lowers_the_bar", "old_path", "new_path", "fingerprint", "notes", *_LISTS,
-                    optional=(*later, *DIGESTS))
+                    optional=(*later, *DIGESTS, "language"))
         texts: dict[str, Any] = {key: tuple(item.text() for item in doc[key].items())
                                  for key in ("fingerprint", "notes", *later) if key in doc.mapping()}
         rankings, exam = (read_digest(doc[key]) if key in doc.mapping() else "" for key in DIGESTS)
         changes = Changes(
             old_path=doc["old_path"].text(), new_path=doc["new_path"].text(), **texts, approved_digest=rankings,
-            labels_digest=exam,
+            labels_digest=exam, language=_language(doc),
             **{key: tuple(_entry(item, kind) for item in doc[key].items()) for key, kind in _LISTS.items()},
         )
         if doc["lowers_the_bar"].boolean() != changes.lowers_the_bar:
@@ -458,6 +476,15 @@ def parse_changes(path: Path, text: str) -> Changes:
     except ShapeProblem as exc:
         raise BaselineError(f"{display(path)}: malformed baseline-changes file: {exc}; {fix}") from None
     return changes
+
+
+def _language(doc: Node) -> str:
+    if "language" not in doc.mapping():
+        return "both"
+    found = doc["language"].text()
+    if found not in REPORT_LANGUAGES:
+        raise doc["language"].problem(f"expected one of {', '.join(map(repr, REPORT_LANGUAGES))}")
+    return found
 
 
 def read_digest(node: Node) -> str:

@@ -47,8 +47,10 @@ class CommentInput:
 
     @property
     def language(self) -> str:
-        """The results' `report_language`; both languages when the gate wrote none."""
-        return self.report.language if self.report is not None else "both"
+        """The results' `report_language`; when the gate wrote none, the one `diff` read from the config."""
+        if self.report is not None:
+            return self.report.language
+        return self.changes.language if self.changes is not None else "both"
 
 
 def _demote(lines: Sequence[str]) -> list[str]:

@@ -2,8 +2,9 @@
 
 Policy, decided once here: a ranking with a duplicate or unknown chunk id is an error of the
 retriever; a ranking longer than asked for is cut to the depth asked for. A retriever whose
-model or service is absent here is skipped, an optional package that is not installed is one line
-naming the extra that brings it, any other exception is the retriever's error.
+model or service is absent here is skipped (a cross-encoder without torch too, its reason naming the
+package and the extra), an optional package that is not installed is one line naming the extra that brings
+it, any other exception is the retriever's error.
 """
 from __future__ import annotations
 
@@ -97,7 +98,8 @@ def execute(
             with phases.phase(f"run {name}"):
                 memo.prefetch([asked(question) for question in questions], depth, bar.advance)
                 rankings, latencies = run_retriever(name, memo, questions, depth, known, latency=memo.latency_ms)
-        ran = RetrieverRun(depth, rankings, latencies, dict(memo.diagnostics(questions)), tuple(memo.notes()))
+        ran = RetrieverRun(depth, rankings, latencies, dict(memo.diagnostics(questions)), tuple(memo.notes()),
+                           loads_ms=dict(memo.loads))
         with phases.phase("scoring"):
             return scored(name, ran, questions, specs, spans)
     except RetrieverUnavailable as exc:  # the reason may be recorded in the baseline: one line, no control character

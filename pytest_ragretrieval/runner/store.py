@@ -17,7 +17,7 @@ from typing import Any
 
 from ..core.timing import Phases
 from ..evalset.records import Question
-from ..retrievers.protocol import Asking, Batched, Diagnosing, Noting, Query, Retriever, ask
+from ..retrievers.protocol import Asking, Batched, Diagnosing, Noting, Preloading, Query, Retriever, ask
 from .latency import Latency
 
 
@@ -62,6 +62,8 @@ class Memo:
         self.sources = sources
         self.entries = store.entries.setdefault(name, {})
         self.by_id = isinstance(retriever, Asking)
+        self.loads: dict[str, float] = {}
+        """One-time loads done before the first question (`Preloading`), in ms: reported apart from latency."""
 
     def key(self, query: Query) -> str:
         return f"id:{query.id}" if self.by_id else f"text:{query.query}"
@@ -101,14 +103,18 @@ class Memo:
         unique = {self.key(query): query for query in queries}
         todo = [query for key, query in unique.items() if key not in self.entries or not self.entries[key].serves(k)]
         tick(len(queries) - len(todo))
-        if self.by_id or not isinstance(self.retriever, Batched) or len(todo) < 2:
+        many = self.retriever if isinstance(self.retriever, Batched) and not self.by_id and len(todo) >= 2 else None
+        if todo and isinstance(self.retriever, Preloading):
+            with self.store.phases.phase("loading"):
+                self.loads.update(self.retriever.preload([query.query for query in todo], many is not None))
+        if many is None:
             for query in todo:
                 self.ask(query, k)
                 tick(1)
             return
         depth = max(k, self.depth)
         with self.store.phases.phase(f"run {self.name}"):
-            found = self.retriever.search_many([query.query for query in todo], depth, tick)
+            found = many.search_many([query.query for query in todo], depth, tick)
         for query, (ranking, latency) in zip(todo, found, strict=True):
             self.entries[self.key(query)] = Entry(tuple(ranking), depth, latency)
 

@@ -68,6 +68,9 @@ class RetrieverContext:
     ) -> tuple[list[str], list[NDArray[np.int32]]]:
         return self._bench.tokens(texts, tokenizer or self.tokenizer)
 
+    def load_tokenizer(self, texts: Sequence[str] | None, tokenizer: str | None = None) -> Mapping[str, float]:
+        return self._bench.load_tokenizer(texts, tokenizer or self.tokenizer)
+
     @property
     def workers(self) -> int:
         return self._bench.config.workers
@@ -96,6 +99,10 @@ class RetrieverContext:
     @property
     def index_kind(self) -> IndexKind:
         return self._bench.config.index.kind
+
+    @property
+    def ann_tie_epsilon(self) -> float:
+        return self._bench.config.ann_tie_epsilon
 
     @property
     def table(self) -> str:
@@ -159,6 +166,21 @@ class Workbench:
 
         with self.resources.phases.phase("tokenizing"):
             return cached_tokens(texts, key, self._token_namespace(key), self.config.workers, self._ahead.get(key))
+
+    def load_tokenizer(self, texts: Sequence[str] | None, key: str) -> Mapping[str, float]:
+        """The tokenizer of `key` loaded before the first question when `tokens(texts)` would load it (a text
+        the cache lacks and no process tokenizing ahead holds), or outright (`texts` None). By `tokenizer
+        NAME`, in milliseconds."""
+        from ..retrievers.tokens import describe, load
+
+        if texts is not None:
+            unique = list(dict.fromkeys(texts))
+            misses = [unique[i] for i in self._token_namespace(key).absent(unique)]
+            ahead = self._ahead.get(key)
+            if not misses or (ahead is not None and ahead.texts.issuperset(misses)):
+                return {}
+        took = load(key)
+        return {} if took is None else {f"tokenizer {describe(key)}": took}
 
     def _token_namespace(self, key: str) -> Namespace:
         from ..retrievers.corpus_tokens import tokenizer_id

@@ -160,3 +160,5 @@ class Run:
     skipped: str | None = None
     diagnostics: Mapping[str, float] = field(default_factory=dict, hash=False)
     notes: tuple[str, ...] = ()
+    loads_ms: Mapping[str, float] = field(default_factory=dict, hash=False)
+    """One-time loads done before the first question (a tokenizer's dictionary), in ms: not in any latency."""

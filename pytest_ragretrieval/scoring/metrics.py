@@ -21,14 +21,31 @@ from ..evalset.records import Span
 from ..files.jsontext import MAX_CUTOFF_DIGITS, METRIC_KEY, budget, cutoff
 from .spans import answer_hit, char_iou, char_precision, char_recall
 
-METRICS_VERSION = 1
-"""Bumped whenever a definition changes, so old baselines stop comparing (pitfall 3)."""
+METRICS_VERSION = 2
+"""Bumped whenever a definition changes, so old baselines stop comparing (pitfall 3). 2: `ann_recall` counts
+a swap with a tie (within `ann_tie_epsilon` of the exact k-th distance) as no miss."""
+ANN_TIE_EPSILON = 1e-4
+"""The default `ann_tie_epsilon`: cosine distances this close to the exact k-th are ties."""
 
 Ranking = Sequence[str]
 Relevance = Mapping[str, int]
 RankingFunction = Callable[[Ranking, Relevance, int], float]
 SpanFunction = Callable[[Sequence[Span], Sequence[Span]], float]
 """A span metric's function (scoring/spans.py): the top k's chunk spans in rank order, the gold spans."""
+
+
+def ann_overlap(found: Sequence[tuple[str, float]], exact: Sequence[tuple[str, float]], epsilon: float) -> float:
+    """The share of the exact top k (`exact`: (chunk id, distance), nearest first, ties by id) that the
+    index returned (`found`), ties counted: a chunk the index returned outside the exact top k whose
+    distance is at most the exact k-th's plus `epsilon` took the place of a chunk as near as it, which is
+    no loss of the index's. What `ann_recall@k` averages over the queries."""
+    if not exact:
+        raise ValueError("ann_overlap needs the exact top k: an empty one has no share")
+    kth = exact[-1][1]
+    members = {chunk_id for chunk_id, _ in exact}
+    kept = sum(1 for chunk_id, _ in found if chunk_id in members)
+    tied = sum(1 for chunk_id, distance in found if chunk_id not in members and distance <= kth + epsilon)
+    return min(len(exact), kept + tied) / len(exact)
 
 
 def _relevant_count(relevance: Relevance) -> int:

@@ -167,6 +167,7 @@ def _run(name: str, partials: Sequence[Partial], questions: Sequence[Question], 
         diagnostics={f"{key} shard {p.shard}": value
                      for p, run in shard_runs for key, value in run.diagnostics.items()},
         notes=tuple(dict.fromkeys(note for _, run in shard_runs for note in run.notes)),
+        loads_ms={f"{what} shard {p.shard}": took for p, run in shard_runs for what, took in run.loads_ms.items()},
     )
     merged = scored(name, whole, questions, config.shown, spans)
     assert merged.result is not None

@@ -80,7 +80,7 @@ def partial_document(
         asked = run.result.questions
         retrievers[name] = codec.document(RetrieverRun(
             config.depth, {q.id: q.ranking for q in asked}, {q.id: q.latency_ms for q in asked}, run.diagnostics,
-            run.notes, digest, {q.id: q.values for q in asked}))
+            run.notes, digest, {q.id: q.values for q in asked}, run.loads_ms))
     return {
         "partial_format": PARTIAL_FORMAT, "plugin_version": __version__,
         "shard": {"index": shard.index, "count": shard.count},

@@ -12,6 +12,7 @@ import pytest
 from sample_project import gate, lines, outcome, sample, write_lines
 
 from pytest_ragretrieval.cache.packs import decode, encode, pack_name
+from pytest_ragretrieval.scoring.metrics import METRICS_VERSION
 
 ROOT = Path(__file__).resolve().parents[2]
 FORMAT_1 = ROOT / "tests" / "data" / "baseline-format-1.json"
@@ -121,8 +122,13 @@ def test_changing_k_still_asks_to_re_record_and_names_k(tmp_path: Path) -> None:
 
 
 def test_the_format_1_baseline_loads_passes_and_re_records_as_the_committed_one(tmp_path: Path) -> None:
+    """The format-1 file as this version's yardstick would have recorded it: its metrics_version is the one it
+    was recorded under (1), which a later METRICS_VERSION stops comparing, as a bump should."""
     folder = sample(tmp_path)
-    shutil.copy2(FORMAT_1, folder / "baselines" / "retrieval.json")
+    text = FORMAT_1.read_text(encoding="utf-8")
+    assert '"metrics_version": 1' in text
+    (folder / "baselines" / "retrieval.json").write_text(
+        text.replace('"metrics_version": 1', f'"metrics_version": {METRICS_VERSION}'), encoding="utf-8")
     done = gate(folder, "--rag-eval", "-k", "not bm25_search")  # recorded after the format-1 file was
     assert done.returncode == 0 and outcome(done).startswith("18 passed, 6 skipped"), done.stdout[-3000:]
     assert "compared across changes" not in done.stdout
@@ -135,7 +141,7 @@ def perturb(cache: Path, seed: int) -> float:
     CPU's arithmetic moves them (issue 21: up to 0.0017); returns the smallest cosine to the original."""
     rng = np.random.default_rng(seed)
     smallest = 1.0
-    for path in sorted((cache / "embeddings").rglob("*.pack")):
+    for path in sorted((cache / "seed" / "embeddings").rglob("*.pack")):
         pack = decode(path, path.read_bytes(), np.dtype("<f4"))
         original = pack.matrix().astype(np.float64)
         moved = (original + rng.uniform(-1e-3, 1e-3, original.shape)).astype("<f4")

@@ -7,6 +7,8 @@ import numpy
 import pytest
 from projects import E2E_CHUNKS, E2E_DEPTH, QUERIES, RUN, rankings, read_results, retriever, write_e2e_project
 
+from pytest_ragretrieval.scoring.metrics import ann_overlap
+
 pytestmark = pytest.mark.usefixtures("minilm")
 
 VECTOR = retriever("vector", "vector")
@@ -96,8 +98,10 @@ def test_hnsw_reports_ann_recall_and_records_the_index(
     }
     diagnostics = results["retrievers"]["vector"]["diagnostics"]
     assert list(diagnostics) == [f"ann_recall@{E2E_DEPTH}", f"ann_recall_worst@{E2E_DEPTH}"]
-    overlaps = [
-        len(set(found) & set(brute_force(similarities[qid], E2E_DEPTH))) / E2E_DEPTH
+    distance = {qid: {cid: 1.0 - score for cid, score in scored} for qid, scored in similarities.items()}
+    overlaps = [  # ties counted, within the default ann_tie_epsilon (docs/metrics.md#diagnostics)
+        ann_overlap([(cid, distance[qid][cid]) for cid in found],
+                    [(cid, distance[qid][cid]) for cid in brute_force(similarities[qid], E2E_DEPTH)], 1e-4)
         for qid, found in rankings(results, "vector").items()
     ]
     assert 0.0 <= diagnostics[f"ann_recall@{E2E_DEPTH}"] <= 1.0

@@ -21,7 +21,7 @@ def test_records_every_retriever_and_metric(project: pytest.Pytester) -> None:
     assert doc["retrievers"]["table"]["questions"]["q03"]["ranking"] == ["travel-002", "travel-003"]
     assert doc["retrievers"]["table"]["no_answer"] == {"answerable_empty": 0, "empty": 1, "questions": 1}
     assert set(doc["fingerprint"]) == {"yardstick", "tokenizer", "chunks", "questions", "retrievers"}
-    assert doc["fingerprint"]["yardstick"] == {"k": 3, "metrics_version": 1, "grading_version": 1}
+    assert doc["fingerprint"]["yardstick"] == {"k": 3, "metrics_version": 2, "grading_version": 1, "ann_tie_epsilon": 0.0001}
     assert doc["fingerprint"]["chunks"]["count"] == 8 and len(doc["fingerprint"]["chunks"]["digests"]) == 8
     assert all(len(digest) == 12 for digest in doc["fingerprint"]["chunks"]["digests"].values())
     assert doc["fingerprint"]["questions"]["digests"]["q01"]["tags"] == ["semantic"]

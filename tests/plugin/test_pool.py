@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -78,3 +79,32 @@ def test_a_retuned_hybrid_s_unjudged_top_5_is_pooled_labelled_and_judged_next_ru
         new = read_results(pytester.path / "after.json")["retrievers"][name]["metrics"]
         assert {k: v for k, v in new.items() if not k.startswith("judged")} == \
             {k: v for k, v in old.items() if not k.startswith("judged")}
+
+
+def test_apply_says_what_the_gate_does_with_the_labelled_questions(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 52: `pool --apply` said "compared as edited questions" while the gate, whose baseline keeps its
+    labels, compared them as relabelled; the line is now decided as the gate decides it, and the gate agrees."""
+    write_project(pytester.path, retrievers="[tool.ragretrieval.retrievers.bm25]\ntype = \"bm25\"\n")
+    pytester.runpytest("--rag-update-baseline", *RUN).assert_outcomes(passed=4)
+    monkeypatch.chdir(pytester.path)
+    assert main(["pool", "--out", "queue.jsonl"]) == 0
+    queue = [json.loads(line) for line in (pytester.path / "queue.jsonl").read_text(encoding="utf-8").splitlines()]
+    graded = sorted({row["question"] for row in queue})
+    assert len(graded) >= 2, queue
+    for row in queue:
+        row["grade"] = 1 if row["question"] == graded[0] else 0
+    (pytester.path / "queue.jsonl").write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in queue),
+                                               encoding="utf-8")
+    capsys.readouterr()
+    assert main(["pool", "--apply", "queue.jsonl"]) == 0
+    said = capsys.readouterr().out
+    found = re.search(r"the next run: (\d+) relabelled \(compared under today's labels and the baseline's\), "
+                      r"(\d+) with grade-0 judgments alone \(still compared; judged@k rises\)$", said.rstrip())
+    assert found is not None and int(found[1]) + int(found[2]) == len(graded), said
+    result = pytester.runpytest("--rag-eval", *RUN)
+    assert result.ret == 0, result.stdout.str()
+    result.stdout.fnmatch_lines([f"*comparable ({found[1]} relabelled: {graded[0]}*; judged under today's exam and "
+                                 "the base's)*"])
+    result.stdout.fnmatch_lines(["*0 added, 0 removed, 0 edited*"])

@@ -71,3 +71,38 @@ def test_the_first_run_names_jieba_on_an_english_corpus_until_the_tokenizer_is_s
     english(pytester.path, 'tokenizer = "english"')
     chosen = pytester.runpytest("--rag-update-baseline", *RUN)
     assert chosen.ret == 0 and NOTED not in chosen.stdout.str()
+
+
+@pytest.mark.parametrize("language", ["en", "both"])
+def test_the_job_summary_and_a_comment_without_results_follow_report_language(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], language: str
+) -> None:
+    """Issue 52: `pr-check`'s job summary and a `comment` rendered without a results file were Chinese-first
+    under `report_language = "en"`: they now follow the config `diff` read, which CHANGES.json carries."""
+    folder = english(pytester.path)
+    config = folder / "pyproject.toml"
+    config.write_text(config.read_text(encoding="utf-8").replace(
+        'report_language = "en"', f'report_language = "{language}"'), encoding="utf-8")
+    assert pytester.runpytest("--rag-update-baseline", *RUN).ret == 0
+    monkeypatch.chdir(folder)
+    shutil.copy(folder / "baselines" / "retrieval.json", folder / "old.json")
+    assert ragretrieval(["diff", "old.json", "baselines/retrieval.json", "--old-config", "pyproject.toml",
+                         "--new-config", "pyproject.toml", "--json", "changes.json"]) == 0
+    (folder / "event.json").write_text('{"pull_request": {"number": 1, "labels": [], "head": {"sha": "' + "0" * 40
+                                       + '", "repo": {"full_name": "team/repo"}}, "base": {"repo": {"full_name": '
+                                       '"team/repo"}}}}', encoding="utf-8")
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(folder / "summary.md"))
+    monkeypatch.setenv("GITHUB_OUTPUT", str(folder / "output"))
+    assert ragretrieval(["pr-check", "changes.json", "--event", "event.json", "--json", "decision.json"]) == 0
+    assert ragretrieval(["comment", "--baseline-changes", "changes.json", "--decision", "decision.json",
+                         "--gate-outcome", "failure"]) == 0
+    comment = capsys.readouterr().out.split("<!-- pytest-ragretrieval -->", 1)[1]
+    summary = (folder / "summary.md").read_text(encoding="utf-8")
+    if language == "en":
+        assert summary.startswith("## Baseline check\n\n✅ not lowered")
+        assert "- **gate**: ❌ failed (see the job log)" in comment
+        assert cjk(summary) == [] and cjk(comment) == []
+    else:
+        assert summary.startswith("## 基线检查 / Baseline check\n\n✅ 未降低 / not lowered")
+        assert "- **门禁 / gate**：❌ 未通过 / failed (see the job log)" in comment

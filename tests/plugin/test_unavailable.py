@@ -117,3 +117,42 @@ def test_a_reranker_whose_model_is_absent_is_unavailable_before_torch_is_importe
     assert (pytester.path / "imports.txt").read_text(encoding="utf-8") == "none"
     report = (pytester.path / "report.md").read_text(encoding="utf-8")
     assert "- 重排模型 / rerankers：nobody/no-such-reranker（不可用 / unavailable）" in report.splitlines()
+
+
+WITHOUT_TORCH = '''
+import sys
+from importlib.abc import MetaPathFinder
+
+
+class Hidden(MetaPathFinder):
+    """torch cannot be found, as on a machine where the `local` extra is not installed."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] == "torch":
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+
+sys.meta_path.insert(0, Hidden())
+'''
+
+
+def test_a_reranker_without_torch_is_skipped_naming_the_package_not_the_hub(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 52: without torch the reason was about the Hugging Face hub ("no local copy and no Hugging Face hub
+    reachable"), which sent a user looking for a network; the package and its extra are what is missing."""
+    pytester.makeconftest(WITHOUT_TORCH)
+    write_project(pytester.path, retrievers=RETRIEVERS.split("[tool.ragretrieval.retrievers.remote]")[0] + """
+[tool.ragretrieval.retrievers.reranked]
+type = "rerank"
+source = "bm25"
+model = "acme/absent-reranker"
+""")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    result = pytester.runpytest_subprocess("--rag-update-baseline", *RUN)
+    result.assert_outcomes(passed=4, skipped=4)
+    reason = baseline(pytester.path)["unavailable"]["reranked"]
+    assert reason == ("cross-encoder 'acme/absent-reranker' needs torch, which is not installed; "
+                      "install pytest-ragretrieval[local] (the README's install line with [local])")
+    assert "Hugging Face" not in result.stdout.str()

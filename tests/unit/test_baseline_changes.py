@@ -183,9 +183,13 @@ def test_tag_values_are_listed_but_do_not_lower_the_bar() -> None:
      [SettingChange("max_latency_ms", "bm25", "50", "80")], []),
     (settings(max_latency_ms={"bm25": 50.0}), settings(), [SettingChange("max_latency_ms", "bm25", "50", "none")], []),
     (settings(), settings(max_latency_ms={"bm25": 50.0}), [], [SettingChange("max_latency_ms", "bm25", "none", "50")]),
+    # more of an index's swaps counted as ties: its loss reads as a labelling problem more often
+    (settings(), settings(ann_tie_epsilon=0.01), [SettingChange("ann_tie_epsilon", "", "0.0001", "0.01")], []),
+    (settings(ann_tie_epsilon=0.01), settings(ann_tie_epsilon=0.0), [],
+     [SettingChange("ann_tie_epsilon", "", "0.01", "0")]),
 ], ids=["tolerance-raised", "tolerance-lowered", "significance-on", "significance-off", "other-test", "alpha-lowered",
         "alpha-without-test", "adjustment-on", "maxt-to-holm", "adjustment-off", "adjustment-without-test",
-        "question-gating-off", "latency-raised", "latency-dropped", "latency-added"])
+        "question-gating-off", "latency-raised", "latency-dropped", "latency-added", "ties-raised", "ties-lowered"])
 def test_settings_that_loosen_or_tighten_the_gate(old: GateSettings, new: GateSettings,
                                                    loosened: list[SettingChange], tightened: list[SettingChange]) -> None:
     changes = classify(OLD, OLD, old, new)

@@ -110,7 +110,8 @@ def test_apply_folds_grades_into_the_eval_set_and_keeps_every_other_line(pooled:
     assert (code, err) == (0, [])
     assert out == ["1 line still without a grade skipped",
                    "applied 3 labels (2 relevant, 1 not relevant) to 2 questions of fixtures/evalset.jsonl; "
-                   "their gold changed, so the next run compares them as edited questions"]
+                   "their gold changed, and the baseline does not itemize its questions (a format-1 file), so "
+                   "the next run compares them by id"]
     after = evalset.read_bytes().splitlines(keepends=True)
     assert after[2] == before[2]  # q3, untouched, byte for byte
     assert json.loads(after[0]) == {"id": "q1", "query": "ORDER-2024 是什么错误", "relevant": ["c1", "c2"],

@@ -13,6 +13,7 @@ from pytest_ragretrieval.evalset.records import Question
 from pytest_ragretrieval.gate.items import ItemKey, Skip
 from pytest_ragretrieval.gate.judge import Judge, small_set_notes
 from pytest_ragretrieval.scoring.evaluate import Run, score
+from pytest_ragretrieval.scoring.metrics import METRICS_VERSION
 
 NDCG = ItemKey("one", "metric", "ndcg@3")
 
@@ -48,7 +49,7 @@ def test_tolerance_absorbs_a_small_drop(tmp_path: Path) -> None:
 
 def test_a_yardstick_change_fails_every_retriever_and_names_it(tmp_path: Path) -> None:
     cfg = config(tmp_path)
-    recorded = baseline(cfg, {"one": ran(cfg, "one", GOOD)}, fingerprint(cfg, yardstick={"k": 5, "metrics_version": 1,
+    recorded = baseline(cfg, {"one": ran(cfg, "one", GOOD)}, fingerprint(cfg, yardstick={"k": 5, "metrics_version": METRICS_VERSION,
                                                                                          "grading_version": 1}))
     judge = Judge(cfg, QUESTIONS, recorded, fingerprint(cfg), {"one": ran(cfg, "one", GOOD)})
     outcome = judge.outcome(NDCG)

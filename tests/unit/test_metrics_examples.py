@@ -11,6 +11,7 @@ import pytest
 
 from pytest_ragretrieval.scoring.metrics import (
     MetricSpec,
+    ann_overlap,
     average_precision,
     f1,
     mrr,
@@ -122,3 +123,27 @@ def test_metric_spec_rejects_bad_labels(text: str) -> None:
     """Unknown names and non-positive cutoffs are configuration errors, reported up front."""
     with pytest.raises(ValueError):
         MetricSpec.parse(text, 5)
+
+
+# ann_recall's share per query (ann_overlap): the exact top 3 at cosine distances 0.10, 0.20, 0.30.
+EXACT = [("a", 0.10), ("b", 0.20), ("c", 0.30)]
+
+
+@pytest.mark.parametrize(("found", "epsilon", "share"), [
+    ([("a", 0.10), ("b", 0.20), ("c", 0.30)], 1e-4, 1.0),          # the same top 3
+    ([("a", 0.10), ("b", 0.20), ("d", 0.30)], 0.0, 1.0),           # d ties c exactly: a swap, no miss
+    ([("a", 0.10), ("b", 0.20), ("d", 0.30009)], 1e-4, 1.0),       # 0.00009 from the 3rd: within 1e-4
+    ([("a", 0.10), ("b", 0.20), ("d", 0.30011)], 1e-4, 2 / 3),     # 0.00011 from the 3rd: just outside, a miss
+    ([("a", 0.10), ("d", 0.30005), ("e", 0.30008)], 1e-4, 1.0),    # two ties for b and c
+    ([("a", 0.10), ("d", 0.30005), ("e", 0.4)], 1e-4, 2 / 3),      # one tie, one real miss
+    ([("d", 0.30011), ("e", 0.5), ("f", 0.6)], 0.0, 0.0),          # nothing of the exact top 3, no tie
+])
+def test_ann_overlap_counts_a_swap_within_epsilon_of_the_exact_kth_as_no_miss(
+    found: list[tuple[str, float]], epsilon: float, share: float
+) -> None:
+    assert ann_overlap(found, EXACT, epsilon) == pytest.approx(share, abs=1e-12)
+
+
+def test_ann_overlap_without_an_exact_top_k_is_refused() -> None:
+    with pytest.raises(ValueError, match="needs the exact top k"):
+        ann_overlap([("a", 0.1)], [], 1e-4)

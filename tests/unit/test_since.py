@@ -6,6 +6,7 @@ import math
 from pathlib import Path
 
 import pytest
+from projects import write_project
 
 from pytest_ragretrieval.baseline.fingerprint import (
     chunks_digest,
@@ -13,6 +14,7 @@ from pytest_ragretrieval.baseline.fingerprint import (
     evalset_digest,
     question_record,
     questions_record,
+    yardstick,
 )
 from pytest_ragretrieval.baseline.format import parse
 from pytest_ragretrieval.baseline.since import (
@@ -27,9 +29,12 @@ from pytest_ragretrieval.baseline.since import (
     since,
 )
 from pytest_ragretrieval.baseline.verify import reproduced
+from pytest_ragretrieval.config.settings import load_config
+from pytest_ragretrieval.core.errors import RagError
 from pytest_ragretrieval.evalset.jsonl import load_chunks, load_evalset
 from pytest_ragretrieval.evalset.records import Chunk, Question
 from pytest_ragretrieval.record.upgrade import fingerprint_1 as upgraded
+from pytest_ragretrieval.scoring.metrics import METRICS_VERSION
 from pytest_ragretrieval.scoring.stats import holm
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -204,3 +209,23 @@ def test_grade_0_judgments_added_from_a_pool_keep_a_question_comparable() -> Non
     pooled = question_record(after[0])
     assert {key: value for key, value in pooled.items() if key != "judged"} == question_record(before[0])
     assert "judged" in pooled and "judged" not in question_record(before[0])
+
+
+@pytest.mark.parametrize(("line", "recorded"), [("", 0.0001), ("ann_tie_epsilon = 0.002\n", 0.002)])
+def test_the_yardstick_records_ann_recall_s_tie_epsilon_and_a_change_of_it_still_compares(
+    tmp_path: Path, line: str, recorded: float
+) -> None:
+    """ann_recall counts a swap within `ann_tie_epsilon` of the exact k-th as a tie: the fingerprint says which
+    epsilon it counted under; changing it compares as before (a setting: review/changes.py names a raise)."""
+    write_project(tmp_path, settings=line)
+    found = yardstick(load_config(None, tmp_path))
+    assert found == {"k": 3, "metrics_version": METRICS_VERSION, "grading_version": 1, "ann_tie_epsilon": recorded}
+    other = {**found, "ann_tie_epsilon": recorded * 10}
+    assert since({"yardstick": found}, {"yardstick": other}, set()).yardstick == ()
+
+
+def test_a_negative_tie_epsilon_is_one_line_naming_the_key(tmp_path: Path) -> None:
+    write_project(tmp_path, settings="ann_tie_epsilon = -0.1\n")
+    with pytest.raises(RagError, match=r"ann_tie_epsilon") as caught:
+        load_config(None, tmp_path)
+    assert "\n" not in str(caught.value)

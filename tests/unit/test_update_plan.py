@@ -11,6 +11,7 @@ from pytest_ragretrieval.baseline.update import plan_update
 from pytest_ragretrieval.core.errors import RetrieverError
 from pytest_ragretrieval.record.codec import encode, file_document
 from pytest_ragretrieval.scoring.evaluate import Run
+from pytest_ragretrieval.scoring.metrics import METRICS_VERSION
 
 ALL = {"ndcg@3", "recall@3"}
 
@@ -37,7 +38,7 @@ def test_unselected_retrievers_keep_their_recorded_entries(tmp_path: Path) -> No
 def test_a_yardstick_change_needs_every_retriever_and_fails_the_update(tmp_path: Path) -> None:
     cfg = config(tmp_path)
     recorded = baseline(cfg, {"one": ran(cfg, "one", GOOD)}, fingerprint(cfg))
-    yardstick = {"k": 4, "metrics_version": 1, "grading_version": 1}
+    yardstick = {"k": 4, "metrics_version": METRICS_VERSION, "grading_version": 1}
     plan = plan_update(cfg, recorded, fingerprint(cfg, yardstick=yardstick), {"one": ran(cfg, "one", GOOD)},
                        {"one": ALL})
     assert plan.record is None and plan.failed
