@@ -170,7 +170,8 @@ def test_apply_skips_the_labels_of_a_removed_question_in_one_line(
     assert out == ["2 lines still without a grade skipped",
                    "skipped the labels of 1 question no longer in fixtures/evalset.jsonl: q3",
                    "applied 1 label (1 relevant, 0 not relevant) to 1 question of fixtures/evalset.jsonl; "
-                   "their gold changed, so the next run compares them as edited questions"]
+                   "their gold changed, and the baseline does not itemize its questions (a format-1 file), "
+                   "so the next run compares them by id"]
     ids = [json.loads(row)["id"] for row in (pooled / EVALSET).read_text(encoding="utf-8").splitlines()]
     assert ids == ["q1", "q2"]
 
