@@ -21,7 +21,7 @@ def write_runs(folder: Path, today: bool) -> None:
     """`one` at k = 2 finds both gold chunks of a question or neither (recall 1 or 0), `half` one or
     both (0.5 or 1); before the change each finds what it will lose; today the losses and the
     3 gains on each retriever's own 14 questions."""
-    runs = {"one": [], "half": []}
+    runs: dict[str, list[list[str]]] = {"one": [], "half": []}
     for q in range(QUESTIONS):
         gold, other = [f"g{q}a", f"g{q}b"], [f"x{q}a", f"x{q}b"]
         mine = q - (0 if q < 14 else 14)
