@@ -51,7 +51,7 @@ def test_a_lowering_retune_fails_hybrid_names_it_and_the_ratchet_holds(tmp_path:
     assert results["since_baseline"]["changes"] == ["hybrid.weights [1.0, 0.5] -> [0.2, 1.0]"]
     report = (folder / "report.md").read_text(encoding="utf-8")
     assert "- compared across changes: hybrid.weights [1.0, 0.5] -> [0.2, 1.0]" in report
-    assert "| hybrid      | recall@5    |   0.7783 | 0.6283 | -0.1500 |        53 |       0.0004 |         0.0002 |" in report
+    assert "| hybrid      | recall@5    |   0.7783 | 0.6283 | -0.1500 |        53 |       0.0002 |       < 0.0001 |" in report
 
     before = (folder / "baselines" / "retrieval.json").read_bytes()
     refused = gate(folder, "--rag-update-baseline")
