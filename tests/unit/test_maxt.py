@@ -9,11 +9,11 @@ from itertools import product
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from pytest_ragretrieval.scoring import stats
-from pytest_ragretrieval.scoring.stats import RESAMPLES, Method, bootstrap_p, holm, maxt, randomization_p
+from pytest_ragretrieval.scoring.stats import RESAMPLES, Method, bootstrap_p, enumerable, holm, maxt, randomization_p
 
 TESTS = {"randomization": randomization_p, "bootstrap": bootstrap_p}
 
@@ -58,6 +58,13 @@ def test_random_draws_carry_the_plus_one_of_the_single_item_test() -> None:
     assert maxt([drop, drop / 2], "randomization") == [1 / (RESAMPLES + 1)] * 2
 
 
+def holm_bound(p_values: list[float], exact: list[bool]) -> list[float]:
+    """Holm's over the single-item p's, an estimated one first raised by 4 of its standard errors and
+    the +1: the exact step-down is at most Holm's over the exact p's, which an estimate may be below."""
+    return holm([p if found else min(1.0, p + 4 * (p * (1 - p) / RESAMPLES) ** 0.5 + 1 / RESAMPLES)
+                 for p, found in zip(p_values, exact, strict=True)])
+
+
 values = st.integers(-8, 8).map(lambda step: step / 8)
 """Per-question differences as metrics make them: steps, many ties, many zeros."""
 
@@ -77,7 +84,8 @@ def test_unadjusted_at_most_maxt_at_most_holm(method: Method, family: list[np.nd
     members = [j for j, item in enumerate(family) if item.any()]
     assert [j for j, p in enumerate(adjusted) if p is not None] == members
     unadjusted = [round(TESTS[method](family[j]), 6) for j in members]
-    bounded = holm(unadjusted)
+    bounded = holm_bound(unadjusted, [method == "randomization" and enumerable(int(np.count_nonzero(family[j])))
+                                      for j in members])
     for j, raw, bound in zip(members, unadjusted, bounded, strict=True):
         p = adjusted[j]
         assert p is not None and raw <= p <= bound
@@ -202,17 +210,21 @@ def scattered(draw: st.DrawFn) -> list[np.ndarray]:
 @pytest.mark.parametrize("method", ["randomization", "bootstrap"])
 @settings(max_examples=40, deadline=None)
 @given(family=scattered(), limit=st.sampled_from([None, 2, 16, 256]))
+@example(family=[np.array([0.0] * 10 + [0.125] * 3 + [-0.5] * 2), np.array([0.0] * 13 + [0.125] * 2)], limit=16)
 def test_an_adjusted_p_is_never_below_the_unadjusted_one(method: Method, family: list[np.ndarray],
                                                          limit: int | None) -> None:
     """Whatever is enumerated or resampled: each item's own p is its single-item test's (the same
     enumeration rule and limit, the same draws), and its adjusted p is at least that, and at most
-    Holm's over those p's."""
+    Holm's over those p's (each raised by its error where it is estimated, see `holm_bound`). Found
+    by hypothesis: an estimated 0.2443 for an exact 0.25 on one item, 1/4 exactly on another that
+    moves against it: the exact step-down is 0.5, Holm's over the estimate 0.4886."""
     adjusted = maxt(family, method, limit)
     members = [j for j, item in enumerate(family) if item.any()]
     assert [j for j, p in enumerate(adjusted) if p is not None] == members
     own = [round(randomization_p(family[j], limit=limit) if method == "randomization" else bootstrap_p(family[j]), 6)
            for j in members]
-    for j, raw, bound in zip(members, own, holm(own), strict=True):
+    exact = [method == "randomization" and enumerable(int(np.count_nonzero(family[j])), limit) for j in members]
+    for j, raw, bound in zip(members, own, holm_bound(own, exact), strict=True):
         p = adjusted[j]
         assert p is not None and raw <= p <= bound
 
