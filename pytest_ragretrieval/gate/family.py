@@ -60,15 +60,16 @@ def used(configured: Adjusting, members: Sequence[Member]) -> Adjusting:
 
 
 def adjusted(
-    members: Sequence[Member], method: Literal["maxt", "holm"], significance: Method
+    members: Sequence[Member], method: Literal["maxt", "holm"], significance: Method, alpha: float
 ) -> dict[Key, Comparison]:
-    """Each member's comparison with its p adjusted over the family by `method` ("maxt" or "holm")."""
+    """Each member's comparison with its p adjusted over the family by `method` ("maxt" or "holm");
+    max-T draws more resamples when a resampled p lands near `alpha`."""
     import numpy as np
 
     from ..scoring.stats import holm, maxt
 
     if method == "maxt":
-        found = maxt([np.asarray(item.differences) for item in members], significance)
+        found = maxt([np.asarray(item.differences) for item in members], significance, alpha=alpha)
     else:
         found = list(holm([item.comparison.p_value or 0.0 for item in members]))
     family = {}

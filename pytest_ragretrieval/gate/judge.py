@@ -330,7 +330,8 @@ class Judge:
             method, significance = self.adjustment(), self.config.significance
             # without significance no item has a p-value, so the family is empty either way
             self._family = (
-                adjusted(self.members(), method, significance) if method != "none" and significance != "none" else {}
+                adjusted(self.members(), method, significance, self.config.alpha)
+                if method != "none" and significance != "none" else {}
             )
         return self._family
 

@@ -11,7 +11,7 @@ the sign-flip test is defined as scipy.stats.permutation_test's, with its own ra
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
@@ -31,6 +31,11 @@ Alternative = Literal["less", "two-sided"]
 SEED = 20260917
 RESAMPLES = 9999
 BATCH = 1000
+EXACT = 2**20
+"""Sign patterns enumerated for an exact test: 20 questions that moved, 8 MB of sums per item."""
+NEAR = 3.0
+"""A resampled family p within NEAR standard errors of alpha is drawn again, with MORE resamples."""
+MORE = 99_999
 KEPT_DRAWS = 8_000_000
 """Draws kept for the next test of as many questions (a run tests several pairs and metrics over the same
 questions, and the seed makes their draws the same): up to 800 questions, at most 72 MB."""
@@ -86,48 +91,87 @@ def randomization_p(differences: np.ndarray, alternative: Alternative = "less", 
     """Paired sign-flip permutation test, p as scipy.stats.permutation_test defines it.
 
     Exact (every sign pattern of the questions that moved, no +1) when they have at most `limit`
-    patterns (RESAMPLES: 13 questions); a question whose difference is 0 adds 0 whatever its sign,
+    patterns (EXACT: 20 questions); a question whose difference is 0 adds 0 whatever its sign,
     so the pattern of the others is the whole test. Else RESAMPLES random sign patterns of every
     question (a flip where a uniform draw is below 0.5) and the +1 correction. `maxt` follows the
     same rule. "less": the mean difference is below 0; "two-sided": twice the smaller one-sided
-    p, at most 1. Values within 100 ulp of the observed mean count as equal to it, as in scipy.
-    Ours, not scipy's: about five times faster, and the same p whatever the scipy version.
+    p, at most 1. Sums within `_slack` of the observed one count as equal to it (the same sum
+    added in another order), as scipy's 100 ulp do. Ours, not scipy's: about five times faster,
+    and the same p whatever the scipy version.
     """
     data = np.asarray(differences, dtype=float)
-    n = data.size
-    observed = float(data.mean())
     moved = data[data != 0]
     if enumerable(moved.size, limit):
-        null = _sign_means(moved, n)
+        null, weights = _sign_null(moved)
+        observed = float(_in_order(moved[:, None])[0])
         correction = 0
     else:
-        if n * RESAMPLES <= KEPT_DRAWS:
-            batches = iter(_kept_flips(n, BATCH, RESAMPLES))
-            null = _means(data, lambda rows: next(batches) * data)
-        else:
-            rng = np.random.default_rng(SEED)
-            null = _means(data, lambda rows: np.where(rng.random((rows, n)) < 0.5, -data, data))
+        null = np.concatenate([(signs * data).sum(axis=-1) for signs in _flips(data.size, RESAMPLES)])
+        weights = np.ones(null.size)
+        observed = float(data.sum())
         correction = 1
-    gamma = abs(100 * np.finfo(float).eps * observed)
-    less = (int(np.count_nonzero(null <= observed + gamma)) + correction) / (null.size + correction)
-    greater = (int(np.count_nonzero(null >= observed - gamma)) + correction) / (null.size + correction)
+    slack = _slack(data)
+    total = float(weights.sum())
+    less = (float(weights[null <= observed + slack].sum()) + correction) / (total + correction)
+    greater = (float(weights[null >= observed - slack].sum()) + correction) / (total + correction)
     p: float = less if alternative == "less" else min(less, greater) * 2
     return min(p, 1.0)
 
 
+def _slack(data: np.ndarray) -> float:
+    """How far apart two sums of `data` under sign flips may land when they are the same sum added in
+    another order (pairwise or one by one): 1,000 ulp of the sum of the magnitudes, far below the
+    steps of values stored at 6 digits (10^-6) even at 10,000 questions."""
+    return float(1000 * np.finfo(float).eps * np.abs(data).sum())
+
+
+def _flips(n: int, resamples: int) -> Iterator[np.ndarray]:
+    """The sign-flip test's random patterns over `n` questions, BATCH rows at a time, as signs (a flip
+    where a uniform draw is below 0.5): data times -1 is exactly -data. The first draws are the same
+    whatever `resamples`, so more resamples add draws to the same ones."""
+    if n * resamples <= KEPT_DRAWS:
+        yield from _kept_flips(n, BATCH, resamples)
+        return
+    rng = np.random.default_rng(SEED)
+    for done in range(0, resamples, BATCH):
+        yield np.where(rng.random((min(BATCH, resamples - done), n)) < 0.5, -1, 1).astype(np.int8)
+
+
 def enumerable(moved: int, limit: int | None = None) -> bool:
     """Whether the sign patterns of `moved` questions can all be enumerated: at most `limit` of them
-    (RESAMPLES when None, so an exact test never takes more draws than a random one). The one rule
-    of the single-item test and of max-T."""
-    return moved <= (RESAMPLES if limit is None else limit).bit_length() - 1
+    (EXACT when None). The one rule of the single-item test and of max-T."""
+    return moved <= (EXACT if limit is None else limit).bit_length() - 1
 
 
-def _sign_means(moved: np.ndarray, n: int) -> np.ndarray:
-    """The mean over `n` questions under every sign pattern of the `moved` values (the other
-    questions' differences are 0), one per pattern, in a fixed order."""
-    patterns = (np.arange(2**moved.size)[:, None] >> np.arange(moved.size)) & 1
-    means: np.ndarray = np.where(patterns == 1, -moved, moved).sum(axis=-1) / n
-    return means
+def _sign_sums(moved: np.ndarray, start: np.ndarray | None = None) -> np.ndarray:
+    """Per column of `moved` (questions x members), `start` (0) plus its sum under every sign pattern,
+    one row per pattern, the first all +, added one question at a time in order: a pattern's sum
+    is the same float however many questions before or after it are enumerated, and the same as
+    `_sign_null`'s (max-T's joint patterns read each member's exact null)."""
+    sums = np.zeros((1, moved.shape[1])) if start is None else start[None, :]
+    for row in moved:
+        sums = np.concatenate((sums + row, sums - row))
+    return sums
+
+
+def _in_order(moved: np.ndarray) -> np.ndarray:
+    """`_sign_sums`'s first row, all +, without the others: the observed sums."""
+    total = np.zeros(moved.shape[1])
+    for row in moved:
+        total = total + row
+    return total
+
+
+def _sign_null(moved: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct sums of the `moved` values under every sign pattern, sorted, and how many patterns
+    give each: the sums `_sign_sums` makes, patterns that reach the same float merged at each step
+    (metric values lie on a grid, so 2^20 patterns take a few hundred distinct sums)."""
+    values: np.ndarray = np.zeros(1)
+    counts: np.ndarray = np.ones(1)
+    for value in moved.tolist():
+        merged = np.unique(np.concatenate((values + value, values - value)), return_inverse=True)
+        values, counts = merged[0], np.bincount(merged[1], weights=np.concatenate((counts, counts)))
+    return values, counts
 
 
 def bootstrap_p(differences: np.ndarray, alternative: Alternative = "less") -> float:
@@ -174,86 +218,197 @@ def holm(p_values: Sequence[float]) -> list[float]:
 
 
 
-def _null_means(items: Sequence[np.ndarray], method: Method, limit: int | None) -> np.ndarray:
-    """Each item's mean under every resample of the null, one row per resample and one column per
-    item, drawn once for all the items (the same sign flips, the same bootstrap indices). Sign
-    flips: every pattern of the questions where some item moved when `enumerable`, else the
-    random draws `randomization_p` makes for one item; bootstrap: the indices `bootstrap_p` draws.
-    Where those tests add 1 to both counts (random draws), the observed means are the last row:
-    the observed data count as one resample, which is what the +1 is."""
+@dataclass(frozen=True)
+class _Null:
+    """One member's null distribution, read as a p: the share of it at most a statistic, the statistic
+    divided by `scale` first (members whose values are the same up to scale share one null). `values`
+    sorted and distinct, `shares[i]` the share at most `values[i - 1]` (`shares[0]` is 0); `exact`
+    when it holds every sign pattern of the member's moved questions, else it is estimated from the
+    resamples."""
+
+    values: np.ndarray
+    shares: np.ndarray
+    scale: float
+    slack: float
+    exact: bool
+
+    @staticmethod
+    def of(sample: np.ndarray, scale: float, slack: float) -> _Null:
+        """The null estimated by `sample`, the draws' statistics."""
+        values, counts = np.unique(sample, return_counts=True)
+        return _Null(values, np.concatenate(([0], np.cumsum(counts))) / sample.size, scale, slack, False)
+
+    @staticmethod
+    def enumerated(item: np.ndarray) -> _Null:
+        """The exact null of `item`: every sign pattern of its moved questions."""
+        values, counts = _sign_null(item[item != 0])
+        return _Null(values, np.concatenate(([0.0], np.cumsum(counts))) / counts.sum(), 1.0, _slack(item), True)
+
+    def share(self, statistics: np.ndarray) -> np.ndarray:
+        found: np.ndarray = self.shares[np.searchsorted(self.values, statistics / self.scale + self.slack, "right")]
+        return found
+
+
+@dataclass(frozen=True)
+class _Family:
+    """The step-down's counts: per member in order of p, the resamples in which the smallest p among it
+    and the members after it is at most its own; `rows` resamples, `exact` when they are every sign
+    pattern of the questions where some member moved."""
+
+    order: list[int]
+    counts: np.ndarray
+    rows: int
+    exact: bool
+
+
+def _tail_counts(shares: np.ndarray, order: list[int], own: np.ndarray) -> np.ndarray:
+    """Per position in `order`, the rows of `shares` (rows x members) whose smallest p among that member
+    and the ones after it is at most the member's own p."""
+    counts = np.zeros(len(order), dtype=np.int64)
+    tail = np.ones(shares.shape[0])
+    for position in range(len(order) - 1, -1, -1):
+        tail = np.minimum(tail, shares[:, order[position]])
+        counts[position] = np.count_nonzero(tail <= own[order[position]])
+    return counts
+
+
+def _widened_counts(shares: np.ndarray, order: list[int], own: np.ndarray, nulls: Sequence[_Null]) -> np.ndarray:
+    """`_tail_counts` where some own p's are estimated. An exact null's p takes few values (4 moved
+    questions: multiples of 1/16), so an estimated own p a draw's error below one of them (0.0624
+    for 0.0633) misses every resample in which that member reaches it: the exact step-down 0.177,
+    the estimate 0.062. So an exact member counts where its p is at most the estimated own p plus
+    NEAR of its standard errors: never below the exact count unless the own p is off by more."""
+    if all(null.exact for null in nulls):
+        return _tail_counts(shares, order, own)
+    counts = np.zeros(len(order), dtype=np.int64)
+    for position, j in enumerate(order):
+        width = 0.0 if nulls[j].exact else NEAR * (own[j] * (1 - own[j]) / shares.shape[0]) ** 0.5
+        hit = np.zeros(shares.shape[0], dtype=bool)
+        for k in order[position:]:
+            hit |= shares[:, k] <= own[j] + (width if nulls[k].exact else 0.0)
+        counts[position] = np.count_nonzero(hit)
+    return counts
+
+
+def _enumerated(items: Sequence[np.ndarray], moved: np.ndarray, nulls: Sequence[_Null],
+                own: np.ndarray, order: list[int]) -> _Family:
+    """Every sign pattern of the `moved` questions, applied to all members at once, 2^16 patterns at a
+    time: the patterns of the first questions are the blocks, those of the rest are enumerated
+    within each block, each member's sums added in question order as its own null's are."""
+    values = np.column_stack(items)[moved]
+    head = max(0, moved.size - 16)
+    starts = _sign_sums(values[:head])
+    counts = np.zeros(len(items), dtype=np.int64)
+    for start in starts:
+        sums = _sign_sums(values[head:], start)
+        shares = np.column_stack([null.share(sums[:, j]) for j, null in enumerate(nulls)])
+        counts += _tail_counts(shares, order, own)
+    return _Family(order, counts, 2 ** moved.size, True)
+
+
+def _resampled(items: Sequence[np.ndarray], method: Method, limit: int | None, resamples: int
+               ) -> tuple[list[_Null], np.ndarray, np.ndarray, np.ndarray]:
+    """The members' statistics under `resamples` random draws applied to all of them at once (the
+    single-item test's: sign flips or bootstrap indices), the observed ones last (the +1), one row
+    per draw; and each member's null, its own p and its single-item test's p. A null is exact when
+    the member's own moved questions are `enumerable`; else it is its column of the draws, pooled
+    with the columns of every member whose values are the same up to order and scale (and sign, for
+    sign flips), so that such members get one p for one statistic, not estimates the draws order."""
     n = items[0].size
-    moved = np.flatnonzero(np.any(np.vstack(items) != 0, axis=0))
-    if method != "bootstrap" and enumerable(moved.size, limit):
-        return np.column_stack([_sign_means(data[moved], n) for data in items])
-    rng = np.random.default_rng(SEED)
     if method == "bootstrap":
-        shifted = [data - float(data.mean()) for data in items]
-
-        def draw(rows: int) -> np.ndarray:
-            indices = rng.integers(0, n, (rows, n))
-            return np.column_stack([data[indices].mean(axis=-1) for data in shifted])
+        shifted = [item - float(item.mean()) for item in items]
+        rng = np.random.default_rng(SEED)
+        parts = []
+        for done in range(0, resamples, BATCH):
+            indices = rng.integers(0, n, (min(BATCH, resamples - done), n))
+            parts.append(np.column_stack([data[indices].mean(axis=-1) for data in shifted]))
+        observed = np.array([float(item.mean()) for item in items])
     else:
-        def draw(rows: int) -> np.ndarray:
-            flips = rng.random((rows, n)) < 0.5
-            return np.column_stack([np.where(flips, -data, data).mean(axis=-1) for data in items])
-    parts = [draw(min(BATCH, RESAMPLES - done)) for done in range(0, RESAMPLES, BATCH)]
-    return np.concatenate([*parts, np.array([[float(data.mean()) for data in items]])])
+        stacked = np.column_stack(items)
+        parts = [signs.astype(float) @ stacked for signs in _flips(n, resamples)]
+        observed = np.array([float(item.sum()) for item in items])
+    rows = np.concatenate([*parts, observed[None, :]])
+    scales = [float(np.abs(item).max()) for item in items]
 
-
-def _shares(null: np.ndarray, means: np.ndarray, slack: float) -> np.ndarray:
-    """The share of the sorted `null` at most each of `means` (within `slack`)."""
-    found: np.ndarray = np.searchsorted(null, means + slack, side="right") / null.size
-    return found
-
-
-def _nulls(
-    items: Sequence[np.ndarray], columns: Sequence[np.ndarray], method: Method, limit: int | None
-) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Per item, two null distributions of its mean, sorted: the one its p is read from in the
-    family, and the single-item test's. Exact, every sign pattern of its own moved questions, when
-    `enumerable` (as `randomization_p` computes it), for both. Else the single-item test's is its
-    column of the common resample (`columns`: its draws, the observed mean included for the +1),
-    and the family's pools the columns of every item whose null is the same (the same values up to
-    order, and for sign flips up to sign: an item moved on its own questions as another on theirs),
-    so that such items get one p for one mean, not two estimates that resampling noise orders."""
-    def key(data: np.ndarray) -> tuple[float, ...]:
-        return tuple(np.sort(np.abs(data) if method != "bootstrap" else data).tolist())
+    def key(j: int) -> tuple[float, ...]:
+        values = np.abs(items[j]) if method != "bootstrap" else items[j]
+        return tuple(np.sort(values / scales[j]).tolist())
 
     same: dict[tuple[float, ...], list[int]] = {}
-    for j, data in enumerate(items):
-        same.setdefault(key(data), []).append(j)
-    found = []
-    for data, column in zip(items, columns, strict=True):
-        moved = data[data != 0]
-        if method != "bootstrap" and enumerable(moved.size, limit):
-            exact = np.sort(_sign_means(moved, data.size))
-            found.append((exact, exact))
-        else:
-            pooled = [columns[j] for j in same[key(data)]]
-            found.append((np.sort(np.concatenate(pooled)) if len(pooled) > 1 else column, column))
-    return found
+    for j in range(len(items)):
+        same.setdefault(key(j), []).append(j)
+    nulls, single = [], []
+    for j, item in enumerate(items):
+        if method != "bootstrap" and enumerable(int(np.count_nonzero(item)), limit):
+            null = _Null.enumerated(item)
+            nulls.append(null)
+            single.append(null.share(observed[j:j + 1])[0])
+            continue
+        slack = (1e-12 if method == "bootstrap" else _slack(item)) / scales[j]
+        alone = _Null.of(rows[:, j] / scales[j], 1.0, slack)
+        single.append(alone.share(observed[j:j + 1] / scales[j])[0])
+        pooled = np.concatenate([rows[:, k] / scales[k] for k in same[key(j)]])
+        nulls.append(_Null.of(pooled, scales[j], slack))
+    own = np.array([null.share(observed[j:j + 1])[0] for j, null in enumerate(nulls)])
+    return nulls, rows, own, np.array(single)
 
 
-def maxt(differences: Sequence[np.ndarray], method: Method, limit: int | None = None) -> list[float | None]:
+def _stepdown(items: Sequence[np.ndarray], method: Method, limit: int | None, resamples: int
+              ) -> tuple[list[float], int | None]:
+    """Each member's adjusted p, in the order given, and the resamples it was read from (None when
+    exact: every sign pattern of the questions where some member moved)."""
+    moved = np.flatnonzero(np.any(np.vstack(items) != 0, axis=0))
+    if method != "bootstrap" and enumerable(moved.size, limit):
+        nulls = [_Null.enumerated(item) for item in items]
+        observed = _in_order(np.column_stack(items)[moved])
+        own = np.array([null.share(observed[j:j + 1])[0] for j, null in enumerate(nulls)])
+        single = own
+        order = sorted(range(len(items)), key=lambda j: own[j])
+        family = _enumerated(items, moved, nulls, own, order)
+    else:
+        nulls, rows, own, single = _resampled(items, method, limit, resamples)
+        order = sorted(range(len(items)), key=lambda j: own[j])
+        shares = np.column_stack([null.share(rows[:, j]) for j, null in enumerate(nulls)])
+        family = _Family(order, _widened_counts(shares, order, own, nulls), rows.shape[0], False)
+    bound = holm([round(float(p), DIGITS) for p in single]) if all(null.exact for null in nulls) else None
+    adjusted = [0.0] * len(items)
+    running = 0.0
+    for position, j in enumerate(family.order):
+        running = max(running, int(family.counts[position]) / family.rows, float(single[j]))
+        adjusted[j] = round(running, DIGITS) if bound is None else min(round(running, DIGITS), bound[j])
+    return adjusted, None if family.exact else family.rows
+
+
+def near(p: float, alpha: float, resamples: int) -> bool:
+    """Whether a p estimated from `resamples` draws is within NEAR standard errors (sqrt(p(1-p)/B))
+    of `alpha`: a verdict the draws' error could turn."""
+    return bool(abs(p - alpha) < NEAR * (p * (1 - p) / resamples) ** 0.5)
+
+
+def maxt(differences: Sequence[np.ndarray], method: Method, limit: int | None = None,
+         alpha: float | None = None) -> list[float | None]:
     """Step-down resampling adjusted p-values for drops (Westfall & Young 1993; Carterette 2012 for
     IR), one per item in the order given; None for an item whose differences are all 0: it has no
     statistic and leaves the family (whether all are 0 no resample changes, so dropping it costs
     the family's error control nothing).
 
     Every item holds its differences over the same questions in the same order, and each resample
-    (every sign pattern of the questions where some item moved when `enumerable` with `limit`,
-    else the random flips of `randomization_p`; the indices of `bootstrap_p`) is applied to every
-    item at once, so items that move together stay together. Each item's statistic is
-    standardised by its own null distribution: in every resample, its one-sided p, the single-item
-    test's (exact over its own moved questions when `enumerable`, else the share of the common
-    resample at most it, with the +1), so metrics on any scale and of any spread compete fairly,
-    and items with the same exact p on different questions tie instead of being ordered by
-    resampling noise. Items are taken from the smallest p up; an item's adjusted p is the share
-    of resamples in which the smallest p among it and the items after it is at most its own, at
-    least the adjusted p before it and at least its own p (the minP form of the max-T step-down).
-    So: the single-item test's p for one item or for m identical ones; never below each item's
-    own p; never above Holm's over the single-item p's: the exact step-down never is (Bonferroni
-    over the items left), so an estimate above it is the random draws' error, and is cut to it.
+    is applied to every item at once, so items that move together stay together. Each item's
+    statistic is standardised by its own null distribution: in every resample, its one-sided p
+    (the minP form of max-T), so metrics on any scale and of any spread compete fairly. That null
+    is exact, every sign pattern of the item's own moved questions, when `enumerable` (as
+    `randomization_p`); else it is estimated from the draws, one null pooled for the items whose
+    values are the same up to order and scale (and sign), so that items with the same null tie
+    instead of being ordered by the draws' noise. Items are taken from the smallest p up; an item's
+    adjusted p is the share of resamples in which the smallest p among it and the items after it
+    is at most its own, at least the adjusted p before it and at least its own p.
+
+    Exact when the questions where some item moved are `enumerable` with `limit`: every sign
+    pattern of them, 2^16 at a time. Else `randomization_p`'s random flips (`bootstrap_p`'s
+    indices for the bootstrap) with the +1, and with `alpha` given, a family whose adjusted p's
+    include one `near` alpha is drawn again with MORE resamples (once: the bound on its cost).
+    An estimate is never cut to Holm's bound over the single-item p's unless every one of those
+    is exact: Holm's over estimated p's multiplies their error, and fell below the exact p.
     """
     data = [np.asarray(item, dtype=float) for item in differences]
     if len({item.size for item in data}) > 1:
@@ -263,27 +418,9 @@ def maxt(differences: Sequence[np.ndarray], method: Method, limit: int | None = 
     if not members:
         return adjusted
     items = [data[index] for index in members]
-    null = _null_means(items, method, limit)
-    rows = null.shape[0]
-    observed = np.array([float(item.mean()) for item in items])
-    if method == "bootstrap":
-        slack = np.full(len(items), 1e-12)
-    else:
-        slack = np.abs(100 * np.finfo(float).eps * observed)
-    nulls = _nulls(items, [np.sort(null[:, j]) for j in range(len(items))], method, limit)
-    resampled = np.column_stack([_shares(family, null[:, j], slack[j]) for j, (family, _) in enumerate(nulls)])
-    own = [float(_shares(family, observed[j:j + 1], slack[j])[0]) for j, (family, _) in enumerate(nulls)]
-    single = [float(_shares(alone, observed[j:j + 1], slack[j])[0]) for j, (_, alone) in enumerate(nulls)]
-    order = sorted(range(len(items)), key=lambda j: own[j])
-    smallest = np.ones(rows)
-    found = [0.0] * len(items)
-    for position in range(len(order) - 1, -1, -1):
-        j = order[position]
-        smallest = np.minimum(smallest, resampled[:, j])
-        found[position] = max(int(np.count_nonzero(smallest <= own[j])) / rows, single[j])
-    bound = holm([round(p, DIGITS) for p in single])
-    running = 0.0
-    for position, j in enumerate(order):
-        running = max(running, found[position])
-        adjusted[members[j]] = min(round(running, DIGITS), bound[j])
+    found, rows = _stepdown(items, method, limit, RESAMPLES)
+    if rows is not None and alpha is not None and any(near(p, alpha, rows) for p in found):
+        found, rows = _stepdown(items, method, limit, MORE)
+    for index, p in zip(members, found, strict=True):
+        adjusted[index] = p
     return adjusted

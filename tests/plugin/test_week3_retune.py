@@ -68,7 +68,7 @@ def test_the_retune_fails_under_maxt_and_passes_under_holm(week3: pytest.Pyteste
     result.assert_outcomes(passed=14, failed=4)
     result.stdout.fnmatch_lines([
         "*recall@5 of 'hybrid' fell from 0.7741 to 0.7000 (-0.0741, tolerance 0.0000) after changes of "
-        "hybrid.options.rrf_k; hybrid.options.weights; randomization test p = 0.0365 < alpha 0.05 (max-T-adjusted "
+        "hybrid.options.rrf_k; hybrid.options.weights; randomization test p = 0.0343 < alpha 0.05 (max-T-adjusted "
         "over 6 items; unadjusted 0.0156), 95% CI of the mean difference *",
         "compared across changes: hybrid.options.rrf_k 60 -> 5; hybrid.options.weights (none) -> [0.3, 1.0]",
         "warning: hybrid recall@5: 45 questions detect drops of 0.1377 or more reliably (80% power), smaller ones "
