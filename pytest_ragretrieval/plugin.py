@@ -47,7 +47,11 @@ class Gate:
 
 
 GATE: pytest.StashKey[Gate] = pytest.StashKey()
+GATE_ONLY: pytest.StashKey[bool] = pytest.StashKey()
 MARKER = "rag_eval"
+DECISIONS = 4096
+"""How many ways of a mark expression's names being true or false `gate_only` tries before it gives up
+and lets pytest collect (no hand-written `-m` comes near: it grows with the names the expression holds)."""
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -107,6 +111,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if not (option.rag_eval or option.rag_update_baseline):
         return
     workerinput = getattr(config, "workerinput", {})
+    config.stash[GATE_ONLY] = gate_only(option.markexpr)
     if VERDICTS_INPUT in workerinput:  # a pytest-xdist worker: it loads nothing, the controller judges
         from .gate.items import ItemKey
 
@@ -144,6 +149,56 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[GATE] = Gate(tuple(session.item_keys()), session.config.source)
     if config.pluginmanager.hasplugin("xdist") and not hasattr(config, "workerinput"):
         config.pluginmanager.register(Controller(config.stash[GATE]), "ragretrieval-controller")
+
+
+class Marks:
+    """An item without the gate's mark, as an expression's matcher sees it: the marks `fixed` true or
+    false, any other false, and each such other name read, in order."""
+
+    def __init__(self, fixed: dict[tuple[object, ...], bool]) -> None:
+        self.fixed = fixed
+        self.read: list[tuple[object, ...]] = []
+
+    def __call__(self, name: str, /, **kwargs: str | int | bool | None) -> bool:
+        if name == MARKER:  # with or without arguments: an item that lacks the mark matches neither
+            return False
+        key = (name, *sorted(kwargs.items()))
+        if key not in self.fixed:
+            self.read.append(key)
+        return self.fixed.get(key, False)
+
+    def branches(self) -> list[dict[tuple[object, ...], bool]]:
+        """Every other way the names read could have gone: the first i as read, the next one true."""
+        return [{**self.fixed, **dict.fromkeys(self.read[:i], False), key: True} for i, key in enumerate(self.read)]
+
+
+def gate_only(markexpr: str) -> bool:
+    """Whether `-m`'s expression selects no item that lacks the gate's mark, whatever other marks that
+    item carries (docs/getting-started.md, "Only the gate's items"): then collecting the test files would
+    only deselect every test in them. Each way the expression's names can be true or false is tried, the
+    gate's mark false, as a decision tree: a name is branched on only where the evaluation reads it."""
+    from _pytest.mark.expression import Expression
+
+    if not markexpr.strip():
+        return False
+    try:
+        expression = Expression.compile(markexpr)
+    except SyntaxError:  # pytest names the fault when it selects
+        return False
+    pending: list[dict[tuple[object, ...], bool]] = [{}]
+    for _ in range(DECISIONS):
+        if not pending:
+            return True
+        marks = Marks(pending.pop())
+        if expression.evaluate(marks):
+            return False
+        pending.extend(marks.branches())
+    return False
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """A gate-only run collects no file: the gate's items are built, not found in files (`gate_only`)."""
+    return True if config.stash.get(GATE_ONLY, False) else None
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:

@@ -53,7 +53,7 @@ def pytest_report_header() -> list[str]:
     if not MISSING:
         return []
     return [f"tests/: not collected: the test extras are not installed (no {', '.join(MISSING)}); install them with "
-            '`.venv/bin/pip install torch==2.13.0 -e ".[dev]"` (the README\'s second command)']
+            '`.venv/bin/pip install --index-url https://download.pytorch.org/whl/cpu torch==2.13.0 && .venv/bin/pip install -e ".[dev]"` (the README\'s second command)']
 
 # A suite started as a background job (`cmd &` in a script) inherits SIGINT ignored, and so would
 # every run the tests start and then interrupt: Python installs its Ctrl-C handler only where SIGINT
@@ -74,7 +74,7 @@ def minilm() -> Any:
     """
     for module in ("torch", "sentence_transformers"):
         pytest.importorskip(module, reason=f"needs {module}, which the test extras bring: "
-                            ".venv/bin/pip install torch==2.13.0 -e \".[dev]\"")
+                            ".venv/bin/pip install --index-url https://download.pytorch.org/whl/cpu torch==2.13.0 && .venv/bin/pip install -e \".[dev]\"")
     from pytest_ragretrieval.embedding.sentence_transformers import (
         SentenceTransformerEmbedder,
     )

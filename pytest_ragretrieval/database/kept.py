@@ -12,6 +12,14 @@ made a table, even a temporary one, used one); `seeded.json` is written once the
 committed. A run killed at any point leaves `in-use`, so the next run wipes the folder and
 seeds again. `lock` is held (flock) by the run using the folder: a second run at the same time
 seeds a temporary database as before. The KEEP most recently used folders are kept.
+
+A corpus that changed (a pull request editing 1% of the chunks) finds no folder of its key. With
+exact search, a trusted folder of another key whose table has the same shape (`Table.base`: the
+format, pgserver's files, the index, the dimension) is copied and updated instead of seeded from
+nothing: its rows' digests (`rows.json`, written beside `seeded.json`) say which rows to delete and
+which to write (`Delta`). Exact search orders by distance, then id, so the rows' physical order
+cannot change a ranking; an hnsw index depends on the order rows were inserted in, so it is always
+seeded afresh.
 """
 from __future__ import annotations
 
@@ -45,6 +53,7 @@ FORMAT = 1
 """Bumped when what a seeded folder holds changes shape (the table, the settings written at seeding)."""
 LOCK = "lock"
 SEEDED = "seeded.json"
+ROWS = "rows.json"
 IN_USE = "in-use"
 START_SECONDS = 60
 POLL = 0.005
@@ -52,13 +61,35 @@ POLL = 0.005
 
 
 @dataclass(frozen=True)
+class Table:
+    """What a seeded table holds: its key, its shape without the rows (`base`), each row's digest by chunk id."""
+
+    key: str
+    base: str
+    rows: dict[str, str]
+
+
+@dataclass(frozen=True)
+class Delta:
+    """How a copy of another key's table becomes this one's: the ids to delete, the ids to write (new or
+    changed rows, deleted first), and the folder it was copied from."""
+
+    removed: tuple[str, ...]
+    written: frozenset[str]
+    donor: Path
+
+
+@dataclass(frozen=True)
 class Kept:
-    """A kept folder locked by this run; `schema` is the seeded schema when it can be reused as is."""
+    """A kept folder locked by this run; `schema` is the seeded schema when it can be reused as is, or,
+    with `delta`, once the delta is applied to it."""
 
     folder: Path
     key: str
     handle: IO[str]
     schema: str | None
+    table: Table | None = None
+    delta: Delta | None = None
 
     @property
     def data(self) -> Path:
@@ -66,7 +97,10 @@ class Kept:
 
     def seeded(self, schema: str) -> None:
         """The seeding committed: a later run may trust the folder once this one releases it unchanged."""
-        write_atomic(self.folder / SEEDED, json.dumps({"key": self.key, "schema": schema}) + "\n")
+        if self.table is not None:
+            write_atomic(self.folder / ROWS, json.dumps(self.table.rows, separators=(",", ":")) + "\n")
+        base = {"base": self.table.base} if self.table is not None else {}
+        write_atomic(self.folder / SEEDED, json.dumps({"key": self.key, "schema": schema, **base}) + "\n")
 
     @property
     def sockets(self) -> Path:
@@ -88,6 +122,10 @@ class Kept:
         if _system_user() is not None:
             _open_to_postgres(self.sockets)
         listen = ["-o", '-h ""', "-o", f"-k {self.sockets}"]  # the socket only, no TCP port
+        # autovacuum off from the first moment (not only once ALTER SYSTEM is reloaded): a worker that
+        # analyzed the catalogs after the seeding would take a transaction id, and the folder would
+        # read as written to and be wiped.
+        listen += ["-o", "-c autovacuum=off"]
         _pg_ctl(self.data, ["-w", "-t", str(START_SECONDS), *listen, "-l", str(self.data / "log"), "start"], "ready")
         return f"postgresql://postgres:@/postgres?host={self.sockets}"
 
@@ -203,27 +241,35 @@ def binaries() -> str:
     return hashlib.sha256(record.encode("utf-8")).hexdigest() if record else f"pgserver {distribution.version}"
 
 
-def key(chunks: Sequence[Chunk], stored: numpy.ndarray, index: IndexSettings) -> str:
-    """The digest of everything the seeded table depends on (search-time settings such as ef_search excluded)."""
+def table(chunks: Sequence[Chunk], stored: numpy.ndarray, index: IndexSettings) -> Table:
+    """The digest of everything the seeded table depends on (search-time settings such as ef_search
+    excluded), built from each row's digest (id, doc, text, metadata and the vector as stored)."""
     import numpy
 
     built = [index.kind, index.m, index.ef_construction] if index.kind != "exact" else [index.kind]
     vectors = numpy.ascontiguousarray(stored, dtype="<f4")
-    digest = hashlib.sha256()
-    head = {"format": FORMAT, "binaries": binaries(), "index": built, "shape": list(vectors.shape)}
-    digest.update(json.dumps(head, sort_keys=True).encode("utf-8") + b"\n")
-    rows = (
-        json.dumps([chunk.id, chunk.doc, chunk.text, dict(chunk.metadata)], ensure_ascii=False, sort_keys=True)
-        for chunk in chunks
-    )
-    digest.update("\n".join(rows).encode("utf-8") + b"\n")
-    digest.update(vectors.data.cast("B"))
-    return digest.hexdigest()
+    head = {"format": FORMAT, "binaries": binaries(), "index": built, "dimension": int(vectors.shape[1])}
+    base = hashlib.sha256(json.dumps(head, sort_keys=True).encode("utf-8")).hexdigest()
+    rows: dict[str, str] = {}
+    digest = hashlib.sha256(base.encode("ascii") + b"\n")
+    for chunk, vector in zip(chunks, vectors, strict=True):
+        line = json.dumps([chunk.id, chunk.doc, chunk.text, dict(chunk.metadata)], ensure_ascii=False, sort_keys=True)
+        row = hashlib.sha256(line.encode("utf-8") + b"\n" + vector.tobytes()).hexdigest()[:32]
+        rows[chunk.id] = row
+        digest.update(row.encode("ascii"))
+    return Table(digest.hexdigest(), base, rows)
 
 
-def claim(cache_dir: Path, digest: str) -> Kept | None:
+def key(chunks: Sequence[Chunk], stored: numpy.ndarray, index: IndexSettings) -> str:
+    """The seeded table's key (`table`)."""
+    return table(chunks, stored, index).key
+
+
+def claim(cache_dir: Path, digest: str, wanted: Table | None = None, exact: bool = False) -> Kept | None:
     """The folder of `digest`, locked by this run, wiped unless trusted; None when another run holds
-    it, the cache folder cannot be written, or locks do not exist here (Windows)."""
+    it, the cache folder cannot be written, or locks do not exist here (Windows). An untrusted folder
+    of an `exact` table is filled with a copy of another key's table of the same base when one is
+    trusted (`Delta`)."""
     try:
         import fcntl
     except ImportError:
@@ -249,8 +295,49 @@ def claim(cache_dir: Path, digest: str) -> Kept | None:
     except OSError:
         handle.close()
         return None
+    delta = None
+    if schema is None and exact and wanted is not None:
+        copied = _copy_of_another(root, folder, wanted)
+        if copied is not None:
+            schema, delta = copied
     _prune(root, folder)
-    return Kept(folder, digest, handle, schema)
+    return Kept(folder, digest, handle, schema, wanted, delta)
+
+
+def _copy_of_another(root: Path, mine: Path, wanted: Table) -> tuple[str, Delta] | None:
+    """The most recently used trusted folder of the same base, copied into `mine` (owners kept: `cp -a`,
+    Postgres runs as pgserver's user under root), and what turns its table into `wanted`."""
+    import fcntl
+
+    others = sorted((path for path in root.iterdir() if path.is_dir() and path != mine),
+                    key=lambda path: (path / LOCK).stat().st_mtime if (path / LOCK).exists() else 0.0, reverse=True)
+    for other in others:
+        try:
+            seeded: Any = json.loads((other / SEEDED).read_text(encoding="utf-8"))
+            if not isinstance(seeded, dict) or seeded.get("base") != wanted.base:
+                continue
+            handle = (other / LOCK).open("a+", encoding="utf-8")
+        except (OSError, ValueError):
+            continue
+        with handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                schema = _trusted(other, str(seeded.get("key")))
+                rows: Any = json.loads((other / ROWS).read_text(encoding="utf-8")) if schema else None
+                if schema is None or not isinstance(rows, dict):
+                    continue
+                subprocess.run(["cp", "-a", str(other / "data"), str(mine / "data")], check=True,
+                               capture_output=True, timeout=START_SECONDS)
+            except (OSError, ValueError, subprocess.SubprocessError):
+                _wipe(mine)
+                continue
+        (mine / "data" / "postmaster.pid").unlink(missing_ok=True)
+        if _system_user() is not None:  # as `initdb` leaves them: Postgres runs as pgserver's user
+            _traversable(mine / "data")
+        removed = tuple(sorted(set(rows) - set(wanted.rows)))
+        written = frozenset(chunk for chunk, row in wanted.rows.items() if rows.get(chunk) != row)
+        return schema, Delta(removed, written, other)
+    return None
 
 
 def _trusted(folder: Path, digest: str) -> str | None:

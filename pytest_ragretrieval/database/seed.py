@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     import psycopg
     from psycopg import sql
 
+    from .kept import Delta
     from .settings import IndexSettings
 
 TABLE = "chunks"
@@ -154,6 +155,34 @@ def seed(
     except psycopg.Error as exc:
         conn.rollback()
         raise DatabaseError(f"cannot seed {table_label(schema)}: {scrub(str(exc), '')}{timeout_note(exc)}") from None
+
+
+def update(conn: psycopg.Connection, schema: str, chunks: Sequence[Chunk], vectors: Any, delta: Delta) -> None:
+    """Turn a copy of another corpus's seeded table into this one's (database.kept's `Delta`): delete the
+    removed and changed rows, COPY the changed and new ones, ANALYZE, commit, then VACUUM the deleted rows."""
+    import psycopg
+    from psycopg import sql
+
+    table = table_name(schema)
+    stored = numpy.asarray(vectors, dtype=numpy.float32)
+    gone = [*delta.removed, *sorted(delta.written)]
+    copy_sql = sql.SQL("COPY {} (id, doc, text, metadata, embedding) FROM STDIN WITH (FORMAT BINARY)").format(table)
+    try:
+        with conn.cursor() as cursor:
+            cursor.execute("SELECT set_config('statement_timeout', %s, true)", (f"{SEED_SECONDS}s",))
+            cursor.execute(sql.SQL("DELETE FROM {} WHERE id = ANY(%s)").format(table), (gone,))
+            with cursor.copy(copy_sql) as copy:
+                copy.set_types(COLUMN_TYPES)
+                for chunk, row in zip(chunks, stored, strict=True):
+                    if chunk.id in delta.written:
+                        copy.write_row((chunk.id, chunk.doc, chunk.text, dict(chunk.metadata), row))
+            cursor.execute(sql.SQL("ANALYZE {}").format(table))
+        conn.commit()
+        conn.autocommit = True
+        conn.execute(sql.SQL("VACUUM {}").format(table))
+    except psycopg.Error as exc:
+        conn.rollback()
+        raise DatabaseError(f"cannot update {table_label(schema)}: {scrub(str(exc), '')}{timeout_note(exc)}") from None
 
 
 def configure_search(conn: psycopg.Connection, index: IndexSettings) -> None:

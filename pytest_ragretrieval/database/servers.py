@@ -193,15 +193,16 @@ def _next_xid(dsn: str) -> str:
 
 
 def start_kept(kept: Kept) -> Server:
-    """Postgres on a kept folder (see database.kept): seeded already when `kept.schema` is set, else
-    made here (autovacuum off: nothing but the seeding is to write to it) for the run to seed."""
+    """Postgres on a kept folder (see database.kept): seeded already when `kept.schema` is set (a copy
+    the run updates when `kept.delta` is), else made here (autovacuum off: nothing but the seeding is to
+    write to it) for the run to seed."""
     try:
         uri = kept.start()
         if kept.schema is None:
             with open_connection(uri, "the kept database refuses connections", autocommit=True) as conn:
                 conn.execute("ALTER SYSTEM SET autovacuum = off")
                 conn.execute("SELECT pg_reload_conf()")
-        before = [_next_xid(uri)] if kept.schema is not None else []
+        before = [_next_xid(uri)] if kept.schema is not None and kept.delta is None else []
     except BaseException as exc:
         raise _not_started(exc, kept.data, lambda: kept.release(False)) from None
 

@@ -154,7 +154,7 @@ class Resources:
         embedder that fails (a dead server, a missing key) costs no database start.
         """
         from ..database.handle import open_database
-        from ..database.seed import seed, storable, table_label
+        from ..database.seed import seed, storable, table_label, update
         from ..database.servers import choose
 
         self.before_embedding()
@@ -174,7 +174,19 @@ class Resources:
         index = "exact search" if self.config.index.kind == "exact" else f"{self.config.index.kind} index"
         what = (f"{len(self.chunks)} chunks ({vectors.shape[1]} dimensions, {stats.hits} embeddings "
                 f"from the cache, {stats.embedded} computed, {index})")
-        if database.seeded and kept is not None:
+        if database.seeded and kept is not None and kept.delta is not None:
+            started = time.perf_counter()
+            with self.phases.phase("seeding"):
+                conn = database.connect()
+                try:
+                    update(conn, database.schema, self.chunks, vectors, kept.delta)
+                finally:
+                    conn.close()
+                database.keep()
+            self.out.line(f"rag: updated a copy of the seeded database kept in {display(kept.delta.donor)}: "
+                          f"{len(kept.delta.written)} rows written, {len(kept.delta.removed)} removed; {what} "
+                          f"in {time.perf_counter() - started:.2f}s")
+        elif database.seeded and kept is not None:
             self.out.line(f"rag: reused the seeded database kept in {display(kept.folder)}: {what}")
         else:
             started = time.perf_counter()
@@ -194,9 +206,10 @@ class Resources:
         `keep_database` on and a readwrite cache only; None when another run holds it."""
         if mode != "embedded" or not self.config.keep_database or self.cache.mode != "readwrite":
             return None
-        from ..database.kept import claim, key
+        from ..database.kept import claim, table
 
-        return claim(self.config.cache_dir, key(self.chunks, stored, self.config.index))
+        wanted = table(self.chunks, stored, self.config.index)
+        return claim(self.config.cache_dir, wanted.key, wanted, exact=self.config.index.kind == "exact")
 
     def reclaim(self) -> None:
         """Stop and remove embedded servers whose run was killed, and say so (see database.leftovers)."""

@@ -89,6 +89,10 @@ def test_a_run_that_writes_to_the_kept_database_leaves_it_untrusted(pytester: py
     assert (kept / "seeded.json").exists()
 
 
+UPDATED = ("rag: updated a copy of the seeded database kept in cache/databases/*: {written} rows written, "
+           "{removed} removed; * chunks (384 dimensions, *exact search) in *s")
+
+
 def test_a_changed_corpus_gets_a_folder_of_its_own_and_the_oldest_goes(pytester: pytest.Pytester) -> None:
     write_e2e_project(pytester.path, retriever("vector", "vector"), "cache")
     chunks = pytester.path / "fixtures" / "chunks.jsonl"
@@ -96,11 +100,44 @@ def test_a_changed_corpus_gets_a_folder_of_its_own_and_the_oldest_goes(pytester:
     for edit in range(3):
         if edit:
             chunks.write_text(chunks.read_text(encoding="utf-8").replace("退款", f"退款{edit}", 1), encoding="utf-8")
-        pytester.runpytest("--rag-update-baseline", *RUN).stdout.fnmatch_lines([SEEDED])
+        done = pytester.runpytest("--rag-update-baseline", *RUN)
+        done.stdout.fnmatch_lines([UPDATED.format(written=1, removed=0) if edit else SEEDED])
         seen.append(set(kept_folders(pytester.path)))
     assert [len(folders) for folders in seen] == [1, 2, 2]
     assert seen[0] < seen[1] and not seen[0] & seen[2]
     pytester.runpytest("--rag-eval", *RUN).stdout.fnmatch_lines([REUSED])
+
+
+def test_an_edited_corpus_updates_a_copy_of_the_kept_database_and_writes_what_a_fresh_seed_gives(
+        pytester: pytest.Pytester) -> None:
+    """A pull request that edits, removes and adds chunks: 577255f seeded its changed corpus from nothing
+    (`initdb` and a COPY of every chunk); the base's kept table is copied and only the rows that differ
+    are rewritten, and the run writes what a freshly seeded database gives, byte for byte."""
+    write_e2e_project(pytester.path, VECTOR_AND_BM25, "cache")
+    pytester.runpytest("--rag-update-baseline", *RUN).stdout.fnmatch_lines([SEEDED])
+    [base] = kept_folders(pytester.path)
+    assert (base / "seeded.json").exists() and not (base / "in-use").exists()
+    chunks = pytester.path / "fixtures" / "chunks.jsonl"
+    rows = [json.loads(line) for line in chunks.read_text(encoding="utf-8").splitlines()]
+    unjudged = next(row for row in rows if row["id"] == "service-001")
+    rows.remove(unjudged)
+    rows[0]["text"] += "（已修订）"
+    rows.append({"id": "new-001", "text": "退款会退回原支付账户", "doc": "faq.md"})
+    chunks.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
+
+    updated = pytester.runpytest("--rag-eval", *OUTPUTS, *RUN)
+    updated.stdout.fnmatch_lines([UPDATED.format(written=2, removed=1)])
+    updated.stdout.no_fnmatch_line("rag: seeded *")
+    copy = next(folder for folder in kept_folders(pytester.path) if folder != base)
+    assert not (copy / "in-use").exists() and json.loads((copy / "seeded.json").read_text())["key"].startswith(copy.name)
+    from_copy = outputs(pytester.path)
+
+    with (copy / "lock").open("a") as held:  # held: this run seeds a temporary database from nothing
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fresh = pytester.runpytest("--rag-eval", *OUTPUTS, *RUN)
+    fresh.stdout.fnmatch_lines([SEEDED])
+    assert outputs(pytester.path) == from_copy
+    pytester.runpytest("--rag-eval", *RUN).stdout.fnmatch_lines([REUSED])  # the updated copy is trusted
 
 
 def test_keep_database_false_seeds_every_run_and_keeps_nothing(pytester: pytest.Pytester) -> None:

@@ -15,7 +15,7 @@ from pytest_ragretrieval.core.errors import RagError
 from pytest_ragretrieval.embedding.cached import CachedEmbedder, EmbedStats
 from pytest_ragretrieval.embedding.sentence_transformers import SentenceTransformerEmbedder
 
-pytest.importorskip("sentence_transformers", reason="needs sentence-transformers and torch, which the test extras bring: .venv/bin/pip install torch==2.13.0 -e \".[dev]\"")
+pytest.importorskip("sentence_transformers", reason="needs sentence-transformers and torch, which the test extras bring: .venv/bin/pip install --index-url https://download.pytorch.org/whl/cpu torch==2.13.0 && .venv/bin/pip install -e \".[dev]\"")
 
 TEXTS = [
     "The cat sat on the mat.",

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -23,33 +24,48 @@ def first_code_block(text: str) -> list[str]:
     return match.group(1).strip().splitlines()
 
 
+CPU_INDEX = "--index-url https://download.pytorch.org/whl/cpu"
+"""PyTorch's CPU wheel index, as its install page gives it: the only index pip reads torch from."""
+
+
+def pip_steps(command: str) -> list[list[str]]:
+    """The `pip install` steps of a command chained with &&, each as its words after `install`."""
+    steps = [shlex.split(step) for step in command.split(" && ")]
+    return [words[2:] for words in steps if words[:2] == [".venv/bin/pip", "install"]]
+
+
 def test_readme_opens_with_the_two_set_up_commands() -> None:
-    """The first installs no torch (the sample runs on the packaged e5 embedder); the second brings the
-    test extras, torch pinned to its CPU build, and runs the tests."""
+    """The first installs no torch (the sample runs on the packaged e5 embedder); the second brings
+    torch's CPU build from PyTorch's CPU index in a step of its own, then the test extras, and runs the tests."""
     assert README.startswith("# pytest-ragretrieval\n\n```bash\n")
     install_and_gate, tests = first_code_block(README)
     assert install_and_gate == (
         'python3 -m venv .venv && .venv/bin/pip install -e ".[pgvector,e5]" && .venv/bin/pytest --rag-eval -m rag_eval')
     assert "torch" not in install_and_gate and "dev" not in install_and_gate
-    assert tests == '.venv/bin/pip install torch==2.13.0 -e ".[dev]" && .venv/bin/pytest -n auto --durations=25 -m "not slow"'
+    assert tests.endswith(' && .venv/bin/pytest -n auto --durations=25 -m "not slow"')
 
 
-def test_the_first_commands_extras_bring_no_torch() -> None:
-    """Neither extra of the first command asks for torch or what pulls it in (sentence-transformers)."""
-    import tomllib
-
-    extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
-    asked = " ".join([*extras["pgvector"], *extras["e5"]]).lower()
-    assert not any(name in asked for name in ("torch", "sentence-transformers", "transformers", "[local]", "[all]"))
+def test_the_second_command_takes_torch_from_the_cpu_index_alone_before_the_package() -> None:
+    """577255f installed `torch==2.13.0 -e ".[dev]"` in one step from the package index, whose torch
+    is the CUDA build (some 15 CUDA packages); `--extra-index-url` would still let pip pick that one."""
+    _, tests = first_code_block(README)
+    assert "--extra-index-url" not in README
+    torch, package = pip_steps(tests)
+    assert torch == ["--index-url", "https://download.pytorch.org/whl/cpu", "torch==2.13.0"], torch
+    assert package == ["-e", ".[dev]"], package
 
 
 def test_ci_installs_like_the_readme_and_runs_its_test_command() -> None:
+    """.ci/run runs the README's pip steps in order, the CPU index left out: CI's pip reaches only a
+    local mirror, whose torch 2.13.0 is the CPU build (the script's comment says so)."""
     script = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
-    _, tests = first_code_block(README)
-    install, run = tests.split(" && ")
-    assert '.venv/bin/pip install --quiet -e ".[pgvector,e5]"' in script
-    assert install.replace("pip install ", "pip install --quiet ") in script
-    assert script.index('-e ".[pgvector,e5]"') < script.index("torch==2.13.0")
+    install_and_gate, tests = first_code_block(README)
+    readme = [[word for word in words if word not in CPU_INDEX.split()]
+              for words in pip_steps(install_and_gate) + pip_steps(tests)]
+    ci = [shlex.split(line)[3:] for line in script.splitlines() if line.startswith(".venv/bin/pip install --quiet ")]
+    assert ci == readme == [["-e", ".[pgvector,e5]"], ["torch==2.13.0"], ["-e", ".[dev]"]], ci
+    assert CPU_INDEX in script  # the comment naming what the README does and CI cannot
+    run = tests.split(" && ")[-1]
     # The README's command, then the CI-only tier it leaves out (the whole-sample runs, marked slow).
     slow_tier = run.replace('-m "not slow"', "-m slow")
     assert run.endswith('-m "not slow"') and script.rstrip().endswith(run + "\n" + slow_tier), script[-300:]

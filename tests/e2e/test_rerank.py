@@ -24,7 +24,7 @@ from tiny_models import build_cross_encoder, cross_encoder_scores
 
 pytestmark = pytest.mark.usefixtures("minilm")
 
-pytest.importorskip("sentence_transformers", reason="needs sentence-transformers and torch, which the test extras bring: .venv/bin/pip install torch==2.13.0 -e \".[dev]\"")
+pytest.importorskip("sentence_transformers", reason="needs sentence-transformers and torch, which the test extras bring: .venv/bin/pip install --index-url https://download.pytorch.org/whl/cpu torch==2.13.0 && .venv/bin/pip install -e \".[dev]\"")
 
 DEPTH = 5
 TEXTS = {chunk["id"]: chunk["text"] for chunk in E2E_CHUNKS}

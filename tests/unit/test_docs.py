@@ -216,10 +216,16 @@ def test_the_configuration_page_lists_every_command() -> None:
     assert shown == ", ".join(f"'{name}'" for name in COMMANDS)
 
 
-INSTALL = re.compile(r"pip install (\S+(?: @ \S+)?)")
-PINNED = (r'"pytest-ragretrieval\[[a-z0-9,-]+\] @ '
-          + re.escape(f"git+https://github.com/your-org/pytest-ragretrieval@v{__version__}") + '"')
-"""The one form of an install line: the git install, pinned to the tag of this version (docs/releasing.md)."""
+INSTALL = re.compile(r"pip install ((?:-e )?\S+(?: @ \S+)?)")
+EXTRAS = r"\[[a-z0-9,-]+\]"
+FORMS = {
+    "clone": r'-e "path/to/pytest-ragretrieval' + EXTRAS + '"',
+    "commit": (r'"pytest-ragretrieval' + EXTRAS + " @ "
+               + re.escape("git+https://github.com/your-org/pytest-ragretrieval@<commit>") + '"'),
+    "published": r'"pytest-ragretrieval' + EXTRAS + "==" + re.escape(__version__) + '"',
+}
+"""The forms of an install line (docs/releasing.md): from a clone, from git at the commit you tested,
+and the published one, named as what the install will read once this version is released."""
 QUOTED = "which is not installed; "
 """What precedes the install a missing package's message names: the plugin's output, quoted, not an install line."""
 
@@ -235,13 +241,29 @@ def install_lines() -> list[tuple[str, str]]:
     return found
 
 
-def test_every_install_line_is_the_git_install_pinned_to_this_versions_tag() -> None:
-    """No release is on the package index: the docs installed `pytest-ragretrieval[pgvector,e5]` from it
-    (which holds none) or from git at `<tag or sha>`; every line must be one pinned form."""
+def test_every_install_line_is_one_of_the_three_forms() -> None:
+    """No release exists: 577255f installed from git at the tag `v0.1.0`, which no release has created yet;
+    every line is a clone, a commit, or the published install (a tag exists only once released)."""
     found = install_lines()
     assert len(found) >= 8, found
-    wrong = [f"{page}: {what}" for page, what in found if not re.fullmatch(PINNED, what)]
+    wrong = [f"{page}: {what}" for page, what in found if not any(re.fullmatch(form, what) for form in FORMS.values())]
     assert not wrong, wrong
+
+
+def test_the_readme_leads_its_install_step_with_one_that_works_and_says_how_the_published_one_reads() -> None:
+    """Until a release exists: the clone first, the git install at a commit, then the published form, said to
+    be what the install will read once released; no page installs from a tag."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    step = readme.split("### 1. Install", 1)[1].split("\n### ", 1)[0]
+    shown = " ".join(step.split())
+    lines = [what for what in (m.group(1).rstrip("`),.;") for m in INSTALL.finditer(shown)) if "pytest-ragretrieval" in what]
+    kinds = [next(kind for kind, form in FORMS.items() if re.fullmatch(form, what)) for what in lines]
+    assert kinds[:3] == ["clone", "commit", "published"], lines
+    block = re.search(r"```bash\n(.*?)```", step, re.S)
+    assert block is not None and re.fullmatch(FORMS["clone"], block.group(1).strip().removeprefix("pip install ")), block
+    published = shown.index(lines[kinds.index("published")])
+    assert "will read" in shown[published - 80 : published], shown[published - 80 : published]
+    assert not [what for _, what in install_lines() if re.search(r"@v\d", what)]
 
 
 def test_the_owner_placeholder_is_one_name_documented_in_one_place() -> None:

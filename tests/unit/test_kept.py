@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from pytest_ragretrieval.database import kept as kept_module
-from pytest_ragretrieval.database.kept import IN_USE, SEEDED, claim, key
+from pytest_ragretrieval.database.kept import IN_USE, SEEDED, claim, key, table
 from pytest_ragretrieval.database.servers import start_kept
 from pytest_ragretrieval.database.settings import IndexSettings
 from pytest_ragretrieval.evalset.records import Chunk
@@ -122,3 +122,44 @@ def test_an_interrupted_start_leaves_the_folder_untrusted(tmp_path: Path, monkey
         start_kept(kept)
     assert not (kept.folder / SEEDED).exists() and not kept.data.exists()
     assert claim(tmp_path, DIGEST) is not None, "the lock is released"
+
+
+def donor(cache: Path) -> Path:
+    """A clean folder of CHUNKS that recorded its rows, as a run with exact search leaves it."""
+    wanted = table(CHUNKS, VECTORS, IndexSettings())
+    kept = claim(cache, wanted.key, wanted, exact=True)
+    assert kept is not None and kept.schema is None and kept.delta is None
+    kept.data.mkdir()
+    (kept.data / "PG_VERSION").write_text("16\n")
+    kept.seeded("rag_eval_000000000000")
+    kept.release(unchanged=True)
+    return kept.folder
+
+
+EDITED = [Chunk("a", "退款三天到账（已修订）", "faq.md", {"lang": "zh"}), Chunk("c", "发票七天内开具")]
+
+
+def test_an_edited_corpus_copies_a_trusted_folder_of_the_same_shape_and_names_the_rows_to_change(tmp_path: Path) -> None:
+    """577255f seeded every changed corpus from nothing: now the rows that differ are named, the rest copied."""
+    base = donor(tmp_path)
+    wanted = table(EDITED, VECTORS, IndexSettings())
+    kept = claim(tmp_path, wanted.key, wanted, exact=True)
+    assert kept is not None and kept.schema == "rag_eval_000000000000" and kept.delta is not None
+    assert kept.delta.removed == ("b",) and kept.delta.written == {"a", "c"} and kept.delta.donor == base
+    assert (kept.data / "PG_VERSION").read_text() == "16\n" and (base / "data" / "PG_VERSION").exists()
+    assert (kept.folder / IN_USE).exists() and not (kept.folder / SEEDED).exists()  # trusted once updated
+    kept.release(unchanged=False)
+
+
+@pytest.mark.parametrize("other", [
+    {"exact": False},                                   # hnsw: the graph depends on the insertion order
+    {"vectors": np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]], dtype=np.float32)},   # another dimension
+])
+def test_no_copy_for_an_index_or_a_table_of_another_shape(tmp_path: Path, other: dict[str, object]) -> None:
+    donor(tmp_path)
+    vectors = other.get("vectors", VECTORS)
+    assert isinstance(vectors, np.ndarray)
+    wanted = table(EDITED, vectors, IndexSettings())
+    kept = claim(tmp_path, wanted.key, wanted, exact=bool(other.get("exact", True)))
+    assert kept is not None and kept.schema is None and kept.delta is None and not kept.data.exists()
+    kept.release(unchanged=False)

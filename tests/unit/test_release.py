@@ -2,6 +2,7 @@
 workflow publishes (a dry run of its build step: `python -m build`, then `twine check`)."""
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -35,6 +36,7 @@ def test_it_runs_on_a_version_tag_publishes_by_trusted_publishing_and_moves_the_
     assert publish["permissions"] == {"id-token": "write"} and publish["environment"]["name"] == "pypi"
     assert any(step.get("uses") == "pypa/gh-action-pypi-publish@release/v1" for step in publish["steps"])
     assert not any("password" in step.get("with", {}) for step in publish["steps"])  # no stored token
+    assert jobs["tests"] == {"uses": "./.github/workflows/tests.yml"} and jobs["build"]["needs"] == "tests"
     move = jobs["major-tag"]
     assert move["needs"] == "publish" and move["permissions"] == {"contents": "write"}
     script = "\n".join(step.get("run", "") for step in move["steps"])
@@ -45,6 +47,34 @@ def test_the_major_tag_of_a_release_tag() -> None:
     """The shell expansion the workflow moves the tag with: v1.4.2 moves v1."""
     done = subprocess.run(["bash", "-c", 'TAG=v1.4.2; echo "${TAG%%.*}"'], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "v1"
+
+
+def test_the_tagged_commits_tests_gate_every_job() -> None:
+    """577255f published a tag whatever its commit's tests said: every job needs, through its chain of
+    `needs`, the `tests` job, which calls the tests workflow (callable: `workflow_call`)."""
+    jobs = workflow()["jobs"]
+    assert isinstance(jobs, dict)
+    for name in jobs:
+        chain = name
+        while chain != "tests":
+            assert "needs" in jobs[chain], f"job {name!r} does not wait for the tests"
+            chain = jobs[chain]["needs"]
+    called: dict[object, object] = yaml.safe_load((RELEASE.parent / "tests.yml").read_text(encoding="utf-8"))
+    assert "workflow_call" in called[True]  # type: ignore[operator]
+
+
+def test_the_ci_page_pins_the_major_tag_a_release_of_this_version_moves() -> None:
+    """docs/ci.md pinned `@v1`, which a 0.x release never creates (its text said `@v0.1.0`): the pin is
+    what the release workflow's own expansion gives for the tag of this version, and the text names it."""
+    move = "\n".join(step.get("run", "") for step in workflow()["jobs"]["major-tag"]["steps"])  # type: ignore[index]
+    expansion = next(line.strip() for line in move.splitlines() if line.strip().startswith("major="))
+    done = subprocess.run(["bash", "-c", f'TAG=v{__version__}; {expansion}; echo "$major"'],
+                          capture_output=True, text=True, check=True)
+    major = done.stdout.strip()
+    page = (ROOT / "docs" / "ci.md").read_text(encoding="utf-8")
+    pins = set(re.findall(r"uses: your-org/pytest-ragretrieval@(v[\w.]+)", page))
+    assert pins == {major}, pins
+    assert f"`@{major}` follows the newest" in page and f"moves `{major}`" in page
 
 
 @pytest.mark.slow
