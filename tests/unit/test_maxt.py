@@ -58,11 +58,15 @@ def test_random_draws_carry_the_plus_one_of_the_single_item_test() -> None:
     assert maxt([drop, drop / 2], "randomization") == [1 / (RESAMPLES + 1)] * 2
 
 
+def error_bound(p: float) -> float:
+    """`p` raised by 4 of an estimate's standard errors and the +1: the most an estimate of `p` is above it."""
+    return min(1.0, p + 4 * (p * (1 - p) / RESAMPLES) ** 0.5 + 1 / RESAMPLES)
+
+
 def holm_bound(p_values: list[float], exact: list[bool]) -> list[float]:
     """Holm's over the single-item p's, an estimated one first raised by 4 of its standard errors and
     the +1: the exact step-down is at most Holm's over the exact p's, which an estimate may be below."""
-    return holm([p if found else min(1.0, p + 4 * (p * (1 - p) / RESAMPLES) ** 0.5 + 1 / RESAMPLES)
-                 for p, found in zip(p_values, exact, strict=True)])
+    return holm([p if found else error_bound(p) for p, found in zip(p_values, exact, strict=True)])
 
 
 values = st.integers(-8, 8).map(lambda step: step / 8)
@@ -211,6 +215,8 @@ def scattered(draw: st.DrawFn) -> list[np.ndarray]:
 @settings(max_examples=40, deadline=None)
 @given(family=scattered(), limit=st.sampled_from([None, 2, 16, 256]))
 @example(family=[np.array([0.0] * 10 + [0.125] * 3 + [-0.5] * 2), np.array([0.0] * 13 + [0.125] * 2)], limit=16)
+@example(family=[np.array([0.0] * 15 + [0.125, 0.125, -0.125] + [0.0] * 3),
+                 np.array([0.0] * 16 + [-0.125, -0.125, 0.125, 0.125, -0.25])], limit=16)
 def test_an_adjusted_p_is_never_below_the_unadjusted_one(method: Method, family: list[np.ndarray],
                                                          limit: int | None) -> None:
     """Whatever is enumerated or resampled: each item's own p is its single-item test's (the same
@@ -224,9 +230,11 @@ def test_an_adjusted_p_is_never_below_the_unadjusted_one(method: Method, family:
     own = [round(randomization_p(family[j], limit=limit) if method == "randomization" else bootstrap_p(family[j]), 6)
            for j in members]
     exact = [method == "randomization" and enumerable(int(np.count_nonzero(family[j])), limit) for j in members]
+    together = method == "randomization" and enumerable(int(np.count_nonzero(np.vstack(family).any(axis=0))), limit)
     for j, raw, bound in zip(members, own, holm_bound(own, exact), strict=True):
         p = adjusted[j]
-        assert p is not None and raw <= p <= bound
+        # A resampled family's adjusted p is itself an estimate: it may stand above Holm's by its error.
+        assert p is not None and raw <= p <= (bound if together else error_bound(bound))
 
 
 def step_down(units: list[np.ndarray]) -> list[float]:
