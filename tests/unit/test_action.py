@@ -6,10 +6,12 @@ the action's shell steps is tests/e2e/test_action_dry_run.py.
 """
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from composite import ACTION, INPUTS, RAG_EVAL, ROOT, by_id, comment_step, index, load, runs, steps, uses
@@ -178,3 +180,42 @@ def test_the_ci_page_shows_the_comment_picture() -> None:
     assert "](pr-comment.png)" in CI_PAGE
     assert picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert picture.stat().st_size < 300_000
+
+
+FAKE_PYTEST = """#!{python}
+import os, sys
+mode = os.environ["FAKE_GATE"]
+if mode == "results":
+    path = next(a.split("=", 1)[1] for a in sys.argv if a.startswith("--rag-json="))
+    open(path, "w").write("{{}}")
+sys.exit(1 if mode == "fails" else 0)
+"""
+
+
+@pytest.mark.parametrize(("mode", "status", "line"), [
+    ("results", 0, None),
+    ("fails", 1, None),
+    ("exits early", 1, "::error::the gate ended with status 0 but wrote no reports/rag-eval.json"),
+])
+def test_a_gate_that_ends_before_its_summary_never_passes(tmp_path: Path, mode: str, status: int,
+                                                           line: str | None) -> None:
+    """The gate step's own script, with a stand-in pytest: status 0 with no results file (the team's
+    code called os._exit(0) in the gate's process) fails the step in one line; a stale file from an
+    earlier run does not count."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "pytest"
+    fake.write_text(FAKE_PYTEST.format(python=sys.executable), encoding="utf-8")
+    fake.chmod(0o755)
+    (tmp_path / "reports").mkdir()
+    (tmp_path / "reports" / "rag-eval.json").write_text("{}", encoding="utf-8")  # an earlier run's
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+           "REPORTS": "reports", "RAG_CONFIG": "pyproject.toml", "PYTEST_ARGS": "", "GITHUB_ACTION_PATH": str(ROOT),
+           "FAKE_GATE": mode}
+    done = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", by_id("gate")["run"]],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == status, done.stderr
+    if line is None:
+        assert "::error::" not in done.stdout
+    else:
+        assert done.stdout.startswith(line) and done.stdout.count("\n") == 1
