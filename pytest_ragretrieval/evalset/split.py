@@ -107,7 +107,7 @@ def leaks(
     if not tune:
         return []
     texts = {q.id: normalised(q.query) for q in questions}
-    tokens = {q.id: frozenset(tokenize(texts[q.id])) for q in questions}
+    tokens = {q.id: frozenset(tokenize(q.query)) for q in questions}
     by_text: dict[str, str] = {}
     for q in tune:
         by_text.setdefault(texts[q.id], q.id)

@@ -43,7 +43,7 @@ from ..record.report import ReportInput
 from ..record.types import Record, TuneSplit, Verdict
 from ..report.terminal import summary_lines
 from ..report.view import view
-from ..retrievers.tokens import tokenizer, tokenizer_key
+from ..retrievers.corpus_tokens import query_tokens
 from ..runner.chunkings import Chunkings
 from ..runner.resources import database_mode, database_url
 from ..runner.runs import Runner
@@ -102,6 +102,8 @@ class RagSession:
         self.phases = Phases()
         self.corpus: dict[str, Any] | None = None
         self.tune: tuple[Question, ...] = ()
+        self.everyone: tuple[Question, ...] = ()
+        """Every question of the eval set, in its order: what the runner's cache keys name."""
         """The `tune` questions (evalset/split.py): asked, scored apart, never judged."""
         self.leak_line: str | None = None
         self._gated: dict[str, Run] = {}
@@ -136,7 +138,8 @@ class RagSession:
         self._split()
         shard = self.options.shard
         self.share = tuple(q for q in self.questions if shard is None or shard.holds(q.id))
-        self.asked = self.share if shard is not None else (*self.share, *self.tune)
+        asked = {q.id for q in (*self.share, *(self.tune if shard is None else ()))}
+        self.asked = tuple(q for q in self.everyone if q.id in asked)  # eval-set order: the reuse cache's key
         if any(spec.on_no_answer for spec in self.config.metrics) and all(q.answerable for q in self.questions):
             raise ConfigError(
                 f"{self.config.where} key 'metrics': abstention is scored on no-answer questions and "
@@ -151,6 +154,7 @@ class RagSession:
     def _split(self) -> None:
         """Where the questions enter judging: the gate's stay in `questions`, the tune ones go to `tune`, run
         beside them and scored apart (`tune_line`), never judged nor recorded (evalset/split.py)."""
+        self.everyone = self.questions
         side_of = sides(self.questions, self.config.split)
         self.tune = tuple(q for q in self.questions if side_of[q.id] == "tune")
         self.leak_line = None
@@ -158,7 +162,9 @@ class RagSession:
             return
         gate = tuple(q for q in self.questions if side_of[q.id] == "gate")
         check_sizes(len(gate), len(self.tune), self.config.min_questions, self.config.where)
-        self.leak_line = leak_line(leaks(self.questions, side_of, tokenizer(tokenizer_key(self.config.tokenizer))))
+        self.leak_line = leak_line(leaks(self.questions, side_of, query_tokens(
+            self.config.cache_dir, self.config.tokenizer, self.config.workers, [q.query for q in self.questions],
+            self.options.cache_mode)))
         self.questions = gate
 
     def _reanchored(self, problem: Unanchored) -> FixtureError:
