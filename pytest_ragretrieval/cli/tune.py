@@ -135,9 +135,10 @@ def _runs(config: Config, spec: RetrieverSpec, settings: Sequence[Setting], chun
     key): the tune questions pick, the gate's only measure. Nothing is cached (readonly)."""
     swept_config = with_settings(config, spec, settings, where)
     quiet = PlainOutput()
+    phases = Phases()
     terminal = CallbackOutput(lambda text: print(text, file=sys.stderr), lambda text: None, False)
     runner = Runner(swept_config, chunks, questions, db_mode=database_mode(db, config.db, None),
-                    dsn=database_url(None), cache_mode="readonly", phases=Phases(), out=quiet)
+                    dsn=database_url(None), cache_mode="readonly", phases=phases, out=quiet)
     names = [spec.name, *(setting.name for setting in settings)]
     try:
         runner.plan(names)
@@ -146,7 +147,18 @@ def _runs(config: Config, spec: RetrieverSpec, settings: Sequence[Setting], chun
     finally:
         runner.finish()
         runner.close()
+        terminal.line(_phases(phases, spec.name))
 
+
+
+def _phases(phases: Phases, name: str) -> str:
+    """The runner's phases, the settings' own builds and runs summed into one: a database start or an
+    embedding shows here."""
+    own = [phase for phase in phases.seconds if phase.partition(" ")[2].startswith(f"{name}~")]
+    rest = [f"{phase} {seconds:.2f}s" for phase, seconds in phases.seconds.items() if phase not in own]
+    settings = sum(phases.seconds[phase] for phase in own)
+    total = sum(phases.seconds.values())
+    return f"rag: time: {', '.join([*rest, f'the settings {settings:.2f}s'])}; total {total:.2f}s"
 
 
 def _shown(value: Any) -> str:

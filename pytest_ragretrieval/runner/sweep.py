@@ -22,10 +22,10 @@ from ..retrievers import RetrieverSpec, parse_spec
 from ..scoring.evaluate import Run
 
 COSTS = {
-    "hybrid": "fusion only: each setting fuses the sources' rankings again (no embedding, no database)",
-    "rerank": "each setting reranks its source's candidates again (the reranker's scores are cached)",
-    "bm25": "each setting indexes the corpus again (no database)",
-    "vector": "each setting searches the vectors again (the database starts when the rankings are not cached)",
+    "hybrid": "fusion only: each setting fuses the sources' rankings again, no embedding, no database",
+    "rerank": "each setting reranks its source's candidates again, the reranker's scores cached",
+    "bm25": "each setting indexes the corpus again, no database",
+    "vector": "each setting searches the vectors again: the database starts where the rankings are not cached",
     "table": "each setting queries the team's database again, with its search settings in effect",
     "sql": "each setting queries the team's database again, with its search settings in effect",
 }
