@@ -11,7 +11,7 @@ been the only one tried, is returned beside it: it is what a sweep without this 
 """
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -76,9 +76,3 @@ def judged(
     if gate is not None and gate_default is not None and len(gate_default):
         gate_gain = float(gains([gate[best]], gate_default).mean())
     return Outcome(best=best, tune_gain=float(diffs[best].mean()), gate_gain=gate_gain, p=p, naive_p=naive)
-
-
-def table_rows(names: Sequence[str], means: Mapping[str, float]) -> list[tuple[str, float]]:
-    """Settings by their tune value, best first, ties in the order tried."""
-    order = {name: index for index, name in enumerate(names)}
-    return sorted(((name, means[name]) for name in names), key=lambda row: (-row[1], order[row[0]]))
