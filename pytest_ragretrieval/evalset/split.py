@@ -54,6 +54,17 @@ def sides(
             for q in questions}
 
 
+def gate_questions(questions: Sequence[Question], split: Split | None, min_questions: int,
+                   where: str) -> tuple[Question, ...]:
+    """The questions the gate judges, where they enter judging (a sharded run's merge; the session keeps the
+    tune ones apart itself): the split's sizes checked."""
+    side_of = sides(questions, split)
+    gate = tuple(q for q in questions if side_of[q.id] == "gate")
+    if len(gate) < len(questions):
+        check_sizes(len(gate), len(questions) - len(gate), min_questions, where)
+    return gate
+
+
 def folds(
     questions: Sequence[Question], count: int, seed: int = 0, cluster: Callable[[Question], str] = by_id,
 ) -> list[tuple[tuple[Question, ...], tuple[Question, ...]]]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from projects import RUN, baseline, jsonl, one_line_error, synthetic, write_project
+from projects import RUN, baseline, jsonl, merged_shards, one_line_error, synthetic, write_project
 
 
 def _project(pytester: pytest.Pytester, tune: int, total: int = 60, settings: str = "") -> list[dict[str, object]]:
@@ -73,3 +73,11 @@ def test_a_gate_question_repeating_a_tune_one_is_named_at_load(pytester: pytest.
     result = pytester.runpytest("--rag-eval", *RUN)
     result.stdout.fnmatch_lines(["rag: warning: 1 gate question(s) repeat a tune question*"
                                  "q41 repeats tune question q04 (the same query)*"])
+
+
+def test_a_sharded_run_s_merge_judges_only_gate_questions(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str],
+) -> None:
+    questions = _project(pytester, tune=30)
+    merged = merged_shards(pytester, capsys)
+    assert set(merged["retrievers"]["table"]["questions"]) == {str(q["id"]) for q in questions[30:]}
