@@ -68,6 +68,9 @@ def run(args: argparse.Namespace) -> Result:
     where = _where(config, spec.name)
     out = checked_output("--out", args.out, {"the baseline": config.baseline, "the eval set": config.evalset},
                          getattr(args, "config", None))
+    if config.chunkings:
+        raise UsageError(f"{config.where} key 'chunkings': {PROG} tune sweeps one chunking; run it with a config "
+                         "without [chunkings]")
     settings = space(spec, where, args.budget, args.seed)
     label = _label(config, args.metric)
     chunks = load_chunks(config.chunks_file(f"{PROG} tune"))

@@ -27,7 +27,7 @@ from ..core.progress import Output, PlainOutput
 from ..core.timing import Phases
 from ..core.values import fmt
 from ..database.settings import DbMode
-from ..evalset.corpus import documents_corpus
+from ..evalset.corpus import chunking_share, documents_corpus
 from ..evalset.jsonl import Unanchored, load_chunks, load_evalset
 from ..evalset.records import Chunk, Question
 from ..evalset.split import check_sizes, leak_line, leaks, sides
@@ -216,12 +216,15 @@ class RagSession:
             return ran
         for name, run in ran.items():
             if name not in self._gated:
-                self._gated[name] = self._scored(run, self.questions)
+                self._gated[name] = self._scored(name, run, self.questions)
         return {name: self._gated[name] for name in ran}
 
-    def _scored(self, run: Run, questions: tuple[Question, ...]) -> Run:
+    def _scored(self, name: str, run: Run, questions: tuple[Question, ...]) -> Run:
+        """`run` scored over `questions` alone, by the labels of the chunking its retriever reads."""
         if run.result is None:
             return run
+        if self.config.chunkings:
+            questions = chunking_share(self.config.retriever(name).chunking, self.chunks, questions)[1]
         result = run.result
         rankings = {q.id: q.ranking for q in result.questions}
         latencies = {q.id: q.latency_ms for q in result.questions}
@@ -243,7 +246,7 @@ class RagSession:
         ran = self._runner.runs if self._runner is not None else {}
         if not self.tune or self.options.shard is not None:
             return {}
-        found = {name: self._scored(run, self.tune).result for name, run in ran.items()}
+        found = {name: self._scored(name, run, self.tune).result for name, run in ran.items()}
         return {name: dict(result.metrics) for name, result in found.items() if result is not None}
 
     def evaluation(self) -> Evaluation:

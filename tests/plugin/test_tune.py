@@ -2,6 +2,8 @@
 a config snippet, never the baseline."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from projects import jsonl, retriever, synthetic, write_project
 
@@ -21,7 +23,7 @@ def make(ctx):
 '''
 
 
-def _project(tmp_path, monkeypatch: pytest.MonkeyPatch, sides: bool = True) -> None:
+def _project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sides: bool = True) -> None:
     chunks, questions, gold = synthetic(60)
     for index, question in enumerate(questions):
         question["id"] = ("t" if index < 30 else "g") + str(question["id"])
@@ -41,7 +43,7 @@ options = [{ good = "g" }, { good = "tq0" }, { good = "t" }, { good = "tq1" }]
 
 
 def test_the_sweep_picks_on_tune_questions_and_measures_the_gate_s(
-    tmp_path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
 ) -> None:
     _project(tmp_path, monkeypatch)
     assert main(["tune", "knob", "--draws", "999"]) == 0
@@ -58,7 +60,7 @@ def test_the_sweep_picks_on_tune_questions_and_measures_the_gate_s(
 
 
 def test_a_sweep_never_runs_on_the_gate_s_questions(
-    tmp_path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
 ) -> None:
     _project(tmp_path, monkeypatch, sides=False)
     assert main(["tune", "knob"]) == 2
@@ -67,7 +69,7 @@ def test_a_sweep_never_runs_on_the_gate_s_questions(
 
 
 def test_the_snippet_goes_where_asked_and_never_over_the_baseline(
-    tmp_path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
 ) -> None:
     _project(tmp_path, monkeypatch)
     assert main(["tune", "knob", "--draws", "99", "--out", "baselines/retrieval.json"]) == 2
@@ -78,7 +80,7 @@ def test_the_snippet_goes_where_asked_and_never_over_the_baseline(
 
 
 def test_folds_hold_out_tune_questions(
-    tmp_path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
 ) -> None:
     _project(tmp_path, monkeypatch)
     assert main(["tune", "knob", "--draws", "99", "--folds", "3"]) == 0
