@@ -88,11 +88,12 @@ def type_module(kind: str) -> RetrieverType:
 def _tune(value: Any, where: str) -> dict[str, tuple[Any, ...]]:
     """`[retrievers.NAME.tune]`: parameter = [values]; each value is checked when the sweep parses it."""
     if not isinstance(value, dict):
-        raise ConfigError(f"{where}: must be a table of parameter = [values], e.g. rrf_k = [10, 30, 60]")
+        raise ConfigError(f"{where} key 'tune': must be a table of parameter = [values], e.g. rrf_k = [10, 30, 60]")
     found: dict[str, tuple[Any, ...]] = {}
     for key, values in value.items():
         if key in ("type", "tune") or not isinstance(values, list) or not values:
-            raise ConfigError(f"{where}.{key}: must be a non-empty list of values of a parameter, e.g. [10, 30, 60]")
+            raise ConfigError(f"{where} key 'tune.{key}': must be a non-empty list of values of a parameter, "
+                              "e.g. [10, 30, 60]")
         found[key] = tuple(values)
     return found
 
@@ -101,7 +102,7 @@ def parse_spec(name: str, data: Mapping[str, Any], where: str, root: Path | None
     """Validate one `[tool.ragretrieval.retrievers.NAME]` table; its paths are relative to `root`."""
     if not isinstance(data, dict):
         raise ConfigError(f"{where}: must be a table")
-    tune = _tune(data.get("tune", {}), f"{where}.tune")
+    tune = _tune(data.get("tune", {}), where)
     written = {key: value for key, value in data.items() if key != "tune"}
     table = Table(written, where, root)
     kind = table.text("type", choices=TYPES)

@@ -1,12 +1,16 @@
 """evalset/split.py: the draw, its stability, clusters, folds, and the leak guard's rule."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from pytest_ragretrieval.config.settings import Config, load_config
 from pytest_ragretrieval.core.errors import ConfigError
 from pytest_ragretrieval.evalset.records import Question
 from pytest_ragretrieval.evalset.split import Split, check_sizes, folds, leak_line, leaks, normalised, sides
 from pytest_ragretrieval.retrievers.tokens import tokenizer
+from pytest_ragretrieval.runner.sweep import space
 
 
 def _q(qid: str, query: str = "q", side: str | None = None) -> Question:
@@ -78,3 +82,41 @@ def test_the_warning_names_a_bounded_list() -> None:
     questions += [_q(f"g{i}", f"QUERY {i}", "gate") for i in range(12)]
     line = leak_line(leaks(questions, sides(questions, None), WHITESPACE))
     assert line is not None and line.startswith("rag: warning: 12 gate question(s)") and "and 7 more" in line
+
+
+BASE = """
+chunks = "c.jsonl"
+evalset = "e.jsonl"
+[retrievers.bm25]
+type = "bm25"
+"""
+
+
+def _config(tmp_path: Path, extra: str) -> Config:
+    (tmp_path / "rag.toml").write_text(BASE + extra, encoding="utf-8")
+    return load_config(str(tmp_path / "rag.toml"), tmp_path)
+
+
+def test_the_split_and_the_search_space_are_read_and_leave_the_fingerprint(tmp_path: Path) -> None:
+    config = _config(tmp_path, "[split]\nfraction = 0.3\nseed = 4\n[retrievers.bm25.tune]\nk1 = [0.9, 1.2]\n")
+    assert config.split == Split(fraction=0.3, seed=4)
+    spec = config.retriever("bm25")
+    assert spec.tune == {"k1": (0.9, 1.2)} and "tune" not in spec.fingerprint
+    assert [s.changes for s in space(spec, "rag.toml [retrievers.bm25]")] == [{"k1": 0.9}, {"k1": 1.2}]
+    assert len(space(spec, "rag.toml [retrievers.bm25]", budget=1, seed=3)) == 1
+
+
+@pytest.mark.parametrize(("extra", "wanted"), [
+    ("[split]\nfraction = 1.0\n", "rag.toml split key 'fraction': must be between 0 and 1"),
+    ("[retrievers.bm25.tune]\nk1 = 1.2\n", "rag.toml [retrievers.bm25] key 'tune.k1': must be a non-empty list"),
+])
+def test_a_bad_split_or_search_space_is_one_line(tmp_path: Path, extra: str, wanted: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        _config(tmp_path, extra)
+    assert wanted in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_a_bad_value_of_the_search_space_is_named(tmp_path: Path) -> None:
+    spec = _config(tmp_path, "[retrievers.bm25.tune]\nk1 = [1.2, \"high\"]\n").retriever("bm25")
+    with pytest.raises(ConfigError, match=r"tune \(k1 = 'high'\).*k1"):
+        space(spec, "rag.toml [retrievers.bm25]")
