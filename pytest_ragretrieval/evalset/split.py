@@ -87,7 +87,8 @@ def check_sizes(gate: int, tune: int, min_questions: int, where: str) -> None:
                           f"({min_questions}); lower fraction or add questions")
     if tune < MIN_TUNE:
         raise ConfigError(f"{where} key 'split': leaves {tune} tune questions, fewer than {MIN_TUNE}; raise "
-                          "fraction, add questions, or drop [split] and sweep on folds (ragretrieval tune --folds 5)")
+                          "fraction or add questions (fewer are swept on folds, never gated: ragretrieval tune NAME "
+                          "--folds 5 with a config of its own)")
 
 
 def normalised(query: str) -> str:
