@@ -6,9 +6,10 @@ turns the unjudged top k into a labelling queue and folds the labels back, and
 says whether a pull request's baseline lowers the bar (`--fail-on-lower`). `pr-check` decides
 the pull request's baseline check (label, fork) and `comment` prints its sticky comment.
 `merge` judges the partial records of a sharded run once; `schema` prints the JSON Schema of the
-results or the baseline; `explain` says why a question missed (tokens, shared terms, ranks, fused scores).
+results or the baseline; `explain` says why a question missed (tokens, shared terms, ranks, fused scores);
+`tune` sweeps a retriever's search space on the tune questions and says how much the best one flatters itself.
 No model or database is loaded (`explain` alone ranks, with bm25 and run files; `pool --judge` alone loads
-numpy, for its cache, and calls the LLM it names).
+numpy, for its cache, and calls the LLM it names), but by `tune`, which runs retrievers as the gate does.
 """
 from __future__ import annotations
 
@@ -19,12 +20,12 @@ from pathlib import Path
 
 from ..core.errors import ConfigError, RagError, describe_exception
 from ..files.paths import display
-from . import comment, diff, explain, find, merge, pool, pr_check, relabel, schema, suspects
+from . import comment, diff, explain, find, merge, pool, pr_check, relabel, schema, suspects, tune
 from .common import BUG, FAILED, OK, PROG, USAGE, Command, Parser, Result, UsageError
 
 COMMANDS: dict[str, Command] = {
     "find": find, "suspects": suspects, "pool": pool, "relabel": relabel, "diff": diff, "pr-check": pr_check,
-    "comment": comment, "merge": merge, "schema": schema, "explain": explain,
+    "comment": comment, "merge": merge, "schema": schema, "explain": explain, "tune": tune,
 }
 """The registry: a command is one module with `register(commands, common)` and `run(args)`, and one line here."""
 
@@ -35,7 +36,8 @@ exit status:
      pool: the queue written, or the labels applied;
      diff: comparable and no metric dropped, or with --fail-on-lower: the bar
      was not lowered; pr-check: the baseline check passed; comment: printed;
-     merge: every item passed; schema: printed; explain: explained)
+     merge: every item passed; schema: printed; explain: explained;
+     tune: swept)
   1  find: no chunk matched; diff: a retriever's metric dropped (over the
      questions both files share), or the yardsticks differ so the numbers are
      not comparable; with

@@ -19,6 +19,7 @@ from ..config.settings import load_config
 from ..core.env import in_github_actions
 from ..evalset.corpus import documents_corpus
 from ..evalset.jsonl import load_chunks, load_evalset
+from ..evalset.split import gate_questions
 from ..files.paths import ChangedSince, Snapshot, changed_since, display, snapshot, write_atomic, write_problem
 from ..gate.evaluation import evaluate
 from ..gate.items import item_keys
@@ -79,6 +80,7 @@ def run(args: argparse.Namespace) -> Result:
     else:
         chunks = load_chunks(config.chunks_file(f"{PROG} merge"))
         questions = load_evalset(config.evalset, chunks)
+    questions = gate_questions(questions, config.split, config.min_questions, config.where)  # a shard ran no tune one
     baseline_read = snapshot(config.baseline)  # before the read: a write meanwhile is seen
     baseline = load_baseline(config.baseline)
     if baseline is not None:

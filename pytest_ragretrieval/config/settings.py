@@ -17,6 +17,7 @@ from ..evalset.chunkers import TIMEOUT as CHUNKER_TIMEOUT
 from ..evalset.chunkers import TOKENIZERS as CHUNK_TOKENIZERS
 from ..evalset.chunkers import TYPES as CHUNKER_TYPES
 from ..evalset.chunkers import Chunker
+from ..evalset.split import Split
 from ..files.paths import absolute
 from ..files.tables import Table
 from ..retrievers import RetrieverSpec, parse_spec
@@ -107,6 +108,8 @@ class Config:
     chunker: Chunker | None = None
     chunkings: Mapping[str, Chunker] = field(default_factory=dict, hash=False)
     """The named chunkings (`[chunkings.NAME]`), side by side with the default `chunker`."""
+    split: Split | None = None
+    """`[split]`: the share of the questions drawn to `tune` (never judged) and its seed (evalset/split.py)."""
 
     @property
     def shown(self) -> tuple[MetricSpec, ...]:
@@ -313,6 +316,22 @@ def _chunker_table(sub: Table) -> Chunker:
 _CHUNKING = re.compile(r"[A-Za-z0-9_-]+")
 
 
+def _split(table: Table) -> Split | None:
+    """`[split]`: `fraction` of the questions drawn to `tune`, in (0, 1), and the draw's `seed`."""
+    if not table.has("split"):
+        return None
+    value = table.raw("split")
+    if not isinstance(value, dict):
+        raise table.error("split", "must be a table: [tool.ragretrieval.split] with fraction = 0.5")
+    sub = Table(value, f"{table.where} split")
+    fraction = sub.number("fraction", minimum=0.0, maximum=1.0)
+    if not 0.0 < fraction < 1.0:
+        raise sub.error("fraction", f"must be between 0 and 1 (the share drawn to tune, e.g. 0.5), got {fraction:g}")
+    found = Split(fraction=fraction, seed=sub.integer("seed", 0, minimum=0))
+    sub.finish()
+    return found
+
+
 def _index(table: Table) -> IndexSettings:
     kind = table.choice("index", "exact", choices=INDEX_KINDS)
     hnsw = table.raw("hnsw", {})
@@ -452,6 +471,7 @@ def load_config(config_option: str | None, rootpath: Path) -> Config:
         report_language=table.choice("report_language", "both", REPORT_LANGUAGES),
         ann_tie_epsilon=table.number("ann_tie_epsilon", ANN_TIE_EPSILON, minimum=0.0, maximum=1.0),
         tokenizer_set=table.has("tokenizer"),
+        split=_split(table),
     )
     config = replace(config, compare=_compare(table, {spec.name for spec in config.retrievers}))
     if table.has("documents") and table.has("chunks"):

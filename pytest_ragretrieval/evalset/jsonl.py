@@ -21,11 +21,11 @@ from .documents import Document
 from .gold_text import given_spans, snippet_spans, span_labels
 from .lines import Unanchored as Unanchored  # read from here by the gate and relabel
 from .lines import records as records
-from .records import Chunk, Question, Span
+from .records import SIDES, Chunk, Question, Side, Span
 
 CHUNK_KEYS = frozenset({"id", "text", "doc", "metadata"})
 QUESTION_KEYS = frozenset({"id", "query", "relevant", "not_relevant", "relevant_text", "relevant_spans", "tags",
-                           "metadata", "machine_labels"})
+                           "metadata", "machine_labels", "side"})
 JUDGE_KEYS = ("model", "prompt_sha256", "date")
 """What `machine_labels` records of each machine-made judgment: who judged, with which prompt, when."""
 MAX_GRADE = 100
@@ -257,6 +257,17 @@ def _text_gold(
     return span_labels(snippets, chunks), span_labels(given, chunks), (*given, *snippets)
 
 
+def _side(where: str, record: Mapping[str, Any]) -> Side | None:
+    """`side`: "tune" or "gate" (evalset/split.py); left out, the config's `[split]` draws it."""
+    value = record.get("side")
+    if value is None:
+        return None
+    for side in SIDES:
+        if value == side:
+            return side
+    raise FixtureError(f"{where}: field 'side' must be \"tune\" or \"gate\" (or left out), got {value!r}")
+
+
 def load_evalset(
     path: Path, chunks: Sequence[Chunk], source: str | None = None, documents: Sequence[Document] | None = None,
 ) -> tuple[Question, ...]:
@@ -297,7 +308,7 @@ def load_evalset(
         tags = _tags(where, record.get("tags", []))
         questions.append(
             Question(id=question_id, query=query, relevance=grades, tags=tags, snippet_ids=frozenset(matched),
-                     machine_labels=machine, spans=spans)
+                     machine_labels=machine, spans=spans, side=_side(where, record))
         )
     if not questions:
         raise FixtureError(f"{display(path)}: no questions")

@@ -3,7 +3,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
+
+Side = Literal["tune", "gate"]
+"""Which questions a question serves: `gate` ones are judged and recorded, `tune` ones only tuned on."""
+SIDES: tuple[Side, ...] = ("tune", "gate")
 
 
 @dataclass(frozen=True)
@@ -40,6 +44,8 @@ class Question:
     `ragretrieval pool --apply --accept-machine-labels`): the baseline counts them."""
     spans: tuple[Span, ...] = ()
     """Its gold as text (documents mode): `relevant_spans` and the places of its `relevant_text` snippets."""
+    side: Side | None = None
+    """`side` on its line: `tune` or `gate`, whatever the config's `[split]` would draw (evalset/split.py)."""
 
     @property
     def answerable(self) -> bool:

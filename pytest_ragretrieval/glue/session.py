@@ -8,9 +8,11 @@ modules; this object only remembers what happened.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
+
+from msgspec import structs
 
 from ..baseline.fingerprint import fingerprint
 from ..baseline.format import Baseline, dumps
@@ -23,10 +25,12 @@ from ..core.env import in_github_actions
 from ..core.errors import ConfigError, FixtureError
 from ..core.progress import Output, PlainOutput
 from ..core.timing import Phases
+from ..core.values import fmt
 from ..database.settings import DbMode
-from ..evalset.corpus import documents_corpus
+from ..evalset.corpus import chunking_share, documents_corpus
 from ..evalset.jsonl import Unanchored, load_chunks, load_evalset
 from ..evalset.records import Chunk, Question
+from ..evalset.split import check_sizes, leak_line, leaks, sides
 from ..files.paths import ChangedSince, Snapshot, changed_since, display, snapshot, write_atomic, write_problem
 from ..gate.evaluation import Evaluation, evaluate, verdict
 from ..gate.items import ItemKey, item_keys
@@ -36,13 +40,15 @@ from ..labels.gold import recorded_digests, recorded_gold
 from ..labels.relabel import anchoring_error, plan
 from ..record.codec import encode
 from ..record.report import ReportInput
-from ..record.types import Record, Verdict
+from ..record.types import Record, TuneSplit, Verdict
 from ..report.terminal import summary_lines
 from ..report.view import view
+from ..retrievers.corpus_tokens import query_tokens
 from ..runner.chunkings import Chunkings
 from ..runner.resources import database_mode, database_url
 from ..runner.runs import Runner
-from ..scoring.evaluate import Run, places
+from ..scoring.evaluate import Run, places, score
+from ..scoring.metrics import primary
 from ..shards.assignment import Shard
 from ..shards.items import shard_outcome
 from ..shards.partial import partial_document
@@ -95,6 +101,12 @@ class RagSession:
         self._evaluation: Evaluation | None = None
         self.phases = Phases()
         self.corpus: dict[str, Any] | None = None
+        self.tune: tuple[Question, ...] = ()
+        self.everyone: tuple[Question, ...] = ()
+        """Every question of the eval set, in its order: what the runner's cache keys name."""
+        """The `tune` questions (evalset/split.py): asked, scored apart, never judged."""
+        self.leak_line: str | None = None
+        self._gated: dict[str, Run] = {}
         """The corpus's record as the team's database computed it, without a chunks file."""
 
     def load(self) -> None:
@@ -123,8 +135,11 @@ class RagSession:
             dsn = need_dsn(database_url(self.options.db_url), f"{self.config.where}, without a chunks file,")
             self.chunks, self.corpus = read_corpus(dsn, source)
             self.questions = load_evalset(self.config.evalset, self.chunks, source.describe())
+        self._split()
         shard = self.options.shard
         self.share = tuple(q for q in self.questions if shard is None or shard.holds(q.id))
+        asked = {q.id for q in (*self.share, *(self.tune if shard is None else ()))}
+        self.asked = tuple(q for q in self.everyone if q.id in asked)  # eval-set order: the reuse cache's key
         if any(spec.on_no_answer for spec in self.config.metrics) and all(q.answerable for q in self.questions):
             raise ConfigError(
                 f"{self.config.where} key 'metrics': abstention is scored on no-answer questions and "
@@ -135,6 +150,22 @@ class RagSession:
         if self.baseline is not None:
             recorded_gold(self.baseline)  # a damaged record of the gold texts fails here, before anything runs
             verify(self.baseline, self.config.k, self.chunks, self.questions)
+
+    def _split(self) -> None:
+        """Where the questions enter judging: the gate's stay in `questions`, the tune ones go to `tune`, run
+        beside them and scored apart (`tune_line`), never judged nor recorded (evalset/split.py)."""
+        self.everyone = self.questions
+        side_of = sides(self.questions, self.config.split)
+        self.tune = tuple(q for q in self.questions if side_of[q.id] == "tune")
+        self.leak_line = None
+        if not self.tune:
+            return
+        gate = tuple(q for q in self.questions if side_of[q.id] == "gate")
+        check_sizes(len(gate), len(self.tune), self.config.min_questions, self.config.where)
+        self.leak_line = leak_line(leaks(self.questions, side_of, query_tokens(
+            self.config.cache_dir, self.config.tokenizer, self.config.workers, [q.query for q in self.questions],
+            self.options.cache_mode)))
+        self.questions = gate
 
     def _reanchored(self, problem: Unanchored) -> FixtureError:
         """A label naming what the corpus no longer holds: where its text went (for an id, the text the
@@ -147,7 +178,8 @@ class RagSession:
         return anchoring_error(problem, found, recorded is not None, self.options.config_path, why)
 
     def header_lines(self) -> list[str]:
-        return header_lines(self.config, self.chunks, self.questions, self.baseline, self.options.update)
+        lines = header_lines(self.config, self.chunks, self.questions, self.baseline, self.options.update)
+        return [*lines, *([self.leak_line] if self.leak_line else [])]
 
     def item_keys(self) -> list[ItemKey]:
         return item_keys(self.config, self.questions)
@@ -167,8 +199,8 @@ class RagSession:
                     reuse_rankings=self.options.reuse and self.config.reuse_rankings,
                 )
 
-            self._runner = (Chunkings(self.config, self.chunks, self.share, start) if self.config.chunkings
-                            else start(self.chunks, self.share))
+            self._runner = (Chunkings(self.config, self.chunks, self.asked, start) if self.config.chunkings
+                            else start(self.chunks, self.asked))
         return self._runner
 
     @property
@@ -178,7 +210,44 @@ class RagSession:
 
     @property
     def runs(self) -> Mapping[str, Run]:
-        return self._runner.runs if self._runner is not None else {}
+        """The runs as judging sees them: over the gate's questions alone (the runner also asked the tune ones)."""
+        ran = self._runner.runs if self._runner is not None else {}
+        if not self.tune or self.options.shard is not None:
+            return ran
+        for name, run in ran.items():
+            if name not in self._gated:
+                self._gated[name] = self._scored(name, run, self.questions)
+        return {name: self._gated[name] for name in ran}
+
+    def _scored(self, name: str, run: Run, questions: tuple[Question, ...]) -> Run:
+        """`run` scored over `questions` alone, by the labels of the chunking its retriever reads."""
+        if run.result is None:
+            return run
+        if self.config.chunkings:
+            questions = chunking_share(self.config.retriever(name).chunking, self.chunks, questions)[1]
+        result = run.result
+        rankings = {q.id: q.ranking for q in result.questions}
+        latencies = {q.id: q.latency_ms for q in result.questions}
+        return replace(run, result=score(result.name, questions, rankings, self.config.shown, latencies,
+                                         places(self.chunks, self.config.shown)))
+
+    def tune_line(self) -> str | None:
+        """The tune questions' primary metric per retriever, one line: scored apart, never in the bar."""
+        found = self.tune_values()
+        if not found:
+            return None
+        label = primary([spec.label for spec in self.config.metrics])
+        shown = ", ".join(f"{name} {fmt(values[label])}" for name, values in found.items() if label in values)
+        return (f"rag: tune split: {len(self.tune)} questions scored apart, never judged nor recorded "
+                f"({label}: {shown}); {len(self.questions)} gate questions judged")
+
+    def tune_values(self) -> dict[str, dict[str, float]]:
+        """Each run's means over the tune questions (what `--rag-json` writes as `tune`)."""
+        ran = self._runner.runs if self._runner is not None else {}
+        if not self.tune or self.options.shard is not None:
+            return {}
+        found = {name: self._scored(name, run, self.tune).result for name, run in ran.items()}
+        return {name: dict(result.metrics) for name, result in found.items() if result is not None}
 
     def evaluation(self) -> Evaluation:
         """The run judged once (`gate/evaluation.py`), on first use (every selected retriever has run by
@@ -253,7 +322,11 @@ class RagSession:
             if self.runs and self.options.shard is None and (self.options.reports or in_github_actions()):
                 self._report(self.report_input())
         if self.options.json_path is not None and self.runs and self.options.shard is None:
-            self._write(self.options.json_path, encode(self.evaluation().timed(self.phases.rounded())))
+            record = self.evaluation().timed(self.phases.rounded())
+            tune = self.tune_values()
+            if tune:
+                record = structs.replace(record, tune=TuneSplit(tuple(q.id for q in self.tune), tune))
+            self._write(self.options.json_path, encode(record))
         plan = self.evaluation().update if self.options.update and self.runs else None
         if plan is not None:
             self.update_lines = plan.lines
@@ -298,8 +371,9 @@ class RagSession:
                     "judged by `ragretrieval merge` over the partial records of all shards",
                     self.phases.line(), *self.update_lines, *self.written]
         lines = summary_lines(view(self.record()), self.options.every_tag, columns)
-        return [*lines, *self.evaluation().warnings, self.phases.line(), *self.update_lines, *self.written,
-                *self.failed_lines]
+        tune = self.tune_line()
+        return [*lines, *([tune] if tune else []), *self.evaluation().warnings, self.phases.line(),
+                *self.update_lines, *self.written, *self.failed_lines]
 
     def close(self) -> None:
         if self._runner is not None:

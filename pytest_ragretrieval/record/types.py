@@ -238,6 +238,14 @@ class Settings(Struct, frozen=True):
     """`report_language`; results written before it held none are reported in both languages."""
 
 
+class TuneSplit(Struct, frozen=True):
+    """What the run measured on the `tune` questions, apart from the gate's."""
+
+    questions: tuple[str, ...]
+    values: dict[str, dict[str, float]]
+    """Retriever -> metric label -> its mean over the tune questions."""
+
+
 class Record(Struct, frozen=True):
     """A results or baseline file. The baseline is the first six fields (its `retrievers` without the
     run's additions); `--rag-json` results add the rest: the gate's failures (so `ragretrieval comment`
@@ -271,3 +279,5 @@ class Record(Struct, frozen=True):
     pair_notes: tuple[str, ...] | UnsetType = UNSET
     """What kept configured pairs from being compared."""
     settings: Settings | UnsetType = UNSET
+    tune: TuneSplit | UnsetType = UNSET
+    """The `tune` questions (`[split]`, `side`): scored apart, never judged, never in the baseline."""

@@ -66,6 +66,10 @@ class RetrieverSpec:
     """`required = true`: where it cannot run (no database URL, no model) the run fails instead of skipping it."""
     chunking: str = ""
     """`chunking = "small"`: the named chunking (`[chunkings.small]`) it reads; "": the default `[chunker]`."""
+    table: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
+    """Its table as written, less `tune`: what a sweep's settings are parsed over (`ragretrieval tune`)."""
+    tune: Mapping[str, tuple[Any, ...]] = field(default_factory=dict, hash=False, compare=False)
+    """`[retrievers.NAME.tune]`: each parameter a sweep tries, with its values; never in the fingerprint."""
 
     @property
     def fingerprint(self) -> dict[str, object]:
@@ -81,11 +85,26 @@ def type_module(kind: str) -> RetrieverType:
     return TYPES[kind]
 
 
+def _tune(value: Any, where: str) -> dict[str, tuple[Any, ...]]:
+    """`[retrievers.NAME.tune]`: parameter = [values]; each value is checked when the sweep parses it."""
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where} key 'tune': must be a table of parameter = [values], e.g. rrf_k = [10, 30, 60]")
+    found: dict[str, tuple[Any, ...]] = {}
+    for key, values in value.items():
+        if key in ("type", "tune") or not isinstance(values, list) or not values:
+            raise ConfigError(f"{where} key 'tune.{key}': must be a non-empty list of values of a parameter, "
+                              "e.g. [10, 30, 60]")
+        found[key] = tuple(values)
+    return found
+
+
 def parse_spec(name: str, data: Mapping[str, Any], where: str, root: Path | None = None) -> RetrieverSpec:
     """Validate one `[tool.ragretrieval.retrievers.NAME]` table; its paths are relative to `root`."""
     if not isinstance(data, dict):
         raise ConfigError(f"{where}: must be a table")
-    table = Table(data, where, root)
+    tune = _tune(data.get("tune", {}), where)
+    written = {key: value for key, value in data.items() if key != "tune"}
+    table = Table(written, where, root)
     kind = table.text("type", choices=TYPES)
     max_latency = table.number("max_latency_ms", None, minimum=0)
     required = table.boolean("required", False)
@@ -96,7 +115,7 @@ def parse_spec(name: str, data: Mapping[str, Any], where: str, root: Path | None
     depth = getattr(module, "source_depth", None)
     spec = RetrieverSpec(name=name, type=kind, params=params, sources=tuple(module.sources(params)),
                          max_latency_ms=max_latency, source_depth=depth(params) if depth is not None else None,
-                         required=required, chunking=chunking)
+                         required=required, chunking=chunking, table=written, tune=tune)
     unrecordable = settings_problem(spec.fingerprint, "")
     if unrecordable is not None:  # the baseline's reader would refuse what the run records
         raise ConfigError(f"{where}: {unrecordable[0]} holds {unrecordable[1]}; remove it")

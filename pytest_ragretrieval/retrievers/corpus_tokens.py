@@ -16,12 +16,13 @@ from __future__ import annotations
 import pickle
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
+from pathlib import Path
 
 import numpy as np
 
-from ..cache.store import Namespace
+from ..cache.store import Cache, Mode, Namespace
 from ..core.errors import RagError
 from ..core.fork import (
     BESIDE,
@@ -36,7 +37,7 @@ from ..core.fork import (
     result,
     stop,
 )
-from .tokens import describe, steps, tokenizer
+from .tokens import describe, steps, tokenizer, tokenizer_key
 
 RULE = "tokens 1"
 """Bump when what we do to the tokenizer's output changes: cached tokens then stop matching."""
@@ -274,3 +275,19 @@ def _packed(words: list[str], rows: list[np.ndarray]) -> bytes:
 def _unflat(data: bytes) -> tuple[list[str], list[np.ndarray]]:
     words, lengths, flat = pickle.loads(data)
     return words, np.split(flat, np.cumsum(lengths)[:-1])
+
+
+def query_tokens(
+    folder: Path, name: str, workers: int, texts: Sequence[str], mode: Mode,
+) -> Callable[[str], list[str]]:
+    """The global tokenizer's tokens of `texts`, through the cache (a warm run's bm25 has cached them, so
+    the tokenizer is not loaded), as a function of the text: the leak guard's (evalset/split.py)."""
+    key = tokenizer_key(name)
+    if mode == "off":
+        return tokenizer(key)
+    space = Cache(folder, mode).namespace("tokens", tokenizer_id(key), dtype="<i4")
+    vocabulary, rows = cached_tokens(texts, key, space, workers)
+    found = {text: [vocabulary[i] for i in row.tolist()] for text, row in zip(texts, rows, strict=True)}
+    if mode == "readwrite":
+        space.flush()
+    return lambda text: found[text] if text in found else tokenizer(key)(text)

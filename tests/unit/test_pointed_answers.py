@@ -116,7 +116,8 @@ def test_a_config_file_with_the_pyproject_table_says_keys_go_at_top_level(tmp_pa
 
 @pytest.mark.parametrize(("argv", "message"), [
     (["suspect"], "ragretrieval: error: argument COMMAND: invalid choice: 'suspect'; did you mean 'suspects'? "
-                  "(choose from 'find', 'suspects', 'pool', 'relabel', 'diff', 'pr-check', 'comment', 'merge', 'schema', 'explain')"),
+                  "(choose from 'find', 'suspects', 'pool', 'relabel', 'diff', 'pr-check', 'comment', 'merge', 'schema', "
+                  "'explain', 'tune')"),
     (["prcheck"], "did you mean 'pr-check'?"),
     (["frobnicate"], "ragretrieval: error: argument COMMAND: invalid choice: 'frobnicate' (choose from "),
 ])
