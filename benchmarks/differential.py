@@ -817,7 +817,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=48)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--minimise", type=int, default=3, help="disagreeing cases minimised per kind")
-    parser.add_argument("--json", default=str(HERE / "results" / "differential.json"))
+    parser.add_argument("--json", default=str(HERE / ".work" / "differential.json"))
     parser.add_argument("--work", default="")
     args = parser.parse_args(argv)
     # Run as a script, this folder leads sys.path, and its xdist.py would shadow pytest-xdist's plugin.
