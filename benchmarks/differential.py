@@ -303,10 +303,10 @@ def generate(count: int, seed: int) -> list[Case]:
     return cases
 
 
-SAMPLE = (0, 1, 2, 3, 5, 6, 7, 9, 18, 34, 41, 43, 44)
+SAMPLE = (0, 1, 2, 3, 5, 6, 7, 9, 16, 18, 34, 41, 43, 44, 63)
 """The suite's fixed sample, indices into `generate(_, 48)` (a case depends on its index and the seed
-alone): every edit kind, both modes, every base format, gates that fail and pass, and on 577255f both
-agreeing cases and one of each kind of disagreement (tests/plugin/test_differential.py)."""
+alone): every edit kind, both modes, every base format, gates that fail and pass, and on 0e2421b both
+agreeing cases and each kind of disagreement (tests/plugin/test_differential.py)."""
 
 
 def sample() -> list[Case]:
