@@ -4,8 +4,8 @@ whose full run is 500 cases; docs/performance.md gives its result).
 
 The sample is run once, as the benchmark runs it (git repositories, pytest and the command, on two
 processes), and each case is its own test. On 0e2421b (577255f and 23 later commits) six of them
-disagree, each a bypass issue 48
-names; they are strict xfails, so each turns red once fixed and its mark must go."""
+disagree, each a bypass issue 48 names; they are strict xfails, so each turns red once fixed and its
+mark must go."""
 from __future__ import annotations
 
 import importlib.util
