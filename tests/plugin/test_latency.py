@@ -56,3 +56,29 @@ def test_a_cold_tokenizer_is_loaded_before_the_first_question_and_reported_apart
     rerun = pytester.runpytest_subprocess("--rag-eval", "--rag-json", "again.json", *RUN)
     rerun.assert_outcomes(passed=5)
     assert "loads_ms" not in json.loads((pytester.path / "again.json").read_text(encoding="utf-8"))["retrievers"]["bm25"]
+
+
+def test_a_cold_cross_encoder_is_loaded_before_the_first_question_and_a_warm_run_loads_none(
+    pytester: pytest.Pytester,
+) -> None:
+    """A reranker's first question timed torch, sentence-transformers and the weights loading (seconds), so a
+    latency limit failed on every cold run. The model is loaded before the first question now, reported apart,
+    and the limit passes; a rerun scores from the cache and loads nothing: its model folder is gone."""
+    pytest.importorskip("sentence_transformers", reason="needs sentence-transformers and torch (the test extras)")
+    from projects import CHUNKS, QUESTIONS
+    from tiny_models import build_cross_encoder
+
+    build_cross_encoder(pytester.path / "reranker", [c["text"] for c in CHUNKS] + [q["query"] for q in QUESTIONS])
+    write_project(pytester.path, retrievers=retriever("table", "python", factory="table_retriever:make")
+                  + retriever("rerank", "rerank", source="table", depth=3, model="reranker", max_latency_ms=1000))
+    result = pytester.runpytest_subprocess("--rag-update-baseline", "--rag-json", "r.json", *RUN)
+    result.assert_outcomes(passed=9)
+    entry = json.loads((pytester.path / "r.json").read_text(encoding="utf-8"))["retrievers"]["rerank"]
+    (loaded, took), = entry["loads_ms"].items()
+    assert loaded == "cross-encoder reranker" and took > entry["latency_ms"]["p95"]
+    result.stdout.fnmatch_lines(["one-time loads before the first question, not in its latency, ms: "
+                                 "rerank cross-encoder reranker *"])
+    (pytester.path / "reranker").rename(pytester.path / "gone")
+    rerun = pytester.runpytest_subprocess("--rag-eval", "--rag-json", "again.json", *RUN)
+    rerun.assert_outcomes(passed=9)
+    assert "loads_ms" not in json.loads((pytester.path / "again.json").read_text(encoding="utf-8"))["retrievers"]["rerank"]
