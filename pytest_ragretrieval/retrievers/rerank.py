@@ -203,7 +203,7 @@ class RerankRetriever:
         for query in queries:
             candidates = list(ask(self.source, query, self.depth))
             keys = [f"{query.query}\0{self.texts[chunk_id]}" for chunk_id in candidates if chunk_id in self.texts]
-            if self.cache.absent(keys):
+            if any(entry is None for entry in self.cache.read(keys)):  # read as `scores` reads them
                 started = time.perf_counter()
                 scorer.load()
                 return {f"cross-encoder {scorer.model}": (time.perf_counter() - started) * 1000.0}
