@@ -31,6 +31,18 @@ class Bounded(Protocol):
     def bound(self, texts: list[str], side: Side) -> list[str]: ...
 
 
+@runtime_checkable
+class Loading(Protocol):
+    """An embedder whose first `embed` loads a model (its weights, an engine): `load` does it now, so that
+    the runner can do it before the first question is timed (`CachedEmbedder.load`); `loaded` says whether
+    it is done. A server's embedder has nothing to load and does not implement it."""
+
+    @property
+    def loaded(self) -> bool: ...
+
+    def load(self) -> object: ...
+
+
 def computes_here(embedder: object) -> bool:
     """Whether the embedder's vectors come from this machine's arithmetic (a model run in process), so
     that embedding one cached text again tells whether this CPU computes what filled the cache; a
@@ -118,6 +130,16 @@ class FailOnce:
             raise self.failure
         try:
             return self.embedder.embed(texts, side)
+        except Exception as exc:
+            self.failure = exc
+            raise
+
+    def load(self) -> object:
+        """The wrapped embedder's load (`Loading`): a failure is kept as a failed `embed` is."""
+        if self.failure is not None:
+            raise self.failure
+        try:
+            return self.embedder.load()  # type: ignore[attr-defined]
         except Exception as exc:
             self.failure = exc
             raise

@@ -13,7 +13,7 @@ from ..cache.store import Cache
 from ..core.errors import RagError
 from ..core.progress import Output, PlainOutput, Progress
 from ..files.paths import display
-from .base import Bounded, Embedder, check_vectors, computes_here
+from .base import Bounded, Embedder, Loading, check_vectors, computes_here
 from .prompts import Side
 
 DRIFT = 1e-6
@@ -123,6 +123,25 @@ class CachedEmbedder:
         texts = self.embedder.bound(list(texts), side) if isinstance(self.embedder, Bounded) else list(texts)
         key = self.embedder.prompts.key
         return len(self.namespace.absent([key(text, side) for text in dict.fromkeys(texts)]))
+
+    def load(self, texts: Sequence[str], side: Side = "query") -> dict[str, float]:
+        """The model loaded now when `embed(texts, side)` would load it (a text the cache lacks, with a cache
+        that may be written): so a retriever loads it before its first question is timed. Milliseconds by
+        `embedder ID`; empty when nothing was loaded (all cached, loaded already, or a server's embedder)."""
+        model = self.embedder
+        if not isinstance(model, Loading) or model.loaded or self.namespace.mode == "readonly":
+            return {}
+        started = time.perf_counter()  # a query cut to the model's window may load it to count its tokens
+        try:
+            if not self.misses(texts, side) and not model.loaded:
+                return {}
+            model.load()
+        except RagError:
+            raise
+        except Exception as exc:  # as a failed batch is said (`_call`)
+            detail = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            raise RagError(f"embedder {self.id!r} raised {type(exc).__name__}: {detail}") from exc
+        return {f"embedder {self.id}": (time.perf_counter() - started) * 1000.0}
 
     def _probe(self, unique: list[str], missing: set[int], matrix: np.ndarray, side: Side) -> None:
         """Once per session, when an in-process model runs anyway and the cache also answered: embed the

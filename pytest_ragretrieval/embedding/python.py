@@ -25,12 +25,22 @@ class PythonEmbedder:
         self.root = root
         self._function: Callable[..., Any] | None = None
 
-    def embed(self, texts: list[str], side: Side = "passage") -> np.ndarray:
-        """The callable gets the texts with the side's prompt put before each."""
+    @property
+    def loaded(self) -> bool:
+        return self._function is not None
+
+    def load(self) -> Callable[..., Any]:
+        """The callable, its module imported (`Loading`): a module that loads a model when imported does it
+        before the first question; one that loads it on its first call does it inside that question."""
         if self._function is None:
             self._function = load_object(self.target, self.root, "embedding")
+        return self._function
+
+    def embed(self, texts: list[str], side: Side = "passage") -> np.ndarray:
+        """The callable gets the texts with the side's prompt put before each."""
+        function = self.load()
         try:
-            result = self._function(self.prompts.apply(list(texts), side))
+            result = function(self.prompts.apply(list(texts), side))
         except RagError:
             raise
         except Exception as exc:

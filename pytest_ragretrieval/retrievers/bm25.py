@@ -10,7 +10,7 @@ from ..core.errors import RetrieverError
 from ..evalset.records import Chunk
 from ..files.paths import absolute
 from ..files.tables import Table
-from .protocol import Context, Setup
+from .protocol import Context, Query, Setup
 from .tokens import JIEBA, TOKENIZERS, describe, tokenizer, tokenizer_key
 from .user_dict import read_user_dict
 
@@ -84,13 +84,13 @@ class BM25Retriever:
     def __call__(self, query: str, k: int) -> list[str]:
         return self._top(self.tokenize(query), k)
 
-    def preload(self, queries: Sequence[str], batched: bool) -> Mapping[str, float]:
+    def preload(self, queries: Sequence[Query], batched: bool) -> Mapping[str, float]:
         """The tokenizer, loaded before the first question is timed, so its one-time load (jieba's dictionary:
         about 0.4 s) is no question's latency: for `search_many` when the queries' tokens are not all cached
         (a warm run loads nothing), for calls always (a call tokenizes its query itself)."""
         if self.load is None:
             return {}
-        return self.load(queries if batched else None)
+        return self.load([query.query for query in queries] if batched else None)
 
     def _top(self, tokens: Sequence[str], k: int) -> list[str]:
         if not tokens:

@@ -76,9 +76,10 @@ class Preloading(Protocol):
     """A retriever with one-time loads (a tokenizer's dictionary, a model) that answering `queries` would
     do inside the first question: `preload` does them before any question is timed and returns the
     milliseconds each took, by what was loaded; empty when nothing needed loading (a warm run).
-    `batched`: whether the queries will be answered by `search_many` (`Batched`), else one call each."""
+    `queries`: the questions about to be asked (by id, text and tags: a reranker asks its source for their
+    candidates); `batched`: whether they will be answered by `search_many` (`Batched`), else one call each."""
 
-    def preload(self, queries: Sequence[str], batched: bool) -> Mapping[str, float]: ...
+    def preload(self, queries: Sequence[Query], batched: bool) -> Mapping[str, float]: ...
 
 
 @runtime_checkable
@@ -186,6 +187,10 @@ class Context(Protocol):
     def load_tokenizer(self, texts: Sequence[str] | None, tokenizer: str | None = None) -> Mapping[str, float]:
         """Load the tokenizer now when `tokens(texts)` would (a text the cache lacks), or outright when
         `texts` is None: milliseconds by what was loaded, empty when nothing was (all cached, or loaded already)."""
+
+    def load_embedder(self, texts: Sequence[str]) -> Mapping[str, float]:
+        """Load the embedder's model now when `embed(texts)` would (a query the cache lacks): milliseconds by
+        what was loaded, empty when nothing was (all cached, loaded already, or nothing to load: a server)."""
 
     @property
     def workers(self) -> int:

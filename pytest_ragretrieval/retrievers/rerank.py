@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import struct
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -123,7 +124,11 @@ class CrossEncoderScorer:
             "give a local folder in `model`, or run where the model can be downloaded"
         )
 
-    def _load(self) -> Any:
+    @property
+    def loaded(self) -> bool:
+        return self._encoder is not None
+
+    def load(self) -> Any:
         """The model; when it is neither a folder, nor cached, nor downloadable, unavailable before torch loads.
         A missing package is named first: without it no copy of the model, local or downloaded, could run."""
         if self._encoder is None:
@@ -144,7 +149,7 @@ class CrossEncoderScorer:
         return self._encoder
 
     def __call__(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
-        scores = self._load().predict(list(pairs), batch_size=self.batch_size, show_progress_bar=False)
+        scores = self.load().predict(list(pairs), batch_size=self.batch_size, show_progress_bar=False)
         return [float(score) for score in scores]
 
 
@@ -186,6 +191,23 @@ class RerankRetriever:
                 known[i] = value
                 self.cache.put(keys[i], struct.pack("<d", value))
         return [known[i] for i in range(len(keys))]
+
+    def preload(self, queries: Sequence[Query], batched: bool) -> Mapping[str, float]:
+        """The cross-encoder (torch, sentence-transformers and the weights: seconds), loaded before the first
+        question is timed when a query-candidate pair is not cached; a warm run loads nothing. The source's
+        candidates are read from the session's store, which the runner fills before this retriever's
+        questions; an HTTP service has nothing to load."""
+        scorer = self.scorer
+        if not isinstance(scorer, CrossEncoderScorer) or scorer.loaded or self.cache.mode == "readonly":
+            return {}
+        for query in queries:
+            candidates = list(ask(self.source, query, self.depth))
+            keys = [f"{query.query}\0{self.texts[chunk_id]}" for chunk_id in candidates if chunk_id in self.texts]
+            if any(entry is None for entry in self.cache.read(keys)):  # read as `scores` reads them
+                started = time.perf_counter()
+                scorer.load()
+                return {f"cross-encoder {scorer.model}": (time.perf_counter() - started) * 1000.0}
+        return {}
 
     def diagnostics(self, questions: Sequence[Question]) -> dict[str, float]:
         """Recall@depth of the candidate pools: the ceiling no reranker can pass."""

@@ -208,6 +208,11 @@ class TeamRetriever(ABC):
     def _vectors(self, queries: Sequence[str]) -> NDArray[np.float32] | list[None]:
         return self.ctx.embed(list(queries)) if self.embeds else [None] * len(queries)
 
+    def preload(self, queries: Sequence[Query], batched: bool) -> Mapping[str, float]:
+        """The embedder's model, loaded before the first question is timed when the type embeds and a query
+        is not cached; a warm run, or a query without a vector, loads nothing."""
+        return self.ctx.load_embedder([query.query for query in queries]) if self.embeds else {}
+
     def _stop(self, why: str) -> RetrieverError:
         """Stop the retriever for the run: `why` and what it leaves unasked, as the one line it fails with."""
         with self._lock:

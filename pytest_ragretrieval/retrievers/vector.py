@@ -12,7 +12,7 @@ from ..evalset.records import Question
 from ..files.tables import Table
 from ..scoring.metrics import ann_overlap
 from .candidates import Candidates
-from .protocol import Context, Setup
+from .protocol import Context, Query, Setup
 
 
 def ann_recall(overlaps: Sequence[float]) -> float:
@@ -88,6 +88,11 @@ class VectorRetriever:
         if overlap is not None:
             self.overlaps.setdefault(k, []).append(overlap)
         return ranking
+
+    def preload(self, queries: Sequence[Query], batched: bool) -> Mapping[str, float]:
+        """The embedder's model, loaded before the first question is timed when a query is not cached (a
+        call embeds through the cache as `search_many` does); a warm run loads nothing."""
+        return self.ctx.load_embedder([query.query for query in queries])
 
     def _rank(self, conn: Any, vector: Any, k: int, among: list[str] | None) -> tuple[list[str], float | None]:
         """The ranking and, with an ANN index, its overlap with exact search (None without one).

@@ -106,7 +106,7 @@ class Memo:
         many = self.retriever if isinstance(self.retriever, Batched) and not self.by_id and len(todo) >= 2 else None
         if todo and isinstance(self.retriever, Preloading):
             with self.store.phases.phase("loading"):
-                self.loads.update(self.retriever.preload([query.query for query in todo], many is not None))
+                self.loads.update(self.retriever.preload(todo, many is not None))
         if many is None:
             for query in todo:
                 self.ask(query, k)

@@ -71,6 +71,9 @@ class RetrieverContext:
     def load_tokenizer(self, texts: Sequence[str] | None, tokenizer: str | None = None) -> Mapping[str, float]:
         return self._bench.load_tokenizer(texts, tokenizer or self.tokenizer)
 
+    def load_embedder(self, texts: Sequence[str]) -> Mapping[str, float]:
+        return self._bench.resources.embedder.load(list(texts), "query")
+
     @property
     def workers(self) -> int:
         return self._bench.config.workers

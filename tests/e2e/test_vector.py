@@ -1,6 +1,7 @@
 """The vector retriever through the plugin on the embedded database, against brute-force cosine."""
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import numpy
@@ -127,3 +128,28 @@ def test_reports_and_results_name_no_temporary_folder_and_no_run_schema(pytester
         assert not re.search(r"rag_eval_[0-9a-f]{12}", text), name
     report = (pytester.path / "report.md").read_text(encoding="utf-8")
     assert re.search(r"database：embedded: PostgreSQL [0-9.]+, pgvector [0-9.]+\n", report), report
+
+
+def test_a_cold_embedder_is_loaded_before_the_first_question_and_a_warm_run_loads_none(
+    pytester: pytest.Pytester,
+) -> None:
+    """With the corpus cached, a question added made the first query embedding load the model (torch and
+    MiniLM: seconds), timed inside the questions' latency, and a latency limit failed. The model is loaded
+    before the first question now, reported apart; a warm run, every query cached, loads nothing. Each run
+    is a fresh process, so the model is cold in each."""
+    write_e2e_project(pytester.path, retriever("vector", "vector", max_latency_ms=300), "cache")
+    pytester.runpytest_subprocess("--rag-update-baseline", *RUN).assert_outcomes(passed=3)
+    evalset = pytester.path / "fixtures" / "evalset.jsonl"
+    added = {"id": "q07", "query": "差旅住宿标准是多少", "relevant": ["travel-001"]}
+    evalset.write_text(evalset.read_text(encoding="utf-8") + json.dumps(added, ensure_ascii=False) + "\n",
+                       encoding="utf-8")
+    result = pytester.runpytest_subprocess("--rag-eval", "--rag-json", "r.json", *RUN)
+    result.assert_outcomes(passed=3)
+    entry = read_results(pytester.path / "r.json")["retrievers"]["vector"]
+    (loaded, took), = entry["loads_ms"].items()
+    assert loaded == "embedder sentence-transformers:all-MiniLM-L6-v2" and took > entry["latency_ms"]["p95"]
+    result.stdout.fnmatch_lines(["one-time loads before the first question, not in its latency, ms: "
+                                 "vector embedder sentence-transformers:all-MiniLM-L6-v2 *"])
+    rerun = pytester.runpytest_subprocess("--rag-eval", "--rag-no-reuse", "--rag-json", "again.json", *RUN)
+    rerun.assert_outcomes(passed=3)
+    assert "loads_ms" not in read_results(pytester.path / "again.json")["retrievers"]["vector"]

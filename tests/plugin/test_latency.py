@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
 
 import pytest
-from projects import RUN, retriever, write_project
+from projects import CHUNKS, QUESTIONS, RUN, retriever, write_project
 
 SLOW = "import time\n\ndef make(ctx):\n    def retrieve(query, k):\n        time.sleep(0.03)\n        return []\n    return retrieve\n"
 
@@ -56,3 +58,37 @@ def test_a_cold_tokenizer_is_loaded_before_the_first_question_and_reported_apart
     rerun = pytester.runpytest_subprocess("--rag-eval", "--rag-json", "again.json", *RUN)
     rerun.assert_outcomes(passed=5)
     assert "loads_ms" not in json.loads((pytester.path / "again.json").read_text(encoding="utf-8"))["retrievers"]["bm25"]
+
+
+@pytest.fixture(scope="module")
+def tiny_reranker(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Built once, before pytester's snapshot of the modules: torch imported inside a test would be dropped
+    from sys.modules after it, and a later import of it in this process fails."""
+    pytest.importorskip("sentence_transformers", reason="needs sentence-transformers and torch (the test extras)")
+    from tiny_models import build_cross_encoder
+
+    texts = [chunk["text"] for chunk in CHUNKS] + [question["query"] for question in QUESTIONS]
+    return build_cross_encoder(tmp_path_factory.mktemp("models") / "reranker", texts)
+
+
+def test_a_cold_cross_encoder_is_loaded_before_the_first_question_and_a_warm_run_loads_none(
+    pytester: pytest.Pytester, tiny_reranker: Path,
+) -> None:
+    """A reranker's first question timed torch, sentence-transformers and the weights loading (seconds), so a
+    latency limit failed on every cold run. The model is loaded before the first question now, reported apart,
+    and the limit passes; a rerun scores from the cache and loads nothing: its model folder is gone. Each run
+    is a fresh process, so the model is cold in each."""
+    shutil.copytree(tiny_reranker, pytester.path / "reranker")
+    write_project(pytester.path, retrievers=retriever("table", "python", factory="table_retriever:make")
+                  + retriever("rerank", "rerank", source="table", depth=3, model="reranker", max_latency_ms=1000))
+    result = pytester.runpytest_subprocess("--rag-update-baseline", "--rag-json", "r.json", *RUN)
+    result.assert_outcomes(passed=9)
+    entry = json.loads((pytester.path / "r.json").read_text(encoding="utf-8"))["retrievers"]["rerank"]
+    (loaded, took), = entry["loads_ms"].items()
+    assert loaded == "cross-encoder reranker" and took > entry["latency_ms"]["p95"]
+    result.stdout.fnmatch_lines(["one-time loads before the first question, not in its latency, ms: "
+                                 "rerank cross-encoder reranker *"])
+    (pytester.path / "reranker").rename(pytester.path / "gone")
+    rerun = pytester.runpytest_subprocess("--rag-eval", "--rag-json", "again.json", *RUN)
+    rerun.assert_outcomes(passed=9)
+    assert "loads_ms" not in json.loads((pytester.path / "again.json").read_text(encoding="utf-8"))["retrievers"]["rerank"]

