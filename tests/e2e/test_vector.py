@@ -130,6 +130,7 @@ def test_reports_and_results_name_no_temporary_folder_and_no_run_schema(pytester
     assert re.search(r"database：embedded: PostgreSQL [0-9.]+, pgvector [0-9.]+\n", report), report
 
 
+@pytest.mark.slow  # three fresh processes, about 2 minutes on 2 cores
 def test_a_cold_embedder_is_loaded_before_the_first_question_and_a_warm_run_loads_none(
     pytester: pytest.Pytester,
 ) -> None:
