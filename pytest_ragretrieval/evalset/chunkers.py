@@ -382,8 +382,8 @@ def packed(measure: Measure, start: int, end: int, size: int, overlap: int) -> l
     found: list[tuple[int, int]] = []
     first = 0
     total = 0
-    for number, (begin, stop) in enumerate(pieces):
-        grows = measure(begin, stop)
+    for number, (begin, finish) in enumerate(pieces):
+        grows = measure(begin, finish)
         if total + grows > size and number > first:
             found.append((pieces[first][0], pieces[number - 1][1]))
             while first < number and (total > overlap or total + grows > size):
@@ -405,12 +405,12 @@ def recursive_spans(text: str, chunker: Chunker) -> list[tuple[int, int]]:
 
 def capped_sentences(text: str, chunker: Chunker) -> list[tuple[int, int]]:
     """`sentences` with a `cap`: windows of up to `size` sentences overlapping by `overlap`, each holding
-    only the sentences that fit in `cap` (a sentence over it cut like `recursive`, its pieces units of
-    their own)."""
+    only the sentences that fit in `cap` (a sentence over it cut like `recursive`, without overlap, its
+    chunks units of their own)."""
     measure = Measure(text, chunker)
     bounds = sentence_bounds(text)
     units = [piece for a, b in zip(bounds, bounds[1:], strict=False)
-             for piece in pieces_within(measure, a, b, chunker.cap, 1)]
+             for piece in packed(measure, a, b, chunker.cap, 0)]
     found: list[tuple[int, int]] = []
     first = 0
     while first < len(units):
