@@ -17,7 +17,7 @@ from ..baseline.verify import verify
 from ..config.outputs import check_outputs
 from ..config.settings import load_config
 from ..core.env import in_github_actions
-from ..evalset.corpus import documents_corpus
+from ..evalset.corpus import documents_corpus, recorded_digest
 from ..evalset.jsonl import load_chunks, load_evalset
 from ..files.paths import display, write_atomic, write_problem
 from ..gate.evaluation import evaluate
@@ -73,13 +73,14 @@ def run(args: argparse.Namespace) -> Result:
     wanted = {"--json": args.json_path, **{f"--report {name}": path for name, path in args.report}}
     outputs = {option: path for option, value in wanted.items() if (path := checked_output(option, value, read))}
     check_outputs(config, outputs, args.update_baseline)
+    baseline = load_baseline(config.baseline)
     if config.documents is not None and config.chunker is not None:
         chunks, questions = documents_corpus(config.documents, config.chunker, config.root, config.evalset,
-                                             config.chunkings)
+                                             config.chunkings,
+                                             recorded=recorded_digest(baseline.fingerprint if baseline else None))
     else:
         chunks = load_chunks(config.chunks_file(f"{PROG} merge"))
         questions = load_evalset(config.evalset, chunks)
-    baseline = load_baseline(config.baseline)
     if baseline is not None:
         verify(baseline, config.k, chunks, questions)
     measured = set(baseline.retrievers) if baseline is not None else set()

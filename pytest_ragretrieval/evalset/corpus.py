@@ -9,27 +9,61 @@ labels each chunking as alone; `chunking_share` then gives a chunking's retrieve
 """
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from .chunkers import Chunker, chunk_documents
-from .documents import load_documents
+from .documents import Document, documents_digest, load_documents
 from .jsonl import load_evalset
 from .records import Chunk, Question
 
 
 def documents_corpus(
     documents: Path, chunker: Chunker, root: Path, evalset: Path, named: Mapping[str, Chunker] | None = None,
+    *, recorded: str | None = None,
 ) -> tuple[tuple[Chunk, ...], tuple[Question, ...]]:
     """The chunks cut from `documents` by `chunker` and by each of `named` (`[chunkings.NAME]`), and the
-    questions of `evalset`, gold placed in the documents and labelled in every chunking."""
+    questions of `evalset`, gold placed in the documents and labelled in every chunking; `recorded`: the
+    documents' digest the baseline recorded (`recorded_digest`), which says whether they are `unedited`."""
     found = load_documents(documents)
     chunks = list(chunk_documents(found, chunker, root))
     for name, other in (named or {}).items():
         chunks.extend(replace(chunk, id=f"{chunk.doc}#{name}#{chunk.id.rpartition('#')[2]}")
                       for chunk in chunk_documents(found, other, root))
-    return tuple(chunks), load_evalset(evalset, chunks, documents=found)
+    return tuple(chunks), load_evalset(evalset, chunks, documents=found, unedited=unedited(found, recorded))
+
+
+def unedited(documents: Sequence[Document], recorded: str | None) -> bool:
+    """Whether the documents are as the gold's author saw them: no baseline recorded a digest of them (the
+    gold is being written against these), or the one it recorded is theirs today. Then a gold span must hold
+    its `text` at its offsets; after an edit, its text is found again where it moved."""
+    return recorded is None or recorded == documents_digest(documents)
+
+
+def recorded_digest(fingerprint: Mapping[str, Any] | None) -> str | None:
+    """The documents' digest a baseline's fingerprint recorded (`chunks.documents.sha256`), or None."""
+    chunks = (fingerprint or {}).get("chunks")
+    found = chunks.get("documents") if isinstance(chunks, Mapping) else None
+    digest = found.get("sha256") if isinstance(found, Mapping) else None
+    return digest if isinstance(digest, str) else None
+
+
+def budget_warnings(budgets: Iterable[int], chunks: Sequence[Chunk], chunkings: Mapping[str, str]) -> list[str]:
+    """One line for each budget (`@<n>c`) that fewer than half of a chunking's chunks fit in: a prompt of
+    `n` characters then takes no chunk for most rankings, and its metrics say little. `chunkings`: each
+    chunking read (`chunking_of`'s name) and how a line names it."""
+    found = []
+    for name, label in chunkings.items():
+        lengths = sorted(len(chunk.text) for chunk in chunks if chunking_of(chunk.id) == name)
+        for budget in sorted(set(budgets)):
+            fit = sum(1 for length in lengths if length <= budget)
+            if lengths and 2 * fit < len(lengths):
+                found.append(f"budget {budget}c: {fit} of {label}'s {len(lengths)} chunks fit in {budget} characters "
+                             f"(its median chunk has {lengths[len(lengths) // 2]}), so the budget metrics at "
+                             f"{budget}c score little there; raise the budget or cut smaller chunks")
+    return found
 
 
 def chunking_of(chunk_id: str) -> str:

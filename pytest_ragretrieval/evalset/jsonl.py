@@ -183,7 +183,8 @@ def _relevance(where: str, value: Any, known: Mapping[str, Chunk], source: str |
 
 def _snippet_relevance(where: str, value: Any, chunks: Sequence[Chunk]) -> dict[str, int]:
     if not isinstance(value, list) or not all(isinstance(s, str) and s.strip() for s in value):
-        raise FixtureError(f"{where}: 'relevant_text' must be a list of non-empty strings")
+        raise FixtureError(f"{where}: 'relevant_text' must be a list of strings, none empty or blank "
+                           "(whitespace only)")
     grades: dict[str, int] = {}
     for snippet in value:
         matches = [chunk.id for chunk in chunks if snippet in chunk.text]
@@ -238,6 +239,7 @@ def _tags(where: str, value: Any) -> tuple[str, ...]:
 
 def _text_gold(
     where: str, record: Mapping[str, Any], chunks: Sequence[Chunk], documents: Mapping[str, Document] | None,
+    unedited: bool = False,
 ) -> tuple[dict[str, int], dict[str, int], tuple[Span, ...]]:
     """The chunks the `relevant_text` snippets make relevant, those `relevant_spans` make relevant (with
     their grades), and every gold span: in documents mode, placed in the documents and labelled by the
@@ -251,19 +253,22 @@ def _text_gold(
     if "relevant_text" in record:
         value = record["relevant_text"]
         if not isinstance(value, list) or not all(isinstance(s, str) and s.strip() for s in value):
-            raise FixtureError(f"{where}: 'relevant_text' must be a list of non-empty strings")
+            raise FixtureError(f"{where}: 'relevant_text' must be a list of strings, none empty or blank "
+                               "(whitespace only)")
         snippets = snippet_spans(where, value, list(documents.values()))
-    given = given_spans(where, record["relevant_spans"], documents, MAX_GRADE) if "relevant_spans" in record else []
+    given = (given_spans(where, record["relevant_spans"], documents, MAX_GRADE, unedited)
+             if "relevant_spans" in record else [])
     return span_labels(snippets, chunks), span_labels(given, chunks), (*given, *snippets)
 
 
 def load_evalset(
     path: Path, chunks: Sequence[Chunk], source: str | None = None, documents: Sequence[Document] | None = None,
+    unedited: bool = False,
 ) -> tuple[Question, ...]:
     """Read the eval set against the loaded corpus, resolving `relevant_text` snippets; `source`
     names where the chunks came from when it is not a chunks file (the team's table); with `documents`
     (documents mode), snippets and `relevant_spans` are placed in the documents and labelled by the rule
-    of evalset/gold_text.py."""
+    of evalset/gold_text.py, and where they are `unedited` a span must hold its text at its offsets."""
     known = {chunk.id: chunk for chunk in chunks}
     by_id = None if documents is None else {document.id: document for document in documents}
     questions: list[Question] = []
@@ -281,7 +286,7 @@ def load_evalset(
             raise FixtureError(f"{where}: missing field 'relevant' (use [] for a no-answer question)")
         grades = _relevance(where, record.get("relevant", []), known, source)
         rejected = _not_relevant(where, record.get("not_relevant", []), grades, known)
-        matched, placed, spans = _text_gold(where, record, chunks, by_id)
+        matched, placed, spans = _text_gold(where, record, chunks, by_id, unedited)
         for chunk_id, grade in (*placed.items(), *matched.items()):
             grades[chunk_id] = max(grade, grades.get(chunk_id, 0))
         if not isinstance(record.get("metadata", {}), dict):
