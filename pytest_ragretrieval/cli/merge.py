@@ -77,7 +77,8 @@ def run(args: argparse.Namespace) -> Result:
     if config.documents is not None and config.chunker is not None:
         chunks, questions = documents_corpus(config.documents, config.chunker, config.root, config.evalset,
                                              config.chunkings,
-                                             recorded=recorded_digest(baseline.fingerprint if baseline else None))
+                                             recorded=recorded_digest(baseline.fingerprint if baseline else None),
+                                             cache=config.cache_dir)
     else:
         chunks = load_chunks(config.chunks_file(f"{PROG} merge"))
         questions = load_evalset(config.evalset, chunks)

@@ -247,7 +247,8 @@ def today_exam(config: Config, base: Baseline | None = None) -> Today | None:
     if config.documents is not None and config.chunker is not None:
         chunks, questions = documents_corpus(config.documents, config.chunker, config.root, config.evalset,
                                              config.chunkings,
-                                             recorded=recorded_digest(base.fingerprint if base else None))
+                                             recorded=recorded_digest(base.fingerprint if base else None),
+                                             cache=config.cache_dir)
         places = chunk_spans(chunks)
     elif config.chunks is not None:
         questions, places = load_evalset(config.evalset, load_chunks(config.chunks)), None

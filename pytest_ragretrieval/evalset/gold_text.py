@@ -34,12 +34,10 @@ def holds(start: int, end: int, span: Span) -> bool:
     return shared > 0 and (2 * shared >= span.end - span.start or 2 * shared >= end - start)
 
 
-def span_labels(spans: Sequence[Span], chunks: Sequence[Chunk]) -> dict[str, int]:
-    """Chunk id -> grade: every chunk the rule makes relevant for one of `spans`, at the highest grade."""
-    by_doc: dict[str, list[Chunk]] = {}
-    for chunk in chunks:
-        if chunk.doc is not None and chunk.start is not None:
-            by_doc.setdefault(chunk.doc, []).append(chunk)
+def span_labels(spans: Sequence[Span], chunks: Sequence[Chunk] | Mapping[str, Sequence[Chunk]]) -> dict[str, int]:
+    """Chunk id -> grade: every chunk the rule makes relevant for one of `spans`, at the highest grade.
+    `chunks`: the corpus, or its chunks by document (`by_document`, built once for a whole eval set)."""
+    by_doc = chunks if isinstance(chunks, Mapping) else by_document(chunks)
     grades: dict[str, int] = {}
     for span in spans:
         for chunk in by_doc.get(span.doc, ()):
@@ -47,6 +45,15 @@ def span_labels(spans: Sequence[Span], chunks: Sequence[Chunk]) -> dict[str, int
             if holds(chunk.start, chunk.end, span):
                 grades[chunk.id] = max(span.grade, grades.get(chunk.id, 0))
     return grades
+
+
+def by_document(chunks: Sequence[Chunk]) -> dict[str, list[Chunk]]:
+    """The chunks that have a place, by document."""
+    found: dict[str, list[Chunk]] = {}
+    for chunk in chunks:
+        if chunk.doc is not None and chunk.start is not None:
+            found.setdefault(chunk.doc, []).append(chunk)
+    return found
 
 
 def snippet_spans(where: str, snippets: Sequence[str], documents: Sequence[Document]) -> list[Span]:

@@ -111,7 +111,8 @@ class RagSession:
             baseline = load_baseline(self.config.baseline)  # its documents' digest: are they unedited?
             self.chunks, self.questions = documents_corpus(
                 self.config.documents, self.config.chunker, self.config.root, self.config.evalset,
-                self.config.chunkings, recorded=recorded_digest(baseline.fingerprint if baseline else None))
+                self.config.chunkings, recorded=recorded_digest(baseline.fingerprint if baseline else None),
+                cache=self.config.cache_dir, mode=self.options.cache_mode)
             read = {spec.chunking for spec in self.config.retrievers}
             named = {name: f"chunking {name!r}" if name else "the default chunking" for name in sorted(read)}
             self.input_warnings = [f"warning: {line}" for line in budget_warnings(
