@@ -15,6 +15,7 @@ from pytest_ragretrieval.evalset.corpus import documents_corpus
 
 TEXT = "Refunds are paid back within three working days. Hotels cost 600 a night. Refunds are final."
 NAMED = {"big": Chunker("sentences", size=2)}
+ONE = Chunker("sentences", size=1)
 
 
 @pytest.fixture
@@ -27,7 +28,7 @@ def files(tmp_path: Path) -> tuple[Path, Path]:
     return tmp_path / "kb", tmp_path / "evalset.jsonl"
 
 
-def load(files: tuple[Path, Path], chunker: Chunker = Chunker("sentences", size=1), **options: Any) -> Any:
+def load(files: tuple[Path, Path], chunker: Chunker = ONE, **options: Any) -> Any:
     documents, evalset = files
     return documents_corpus(documents, chunker, documents.parent, evalset, NAMED, cache=documents.parent / "c",
                             **options)
