@@ -13,6 +13,7 @@ labels each chunking as alone; `chunking_share` then gives a chunking's retrieve
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -106,8 +107,10 @@ def _key(paths: Sequence[Path], settings: Any) -> str:
     return found.hexdigest()
 
 
+@functools.cache
 def _code() -> str:
-    """This package's evalset modules and the core and file helpers they read, file by file."""
+    """This package's evalset modules and the core and file helpers they read, file by file (read once a
+    process)."""
     package = Path(__file__).resolve().parent.parent
     found = hashlib.sha256()
     for folder in ("evalset", "core", "files"):
