@@ -42,7 +42,7 @@ from pytest_ragretrieval.evalset.chunkers import Chunker, chunk_documents, token
 from pytest_ragretrieval.evalset.documents import Document  # noqa: E402
 
 CHUNKERS = (
-    ("recursive 1000 characters", Chunker("recursive", size=1000, overlap=200), 1000),
+    ("recursive 1000/200 characters", Chunker("recursive", size=1000, overlap=200), 1000),
     ("recursive 500/50 characters", Chunker("recursive", size=500, overlap=50), 500),
     ("recursive 256/32 unicode tokens", Chunker("recursive", size=256, overlap=32, unit="tokens"), 256),
     ("sentences 3, cap 1000 characters", Chunker("sentences", size=3, cap=1000), 1000),

@@ -14,6 +14,7 @@ labels each chunking as alone; `chunking_share` then gives a chunking's retrieve
 from __future__ import annotations
 
 import functools
+import gc
 import hashlib
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -72,12 +73,17 @@ def cached_corpus(
         return load()  # a file that cannot be read: loading says which, in one line
     name = hashlib.sha256(json.dumps([str(path) for path in paths]).encode()).hexdigest()[:16]
     where = cache / "corpus" / f"{name}.msgpack"
+    collecting = gc.isenabled()
+    gc.disable()  # tens of thousands of objects, none of them garbage: no collection while they are made
     try:
         entry = msgspec.msgpack.decode(where.read_bytes(), type=_Entry)
         if entry.key == key:
             return entry.chunks, entry.questions
     except (OSError, msgspec.DecodeError, msgspec.ValidationError):
         pass
+    finally:
+        if collecting:
+            gc.enable()
     chunks, questions = load()
     if mode == "readwrite":
         try:
