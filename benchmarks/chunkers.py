@@ -27,6 +27,7 @@ suite (tests/unit/data/chunking/).
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import platform
 import random
@@ -70,12 +71,13 @@ def build(folder: Path) -> None:
         word, count, *_ = line.split(" ")
         words.append(word)
         weights.append(int(count))
+    cumulative = list(itertools.accumulate(weights))
     draw = random.Random(42)
     paragraphs, total = [], 0
     while total < 420_000:
         sentences = []
         for _ in range(draw.randint(3, 8)):
-            parts = draw.choices(words, weights, k=draw.randint(6, 24))
+            parts = draw.choices(words, cum_weights=cumulative, k=draw.randint(6, 24))
             comma = draw.randint(2, len(parts) - 1)
             end = draw.choice("。。。。！？…")
             sentences.append("".join(parts[:comma]) + "，" + "".join(parts[comma:]) + (end if end != "…" else "……"))

@@ -21,6 +21,7 @@ characters (each passage whole).
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import platform
@@ -87,13 +88,14 @@ def generated(work: Path) -> str:
         word, count, *_ = line.split(" ")
         words.append(word)
         weights.append(int(count))
+    cumulative = list(itertools.accumulate(weights))
     draw = random.Random(7)
     documents = []
     for number in range(848):
         text = ""
         target = draw.randint(400, 1200)
         while len(text) < target:
-            text += "".join(draw.choices(words, weights, k=draw.randint(6, 20))) + draw.choice("。。！？")
+            text += "".join(draw.choices(words, cum_weights=cumulative, k=draw.randint(6, 20))) + draw.choice("。。！？")
         documents.append({"id": f"DEV_{number}", "text": text})
     questions = []
     for number in range(3219):
