@@ -7,7 +7,9 @@ A cap (`recursive`'s and `markdown`'s `size`, `sentences`' `cap`) holds for ever
 again at lines, sentences, words and, last, characters, and a window takes only the units that fit. Offsets are
 Python string offsets (code points). Written here rather than taken from chonkie (PyPI): its named
 tokenizers are downloaded from a model hub at first use (network at run time) and version 1.7 brings a
-compiled core and an HTTP client; these are small, exact and need nothing.
+compiled core and an HTTP client; these are small, exact and need nothing. pysbd, sentencex and
+semantic-text-splitter were set beside the sentence ends and `recursive` on the project's texts
+(benchmarks/chunkers.py, docs/performance.md): slower, one language per document, or trimmed chunks.
 
 A team's chunker (`python`) runs in one process forked for it (core/fork.py), document after document,
 each under a deadline: a chunker that hangs, raises, exits or kills its process is one line naming it and
