@@ -17,7 +17,7 @@ from ..baseline.verify import verify
 from ..config.outputs import check_outputs
 from ..config.settings import load_config
 from ..core.env import in_github_actions
-from ..evalset.corpus import documents_corpus
+from ..evalset.corpus import documents_corpus, recorded_digest
 from ..evalset.jsonl import load_chunks, load_evalset
 from ..evalset.split import gate_questions
 from ..files.paths import ChangedSince, Snapshot, changed_since, display, snapshot, write_atomic, write_problem
@@ -74,15 +74,17 @@ def run(args: argparse.Namespace) -> Result:
     wanted = {"--json": args.json_path, **{f"--report {name}": path for name, path in args.report}}
     outputs = {option: path for option, value in wanted.items() if (path := checked_output(option, value, read))}
     check_outputs(config, outputs, args.update_baseline)
+    baseline_read = snapshot(config.baseline)  # before the read: a write meanwhile is seen
+    baseline = load_baseline(config.baseline)
     if config.documents is not None and config.chunker is not None:
         chunks, questions = documents_corpus(config.documents, config.chunker, config.root, config.evalset,
-                                             config.chunkings)
+                                             config.chunkings,
+                                             recorded=recorded_digest(baseline.fingerprint if baseline else None),
+                                             cache=config.cache_dir)
     else:
         chunks = load_chunks(config.chunks_file(f"{PROG} merge"))
         questions = load_evalset(config.evalset, chunks)
     questions = gate_questions(questions, config.split, config.min_questions, config.where)  # a shard ran no tune one
-    baseline_read = snapshot(config.baseline)  # before the read: a write meanwhile is seen
-    baseline = load_baseline(config.baseline)
     if baseline is not None:
         verify(baseline, config.k, chunks, questions)
     measured = set(baseline.retrievers) if baseline is not None else set()

@@ -28,7 +28,7 @@ from ..config.files import find_settings
 from ..config.outputs import inputs
 from ..config.settings import Config, load_config
 from ..core.errors import RagError
-from ..evalset.corpus import documents_corpus
+from ..evalset.corpus import documents_corpus, recorded_digest
 from ..evalset.jsonl import load_chunks, load_evalset
 from ..files.jsontext import strings
 from ..files.paths import display
@@ -233,23 +233,26 @@ def _today(old: Baseline | None, config: Config, notes: list[str]) -> Today | No
         return None
     if recorded_exam(old.fingerprint) is None:
         try:
-            return today_exam(config)
+            return today_exam(config, old)
         except RagError as exc:
             notes.append(f"today's eval set could not be read ({exc}): the base's stored values were compared")
             return None
-    today = today_exam(config)
+    today = today_exam(config, old)
     if today is None:
         notes.append("the corpus is the team's table, which diff does not read: today's exam is the labels "
                      f"{display(config.baseline)} was recorded under")
     return today
 
 
-def today_exam(config: Config) -> Today | None:
-    """The work tree's eval set as the gate reads it (documents mode: cut and labelled; with the chunks'
-    places), or None when the corpus is the team's table, which needs a database."""
+def today_exam(config: Config, base: Baseline | None = None) -> Today | None:
+    """The work tree's eval set as the gate reads it (documents mode: cut and labelled, its documents
+    unedited where the base recorded their digest; with the chunks' places), or None when the corpus is
+    the team's table, which needs a database."""
     if config.documents is not None and config.chunker is not None:
         chunks, questions = documents_corpus(config.documents, config.chunker, config.root, config.evalset,
-                                             config.chunkings)
+                                             config.chunkings,
+                                             recorded=recorded_digest(base.fingerprint if base else None),
+                                             cache=config.cache_dir)
         places = chunk_spans(chunks)
     elif config.chunks is not None:
         questions, places = load_evalset(config.evalset, load_chunks(config.chunks)), None

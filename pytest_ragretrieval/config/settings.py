@@ -16,6 +16,7 @@ from ..embedding.base import DEFAULT_RETRIES, DEFAULT_TIMEOUT, EmbedderSettings
 from ..evalset.chunkers import TIMEOUT as CHUNKER_TIMEOUT
 from ..evalset.chunkers import TOKENIZERS as CHUNK_TOKENIZERS
 from ..evalset.chunkers import TYPES as CHUNKER_TYPES
+from ..evalset.chunkers import UNITS as CHUNK_UNITS
 from ..evalset.chunkers import Chunker
 from ..evalset.split import Split
 from ..files.paths import absolute
@@ -297,20 +298,41 @@ def _chunker_table(sub: Table) -> Chunker:
                         timeout=sub.number("timeout", CHUNKER_TIMEOUT, minimum=0.1, maximum=3600.0))
         if ":" not in found.python:
             raise sub.error("python", f"must be \"module:function\", got {found.python!r}")
-    elif kind == "markdown":
-        found = Chunker(kind, size=sub.integer("size", 2000, minimum=1))
+    elif kind in ("markdown", "recursive"):
+        unit, tokenizer = _unit(sub)
+        size = sub.integer("size", 2000 if kind == "markdown" else 1000, minimum=1)
+        overlap = _overlap(sub, size, 0) if kind == "recursive" else 0
+        found = Chunker(kind, size=size, overlap=overlap, unit=unit, tokenizer=tokenizer)
     else:
         defaults = (512, 64) if kind == "tokens" else (3, 0)
         size = sub.integer("size", defaults[0], minimum=1)
-        written = sub.has("overlap")
-        overlap = sub.integer("overlap", defaults[1], minimum=0)
-        if overlap >= size:
-            got = f"{overlap}" if written else f"the default {overlap}; set overlap below {size}"
-            raise sub.error("overlap", f"must be below size ({size}), got {got}")
+        overlap = _overlap(sub, size, defaults[1])
         tokenizer = sub.text("tokenizer", "unicode", choices=CHUNK_TOKENIZERS) if kind == "tokens" else "unicode"
         found = Chunker(kind, size=size, overlap=overlap, tokenizer=tokenizer)
+        if kind == "sentences" and sub.has("cap"):
+            unit, tokenizer = _unit(sub)
+            found = replace(found, cap=sub.integer("cap", minimum=1), unit=unit, tokenizer=tokenizer)
     sub.finish()
     return found
+
+
+def _overlap(sub: Table, size: int, default: int) -> int:
+    """`overlap`: below `size`; the default named as such when it is the one in the way."""
+    written = sub.has("overlap")
+    overlap = sub.integer("overlap", default, minimum=0)
+    if overlap >= size:
+        got = f"{overlap}" if written else f"the default {overlap}; set overlap below {size}"
+        raise sub.error("overlap", f"must be below size ({size}), got {got}")
+    return overlap
+
+
+def _unit(sub: Table) -> tuple[str, str]:
+    """`unit` (what a cap counts) and, for `tokens`, `tokenizer`."""
+    unit = sub.text("unit", "characters", choices=CHUNK_UNITS)
+    if unit == "characters" and sub.has("tokenizer"):
+        raise sub.error("tokenizer", "counts tokens, and this chunker's unit is characters; set unit = \"tokens\" "
+                        "or remove the tokenizer")
+    return unit, sub.text("tokenizer", "unicode", choices=CHUNK_TOKENIZERS) if unit == "tokens" else "unicode"
 
 
 _CHUNKING = re.compile(r"[A-Za-z0-9_-]+")

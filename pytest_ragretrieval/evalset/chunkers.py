@@ -1,11 +1,15 @@
 """The chunkers that cut documents into the chunks every retriever reads (`[tool.ragretrieval.chunker]`).
 
-Each built-in cuts a document into units that tile it (tokens, sentences, markdown sections), each unit
-running to where the next begins, so the whitespace between two belongs to the first; a chunk is a
-window of consecutive units, and its text is exactly the document's `text[start:end]`. Offsets are
+Each built-in cuts a document into units that tile it (tokens, sentences, markdown sections, the recursive
+chunker's pieces), each unit running to where the next begins, so the whitespace between two belongs to the
+first; a chunk is a window of consecutive units, and its text is exactly the document's `text[start:end]`.
+A cap (`recursive`'s and `markdown`'s `size`, `sentences`' `cap`) holds for every chunk: a unit over it is cut
+again at lines, sentences, words and, last, characters, and a window takes only the units that fit. Offsets are
 Python string offsets (code points). Written here rather than taken from chonkie (PyPI): its named
 tokenizers are downloaded from a model hub at first use (network at run time) and version 1.7 brings a
-compiled core and an HTTP client; these are small, exact and need nothing.
+compiled core and an HTTP client; these are small, exact and need nothing. pysbd, sentencex and
+semantic-text-splitter were set beside the sentence ends and `recursive` on the project's texts
+(benchmarks/chunkers.py, docs/performance.md): slower, one language per document, or trimmed chunks.
 
 A team's chunker (`python`) runs in one process forked for it (core/fork.py), document after document,
 each under a deadline: a chunker that hangs, raises, exits or kills its process is one line naming it and
@@ -16,6 +20,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from bisect import bisect_left
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,20 +32,34 @@ from ..core.loader import load_object
 from .documents import Document
 from .records import Chunk
 
-TYPES = ("tokens", "sentences", "markdown", "python")
+TYPES = ("tokens", "sentences", "markdown", "recursive", "python")
 TIMEOUT = 60.0
 """Seconds a team's chunker may take on one document (loading its module counts as one): `timeout`."""
-TOKENIZERS = ("unicode", "chars")
+TOKENIZERS = ("unicode", "chars", "characters")
 """`unicode`: a CJK character, a run of other letters and digits, or any other non-space character is one
-token; `chars`: every non-space code point is one."""
+token; `chars`: every non-space code point is one (kept for the configs that name it: 512 of them are about
+612 characters of English); `characters`: every code point is one, spaces and line ends included."""
+UNITS = ("characters", "tokens")
+"""What a cap counts: every character, or the tokens of the chunker's `tokenizer`."""
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af"
 _TOKEN = {
     "unicode": re.compile(rf"[{_CJK}]|(?:(?![{_CJK}])\w)+|\S"),
     "chars": re.compile(r"\S"),
+    "characters": re.compile(r".", re.DOTALL),
 }
-_SENTENCE_END = re.compile(r"[.!?]+[\"')\]”’]*(?=\s|$)|[。！？；…]+[”’」』）)]*|\n(?:[ \t]*\n)+")
+_SENTENCE_END = re.compile(r"[.!?]+[\"')\]”’]*(?=\s|$)|[。！？…]+[”’」』）)]*|\n(?:[ \t]*\n)+")
 """An English sentence ends at . ! ? (and closing quotes) before a space or the end; a Chinese one at
-。！？；… (and closing quotes), space or not; a blank line ends one too."""
+。！？… (and closing quotes), space or not; a blank line ends one too."""
+_ABBREVIATION = re.compile(
+    r"(?:^|(?<=[\s(\[\"“‘']))(?:(?:Mr|Mrs|Ms|Dr|Prof|Sr|Jr|St|Mt|Gen|Col|Capt|Lt|Sgt|Rev|Hon|Gov|Sen|Rep|vs|cf|al|"
+    r"approx|dept|est|ca|Inc|Ltd|Co|Corp|Bros|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)\.|"
+    r"(?:[A-Za-z]\.){2,}|[A-Z]\.)$")
+"""A `.` after one of these does not end a sentence: a title or a common abbreviation (Dr., Inc., vs.),
+letters with dots (U.S., e.g., i.e., a.m.) or an initial (J.)."""
+_NUMBERED = re.compile(r"(?:^|(?<=[\s(\[]))(?:No|Nos|Fig|Figs|Eq|Eqs|Vol|Vols|pp|p|Art|Sec|Ch|Tab|Ref|Refs)\.$")
+"""These (No., Fig., pp.) end no sentence when a number follows ("Fig. 3"); "No." before a word may."""
+_ETC = re.compile(r"(?:^|(?<=\s))etc\.$")
+""""etc." ends a sentence only when a capital letter follows."""
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.*?)[ \t#]*$", re.MULTILINE)
 _FENCE = re.compile(r"^(```|~~~)", re.MULTILINE)
 _PARAGRAPH = re.compile(r"\n(?:[ \t]*\n)+")
@@ -48,8 +67,8 @@ _PARAGRAPH = re.compile(r"\n(?:[ \t]*\n)+")
 
 @dataclass(frozen=True)
 class Chunker:
-    """The chunker as configured: `size` and `overlap` count tokens (`tokens`), sentences (`sentences`),
-    or, for `markdown`, `size` is the most characters a section keeps before it is split at paragraphs."""
+    """The chunker as configured: `size` and `overlap` count tokens (`tokens`) or sentences (`sentences`);
+    for `recursive` and `markdown`, `size` is the cap, in `unit`s (and `overlap`, `recursive`'s, too)."""
 
     type: str
     size: int = 0
@@ -58,15 +77,25 @@ class Chunker:
     python: str = ""
     timeout: float = TIMEOUT
     """`python`: the seconds it may take on one document; not in the fingerprint, the chunks are the same."""
+    cap: int = 0
+    """`sentences`: the most `unit`s a chunk may hold (0: no cap)."""
+    unit: str = "characters"
+    """What a cap counts: `characters` (every one) or `tokens` (of `tokenizer`)."""
 
     def described(self) -> dict[str, Any]:
-        """What the fingerprint records: the type and the parameters it uses."""
+        """What the fingerprint records: the type and the parameters it uses. `sentences` and `markdown`
+        record `version` 2 (abbreviations, 。！？ without ；, no chunk over the cap): a baseline recorded
+        by an older gate shows a changed chunker, as its chunks may differ."""
+        unit = {"unit": self.unit, **({"tokenizer": self.tokenizer} if self.unit == "tokens" else {})}
         if self.type == "tokens":
             return {"type": self.type, "size": self.size, "overlap": self.overlap, "tokenizer": self.tokenizer}
         if self.type == "sentences":
-            return {"type": self.type, "size": self.size, "overlap": self.overlap}
+            capped = {"cap": self.cap, **unit} if self.cap else {}
+            return {"type": self.type, "size": self.size, "overlap": self.overlap, "version": 2, **capped}
         if self.type == "markdown":
-            return {"type": self.type, "size": self.size}
+            return {"type": self.type, "size": self.size, "version": 2, **unit}
+        if self.type == "recursive":
+            return {"type": self.type, "size": self.size, "overlap": self.overlap, **unit}
         return {"type": self.type, "python": self.python}
 
 
@@ -96,8 +125,12 @@ def _splitter(chunker: Chunker) -> Callable[[Document], list[Piece]]:
     if chunker.type == "tokens":
         return lambda d: _plain(windows(token_bounds(d.text, chunker.tokenizer), chunker.size, chunker.overlap))
     if chunker.type == "sentences":
+        if chunker.cap:
+            return lambda d: _plain(capped_sentences(d.text, chunker))
         return lambda d: _plain(windows(sentence_bounds(d.text), chunker.size, chunker.overlap))
-    return lambda d: markdown_pieces(d.text, chunker.size)
+    if chunker.type == "recursive":
+        return lambda d: _plain(recursive_spans(d.text, chunker))
+    return lambda d: markdown_pieces(d.text, chunker.size, chunker)
 
 
 def team_pieces(documents: Sequence[Document], chunker: Chunker, root: Path) -> list[list[Piece]]:
@@ -216,12 +249,33 @@ def sentence_bounds(text: str) -> list[int]:
         return []
     starts = [0]
     for match in _SENTENCE_END.finditer(text):
+        if not _ends(text, match.start(), match.end()):
+            continue
         after = match.end()
         while after < len(text) and text[after].isspace():
             after += 1
         if starts[-1] < after < len(text):
             starts.append(after)
     return [*starts, len(text)]
+
+
+def _ends(text: str, start: int, end: int) -> bool:
+    """Whether the `.` found at [start, end) ends its sentence: not after an abbreviation (`_ABBREVIATION`),
+    nor after No./Fig./pp. before a number, nor after etc. before a lower-case word."""
+    if text[start:end].rstrip("\"')]”’") != ".":
+        return True
+    begin = start
+    while begin > 0 and start - begin < 24 and not text[begin - 1].isspace():
+        begin -= 1
+    word = text[begin:end].rstrip("\"')]”’")
+    after = text[end:end + 40].lstrip()
+    if _ABBREVIATION.search(word):
+        return False
+    if _NUMBERED.search(word):
+        return not after[:1].isdigit()
+    if _ETC.search(word):
+        return after[:1].isupper()
+    return True
 
 
 def windows(bounds: Sequence[int], size: int, overlap: int) -> list[tuple[int, int]]:
@@ -239,13 +293,15 @@ def windows(bounds: Sequence[int], size: int, overlap: int) -> list[tuple[int, i
     return found
 
 
-def markdown_pieces(text: str, size: int) -> list[Piece]:
+def markdown_pieces(text: str, size: int, chunker: Chunker | None = None) -> list[Piece]:
     """Heading sections (a heading line and what follows until the next heading), the text before the
-    first heading a section of its own; a section over `size` characters split at blank lines into
-    pieces of up to `size` (a single longer paragraph stays whole). Each piece's metadata holds its
-    heading path, `headings`: the titles from the top level down to its own section's."""
+    first heading a section of its own; a section over `size` (in the chunker's unit, characters by
+    default) is cut like `recursive` without overlap: paragraphs packed greedily, and one over `size`
+    cut at lines, sentences, words, characters, so no piece is over `size`. Each piece's metadata holds
+    its heading path, `headings`: the titles from the top level down to its own section's."""
     if not text.strip():
         return []
+    measure = Measure(text, chunker or Chunker("markdown", size=size))
     fenced = _fenced(text)
     heads = [m for m in _HEADING.finditer(text) if not any(a <= m.start() < b for a, b in fenced)]
     starts = sorted({0, *(m.start() for m in heads)})
@@ -260,7 +316,7 @@ def markdown_pieces(text: str, size: int) -> list[Piece]:
             level, title = titles[start]
             path = [*(entry for entry in path if entry[0] < level), (level, title)]
         metadata = {"headings": [title for _, title in path]}
-        for piece in _paragraphs(text, start, end, size):
+        for piece in packed(measure, start, end, size, 0):
             pieces.append((*piece, metadata))
     return pieces
 
@@ -271,19 +327,103 @@ def _fenced(text: str) -> list[tuple[int, int]]:
     return [(marks[i], marks[i + 1] if i + 1 < len(marks) else len(text)) for i in range(0, len(marks), 2)]
 
 
-def _paragraphs(text: str, start: int, end: int, size: int) -> list[tuple[int, int]]:
-    """[start, end) whole when it is at most `size` characters, else paragraphs packed greedily."""
-    if end - start <= size:
+class Measure:
+    """How big a slice of one text is in the chunker's unit: its characters, or the tokens that start in
+    it (so the sizes of slices that tile a span add up to the span's)."""
+
+    def __init__(self, text: str, chunker: Chunker) -> None:
+        self.text = text
+        self.starts = token_bounds(text, chunker.tokenizer)[:-1] if chunker.unit == "tokens" else None
+
+    def __call__(self, start: int, end: int) -> int:
+        if self.starts is None:
+            return end - start
+        return bisect_left(self.starts, end) - bisect_left(self.starts, start)
+
+
+_LINE = re.compile(r"\n\s*")
+_SPACE = re.compile(r"\s+")
+
+
+def _cuts(level: int, text: str, start: int, end: int) -> list[int]:
+    """Where level `level` cuts [start, end): after a blank line, a line end, a sentence, a space run;
+    the last level, after every character."""
+    if level == 0:
+        return [m.end() for m in _PARAGRAPH.finditer(text, start, end)]
+    if level == 1:
+        return [m.end() for m in _LINE.finditer(text, start, end)]
+    if level == 2:
+        return [start + b for b in sentence_bounds(text[start:end])[1:-1]]
+    if level == 3:
+        return [m.end() for m in _SPACE.finditer(text, start, end)]
+    return list(range(start + 1, end))
+
+
+LEVELS = 5
+
+
+def pieces_within(measure: Measure, start: int, end: int, size: int, level: int = 0) -> list[tuple[int, int]]:
+    """[start, end) cut into pieces that tile it, each at most `size`: at blank lines, then each piece
+    still over at line ends, then sentences, then spaces, then characters."""
+    if measure(start, end) <= size or level >= LEVELS:
         return [(start, end)]
-    cuts = [m.end() for m in _PARAGRAPH.finditer(text, start, end) if m.end() < end]
     found: list[tuple[int, int]] = []
-    begin = last = start
-    for cut in [*cuts, end]:
-        if cut - begin > size and last > begin:
-            found.append((begin, last))
-            begin = last
-        last = cut
-    found.append((begin, end))
+    begin = start
+    for cut in [*(c for c in _cuts(level, measure.text, start, end) if start < c < end), end]:
+        if cut > begin:
+            found.extend(pieces_within(measure, begin, cut, size, level + 1))
+            begin = cut
+    return found
+
+
+def packed(measure: Measure, start: int, end: int, size: int, overlap: int) -> list[tuple[int, int]]:
+    """[start, end)'s pieces (`pieces_within`) packed greedily into chunks of at most `size`, each next
+    chunk starting with the last pieces of the one before that add up to at most `overlap`, as
+    LangChain's RecursiveCharacterTextSplitter merges its splits (which strips what we keep)."""
+    pieces = pieces_within(measure, start, end, size)
+    found: list[tuple[int, int]] = []
+    first = 0
+    total = 0
+    for number, (begin, finish) in enumerate(pieces):
+        grows = measure(begin, finish)
+        if total + grows > size and number > first:
+            found.append((pieces[first][0], pieces[number - 1][1]))
+            while first < number and (total > overlap or total + grows > size):
+                total -= measure(*pieces[first])
+                first += 1
+        total += grows
+    if first < len(pieces):
+        found.append((pieces[first][0], pieces[-1][1]))
+    return [(a, b) for a, b in found if measure.text[a:b].strip()]
+
+
+def recursive_spans(text: str, chunker: Chunker) -> list[tuple[int, int]]:
+    """`recursive`: the document cut at paragraphs, lines, sentences, words and characters until every
+    piece fits in `size`, the pieces packed into chunks of at most `size` overlapping by up to `overlap`."""
+    if not text.strip():
+        return []
+    return packed(Measure(text, chunker), 0, len(text), chunker.size, chunker.overlap)
+
+
+def capped_sentences(text: str, chunker: Chunker) -> list[tuple[int, int]]:
+    """`sentences` with a `cap`: windows of up to `size` sentences overlapping by `overlap`, each holding
+    only the sentences that fit in `cap` (a sentence over it cut like `recursive`, without overlap, its
+    chunks units of their own)."""
+    measure = Measure(text, chunker)
+    bounds = sentence_bounds(text)
+    units = [piece for a, b in zip(bounds, bounds[1:], strict=False)
+             for piece in packed(measure, a, b, chunker.cap, 0)]
+    found: list[tuple[int, int]] = []
+    first = 0
+    while first < len(units):
+        last = first + 1
+        while (last < len(units) and last - first < chunker.size
+               and measure(units[first][0], units[last][1]) <= chunker.cap):
+            last += 1
+        found.append((units[first][0], units[last - 1][1]))
+        if last == len(units):
+            break
+        first = max(first + 1, last - chunker.overlap)
     return found
 
 

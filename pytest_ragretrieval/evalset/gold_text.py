@@ -34,12 +34,10 @@ def holds(start: int, end: int, span: Span) -> bool:
     return shared > 0 and (2 * shared >= span.end - span.start or 2 * shared >= end - start)
 
 
-def span_labels(spans: Sequence[Span], chunks: Sequence[Chunk]) -> dict[str, int]:
-    """Chunk id -> grade: every chunk the rule makes relevant for one of `spans`, at the highest grade."""
-    by_doc: dict[str, list[Chunk]] = {}
-    for chunk in chunks:
-        if chunk.doc is not None and chunk.start is not None:
-            by_doc.setdefault(chunk.doc, []).append(chunk)
+def span_labels(spans: Sequence[Span], chunks: Sequence[Chunk] | Mapping[str, Sequence[Chunk]]) -> dict[str, int]:
+    """Chunk id -> grade: every chunk the rule makes relevant for one of `spans`, at the highest grade.
+    `chunks`: the corpus, or its chunks by document (`by_document`, built once for a whole eval set)."""
+    by_doc = chunks if isinstance(chunks, Mapping) else by_document(chunks)
     grades: dict[str, int] = {}
     for span in spans:
         for chunk in by_doc.get(span.doc, ()):
@@ -47,6 +45,15 @@ def span_labels(spans: Sequence[Span], chunks: Sequence[Chunk]) -> dict[str, int
             if holds(chunk.start, chunk.end, span):
                 grades[chunk.id] = max(span.grade, grades.get(chunk.id, 0))
     return grades
+
+
+def by_document(chunks: Sequence[Chunk]) -> dict[str, list[Chunk]]:
+    """The chunks that have a place, by document."""
+    found: dict[str, list[Chunk]] = {}
+    for chunk in chunks:
+        if chunk.doc is not None and chunk.start is not None:
+            found.setdefault(chunk.doc, []).append(chunk)
+    return found
 
 
 def snippet_spans(where: str, snippets: Sequence[str], documents: Sequence[Document]) -> list[Span]:
@@ -69,38 +76,52 @@ def _occurrences(text: str, snippet: str) -> list[int]:
     return found
 
 
-def given_spans(where: str, value: Any, documents: Mapping[str, Document], most: int) -> list[Span]:
-    """`relevant_spans`: a list of {doc, start, end, grade?, text?}; with `text`, the span is found again
-    where its document was edited (`refound`)."""
+def given_spans(where: str, value: Any, documents: Mapping[str, Document], most: int,
+                unedited: bool = False) -> list[Span]:
+    """`relevant_spans`: a list of {doc, start, end, grade?, text?}. In documents as the gold's author saw
+    them (`unedited`: see `evalset.corpus.unedited`) a span must lie inside its document and hold its
+    `text` at its offsets; in edited ones a span with `text` is found again (`refound`)."""
     if not isinstance(value, list) or not value:
         raise FixtureError(f"{where}: 'relevant_spans' must be a non-empty list of {{doc, start, end, grade, text}}")
-    found = []
-    for number, entry in enumerate(value):
-        name = f"{where}: relevant_spans[{number}]"
-        if not isinstance(entry, dict) or not entry.keys() <= SPAN_KEYS or not {"doc", "start", "end"} <= entry.keys():
-            raise FixtureError(f"{name} must be an object with doc, start, end and optionally grade, text")
-        doc, start, end = entry["doc"], entry["start"], entry["end"]
-        grade, text = entry.get("grade", 1), entry.get("text")
-        if not isinstance(doc, str) or doc not in documents:
-            raise Unanchored(f"{name}: unknown document {doc!r}")
-        if not all(isinstance(n, int) and not isinstance(n, bool) for n in (start, end, grade)) or not 0 <= start < end:
-            raise FixtureError(f"{name}: start, end and grade must be integers with 0 <= start < end")
-        if not 1 <= grade <= most:
-            raise FixtureError(f"{name}: grade must be an integer from 1 to {most}, got {grade}")
-        if text is not None and (not isinstance(text, str) or not text.strip()):
-            raise FixtureError(f"{name}: 'text' must be the span's text, a non-empty string")
-        body = documents[doc].text
-        if text is None:
-            if end > len(body):
-                raise Unanchored(f"{name}: end {end} is past the end of {doc!r} ({len(body)} characters)")
-            found.append(Span(doc, start, end, grade))
-            continue
-        place = refound(body, start, end, text)
-        if place is None:
-            raise Unanchored(f"{name}: its text {_short(text)} is no longer in {doc!r}; "
-                             "fix the span or give its new text")
-        found.append(Span(doc, *place, grade))
-    return found
+    return [_given_span(f"{where}: relevant_spans[{number}]", entry, documents, most, unedited)
+            for number, entry in enumerate(value)]
+
+
+def _given_span(name: str, entry: Any, documents: Mapping[str, Document], most: int, unedited: bool) -> Span:
+    """One entry of `relevant_spans`, checked and placed (see `given_spans`)."""
+    if not isinstance(entry, dict) or not entry.keys() <= SPAN_KEYS or not {"doc", "start", "end"} <= entry.keys():
+        raise FixtureError(f"{name} must be an object with doc, start, end and optionally grade, text")
+    doc, start, end = entry["doc"], entry["start"], entry["end"]
+    grade, text = entry.get("grade", 1), entry.get("text")
+    if not isinstance(doc, str) or doc not in documents:
+        raise Unanchored(f"{name}: unknown document {doc!r}")
+    if not all(isinstance(n, int) and not isinstance(n, bool) for n in (start, end, grade)) or not 0 <= start < end:
+        raise FixtureError(f"{name}: start, end and grade must be integers with 0 <= start < end")
+    if not 1 <= grade <= most:
+        raise FixtureError(f"{name}: grade must be an integer from 1 to {most}, got {grade}")
+    if text is not None and (not isinstance(text, str) or not text.strip()):
+        raise FixtureError(f"{name}: 'text' must be the span's text, a string that is not empty or blank "
+                           f"(whitespace only), got {text!r}")
+    body = documents[doc].text
+    if (text is None or unedited) and end > len(body):
+        raise Unanchored(f"{name}: end {end} is past the end of {doc!r} ({len(body)} characters); "
+                         "fix the span's offsets")
+    if text is None:
+        if not body[start:end].strip():
+            raise FixtureError(f"{name}: {doc!r} holds only blank characters (whitespace) at {start}..{end}; "
+                               "point the span at the answer's text")
+        return Span(doc, start, end, grade)
+    place = refound(body, start, end, text)
+    if unedited and (start, end) != place:
+        now = (f"; its text is at {place[0]}..{place[1]}: set start {place[0]} and end {place[1]}" if place
+               else "; fix the offsets or the text")
+        raise Unanchored(f"{name}: {doc!r} holds {_short(body[start:end])} at {start}..{end}, not its text "
+                         f"{_short(text)}, in documents unedited since the baseline recorded them (or that no "
+                         f"baseline recorded yet){now}")
+    if place is None:
+        raise Unanchored(f"{name}: its text {_short(text)} is no longer in {doc!r}; "
+                         "fix the span or give its new text")
+    return Span(doc, *place, grade)
 
 
 def refound(body: str, start: int, end: int, text: str) -> tuple[int, int] | None:

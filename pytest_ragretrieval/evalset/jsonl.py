@@ -18,7 +18,7 @@ from ..core.errors import FixtureError
 from ..files.jsontext import control_character, may_nest
 from ..files.paths import Unreadable, display, input_lines
 from .documents import Document
-from .gold_text import given_spans, snippet_spans, span_labels
+from .gold_text import by_document, given_spans, snippet_spans, span_labels
 from .lines import Unanchored as Unanchored  # read from here by the gate and relabel
 from .lines import records as records
 from .records import SIDES, Chunk, Question, Side, Span
@@ -183,7 +183,8 @@ def _relevance(where: str, value: Any, known: Mapping[str, Chunk], source: str |
 
 def _snippet_relevance(where: str, value: Any, chunks: Sequence[Chunk]) -> dict[str, int]:
     if not isinstance(value, list) or not all(isinstance(s, str) and s.strip() for s in value):
-        raise FixtureError(f"{where}: 'relevant_text' must be a list of non-empty strings")
+        raise FixtureError(f"{where}: 'relevant_text' must be a list of strings, none empty or blank "
+                           "(whitespace only)")
     grades: dict[str, int] = {}
     for snippet in value:
         matches = [chunk.id for chunk in chunks if snippet in chunk.text]
@@ -238,6 +239,7 @@ def _tags(where: str, value: Any) -> tuple[str, ...]:
 
 def _text_gold(
     where: str, record: Mapping[str, Any], chunks: Sequence[Chunk], documents: Mapping[str, Document] | None,
+    unedited: bool = False, places: Mapping[str, Sequence[Chunk]] | None = None,
 ) -> tuple[dict[str, int], dict[str, int], tuple[Span, ...]]:
     """The chunks the `relevant_text` snippets make relevant, those `relevant_spans` make relevant (with
     their grades), and every gold span: in documents mode, placed in the documents and labelled by the
@@ -251,10 +253,13 @@ def _text_gold(
     if "relevant_text" in record:
         value = record["relevant_text"]
         if not isinstance(value, list) or not all(isinstance(s, str) and s.strip() for s in value):
-            raise FixtureError(f"{where}: 'relevant_text' must be a list of non-empty strings")
+            raise FixtureError(f"{where}: 'relevant_text' must be a list of strings, none empty or blank "
+                               "(whitespace only)")
         snippets = snippet_spans(where, value, list(documents.values()))
-    given = given_spans(where, record["relevant_spans"], documents, MAX_GRADE) if "relevant_spans" in record else []
-    return span_labels(snippets, chunks), span_labels(given, chunks), (*given, *snippets)
+    given = (given_spans(where, record["relevant_spans"], documents, MAX_GRADE, unedited)
+             if "relevant_spans" in record else [])
+    placed = by_document(chunks) if places is None else places
+    return span_labels(snippets, placed), span_labels(given, placed), (*given, *snippets)
 
 
 def _side(where: str, record: Mapping[str, Any]) -> Side | None:
@@ -270,13 +275,15 @@ def _side(where: str, record: Mapping[str, Any]) -> Side | None:
 
 def load_evalset(
     path: Path, chunks: Sequence[Chunk], source: str | None = None, documents: Sequence[Document] | None = None,
+    unedited: bool = False,
 ) -> tuple[Question, ...]:
     """Read the eval set against the loaded corpus, resolving `relevant_text` snippets; `source`
     names where the chunks came from when it is not a chunks file (the team's table); with `documents`
     (documents mode), snippets and `relevant_spans` are placed in the documents and labelled by the rule
-    of evalset/gold_text.py."""
+    of evalset/gold_text.py, and where they are `unedited` a span must hold its text at its offsets."""
     known = {chunk.id: chunk for chunk in chunks}
     by_id = None if documents is None else {document.id: document for document in documents}
+    places = None if documents is None else by_document(chunks)  # once: labelling each question reads it
     questions: list[Question] = []
     seen: dict[str, str] = {}
     for where, record in records(path):
@@ -292,7 +299,7 @@ def load_evalset(
             raise FixtureError(f"{where}: missing field 'relevant' (use [] for a no-answer question)")
         grades = _relevance(where, record.get("relevant", []), known, source)
         rejected = _not_relevant(where, record.get("not_relevant", []), grades, known)
-        matched, placed, spans = _text_gold(where, record, chunks, by_id)
+        matched, placed, spans = _text_gold(where, record, chunks, by_id, unedited, places)
         for chunk_id, grade in (*placed.items(), *matched.items()):
             grades[chunk_id] = max(grade, grades.get(chunk_id, 0))
         if not isinstance(record.get("metadata", {}), dict):

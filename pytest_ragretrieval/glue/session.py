@@ -27,7 +27,7 @@ from ..core.progress import Output, PlainOutput
 from ..core.timing import Phases
 from ..core.values import fmt
 from ..database.settings import DbMode
-from ..evalset.corpus import chunking_share, documents_corpus
+from ..evalset.corpus import budget_warnings, chunking_share, documents_corpus, recorded_digest
 from ..evalset.jsonl import Unanchored, load_chunks, load_evalset
 from ..evalset.records import Chunk, Question
 from ..evalset.split import check_sizes, leak_line, leaks, sides
@@ -108,6 +108,8 @@ class RagSession:
         self.leak_line: str | None = None
         self._gated: dict[str, Run] = {}
         """The corpus's record as the team's database computed it, without a chunks file."""
+        self.input_warnings: list[str] = []
+        """Warnings about the inputs, known once they are loaded: a budget that most chunks do not fit."""
 
     def load(self) -> None:
         """Read config, fixtures and baseline; any RagError here stops the run before it starts."""
@@ -117,10 +119,19 @@ class RagSession:
     def _load(self) -> None:
         self.config = load_config(self.options.config_path, self.options.rootpath)
         check_outputs(self.config, self.options.outputs, self.options.update)
+        self.baseline_read = snapshot(self.config.baseline)  # before the read: a write meanwhile is seen
+        baseline = None
         if self.config.documents is not None:
             assert self.config.chunker is not None
-            self.chunks, self.questions = documents_corpus(self.config.documents, self.config.chunker,
-                                                           self.config.root, self.config.evalset, self.config.chunkings)
+            baseline = load_baseline(self.config.baseline)  # its documents' digest: are they unedited?
+            self.chunks, self.questions = documents_corpus(
+                self.config.documents, self.config.chunker, self.config.root, self.config.evalset,
+                self.config.chunkings, recorded=recorded_digest(baseline.fingerprint if baseline else None),
+                cache=self.config.cache_dir, mode=self.options.cache_mode)
+            read = {spec.chunking for spec in self.config.retrievers}
+            named = {name: f"chunking {name!r}" if name else "the default chunking" for name in sorted(read)}
+            self.input_warnings = [f"warning: {line}" for line in budget_warnings(
+                (spec.budget for spec in self.config.shown if spec.budget), self.chunks, named)]
         elif self.config.chunks is not None:
             self.chunks = load_chunks(self.config.chunks)
             try:
@@ -145,8 +156,7 @@ class RagSession:
                 f"{self.config.where} key 'metrics': abstention is scored on no-answer questions and "
                 f"{display(self.config.evalset)} has none; add some (\"relevant\": []) or drop abstention"
             )
-        self.baseline_read = snapshot(self.config.baseline)  # before the read: a write meanwhile is seen
-        self.baseline = load_baseline(self.config.baseline)
+        self.baseline = baseline if self.config.documents is not None else load_baseline(self.config.baseline)
         if self.baseline is not None:
             recorded_gold(self.baseline)  # a damaged record of the gold texts fails here, before anything runs
             verify(self.baseline, self.config.k, self.chunks, self.questions)
@@ -179,7 +189,8 @@ class RagSession:
 
     def header_lines(self) -> list[str]:
         lines = header_lines(self.config, self.chunks, self.questions, self.baseline, self.options.update)
-        return [*lines, *([self.leak_line] if self.leak_line else [])]
+        return [*lines, *([self.leak_line] if self.leak_line else []),
+                *(f"rag: {line}" for line in self.input_warnings)]
 
     def item_keys(self) -> list[ItemKey]:
         return item_keys(self.config, self.questions)
@@ -372,8 +383,8 @@ class RagSession:
                     self.phases.line(), *self.update_lines, *self.written]
         lines = summary_lines(view(self.record()), self.options.every_tag, columns)
         tune = self.tune_line()
-        return [*lines, *([tune] if tune else []), *self.evaluation().warnings, self.phases.line(),
-                *self.update_lines, *self.written, *self.failed_lines]
+        return [*lines, *([tune] if tune else []), *self.input_warnings, *self.evaluation().warnings,
+                self.phases.line(), *self.update_lines, *self.written, *self.failed_lines]
 
     def close(self) -> None:
         if self._runner is not None:

@@ -47,7 +47,7 @@ def test_two_chunkings_in_one_table_compared_on_span_metrics(project: pytest.Pyt
     assert labels == {"char_recall@2", "char_iou@2", "char_recall@100c"}  # a budget is a span metric too
     assert all(c["a"] == "bm25_small" and c["b"] == "bm25_big" and c["p_value"] is not None for c in comparisons)
     recorded = json.loads((project.path / "baselines" / "retrieval.json").read_text(encoding="utf-8"))
-    assert recorded["fingerprint"]["chunks"]["chunkings"] == {"big": {"type": "sentences", "size": 3, "overlap": 0}}
+    assert recorded["fingerprint"]["chunks"]["chunkings"] == {"big": {"type": "sentences", "size": 3, "overlap": 0, "version": 2}}
     assert recorded["fingerprint"]["retrievers"]["bm25_big"]["chunking"] == "big"
     assert "chunking" not in recorded["fingerprint"]["retrievers"]["bm25_small"]
     second = project.runpytest("--rag-eval", *RUN)

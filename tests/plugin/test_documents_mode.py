@@ -29,7 +29,7 @@ def test_documents_mode_records_a_baseline_and_passes_again(project: pytest.Pyte
     assert rankings["laptop"][0] == "it/laptop.txt#0" and rankings["refund"][0] == "refunds.txt#0"
     recorded = json.loads((project.path / "baselines" / "retrieval.json").read_text(encoding="utf-8"))
     chunks = recorded["fingerprint"]["chunks"]
-    assert chunks["chunker"] == {"type": "sentences", "size": 1, "overlap": 0}
+    assert chunks["chunker"] == {"type": "sentences", "size": 1, "overlap": 0, "version": 2}
     assert chunks["documents"]["count"] == 3 and len(chunks["documents"]["sha256"]) == 64
     assert set(chunks["gold"]) == {"it/laptop.txt#0", "travel.md#1", "refunds.txt#0", "travel.md#4"}
     second = project.runpytest("--rag-eval", *RUN)
@@ -48,7 +48,7 @@ def test_shards_merge_in_documents_mode(project: pytest.Pytester, capsys: pytest
     """`ragretrieval merge` cuts the documents as the session did: it read a chunks file only, and stopped with
     "reads a chunks file" on a documents config."""
     merged = merged_shards(project, capsys)
-    assert merged["fingerprint"]["chunks"]["chunker"] == {"type": "sentences", "size": 1, "overlap": 0}
+    assert merged["fingerprint"]["chunks"]["chunker"] == {"type": "sentences", "size": 1, "overlap": 0, "version": 2}
     assert sorted(merged["retrievers"]["bm25"]["questions"]) == ["hotel", "laptop", "refund", "taxi"]
 
 

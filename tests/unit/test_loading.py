@@ -101,7 +101,7 @@ def test_a_line_of_only_zero_grades_is_a_no_answer_question(tmp_path: Path) -> N
         ({"id": "q2", "query": "x", "relevant": {"a-1": True}}, "e.jsonl:2: grade of 'a-1' must be an integer from 0 to 100, got true"),
         ({"id": "q2", "query": "x", "relevant": "a-1"}, "e.jsonl:2: 'relevant' must be a list of chunk ids or an object"),
         ({"id": "q2", "query": "x", "relevant_text": ["没有这段"]}, "e.jsonl:2: snippet '没有这段' in 'relevant_text' matches no chunk"),
-        ({"id": "q2", "query": "x", "relevant_text": "住宿"}, "e.jsonl:2: 'relevant_text' must be a list of non-empty strings"),
+        ({"id": "q2", "query": "x", "relevant_text": "住宿"}, "e.jsonl:2: 'relevant_text' must be a list of strings, none empty or blank"),
         ({"id": "q2", "query": "x"}, "e.jsonl:2: missing field 'relevant'"),
         ({"id": "q2", "query": "", "relevant": []}, "e.jsonl:2: field 'query' must be a non-empty string"),
         ({"id": "q2", "relevant": []}, "e.jsonl:2: missing field 'query'"),

@@ -60,7 +60,7 @@ def test_random_draws_carry_the_plus_one_of_the_single_item_test() -> None:
 
 def error_bound(p: float) -> float:
     """`p` raised by 4 of an estimate's standard errors and the +1: the most an estimate of `p` is above it."""
-    return min(1.0, p + 4 * (p * (1 - p) / RESAMPLES) ** 0.5 + 1 / RESAMPLES)
+    return float(min(1.0, p + 4 * (p * (1 - p) / RESAMPLES) ** 0.5 + 1 / RESAMPLES))
 
 
 def holm_bound(p_values: list[float], exact: list[bool]) -> list[float]:
