@@ -32,7 +32,7 @@ def test_two_chunkings_of_the_sample_in_one_table_and_a_second_run_embeds_nothin
     on the span metrics with p-values and never on chunk ids; the first run takes every embedding from the
     cache, the second reuses every ranking."""
     shutil.copytree(ROOT / "fixtures" / "documents", tmp_path / "fixtures" / "documents")
-    shutil.copytree(ROOT / ".rag-cache" / "embeddings", tmp_path / ".rag-cache" / "embeddings")
+    shutil.copytree(ROOT / ".rag-cache" / "seed" / "embeddings", tmp_path / ".rag-cache" / "seed" / "embeddings")
     first, results = gate(tmp_path, tmp_path / "first.json")
     assert set(results["retrievers"]) == {"bm25", "bm25_512", "vector"}
     table = first.stdout[first.stdout.index("retriever  recall@5"):]
