@@ -19,7 +19,7 @@ from ..baseline.format import Baseline
 from ..baseline.update import UpdatePlan
 from ..config.settings import Config
 from ..evalset.records import Question, Span
-from ..record.types import Record, Status, Verdict
+from ..record.types import Record, Status, TuneSplit, Verdict
 from ..scoring.evaluate import Run
 from .checks import Outcome
 from .items import ItemKey, Skip
@@ -43,9 +43,10 @@ class Evaluation:
         """The record's notes as the terminal shows them, after the summary."""
         return [f"warning: {note}" for note in self.record.notes or ()]
 
-    def timed(self, phases: Mapping[str, float]) -> Record:
-        """The record with the run's phases, as `--rag-json` writes it (they end after judging)."""
-        return structs.replace(self.record, phases=dict(phases))
+    def timed(self, phases: Mapping[str, float], tune: TuneSplit | None = None) -> Record:
+        """The record with the run's phases, as `--rag-json` writes it (they end after judging), and the
+        tune questions' values, scored apart (evalset/split.py), where the run had some."""
+        return structs.replace(self.record, phases=dict(phases), tune=tune if tune is not None else UNSET)
 
 
 def verdict(judged: Callable[[], Outcome]) -> tuple[Verdict, Outcome | None]:

@@ -12,8 +12,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from msgspec import structs
-
 from ..baseline.fingerprint import fingerprint
 from ..baseline.format import Baseline, dumps
 from ..baseline.format import load as load_baseline
@@ -333,10 +331,9 @@ class RagSession:
             if self.runs and self.options.shard is None and (self.options.reports or in_github_actions()):
                 self._report(self.report_input())
         if self.options.json_path is not None and self.runs and self.options.shard is None:
-            record = self.evaluation().timed(self.phases.rounded())
             tune = self.tune_values()
-            if tune:
-                record = structs.replace(record, tune=TuneSplit(tuple(q.id for q in self.tune), tune))
+            record = self.evaluation().timed(self.phases.rounded(),
+                                             TuneSplit(tuple(q.id for q in self.tune), tune) if tune else None)
             self._write(self.options.json_path, encode(record))
         plan = self.evaluation().update if self.options.update and self.runs else None
         if plan is not None:
