@@ -8,12 +8,18 @@ exam still sees it). Pure: labels and rankings in, questions and digests out.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from ..evalset.records import Question, Span
-from .fingerprint import _digest
-from .format import Recorded
+from .fingerprint import _digest, gold_digest
+
+
+class Approving(Protocol):
+    """A baseline entry (`format.Recorded`), as far as an approval's digest reads it."""
+
+    def approved_rankings(self) -> Mapping[str, Sequence[str]]: ...
 
 TODAY = "today"
 BASE = "base"
@@ -35,6 +41,44 @@ def recorded_exam(fingerprint: Mapping[str, Any]) -> dict[str, Question] | None:
                           spans=tuple(Span(*span) for span in spans.get(qid, ()))) for qid in ids}
 
 
+LOCAL = ("the base's exam is the labels the work tree's baseline keeps (in a pull request's CI the gate reads "
+         "them from the base revision)")
+
+
+@dataclass(frozen=True)
+class KeptExam:
+    """Where a run reads the base's exam when not from its own baseline: the base revision's baseline
+    fingerprint (None: the base revision keeps no labels, or no baseline) and the header's line saying so."""
+
+    fingerprint: Mapping[str, Any] | None = field(hash=False)
+    line: str
+
+
+KEEPS_LABELS = 4
+"""The first format whose baseline keeps the exam it was recorded under."""
+
+
+def kept_exam_problem(fingerprint: Mapping[str, Any], version: int) -> str | None:
+    """Why a file's kept exam cannot be trusted, else None: a format-4 (or later) file without its labels,
+    or a question whose kept labels and spans do not give the gold digest the same run recorded (labels or
+    spans edited or deleted by hand). Either would let a pull request lower the bar it is judged by."""
+    section = fingerprint.get("questions", {})
+    if version < KEEPS_LABELS or not isinstance(section, Mapping) or not isinstance(section.get("digests"), Mapping):
+        return None
+    labels = section.get("labels")
+    if not isinstance(labels, Mapping):
+        return (f"fingerprint.questions.labels is missing: a format-{version} baseline keeps the labels it was "
+                "recorded under (the base's exam)")
+    spans = section.get("spans", {})
+    for qid, digests in sorted(section["digests"].items()):
+        gold = digests.get("gold") if isinstance(digests, Mapping) else None
+        graded = {chunk_id: int(grade) for chunk_id, grade in labels.get(qid, {}).items()}
+        if gold is not None and gold != gold_digest(graded, spans.get(qid, ())):
+            return (f"fingerprint.questions.labels.{qid} (with its spans) does not give "
+                    f"fingerprint.questions.digests.{qid}.gold: the kept exam was edited by hand")
+    return None
+
+
 def same_labels(one: Question, other: Question) -> bool:
     """Both questions grade the same chunks alike (grade 0 included) and hold the same gold spans."""
     return dict(one.relevance) == dict(other.relevance) and sorted(one.spans, key=_span_key) == sorted(
@@ -45,7 +89,7 @@ def _span_key(span: Span) -> tuple[str, int, int, int]:
     return (span.doc, span.start, span.end, span.grade)
 
 
-def approved_digest(entries: Mapping[str, Recorded]) -> str:
+def approved_digest(entries: Mapping[str, Approving]) -> str:
     """What an approval approved, as one digest: every retriever's approved rankings, question by question."""
     return _digest({name: {qid: list(ranking) for qid, ranking in sorted(entry.approved_rankings().items())}
                     for name, entry in sorted(entries.items())})

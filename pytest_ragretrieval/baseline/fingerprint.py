@@ -59,6 +59,14 @@ def _spans(question: Question) -> list[list[Any]]:
     return sorted([span.doc, span.start, span.end, span.grade] for span in question.spans)
 
 
+def gold_digest(relevance: Mapping[str, int], spans: Sequence[Sequence[Any]]) -> str:
+    """A question's graded gold as its short digest: the positive grades (every judgment where none is
+    positive) and, in documents mode, its sorted gold spans. The kept labels must reproduce it."""
+    positive = {chunk_id: grade for chunk_id, grade in relevance.items() if grade > 0}
+    graded = dict(sorted((positive or relevance).items()))
+    return _digest([graded, sorted(list(span) for span in spans)] if spans else graded, SHORT)
+
+
 def gold_ids(questions: Sequence[Question]) -> frozenset[str]:
     """Every chunk some question grades 1 or more (snippet matches included: they are graded 1)."""
     return frozenset(cid for question in questions for cid in question.relevant_ids)
@@ -91,8 +99,7 @@ def question_record(question: Question) -> dict[str, Any]:
     positive = {chunk_id: grade for chunk_id, grade in question.relevance.items() if grade > 0}
     found: dict[str, Any] = {
         "query": _digest(question.query, SHORT),
-        "gold": _digest([dict(sorted((positive or question.relevance).items())), _spans(question)]
-                        if question.spans else dict(sorted((positive or question.relevance).items())), SHORT),
+        "gold": gold_digest(question.relevance, _spans(question)),
         "tags": sorted(question.tags),
     }
     rejected = sorted(chunk_id for chunk_id, grade in question.relevance.items() if grade == 0)

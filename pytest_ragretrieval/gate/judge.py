@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 from msgspec import structs
 
-from ..baseline.bar import replacement
-from ..baseline.exams import BASE, EXAM_NAMES, TODAY, recorded_exam
+from ..baseline.bar import Replacement, replacement
+from ..baseline.exams import BASE, EXAM_NAMES, TODAY, KeptExam, recorded_exam
 from ..baseline.fingerprint import questions_record
 from ..baseline.format import RERECORD, Baseline, Recorded
 from ..baseline.since import QuestionChanges, Since, question_changes, since
@@ -110,8 +110,10 @@ class Judge:
         allow_regression: bool = False,
         selected: Sequence[ItemKey] = (),
         places: Mapping[str, Span] | None = None,
+        kept: KeptExam | None = None,
     ) -> None:
         self.config = config
+        self.kept = kept
         self.scorer = Scorer(tuple(config.shown), places)
         self.questions = tuple(questions)
         self.baseline = baseline
@@ -170,7 +172,8 @@ class Judge:
         found = self.since()
         changes = found.questions if found is not None and found.comparable else None
         fallback = []
-        if self.config.significance != "none" and self.config.adjustment == "maxt" and self.adjustment() == "holm":
+        if self.config.significance != "none" and self.config.adjustment == "maxt" and any(
+                used("maxt", members) == "holm" for members in self.families()):
             fallback = ["p-values Holm-adjusted, not max-T: the metric items were compared on different questions "
                         "(max-T resamples every item over the same ones)"]
         return (small_set_notes(self.config, self.questions) + comparable_notes(self.config, self.questions, changes)
@@ -234,10 +237,12 @@ class Judge:
         return chunking_share(self.config.retriever(name).chunking, (), self.questions)[1]
 
     def base_exam(self, name: str) -> dict[str, Question] | None:
-        """The base's exam as `name` is scored on it (None: the baseline keeps no labels, format 3)."""
+        """The base's exam as `name` is scored on it (None: the baseline keeps no labels, format 3): the work
+        tree's baseline's, or in a pull request's CI the base revision's (`kept`, `glue/trust.py`)."""
         if self.baseline is None:
             return None
-        found = recorded_exam(self.baseline.fingerprint)
+        source = self.baseline.fingerprint if self.kept is None else self.kept.fingerprint
+        found = None if source is None else recorded_exam(source)
         if found is None or not self.config.chunkings:
             return found
         spec = self.config.retriever(name)
@@ -317,21 +322,36 @@ class Judge:
                         self._members += [item] if item is not None else []
         return self._members
 
+    def families(self) -> tuple[list[Member], list[Member]]:
+        """The base's exam's family (each item as the base's exam judges it: its base member where the labels
+        changed, else its member under today's exam, which is the base's), then today's exam's (every member
+        under today's exam; empty where no labels changed). Adjusted apart, so an item's p under the base's
+        exam depends only on that exam and today's rankings: a label edit can add a failure under today's
+        exam, never change a p, a family or max-T into Holm under the base's."""
+        members = self.members()
+        differs = {name for name in self.runs if self.side(name, BASE) is not None}
+        base = [found for found in members if (found.key[2] == BASE) == (found.key[0] in differs)]
+        return base, [found for found in members if found.key[2] == TODAY] if differs else []
+
     def adjustment(self) -> Adjustment:
-        """The adjustment used: "maxt", "holm" or "none" (see `family.used`)."""
-        return used(self.config.adjustment, self.members())
+        """The adjustment used under the base's exam: "maxt", "holm" or "none" (see `family.used`)."""
+        return used(self.config.adjustment, self.families()[0])
 
     def family(self) -> dict[Key, Comparison]:
-        """The members' comparisons, their p adjusted together as `adjustment` says: with 18 items at
-        alpha 0.05 the chance that any passing-in-truth item fails stays 5%, not 60%. max-T resamples the
-        items together, so items that move together (the metrics of one retriever) cost little; Holm
-        holds whatever the dependence. Empty with `adjustment = "none"`: every p is the test's own."""
+        """The members' comparisons, their p adjusted together as `adjustment` says, each exam's family apart
+        (`families`): with 18 items at alpha 0.05 the chance that any passing-in-truth item fails stays 5%,
+        not 60%. max-T resamples the items together, so items that move together (the metrics of one
+        retriever) cost little; Holm holds whatever the dependence. Empty with `adjustment = "none"`: every
+        p is the test's own."""
         if self._family is None:
-            method, significance = self.adjustment(), self.config.significance
-            # without significance no item has a p-value, so the family is empty either way
-            self._family = (
-                adjusted(self.members(), method, significance) if method != "none" and significance != "none" else {}
-            )
+            self._family = {}
+            significance = self.config.significance
+            base, today = self.families()
+            for members in (today, base):  # an item both hold (no labels changed) takes the base's family's p
+                method = used(self.config.adjustment, members)
+                # without significance no item has a p-value, so the family is empty either way
+                if members and method != "none" and significance != "none":
+                    self._family.update(adjusted(members, method, significance))
         return self._family
 
     def outcome(self, key: ItemKey) -> Outcome:
@@ -378,6 +398,11 @@ class Judge:
         outcomes = [(side.exam, self.exam_verdict(name, label, side)) for side in self.sides(name)]
         assert outcomes
         failed = [(exam, outcome) for exam, outcome in outcomes if not outcome.passed]
+        replaced = None if failed else self.question_rule(name, label)
+        if replaced is not None:
+            return Outcome(False, f"{label} of {name!r} lowers the bar through its questions: {replaced.text()}, "
+                           "below the bar, as the update and the pull-request check count it; restore them, or "
+                           "record it with --rag-allow-regression and the approval label")
         exam, outcome = failed[0] if failed else outcomes[0]
         if len(outcomes) == 1:
             return outcome
@@ -466,8 +491,7 @@ class Judge:
         are replaced by lower ones (`baseline.bar.replacement`, their approved values scored under the
         base's exam)."""
         name, label = key.retriever, key.name
-        found, run, entry = self.since(), self.runs.get(name), self.recorded(name)
-        if key.kind != "metric" or entry is None or found is None or run is None or run.result is None:
+        if key.kind != "metric":
             return None
         sides = self.sides(name)
         for side in sides:
@@ -482,14 +506,24 @@ class Judge:
                 return (f"{fmt(comparison.value)} is below the bar's {fmt(comparison.baseline)} "
                         f"({signed(comparison.value - comparison.baseline)}, tolerance {fmt(tolerance)}"
                         f"{tested}){scope_text(comparison)}{under}{change_text(self.changes(name))}")
+        replaced = self.question_rule(name, label)
+        return None if replaced is None else f"{replaced.text()}, below the bar"
+
+    def question_rule(self, name: str, label: str) -> Replacement | None:
+        """What lowers `name`'s bar of `label` through its questions, else None: questions removed or whose
+        query changed leave the bar, replaced by lower values (`baseline.bar.replacement`: their approved
+        rankings scored under the base's exam). The gate fails it as the update refuses it and `diff` counts
+        it, whether or not the baseline was re-recorded."""
+        found, run, entry = self.since(), self.runs.get(name), self.recorded(name)
+        if entry is None or found is None or run is None or run.result is None:
+            return None
         comparable = found.questions.comparable
-        bar = sides[0].bar if sides else None
+        bar = self.bar(name)
         kept = {qid: q.metrics[label] for qid, q in (bar.questions.items() if bar is not None else ())
                 if qid in comparable and label in q.metrics}
         left = leaving(entry, self.base_exam(name), label, set(entry.questions) - comparable, self.earlier(), name)
         new = {qid: values[label] for qid, values in per_question(run.result).items() if label in values}
-        replaced = replacement({**kept, **left}, new, comparable)
-        return None if replaced is None else f"{replaced.text()}, below the bar"
+        return replacement({**kept, **left}, new, comparable)
 
     def refused(self, key: ItemKey) -> str | None:
         """Why this item's values will not be recorded: they would lower its bar (`lowering`) and

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..baseline.exams import LOCAL, KeptExam
 from ..baseline.fingerprint import fingerprint
 from ..baseline.format import Baseline, dumps
 from ..baseline.format import load as load_baseline
@@ -46,6 +47,7 @@ from ..scoring.evaluate import Run, places
 from ..shards.assignment import Shard
 from ..shards.items import shard_outcome
 from ..shards.partial import partial_document
+from .trust import kept_exam
 
 
 @dataclass(frozen=True)
@@ -81,6 +83,8 @@ class RagSession:
     share: tuple[Question, ...]
     """The questions this run asks: all of them, or a shard's."""
     baseline: Baseline | None
+    kept: KeptExam | None
+    """Where the base's exam is read when not from the baseline (a pull request's CI: `glue/trust.py`)."""
 
     def __init__(self, options: Options) -> None:
         self.options = options
@@ -132,6 +136,7 @@ class RagSession:
         if self.baseline is not None:
             recorded_gold(self.baseline)  # a damaged record of the gold texts fails here, before anything runs
             verify(self.baseline, self.config.k, self.chunks, self.questions)
+        self.kept = kept_exam(self.config.baseline, self.baseline)
 
     def _reanchored(self, problem: Unanchored) -> FixtureError:
         """A label naming what the corpus no longer holds: where its text went (for an id, the text the
@@ -144,7 +149,8 @@ class RagSession:
         return anchoring_error(problem, found, recorded is not None, self.options.config_path, why)
 
     def header_lines(self) -> list[str]:
-        return header_lines(self.config, self.chunks, self.questions, self.baseline, self.options.update)
+        exam = [] if self.baseline is None else [f"rag: {LOCAL if self.kept is None else self.kept.line}"]
+        return header_lines(self.config, self.chunks, self.questions, self.baseline, self.options.update) + exam
 
     def item_keys(self) -> list[ItemKey]:
         return item_keys(self.config, self.questions)
@@ -186,7 +192,7 @@ class RagSession:
             self._evaluation = evaluate(
                 self.config, self.questions, self.baseline, found, self.runs, self.selected,
                 update=self.options.update, allow_regression=self.options.allow_regression, reused=reused,
-                places=places(self.chunks, self.config.shown),
+                places=places(self.chunks, self.config.shown), kept=self.kept,
             )
         return self._evaluation
 

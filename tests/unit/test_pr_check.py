@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from stages import document
 
+from pytest_ragretrieval.baseline.fingerprint import gold_digest
 from pytest_ragretrieval.baseline.format import dumps
 from pytest_ragretrieval.cli import main
 from pytest_ragretrieval.review.approval import PullRequest, decide, pull_request
@@ -330,7 +331,7 @@ def write_baseline(path: Path, rankings: dict[str, list[str]], gold: dict[str, d
         "yardstick": {"k": 2, "metrics_version": 1, "grading_version": 1}, "tokenizer": "jieba 0.42.1",
         "chunks": {"sha256": "c" * 64, "count": 5, "digests": {f"c{n}": f"{n}c" * 6 for n in range(1, 6)}},
         "questions": {"sha256": hashlib.sha256(json.dumps(gold, sort_keys=True).encode()).hexdigest(), "count": 2,
-                      "digests": {qid: {"query": f"{qid}-query", "gold": json.dumps(graded, sort_keys=True)[:12],
+                      "digests": {qid: {"query": f"{qid}-query", "gold": gold_digest(graded, ()),
                                         "tags": []} for qid, graded in gold.items()},
                       "labels": gold},
         "retrievers": {"bm25": {"type": "bm25", "k1": 1.5}},
