@@ -13,11 +13,9 @@ from msgspec import structs
 
 from ..baseline.bar import Replacement, replacement
 from ..baseline.exams import BASE, EXAM_NAMES, TODAY, KeptExam, recorded_exam
-from ..baseline.fingerprint import questions_record
 from ..baseline.format import RERECORD, Baseline, Recorded
-from ..baseline.since import QuestionChanges, Since, question_changes, since
+from ..baseline.since import Since, since
 from ..baseline.update import partial_lines
-from ..baseline.verify import reproduced
 from ..config.settings import Config
 from ..core.errors import RagError
 from ..core.values import fmt, signed
@@ -44,51 +42,10 @@ from .exams import Scorer, Side, common_mean, leaving, sides
 from .family import Key, Member, adjusted, member, power_lines, used
 from .items import ItemKey, Skip
 from .pairs import Pairs, compare_configurations
+from .report import baseline_questions, comparable_notes, small_set_notes
 
 if TYPE_CHECKING:
     from ..scoring.stats import Adjustment
-
-
-def small_set_notes(config: Config, questions: Sequence[Question]) -> list[str]:
-    """Warnings every report repeats: today, an eval set too small for its verdicts."""
-    answerable = sum(1 for q in questions if q.answerable)
-    if answerable >= config.min_questions:
-        return []
-    return [
-        f"the eval set has {answerable} answerable questions, fewer than min_questions = "
-        f"{config.min_questions}: a single question can move a mean by up to {1 / answerable:.2f}, "
-        "too little data for a verdict to mean much"
-    ]
-
-
-def baseline_questions(baseline: Baseline, config: Config, questions: Sequence[Question]) -> QuestionChanges:
-    """Which of today's questions the baseline can be compared on; known before anything runs. A
-    baseline that does not itemize its questions (format 1) is compared on those whose recorded values
-    today's gold reproduces."""
-    recorded = baseline.fingerprint.get("questions", {})
-    today = questions_record(questions)
-    if "digests" in recorded or recorded.get("sha256") == today["sha256"]:
-        return question_changes(recorded, today, None)
-    found = question_changes(recorded, today, None, reproduced(baseline, config.k, questions),
-                             "on those whose recorded values today's graded gold reproduces")
-    held = {qid for entry in baseline.retrievers.values() for qid in entry.questions}
-    ids = {question.id for question in questions}
-    edited = tuple((qid, "its recorded values do not follow from today's graded gold")
-                   for qid in sorted(held & ids - found.comparable))
-    return replace(found, added=tuple(sorted(ids - held)), removed=tuple(sorted(held - ids)), edited=edited)
-
-
-def comparable_notes(config: Config, questions: Sequence[Question], changes: QuestionChanges | None) -> list[str]:
-    """When the questions changed: too few comparable answerable questions for a verdict, as for a small set."""
-    if changes is None or not changes.changed:
-        return []
-    shared = sum(1 for q in questions if q.answerable and q.id in changes.comparable)
-    if shared >= config.min_questions:
-        return []
-    return [
-        f"only {shared} answerable questions are comparable with the baseline, fewer than min_questions = "
-        f"{config.min_questions}: too little data for a verdict to mean much"
-    ]
 
 
 APPROVAL_LABEL = "the approval label (rag-baseline-approved unless the action's `label` input names another)"

@@ -11,7 +11,8 @@ from pytest_ragretrieval.baseline.format import dumps, parse
 from pytest_ragretrieval.core.errors import RetrieverError
 from pytest_ragretrieval.evalset.records import Question
 from pytest_ragretrieval.gate.items import ItemKey, Skip
-from pytest_ragretrieval.gate.judge import Judge, small_set_notes
+from pytest_ragretrieval.gate.judge import Judge
+from pytest_ragretrieval.gate.report import small_set_notes
 from pytest_ragretrieval.scoring.evaluate import Run, score
 
 NDCG = ItemKey("one", "metric", "ndcg@3")
