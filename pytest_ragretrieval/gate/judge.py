@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 from msgspec import structs
 
-from ..baseline.bar import Replacement, replacement
+from ..bar.rule import Replacement, replacement
+from ..bar.sides import Scorer, Side, common_mean, leaving, sides
 from ..baseline.exams import BASE, EXAM_NAMES, TODAY, KeptExam, recorded_exam
 from ..baseline.format import RERECORD, Baseline, Recorded
 from ..baseline.since import Since, since
@@ -38,7 +39,6 @@ from .checks import (
     per_question,
     scope_text,
 )
-from .exams import Scorer, Side, common_mean, leaving, sides
 from .family import Key, Member, adjusted, member, power_lines, used
 from .items import ItemKey, Skip
 from .pairs import Pairs, compare_configurations
@@ -215,7 +215,7 @@ class Judge:
 
     def sides(self, name: str) -> tuple[Side, ...]:
         """`name`'s bar and today's rankings under today's exam, then under the base's where the labels
-        changed (`gate/exams.py`); empty without a comparable entry or a result."""
+        changed (`bar/sides.py`); empty without a comparable entry or a result."""
         if name not in self._sides:
             recorded, run, found = self.recorded(name), self.runs.get(name), self.since()
             self._sides[name] = () if recorded is None or run is None or run.result is None or found is None else sides(
@@ -445,7 +445,7 @@ class Judge:
     def lowering(self, key: ItemKey) -> str | None:
         """Why recording this item's values lowers its bar, else None: a value would fail against the
         bar under either exam, or questions whose approved values leave (removed, or their query edited)
-        are replaced by lower ones (`baseline.bar.replacement`, their approved values scored under the
+        are replaced by lower ones (`bar.rule.replacement`, their approved values scored under the
         base's exam)."""
         name, label = key.retriever, key.name
         if key.kind != "metric":
@@ -468,7 +468,7 @@ class Judge:
 
     def question_rule(self, name: str, label: str) -> Replacement | None:
         """What lowers `name`'s bar of `label` through its questions, else None: questions removed or whose
-        query changed leave the bar, replaced by lower values (`baseline.bar.replacement`: their approved
+        query changed leave the bar, replaced by lower values (`bar.rule.replacement`: their approved
         rankings scored under the base's exam). The gate fails it as the update refuses it and `diff` counts
         it, whether or not the baseline was re-recorded."""
         found, run, entry = self.since(), self.runs.get(name), self.recorded(name)

