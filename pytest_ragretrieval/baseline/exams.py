@@ -12,8 +12,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from ..core.digest import digest as _digest
 from ..evalset.records import Question, Span
-from .fingerprint import _digest, gold_digest
+from ..record.exam import digest_problem, exam_value, keeps_labels, kept_labels, kept_spans
 
 
 class Approving(Protocol):
@@ -31,12 +32,10 @@ def recorded_exam(fingerprint: Mapping[str, Any]) -> dict[str, Question] | None:
     included) and gold spans; None for a file that keeps no labels (format 3 and older). Queries are not
     kept, only their digests: an exam needs the judgments, not the words."""
     section = fingerprint.get("questions", {})
-    labels = section.get("labels") if isinstance(section, Mapping) else None
-    if not isinstance(labels, Mapping):
+    if not isinstance(section, Mapping) or not keeps_labels(section):
         return None
-    digests = section.get("digests", {})
-    spans = section.get("spans", {})
-    ids = sorted(set(digests) | set(labels))
+    labels, spans = kept_labels(section), kept_spans(section)
+    ids = sorted(set(section.get("digests", {})) | set(labels))
     return {qid: Question(qid, "", {chunk_id: int(grade) for chunk_id, grade in labels.get(qid, {}).items()},
                           spans=tuple(Span(*span) for span in spans.get(qid, ()))) for qid in ids}
 
@@ -60,23 +59,10 @@ KEEPS_LABELS = 4
 
 def kept_exam_problem(fingerprint: Mapping[str, Any], version: int) -> str | None:
     """Why a file's kept exam cannot be trusted, else None: a format-4 (or later) file without its labels,
-    or a question whose kept labels and spans do not give the gold digest the same run recorded (labels or
-    spans edited or deleted by hand). Either would let a pull request lower the bar it is judged by."""
+    or a question whose kept labels and spans do not give the gold digest the same run recorded
+    (`record/exam.py`, `digest_problem`)."""
     section = fingerprint.get("questions", {})
-    if version < KEEPS_LABELS or not isinstance(section, Mapping) or not isinstance(section.get("digests"), Mapping):
-        return None
-    labels = section.get("labels")
-    if not isinstance(labels, Mapping):
-        return (f"fingerprint.questions.labels is missing: a format-{version} baseline keeps the labels it was "
-                "recorded under (the base's exam)")
-    spans = section.get("spans", {})
-    for qid, digests in sorted(section["digests"].items()):
-        gold = digests.get("gold") if isinstance(digests, Mapping) else None
-        graded = {chunk_id: int(grade) for chunk_id, grade in labels.get(qid, {}).items()}
-        if gold is not None and gold != gold_digest(graded, spans.get(qid, ())):
-            return (f"fingerprint.questions.labels.{qid} (with its spans) does not give "
-                    f"fingerprint.questions.digests.{qid}.gold: the kept exam was edited by hand")
-    return None
+    return digest_problem(section, version, KEEPS_LABELS) if isinstance(section, Mapping) else None
 
 
 def same_labels(one: Question, other: Question) -> bool:
@@ -101,6 +87,6 @@ def labels_digest(fingerprint: Mapping[str, Any]) -> str:
     section = fingerprint.get("questions", {})
     if not isinstance(section, Mapping):
         return _digest(None)
-    if "labels" not in section:
+    if not keeps_labels(section):
         return _digest(section.get("sha256"))
-    return _digest([section.get("labels"), section.get("spans", {})])
+    return _digest(exam_value(section))

@@ -11,33 +11,23 @@ not change a digest, changing a text, an id, a grade or a tag does.
 """
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..config.settings import Config
+from ..core.digest import SHORT, digest
 from ..evalset.documents import documents_digest, load_documents
 from ..evalset.jsonl import GRADING_VERSION
 from ..evalset.records import Chunk, Question
+from ..record.exam import exam_section, gold_digest, spans_of
 from ..scoring.metrics import METRICS_VERSION
 
 ITEMIZE_LIMIT = 20_000
 """Above this many chunks the baseline records the corpus's digest and size only, not one digest per
 chunk: each takes about 40 bytes of the indented file, so 20,000 are about 0.8 MB, the most a
 reviewed file should carry."""
-SHORT = 12
-"""Hex digits of a per-chunk or per-question digest: 48 bits, so that two versions of one chunk
-collide with a chance of 1 in 2**48, and a 20,000-chunk baseline stays small."""
-
-
-_CANONICAL = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-"""`json.dumps` with these arguments builds an encoder per call: one, made once, writes the same text."""
-
-
-def _digest(records: Any, length: int = 64) -> str:
-    text = _CANONICAL.encode(records)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:length]
+_digest = digest
+"""The one digest (`core/digest.py`), by the name this module's callers know."""
 
 
 def chunks_digest(chunks: Sequence[Chunk]) -> str:
@@ -47,24 +37,10 @@ def chunks_digest(chunks: Sequence[Chunk]) -> str:
 
 def evalset_digest(questions: Sequence[Question]) -> str:
     rows = [
-        [q.id, q.query, dict(sorted(q.relevance.items())), sorted(q.tags), *([_spans(q)] if q.spans else [])]
+        [q.id, q.query, dict(sorted(q.relevance.items())), sorted(q.tags), *([spans_of(q)] if q.spans else [])]
         for q in sorted(questions, key=lambda q: q.id)
     ]
     return _digest(rows)
-
-
-def _spans(question: Question) -> list[list[Any]]:
-    """A question's gold spans (documents mode), in a digest beside its graded chunks: the span metrics
-    score them, so a moved span is a change of gold even where the chunks it makes relevant stay."""
-    return sorted([span.doc, span.start, span.end, span.grade] for span in question.spans)
-
-
-def gold_digest(relevance: Mapping[str, int], spans: Sequence[Sequence[Any]]) -> str:
-    """A question's graded gold as its short digest: the positive grades (every judgment where none is
-    positive) and, in documents mode, its sorted gold spans. The kept labels must reproduce it."""
-    positive = {chunk_id: grade for chunk_id, grade in relevance.items() if grade > 0}
-    graded = dict(sorted((positive or relevance).items()))
-    return _digest([graded, sorted(list(span) for span in spans)] if spans else graded, SHORT)
 
 
 def gold_ids(questions: Sequence[Question]) -> frozenset[str]:
@@ -99,7 +75,7 @@ def question_record(question: Question) -> dict[str, Any]:
     positive = {chunk_id: grade for chunk_id, grade in question.relevance.items() if grade > 0}
     found: dict[str, Any] = {
         "query": _digest(question.query, SHORT),
-        "gold": gold_digest(question.relevance, _spans(question)),
+        "gold": gold_digest(question.relevance, spans_of(question)),
         "tags": sorted(question.tags),
     }
     rejected = sorted(chunk_id for chunk_id, grade in question.relevance.items() if grade == 0)
@@ -119,12 +95,8 @@ def questions_record(questions: Sequence[Question]) -> dict[str, Any]:
         "sha256": evalset_digest(questions),
         "count": len(questions),
         "digests": {question.id: question_record(question) for question in questions},
-        "labels": {question.id: dict(sorted(question.relevance.items())) for question in questions
-                   if question.relevance},
+        **exam_section(questions),
     }
-    spans = {question.id: _spans(question) for question in questions if question.spans}
-    if spans:
-        found["spans"] = spans
     machine = sum(len(question.machine_labels) for question in questions)
     if machine:
         found["machine_labels"] = machine

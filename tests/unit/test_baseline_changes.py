@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from stages import document
 
-from pytest_ragretrieval.baseline.fingerprint import gold_digest
 from pytest_ragretrieval.baseline.format import dumps, parse
 from pytest_ragretrieval.core.errors import BaselineError
+from pytest_ragretrieval.record.exam import gold_digest
 from pytest_ragretrieval.review.changes import (
     Entry,
     GateSettings,

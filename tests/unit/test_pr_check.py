@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from stages import document
 
-from pytest_ragretrieval.baseline.fingerprint import gold_digest
 from pytest_ragretrieval.baseline.format import dumps
 from pytest_ragretrieval.cli import main
+from pytest_ragretrieval.record.exam import gold_digest
 from pytest_ragretrieval.review.approval import PullRequest, decide, pull_request
 from pytest_ragretrieval.review.changes import Changes, Entry, SettingChange, ValueChange, dumps_changes
 
