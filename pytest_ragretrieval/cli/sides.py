@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..baseline.exams import recorded_exam
+from ..baseline.fingerprint import chunk_record
 from ..baseline.format import Baseline, parse, read
 from ..config.files import find_settings
 from ..config.outputs import inputs
@@ -248,8 +249,10 @@ def today_exam(config: Config) -> Today | None:
                                              config.chunkings)
         places = chunk_spans(chunks)
     elif config.chunks is not None:
-        questions, places = load_evalset(config.evalset, load_chunks(config.chunks)), None
+        chunks = load_chunks(config.chunks)
+        questions, places = load_evalset(config.evalset, chunks), None
     else:
         return None
     chunkings = {spec.name: spec.chunking for spec in config.retrievers} if config.chunkings else None
-    return Today(tuple(questions), f"the eval set {display(config.evalset)}", places, chunkings)
+    digests = {chunk.id: chunk_record(chunk) for chunk in chunks}
+    return Today(tuple(questions), f"the eval set {display(config.evalset)}", places, chunkings, digests=digests)

@@ -40,6 +40,8 @@ class Today:
     changed: tuple[str, ...] | None = ()
     """Chunks edited or removed between the files (None: the corpus changed, not itemized): rankings are
     scored without their places (`Scorer.without`), as the gate scores the bar."""
+    digests: Mapping[str, str] | None = field(default=None, hash=False)
+    """Today's chunks' short digests (`chunk_record`): which chunks each file's rankings saw as they are today."""
 
 
 @dataclass(frozen=True)
@@ -84,6 +86,10 @@ class Exams:
     changed: tuple[str, ...] | None = ()
     """Chunks edited or removed between the files (None: the corpus changed, not itemized): rankings are
     scored without their places (`Scorer.without`), as the gate scores the bar."""
+    head_changed: tuple[str, ...] | None = ()
+    """The same for the head's rankings: the chunks edited or removed since the head's file was recorded
+    (with today's chunks known; else those between the files). A ranking recorded on today's corpus is
+    scored at today's places, as the gate scores today's rankings."""
 
 
 def exams(old: Baseline, new: Baseline, today: Today | None, found: Since) -> Exams:
@@ -96,8 +102,13 @@ def exams(old: Baseline, new: Baseline, today: Today | None, found: Since) -> Ex
         section = old.fingerprint.get("questions", {})
         derived = question_changes(section if isinstance(section, Mapping) else {}, questions_record(today.questions),
                                    found.corpus)
+        changed = _changed(found)
+        if today.digests is not None:
+            changed, head = _since(old.fingerprint, today.digests), _since(new.fingerprint, today.digests)
+        else:
+            head = changed
         return Exams(base, {q.id: q for q in today.questions}, today.source, derived.comparable, today.places,
-                     today.chunkings, _changed(found))
+                     today.chunkings, changed, head)
     kept = recorded_exam(new.fingerprint)
     chunkings = None
     if isinstance(old.fingerprint.get("chunks"), Mapping) and "chunkings" in old.fingerprint["chunks"]:
@@ -105,7 +116,16 @@ def exams(old: Baseline, new: Baseline, today: Today | None, found: Since) -> Ex
         chunkings = {name: str(entry.get("chunking", "")) for name, entry in described.items()
                      if isinstance(entry, Mapping)}
     source = f"the labels {display(new.path)} was recorded under"
-    return Exams(base, kept, source, frozenset(comparable), None, chunkings, _changed(found))
+    return Exams(base, kept, source, frozenset(comparable), None, chunkings, _changed(found), _changed(found))
+
+
+def _since(fingerprint: Mapping[str, object], today: Mapping[str, str]) -> tuple[str, ...] | None:
+    """The chunks a file's rankings saw that are edited or removed today (None: its corpus is not itemized)."""
+    chunks = fingerprint.get("chunks")
+    recorded = chunks.get("digests") if isinstance(chunks, Mapping) else None
+    if not isinstance(recorded, Mapping):
+        return None
+    return tuple(sorted(cid for cid, digest in recorded.items() if today.get(cid) != digest))
 
 
 def _changed(found: Since) -> tuple[str, ...] | None:
@@ -170,6 +190,7 @@ def rescore(name: str, old: Baseline, new: Baseline, labels: Collection[str], fo
     today = _share(name, found.today, found.chunkings)
     specs, unscored = _specs(labels, old.k, found.places)
     scorer = Scorer(tuple(specs), found.places).without(found.changed)
+    head_scorer = Scorer(tuple(specs), found.places).without(found.head_changed)
     old_rankings = before.approved_rankings()
     new_rankings = after.approved_rankings()
     compared = sorted(qid for qid in found.comparable if qid in before.questions)
@@ -186,7 +207,7 @@ def rescore(name: str, old: Baseline, new: Baseline, labels: Collection[str], fo
         ids = [qid for qid in compared if qid in questions]
         asked = [questions[qid] for qid in ids]
         bar = recorded_values(as_recorded(scorer(name, asked, old_rankings), before.bar))
-        head = _floor(recorded_values(as_recorded(scorer(name, asked, rankings), head_bar)), bar, list(means))
+        head = _floor(recorded_values(as_recorded(head_scorer(name, asked, rankings), head_bar)), bar, list(means))
         for label in means:
             pairs = paired(label, bar, head, ids)
             if pairs.n:
@@ -194,7 +215,8 @@ def rescore(name: str, old: Baseline, new: Baseline, labels: Collection[str], fo
         if hits:
             lost += [(qid, exam) for qid in ids if _hit(old_rankings.get(qid, ()), questions[qid], old.k)
                      and not _hit(rankings.get(qid, ()), questions[qid], old.k)]
-    replaced = _replaced(name, before, after, means, sat[0][1], base, found.comparable, scorer, rankings, head_bar)
+    replaced = _replaced(name, before, after, means, sat[0][1], base, found.comparable, (scorer, head_scorer),
+                         rankings, head_bar)
     first: dict[str, str] = {}
     for qid, exam in lost:
         first.setdefault(qid, exam)
@@ -207,17 +229,18 @@ def _hit(ranking: Sequence[str], question: Question, k: int) -> bool:
 
 
 def _replaced(name: str, before: Recorded, after: Recorded, labels: Collection[str], exam: Mapping[str, Question],
-              base: Mapping[str, Question], comparable: Collection[str], scorer: Scorer,
+              base: Mapping[str, Question], comparable: Collection[str], scorers: tuple[Scorer, Scorer],
               rankings: Mapping[str, Sequence[str]], head_bar: Mapping[str, Mapping[str, float]],
               ) -> dict[str, Replacement]:
     """Metric label -> what lowers its bar among the questions that leave: the base's approved values of the
     compared questions under `exam` (today's, else the base's), of those that leave under the base's exam,
-    against the head's approved values under `exam`."""
+    against the head's approved values under `exam`; `scorers` score the base's rankings and the head's."""
+    scorer, head_scorer = scorers
     kept_ids = [qid for qid in sorted(comparable) if qid in before.questions and qid in exam]
     kept = recorded_values(as_recorded(scorer(name, [exam[q] for q in kept_ids], before.approved_rankings()),
                                        before.bar))
     held = [exam[qid] for qid in sorted({*after.questions, *kept_ids}) if qid in exam]
-    head = recorded_values(as_recorded(scorer(name, held, rankings), head_bar))
+    head = recorded_values(as_recorded(head_scorer(name, held, rankings), head_bar))
     leaves = set(before.questions) - set(comparable)
     found = {}
     for label in labels:

@@ -11,9 +11,21 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from projects import GOLD, QUESTIONS, RUN, baseline, jsonl, retriever, write_project
+from projects import (
+    DOCUMENT_QUESTIONS,
+    GOLD,
+    QUESTIONS,
+    RUN,
+    baseline,
+    documents_config,
+    jsonl,
+    retriever,
+    write_documents_project,
+    write_project,
+)
 
 from pytest_ragretrieval.baseline.format import dumps
+from pytest_ragretrieval.cli import main
 
 BASELINE = "baselines/retrieval.json"
 RETRIEVER = retriever("mine", "run", path="runs/mine.jsonl")
@@ -166,3 +178,34 @@ def test_deleted_questions_with_the_baseline_untouched_fail_the_gate(base: pytes
     code, failed, out = gate(base)
     assert code == 1, out
     assert "rag::mine::ndcg@3" in failed and "removed question" in out
+
+
+def test_an_in_place_sentence_edit_reads_alike_in_the_gate_and_diff(
+        pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]) -> None:
+    """Documents mode: a question bm25 cannot answer, then one sentence edited in place so that it can. The
+    gate passes with char_recall@2 +0.2; `diff --against main` scores the head's rankings, recorded on today's
+    documents, at today's places (on 577255f it dropped the edited chunk's place for them too and saw no rise,
+    or, where another question ranked the chunk, a lowering)."""
+    if shutil.which("git") is None:
+        pytest.skip("git is not on PATH")
+    config = documents_config(["recall", "char_recall"], '[tool.ragretrieval.retrievers.bm25]\ntype = "bm25"\n')
+    write_documents_project(pytester.path, config)
+    lock = {"id": "lock", "query": "stolen computer", "relevant_text": ["locks the device remotely"]}
+    (pytester.path / "fixtures" / "evalset.jsonl").write_text(jsonl([*DOCUMENT_QUESTIONS, lock]), encoding="utf-8")
+    assert pytester.runpytest("--rag-update-baseline", *RUN).ret == 0
+    git(pytester.path, "init", "-q", "-b", "main")
+    git(pytester.path, "add", "-A")
+    git(pytester.path, "commit", "-q", "-m", "base")
+    document = pytester.path / "kb" / "it" / "laptop.txt"
+    document.write_text(document.read_text(encoding="utf-8").replace(
+        "locks the device remotely.", "locks the device remotely when a computer is stolen."), encoding="utf-8")
+    judged = pytester.runpytest("--rag-eval", "--rag-json", "results.json", *RUN)
+    assert judged.ret == 0
+    gained = json.loads((pytester.path / "results.json").read_text(encoding="utf-8"))["retrievers"]["bm25"]
+    assert gained["comparison"]["char_recall@2"]["delta"] == pytest.approx(0.2)
+    assert pytester.runpytest("--rag-update-baseline", *RUN).ret == 0
+    capsys.readouterr()
+    code = main(["diff", "--against", "main", "--fail-on-lower"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "  raised: char_recall@2 of 'bm25' 0.8000 -> 1.0000 (+0.2000)" in out
