@@ -159,10 +159,12 @@ def _specs(labels: Collection[str], k: int, places: Mapping[str, Span] | None) -
     return specs, unscored
 
 
-def _head_bar(old: Recorded, new: Recorded) -> dict[str, dict[str, float]]:
+def _head_bar(new: Recorded, bar: Mapping[str, Mapping[str, float]]) -> dict[str, dict[str, float]]:
     """The value bar the head keeps, with the base's numbers: an update keeps a value bar or drops it, never
-    writes one, so only which questions keep it is the head's to say."""
-    return {label: {qid: old.bar[label][qid] for qid in kept if qid in old.bar.get(label, {})}
+    writes one, so only which questions keep it is the head's to say. `bar` is the base's bar under the exam
+    (its kept value bar where it holds one, else its approved rankings scored): a base without a value bar
+    still gives each question the head keeps one for its bar, as the gate reads the head's."""
+    return {label: {qid: bar[qid][label] for qid in kept if label in bar.get(qid, {})}
             for label, kept in new.bar.items()}
 
 
@@ -197,7 +199,6 @@ def rescore(name: str, old: Baseline, new: Baseline, labels: Collection[str], fo
     missing = tuple(qid for qid in compared if qid not in after.questions
                     and (today is None or qid in today) and qid in base)
     rankings = {qid: new_rankings.get(qid, ()) for qid in {*new_rankings, *compared}}
-    head_bar = _head_bar(before, after)
     sat = [(TODAY, today)] if today is not None else []
     if today is None or any(qid in today and not same_labels(base[qid], today[qid]) for qid in compared if qid in base):
         sat.append((BASE, base))
@@ -207,6 +208,7 @@ def rescore(name: str, old: Baseline, new: Baseline, labels: Collection[str], fo
         ids = [qid for qid in compared if qid in questions]
         asked = [questions[qid] for qid in ids]
         bar = recorded_values(as_recorded(scorer(name, asked, old_rankings), before.bar))
+        head_bar = _head_bar(after, bar)
         head = _floor(recorded_values(as_recorded(head_scorer(name, asked, rankings), head_bar)), bar, list(means))
         for label in means:
             pairs = paired(label, bar, head, ids)
@@ -216,7 +218,7 @@ def rescore(name: str, old: Baseline, new: Baseline, labels: Collection[str], fo
             lost += [(qid, exam) for qid in ids if _hit(old_rankings.get(qid, ()), questions[qid], old.k)
                      and not _hit(rankings.get(qid, ()), questions[qid], old.k)]
     replaced = _replaced(name, before, after, means, sat[0][1], base, found.comparable, (scorer, head_scorer),
-                         rankings, head_bar)
+                         rankings)
     first: dict[str, str] = {}
     for qid, exam in lost:
         first.setdefault(qid, exam)
@@ -230,8 +232,7 @@ def _hit(ranking: Sequence[str], question: Question, k: int) -> bool:
 
 def _replaced(name: str, before: Recorded, after: Recorded, labels: Collection[str], exam: Mapping[str, Question],
               base: Mapping[str, Question], comparable: Collection[str], scorers: tuple[Scorer, Scorer],
-              rankings: Mapping[str, Sequence[str]], head_bar: Mapping[str, Mapping[str, float]],
-              ) -> dict[str, Replacement]:
+              rankings: Mapping[str, Sequence[str]]) -> dict[str, Replacement]:
     """Metric label -> what lowers its bar among the questions that leave: the base's approved values of the
     compared questions under `exam` (today's, else the base's), of those that leave under the base's exam,
     against the head's approved values under `exam`; `scorers` score the base's rankings and the head's."""
@@ -240,7 +241,7 @@ def _replaced(name: str, before: Recorded, after: Recorded, labels: Collection[s
     kept = recorded_values(as_recorded(scorer(name, [exam[q] for q in kept_ids], before.approved_rankings()),
                                        before.bar))
     held = [exam[qid] for qid in sorted({*after.questions, *kept_ids}) if qid in exam]
-    head = recorded_values(as_recorded(head_scorer(name, held, rankings), head_bar))
+    head = recorded_values(as_recorded(head_scorer(name, held, rankings), _head_bar(after, kept)))
     leaves = set(before.questions) - set(comparable)
     found = {}
     for label in labels:

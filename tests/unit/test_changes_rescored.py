@@ -160,6 +160,15 @@ def test_a_kept_value_bar_holds_the_base_numbers() -> None:
     assert keys(dropped) == {("bm25", "ndcg@2", "today")}  # recall's bar of q2 is kept: 0.9 on both sides
 
 
+def test_a_kept_value_bar_against_a_base_without_one_takes_the_base_s_bar() -> None:
+    """The head keeps a value bar for q2's recall (as the gate enforces it) and the base keeps none: the kept
+    value is the base's bar for q2 (its approved ranking scored: 1.0), not nothing. On 577255f the head's q2
+    was scored from its worse ranking instead, and recall read as lowered (issue 48)."""
+    head = record("new.json", {**GOOD, "q2": ["x", "y"]}, questions(),
+                  edit=lambda doc: doc["retrievers"]["bm25"].update(bar={"recall@2": {"q2": 0.25}}))
+    assert keys(classify(OLD, head)) == {("bm25", "ndcg@2", "today")}
+
+
 def test_lost_hits_come_from_the_rankings() -> None:
     settings = GateSettings(metrics=METRICS, tolerances=dict.fromkeys(METRICS, 0.0), fail_on=("question",))
     new = record("new.json", WORSE, questions(), forge=OLD)
