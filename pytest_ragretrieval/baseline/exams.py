@@ -14,7 +14,15 @@ from typing import Any, Protocol
 
 from ..core.digest import digest as _digest
 from ..evalset.records import Question, Span
-from ..record.exam import digest_problem, exam_value, keeps_labels, kept_labels, kept_spans
+from ..record.exam import (
+    digest_problem,
+    exam_value,
+    keeps_labels,
+    kept_clusters,
+    kept_labels,
+    kept_sides,
+    kept_spans,
+)
 
 
 class Approving(Protocol):
@@ -35,9 +43,11 @@ def recorded_exam(fingerprint: Mapping[str, Any]) -> dict[str, Question] | None:
     if not isinstance(section, Mapping) or not keeps_labels(section):
         return None
     labels, spans = kept_labels(section), kept_spans(section)
+    clusters, sides = kept_clusters(section), kept_sides(section)
     ids = sorted(set(section.get("digests", {})) | set(labels))
     return {qid: Question(qid, "", {chunk_id: int(grade) for chunk_id, grade in labels.get(qid, {}).items()},
-                          spans=tuple(Span(*span) for span in spans.get(qid, ()))) for qid in ids}
+                          spans=tuple(Span(*span) for span in spans.get(qid, ())), cluster=clusters.get(qid),
+                          side=sides.get(qid)) for qid in ids}
 
 
 LOCAL = ("the base's exam is the labels the work tree's baseline keeps (in a pull request's CI the gate reads "

@@ -11,7 +11,7 @@ not change a digest, changing a text, an id, a grade or a tag does.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from ..config.settings import Config
@@ -20,6 +20,7 @@ from ..evalset.documents import documents_digest, load_documents
 from ..evalset.jsonl import GRADING_VERSION
 from ..evalset.records import Chunk, Question
 from ..record.exam import exam_section, gold_digest, spans_of
+from ..scoring.evaluate import chunk_spans
 from ..scoring.metrics import METRICS_VERSION
 
 ITEMIZE_LIMIT = 20_000
@@ -126,24 +127,43 @@ def fingerprint(
         "yardstick": yardstick(config),
         "tokenizer": config.described_tokenizer(),
         "chunks": (dict(corpus) if corpus is not None
-                   else {**corpus_record(chunks), "gold": gold_texts(chunks, questions), **chunking(config)}),
+                   else {**corpus_record(chunks), "gold": gold_texts(chunks, questions), **chunking(config, chunks)}),
         "questions": questions_record(questions),
         "retrievers": {spec.name: retriever_fingerprint(config, spec.name, setup)
                        for spec in config.retrievers if spec.name in setup},
     }
 
 
-def chunking(config: Config) -> dict[str, Any]:
-    """Documents mode: the chunker with its parameters, each named chunking's, and the documents' digest
-    (shared by all; read again here, so a merge of shards records what the session did); nothing for a
-    chunks file."""
+def chunking(config: Config, chunks: Sequence[Chunk] = ()) -> dict[str, Any]:
+    """Documents mode: the chunker with its parameters, each named chunking's, the documents' digest
+    (shared by all; read again here, so a merge of shards records what the session did) and the chunks'
+    places (`PLACES`); nothing for a chunks file."""
     if config.documents is None or config.chunker is None:
         return {}
     documents = load_documents(config.documents)
     named = {"chunkings": {name: chunker.described() for name, chunker in config.chunkings.items()}}
+    texts = {document.id: _digest(document.text, SHORT) for document in documents}
+    places = {cid: [span.doc, span.start, span.end, texts.get(span.doc, "")]
+              for cid, span in chunk_spans(chunks).items()}
     return {"chunker": config.chunker.described(),
             "documents": {"sha256": documents_digest(documents), "count": len(documents)},
-            **(named if config.chunkings else {})}
+            **(named if config.chunkings else {}), **({PLACES: places} if places else {})}
+
+
+PLACES = "places"
+"""Format 5, documents mode: chunk id -> [doc, start, end, the document's short digest], for every chunk of a
+recorded or approved ranking (`placed`): where the bar's chunks were, so a later chunking can be judged
+against them (the chunk-size issue)."""
+
+
+def placed(fingerprint: Mapping[str, Any], ranked: Collection[str]) -> dict[str, Any]:
+    """`fingerprint` with only the places of the chunks `ranked` (those a record's rankings hold)."""
+    chunks = fingerprint.get("chunks")
+    if not isinstance(chunks, Mapping) or not isinstance(chunks.get(PLACES), Mapping):
+        return dict(fingerprint)
+    kept = {cid: place for cid, place in chunks[PLACES].items() if cid in ranked}
+    section = {key: value for key, value in chunks.items() if key != PLACES}
+    return {**fingerprint, "chunks": {**section, **({PLACES: kept} if kept else {})}}
 
 
 def retriever_fingerprint(config: Config, name: str, setup: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:

@@ -25,7 +25,9 @@ from .records import Chunk, Question, Span
 
 CHUNK_KEYS = frozenset({"id", "text", "doc", "metadata"})
 QUESTION_KEYS = frozenset({"id", "query", "relevant", "not_relevant", "relevant_text", "relevant_spans", "tags",
-                           "metadata", "machine_labels"})
+                           "metadata", "machine_labels", "cluster", "side"})
+SIDES = ("tune", "gate")
+"""A question's `side`: tuned on, or gated on."""
 JUDGE_KEYS = ("model", "prompt_sha256", "date")
 """What `machine_labels` records of each machine-made judgment: who judged, with which prompt, when."""
 MAX_GRADE = 100
@@ -236,6 +238,18 @@ def _tags(where: str, value: Any) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _cluster_and_side(where: str, record: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    """`cluster` (a one-line name) and `side` (`tune` or `gate`), both optional: plain data the exam keeps."""
+    cluster, side = record.get("cluster"), record.get("side")
+    if cluster is not None and not (isinstance(cluster, str) and cluster.strip()):
+        raise FixtureError(f"{where}: 'cluster' must be a non-empty string (the name of the question's cluster)")
+    if cluster is not None:
+        _one_line(where, "cluster", cluster)
+    if side is not None and side not in SIDES:
+        raise FixtureError(f"{where}: 'side' must be \"tune\" or \"gate\", got {side!r}")
+    return cluster, side
+
+
 def _text_gold(
     where: str, record: Mapping[str, Any], chunks: Sequence[Chunk], documents: Mapping[str, Document] | None,
 ) -> tuple[dict[str, int], dict[str, int], tuple[Span, ...]]:
@@ -295,9 +309,10 @@ def load_evalset(
         machine = _machine_labels(where, record["machine_labels"], grades) if "machine_labels" in record \
             else frozenset()
         tags = _tags(where, record.get("tags", []))
+        cluster, side = _cluster_and_side(where, record)
         questions.append(
             Question(id=question_id, query=query, relevance=grades, tags=tags, snippet_ids=frozenset(matched),
-                     machine_labels=machine, spans=spans)
+                     machine_labels=machine, spans=spans, cluster=cluster, side=side)
         )
     if not questions:
         raise FixtureError(f"{display(path)}: no questions")

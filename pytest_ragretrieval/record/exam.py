@@ -13,6 +13,9 @@ from ..evalset.records import Question
 from .checks import json_type, shown
 
 LABELS, SPANS = "labels", "spans"
+CLUSTERS, SIDES = "clusters", "sides"
+"""Format 5: each question's cluster and its side (`tune` or `gate`), where the eval set names them."""
+SIDE_NAMES = ("tune", "gate")
 
 
 def spans_of(question: Question) -> list[list[Any]]:
@@ -28,6 +31,10 @@ def exam_section(questions: Sequence[Question]) -> dict[str, Any]:
     spans = {question.id: spans_of(question) for question in questions if question.spans}
     if spans:
         found[SPANS] = spans
+    clusters = {question.id: question.cluster for question in questions if question.cluster is not None}
+    sides = {question.id: question.side for question in questions if question.side is not None}
+    found.update({CLUSTERS: clusters} if clusters else {})
+    found.update({SIDES: sides} if sides else {})
     return found
 
 
@@ -46,9 +53,21 @@ def kept_spans(section: Mapping[str, Any]) -> Mapping[str, Sequence[Sequence[Any
     return found if isinstance(found, Mapping) else {}
 
 
+def kept_clusters(section: Mapping[str, Any]) -> Mapping[str, str]:
+    found = section.get(CLUSTERS, {})
+    return found if isinstance(found, Mapping) else {}
+
+
+def kept_sides(section: Mapping[str, Any]) -> Mapping[str, str]:
+    found = section.get(SIDES, {})
+    return found if isinstance(found, Mapping) else {}
+
+
 def exam_value(section: Mapping[str, Any]) -> list[Any]:
-    """The exam as one JSON value, for the digest an approval binds."""
-    return [section.get(LABELS), section.get(SPANS, {})]
+    """The exam as one JSON value, for the digest an approval binds (clusters and sides where kept, so a file
+    without them binds what it always did)."""
+    kept = [section.get(CLUSTERS, {}), section.get(SIDES, {})]
+    return [section.get(LABELS), section.get(SPANS, {}), *(kept if any(kept) else [])]
 
 
 def gold_digest(relevance: Mapping[str, int], spans: Sequence[Sequence[Any]]) -> str:
@@ -83,6 +102,19 @@ def shape_problem(section: Mapping[str, object]) -> str | None:
         if not good:
             return (f"fingerprint.questions.spans.{qid} must list [doc, start, end, grade] spans "
                     "(start < end, integers >= 0)")
+    return _membership_problem(section)
+
+
+def _membership_problem(section: Mapping[str, object]) -> str | None:
+    """`clusters` map question ids to non-empty names, `sides` to `tune` or `gate` (format 5)."""
+    for key, allowed in ((CLUSTERS, None), (SIDES, SIDE_NAMES)):
+        found = section.get(key, {})
+        if not isinstance(found, dict):
+            return f"fingerprint.questions.{key} must map question ids to strings, got {json_type(found)}"
+        for qid, value in found.items():
+            if not (isinstance(value, str) and value) or (allowed is not None and value not in allowed):
+                wanted = "tune or gate" if allowed is not None else "a non-empty string"
+                return f"fingerprint.questions.{key}.{qid} = {shown(value)} is not {wanted}"
     return None
 
 
@@ -117,4 +149,8 @@ def exam_schema() -> dict[str, Any]:
                 "additionalProperties": {"type": "array", "items": {
                     "type": "array", "prefixItems": [{"type": "string"}, *[
                         {"type": "integer", "minimum": 0}] * 3], "minItems": 4, "maxItems": 4}}},
+        CLUSTERS: {"type": "object", "description": "question id -> its cluster (format 5)",
+                   "additionalProperties": {"type": "string", "minLength": 1}},
+        SIDES: {"type": "object", "description": "question id -> tune or gate (format 5)",
+                "additionalProperties": {"enum": list(SIDE_NAMES)}},
     }

@@ -119,7 +119,7 @@ def test_deleted_kept_labels_are_damage(base: pytest.Pytester) -> None:
     (base.path / BASELINE).write_text(dumps(doc), encoding="utf-8")
     code, _, out = gate(base)
     assert code != 0
-    assert (f"{BASELINE}: fingerprint.questions.labels is missing: a format-4 baseline keeps the labels it was "
+    assert (f"{BASELINE}: fingerprint.questions.labels is missing: a format-5 baseline keeps the labels it was "
             "recorded under") in out
 
 

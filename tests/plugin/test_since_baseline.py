@@ -163,7 +163,7 @@ def test_a_format_1_baseline_loads_is_judged_and_is_upgraded_when_recorded(recor
     ])
     assert baseline_bytes(recorded.path) == old
     assert recorded.runpytest("--rag-update-baseline", "--rag-allow-regression", *RUN).ret == 0
-    assert baseline(recorded.path)["format_version"] == 4
+    assert baseline(recorded.path)["format_version"] == 5
     recorded.runpytest("--rag-eval", *RUN).assert_outcomes(passed=8)
 
 
