@@ -209,3 +209,18 @@ def test_an_in_place_sentence_edit_reads_alike_in_the_gate_and_diff(
     out = capsys.readouterr().out
     assert code == 0, out
     assert "  raised: char_recall@2 of 'bm25' 0.8000 -> 1.0000 (+0.2000)" in out
+
+
+def test_deleted_kept_spans_are_damage_in_documents_mode(pytester: pytest.Pytester) -> None:
+    """Documents mode: the head's baseline without `fingerprint.questions.spans` (its chunk labels left) would
+    judge span metrics under no gold; the file is refused in one line."""
+    config = documents_config(["recall", "char_recall"], '[tool.ragretrieval.retrievers.bm25]\ntype = "bm25"\n')
+    write_documents_project(pytester.path, config)
+    assert pytester.runpytest("--rag-update-baseline", *RUN).ret == 0
+    doc = baseline(pytester.path)
+    del doc["fingerprint"]["questions"]["spans"]
+    (pytester.path / BASELINE).write_text(dumps(doc), encoding="utf-8")
+    code, _, out = gate(pytester)
+    assert code != 0
+    assert "fingerprint.questions.labels.hotel (with its spans) does not give fingerprint.questions.digests.hotel.gold" \
+        in out
