@@ -19,7 +19,7 @@ import posixpath
 import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..baseline.exams import recorded_exam
@@ -239,6 +239,17 @@ def _today(old: Baseline | None, config: Config, notes: list[str]) -> Today | No
         notes.append("the corpus is the team's table, which diff does not read: today's exam is the labels "
                      f"{display(config.baseline)} was recorded under")
     return today
+
+
+def with_rankings(sides: Sides, path: Path) -> Sides:
+    """`sides` with today's rankings read from the gate's results file (`--rag-json`), never the head's baseline."""
+    results = read(path)
+    rankings = {name: {qid: q.ranking for qid, q in entry.questions.items()}
+                for name, entry in results.retrievers.items()}
+    if sides.today is None:
+        return sides
+    return replace(sides, today=replace(sides.today, rankings=rankings),
+                   inputs={**sides.inputs, display(path): path})
 
 
 def today_exam(config: Config) -> Today | None:

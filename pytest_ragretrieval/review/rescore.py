@@ -42,6 +42,10 @@ class Today:
     scored without their places (`Scorer.without`), as the gate scores the bar."""
     digests: Mapping[str, str] | None = field(default=None, hash=False)
     """Today's chunks' short digests (`chunk_record`): which chunks each file's rankings saw as they are today."""
+    rankings: Mapping[str, Mapping[str, Sequence[str]]] | None = field(default=None, hash=False)
+    """Today's rankings (retriever -> question id -> ranking), from the gate's own `--rag-json` of the same job
+    (`diff --today`), never from the head's baseline: where the head's file holds no ranking of a question as
+    it is asked today (its query edited since, or added), the head's side is today's."""
 
 
 @dataclass(frozen=True)
@@ -90,6 +94,9 @@ class Exams:
     """The same for the head's rankings: the chunks edited or removed since the head's file was recorded
     (with today's chunks known; else those between the files). A ranking recorded on today's corpus is
     scored at today's places, as the gate scores today's rankings."""
+    fresh: Mapping[str, Mapping[str, Sequence[str]]] = field(default_factory=dict, hash=False)
+    """Per retriever, today's rankings of the questions the head's file holds no ranking of as asked today
+    (`Today.rankings`): the question rule then sees the values they have today."""
 
 
 def exams(old: Baseline, new: Baseline, today: Today | None, found: Since) -> Exams:
@@ -102,13 +109,14 @@ def exams(old: Baseline, new: Baseline, today: Today | None, found: Since) -> Ex
         section = old.fingerprint.get("questions", {})
         derived = question_changes(section if isinstance(section, Mapping) else {}, questions_record(today.questions),
                                    found.corpus)
+        fresh = _fresh(new, today)
         changed = _changed(found)
         if today.digests is not None:
             changed, head = _since(old.fingerprint, today.digests), _since(new.fingerprint, today.digests)
         else:
             head = changed
         return Exams(base, {q.id: q for q in today.questions}, today.source, derived.comparable, today.places,
-                     today.chunkings, changed, head)
+                     today.chunkings, changed, head, fresh)
     kept = recorded_exam(new.fingerprint)
     chunkings = None
     if isinstance(old.fingerprint.get("chunks"), Mapping) and "chunkings" in old.fingerprint["chunks"]:
@@ -117,6 +125,17 @@ def exams(old: Baseline, new: Baseline, today: Today | None, found: Since) -> Ex
                      if isinstance(entry, Mapping)}
     source = f"the labels {display(new.path)} was recorded under"
     return Exams(base, kept, source, frozenset(comparable), None, chunkings, _changed(found), _changed(found))
+
+
+def _fresh(new: Baseline, today: Today) -> dict[str, dict[str, Sequence[str]]]:
+    """Today's rankings of the questions the head's file does not hold as they are asked today."""
+    if not today.rankings:
+        return {}
+    section = new.fingerprint.get("questions", {})
+    held = question_changes(section if isinstance(section, Mapping) else {}, questions_record(today.questions),
+                            None).comparable
+    return {name: {qid: tuple(ranking) for qid, ranking in found.items() if qid not in held}
+            for name, found in today.rankings.items()}
 
 
 def _since(fingerprint: Mapping[str, object], today: Mapping[str, str]) -> tuple[str, ...] | None:
@@ -198,7 +217,8 @@ def rescore(name: str, old: Baseline, new: Baseline, labels: Collection[str], fo
     compared = sorted(qid for qid in found.comparable if qid in before.questions)
     missing = tuple(qid for qid in compared if qid not in after.questions
                     and (today is None or qid in today) and qid in base)
-    rankings = {qid: new_rankings.get(qid, ()) for qid in {*new_rankings, *compared}}
+    fresh = found.fresh.get(name, {})
+    rankings = {qid: fresh.get(qid, new_rankings.get(qid, ())) for qid in {*new_rankings, *compared, *fresh}}
     sat = [(TODAY, today)] if today is not None else []
     if today is None or any(qid in today and not same_labels(base[qid], today[qid]) for qid in compared if qid in base):
         sat.append((BASE, base))
@@ -240,7 +260,7 @@ def _replaced(name: str, before: Recorded, after: Recorded, labels: Collection[s
     kept_ids = [qid for qid in sorted(comparable) if qid in before.questions and qid in exam]
     kept = recorded_values(as_recorded(scorer(name, [exam[q] for q in kept_ids], before.approved_rankings()),
                                        before.bar))
-    held = [exam[qid] for qid in sorted({*after.questions, *kept_ids}) if qid in exam]
+    held = [exam[qid] for qid in sorted({*after.questions, *kept_ids, *rankings}) if qid in exam]
     head = recorded_values(as_recorded(head_scorer(name, held, rankings), _head_bar(after, kept)))
     leaves = set(before.questions) - set(comparable)
     found = {}

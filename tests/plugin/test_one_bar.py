@@ -157,27 +157,42 @@ def test_a_shallow_checkout_in_ci_fails_closed(base: pytest.Pytester, monkeypatc
     assert code != 0 and "names no base ref (GITHUB_BASE_REF is empty)" in out
 
 
-def test_edited_queries_with_the_baseline_untouched_fail_the_gate(base: pytest.Pytester) -> None:
-    """Two questions the run answers perfectly get new queries it answers worse: they leave the comparison, and the
-    question rule (as the update applies it) fails the items they lower."""
+def test_edited_queries_with_the_baseline_untouched_fail_the_gate_and_lower_in_diff(
+        base: pytest.Pytester, capsys: pytest.CaptureFixture[str]) -> None:
+    """Two questions the run answers perfectly get new queries it answers worse: they leave the comparison, and
+    the question rule (as the update applies it) fails the items they lower. `diff --against main
+    --fail-on-lower --today results.json`, given the gate's own results, counts them lowered though the
+    baseline file is untouched."""
     edited = [{**q, "query": "客服工作时间"} if q["id"] in ("q02", "q04") else q for q in QUESTIONS]
     (base.path / "fixtures" / "evalset.jsonl").write_text(jsonl(edited), encoding="utf-8")
     set_run(base.path, {**BEFORE, "q02": WRONG, "q04": WRONG})
     code, failed, out = gate(base)
     assert code == 1, out
     assert "rag::mine::recall@3" in failed
-    assert "lowers the bar through its questions: the 2 edited questions (q02, q04)" in out
+    rule = "the 2 edited questions (q02, q04): bar 1.0000, their new values 0.5000"  # error-002 still ranked for q04
+    assert f"recall@3 of 'mine' lowers the bar through its questions: {rule}" in out
+    capsys.readouterr()
+    code = main(["diff", "--against", "main", "--fail-on-lower", "--today", "results.json"])
+    out = capsys.readouterr().out
+    assert code == 1, out
+    lowered = [line for line in out.splitlines() if line.startswith("  lowered: recall@3 of 'mine'")]
+    assert lowered == [f"  lowered: recall@3 of 'mine': {rule}"], out  # the gate's words
 
 
-def test_deleted_questions_with_the_baseline_untouched_fail_the_gate(base: pytest.Pytester) -> None:
+def test_deleted_questions_with_the_baseline_untouched_fail_the_gate_and_lower_in_diff(
+        base: pytest.Pytester, capsys: pytest.CaptureFixture[str]) -> None:
     """The questions the run answers perfectly removed from the eval set: the bar's mean over the questions
-    left falls below the removed ones', as the update refuses."""
+    left falls below the removed ones', as the update refuses and `diff` counts."""
     kept = [q for q in QUESTIONS if q["id"] in ("q03", "q06")]  # q03 the one the run half answers
     (base.path / "fixtures" / "evalset.jsonl").write_text(jsonl(kept), encoding="utf-8")
     set_run(base.path, {qid: BEFORE[qid] for qid in ("q03", "q06")})
     code, failed, out = gate(base)
     assert code == 1, out
     assert "rag::mine::ndcg@3" in failed and "removed question" in out
+    capsys.readouterr()
+    code = main(["diff", "--against", "main", "--fail-on-lower", "--today", "results.json"])
+    out = capsys.readouterr().out
+    assert code == 1 and "  lowered: ndcg@3 of 'mine': the 4 removed questions (q01, q02, q04, q05)" in out, out
 
 
 def test_an_in_place_sentence_edit_reads_alike_in_the_gate_and_diff(
