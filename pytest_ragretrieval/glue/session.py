@@ -136,7 +136,8 @@ class RagSession:
         if self.baseline is not None:
             recorded_gold(self.baseline)  # a damaged record of the gold texts fails here, before anything runs
             verify(self.baseline, self.config.k, self.chunks, self.questions)
-        self.kept = kept_exam(self.config.baseline, self.baseline)
+        # a shard judges nothing: the merge that judges reads the base's exam
+        self.kept = kept_exam(self.config.baseline, self.baseline) if self.options.shard is None else None
 
     def _reanchored(self, problem: Unanchored) -> FixtureError:
         """A label naming what the corpus no longer holds: where its text went (for an id, the text the
