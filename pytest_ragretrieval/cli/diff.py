@@ -173,6 +173,10 @@ def per_question_lines(old: Baseline, new: Baseline, shared: Sequence[str], foun
     return ["", "per-question changes, worst drop first:", *body] if body else []
 
 
+STORED = "values as each file stores them (its last update's, not its approved bar)"
+"""The table's label where a file keeps no labels: stored values, said so, since the bar may differ."""
+
+
 def review(old: Baseline, new: Baseline, today: Today | None = None) -> tuple[list[str], int]:
     """The review view's lines and status: 1 when a metric dropped or the yardstick differs. Where the old
     file keeps labels, each file's values are scored here from its recorded rankings under one exam (today's:
@@ -185,6 +189,8 @@ def review(old: Baseline, new: Baseline, today: Today | None = None) -> tuple[li
         old, new = scored_view(old, scored), scored_view(new, scored)
         under = f"{EXAM_NAMES[TODAY]} ({scored.source})" if scored.today is not None else EXAM_NAMES[BASE]
         lines.append(f"values scored here from each file's recorded rankings under {under}")
+    else:
+        lines.append(STORED)
     comparable = found.comparable
     shared = sorted(set(old.retrievers) & set(new.retrievers))
     rows: list[list[str]] = []
