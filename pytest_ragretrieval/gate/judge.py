@@ -42,7 +42,7 @@ from .checks import (
 from .family import Key, Member, adjusted, member, power_lines, used
 from .items import ItemKey, Skip
 from .pairs import Pairs, compare_configurations
-from .report import baseline_questions, comparable_notes, small_set_notes
+from .report import baseline_questions, comparable_notes, lowest_ann_recall, small_set_notes
 
 if TYPE_CHECKING:
     from ..scoring.stats import Adjustment
@@ -355,7 +355,7 @@ class Judge:
         outcomes = [(side.exam, self.exam_verdict(name, label, side)) for side in self.sides(name)]
         assert outcomes
         failed = [(exam, outcome) for exam, outcome in outcomes if not outcome.passed]
-        replaced = None if failed else self.question_rule(name, label)
+        replaced = None if failed else self.question_rule(name, label, asked=True)
         if replaced is not None:
             return Outcome(False, f"{label} of {name!r} lowers the bar through its questions: {replaced.text()}, "
                            "below the bar, as the update and the pull-request check count it; restore them, or "
@@ -380,23 +380,10 @@ class Judge:
         check = MetricCheck(
             name, metric, self.config.tolerance.for_metric(metric), self.config.significance,
             self.config.alpha, self.changes(name), edited=by_question(self.edited_gold()),
-            judged=judged, ann_recall=self.ann_recall(name),
+            judged=judged, ann_recall=lowest_ann_recall(name, self.config, self.runs),
         )
         return check.evaluate(side.bar, side.today, self.comparison(name, label, side.exam),
                               found.questions.comparable)
-
-    def ann_recall(self, name: str) -> float | None:
-        """The lowest `ann_recall@k` measured for `name` and the retrievers it reads (the config refuses
-        cycles); None where none was measured."""
-        sources = {spec.name: spec.sources for spec in self.config.retrievers}
-        names, found = [name], list[float]()
-        while names:
-            current = names.pop()
-            run = self.runs.get(current)
-            if run is not None:
-                found += [value for label, value in run.diagnostics.items() if label.startswith("ann_recall@")]
-            names += sources.get(current, ())
-        return min(found) if found else None
 
     def missing_baseline(self) -> list[str]:
         """The one line a gate run without a baseline fails with, its items skipped each with one short
@@ -466,21 +453,36 @@ class Judge:
         replaced = self.question_rule(name, label)
         return None if replaced is None else f"{replaced.text()}, below the bar"
 
-    def question_rule(self, name: str, label: str) -> Replacement | None:
-        """What lowers `name`'s bar of `label` through its questions, else None: questions removed or whose
-        query changed leave the bar, replaced by lower values (`bar.rule.replacement`: their approved
-        rankings scored under the base's exam). The gate fails it as the update refuses it and `diff` counts
-        it, whether or not the baseline was re-recorded."""
+    def question_rule(self, name: str, label: str, asked: bool = False) -> Replacement | None:
+        """What lowers `name`'s bar of `label` through its questions, else None: questions that leave the
+        comparison replaced by lower values (`bar.rule.replacement`: their approved rankings scored under the
+        base's exam). With `asked` (the gate's verdict), only those removed or whose query changed, as the
+        update and `diff` count them whether or not the baseline was re-recorded; the update also counts
+        those whose gold changed with the corpus (a re-chunk)."""
         found, run, entry = self.since(), self.runs.get(name), self.recorded(name)
         if entry is None or found is None or run is None or run.result is None:
             return None
         comparable = found.questions.comparable
+        gone = set(entry.questions) - comparable
+        if asked:
+            gone -= self.asked_alike()
         bar = self.bar(name)
         kept = {qid: q.metrics[label] for qid, q in (bar.questions.items() if bar is not None else ())
                 if qid in comparable and label in q.metrics}
-        left = leaving(entry, self.base_exam(name), label, set(entry.questions) - comparable, self.earlier(), name)
-        new = {qid: values[label] for qid, values in per_question(run.result).items() if label in values}
+        left = leaving(entry, self.base_exam(name), label, gone, self.earlier(), name)
+        new = {qid: values[label] for qid, values in per_question(run.result).items()
+               if label in values and (qid in gone or qid not in entry.questions or qid in comparable)}
         return replacement({**kept, **left}, new, comparable)
+
+    def asked_alike(self) -> set[str]:
+        """Questions asked as before (the same query digest): one of them that left the comparison changed its gold."""
+        assert self.baseline is not None
+        was = self.baseline.fingerprint.get("questions", {}).get("digests")
+        now = self.fingerprint.get("questions", {}).get("digests", {})
+        if not isinstance(was, Mapping):
+            return set()
+        return {qid for qid, entry in was.items() if isinstance(entry, Mapping) and qid in now
+                and entry.get("query") == now[qid].get("query")}
 
     def refused(self, key: ItemKey) -> str | None:
         """Why this item's values will not be recorded: they would lower its bar (`lowering`) and

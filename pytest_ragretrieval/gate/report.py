@@ -131,3 +131,17 @@ def comparable_notes(config: Config, questions: Sequence[Question], changes: Que
         f"only {shared} answerable questions are comparable with the baseline, fewer than min_questions = "
         f"{config.min_questions}: too little data for a verdict to mean much"
     ]
+
+
+def lowest_ann_recall(name: str, config: Config, runs: Mapping[str, Run]) -> float | None:
+    """The lowest `ann_recall@k` measured for `name` and the retrievers it reads (the config refuses
+    cycles); None where none was measured: a drop the index lost is named as such."""
+    sources = {spec.name: spec.sources for spec in config.retrievers}
+    names, found = [name], list[float]()
+    while names:
+        current = names.pop()
+        run = runs.get(current)
+        if run is not None:
+            found += [value for label, value in run.diagnostics.items() if label.startswith("ann_recall@")]
+        names += sources.get(current, ())
+    return min(found) if found else None
