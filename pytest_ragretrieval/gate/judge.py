@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 from msgspec import structs
 
+from ..bar.exam import Exam
 from ..bar.rule import Replacement, replacement
 from ..bar.sides import Scorer, Side, common_mean, leaving, sides
-from ..baseline.exams import BASE, EXAM_NAMES, TODAY, KeptExam, recorded_exam
+from ..baseline.exams import BASE, EXAM_NAMES, TODAY, KeptExam
 from ..baseline.format import RERECORD, Baseline, Recorded
 from ..baseline.since import Since, since
 from ..baseline.update import partial_lines
@@ -199,11 +200,10 @@ class Judge:
         if self.baseline is None:
             return None
         source = self.baseline.fingerprint if self.kept is None else self.kept.fingerprint
-        found = None if source is None else recorded_exam(source)
-        if found is None or not self.config.chunkings:
-            return found
-        spec = self.config.retriever(name)
-        return {q.id: q for q in chunking_share(spec.chunking, (), list(found.values()))[1]}
+        exam = None if source is None else Exam.of_baseline(source, EXAM_NAMES[BASE])
+        if exam is None:
+            return None
+        return dict(exam.cut(self.config.retriever(name).chunking if self.config.chunkings else None).questions)
 
     def earlier(self) -> Scorer:
         """How the baseline's rankings are scored: without the places of chunks edited or removed since."""

@@ -14,13 +14,13 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
+from ..bar.exam import Exam
 from ..bar.rule import Replacement, replacement
 from ..bar.sides import Scorer, as_recorded, leaving, recorded_values
 from ..baseline.exams import BASE, TODAY, recorded_exam, same_labels
 from ..baseline.fingerprint import questions_record
 from ..baseline.format import Baseline, Recorded, RecordedQuestion
 from ..baseline.since import Since, paired, question_changes
-from ..evalset.corpus import chunking_share
 from ..evalset.records import Question, Span
 from ..files.paths import display
 from ..scoring.evaluate import mean
@@ -157,9 +157,9 @@ def _changed(found: Since) -> tuple[str, ...] | None:
 def _share(name: str, exam: Mapping[str, Question] | None, chunkings: Mapping[str, str] | None
            ) -> dict[str, Question] | None:
     """An exam as retriever `name` is scored on it: its own chunking's labels when chunkings sit side by side."""
-    if exam is None or chunkings is None:
-        return None if exam is None else dict(exam)
-    return {q.id: q for q in chunking_share(chunkings.get(name, ""), (), list(exam.values()))[1]}
+    if exam is None:
+        return None
+    return dict(Exam(exam, "").cut(chunkings.get(name, "") if chunkings is not None else None).questions)
 
 
 def _specs(labels: Collection[str], k: int, places: Mapping[str, Span] | None) -> tuple[list[MetricSpec], list[str]]:
