@@ -27,7 +27,8 @@ HEADINGS = {
 EMPTY = ("空", "empty")
 NONE = ("无", "none")
 NO_ANSWER_HINT = ("无答案题的正确结果是空列表", "for a no-answer question the right result is an empty list.")
-DELTA_HINT = ("括号内为相对基线标准（已批准的排序，今日重新评分）的差值", "in brackets: the change against the bar (the approved rankings, scored today).")
+DELTA_HINT = ("括号内为相对基线标准（已批准的排序，今日重新评分）的差值",
+              "in brackets: the change against the bar (the approved rankings, scored today).")
 WARNINGS = ("注意", "Warnings")
 NOTES = ("说明", "Notes")
 DEFINITIONS = ("指标口径", "metrics")
