@@ -61,6 +61,8 @@ class KeptExam:
 
     fingerprint: Mapping[str, Any] | None = field(hash=False)
     line: str
+    revision: str = ""
+    """The base revision it was read from (`origin/main`)."""
 
 
 KEEPS_LABELS = 4

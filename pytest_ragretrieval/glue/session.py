@@ -47,7 +47,7 @@ from ..scoring.evaluate import Run, places
 from ..shards.assignment import Shard
 from ..shards.items import shard_outcome
 from ..shards.partial import partial_document
-from .trust import kept_exam
+from .trust import kept_exam, loosened_line
 
 
 @dataclass(frozen=True)
@@ -299,8 +299,9 @@ class RagSession:
                     "judged by `ragretrieval merge` over the partial records of all shards",
                     self.phases.line(), *self.update_lines, *self.written]
         lines = summary_lines(view(self.record()), self.options.every_tag, columns)
-        return [*lines, *self.evaluation().warnings, self.phases.line(), *self.update_lines, *self.written,
-                *self.failed_lines]
+        loosened = loosened_line(self.config, self.kept)
+        return [*lines, *self.evaluation().warnings, *([loosened] if loosened else []), self.phases.line(),
+                *self.update_lines, *self.written, *self.failed_lines]
 
     def close(self) -> None:
         if self._runner is not None:

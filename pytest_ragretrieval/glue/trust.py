@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import os
 import subprocess
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
 from ..baseline.exams import KeptExam
 from ..baseline.format import Baseline, parse
+from ..config.settings import Config, load_config
 from ..core.env import truthy
-from ..core.errors import BaselineError
+from ..core.errors import BaselineError, RagError
 from ..files.paths import display
+from ..review.changes import gate_settings, loosened_settings
 
 PULL_REQUEST_EVENTS = ("pull_request", "pull_request_target")
 DEPTH = ("set `fetch-depth: 0` on actions/checkout (or fetch the base branch before the gate: "
@@ -50,9 +53,39 @@ def kept_exam(path: Path, baseline: Baseline | None, environ: Mapping[str, str] 
     relative = path.resolve().relative_to(Path(root).resolve()).as_posix()
     text = _git(["cat-file", "blob", f"{revision}:{relative}"], Path(root))
     if text is None:
-        return KeptExam(None, f"the base revision {revision} has no {relative}: judged under today's exam only")
+        return KeptExam(None, f"the base revision {revision} has no {relative}: judged under today's exam only",
+                        revision)
     base = parse(Path(f"{revision}:{relative}"), text)
-    return KeptExam(base.fingerprint, f"the base's exam read from the base revision, {revision}:{relative}")
+    return KeptExam(base.fingerprint, f"the base's exam read from the base revision, {revision}:{relative}", revision)
+
+
+def loosened_line(config: Config, kept: KeptExam | None) -> str | None:
+    """In a pull request's CI, the one line saying that the pull-request check will need the approval label
+    for a loosened setting (a tolerance raised, a test turned off, ...) against the base revision's config,
+    which the gate's own verdicts cannot see. None where nothing is loosened, or where the base's config
+    cannot be read on its own (a file it names, such as a user dictionary, is not beside it): the check
+    compares the settings with every file in place."""
+    if kept is None or not kept.revision:
+        return None
+    root = _git(["rev-parse", "--show-toplevel"], config.source.parent)
+    text = None if root is None else _git(
+        ["cat-file", "blob", f"{kept.revision}:{config.source.resolve().relative_to(Path(root).resolve()).as_posix()}"],
+        Path(root))
+    if text is None:
+        return None
+    with tempfile.TemporaryDirectory() as scratch:
+        copy = Path(scratch) / config.source.name
+        copy.write_text(text, encoding="utf-8")
+        try:
+            base = load_config(None if copy.name == "pyproject.toml" else str(copy), Path(scratch))
+        except RagError:
+            return None
+    loosened = [f"{change.setting}{f' of {change.subject}' if change.subject else ''} {change.old} -> {change.new}"
+                for change in loosened_settings(gate_settings(base), gate_settings(config))]
+    if not loosened:
+        return None
+    return (f"rag: the pull-request check will need the approval label: settings loosened against {kept.revision} "
+            f"({'; '.join(loosened)}), which the verdicts above do not judge")
 
 
 def _git(args: list[str], cwd: Path) -> str | None:

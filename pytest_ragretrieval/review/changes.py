@@ -242,6 +242,11 @@ def _baseline_entries(old: Baseline, new: Baseline) -> tuple[list[Entry], list[E
     return removed, added
 
 
+def loosened_settings(old: GateSettings, new: GateSettings) -> list[SettingChange]:
+    """The settings `new` loosens against `old` (the gate's own verdicts cannot see them)."""
+    return _settings(old, new)[0]
+
+
 def _settings(old: GateSettings, new: GateSettings) -> tuple[list[SettingChange], list[SettingChange], list[Entry]]:
     """(loosened, tightened, entries no longer gated) between two configurations."""
     loosened: list[SettingChange] = []

@@ -239,3 +239,24 @@ def test_deleted_kept_spans_are_damage_in_documents_mode(pytester: pytest.Pytest
     assert code != 0
     assert "fingerprint.questions.labels.hotel (with its spans) does not give fingerprint.questions.digests.hotel.gold" \
         in out
+
+
+def test_in_ci_the_gate_says_a_loosened_setting_will_need_the_label(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A retune hidden behind `tolerance = 0.5`: the gate's verdicts pass it (they judge under today's
+    settings), the pull-request check will not; in CI the gate's summary says so in one line."""
+    if shutil.which("git") is None:
+        pytest.skip("git is not on PATH")
+    write_project(pytester.path, retrievers=retriever("bm25", "bm25"))
+    assert pytester.runpytest("--rag-update-baseline", *RUN).ret == 0
+    git(pytester.path, "init", "-q", "-b", "main")
+    git(pytester.path, "add", "-A")
+    git(pytester.path, "commit", "-q", "-m", "base")
+    git(pytester.path, "switch", "-q", "-c", "pr")
+    write_project(pytester.path, retrievers=retriever("bm25", "bm25", min_score=2.0), settings="tolerance = 0.5")
+    in_ci(monkeypatch)
+    code, _, out = gate(pytester)
+    assert code == 0, out
+    assert ("rag: the pull-request check will need the approval label: settings loosened against main (tolerance "
+            "of precision@3 0 -> 0.5; tolerance of recall@3 0 -> 0.5; tolerance of f1@3 0 -> 0.5; tolerance of ndcg@3 "
+            "0 -> 0.5), which the verdicts above do not judge") in out, out  # main: no origin in this repository
