@@ -33,7 +33,13 @@ if [ "${RAG_CONFIG:-pyproject.toml}" != pyproject.toml ]; then
 fi
 # Exit 1 only says that the bar was lowered, which the label may approve: pr-check decides.
 status=0
-ragretrieval diff --against "$base" --fail-on-lower --json "$reports/baseline-changes.json" "${config[@]}" || status=$?
+# Today's rankings come from the gate's own results of this job, never from the head's baseline.
+today=()
+if [ -f "$reports/rag-eval.json" ]; then
+  today=(--today "$reports/rag-eval.json")
+fi
+ragretrieval diff --against "$base" --fail-on-lower --json "$reports/baseline-changes.json" "${config[@]}" \
+  "${today[@]}" || status=$?
 if [ "$status" -gt 1 ]; then
   exit "$status"
 fi

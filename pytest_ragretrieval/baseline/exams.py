@@ -8,12 +8,27 @@ exam still sees it). Pure: labels and rankings in, questions and digests out.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
+from ..core.digest import digest as _digest
 from ..evalset.records import Question, Span
-from .fingerprint import _digest
-from .format import Recorded
+from ..record.exam import (
+    digest_problem,
+    exam_value,
+    keeps_labels,
+    kept_clusters,
+    kept_labels,
+    kept_sides,
+    kept_spans,
+)
+
+
+class Approving(Protocol):
+    """A baseline entry (`format.Recorded`), as far as an approval's digest reads it."""
+
+    def approved_rankings(self) -> Mapping[str, Sequence[str]]: ...
 
 TODAY = "today"
 BASE = "base"
@@ -25,15 +40,42 @@ def recorded_exam(fingerprint: Mapping[str, Any]) -> dict[str, Question] | None:
     included) and gold spans; None for a file that keeps no labels (format 3 and older). Queries are not
     kept, only their digests: an exam needs the judgments, not the words."""
     section = fingerprint.get("questions", {})
-    labels = section.get("labels") if isinstance(section, Mapping) else None
-    if not isinstance(labels, Mapping):
+    if not isinstance(section, Mapping) or not keeps_labels(section):
         return None
-    digests = section.get("digests", {})
-    spans = section.get("spans", {})
-    ids = sorted(set(digests) | set(labels))
+    labels, spans = kept_labels(section), kept_spans(section)
+    clusters, sides = kept_clusters(section), kept_sides(section)
+    ids = sorted(set(section.get("digests", {})) | set(labels))
     return {qid: Question(qid, "", {chunk_id: int(grade) for chunk_id, grade in labels.get(qid, {}).items()},
                           spans=tuple(Span(doc, int(start), int(end), int(grade))
-                                      for doc, start, end, grade in spans.get(qid, ()))) for qid in ids}
+                                      for doc, start, end, grade in spans.get(qid, ())),
+                          cluster=clusters.get(qid), side=sides.get(qid)) for qid in ids}
+
+
+LOCAL = ("the base's exam is the labels the work tree's baseline keeps (in a pull request's CI the gate reads "
+         "them from the base revision)")
+
+
+@dataclass(frozen=True)
+class KeptExam:
+    """Where a run reads the base's exam when not from its own baseline: the base revision's baseline
+    fingerprint (None: the base revision keeps no labels, or no baseline) and the header's line saying so."""
+
+    fingerprint: Mapping[str, Any] | None = field(hash=False)
+    line: str
+    revision: str = ""
+    """The base revision it was read from (`origin/main`)."""
+
+
+KEEPS_LABELS = 4
+"""The first format whose baseline keeps the exam it was recorded under."""
+
+
+def kept_exam_problem(fingerprint: Mapping[str, Any], version: int) -> str | None:
+    """Why a file's kept exam cannot be trusted, else None: a format-4 (or later) file without its labels,
+    or a question whose kept labels and spans do not give the gold digest the same run recorded
+    (`record/exam.py`, `digest_problem`)."""
+    section = fingerprint.get("questions", {})
+    return digest_problem(section, version, KEEPS_LABELS) if isinstance(section, Mapping) else None
 
 
 def same_labels(one: Question, other: Question) -> bool:
@@ -46,7 +88,7 @@ def _span_key(span: Span) -> tuple[str, int, int, int]:
     return (span.doc, span.start, span.end, span.grade)
 
 
-def approved_digest(entries: Mapping[str, Recorded]) -> str:
+def approved_digest(entries: Mapping[str, Approving]) -> str:
     """What an approval approved, as one digest: every retriever's approved rankings, question by question."""
     return _digest({name: {qid: list(ranking) for qid, ranking in sorted(entry.approved_rankings().items())}
                     for name, entry in sorted(entries.items())})
@@ -58,6 +100,6 @@ def labels_digest(fingerprint: Mapping[str, Any]) -> str:
     section = fingerprint.get("questions", {})
     if not isinstance(section, Mapping):
         return _digest(None)
-    if "labels" not in section:
+    if not keeps_labels(section):
         return _digest(section.get("sha256"))
-    return _digest([section.get("labels"), section.get("spans", {})])
+    return _digest(exam_value(section))

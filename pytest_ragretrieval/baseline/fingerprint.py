@@ -11,33 +11,24 @@ not change a digest, changing a text, an id, a grade or a tag does.
 """
 from __future__ import annotations
 
-import hashlib
-import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from ..config.settings import Config
+from ..core.digest import SHORT, digest
 from ..evalset.documents import documents_digest, load_documents
 from ..evalset.jsonl import GRADING_VERSION
 from ..evalset.records import Chunk, Question
+from ..record.exam import exam_section, gold_digest, spans_of
+from ..scoring.evaluate import chunk_spans
 from ..scoring.metrics import METRICS_VERSION
 
 ITEMIZE_LIMIT = 20_000
 """Above this many chunks the baseline records the corpus's digest and size only, not one digest per
 chunk: each takes about 40 bytes of the indented file, so 20,000 are about 0.8 MB, the most a
 reviewed file should carry."""
-SHORT = 12
-"""Hex digits of a per-chunk or per-question digest: 48 bits, so that two versions of one chunk
-collide with a chance of 1 in 2**48, and a 20,000-chunk baseline stays small."""
-
-
-_CANONICAL = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-"""`json.dumps` with these arguments builds an encoder per call: one, made once, writes the same text."""
-
-
-def _digest(records: Any, length: int = 64) -> str:
-    text = _CANONICAL.encode(records)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:length]
+_digest = digest
+"""The one digest (`core/digest.py`), by the name this module's callers know."""
 
 
 def chunks_digest(chunks: Sequence[Chunk]) -> str:
@@ -47,16 +38,10 @@ def chunks_digest(chunks: Sequence[Chunk]) -> str:
 
 def evalset_digest(questions: Sequence[Question]) -> str:
     rows = [
-        [q.id, q.query, dict(sorted(q.relevance.items())), sorted(q.tags), *([_spans(q)] if q.spans else [])]
+        [q.id, q.query, dict(sorted(q.relevance.items())), sorted(q.tags), *([spans_of(q)] if q.spans else [])]
         for q in sorted(questions, key=lambda q: q.id)
     ]
     return _digest(rows)
-
-
-def _spans(question: Question) -> list[list[Any]]:
-    """A question's gold spans (documents mode), in a digest beside its graded chunks: the span metrics
-    score them, so a moved span is a change of gold even where the chunks it makes relevant stay."""
-    return sorted([span.doc, span.start, span.end, span.grade] for span in question.spans)
 
 
 def gold_ids(questions: Sequence[Question]) -> frozenset[str]:
@@ -91,8 +76,7 @@ def question_record(question: Question) -> dict[str, Any]:
     positive = {chunk_id: grade for chunk_id, grade in question.relevance.items() if grade > 0}
     found: dict[str, Any] = {
         "query": _digest(question.query, SHORT),
-        "gold": _digest([dict(sorted((positive or question.relevance).items())), _spans(question)]
-                        if question.spans else dict(sorted((positive or question.relevance).items())), SHORT),
+        "gold": gold_digest(question.relevance, spans_of(question)),
         "tags": sorted(question.tags),
     }
     rejected = sorted(chunk_id for chunk_id, grade in question.relevance.items() if grade == 0)
@@ -112,12 +96,8 @@ def questions_record(questions: Sequence[Question]) -> dict[str, Any]:
         "sha256": evalset_digest(questions),
         "count": len(questions),
         "digests": {question.id: question_record(question) for question in questions},
-        "labels": {question.id: dict(sorted(question.relevance.items())) for question in questions
-                   if question.relevance},
+        **exam_section(questions),
     }
-    spans = {question.id: _spans(question) for question in questions if question.spans}
-    if spans:
-        found["spans"] = spans
     machine = sum(len(question.machine_labels) for question in questions)
     if machine:
         found["machine_labels"] = machine
@@ -150,24 +130,43 @@ def fingerprint(
         "yardstick": yardstick(config),
         "tokenizer": config.described_tokenizer(),
         "chunks": (dict(corpus) if corpus is not None
-                   else {**corpus_record(chunks), "gold": gold_texts(chunks, questions), **chunking(config)}),
+                   else {**corpus_record(chunks), "gold": gold_texts(chunks, questions), **chunking(config, chunks)}),
         "questions": questions_record(questions),
         "retrievers": {spec.name: retriever_fingerprint(config, spec.name, setup)
                        for spec in config.retrievers if spec.name in setup},
     }
 
 
-def chunking(config: Config) -> dict[str, Any]:
-    """Documents mode: the chunker with its parameters, each named chunking's, and the documents' digest
-    (shared by all; read again here, so a merge of shards records what the session did); nothing for a
-    chunks file."""
+def chunking(config: Config, chunks: Sequence[Chunk] = ()) -> dict[str, Any]:
+    """Documents mode: the chunker with its parameters, each named chunking's, the documents' digest
+    (shared by all; read again here, so a merge of shards records what the session did) and the chunks'
+    places (`PLACES`); nothing for a chunks file."""
     if config.documents is None or config.chunker is None:
         return {}
     documents = load_documents(config.documents)
     named = {"chunkings": {name: chunker.described() for name, chunker in config.chunkings.items()}}
+    texts = {document.id: _digest(document.text, SHORT) for document in documents}
+    places = {cid: [span.doc, span.start, span.end, texts.get(span.doc, "")]
+              for cid, span in chunk_spans(chunks).items()}
     return {"chunker": config.chunker.described(),
             "documents": {"sha256": documents_digest(documents), "count": len(documents)},
-            **(named if config.chunkings else {})}
+            **(named if config.chunkings else {}), **({PLACES: places} if places else {})}
+
+
+PLACES = "places"
+"""Format 5, documents mode: chunk id -> [doc, start, end, the document's short digest], for every chunk of a
+recorded or approved ranking (`placed`): where the bar's chunks were, so a later chunking can be judged
+against them (the chunk-size issue)."""
+
+
+def placed(fingerprint: Mapping[str, Any], ranked: Collection[str]) -> dict[str, Any]:
+    """`fingerprint` with only the places of the chunks `ranked` (those a record's rankings hold)."""
+    chunks = fingerprint.get("chunks")
+    if not isinstance(chunks, Mapping) or not isinstance(chunks.get(PLACES), Mapping):
+        return dict(fingerprint)
+    kept = {cid: place for cid, place in chunks[PLACES].items() if cid in ranked}
+    section = {key: value for key, value in chunks.items() if key != PLACES}
+    return {**fingerprint, "chunks": {**section, **({PLACES: kept} if kept else {})}}
 
 
 def retriever_fingerprint(config: Config, name: str, setup: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from typing import Any
 from msgspec import UNSET
 
 from .. import __version__
+from ..record.checks import damaged
 from ..record.codec import Decoded, decode
 from ..record.codec import dumps as dumps
 from ..record.codec import load as load_record
@@ -20,6 +21,7 @@ from ..record.codec import read as read_record
 from ..record.projection import baseline_of
 from ..record.types import FORMAT_VERSION, NoAnswer, Question, Record, Retriever
 from ..scoring.evaluate import RetrieverResult
+from .exams import kept_exam_problem
 
 RERECORD = "run `pytest --rag-update-baseline` to record one"
 NO_ANSWER_KEYS = ("questions", "empty", "answerable_empty")
@@ -116,6 +118,9 @@ def _projected(path: Path, decoded: Decoded) -> Baseline:
     record = decoded.record
     fingerprint = decoded.document["fingerprint"]
     assert isinstance(fingerprint, dict)
+    problem = kept_exam_problem(fingerprint, record.format_version)
+    if problem is not None:
+        raise damaged(path, problem)
     return Baseline(path=path, k=record.k, fingerprint=fingerprint,
                     retrievers={name: recorded(entry) for name, entry in record.retrievers.items()},
                     document=decoded.document, unavailable=dict(record.unavailable or {}),

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.values import DIGITS, listed
+from ..record.exam import keeps_labels, kept_labels, kept_spans
 from ..scoring.evaluate import mean
 from .fingerprint import ITEMIZE_LIMIT
 from .format import Baseline, Recorded
@@ -192,11 +193,6 @@ def _edit(old: Mapping[str, Any], new: Mapping[str, Any], qid: str, corpus: Corp
     return " and ".join(parts)
 
 
-def _of(record: Mapping[str, Any], key: str) -> Mapping[str, Any]:
-    found = record.get(key, {})
-    return found if isinstance(found, Mapping) else {}
-
-
 def _label_work(old: Mapping[str, Any], new: Mapping[str, Any], corpus: CorpusChange | None,
                 spans: tuple[Any, Any] = (None, None)) -> bool:
     """A change of a question's labels that is label work alone: every chunk whose grade changed is the same
@@ -234,17 +230,15 @@ def question_changes(
         return QuestionChanges(ids, itemized=False) if same else QuestionChanges(ids, note=note, itemized=False)
     if same:  # the same ids, queries, grades and tags
         return QuestionChanges(frozenset(after))
-    found_old, found_new = old.get("labels"), new.get("labels")
-    keeps_labels = isinstance(found_old, Mapping) and isinstance(found_new, Mapping)
-    old_labels: Mapping[str, Any] = found_old if isinstance(found_old, Mapping) else {}
-    new_labels: Mapping[str, Any] = found_new if isinstance(found_new, Mapping) else {}
+    both_keep = keeps_labels(old) and keeps_labels(new)
+    old_labels, new_labels = kept_labels(old), kept_labels(new)
     same, edited, retagged, relabelled = [], [], [], []
     for qid in sorted(set(before) & set(after)):
         was, now = before[qid], after[qid]
         same_query = was.get("query") == now.get("query")
         if same_query and (was.get("gold") == now.get("gold") or (
-                keeps_labels and _label_work(old_labels.get(qid, {}), new_labels.get(qid, {}), corpus, (
-                    _of(old, "spans").get(qid), _of(new, "spans").get(qid))))):
+                both_keep and _label_work(old_labels.get(qid, {}), new_labels.get(qid, {}), corpus, (
+                    kept_spans(old).get(qid), kept_spans(new).get(qid))))):
             same.append(qid)
             if was.get("gold") != now.get("gold"):
                 relabelled.append(qid)

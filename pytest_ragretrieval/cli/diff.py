@@ -27,7 +27,7 @@ from ..review.changes import Changes, ValueChange, classify, dumps_changes
 from ..review.rescore import Today, exams, scored_view
 from ..scoring.metrics import metric_order, of_retriever
 from .common import FAILED, OK, Result, UsageError, checked_output
-from .sides import Sides, from_files, from_revision
+from .sides import Sides, from_files, from_revision, with_rankings
 
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -47,6 +47,9 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     diff.add_argument("--new-config", metavar="PATH", default=None, help="the new side's pyproject.toml or config TOML")
     diff.add_argument("--against", metavar="REV", default=None,
                       help="compare the config's baseline and settings at git revision REV with the work tree's")
+    diff.add_argument("--today", metavar="RESULTS.json", default=None,
+                      help="with --against: the gate's own --rag-json of this job, whose rankings stand for the head's "
+                           "where its baseline holds none of a question as asked today (a query edited since)")
     diff.add_argument("--json", metavar="PATH", default=None, dest="json_path",
                       help="also write the classified changes here (read by pr-check and comment)")
 
@@ -62,6 +65,10 @@ def run(args: argparse.Namespace) -> Result:
         if bool(args.old_config) != bool(args.new_config):
             raise UsageError("--old-config and --new-config go together: the settings of both sides are compared")
         sides = from_files(args.old, args.new, args.old_config, args.new_config)
+    if args.today is not None:
+        if args.against is None:
+            raise UsageError("--today goes with --against REV: today's rankings are judged under the base's exam")
+        sides = with_rankings(sides, Path(args.today))
     checked_output("--json", args.json_path, sides.inputs, getattr(args, "config", None))
     return run_diff(sides, fail_on_lower=args.fail_on_lower, json_path=args.json_path,
                     with_changes=args.against is not None)
@@ -167,6 +174,10 @@ def per_question_lines(old: Baseline, new: Baseline, shared: Sequence[str], foun
     return ["", "per-question changes, worst drop first:", *body] if body else []
 
 
+STORED = "values as each file stores them (its last update's, not its approved bar)"
+"""The table's label where a file keeps no labels: stored values, said so, since the bar may differ."""
+
+
 def review(old: Baseline, new: Baseline, today: Today | None = None) -> tuple[list[str], int]:
     """The review view's lines and status: 1 when a metric dropped or the yardstick differs. Where the old
     file keeps labels, each file's values are scored here from its recorded rankings under one exam (today's:
@@ -179,6 +190,8 @@ def review(old: Baseline, new: Baseline, today: Today | None = None) -> tuple[li
         old, new = scored_view(old, scored), scored_view(new, scored)
         under = f"{EXAM_NAMES[TODAY]} ({scored.source})" if scored.today is not None else EXAM_NAMES[BASE]
         lines.append(f"values scored here from each file's recorded rankings under {under}")
+    else:
+        lines.append(STORED)
     comparable = found.comparable
     shared = sorted(set(old.retrievers) & set(new.retrievers))
     rows: list[list[str]] = []

@@ -24,6 +24,7 @@ from ..files.paths import ChangedSince, Snapshot, changed_since, display, snapsh
 from ..gate.evaluation import evaluate
 from ..gate.items import item_keys
 from ..gate.report import described
+from ..glue.trust import kept_exam
 from ..labels.explain import missed, recorded_rankings
 from ..record.codec import encode
 from ..record.types import Status
@@ -97,7 +98,7 @@ def run(args: argparse.Namespace) -> Result:
     selected = [keys[nodeid] for nodeid in merged.selected]
     evaluation = evaluate(config, questions, baseline, merged.fingerprint, merged.runs, selected,
                           update=args.update_baseline, allow_regression=args.allow_regression,
-                          places=places(chunks, config.shown))
+                          places=places(chunks, config.shown), kept=kept_exam(config.baseline, baseline))
     result = Result()
     for key, verdict in evaluation.verdicts.items():
         result.out.append(f"{verdict.status.name} {key.nodeid}: {verdict.lines[0]}")

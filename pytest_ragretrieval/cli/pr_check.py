@@ -66,7 +66,14 @@ def run(args: argparse.Namespace) -> Result:
                           args.json_path, recorded)
     if note:
         result.out.insert(1, f"approval: {note}")
+    if not args.comment and args.approved is None:
+        result.out.insert(1, NO_RECORD)
     return result
+
+
+NO_RECORD = ("approval: no approval record read: with --no-comment the check neither reads nor writes the "
+             "action's comment, where the record of what a label approved is kept, so an approval given at an earlier "
+             "commit counts only through the label on this event (pass --approved PATH to read one)")
 
 
 APPROVED_FIX = "pass the action's comment as the bot posted it, or the `approval` of `pr-check --json`"

@@ -19,10 +19,11 @@ import posixpath
 import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..baseline.exams import recorded_exam
+from ..baseline.fingerprint import chunk_record
 from ..baseline.format import Baseline, parse, read
 from ..config.files import find_settings
 from ..config.outputs import inputs
@@ -244,6 +245,17 @@ def _today(old: Baseline | None, config: Config, notes: list[str]) -> Today | No
     return today
 
 
+def with_rankings(sides: Sides, path: Path) -> Sides:
+    """`sides` with today's rankings read from the gate's results file (`--rag-json`), never the head's baseline."""
+    results = read(path)
+    rankings = {name: {qid: q.ranking for qid, q in entry.questions.items()}
+                for name, entry in results.retrievers.items()}
+    if sides.today is None:
+        return sides
+    return replace(sides, today=replace(sides.today, rankings=rankings),
+                   inputs={**sides.inputs, display(path): path})
+
+
 def today_exam(config: Config, base: Baseline | None = None) -> Today | None:
     """The work tree's eval set as the gate reads it (documents mode: cut and labelled, its documents
     unedited where the base recorded their digest; with the chunks' places), or None when the corpus is
@@ -255,8 +267,10 @@ def today_exam(config: Config, base: Baseline | None = None) -> Today | None:
                                              cache=config.cache_dir)
         places = chunk_spans(chunks)
     elif config.chunks is not None:
-        questions, places = load_evalset(config.evalset, load_chunks(config.chunks)), None
+        chunks = load_chunks(config.chunks)
+        questions, places = load_evalset(config.evalset, chunks), None
     else:
         return None
     chunkings = {spec.name: spec.chunking for spec in config.retrievers} if config.chunkings else None
-    return Today(tuple(questions), f"the eval set {display(config.evalset)}", places, chunkings)
+    digests = {chunk.id: chunk_record(chunk) for chunk in chunks}
+    return Today(tuple(questions), f"the eval set {display(config.evalset)}", places, chunkings, digests=digests)

@@ -25,7 +25,7 @@ from .records import SIDES, Chunk, Question, Side, Span
 
 CHUNK_KEYS = frozenset({"id", "text", "doc", "metadata"})
 QUESTION_KEYS = frozenset({"id", "query", "relevant", "not_relevant", "relevant_text", "relevant_spans", "tags",
-                           "metadata", "machine_labels", "side"})
+                           "metadata", "machine_labels", "cluster", "side"})
 JUDGE_KEYS = ("model", "prompt_sha256", "date")
 """What `machine_labels` records of each machine-made judgment: who judged, with which prompt, when."""
 MAX_GRADE = 100
@@ -237,6 +237,16 @@ def _tags(where: str, value: Any) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _cluster(where: str, record: Mapping[str, Any]) -> str | None:
+    """`cluster` (a one-line name), optional: plain data the exam keeps."""
+    cluster = record.get("cluster")
+    if cluster is not None and not (isinstance(cluster, str) and cluster.strip()):
+        raise FixtureError(f"{where}: 'cluster' must be a non-empty string (the name of the question's cluster)")
+    if cluster is not None:
+        _one_line(where, "cluster", cluster)
+    return cluster
+
+
 def _text_gold(
     where: str, record: Mapping[str, Any], chunks: Sequence[Chunk], documents: Mapping[str, Document] | None,
     unedited: bool = False, places: Mapping[str, Sequence[Chunk]] | None = None,
@@ -313,9 +323,10 @@ def load_evalset(
         machine = _machine_labels(where, record["machine_labels"], grades) if "machine_labels" in record \
             else frozenset()
         tags = _tags(where, record.get("tags", []))
+        cluster = _cluster(where, record)
         questions.append(
             Question(id=question_id, query=query, relevance=grades, tags=tags, snippet_ids=frozenset(matched),
-                     machine_labels=machine, spans=spans, side=_side(where, record))
+                     machine_labels=machine, spans=spans, cluster=cluster, side=_side(where, record))
         )
     if not questions:
         raise FixtureError(f"{display(path)}: no questions")

@@ -44,6 +44,9 @@ class Question:
     `ragretrieval pool --apply --accept-machine-labels`): the baseline counts them."""
     spans: tuple[Span, ...] = ()
     """Its gold as text (documents mode): `relevant_spans` and the places of its `relevant_text` snippets."""
+    cluster: str | None = None
+    """The cluster it belongs to (`cluster` on the line: questions about one document, or written from one
+    template, move together). Kept with the exam (format 5); no verdict reads it yet."""
     side: Side | None = None
     """`side` on its line: `tune` or `gate`, whatever the config's `[split]` would draw (evalset/split.py)."""
 

@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING
 
 from msgspec import structs
 
+from ..bar.sides import per_question as per_question
+from ..bar.sides import recorded_values as recorded_values
 from ..baseline.format import Recorded, RecordedQuestion
 from ..baseline.since import detectable, paired
 from ..core.values import DIGITS, EPSILON, fmt, listed, p_clause, p_value, signed
@@ -46,14 +48,6 @@ class Drop:
     @property
     def delta(self) -> float:
         return self.after - self.before
-
-
-def per_question(result: RetrieverResult) -> dict[str, Mapping[str, float]]:
-    return {question.id: question.values for question in result.questions}
-
-
-def recorded_values(recorded: Recorded) -> dict[str, Mapping[str, float]]:
-    return {qid: question.metrics for qid, question in recorded.questions.items()}
 
 
 def drops(label: str, recorded: Recorded, result: RetrieverResult, comparable: Collection[str]) -> list[Drop]:

@@ -15,6 +15,8 @@ from typing import Any
 
 from msgspec import UNSET, structs
 
+from ..baseline.exams import KeptExam
+from ..baseline.fingerprint import placed
 from ..baseline.format import Baseline
 from ..baseline.update import UpdatePlan
 from ..config.settings import Config
@@ -71,13 +73,19 @@ def evaluate(
     allow_regression: bool = False,
     reused: Sequence[str] = (),
     places: Mapping[str, Span] | None = None,
+    kept: KeptExam | None = None,
 ) -> Evaluation:
     """Judge the selected items of `runs` (every selected retriever has run) against the baseline.
     `fingerprint` is what ran, as data; `reused` names the retrievers whose rankings came from their
     cached run; `update` plans the baseline the selection asks for (`--rag-update-baseline`); `places` are the
-    chunks' spans when a span metric is listed (the bar's rankings are scored as today's are)."""
+    chunks' spans when a span metric is listed (the bar's rankings are scored as today's are); `kept`, where
+    the base's exam is read from the base revision (a pull request's CI), not the baseline."""
+    ranked = {cid for run in runs.values() if run.result is not None for q in run.result.questions for cid in q.ranking}
+    ranked |= {cid for entry in (baseline.retrievers.values() if baseline is not None else ())
+               for ranking in entry.approved_rankings().values() for cid in ranking}
+    fingerprint = placed(fingerprint, ranked)
     judge = Judge(config, questions, baseline, fingerprint, runs, update=update, allow_regression=allow_regression,
-                  selected=selected, places=places)
+                  selected=selected, places=places, kept=kept)
     verdicts: dict[ItemKey, Verdict] = {}
     failures: dict[ItemKey, Outcome] = {}
     for key in selected:

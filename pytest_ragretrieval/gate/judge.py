@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING, Any
 
 from msgspec import structs
 
-from ..baseline.bar import replacement
-from ..baseline.exams import BASE, EXAM_NAMES, TODAY, recorded_exam
-from ..baseline.fingerprint import questions_record
+from ..bar.exam import Exam
+from ..bar.rule import Replacement, replacement
+from ..bar.sides import Scorer, Side, common_mean, leaving, sides
+from ..baseline.exams import BASE, EXAM_NAMES, TODAY, KeptExam
 from ..baseline.format import RERECORD, Baseline, Recorded
-from ..baseline.since import QuestionChanges, Since, question_changes, since
+from ..baseline.since import Since, since
 from ..baseline.update import partial_lines
-from ..baseline.verify import reproduced
 from ..config.settings import Config
 from ..core.errors import RagError
 from ..core.values import fmt, signed
@@ -40,55 +40,13 @@ from .checks import (
     per_question,
     scope_text,
 )
-from .exams import Scorer, Side, common_mean, leaving, sides
 from .family import Key, Member, adjusted, member, power_lines, used
 from .items import ItemKey, Skip
 from .pairs import Pairs, compare_configurations
+from .report import baseline_questions, comparable_notes, lowest_ann_recall, small_set_notes
 
 if TYPE_CHECKING:
     from ..scoring.stats import Adjustment
-
-
-def small_set_notes(config: Config, questions: Sequence[Question]) -> list[str]:
-    """Warnings every report repeats: today, an eval set too small for its verdicts."""
-    answerable = sum(1 for q in questions if q.answerable)
-    if answerable >= config.min_questions:
-        return []
-    return [
-        f"the eval set has {answerable} answerable questions, fewer than min_questions = "
-        f"{config.min_questions}: a single question can move a mean by up to {1 / answerable:.2f}, "
-        "too little data for a verdict to mean much"
-    ]
-
-
-def baseline_questions(baseline: Baseline, config: Config, questions: Sequence[Question]) -> QuestionChanges:
-    """Which of today's questions the baseline can be compared on; known before anything runs. A
-    baseline that does not itemize its questions (format 1) is compared on those whose recorded values
-    today's gold reproduces."""
-    recorded = baseline.fingerprint.get("questions", {})
-    today = questions_record(questions)
-    if "digests" in recorded or recorded.get("sha256") == today["sha256"]:
-        return question_changes(recorded, today, None)
-    found = question_changes(recorded, today, None, reproduced(baseline, config.k, questions),
-                             "on those whose recorded values today's graded gold reproduces")
-    held = {qid for entry in baseline.retrievers.values() for qid in entry.questions}
-    ids = {question.id for question in questions}
-    edited = tuple((qid, "its recorded values do not follow from today's graded gold")
-                   for qid in sorted(held & ids - found.comparable))
-    return replace(found, added=tuple(sorted(ids - held)), removed=tuple(sorted(held - ids)), edited=edited)
-
-
-def comparable_notes(config: Config, questions: Sequence[Question], changes: QuestionChanges | None) -> list[str]:
-    """When the questions changed: too few comparable answerable questions for a verdict, as for a small set."""
-    if changes is None or not changes.changed:
-        return []
-    shared = sum(1 for q in questions if q.answerable and q.id in changes.comparable)
-    if shared >= config.min_questions:
-        return []
-    return [
-        f"only {shared} answerable questions are comparable with the baseline, fewer than min_questions = "
-        f"{config.min_questions}: too little data for a verdict to mean much"
-    ]
 
 
 APPROVAL_LABEL = "the approval label (rag-baseline-approved unless the action's `label` input names another)"
@@ -110,8 +68,10 @@ class Judge:
         allow_regression: bool = False,
         selected: Sequence[ItemKey] = (),
         places: Mapping[str, Span] | None = None,
+        kept: KeptExam | None = None,
     ) -> None:
         self.config = config
+        self.kept = kept
         self.scorer = Scorer(tuple(config.shown), places)
         self.questions = tuple(questions)
         self.baseline = baseline
@@ -170,7 +130,8 @@ class Judge:
         found = self.since()
         changes = found.questions if found is not None and found.comparable else None
         fallback = []
-        if self.config.significance != "none" and self.config.adjustment == "maxt" and self.adjustment() == "holm":
+        if self.config.significance != "none" and self.config.adjustment == "maxt" and any(
+                used("maxt", members) == "holm" for members in self.families()):
             fallback = ["p-values Holm-adjusted, not max-T: the metric items were compared on different questions "
                         "(max-T resamples every item over the same ones)"]
         return (small_set_notes(self.config, self.questions) + comparable_notes(self.config, self.questions, changes)
@@ -234,14 +195,15 @@ class Judge:
         return chunking_share(self.config.retriever(name).chunking, (), self.questions)[1]
 
     def base_exam(self, name: str) -> dict[str, Question] | None:
-        """The base's exam as `name` is scored on it (None: the baseline keeps no labels, format 3)."""
+        """The base's exam as `name` is scored on it (None: the baseline keeps no labels, format 3): the work
+        tree's baseline's, or in a pull request's CI the base revision's (`kept`, `glue/trust.py`)."""
         if self.baseline is None:
             return None
-        found = recorded_exam(self.baseline.fingerprint)
-        if found is None or not self.config.chunkings:
-            return found
-        spec = self.config.retriever(name)
-        return {q.id: q for q in chunking_share(spec.chunking, (), list(found.values()))[1]}
+        source = self.baseline.fingerprint if self.kept is None else self.kept.fingerprint
+        exam = None if source is None else Exam.of_baseline(source, EXAM_NAMES[BASE])
+        if exam is None:
+            return None
+        return dict(exam.cut(self.config.retriever(name).chunking if self.config.chunkings else None).questions)
 
     def earlier(self) -> Scorer:
         """How the baseline's rankings are scored: without the places of chunks edited or removed since."""
@@ -253,7 +215,7 @@ class Judge:
 
     def sides(self, name: str) -> tuple[Side, ...]:
         """`name`'s bar and today's rankings under today's exam, then under the base's where the labels
-        changed (`gate/exams.py`); empty without a comparable entry or a result."""
+        changed (`bar/sides.py`); empty without a comparable entry or a result."""
         if name not in self._sides:
             recorded, run, found = self.recorded(name), self.runs.get(name), self.since()
             self._sides[name] = () if recorded is None or run is None or run.result is None or found is None else sides(
@@ -317,22 +279,36 @@ class Judge:
                         self._members += [item] if item is not None else []
         return self._members
 
+    def families(self) -> tuple[list[Member], list[Member]]:
+        """The base's exam's family (each item as the base's exam judges it: its base member where the labels
+        changed, else its member under today's exam, which is the base's), then today's exam's (every member
+        under today's exam; empty where no labels changed). Adjusted apart, so an item's p under the base's
+        exam depends only on that exam and today's rankings: a label edit can add a failure under today's
+        exam, never change a p, a family or max-T into Holm under the base's."""
+        members = self.members()
+        differs = {name for name in self.runs if self.side(name, BASE) is not None}
+        base = [found for found in members if (found.key[2] == BASE) == (found.key[0] in differs)]
+        return base, [found for found in members if found.key[2] == TODAY] if differs else []
+
     def adjustment(self) -> Adjustment:
-        """The adjustment used: "maxt", "holm" or "none" (see `family.used`)."""
-        return used(self.config.adjustment, self.members())
+        """The adjustment used under the base's exam: "maxt", "holm" or "none" (see `family.used`)."""
+        return used(self.config.adjustment, self.families()[0])
 
     def family(self) -> dict[Key, Comparison]:
-        """The members' comparisons, their p adjusted together as `adjustment` says: with 18 items at
-        alpha 0.05 the chance that any passing-in-truth item fails stays 5%, not 60%. max-T resamples the
-        items together, so items that move together (the metrics of one retriever) cost little; Holm
-        holds whatever the dependence. Empty with `adjustment = "none"`: every p is the test's own."""
+        """The members' comparisons, their p adjusted together as `adjustment` says, each exam's family apart
+        (`families`): with 18 items at alpha 0.05 the chance that any passing-in-truth item fails stays 5%,
+        not 60%. max-T resamples the items together, so items that move together (the metrics of one
+        retriever) cost little; Holm holds whatever the dependence. Empty with `adjustment = "none"`: every
+        p is the test's own."""
         if self._family is None:
-            method, significance = self.adjustment(), self.config.significance
-            # without significance no item has a p-value, so the family is empty either way
-            self._family = (
-                adjusted(self.members(), method, significance, self.config.alpha)
-                if method != "none" and significance != "none" else {}
-            )
+            self._family = {}
+            significance = self.config.significance
+            base, today = self.families()
+            for members in (today, base):  # an item both hold (no labels changed) takes the base's family's p
+                method = used(self.config.adjustment, members)
+                # without significance no item has a p-value, so the family is empty either way
+                if members and method != "none" and significance != "none":
+                    self._family.update(adjusted(members, method, significance, self.config.alpha))
         return self._family
 
     def outcome(self, key: ItemKey) -> Outcome:
@@ -379,6 +355,11 @@ class Judge:
         outcomes = [(side.exam, self.exam_verdict(name, label, side)) for side in self.sides(name)]
         assert outcomes
         failed = [(exam, outcome) for exam, outcome in outcomes if not outcome.passed]
+        replaced = None if failed else self.question_rule(name, label, asked=True)
+        if replaced is not None:
+            return Outcome(False, f"{label} of {name!r} lowers the bar through its questions: {replaced.text()}, "
+                           "below the bar, as the update and the pull-request check count it; restore them, or "
+                           "record it with --rag-allow-regression and the approval label")
         exam, outcome = failed[0] if failed else outcomes[0]
         if len(outcomes) == 1:
             return outcome
@@ -399,23 +380,10 @@ class Judge:
         check = MetricCheck(
             name, metric, self.config.tolerance.for_metric(metric), self.config.significance,
             self.config.alpha, self.changes(name), edited=by_question(self.edited_gold()),
-            judged=judged, ann_recall=self.ann_recall(name),
+            judged=judged, ann_recall=lowest_ann_recall(name, self.config, self.runs),
         )
         return check.evaluate(side.bar, side.today, self.comparison(name, label, side.exam),
                               found.questions.comparable)
-
-    def ann_recall(self, name: str) -> float | None:
-        """The lowest `ann_recall@k` measured for `name` and the retrievers it reads (the config refuses
-        cycles); None where none was measured."""
-        sources = {spec.name: spec.sources for spec in self.config.retrievers}
-        names, found = [name], list[float]()
-        while names:
-            current = names.pop()
-            run = self.runs.get(current)
-            if run is not None:
-                found += [value for label, value in run.diagnostics.items() if label.startswith("ann_recall@")]
-            names += sources.get(current, ())
-        return min(found) if found else None
 
     def missing_baseline(self) -> list[str]:
         """The one line a gate run without a baseline fails with, its items skipped each with one short
@@ -464,11 +432,10 @@ class Judge:
     def lowering(self, key: ItemKey) -> str | None:
         """Why recording this item's values lowers its bar, else None: a value would fail against the
         bar under either exam, or questions whose approved values leave (removed, or their query edited)
-        are replaced by lower ones (`baseline.bar.replacement`, their approved values scored under the
+        are replaced by lower ones (`bar.rule.replacement`, their approved values scored under the
         base's exam)."""
         name, label = key.retriever, key.name
-        found, run, entry = self.since(), self.runs.get(name), self.recorded(name)
-        if key.kind != "metric" or entry is None or found is None or run is None or run.result is None:
+        if key.kind != "metric":
             return None
         sides = self.sides(name)
         for side in sides:
@@ -483,14 +450,39 @@ class Judge:
                 return (f"{fmt(comparison.value)} is below the bar's {fmt(comparison.baseline)} "
                         f"({signed(comparison.value - comparison.baseline)}, tolerance {fmt(tolerance)}"
                         f"{tested}){scope_text(comparison)}{under}{change_text(self.changes(name))}")
+        replaced = self.question_rule(name, label)
+        return None if replaced is None else f"{replaced.text()}, below the bar"
+
+    def question_rule(self, name: str, label: str, asked: bool = False) -> Replacement | None:
+        """What lowers `name`'s bar of `label` through its questions, else None: questions that leave the
+        comparison replaced by lower values (`bar.rule.replacement`: their approved rankings scored under the
+        base's exam). With `asked` (the gate's verdict), only those removed or whose query changed, as the
+        update and `diff` count them whether or not the baseline was re-recorded; the update also counts
+        those whose gold changed with the corpus (a re-chunk)."""
+        found, run, entry = self.since(), self.runs.get(name), self.recorded(name)
+        if entry is None or found is None or run is None or run.result is None:
+            return None
         comparable = found.questions.comparable
-        bar = sides[0].bar if sides else None
+        gone = set(entry.questions) - comparable
+        if asked:
+            gone -= self.asked_alike()
+        bar = self.bar(name)
         kept = {qid: q.metrics[label] for qid, q in (bar.questions.items() if bar is not None else ())
                 if qid in comparable and label in q.metrics}
-        left = leaving(entry, self.base_exam(name), label, set(entry.questions) - comparable, self.earlier(), name)
-        new = {qid: values[label] for qid, values in per_question(run.result).items() if label in values}
-        replaced = replacement({**kept, **left}, new, comparable)
-        return None if replaced is None else f"{replaced.text()}, below the bar"
+        left = leaving(entry, self.base_exam(name), label, gone, self.earlier(), name)
+        new = {qid: values[label] for qid, values in per_question(run.result).items()
+               if label in values and (qid in gone or qid not in entry.questions or qid in comparable)}
+        return replacement({**kept, **left}, new, comparable)
+
+    def asked_alike(self) -> set[str]:
+        """Questions asked as before (the same query digest): one of them that left the comparison changed its gold."""
+        assert self.baseline is not None
+        was = self.baseline.fingerprint.get("questions", {}).get("digests")
+        now = self.fingerprint.get("questions", {}).get("digests", {})
+        if not isinstance(was, Mapping):
+            return set()
+        return {qid for qid, entry in was.items() if isinstance(entry, Mapping) and qid in now
+                and entry.get("query") == now[qid].get("query")}
 
     def refused(self, key: ItemKey) -> str | None:
         """Why this item's values will not be recorded: they would lower its bar (`lowering`) and

@@ -7,7 +7,7 @@ from typing import Any
 from msgspec import UNSET, UnsetType, structs
 
 from .. import __version__
-from ..baseline.bar import kept_bar
+from ..bar.rule import kept_bar
 from ..baseline.exams import BASE
 from ..baseline.format import Baseline, retriever_record
 from ..baseline.update import UpdatePlan, plan_update

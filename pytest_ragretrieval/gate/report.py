@@ -1,11 +1,15 @@
-"""What the reports show beside the run record: the run's descriptions (embedder, database, rerankers)
-and the run header. The record itself is `gate/record.py`'s; `report/view.py` makes the reports' input."""
+"""What the reports show beside the run record: the run's descriptions (embedder, database, rerankers),
+the run header and the notes every report repeats (a small eval set, too few comparable questions). The
+record itself is `gate/record.py`'s; `report/view.py` makes the reports' input."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
-from ..baseline.fingerprint import gold_texts
+from ..baseline.fingerprint import gold_texts, questions_record
 from ..baseline.format import Baseline
+from ..baseline.since import QuestionChanges, question_changes
+from ..baseline.verify import reproduced
 from ..config.settings import Config
 from ..evalset.records import Chunk, Question
 from ..files.paths import display
@@ -13,7 +17,6 @@ from ..labels.gold import edited_gold, recorded_gold, review_line
 from ..record.report import Described
 from ..retrievers.tokens import mostly_cjk
 from ..scoring.evaluate import Run
-from .judge import baseline_questions, comparable_notes, small_set_notes
 
 
 def described(config: Config, runs: Mapping[str, Run], embedder: str, database: str) -> Described:
@@ -86,3 +89,59 @@ def header_lines(config: Config, chunks: Sequence[Chunk], questions: Sequence[Qu
         review = review_line(edited_gold(recorded_gold(baseline), gold_texts(chunks, questions), questions))
         notes += [review] if review else []
     return lines + [f"rag: warning: {note}" for note in notes]
+
+
+def small_set_notes(config: Config, questions: Sequence[Question]) -> list[str]:
+    """Warnings every report repeats: today, an eval set too small for its verdicts."""
+    answerable = sum(1 for q in questions if q.answerable)
+    if answerable >= config.min_questions:
+        return []
+    return [
+        f"the eval set has {answerable} answerable questions, fewer than min_questions = "
+        f"{config.min_questions}: a single question can move a mean by up to {1 / answerable:.2f}, "
+        "too little data for a verdict to mean much"
+    ]
+
+
+def baseline_questions(baseline: Baseline, config: Config, questions: Sequence[Question]) -> QuestionChanges:
+    """Which of today's questions the baseline can be compared on; known before anything runs. A
+    baseline that does not itemize its questions (format 1) is compared on those whose recorded values
+    today's gold reproduces."""
+    recorded = baseline.fingerprint.get("questions", {})
+    today = questions_record(questions)
+    if "digests" in recorded or recorded.get("sha256") == today["sha256"]:
+        return question_changes(recorded, today, None)
+    found = question_changes(recorded, today, None, reproduced(baseline, config.k, questions),
+                             "on those whose recorded values today's graded gold reproduces")
+    held = {qid for entry in baseline.retrievers.values() for qid in entry.questions}
+    ids = {question.id for question in questions}
+    edited = tuple((qid, "its recorded values do not follow from today's graded gold")
+                   for qid in sorted(held & ids - found.comparable))
+    return replace(found, added=tuple(sorted(ids - held)), removed=tuple(sorted(held - ids)), edited=edited)
+
+
+def comparable_notes(config: Config, questions: Sequence[Question], changes: QuestionChanges | None) -> list[str]:
+    """When the questions changed: too few comparable answerable questions for a verdict, as for a small set."""
+    if changes is None or not changes.changed:
+        return []
+    shared = sum(1 for q in questions if q.answerable and q.id in changes.comparable)
+    if shared >= config.min_questions:
+        return []
+    return [
+        f"only {shared} answerable questions are comparable with the baseline, fewer than min_questions = "
+        f"{config.min_questions}: too little data for a verdict to mean much"
+    ]
+
+
+def lowest_ann_recall(name: str, config: Config, runs: Mapping[str, Run]) -> float | None:
+    """The lowest `ann_recall@k` measured for `name` and the retrievers it reads (the config refuses
+    cycles); None where none was measured: a drop the index lost is named as such."""
+    sources = {spec.name: spec.sources for spec in config.retrievers}
+    names, found = [name], list[float]()
+    while names:
+        current = names.pop()
+        run = runs.get(current)
+        if run is not None:
+            found += [value for label, value in run.diagnostics.items() if label.startswith("ann_recall@")]
+        names += sources.get(current, ())
+    return min(found) if found else None

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from ..baseline.exams import LOCAL, KeptExam
 from ..baseline.fingerprint import fingerprint
 from ..baseline.format import Baseline, dumps
 from ..baseline.format import load as load_baseline
@@ -50,6 +51,7 @@ from ..scoring.metrics import primary
 from ..shards.assignment import Shard
 from ..shards.items import shard_outcome
 from ..shards.partial import partial_document
+from .trust import kept_exam, loosened_line
 
 
 @dataclass(frozen=True)
@@ -87,6 +89,8 @@ class RagSession:
     baseline: Baseline | None
     baseline_read: Snapshot
     """The baseline's bytes as this run read them: an update writes only over those (`write_atomic`)."""
+    kept: KeptExam | None
+    """Where the base's exam is read when not from the baseline (a pull request's CI: `glue/trust.py`)."""
 
     def __init__(self, options: Options) -> None:
         self.options = options
@@ -158,6 +162,8 @@ class RagSession:
         if self.baseline is not None:
             recorded_gold(self.baseline)  # a damaged record of the gold texts fails here, before anything runs
             verify(self.baseline, self.config.k, self.chunks, self.questions)
+        # a shard judges nothing: the merge that judges reads the base's exam
+        self.kept = kept_exam(self.config.baseline, self.baseline) if self.options.shard is None else None
 
     def _split(self) -> None:
         """Where the questions enter judging: the gate's stay in `questions`, the tune ones go to `tune`, run
@@ -186,8 +192,9 @@ class RagSession:
         return anchoring_error(problem, found, recorded is not None, self.options.config_path, why)
 
     def header_lines(self) -> list[str]:
+        exam = [] if self.baseline is None else [f"rag: {LOCAL if self.kept is None else self.kept.line}"]
         lines = header_lines(self.config, self.chunks, self.questions, self.baseline, self.options.update)
-        return [*lines, *([self.leak_line] if self.leak_line else []),
+        return [*lines, *exam, *([self.leak_line] if self.leak_line else []),
                 *(f"rag: {line}" for line in self.input_warnings)]
 
     def item_keys(self) -> list[ItemKey]:
@@ -267,7 +274,7 @@ class RagSession:
             self._evaluation = evaluate(
                 self.config, self.questions, self.baseline, found, self.runs, self.selected,
                 update=self.options.update, allow_regression=self.options.allow_regression, reused=reused,
-                places=places(self.chunks, self.config.shown),
+                places=places(self.chunks, self.config.shown), kept=self.kept,
             )
         return self._evaluation
 
@@ -380,8 +387,10 @@ class RagSession:
                     self.phases.line(), *self.update_lines, *self.written]
         lines = summary_lines(view(self.record()), self.options.every_tag, columns)
         tune = self.tune_line()
+        loosened = loosened_line(self.config, self.kept)
         return [*lines, *([tune] if tune else []), *self.input_warnings, *self.evaluation().warnings,
-                self.phases.line(), *self.update_lines, *self.written, *self.failed_lines]
+                *([loosened] if loosened else []), self.phases.line(), *self.update_lines, *self.written,
+                *self.failed_lines]
 
     def close(self) -> None:
         if self._runner is not None:

@@ -21,6 +21,7 @@ import msgspec
 
 from ..files.jsontext import MAX_CUTOFF_DIGITS
 from ..scoring.metrics import METRICS
+from .exam import exam_schema
 from .projection import RUN_ONLY, RUN_ONLY_PER_RETRIEVER
 from .types import BUDGETS, READABLE, Record
 from .validate import HEX, QUESTION_DIGESTS
@@ -84,13 +85,7 @@ def _fingerprint() -> dict[str, Any]:
                 "digests": {"type": "object", "additionalProperties": {
                     "type": "object", "required": list(QUESTION_DIGESTS), "additionalProperties": PLAIN,
                     "properties": {part: {"type": "string", "minLength": 1} for part in QUESTION_DIGESTS}}},
-                "labels": {"type": "object", "description": "question id -> chunk id -> grade: the base's exam",
-                           "additionalProperties": {"type": "object", "additionalProperties": {
-                               "type": "integer", "minimum": 0, "maximum": 2**31 - 1}}},
-                "spans": {"type": "object", "description": "question id -> its gold spans [doc, start, end, grade]",
-                          "additionalProperties": {"type": "array", "items": {
-                              "type": "array", "prefixItems": [{"type": "string"}, *[
-                                  {"type": "integer", "minimum": 0}] * 3], "minItems": 4, "maxItems": 4}}}}},
+                **exam_schema()}},
             "retrievers": {"type": "object", "additionalProperties": FINGERPRINTED},
         },
     }

@@ -10,15 +10,21 @@ from typing import Annotated
 
 from msgspec import UNSET, Meta, Struct, UnsetType
 
-FORMAT_VERSION = 4
-"""4: the bar is the approved rankings: each entry may hold `approved`, the rankings the team last
-approved where they differ from the recorded ones, and the fingerprint keeps each question's labels
+FORMAT_VERSION = 5
+"""5: the exam and the bar's places, designed once for what the kept exam must carry: the fingerprint keeps
+each question's cluster and side where the eval set names them (`fingerprint.questions.clusters`,
+`.sides`, `record/exam.py`) and, in documents mode, the places of every chunk a recorded or approved
+ranking holds (`fingerprint.chunks.places`: chunk id -> [doc, start, end, the document's short digest]).
+A format-4 (or later) file without its kept labels is damaged; a format-4 file reads as format 5 without
+the places and memberships it could not know. 4: the bar is the approved rankings: each entry may hold
+`approved`, the rankings the team last approved where they differ from the recorded ones, and the
+fingerprint keeps each question's labels
 (`fingerprint.questions.labels`, `.spans`), the base's exam; a value `bar` is only one kept from a
 format-3 file. 3: each entry may hold a `bar`, the per-question values the team last approved where they differ
 from the recorded ones. 2: the fingerprint splits the yardstick from the system under test and
 itemizes the corpus and the questions (`fingerprint`). Files of formats 1 and 2 are still read, their
 bar equal to their recorded values (format 1's fingerprint through `upgrade.fingerprint_1`)."""
-READABLE = (1, 2, 3, FORMAT_VERSION)
+READABLE = (1, 2, 3, 4, FORMAT_VERSION)
 BUDGETS = 4
 """The first format whose metric keys may be budgets of characters (`char_recall@2000c`): an older file
 holding one is damaged."""

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ..files.jsontext import cutoff, unstorable
 from .checks import damaged, json_type, metric_key, number, shown
+from .exam import shape_problem
 from .types import BUDGETS, Record, Retriever, Values
 
 HEX = re.compile("[0-9a-f]{64}")
@@ -38,8 +39,7 @@ def check_fingerprint(path: Path, value: object, version: int) -> None:
         if key != "yardstick" and not isinstance(digests, dict):
             raise damaged(path, f"fingerprint.{key}.digests must be an object, got {json_type(digests)}")
         if key == "questions":
-            _question_digests(path, digests)
-            _labels(path, section)
+            _questions(path, section, digests)
         if key == "chunks" and version != 1:
             _gold(path, section.get("gold", {}))
         if key != "yardstick" and version != 1 and "sha256" in section and not (
@@ -67,39 +67,12 @@ def _gold(path: Path, gold: object) -> None:
             raise damaged(path, f"fingerprint.chunks.gold.{chunk_id} holds {problem}")
 
 
-def _labels(path: Path, section: Mapping[str, object]) -> None:
-    """The base's exam (format 4): each question's graded chunks and gold spans as the baseline was
-    recorded under them. Damaged, it would judge today's rankings under labels nobody wrote."""
-    labels, spans = section.get("labels", {}), section.get("spans", {})
-    if not isinstance(labels, dict):
-        raise damaged(path, f"fingerprint.questions.labels must map question ids to objects, got {json_type(labels)}")
-    for qid, graded in labels.items():
-        if not isinstance(graded, dict):
-            raise damaged(path, f"fingerprint.questions.labels.{qid} must map chunk ids to grades")
-        for chunk_id, grade in graded.items():
-            if isinstance(grade, bool) or not isinstance(grade, (int, float)) or not (
-                    float(grade).is_integer() and 0 <= grade < 2**31):
-                raise damaged(path, f"fingerprint.questions.labels.{qid}.{chunk_id} = {shown(grade)} is not a "
-                              "grade (an integer >= 0)")
-    if not isinstance(spans, dict):
-        raise damaged(path, f"fingerprint.questions.spans must map question ids to lists, got {json_type(spans)}")
-    for qid, listed in spans.items():
-        good = isinstance(listed, list) and all(
-            isinstance(span, list) and len(span) == 4 and isinstance(span[0], str)
-            and all(_whole(n) for n in span[1:]) for span in listed)
-        if not good:
-            raise damaged(path, f"fingerprint.questions.spans.{qid} must list [doc, start, end, grade] spans "
-                          "(start < end, integers >= 0)")
-        backwards = next((index for index, span in enumerate(listed) if span[1] >= span[2]), None)
-        if backwards is not None:  # what no schema can say: two items of one array compared
-            raise damaged(path, f"fingerprint.questions.spans.{qid}[{backwards}]: its start "
-                          f"{shown(listed[backwards][1])} is not before its end {shown(listed[backwards][2])}")
-
-
-def _whole(value: object) -> bool:
-    """An integer >= 0 as JSON Schema reads one: a whole float too (`5.0`), never a boolean."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and float(value).is_integer() \
-        and value >= 0
+def _questions(path: Path, section: Mapping[str, object], digests: Mapping[str, object]) -> None:
+    """The questions' digests, and the exam they keep (`record/exam.py`)."""
+    _question_digests(path, digests)
+    problem = shape_problem(section)
+    if problem is not None:
+        raise damaged(path, problem)
 
 
 def _question_digests(path: Path, digests: Mapping[str, object]) -> None:

@@ -28,7 +28,8 @@ HEADINGS = {
 EMPTY = ("空", "empty")
 NONE = ("无", "none")
 NO_ANSWER_HINT = ("无答案题的正确结果是空列表", "for a no-answer question the right result is an empty list.")
-DELTA_HINT = ("括号内为相对基线的差值", "in brackets: the change against the baseline.")
+DELTA_HINT = ("括号内为相对基线标准（已批准的排序，今日重新评分）的差值",
+              "in brackets: the change against the bar (the approved rankings, scored today).")
 LOADS = ("首题前的一次性加载，不计入延迟", "one-time loads before the first question, not in its latency")
 
 

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from ..baseline.bar import bar_means, replaced_bars
+from ..bar.rule import bar_means, replaced_bars
 from ..baseline.exams import BASE, EXAM_NAMES, TODAY, approved_digest, labels_digest, recorded_exam
 from ..baseline.format import Baseline, Recorded
 from ..baseline.since import Since, held, since
@@ -246,6 +246,11 @@ def _baseline_entries(old: Baseline, new: Baseline) -> tuple[list[Entry], list[E
                     for m in sorted(set(before) - set(after), key=metric_order)]
         added += [Entry(name, m, "new in the baseline") for m in sorted(set(after) - set(before), key=metric_order)]
     return removed, added
+
+
+def loosened_settings(old: GateSettings, new: GateSettings) -> list[SettingChange]:
+    """The settings `new` loosens against `old` (the gate's own verdicts cannot see them)."""
+    return _settings(old, new)[0]
 
 
 def _settings(old: GateSettings, new: GateSettings) -> tuple[list[SettingChange], list[SettingChange], list[Entry]]:

@@ -14,16 +14,15 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from ..baseline.bar import Replacement, replacement
+from ..bar.exam import Exam
+from ..bar.rule import Replacement, replacement
+from ..bar.sides import Scorer, as_recorded, leaving, recorded_values
 from ..baseline.exams import BASE, TODAY, recorded_exam, same_labels
 from ..baseline.fingerprint import questions_record
 from ..baseline.format import Baseline, Recorded, RecordedQuestion
 from ..baseline.since import Since, paired, question_changes
-from ..evalset.corpus import chunking_share
 from ..evalset.records import Question, Span
 from ..files.paths import display
-from ..gate.checks import recorded_values
-from ..gate.exams import Scorer, as_recorded, leaving
 from ..scoring.evaluate import mean
 from ..scoring.metrics import METRICS, MetricSpec, metric_order, of_label
 
@@ -41,6 +40,12 @@ class Today:
     changed: tuple[str, ...] | None = ()
     """Chunks edited or removed between the files (None: the corpus changed, not itemized): rankings are
     scored without their places (`Scorer.without`), as the gate scores the bar."""
+    digests: Mapping[str, str] | None = field(default=None, hash=False)
+    """Today's chunks' short digests (`chunk_record`): which chunks each file's rankings saw as they are today."""
+    rankings: Mapping[str, Mapping[str, Sequence[str]]] | None = field(default=None, hash=False)
+    """Today's rankings (retriever -> question id -> ranking), from the gate's own `--rag-json` of the same job
+    (`diff --today`), never from the head's baseline: where the head's file holds no ranking of a question as
+    it is asked today (its query edited since, or added), the head's side is today's."""
 
 
 @dataclass(frozen=True)
@@ -60,7 +65,7 @@ class Rescored:
     means: Mapping[str, tuple[Means, ...]] = field(hash=False)
     """Metric label -> its means, exam by exam (today's first)."""
     replaced: Mapping[str, Replacement] = field(hash=False)
-    """Metric label -> the questions that leave and lower its bar (`baseline.bar.replacement`)."""
+    """Metric label -> the questions that leave and lower its bar (`bar.rule.replacement`)."""
     lost: tuple[tuple[str, str], ...] = ()
     """(question, exam): a hit within k of the base's approved ranking that the head's misses."""
     unscored: tuple[str, ...] = ()
@@ -85,6 +90,13 @@ class Exams:
     changed: tuple[str, ...] | None = ()
     """Chunks edited or removed between the files (None: the corpus changed, not itemized): rankings are
     scored without their places (`Scorer.without`), as the gate scores the bar."""
+    head_changed: tuple[str, ...] | None = ()
+    """The same for the head's rankings: the chunks edited or removed since the head's file was recorded
+    (with today's chunks known; else those between the files). A ranking recorded on today's corpus is
+    scored at today's places, as the gate scores today's rankings."""
+    fresh: Mapping[str, Mapping[str, Sequence[str]]] = field(default_factory=dict, hash=False)
+    """Per retriever, today's rankings of the questions the head's file holds no ranking of as asked today
+    (`Today.rankings`): the question rule then sees the values they have today."""
 
 
 def exams(old: Baseline, new: Baseline, today: Today | None, found: Since) -> Exams:
@@ -97,8 +109,14 @@ def exams(old: Baseline, new: Baseline, today: Today | None, found: Since) -> Ex
         section = old.fingerprint.get("questions", {})
         derived = question_changes(section if isinstance(section, Mapping) else {}, questions_record(today.questions),
                                    found.corpus)
+        fresh = _fresh(new, today)
+        changed = _changed(found)
+        if today.digests is not None:
+            changed, head = _since(old.fingerprint, today.digests), _since(new.fingerprint, today.digests)
+        else:
+            head = changed
         return Exams(base, {q.id: q for q in today.questions}, today.source, derived.comparable, today.places,
-                     today.chunkings, _changed(found))
+                     today.chunkings, changed, head, fresh)
     kept = recorded_exam(new.fingerprint)
     chunkings = None
     if isinstance(old.fingerprint.get("chunks"), Mapping) and "chunkings" in old.fingerprint["chunks"]:
@@ -106,7 +124,27 @@ def exams(old: Baseline, new: Baseline, today: Today | None, found: Since) -> Ex
         chunkings = {name: str(entry.get("chunking", "")) for name, entry in described.items()
                      if isinstance(entry, Mapping)}
     source = f"the labels {display(new.path)} was recorded under"
-    return Exams(base, kept, source, frozenset(comparable), None, chunkings, _changed(found))
+    return Exams(base, kept, source, frozenset(comparable), None, chunkings, _changed(found), _changed(found))
+
+
+def _fresh(new: Baseline, today: Today) -> dict[str, dict[str, Sequence[str]]]:
+    """Today's rankings of the questions the head's file does not hold as they are asked today."""
+    if not today.rankings:
+        return {}
+    section = new.fingerprint.get("questions", {})
+    held = question_changes(section if isinstance(section, Mapping) else {}, questions_record(today.questions),
+                            None).comparable
+    return {name: {qid: tuple(ranking) for qid, ranking in found.items() if qid not in held}
+            for name, found in today.rankings.items()}
+
+
+def _since(fingerprint: Mapping[str, object], today: Mapping[str, str]) -> tuple[str, ...] | None:
+    """The chunks a file's rankings saw that are edited or removed today (None: its corpus is not itemized)."""
+    chunks = fingerprint.get("chunks")
+    recorded = chunks.get("digests") if isinstance(chunks, Mapping) else None
+    if not isinstance(recorded, Mapping):
+        return None
+    return tuple(sorted(cid for cid, digest in recorded.items() if today.get(cid) != digest))
 
 
 def _changed(found: Since) -> tuple[str, ...] | None:
@@ -119,9 +157,9 @@ def _changed(found: Since) -> tuple[str, ...] | None:
 def _share(name: str, exam: Mapping[str, Question] | None, chunkings: Mapping[str, str] | None
            ) -> dict[str, Question] | None:
     """An exam as retriever `name` is scored on it: its own chunking's labels when chunkings sit side by side."""
-    if exam is None or chunkings is None:
-        return None if exam is None else dict(exam)
-    return {q.id: q for q in chunking_share(chunkings.get(name, ""), (), list(exam.values()))[1]}
+    if exam is None:
+        return None
+    return dict(Exam(exam, "").cut(chunkings.get(name, "") if chunkings is not None else None).questions)
 
 
 def _specs(labels: Collection[str], k: int, places: Mapping[str, Span] | None) -> tuple[list[MetricSpec], list[str]]:
@@ -140,10 +178,12 @@ def _specs(labels: Collection[str], k: int, places: Mapping[str, Span] | None) -
     return specs, unscored
 
 
-def _head_bar(old: Recorded, new: Recorded) -> dict[str, dict[str, float]]:
+def _head_bar(new: Recorded, bar: Mapping[str, Mapping[str, float]]) -> dict[str, dict[str, float]]:
     """The value bar the head keeps, with the base's numbers: an update keeps a value bar or drops it, never
-    writes one, so only which questions keep it is the head's to say."""
-    return {label: {qid: old.bar[label][qid] for qid in kept if qid in old.bar.get(label, {})}
+    writes one, so only which questions keep it is the head's to say. `bar` is the base's bar under the exam
+    (its kept value bar where it holds one, else its approved rankings scored): a base without a value bar
+    still gives each question the head keeps one for its bar, as the gate reads the head's."""
+    return {label: {qid: bar[qid][label] for qid in kept if label in bar.get(qid, {})}
             for label, kept in new.bar.items()}
 
 
@@ -171,13 +211,14 @@ def rescore(name: str, old: Baseline, new: Baseline, labels: Collection[str], fo
     today = _share(name, found.today, found.chunkings)
     specs, unscored = _specs(labels, old.k, found.places)
     scorer = Scorer(tuple(specs), found.places).without(found.changed)
+    head_scorer = Scorer(tuple(specs), found.places).without(found.head_changed)
     old_rankings = before.approved_rankings()
     new_rankings = after.approved_rankings()
     compared = sorted(qid for qid in found.comparable if qid in before.questions)
     missing = tuple(qid for qid in compared if qid not in after.questions
                     and (today is None or qid in today) and qid in base)
-    rankings = {qid: new_rankings.get(qid, ()) for qid in {*new_rankings, *compared}}
-    head_bar = _head_bar(before, after)
+    fresh = found.fresh.get(name, {})
+    rankings = {qid: fresh.get(qid, new_rankings.get(qid, ())) for qid in {*new_rankings, *compared, *fresh}}
     sat = [(TODAY, today)] if today is not None else []
     if today is None or any(qid in today and not same_labels(base[qid], today[qid]) for qid in compared if qid in base):
         sat.append((BASE, base))
@@ -187,7 +228,8 @@ def rescore(name: str, old: Baseline, new: Baseline, labels: Collection[str], fo
         ids = [qid for qid in compared if qid in questions]
         asked = [questions[qid] for qid in ids]
         bar = recorded_values(as_recorded(scorer(name, asked, old_rankings), before.bar))
-        head = _floor(recorded_values(as_recorded(scorer(name, asked, rankings), head_bar)), bar, list(means))
+        head_bar = _head_bar(after, bar)
+        head = _floor(recorded_values(as_recorded(head_scorer(name, asked, rankings), head_bar)), bar, list(means))
         for label in means:
             pairs = paired(label, bar, head, ids)
             if pairs.n:
@@ -195,7 +237,8 @@ def rescore(name: str, old: Baseline, new: Baseline, labels: Collection[str], fo
         if hits:
             lost += [(qid, exam) for qid in ids if _hit(old_rankings.get(qid, ()), questions[qid], old.k)
                      and not _hit(rankings.get(qid, ()), questions[qid], old.k)]
-    replaced = _replaced(name, before, after, means, sat[0][1], base, found.comparable, scorer, rankings, head_bar)
+    replaced = _replaced(name, before, after, means, sat[0][1], base, found.comparable, (scorer, head_scorer),
+                         rankings)
     first: dict[str, str] = {}
     for qid, exam in lost:
         first.setdefault(qid, exam)
@@ -208,17 +251,17 @@ def _hit(ranking: Sequence[str], question: Question, k: int) -> bool:
 
 
 def _replaced(name: str, before: Recorded, after: Recorded, labels: Collection[str], exam: Mapping[str, Question],
-              base: Mapping[str, Question], comparable: Collection[str], scorer: Scorer,
-              rankings: Mapping[str, Sequence[str]], head_bar: Mapping[str, Mapping[str, float]],
-              ) -> dict[str, Replacement]:
+              base: Mapping[str, Question], comparable: Collection[str], scorers: tuple[Scorer, Scorer],
+              rankings: Mapping[str, Sequence[str]]) -> dict[str, Replacement]:
     """Metric label -> what lowers its bar among the questions that leave: the base's approved values of the
     compared questions under `exam` (today's, else the base's), of those that leave under the base's exam,
-    against the head's approved values under `exam`."""
+    against the head's approved values under `exam`; `scorers` score the base's rankings and the head's."""
+    scorer, head_scorer = scorers
     kept_ids = [qid for qid in sorted(comparable) if qid in before.questions and qid in exam]
     kept = recorded_values(as_recorded(scorer(name, [exam[q] for q in kept_ids], before.approved_rankings()),
                                        before.bar))
-    held = [exam[qid] for qid in sorted({*after.questions, *kept_ids}) if qid in exam]
-    head = recorded_values(as_recorded(scorer(name, held, rankings), head_bar))
+    held = [exam[qid] for qid in sorted({*after.questions, *kept_ids, *rankings}) if qid in exam]
+    head = recorded_values(as_recorded(head_scorer(name, held, rankings), _head_bar(after, kept)))
     leaves = set(before.questions) - set(comparable)
     found = {}
     for label in labels:

@@ -86,8 +86,8 @@ def test_a_bad_config_value(recorded: pytest.Pytester, edit: tuple[str, str], me
         (lambda text: text[: len(text) // 2],
          "ERROR: baselines/retrieval.json: not valid JSON (*); fix it, or delete it and run "
          "`pytest --rag-update-baseline` to record a new one"),
-        (lambda text: text.replace('"format_version": 4', '"format_version": 7'),
-         "ERROR: baselines/retrieval.json: format_version is 7, this plugin reads format_version 1, 2, 3 and 4; fix it*"),
+        (lambda text: text.replace('"format_version": 5', '"format_version": 7'),
+         "ERROR: baselines/retrieval.json: format_version is 7, this plugin reads format_version 1, 2, 3, 4 and 5; fix it*"),
         (lambda text: text.replace('"f1@3": 0.56', '"f1@3": "high"', 1),
          "ERROR: baselines/retrieval.json: retrievers.*.metrics must map metric names to numbers; fix it*"),
     ],

@@ -128,7 +128,7 @@ def test_a_budget_item_is_gated_recorded_in_format_4_and_passes_again(project: p
     first, second, recorded = record_pass_then_fail(project, BUDGET_CONFIG, "char_recall@600c")
     first.stdout.fnmatch_lines(["retriever  recall@3  char_recall@600c  char_precision@60c  judged@3"])
     path = project.path / "baselines" / "retrieval.json"
-    assert recorded["format_version"] == 4
+    assert recorded["format_version"] == 5
     entry = recorded["retrievers"]["overlap"]
     assert set(entry["metrics"]) == {"recall@3", "char_recall@600c", "char_precision@60c"}
     laptop = entry["questions"]["laptop"]

@@ -15,7 +15,7 @@ def test_records_every_retriever_and_metric(project: pytest.Pytester) -> None:
     result = project.runpytest("--rag-update-baseline", *RUN)
     result.assert_outcomes(passed=8)
     doc = baseline(project.path)
-    assert doc["format_version"] == 4
+    assert doc["format_version"] == 5
     assert sorted(doc["retrievers"]) == ["bm25", "table"]
     assert doc["retrievers"]["table"]["metrics"] == {"f1@3": 0.56, "ndcg@3": 1.0, "precision@3": 0.4, "recall@3": 1.0}
     assert doc["retrievers"]["table"]["questions"]["q03"]["ranking"] == ["travel-002", "travel-003"]

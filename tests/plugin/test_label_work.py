@@ -139,10 +139,13 @@ def test_a_bad_retune_hidden_behind_new_gold_fails_under_the_base_s_exam(team: p
 def test_removing_the_questions_that_got_worse_is_a_lowering(
         team: pytest.Pytester, capsys: pytest.CaptureFixture[str]) -> None:
     """Variant (c): hybrid falls from 1 to 0 on q08, q11 and q13, and the pull request deletes those three
-    questions. The gate has nothing left to compare them on, but their approved values leave the bar: the
-    update is refused, and recorded with the flag it is a lowering that needs the label."""
+    questions. The gate has nothing left to compare them on, but their approved values leave the bar: the gate
+    fails it, the update is refused, and recorded with the flag it is a lowering that needs the label."""
     lp.apply_variant(team, "removed")
-    assert team.runpytest("--rag-eval", *RUN).ret == 0
+    judged = team.runpytest("--rag-eval", *RUN)  # on 577255f the gate passed what the update refuses (issue 48)
+    assert judged.ret == 1
+    judged.stdout.fnmatch_lines(["*ndcg@5 of 'hybrid' lowers the bar through its questions: the 3 removed questions "
+                                 "(q08, q11, q13)*"])
     refused = team.runpytest("--rag-update-baseline", *RUN)
     assert refused.ret == 1
     refused.stdout.fnmatch_lines(["rag: refused to record ndcg@5 of 'hybrid': the 3 removed questions (q08, q11, q13): "

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from stages import document, fingerprint, retriever_entry
 
-from pytest_ragretrieval.baseline.bar import kept_bar, replacement
+from pytest_ragretrieval.bar.rule import kept_bar, replacement
 from pytest_ragretrieval.baseline.format import Baseline, dumps, parse, read
 from pytest_ragretrieval.baseline.update import UpdatePlan
 from pytest_ragretrieval.config.settings import Config, load_config
@@ -324,7 +324,7 @@ def test_a_format_3_value_bar_keeps_an_accepted_drop_refused(tmp_path: Path) -> 
     refused, plan, _ = update(cfg, old, FIFTY, worse)
     assert refused is None and plan.failed
     kept, plan, _ = update(cfg, old, FIFTY, {"q001": 2})
-    assert kept is not None and kept.format_version == 4
+    assert kept is not None and kept.format_version == 5
     assert kept.document["retrievers"]["one"]["bar"] == {"ndcg@3": {"q001": 1.0}}, "the value bar stays"
     assert "labels" in kept.fingerprint["questions"]
     raised, plan, _ = update(cfg, format_3(first(cfg, FIFTY, {f"q{n:03d}": 2 for n in range(1, 26)}),

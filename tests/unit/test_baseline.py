@@ -73,8 +73,8 @@ def test_a_missing_baseline_is_none(tmp_path: Path) -> None:
     [
         ("{", "not valid JSON (Expecting property name enclosed in double quotes at line 1 column 2)"),
         ("[]", "not a results document (expected a JSON object)"),
-        ('{"format_version": 5}', "format_version is 5, this plugin reads format_version 1, 2, 3 and 4"),
-        ('{"format_version": 2.5}', "format_version is 2.5, this plugin reads format_version 1, 2, 3 and 4"),  # 2.0 reads as 2
+        ('{"format_version": 6}', "format_version is 6, this plugin reads format_version 1, 2, 3, 4 and 5"),
+        ('{"format_version": 2.5}', "format_version is 2.5, this plugin reads format_version 1, 2, 3, 4 and 5"),  # 2.0 reads as 2
         ('{"format_version": 1, "fingerprint": 1}', "fingerprint must be an object"),
         ('{"format_version": 1, "fingerprint": {}, "retrievers": []}', "retrievers must be an object"),
         ('{"format_version": 1, "fingerprint": {}, "retrievers": {}, "k": "5"}', "k must be an integer >= 1"),

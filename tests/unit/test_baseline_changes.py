@@ -11,6 +11,7 @@ from stages import document
 
 from pytest_ragretrieval.baseline.format import dumps, parse
 from pytest_ragretrieval.core.errors import BaselineError
+from pytest_ragretrieval.record.exam import gold_digest
 from pytest_ragretrieval.review.changes import (
     Entry,
     GateSettings,
@@ -46,6 +47,12 @@ def baseline(name: str, retrievers: dict[str, Any], fingerprint: dict[str, Any] 
     found = FINGERPRINT if fingerprint is None else fingerprint
     named = {**{name: {"type": name} for name in retrievers}, **found.get("retrievers", {})}
     doc = document(2, {**found, "retrievers": named}, retrievers, unavailable)
+    section = doc["fingerprint"]["questions"]
+    if "labels" not in section:
+        doc["format_version"] = 3  # keeps no labels: compared by its stored values
+    else:  # the gold digests the kept labels give, as a run records both
+        section["digests"] = {qid: {**entry, "gold": gold_digest(section["labels"].get(qid, {}), ())}
+                              for qid, entry in section["digests"].items()}
     return parse(Path(name), dumps(doc))
 
 

@@ -7,9 +7,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from pytest_ragretrieval.baseline.fingerprint import questions_record
 from pytest_ragretrieval.baseline.format import Baseline, baseline_record, dumps, parse, retriever_record
 from pytest_ragretrieval.cli.diff import change_lines, review
+from pytest_ragretrieval.core.errors import BaselineError
 from pytest_ragretrieval.evalset.records import Question
 from pytest_ragretrieval.record.codec import encode
 from pytest_ragretrieval.review.changes import (
@@ -38,7 +41,7 @@ def record(path: str, rankings: Mapping[str, Sequence[str]], asked: Sequence[Que
            approved: Mapping[str, Sequence[str]] | None = None, labels: bool = True,
            forge: Baseline | None = None, edit: Any = None) -> Baseline:
     """A baseline as the plugin records one: `rankings` scored under `asked`, the exam kept in the fingerprint
-    (`labels=False`: as format 3 kept none); `forge` writes that file's stored values over these."""
+    (`labels=False`: a format-3 file, which kept none); `forge` writes that file's stored values over these."""
     result = score("bm25", asked, rankings, [MetricSpec.parse(label, 2) for label in METRICS])
     section = questions_record(asked)
     if not labels:
@@ -47,6 +50,8 @@ def record(path: str, rankings: Mapping[str, Sequence[str]], asked: Sequence[Que
                    "questions": section, "retrievers": {"bm25": {"type": "bm25"}}}
     doc = json.loads(encode(baseline_record(2, fingerprint, {"bm25": retriever_record(result)})))
     entry = doc["retrievers"]["bm25"]
+    if not labels:
+        doc["format_version"] = 3
     if approved:
         entry["approved"] = {qid: list(ranking) for qid, ranking in approved.items()}
     if forge is not None:
@@ -155,6 +160,15 @@ def test_a_kept_value_bar_holds_the_base_numbers() -> None:
     assert keys(dropped) == {("bm25", "ndcg@2", "today")}  # recall's bar of q2 is kept: 0.9 on both sides
 
 
+def test_a_kept_value_bar_against_a_base_without_one_takes_the_base_s_bar() -> None:
+    """The head keeps a value bar for q2's recall (as the gate enforces it) and the base keeps none: the kept
+    value is the base's bar for q2 (its approved ranking scored: 1.0), not nothing. On 577255f the head's q2
+    was scored from its worse ranking instead, and recall read as lowered (issue 48)."""
+    head = record("new.json", {**GOOD, "q2": ["x", "y"]}, questions(),
+                  edit=lambda doc: doc["retrievers"]["bm25"].update(bar={"recall@2": {"q2": 0.25}}))
+    assert keys(classify(OLD, head)) == {("bm25", "ndcg@2", "today")}
+
+
 def test_lost_hits_come_from_the_rankings() -> None:
     settings = GateSettings(metrics=METRICS, tolerances=dict.fromkeys(METRICS, 0.0), fail_on=("question",))
     new = record("new.json", WORSE, questions(), forge=OLD)
@@ -165,14 +179,14 @@ def test_a_base_without_labels_compares_its_stored_values_and_says_so() -> None:
     old = record("old.json", GOOD, questions(), labels=False)
     changes = classify(old, record("new.json", WORSE, questions(), forge=OLD))
     assert not changes.lowers_the_bar and changes.rescored == ()
-    assert ("old.json keeps no labels (format 4): compared its stored values; re-record it to compare rankings"
+    assert ("old.json keeps no labels (format 3): compared its stored values; re-record it to compare rankings"
             in changes.notes)
 
 
 def test_a_head_without_labels_is_scored_under_the_base_exam() -> None:
     changes = classify(OLD, record("new.json", WORSE, questions(), labels=False, forge=OLD))
     assert keys(changes) == {("bm25", "recall@2", "base"), ("bm25", "ndcg@2", "base")}
-    assert ("new.json keeps no labels (format 4) and no eval set was read: its approved rankings were scored under "
+    assert ("new.json keeps no labels (format 3) and no eval set was read: its approved rankings were scored under "
             "the base's exam only") in changes.notes
 
 
@@ -182,15 +196,25 @@ def test_todays_exam_is_the_work_tree_eval_set() -> None:
     def drop(doc: dict[str, Any]) -> None:
         doc["retrievers"]["bm25"]["questions"].pop("q3")
         doc["fingerprint"]["questions"]["digests"].pop("q3")
-        doc["fingerprint"]["questions"]["labels"] = {}
+        doc["fingerprint"]["questions"]["labels"].pop("q3", None)
     today = Today(tuple(questions()), "the eval set fixtures/evalset.jsonl")
     new = record("new.json", GOOD, questions(), edit=drop)
     changes = classify(OLD, new, today=today)
     assert keys(changes) == {("bm25", "recall@2", "today"), ("bm25", "ndcg@2", "today")}
     assert ("new.json holds no ranking of 'bm25' for q3, which both sides ask: scored as empty rankings"
             in changes.notes)
-    assert not classify(OLD, record("new.json", GOOD, questions(), edit=lambda d: d["fingerprint"]["questions"].update(
-        labels={})), today=today).lowers_the_bar
+    assert not classify(OLD, record("new.json", GOOD, questions()), today=today).lowers_the_bar
+
+
+@pytest.mark.parametrize("edit", [
+    lambda section: section.pop("labels"),
+    lambda section: section.update(labels={}),
+    lambda section: section["labels"]["q1"].update(x=1),
+])
+def test_a_format_4_file_without_its_kept_labels_is_damage(edit: Any) -> None:
+    """Deleted or hand-edited kept labels would let the head's file choose the exam it is judged under (issue 48)."""
+    with pytest.raises(BaselineError, match=r"^new\.json: fingerprint\.questions\.labels"):
+        record("new.json", GOOD, questions(), edit=lambda doc: edit(doc["fingerprint"]["questions"]))
 
 
 def test_the_exam_travels_in_changes_json() -> None:

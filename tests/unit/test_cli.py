@@ -204,6 +204,7 @@ def test_diff_table_per_question_changes_and_added_retriever(project: Path, caps
     assert (code, err) == (1, [])
     assert out == [
         "old: old.json (k=2)  new: new.json (k=2)",
+        "values as each file stores them (its last update's, not its approved bar)",  # these keep no labels
         "retriever  metric       old     new     delta",
         "---------  -----------  ------  ------  -------",
         "bm25       precision@2  0.5000  0.2500  -0.2500",
@@ -240,7 +241,7 @@ def test_diff_added_and_removed_metric(project: Path, capsys: pytest.CaptureFixt
     new = write_results(project / "new.json", {"bm25": entry({}, {"recall@2": 0.5, "ndcg@2": 0.75})})
     code, out, _ = run(capsys, "diff", old, new)
     assert code == 0
-    assert out[3:] == [
+    assert out[4:] == [
         "bm25       recall@2  0.5000  0.5000  +0.0000",
         "bm25       ndcg@2    -       0.7500  added",
         "bm25       mrr@2     1.0000  -       removed",

@@ -4,11 +4,11 @@ approved top k only while none of its chunks changed; and a question whose gold 
 edited document is edited, not relabelled (the base's offsets point into the old text)."""
 from __future__ import annotations
 
+from pytest_ragretrieval.bar.sides import Scorer, sides
 from pytest_ragretrieval.baseline.fingerprint import questions_record
 from pytest_ragretrieval.baseline.format import Recorded, RecordedQuestion
 from pytest_ragretrieval.baseline.since import CorpusChange, question_changes
 from pytest_ragretrieval.evalset.records import Question, Span
-from pytest_ragretrieval.gate.exams import Scorer, sides
 from pytest_ragretrieval.scoring.evaluate import score
 from pytest_ragretrieval.scoring.metrics import MetricSpec
 

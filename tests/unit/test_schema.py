@@ -195,8 +195,8 @@ def test_a_document_validates_exactly_when_it_loads(doc: dict[str, Any]) -> None
 
 
 @pytest.mark.parametrize(("edit", "message"), [
-    (lambda doc: doc.update(format_version=0), "format_version is 0, this plugin reads format_version 1, 2, 3 and 4"),
-    (lambda doc: doc.update(format_version=5), "format_version is 5, this plugin reads format_version 1, 2, 3 and 4"),
+    (lambda doc: doc.update(format_version=0), "format_version is 0, this plugin reads format_version 1, 2, 3, 4 and 5"),
+    (lambda doc: doc.update(format_version=6), "format_version is 6, this plugin reads format_version 1, 2, 3, 4 and 5"),
     (lambda doc: doc.update(plugin_version="0.4\n"), "plugin_version holds a control character (U+000A)"),
     (lambda doc: doc["fingerprint"].update(questions=[]), "fingerprint.questions must be an object, got an array"),
     (lambda doc: doc["fingerprint"]["chunks"].update(gold=["x"]),

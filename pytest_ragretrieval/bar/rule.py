@@ -21,9 +21,9 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+from ..baseline.format import Recorded
 from ..core.values import DIGITS, EPSILON, fmt, listed
 from ..scoring.metrics import metric_order
-from .format import Recorded
 
 
 def _mean(values: Collection[float]) -> float:

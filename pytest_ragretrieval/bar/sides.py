@@ -17,7 +17,6 @@ from ..baseline.since import paired
 from ..evalset.records import Question, Span
 from ..scoring.evaluate import RetrieverResult, mean, score
 from ..scoring.metrics import MetricSpec
-from .checks import per_question, recorded_values
 
 
 @dataclass(frozen=True)
@@ -30,6 +29,14 @@ class Side:
     bar: Recorded
     today: RetrieverResult
     last: Recorded | None = None
+
+
+def per_question(result: RetrieverResult) -> dict[str, Mapping[str, float]]:
+    return {question.id: question.values for question in result.questions}
+
+
+def recorded_values(recorded: Recorded) -> dict[str, Mapping[str, float]]:
+    return {qid: question.metrics for qid, question in recorded.questions.items()}
 
 
 def as_recorded(result: RetrieverResult, kept: Mapping[str, Mapping[str, float]] | None = None,

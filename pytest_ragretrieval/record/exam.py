@@ -1,0 +1,166 @@
+"""The exam as a baseline keeps it: `fingerprint.questions.labels` (question id -> chunk id -> grade, grade 0
+included) and `.spans` (question id -> its gold spans [doc, start, end, grade]), the labels the file was
+recorded under (the base's exam). The one module that knows those keys: written here (`exam_section`), read
+here (`kept_labels`, `kept_spans`), their shape checked here and described here for the JSON Schema, so
+nothing else reads labels out of a fingerprint (`tests/unit/test_layout.py`)."""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..core.digest import SHORT, digest
+from ..evalset.records import SIDES as SIDE_NAMES
+from ..evalset.records import Question, Side
+from .checks import json_type, shown
+
+LABELS, SPANS = "labels", "spans"
+CLUSTERS, SIDES = "clusters", "sides"
+"""Format 5: each question's cluster and its side (`tune` or `gate`), where the eval set names them."""
+
+
+def spans_of(question: Question) -> list[list[Any]]:
+    """A question's gold spans (documents mode), sorted, as the file keeps them."""
+    return sorted([span.doc, span.start, span.end, span.grade] for span in question.spans)
+
+
+def exam_section(questions: Sequence[Question]) -> dict[str, Any]:
+    """The exam's part of `fingerprint.questions`: every labelled question's graded chunks, and the gold spans
+    of those that have any (documents mode)."""
+    found: dict[str, Any] = {LABELS: {question.id: dict(sorted(question.relevance.items()))
+                                      for question in questions if question.relevance}}
+    spans = {question.id: spans_of(question) for question in questions if question.spans}
+    if spans:
+        found[SPANS] = spans
+    clusters = {question.id: question.cluster for question in questions if question.cluster is not None}
+    sides = {question.id: question.side for question in questions if question.side is not None}
+    found.update({CLUSTERS: clusters} if clusters else {})
+    found.update({SIDES: sides} if sides else {})
+    return found
+
+
+def keeps_labels(section: Mapping[str, Any]) -> bool:
+    """Whether a `fingerprint.questions` section keeps an exam (format 4 on)."""
+    return isinstance(section.get(LABELS), Mapping)
+
+
+def kept_labels(section: Mapping[str, Any]) -> Mapping[str, Mapping[str, int]]:
+    found = section.get(LABELS, {})
+    return found if isinstance(found, Mapping) else {}
+
+
+def kept_spans(section: Mapping[str, Any]) -> Mapping[str, Sequence[Sequence[Any]]]:
+    found = section.get(SPANS, {})
+    return found if isinstance(found, Mapping) else {}
+
+
+def kept_clusters(section: Mapping[str, Any]) -> Mapping[str, str]:
+    found = section.get(CLUSTERS, {})
+    return found if isinstance(found, Mapping) else {}
+
+
+def kept_sides(section: Mapping[str, Any]) -> Mapping[str, Side]:
+    found = section.get(SIDES, {})
+    return {qid: side for qid, value in found.items() for side in SIDE_NAMES if value == side} \
+        if isinstance(found, Mapping) else {}
+
+
+def exam_value(section: Mapping[str, Any]) -> list[Any]:
+    """The exam as one JSON value, for the digest an approval binds (clusters and sides where kept, so a file
+    without them binds what it always did)."""
+    kept = [section.get(CLUSTERS, {}), section.get(SIDES, {})]
+    return [section.get(LABELS), section.get(SPANS, {}), *(kept if any(kept) else [])]
+
+
+def gold_digest(relevance: Mapping[str, int], spans: Sequence[Sequence[Any]]) -> str:
+    """A question's graded gold as its short digest: the positive grades (every judgment where none is
+    positive) and, in documents mode, its sorted gold spans. The kept labels must reproduce it."""
+    positive = {chunk_id: grade for chunk_id, grade in relevance.items() if grade > 0}
+    graded = dict(sorted((positive or relevance).items()))
+    return digest([graded, sorted(list(span) for span in spans)] if spans else graded, SHORT)
+
+
+def shape_problem(section: Mapping[str, object]) -> str | None:
+    """Why the kept exam's shape is wrong, else None. Damaged, it would judge today's rankings under labels
+    nobody wrote."""
+    labels, spans = section.get(LABELS, {}), section.get(SPANS, {})
+    if not isinstance(labels, dict):
+        return f"fingerprint.questions.labels must map question ids to objects, got {json_type(labels)}"
+    for qid, graded in labels.items():
+        if not isinstance(graded, dict):
+            return f"fingerprint.questions.labels.{qid} must map chunk ids to grades"
+        for chunk_id, grade in graded.items():
+            if isinstance(grade, bool) or not isinstance(grade, (int, float)) or not (
+                    float(grade).is_integer() and 0 <= grade < 2**31):
+                return (f"fingerprint.questions.labels.{qid}.{chunk_id} = {shown(grade)} is not a grade "
+                        "(an integer >= 0)")
+    if not isinstance(spans, dict):
+        return f"fingerprint.questions.spans must map question ids to lists, got {json_type(spans)}"
+    for qid, listed in spans.items():
+        good = isinstance(listed, list) and all(
+            isinstance(span, list) and len(span) == 4 and isinstance(span[0], str)
+            and all(_whole(n) for n in span[1:]) for span in listed)
+        if not good:
+            return (f"fingerprint.questions.spans.{qid} must list [doc, start, end, grade] spans "
+                    "(start < end, integers >= 0)")
+        backwards = next((index for index, span in enumerate(listed) if span[1] >= span[2]), None)
+        if backwards is not None:  # what no schema can say: two items of one array compared
+            return (f"fingerprint.questions.spans.{qid}[{backwards}]: its start {shown(listed[backwards][1])} "
+                    f"is not before its end {shown(listed[backwards][2])}")
+    return _membership_problem(section)
+
+
+def _whole(value: object) -> bool:
+    """An integer >= 0 as JSON Schema reads one: a whole float too (`5.0`), never a boolean."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and float(value).is_integer() \
+        and value >= 0
+
+
+def _membership_problem(section: Mapping[str, object]) -> str | None:
+    """`clusters` map question ids to non-empty names, `sides` to `tune` or `gate` (format 5)."""
+    for key, allowed in ((CLUSTERS, None), (SIDES, SIDE_NAMES)):
+        found = section.get(key, {})
+        if not isinstance(found, dict):
+            return f"fingerprint.questions.{key} must map question ids to strings, got {json_type(found)}"
+        for qid, value in found.items():
+            if not (isinstance(value, str) and value) or (allowed is not None and value not in allowed):
+                wanted = "tune or gate" if allowed is not None else "a non-empty string"
+                return f"fingerprint.questions.{key}.{qid} = {shown(value)} is not {wanted}"
+    return None
+
+
+def digest_problem(section: Mapping[str, Any], version: int, keeps_from: int) -> str | None:
+    """Why a file's kept exam cannot be trusted, else None: a file of format `keeps_from` or later without its
+    labels, or a question whose kept labels and spans do not give the gold digest the same run recorded
+    (labels or spans edited or deleted by hand). Either would let a pull request lower the bar it is
+    judged by."""
+    digests = section.get("digests")
+    if version < keeps_from or not isinstance(digests, Mapping):
+        return None
+    if not keeps_labels(section):
+        return (f"fingerprint.questions.labels is missing: a format-{version} baseline keeps the labels it was "
+                "recorded under (the base's exam)")
+    labels, spans = kept_labels(section), kept_spans(section)
+    for qid, entry in sorted(digests.items()):
+        gold = entry.get("gold") if isinstance(entry, Mapping) else None
+        graded = {chunk_id: int(grade) for chunk_id, grade in labels.get(qid, {}).items()}
+        if gold is not None and gold != gold_digest(graded, spans.get(qid, ())):
+            return (f"fingerprint.questions.labels.{qid} (with its spans) does not give "
+                    f"fingerprint.questions.digests.{qid}.gold: the kept exam was edited by hand")
+    return None
+
+
+def exam_schema() -> dict[str, Any]:
+    """The JSON Schema of the exam's part of `fingerprint.questions`."""
+    return {
+        LABELS: {"type": "object", "description": "question id -> chunk id -> grade: the base's exam",
+                 "additionalProperties": {"type": "object", "additionalProperties": {
+                     "type": "integer", "minimum": 0, "maximum": 2**31 - 1}}},
+        SPANS: {"type": "object", "description": "question id -> its gold spans [doc, start, end, grade]",
+                "additionalProperties": {"type": "array", "items": {
+                    "type": "array", "prefixItems": [{"type": "string"}, *[
+                        {"type": "integer", "minimum": 0}] * 3], "minItems": 4, "maxItems": 4}}},
+        CLUSTERS: {"type": "object", "description": "question id -> its cluster (format 5)",
+                   "additionalProperties": {"type": "string", "minLength": 1}},
+        SIDES: {"type": "object", "description": "question id -> tune or gate (format 5)",
+                "additionalProperties": {"enum": list(SIDE_NAMES)}},
+    }
