@@ -20,17 +20,18 @@ from pathlib import Path
 from typing import Any
 
 from ..bar.rule import bar_means, replaced_bars
-from ..baseline.exams import BASE, EXAM_NAMES, TODAY, approved_digest, labels_digest, recorded_exam
+from ..baseline.exams import BASE, TODAY, approved_digest, labels_digest
 from ..baseline.format import Baseline, Recorded
 from ..baseline.since import Since, held, since
 from ..config.settings import REPORT_LANGUAGES, Config
 from ..core.errors import BaselineError
-from ..core.values import EPSILON, listed
+from ..core.values import EPSILON
 from ..files.jsonshape import Node, ShapeProblem, decode
 from ..files.jsontext import JSONProblem
 from ..files.paths import Unreadable, display, read_input
 from ..scoring.metrics import ANN_TIE_EPSILON, METRICS, metric_order
-from .rescore import Exams, Rescored, Today, exams, rescore
+from .notes import exam_notes, rescore_notes
+from .rescore import Rescored, Today, exams, rescore
 
 STRICTEST = ("none", "maxt", "holm")  # each p at most the next one's: a later one fails fewer items
 KIND = "ragretrieval-baseline-changes"
@@ -365,13 +366,13 @@ def classify(
             if result.unscored:
                 more = _stored(name, old, new, found, result.unscored, False)
                 down, up = down + more[0], up + more[1]
-            said += _rescore_notes(name, new, result)
+            said += rescore_notes(name, new, result)
         lowered, raised, lost = lowered + down, raised + up, lost + gone
         if not found.questions.changed:
             for tag in sorted(set(before.tags) & set(after.tags)):
                 down, up = _values(before.tags[tag], after.tags[tag], name, tag)
                 tags_lowered, tags_raised = tags_lowered + down, tags_raised + up
-    said += _exam_notes(old, new, scored, names, used)
+    said += exam_notes(old, new, scored, names, used)
     removed, added = _baseline_entries(old, new)
     loosened: list[SettingChange] = []
     tightened: list[SettingChange] = []
@@ -386,42 +387,6 @@ def classify(
         tags_lowered=tuple(tags_lowered), tags_raised=tuple(tags_raised), notes=tuple(said),
         approved_digest=rankings, labels_digest=exam, rescored=tuple(which for which in (TODAY, BASE) if which in used),
     )
-
-
-def _rescore_notes(name: str, new: Baseline, result: Rescored) -> list[str]:
-    found = []
-    if result.unscored:
-        found.append(f"{', '.join(result.unscored)} of {name!r} cannot be scored here (a metric this installation "
-                     "lacks, or a span metric without the chunks' places, which `diff --against REV` reads in the "
-                     "checkout): compared the stored values")
-    if result.missing:
-        found.append(f"{display(new.path)} holds no ranking of {name!r} for {listed(result.missing, limit=5)}, "
-                     "which both sides ask: scored as empty rankings")
-    return found
-
-
-def _exam_notes(old: Baseline, new: Baseline, scored: Exams, names: Sequence[str], used: set[str]) -> list[str]:
-    """How the bars were compared: re-scored under which exams, or (a base without labels) as stored."""
-    if not names:
-        return []
-    if scored.base is None:
-        return [f"{display(old.path)} keeps no labels (format {old.format_version}): compared its stored values; "
-                "re-record it to compare rankings"]
-    found = []
-    if recorded_exam(old.fingerprint) is None:
-        found.append(f"{display(old.path)} keeps no labels (format {old.format_version}): its exam is today's on the "
-                     "questions whose graded gold its digests say is unchanged")
-    if scored.today is None:
-        found.append(f"{display(new.path)} keeps no labels (format {new.format_version}) and no eval set was read: "
-                     "its approved rankings were scored under the base's exam only")
-    if used:
-        exams_used = [f"{EXAM_NAMES[TODAY]} ({scored.source})" if exam == TODAY else
-                      f"the base's (the labels {display(old.path)} was recorded under)"
-                      for exam in (TODAY, BASE) if exam in used]
-        found.append("compared the approved rankings of both sides, scored here under " + " and ".join(exams_used)
-                     + ("" if scored.today is None or scored.source.startswith("the eval set") else
-                        "; `diff --against REV` in the checkout scores them under its eval set"))
-    return found
 
 
 # The file `ragretrieval diff --json` writes and `pr-check` and `comment` read.

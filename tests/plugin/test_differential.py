@@ -39,14 +39,10 @@ CASES = differential.sample()
 KNOWN = {
     5: "issue 48: kept `spans` deleted from the head's baseline (the gate fails char_recall of bm25, diff lowers "
        "nothing of it)",
-    16: "issue 48: removed questions pass the gate, the update refuses (diff lowers them)",
-    18: "issue 48: edited queries hide a worse run file from the gate (the update refuses, diff lowers)",
     34: "issue 48: kept labels hand-edited to match moved gold hide a worse run file from the gate (diff lowers)",
     43: "issue 48: an answerable question made no-answer passes the gate, the update refuses",
-    63: "issue 48: an answerable question made no-answer under significance hides a worse run file from the gate "
-        "and from diff (max-T turns into Holm)",
 }
-"""Sample cases that disagree on 0e2421b, by index, and why."""
+"""Sample cases that still disagree (the bar's merge fixed 16, 18 and 63), by index, and why."""
 
 
 @pytest.fixture(scope="module")

@@ -40,7 +40,7 @@ def test_cluster_and_side_are_read_and_kept_with_the_exam(tmp_path: Path) -> Non
 
 
 @pytest.mark.parametrize(("line", "message"), [
-    ({"side": "train"}, "e.jsonl:1: 'side' must be \"tune\" or \"gate\", got 'train'"),
+    ({"side": "train"}, "e.jsonl:1: field 'side' must be \"tune\" or \"gate\" (or left out), got 'train'"),
     ({"cluster": ""}, "e.jsonl:1: 'cluster' must be a non-empty string (the name of the question's cluster)"),
 ])
 def test_a_bad_cluster_or_side_is_one_line_naming_the_line(tmp_path: Path, line: dict[str, object],
