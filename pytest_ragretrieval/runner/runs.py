@@ -62,6 +62,7 @@ class Runner:
         """The retrievers run for new or edited questions alone: (questions reused, questions searched)."""
         self._common: dict[str, object] | None = None
         self._partial: dict[str, object] | None = None
+        self._partial_keys: dict[str, tuple[str | None, str | None]] = {}
         self._setup: dict[str, dict[str, object]] = {}
         self._running: str | None = None
 
@@ -137,15 +138,25 @@ class Runner:
         if not reuse.per_question(self.config, name):
             return None
         with self.phases.phase("reused rankings"):
-            found = reuse.partial(path, name, self._key(name, with_setup=False, questions=False),
-                                  lambda: self._key(name, questions=False), self.questions, self.bench.depth(name),
-                                  known)
+            inputs, wanted = self._partial_key(name)
+            found = reuse.partial(path, name, inputs, lambda: wanted, self.questions, self.bench.depth(name), known)
         if found is not None:
             searched = len(self.questions) - len(found.rankings)
             self.reused_questions[name] = (len(found.rankings), searched)
             self.out.line(f"rag: {name}: rankings of {len(found.rankings)} of {len(self.questions)} questions "
                           f"reused from its cached run, every other input unchanged; {searched} searched")
         return found
+
+    def _partial_key(self, name: str) -> tuple[str | None, str | None]:
+        """`name`'s keys without the questions, as they were before this run embedded anything: a source
+        run before it (a vector search of the new questions) adds query vectors to the embedding cache,
+        whose files its key names. So the first one asked computes them for every planned retriever."""
+        if name not in self._partial_keys:
+            for each in dict.fromkeys([*self.config.reading(self.bench.planned), name]):
+                if each not in self._partial_keys and reuse.per_question(self.config, each):
+                    self._partial_keys[each] = (self._key(each, with_setup=False, questions=False),
+                                                self._key(each, questions=False))
+        return self._partial_keys[name]
 
     def _entry_path(self, name: str) -> Path | None:
         """Where `name`'s cached run lives; None when it is never reused (a run with reuse turned off still
