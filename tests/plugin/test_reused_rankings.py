@@ -115,8 +115,10 @@ def test_added_and_edited_questions_alone_are_searched(pytester: pytest.Pytester
     added = [{"id": "q07", "query": "发票抬头写什么", "relevant": ["travel-003"]},
              {"id": "q08", "query": "支付渠道 PAY-3001 不可用", "relevant": ["error-002"]}]
     (pytester.path / "fixtures" / "evalset.jsonl").write_text(jsonl(edited + added), encoding="utf-8")
-    reused = pytester.runpytest("--rag-eval", "--rag-json", "reused.json", *RUN)
+    reused = pytester.runpytest("--rag-eval", "--rag-json", "reused.json", "--rag-report", "r.md", *RUN)
     assert reused.ret == 0
+    assert ("- ℹ️ rankings of 5 of 8 questions reused for fused: every other input unchanged, 3 searched"
+            in (pytester.path / "r.md").read_text(encoding="utf-8"))
     reused.stdout.fnmatch_lines(["rag: fused: rankings of 5 of 8 questions reused from its cached run, every other "
                                  "input unchanged; 3 searched"])
     found = results(pytester.path, "reused.json")
