@@ -21,7 +21,7 @@ from ..baseline.format import Baseline
 from ..baseline.update import UpdatePlan
 from ..config.settings import Config
 from ..evalset.records import Question, Span
-from ..record.types import Record, Status, TuneSplit, Verdict
+from ..record.types import QuestionsReused, Record, Status, TuneSplit, Verdict
 from ..scoring.evaluate import Run
 from .checks import Outcome
 from .items import ItemKey, Skip
@@ -72,12 +72,14 @@ def evaluate(
     update: bool = False,
     allow_regression: bool = False,
     reused: Sequence[str] = (),
+    reused_questions: Mapping[str, tuple[int, int]] | None = None,
     places: Mapping[str, Span] | None = None,
     kept: KeptExam | None = None,
 ) -> Evaluation:
     """Judge the selected items of `runs` (every selected retriever has run) against the baseline.
     `fingerprint` is what ran, as data; `reused` names the retrievers whose rankings came from their
-    cached run; `update` plans the baseline the selection asks for (`--rag-update-baseline`); `places` are the
+    cached run, `reused_questions` (reused, searched) those run for new or edited questions alone;
+    `update` plans the baseline the selection asks for (`--rag-update-baseline`); `places` are the
     chunks' spans when a span metric is listed (the bar's rankings are scored as today's are); `kept`, where
     the base's exam is read from the base revision (a pull request's CI), not the baseline."""
     ranked = {cid for run in runs.values() if run.result is not None for q in run.result.questions for cid in q.ranking}
@@ -94,7 +96,8 @@ def evaluate(
             failures[key] = found
     record = run_record(config, fingerprint, runs, judge, failures)
     return Evaluation(
-        record=structs.replace(record, reused=tuple(sorted(reused)) or UNSET),
+        record=structs.replace(record, reused=tuple(sorted(reused)) or UNSET, reused_questions={
+            name: QuestionsReused(*counts) for name, counts in sorted((reused_questions or {}).items())} or UNSET),
         verdicts=verdicts,
         update=baseline_update(config, baseline, fingerprint, runs, selected, judge) if update else None,
         failed=tuple(judge.missing_baseline()),

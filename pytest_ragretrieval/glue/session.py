@@ -271,9 +271,11 @@ class RagSession:
         if self._evaluation is None:
             found = fingerprint(self.config, self.chunks, self.questions, self._setup(), self.corpus)
             reused = self._runner.reused if self._runner is not None else ()
+            partly = self._runner.reused_questions if self._runner is not None else {}
             self._evaluation = evaluate(
                 self.config, self.questions, self.baseline, found, self.runs, self.selected,
                 update=self.options.update, allow_regression=self.options.allow_regression, reused=reused,
+                reused_questions=partly,
                 places=places(self.chunks, self.config.shown), kept=self.kept,
             )
         return self._evaluation

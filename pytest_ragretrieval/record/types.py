@@ -252,6 +252,14 @@ class TuneSplit(Struct, frozen=True):
     """Retriever -> metric label -> its mean over the tune questions."""
 
 
+class QuestionsReused(Struct, frozen=True):
+    """A retriever run for part of the eval set: its other inputs unchanged, the rankings of the questions
+    whose text is unchanged came from its cached run (`reused`), the rest were searched (`searched`)."""
+
+    reused: int
+    searched: int
+
+
 class Record(Struct, frozen=True):
     """A results or baseline file. The baseline is the first six fields (its `retrievers` without the
     run's additions); `--rag-json` results add the rest: the gate's failures (so `ragretrieval comment`
@@ -276,6 +284,8 @@ class Record(Struct, frozen=True):
     """Seconds per phase of the run that wrote the results."""
     reused: tuple[str, ...] | UnsetType = UNSET
     """Retrievers whose rankings (and latency) came from their cached run, every input unchanged."""
+    reused_questions: dict[str, QuestionsReused] | UnsetType = UNSET
+    """Retrievers run for the questions added or edited alone, the others' rankings from their cached run."""
     errors: dict[str, str] | UnsetType = UNSET
     """Retrievers that failed in this run, and the error."""
     comparable: bool | UnsetType = UNSET

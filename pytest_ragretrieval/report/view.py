@@ -73,12 +73,16 @@ def view(record: Record, questions: Sequence[Question] = (), chunks: Sequence[Ch
 
 
 def _reused(record: Record) -> tuple[str, ...]:
-    """The note (not a warning) on rankings reused from a cached run: every input unchanged, nothing to act on."""
+    """The notes (not warnings) on rankings reused from a cached run: every input unchanged, or every input
+    but the questions (those unchanged reused); nothing to act on."""
     names = record.reused or ()
-    if not names:
-        return ()
-    return (f"rankings reused for {', '.join(names)}: every input unchanged since the cached run; latency as "
-            "measured then (--rag-no-reuse measures it again)",)
+    partly = record.reused_questions or {}
+    found = [f"rankings reused for {', '.join(names)}: every input unchanged since the cached run; latency as "
+             "measured then (--rag-no-reuse measures it again)"] if names else []
+    found.extend(f"rankings of {counts.reused} of {counts.reused + counts.searched} questions reused for {name}: "
+                 f"every other input unchanged, {counts.searched} searched; their latency as measured then"
+                 for name, counts in partly.items())
+    return tuple(found)
 
 
 def results_view(path: Path, record: Record) -> ReportInput:

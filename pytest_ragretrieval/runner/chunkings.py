@@ -40,6 +40,10 @@ class Chunkings:
     def reused(self) -> list[str]:
         return [name for runner in self._runners.values() for name in runner.reused]
 
+    @property
+    def reused_questions(self) -> dict[str, tuple[int, int]]:
+        return {name: counts for runner in self._runners.values() for name, counts in runner.reused_questions.items()}
+
     def reclaim(self) -> None:
         self._of(self.config.retrievers[0].name).reclaim()
 

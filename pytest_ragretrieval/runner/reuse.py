@@ -16,6 +16,13 @@ depth), so a retriever that runs (its own input changed, or its type is never re
 unchanged source from its entry (`source`) instead of building it: a change of the fusion alone
 builds no index and starts no database.
 
+A retriever of a type whose ranking of a question is a function of that question alone (`PER_QUESTION`:
+a vector search, BM25, whose IDF is the corpus's, and a fusion of such sources, question by question)
+is reused question by question when every input but the eval set is unchanged (`partial`: the entry's
+`partial` key, everything above but the questions): the rankings of the questions whose id and text
+(and tags) are unchanged come from the entry, and only the added or edited questions are searched. A
+`run` retriever is not (its notes name the questions its file lacks, over the whole set).
+
 Latency is not measured on a reused run: its per-question latencies are those the cached run
 measured, and the run says so (a note in the reports, `reused` in `--rag-json`, one terminal
 line). A retriever with `max_latency_ms` is never reused, so no latency item is judged on an
@@ -48,12 +55,16 @@ from ..scoring.evaluate import Run
 from ..scoring.metrics import MetricSpec
 from .execute import checked_ranking
 
-VERSION = 3
+VERSION = 4
 """Bumped when what an entry holds, or what its key covers, changes (2: `depth`, the rankings kept as deep
-as a consumer reads them; 3: the run written by the one run codec, record/run.py)."""
+as a consumer reads them; 3: the run written by the one run codec, record/run.py; 4: the keys without the
+questions and each question's digest, for reuse question by question)."""
 REUSABLE = frozenset({"vector", "bm25", "hybrid", "run"})
 """Types whose rankings follow from the key's inputs alone; a user's code, a service, a model or the
 team's table may change behind them (`python`, `rerank`, `table`, `sql`), so they always run."""
+PER_QUESTION = frozenset({"vector", "bm25", "hybrid"})
+"""Reusable types whose ranking of one question depends on no other question (nor do their diagnostics and
+notes, on an exact index): a run of the added or edited questions alone completes the cached run."""
 LIBRARIES = ("numpy", "jieba", "rjieba", "PyStemmer", "psycopg", "pgvector", "pgserver", "msgspec")
 """Libraries whose version may change a ranking (tokens, float arithmetic, the database)."""
 
@@ -108,6 +119,17 @@ def reusable(config: Config, name: str, *, source: bool = False) -> bool:
     return all(reusable(config, read, source=True) for read in spec.sources)
 
 
+def per_question(config: Config, name: str) -> bool:
+    """Whether `name` and every source it reads may be reused question by question (`PER_QUESTION`)."""
+    spec = config.retriever(name)
+    return spec.type in PER_QUESTION and all(per_question(config, read) for read in spec.sources)
+
+
+def asked_digest(question: Question) -> str:
+    """What a retriever sees of one question (id, text and tags), as a digest kept in the entry."""
+    return _digest([question.id, question.query, list(question.tags)])
+
+
 def measured(config: Config, name: str) -> bool:
     """Whether a latency item counts `name`'s latency: its own, or that of a retriever reading it. Its
     cached rankings then never stand in for a source (their latency is as measured then)."""
@@ -125,16 +147,19 @@ def _retriever(config: Config, name: str, setup: Mapping[str, Mapping[str, Any]]
     }
 
 
-def shared(config: Config, chunks: Sequence[Chunk], questions: Sequence[Question], database: str) -> dict[str, Any]:
+def shared(
+    config: Config, chunks: Sequence[Chunk], questions: Sequence[Question] | None, database: str,
+) -> dict[str, Any]:
     """What decides every retriever's rankings alike, computed once per run; `database` the mode the
-    run resolved and the server it names (its password masked)."""
-    return {
+    run resolved and the server it names (its password masked); `questions` None leaves them out (the
+    `partial` key, for reuse question by question)."""
+    found = {
         "version": VERSION,
         "code": code_digest(),
         "python": platform.python_version(),
         "libraries": {library: _version(library) for library in LIBRARIES},
         "chunks": _digest([[c.id, c.text, c.doc, dict(c.metadata)] for c in chunks]),
-        "questions": _digest([[q.id, q.query] for q in questions]),
+        "questions": _digest([[q.id, q.query] for q in questions or ()]),
         "depth": config.depth,
         "tokenizer": config.tokenizer,
         "embedder": [config.embedding, config.embedding_id, config.embedding_base_url, config.query_prompt,
@@ -144,6 +169,9 @@ def shared(config: Config, chunks: Sequence[Chunk], questions: Sequence[Question
         "db": config.db,
         "database": database,
     }
+    if questions is None:
+        del found["questions"]
+    return found
 
 
 def key(
@@ -238,11 +266,41 @@ def source(
     return msgspec.structs.replace(ran, rankings=rankings)
 
 
+def partial(
+    path: Path, name: str, inputs: str | None, wanted: Callable[[], str | None], questions: Sequence[Question],
+    depth: int, known: Collection[str],
+) -> RetrieverRun | None:
+    """The rankings (and latency) of those of `questions` whose id, text and tags are unchanged since
+    `name`'s cached run, when its entry's keys without the questions are `inputs` and then `wanted()` and
+    it holds them at `depth` at least; None when it holds none of them, or on any miss."""
+    try:
+        root = Node(loads(read_bytes(path)))
+        if root.mapping().get("format") != VERSION or root["name"].value != name or inputs is None:
+            return None
+        if root["partial_inputs"].value != inputs or root["partial"].value != wanted():
+            return None
+        asked = root["asked"].mapping()
+        ran = decode(root["run"], root["depth"].integer(1, MAX_DEPTH), root["key"].text())
+    except (Unreadable, JSONProblem, ShapeProblem):
+        return None
+    same = [q for q in questions if q.id in ran.rankings and asked.get(q.id) == asked_digest(q)]
+    if not same or ran.depth < depth:
+        return None
+    try:
+        rankings = {q.id: checked_ranking(name, q, ran.rankings[q.id], ran.depth, known) for q in same}
+    except RagError:
+        return None
+    return msgspec.structs.replace(
+        ran, rankings=rankings, latency_ms={q.id: ran.latency_ms[q.id] for q in same if q.id in ran.latency_ms})
+
+
 def write(path: Path, inputs: str, wanted: str, name: str, run: Run, depth: int,
-          rankings: Mapping[str, Sequence[str]]) -> None:
+          rankings: Mapping[str, Sequence[str]], partial: tuple[str, str] | None = None,
+          questions: Sequence[Question] = ()) -> None:
     """Keep a clean run's rankings and latencies under its keys; one file per retriever, replaced.
     `rankings` (by question id) are as deep as any consumer of `name` reads them (`depth`, from the
-    session's store, `Workbench.stored`): a fusion-only change then reruns the fusion alone (`source`)."""
+    session's store, `Workbench.stored`): a fusion-only change then reruns the fusion alone (`source`).
+    `partial`: the keys without the questions, with `questions`' digests, for reuse question by question."""
     if run.result is None or run.error is not None or run.skipped is not None:
         return
     ran = RetrieverRun(depth, {qid: tuple(ranking) for qid, ranking in rankings.items()},
@@ -251,6 +309,8 @@ def write(path: Path, inputs: str, wanted: str, name: str, run: Run, depth: int,
         "format": VERSION, "name": name, "inputs": inputs, "key": wanted, "depth": depth,
         "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "run": document(ran),
     }
+    if partial is not None:
+        entry.update(partial_inputs=partial[0], partial=partial[1], asked={q.id: asked_digest(q) for q in questions})
     path.parent.mkdir(parents=True, exist_ok=True)
     ignore = path.parent / ".gitignore"
     if not ignore.exists():

@@ -58,7 +58,11 @@ class Runner:
         self.reuse = reuse_rankings
         self.reused: list[str] = []
         """The retrievers whose rankings (and latency) came from their cached run, in the order asked."""
+        self.reused_questions: dict[str, tuple[int, int]] = {}
+        """The retrievers run for new or edited questions alone: (questions reused, questions searched)."""
         self._common: dict[str, object] | None = None
+        self._partial: dict[str, object] | None = None
+        self._partial_keys: dict[str, tuple[str | None, str | None]] = {}
         self._setup: dict[str, dict[str, object]] = {}
         self._running: str | None = None
 
@@ -114,19 +118,45 @@ class Runner:
     def _source(self, name: str) -> RetrieverRun | None:
         """`name`'s cached rankings, for the retriever being run that reads it (a fusion, a reranker), when
         every input of `name` is unchanged and no latency item counts its latency: a change of the
-        fusion alone then runs the fusion alone, with no index built and no database started."""
+        fusion alone then runs the fusion alone, with no index built and no database started. Else, for
+        it or the retriever being run, those of the questions unchanged when every other input is
+        (`reuse.partial`): only the added or edited questions are searched."""
         path = self._entry_path(name)
-        if name == self._running or path is None or not self.reuse or reuse.measured(self.config, name):
+        if path is None or not self.reuse or not path.exists():
             return None
-        if not path.exists():
+        if name != self._running and reuse.measured(self.config, name):
+            return None
+        known = {chunk.id for chunk in self.chunks}
+        if name != self._running:
+            with self.phases.phase("reused rankings"):
+                found = reuse.source(path, name, self._key(name, with_setup=False), lambda: self._key(name),
+                                     self.questions, self.bench.depth(name), known)
+            if found is not None:
+                self.out.line(f"rag: {name}: rankings reused for {self._running}, every input of {name} "
+                              "unchanged since its cached run")
+                return found
+        if not reuse.per_question(self.config, name):
             return None
         with self.phases.phase("reused rankings"):
-            found = reuse.source(path, name, self._key(name, with_setup=False), lambda: self._key(name),
-                                 self.questions, self.bench.depth(name), {chunk.id for chunk in self.chunks})
+            inputs, wanted = self._partial_key(name)
+            found = reuse.partial(path, name, inputs, lambda: wanted, self.questions, self.bench.depth(name), known)
         if found is not None:
-            self.out.line(f"rag: {name}: rankings reused for {self._running}, every input of {name} unchanged "
-                          "since its cached run")
+            searched = len(self.questions) - len(found.rankings)
+            self.reused_questions[name] = (len(found.rankings), searched)
+            self.out.line(f"rag: {name}: rankings of {len(found.rankings)} of {len(self.questions)} questions "
+                          f"reused from its cached run, every other input unchanged; {searched} searched")
         return found
+
+    def _partial_key(self, name: str) -> tuple[str | None, str | None]:
+        """`name`'s keys without the questions, as they were before this run embedded anything: a source
+        run before it (a vector search of the new questions) adds query vectors to the embedding cache,
+        whose files its key names. So the first one asked computes them for every planned retriever."""
+        if name not in self._partial_keys:
+            for each in dict.fromkeys([*self.config.reading(self.bench.planned), name]):
+                if each not in self._partial_keys and reuse.per_question(self.config, each):
+                    self._partial_keys[each] = (self._key(each, with_setup=False, questions=False),
+                                                self._key(each, questions=False))
+        return self._partial_keys[name]
 
     def _entry_path(self, name: str) -> Path | None:
         """Where `name`'s cached run lives; None when it is never reused (a run with reuse turned off still
@@ -135,17 +165,20 @@ class Runner:
             return None
         return reuse.entry_path(self.resources.cache.folder, name)
 
-    def _key(self, name: str, with_setup: bool = True) -> str | None:
+    def _key(self, name: str, with_setup: bool = True, questions: bool = True) -> str | None:
         """The digest of `name`'s inputs; without the set-up (which may embed a chunk to learn the dimension)
-        first, so a changed input is known before anything is embedded. None: the set-up failed."""
+        first, so a changed input is known before anything is embedded; without the questions (`questions`
+        False) for reuse question by question. None: the set-up failed."""
         try:
-            if self._common is None:
+            if self._common is None or self._partial is None:
                 database = f"{self.resources.db_mode} {redact(self.resources.dsn) if self.resources.dsn else ''}"
                 self._common = reuse.shared(self.config, self.chunks, self.questions, database)
+                self._partial = reuse.shared(self.config, self.chunks, None, database)
+            common = self._common if questions else self._partial
             if not with_setup:
-                return reuse.key(self.config, name, self._common, None)
+                return reuse.key(self.config, name, common, None)
             setup = self.setup([name])
-            return reuse.key(self.config, name, self._common, setup, reuse.vector_files(self.resources.cache.folder))
+            return reuse.key(self.config, name, common, setup, reuse.vector_files(self.resources.cache.folder))
         except (RagError, ImportError, OSError, ValueError, TypeError):
             return None  # what the set-up could not find, the retriever's run names
 
@@ -160,8 +193,15 @@ class Runner:
         inputs, wanted = self._key(name, with_setup=False), self._key(name)
         if inputs is None or wanted is None:
             return
+        partial = None
+        if reuse.per_question(self.config, name):
+            partial_inputs, partial_wanted = self._key(name, with_setup=False, questions=False), self._key(
+                name, questions=False)
+            if partial_inputs is not None and partial_wanted is not None:
+                partial = (partial_inputs, partial_wanted)
         try:
-            reuse.write(path, inputs, wanted, name, self.runs[name], *self._deep(name))
+            reuse.write(path, inputs, wanted, name, self.runs[name], *self._deep(name), partial=partial,
+                        questions=self.questions)
         except OSError as exc:
             self.out.line(f"rag: warning: {name}'s rankings not cached ({exc}); it runs again next time")
 

@@ -232,7 +232,8 @@ class Workbench:
 
     def get(self, name: str) -> Memo:
         """`name`'s memo; over its cached rankings (`cached`) when a consumer reads it and they hold every
-        question as deep as it is read, else over the built retriever."""
+        question as deep as it is read, else over the built retriever, its store holding the cached rankings
+        of the questions unchanged when only some are (reuse question by question)."""
         if name in self._memos:
             return self._memos[name]
 
@@ -243,11 +244,14 @@ class Workbench:
         if cached is None:
             memo = Memo(name, self._build(name), self.rankings, self.depth(name), sources=sources)
         else:
-            memo = Memo(name, Reused(lambda: self._build(name)), self.rankings, self.depth(name), sources=sources)
+            # every question's ranking cached: built only if asked anything else; some: built for the rest
+            every = all(question.id in cached.rankings for question in self.questions)
+            built = Reused(lambda: self._build(name)) if every else self._build(name)
+            memo = Memo(name, built, self.rankings, self.depth(name), sources=sources)
             for question in self.questions:
-                query = asked(question)
-                memo.entries[memo.key(query)] = Entry(
-                    cached.rankings[question.id], cached.depth, cached.latency_ms[question.id])
+                if question.id in cached.rankings:
+                    memo.entries[memo.key(asked(question))] = Entry(
+                        cached.rankings[question.id], cached.depth, cached.latency_ms.get(question.id, 0.0))
         self._memos[name] = memo
         return memo
 

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from projects import CHUNKS, RUN, jsonl, retriever, write_project
+from projects import CHUNKS, QUESTIONS, RUN, jsonl, retriever, write_project
 
 BM25 = retriever("bm25", "bm25")
 REUSED = "rag: bm25: rankings reused, every input unchanged since its cached run*"
@@ -92,3 +92,39 @@ def test_reused_rankings_are_a_note_in_the_reports_not_a_warning(pytester: pytes
     assert not any("⚠️" in line and "reused" in line for line in markdown.splitlines())
     page = (pytester.path / "r.html").read_text(encoding="utf-8")
     assert '<li class="info">ℹ️ rankings reused for bm25' in page and '<li class="note">⚠️ rankings' not in page
+
+
+def without_timings(found: dict[str, Any]) -> dict[str, Any]:
+    """A results file without what a run measures anew (phases, latency, one-time loads) nor the reuse notes."""
+    for name in ("phases", "reused", "reused_questions"):
+        found.pop(name, None)
+    for entry in found["retrievers"].values():
+        entry.pop("latency_ms", None)
+        entry.pop("loads_ms", None)
+    return found
+
+
+def test_added_and_edited_questions_alone_are_searched(pytester: pytest.Pytester) -> None:
+    """Every input but the eval set unchanged: the unchanged questions' rankings come from the cached run,
+    the added and edited ones are searched, and the results are a cold run's."""
+    fused = (BM25 + retriever("words", "bm25", tokenizer="whitespace")
+             + retriever("fused", "hybrid", sources=["bm25", "words"]))
+    write_project(pytester.path, retrievers=fused)
+    assert pytester.runpytest("--rag-update-baseline", *RUN).ret == 0
+    edited = [dict(q, query="退款审核通过后多久退回") if q["id"] == "q05" else q for q in QUESTIONS]
+    added = [{"id": "q07", "query": "发票抬头写什么", "relevant": ["travel-003"]},
+             {"id": "q08", "query": "支付渠道 PAY-3001 不可用", "relevant": ["error-002"]}]
+    (pytester.path / "fixtures" / "evalset.jsonl").write_text(jsonl(edited + added), encoding="utf-8")
+    reused = pytester.runpytest("--rag-eval", "--rag-json", "reused.json", "--rag-report", "r.md", *RUN)
+    assert reused.ret == 0
+    assert ("- ℹ️ rankings of 5 of 8 questions reused for fused: every other input unchanged, 3 searched"
+            in (pytester.path / "r.md").read_text(encoding="utf-8"))
+    reused.stdout.fnmatch_lines(["rag: fused: rankings of 5 of 8 questions reused from its cached run, every other "
+                                 "input unchanged; 3 searched"])
+    found = results(pytester.path, "reused.json")
+    assert found["reused_questions"] == {name: {"reused": 5, "searched": 3} for name in ("bm25", "fused", "words")}
+    assert "reused" not in found
+    cold = pytester.runpytest("--rag-eval", "--rag-no-reuse", "--rag-json", "cold.json", *RUN)
+    assert cold.ret == 0 and "reused_questions" not in results(pytester.path, "cold.json")
+    assert without_timings(found) == without_timings(results(pytester.path, "cold.json"))
+    assert found["retrievers"]["fused"]["questions"]["q08"]["ranking"]  # searched, not an empty ranking

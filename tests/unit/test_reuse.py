@@ -192,3 +192,39 @@ def test_the_embedding_caches_files_are_an_input_of_what_reads_vectors(tmp_path:
         assert differs is reads, name
         # the key without the set-up, checked first, is the same: nothing is embedded to compute it
         assert reuse.key(config, name, common, None, first) == reuse.key(config, name, common, None, second)
+
+
+def test_questions_unchanged_are_read_back_alone_under_the_keys_without_the_questions(tmp_path: Path) -> None:
+    """An entry keeps its keys without the questions and each question's digest (id, text, tags): with only
+    the eval set changed, the rankings of the unchanged questions are served, the added or edited are not."""
+    config = project(tmp_path)
+    known = {chunk.id for chunk in CHUNK_ROWS}
+    rankings = {q.id: ("travel-001", "refund-001") for q in QUESTION_ROWS}
+    ran = Run(result=score("bm25", QUESTION_ROWS, rankings, config.shown, {q.id: 2.5 for q in QUESTION_ROWS}))
+    path = reuse.entry_path(tmp_path / ".rag-cache", "bm25")
+    reuse.write(path, "i1", "k1", "bm25", ran, 2, rankings, partial=("p1", "w1"), questions=QUESTION_ROWS)
+    edited = dataclasses.replace(QUESTION_ROWS[1], query=QUESTION_ROWS[1].query + "？")
+    retagged = dataclasses.replace(QUESTION_ROWS[2], tags=("new",))
+    added = Question(id="q99", query="发票抬头", relevance={"travel-003": 1})
+    asked = (QUESTION_ROWS[0], edited, retagged, *QUESTION_ROWS[3:], added)
+
+    def partial(inputs: str = "p1", wanted: str = "w1", depth: int = 2) -> RetrieverRun | None:
+        return reuse.partial(path, "bm25", inputs, lambda: wanted, asked, depth, known)
+
+    found = partial()
+    assert found is not None and set(found.rankings) == {q.id for q in QUESTION_ROWS} - {edited.id, retagged.id}
+    assert set(found.latency_ms) == set(found.rankings)
+    assert partial(inputs="p2") is None and partial(wanted="w2") is None  # the corpus or a setting changed
+    assert partial(depth=3) is None  # read deeper than the entry holds
+    assert reuse.partial(path, "bm25", "p1", lambda: "w1", (added,), 2, known) is None  # nothing to reuse
+    reuse.write(path, "i1", "k1", "bm25", ran, 2, rankings)  # an entry written without them
+    assert partial() is None
+
+
+def test_what_is_reused_question_by_question(tmp_path: Path) -> None:
+    """A fusion of per-question sources is; a `run` retriever (its notes span the whole set) and a fusion over
+    one are not."""
+    config = project(tmp_path, retrievers=RETRIEVERS + retriever("file", "run", path="run.txt")
+                     + retriever("fused", "hybrid", sources=["bm25", "file"]))
+    assert all(reuse.per_question(config, name) for name in ("bm25", "vector", "hybrid"))
+    assert not reuse.per_question(config, "file") and not reuse.per_question(config, "fused")
