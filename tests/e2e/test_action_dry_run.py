@@ -434,7 +434,8 @@ def questions_baseline(values: Mapping[str, float], query: str) -> str:
     mean = round(sum(values.values()) / len(values), 6)
     entry = {"metrics": {"recall@2": mean, "ndcg@2": mean},
              "questions": {qid: {"ranking": ["c1"], "metrics": {"recall@2": v, "ndcg@2": v}} for qid, v in values.items()}}
-    return dumps(document(2, fingerprint, {"bm25": entry}))
+    # Format 3: a file that keeps no labels (a later format without them is damage, refused in one line).
+    return dumps({**document(2, fingerprint, {"bm25": entry}), "format_version": 3})
 
 
 def test_dry_run_editing_every_query_and_recording_lower_values_needs_the_label(tmp_path: Path) -> None:
