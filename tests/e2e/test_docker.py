@@ -30,7 +30,10 @@ NO_REAPER = {"TESTCONTAINERS_RYUK_DISABLED": "true"}
 """Killed and interrupted runs start without Ryuk, so only our own cleanup (or reclaim) can remove their container."""
 
 LATENCY = re.compile(rb'("latency_ms": \{\s*"p50": )[-0-9.eE+]+(,\s*"p95": )[-0-9.eE+]+')
-PHASE = re.compile(rb'(\n    "(?:load and validate|database start|embedding corpus|seeding|tokenizing|scoring|reports|(?:build|run) [^"]+)": )[-0-9.eE+]+')
+PHASE = re.compile(rb'(\n    "(?:load and validate|loading|database start|embedding corpus|seeding|tokenizing|scoring|reports|'
+                   rb'(?:build|run) [^"]+)": )[-0-9.eE+]+')
+LOADS = re.compile(rb'("loads_ms": \{[^}]*\})')
+"""A retriever's one-time loads (runner/store.py): times, and whether one was needed depends on the caches."""
 
 
 def masked(path: Path) -> tuple[bytes, int]:
@@ -38,6 +41,7 @@ def masked(path: Path) -> tuple[bytes, int]:
     and how many latency entries were replaced; the phase names stay, so the same phases must have run,
     but for seeding, which an embedded run on its kept database skips (database/kept.py)."""
     text, replaced = LATENCY.subn(rb"\g<1>0\g<2>0", path.read_bytes())
+    text = LOADS.sub(rb'"loads_ms": {}', text)
     return PHASE.sub(rb"\g<1>0", text).replace(b'\n    "seeding": 0,', b""), replaced
 
 

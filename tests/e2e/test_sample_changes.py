@@ -100,16 +100,25 @@ def test_an_edited_unlabelled_chunk_is_compared_and_fails_only_where_a_value_fel
         in done.stdout.splitlines()
 
 
-def test_added_and_removed_questions_pass_on_the_unchanged_ones_and_are_named(tmp_path: Path) -> None:
+def test_an_added_question_is_scored_and_a_removed_one_counts_by_the_question_rule(tmp_path: Path) -> None:
+    """An added question is scored, never judged; removing a question the bar answered and adding one that
+    scores lower lowers the bar through its questions, and the gate says so as the update would (issue 48)."""
     folder = sample(tmp_path)
     evalset = folder / "fixtures" / "evalset.jsonl"
-    rows = [row for row in lines(evalset) if row["id"] != "q60"]
-    rows.append({"id": "q61", "query": "出差期间的交通费怎么报销", "relevant": {"travel-012": 1}, "tags": ["semantic"]})
-    write_lines(evalset, rows)
+    added = {"id": "q61", "query": "出差期间的交通费怎么报销", "relevant": {"travel-012": 1}, "tags": ["semantic"]}
+    write_lines(evalset, [*lines(evalset), added])
     done = gate(folder, "--rag-eval")
     assert done.returncode == 0 and outcome(done).startswith("24 passed, 6 skipped"), done.stdout[-3000:]
+    assert ("questions: 60 comparable, 1 added (q61), 0 removed, 0 edited; added ones are scored, never judged"
+            in done.stdout.splitlines())
+    write_lines(evalset, [row for row in lines(evalset) if row["id"] != "q60"])
+    done = gate(folder, "--rag-eval")
+    assert done.returncode == 1, done.stdout[-3000:]
     assert ("questions: 59 comparable, 1 added (q61), 1 removed (q60), 0 edited; added ones are scored, never judged"
             in done.stdout.splitlines())
+    failures = [line for line in done.stdout.splitlines() if line.startswith("FAILED rag::")]
+    named = done.stdout.count("lowers the bar through its questions: the 1 removed question (q60): bar ")
+    assert failures and named >= len(failures), done.stdout[-3000:]  # each failure's own lines say why
 
 
 def test_changing_k_still_asks_to_re_record_and_names_k(tmp_path: Path) -> None:
@@ -167,6 +176,9 @@ def test_vectors_from_another_cpu_are_not_a_verdict(tmp_path: Path) -> None:
     failed = sorted(line.split()[1] for line in done.stdout.splitlines() if line.startswith("FAILED rag::"))
     assert failed == ["rag::hybrid::mrr@5", "rag::hybrid::ndcg@5", "rag::vector::mrr@5", "rag::vector::ndcg@5"]
     edit(strict, 'significance = "none"', 'significance = "randomization"')
+    # Another machine holds the committed cache alone: no reused rankings, so every query is embedded (the
+    # cached ones too) and the one the cache lacks runs the model beside them.
+    shutil.rmtree(folder / ".rag-cache" / "rankings", ignore_errors=True)
     evalset = folder / "fixtures" / "evalset.jsonl"
     write_lines(evalset, [*lines(evalset), {"id": "q61", "query": "出差期间的交通费怎么报销", "relevant": ["travel-012"]}])
     done = gate(folder, "--rag-eval")
