@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ..baseline.exams import recorded_exam
+from ..bar.exam import Exam
 from ..baseline.fingerprint import chunk_record
 from ..baseline.format import Baseline, parse, read
 from ..config.files import find_settings
@@ -232,7 +232,7 @@ def _today(old: Baseline | None, config: Config, notes: list[str]) -> Today | No
     compared on its stored values where the work tree's eval set cannot be read (a note says why)."""
     if old is None:
         return None
-    if recorded_exam(old.fingerprint) is None:
+    if Exam.of_baseline(old.fingerprint, "the base's exam") is None:
         try:
             return today_exam(config, old)
         except RagError as exc:

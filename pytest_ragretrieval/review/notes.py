@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..baseline.exams import BASE, EXAM_NAMES, TODAY, recorded_exam
+from ..bar.exam import Exam
+from ..baseline.exams import BASE, EXAM_NAMES, TODAY
 from ..baseline.format import Baseline
 from ..core.values import listed
 from ..files.paths import display
@@ -31,7 +32,7 @@ def exam_notes(old: Baseline, new: Baseline, scored: Exams, names: Sequence[str]
         return [f"{display(old.path)} keeps no labels (format {old.format_version}): compared its stored values; "
                 "re-record it to compare rankings"]
     found = []
-    if recorded_exam(old.fingerprint) is None:
+    if Exam.of_baseline(old.fingerprint, EXAM_NAMES[BASE]) is None:
         found.append(f"{display(old.path)} keeps no labels (format {old.format_version}): its exam is today's on the "
                      "questions whose graded gold its digests say is unchanged")
     if scored.today is None:
