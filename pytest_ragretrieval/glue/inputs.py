@@ -4,7 +4,7 @@ chunks file, documents cut by the chunker, or the team's table), the eval set re
 chunks' places; the same checks and so the same one-line errors wherever they are read."""
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,10 +18,8 @@ from ..evalset.records import Chunk, Question, Span
 from ..files.paths import display
 from ..labels.gold import recorded_digests, recorded_gold
 from ..labels.relabel import anchoring_error, plan
+from ..runner.resources import database_url
 from ..scoring.evaluate import chunk_spans
-
-Team = Callable[[], tuple[tuple[Chunk, ...], dict[str, Any]]]
-"""Reads the team's table: its chunks and the corpus's record (`database/team.py`, which needs a server)."""
 
 
 @dataclass(frozen=True)
@@ -40,11 +38,12 @@ class Inputs:
 
 
 def load_inputs(config: Config, baseline: Baseline | None, command: str, *, mode: CacheMode = "readwrite",
-                team: Team | None = None, config_path: str | None = None) -> Inputs:
+                team: bool = False, db_url: str | None = None, config_path: str | None = None) -> Inputs:
     """`config`'s chunks, eval set and places. `baseline` is the one the eval set is judged against: its
     documents' digest says whether the documents are unedited, its gold texts where a label's chunk went.
-    `command` names what reads a chunks file where the corpus is the team's table and `team` is not given
-    (`Config.chunks_file`); `config_path` is the `--rag-config` a re-anchoring proposal repeats."""
+    With `team`, a config without a chunks file reads the team's table, on the server `db_url` (or the
+    environment) names; else `command` is named as what reads a chunks file (`Config.chunks_file`).
+    `config_path` is the `--rag-config` a re-anchoring proposal repeats."""
     if config.documents is not None and config.chunker is not None:
         chunks, questions = documents_corpus(
             config.documents, config.chunker, config.root, config.evalset, config.chunkings,
@@ -53,9 +52,12 @@ def load_inputs(config: Config, baseline: Baseline | None, command: str, *, mode
         named = {name: f"chunking {name!r}" if name else "the default chunking" for name in sorted(read)}
         warnings = budget_warnings((spec.budget for spec in config.shown if spec.budget), chunks, named)
         return Inputs(chunks, questions, chunk_spans(chunks), warnings=tuple(warnings))
-    if config.chunks is None and team is not None:
+    if config.chunks is None and team:
+        from ..database.team import need_dsn, read_corpus
+
         assert config.team_corpus is not None
-        chunks, corpus = team()
+        dsn = need_dsn(database_url(db_url), f"{config.where}, without a chunks file,")
+        chunks, corpus = read_corpus(dsn, config.team_corpus)
         return Inputs(chunks, load_evalset(config.evalset, chunks, config.team_corpus.describe()), corpus=corpus)
     loaded = load_chunks(config.chunks_file(command))
     try:

@@ -123,7 +123,7 @@ class RagSession:
         self.baseline_read = snapshot(self.config.baseline)  # before the read: a write meanwhile is seen
         self.baseline = load_baseline(self.config.baseline)
         found = load_inputs(self.config, self.baseline, "the gate", mode=self.options.cache_mode,
-                            team=self._team, config_path=self.options.config_path)
+                            team=True, db_url=self.options.db_url, config_path=self.options.config_path)
         self.chunks, self.questions, self.corpus = found.chunks, found.questions, found.corpus
         self.input_warnings = [f"warning: {line}" for line in found.warnings]
         self._split()
@@ -157,14 +157,6 @@ class RagSession:
             self.config.cache_dir, self.config.tokenizer, self.config.workers, [q.query for q in self.questions],
             self.options.cache_mode)))
         self.questions = gate
-
-    def _team(self) -> tuple[tuple[Chunk, ...], dict[str, Any]]:
-        """The team's table read, without a chunks file: on the server `--rag-db-url` names."""
-        from ..database.team import need_dsn, read_corpus
-
-        assert self.config.team_corpus is not None
-        dsn = need_dsn(database_url(self.options.db_url), f"{self.config.where}, without a chunks file,")
-        return read_corpus(dsn, self.config.team_corpus)
 
     def header_lines(self) -> list[str]:
         exam = [] if self.baseline is None else [f"rag: {LOCAL if self.kept is None else self.kept.line}"]

@@ -358,3 +358,23 @@ def test_only_the_exam_value_reads_the_kept_exam() -> None:
         if names and name != EXAM_MODULE and (name not in EXAM_READERS or names != ["kept_questions"]):
             found[name] = names
     assert found == {}
+
+
+JUDGES = {"glue/session.py": "the pytest run", "cli/merge.py": "`ragretrieval merge`",
+          "cli/sides.py": "`ragretrieval diff`'s sides"}
+"""The modules that load a config's inputs to judge them (issue 48, item 3)."""
+READERS = {"load_chunks", "load_evalset", "documents_corpus", "read_corpus"}
+WRITERS = {"write_atomic", "write_reports", "append_summary"}
+
+
+def test_one_loader_and_one_writer_serve_every_judge() -> None:
+    """The run, `merge` and `diff`'s sides read the chunks and the eval set through `glue/inputs.py` alone, and
+    the run and `merge` write a judgement's files through `glue/outputs.py` alone: none of them imports a reader
+    or a writer of its own, so the checks and the files cannot drift apart."""
+    found = {}
+    for name in JUDGES:
+        tree = ast.parse((PACKAGE / name).read_text(encoding="utf-8"))
+        names = {alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) for alias in node.names}
+        if names & (READERS | WRITERS):
+            found[name] = sorted(names & (READERS | WRITERS))
+    assert found == {}
