@@ -38,11 +38,12 @@ def exam_notes(old: Baseline, new: Baseline, scored: Exams, names: Sequence[str]
     if scored.today is None:
         found.append(f"{display(new.path)} keeps no labels (format {new.format_version}) and no eval set was read: "
                      "its approved rankings were scored under the base's exam only")
+    source = scored.today.source if scored.today is not None else ""
     if used:
-        exams_used = [f"{EXAM_NAMES[TODAY]} ({scored.source})" if exam == TODAY else
+        exams_used = [f"{EXAM_NAMES[TODAY]} ({source})" if exam == TODAY else
                       f"the base's (the labels {display(old.path)} was recorded under)"
                       for exam in (TODAY, BASE) if exam in used]
         found.append("compared the approved rankings of both sides, scored here under " + " and ".join(exams_used)
-                     + ("" if scored.today is None or scored.source.startswith("the eval set") else
+                     + ("" if scored.today is None or source.startswith("the eval set") else
                         "; `diff --against REV` in the checkout scores them under its eval set"))
     return found

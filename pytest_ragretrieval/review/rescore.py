@@ -78,12 +78,11 @@ class Rescored:
 @dataclass(frozen=True)
 class Exams:
     """What both sides are scored under: the base's exam (the old file's labels; None: it keeps none, and
-    nothing is re-scored), today's (None: neither the work tree nor the new file gives one), where today's
-    comes from, and the questions compared (an unchanged query on both sides)."""
+    nothing is re-scored), today's (None: neither the work tree nor the new file gives one; its `source` says
+    where it comes from), and the questions compared (an unchanged query on both sides)."""
 
     base: Exam | None
     today: Exam | None
-    source: str
     comparable: frozenset[str]
     places: Mapping[str, Span] | None = field(default=None, hash=False)
     chunkings: Mapping[str, str] | None = field(default=None, hash=False)
@@ -115,16 +114,15 @@ def exams(old: Baseline, new: Baseline, today: Today | None, found: Since) -> Ex
             changed, head = _since(old.fingerprint, today.digests), _since(new.fingerprint, today.digests)
         else:
             head = changed
-        return Exams(base, Exam.of_today(today.questions, today.source), today.source, derived.comparable, today.places,
+        return Exams(base, Exam.of_today(today.questions, today.source), derived.comparable, today.places,
                      today.chunkings, changed, head, fresh)
-    source = f"the labels {display(new.path)} was recorded under"
-    kept = Exam.of_baseline(new.fingerprint, source)
+    kept = Exam.of_baseline(new.fingerprint, f"the labels {display(new.path)} was recorded under")
     chunkings = None
     if isinstance(old.fingerprint.get("chunks"), Mapping) and "chunkings" in old.fingerprint["chunks"]:
         described = old.fingerprint.get("retrievers", {})
         chunkings = {name: str(entry.get("chunking", "")) for name, entry in described.items()
                      if isinstance(entry, Mapping)}
-    return Exams(base, kept, source, frozenset(comparable), None, chunkings, _changed(found), _changed(found))
+    return Exams(base, kept, frozenset(comparable), None, chunkings, _changed(found), _changed(found))
 
 
 def _fresh(new: Baseline, today: Today) -> dict[str, dict[str, Sequence[str]]]:
