@@ -11,12 +11,11 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from ..baseline.exams import BASE, TODAY, same_labels
+from ..baseline.exams import BASE, TODAY
 from ..baseline.format import Recorded, RecordedQuestion
 from ..baseline.since import paired
-from ..evalset.records import Question, Span
-from ..scoring.evaluate import RetrieverResult, mean, score
-from ..scoring.metrics import MetricSpec
+from ..scoring.evaluate import RetrieverResult, mean
+from .exam import Exam, Scorer
 
 
 @dataclass(frozen=True)
@@ -58,63 +57,40 @@ def as_recorded(result: RetrieverResult, kept: Mapping[str, Mapping[str, float]]
     return Recorded(metrics=metrics, questions=questions, tags=result.tags)
 
 
-@dataclass(frozen=True)
-class Scorer:
-    """What scoring a ranking needs besides the exam: the metrics and the chunks' spans."""
-
-    specs: Sequence[MetricSpec]
-    places: Mapping[str, Span] | None = None
-
-    def __call__(self, name: str, questions: Sequence[Question], rankings: Mapping[str, Sequence[str]]
-                 ) -> RetrieverResult:
-        return score(name, questions, rankings, self.specs, spans=self.places)
-
-    def without(self, changed: Collection[str] | None) -> Scorer:
-        """This scorer for rankings of an earlier corpus: chunks edited or removed since (`changed`; None: the
-        corpus changed and is not itemized, so none is known unchanged) have no place, so a question whose
-        top k holds one has no span values. Today's place of an edited chunk is not the one it was ranked at."""
-        if self.places is None or (changed is not None and not changed):
-            return self
-        if changed is None:
-            return Scorer(self.specs, {})
-        gone = set(changed)
-        return Scorer(self.specs, {cid: span for cid, span in self.places.items() if cid not in gone})
-
-
 def sides(
-    name: str, entry: Recorded, today: RetrieverResult, questions: Sequence[Question],
-    base: Mapping[str, Question] | None, comparable: Collection[str], scorer: Scorer, earlier: Scorer | None = None,
+    name: str, entry: Recorded, today: RetrieverResult, questions: Exam, base: Exam | None,
+    comparable: Collection[str], scorer: Scorer, earlier: Scorer | None = None,
 ) -> tuple[Side, ...]:
     """Today's exam's side, then the base's where a comparable question's labels differ from those the
-    baseline keeps. `questions` are today's (as the retriever is scored on them), `base` the base's exam;
+    baseline keeps. `questions` is today's exam (as the retriever is scored on it), `base` the base's;
     `earlier` scores the approved and recorded rankings (`Scorer.without` the chunks changed since)."""
     earlier = earlier or scorer
     approved = entry.approved_rankings()
     recorded = {qid: q.ranking for qid, q in entry.questions.items()}
     differs = approved != recorded or bool(entry.bar)
-    held = [q for q in questions if q.id in entry.questions]
+    held = [qid for qid in questions if qid in entry.questions]
     labels = set(entry.metrics)
-    found = [_side(TODAY, name, held, today, approved, recorded if differs else None, entry.bar, earlier, labels)]
+    found = [_side(TODAY, name, questions.only(held), today, approved, recorded if differs else None, entry.bar,
+                   earlier, labels)]
     if base is not None:
-        by_id = {q.id: q for q in questions}
-        shared = sorted(qid for qid in comparable if qid in base and qid in by_id and qid in entry.questions)
-        if any(not same_labels(base[qid], by_id[qid]) for qid in shared):
-            exam = [base[qid] for qid in shared]
+        shared = sorted(qid for qid in comparable if qid in base and qid in questions and qid in entry.questions)
+        if base.differs(questions, shared):
+            exam = base.only(shared)
             rankings = {q.id: q.ranking for q in today.questions}
-            found.append(_side(BASE, name, exam, scorer(name, exam, rankings), approved,
+            found.append(_side(BASE, name, exam, exam.score(scorer, name, rankings, shared), approved,
                                recorded if differs else None, entry.bar, earlier, labels))
     return tuple(found)
 
 
-def _side(exam: str, name: str, questions: Sequence[Question], today: RetrieverResult,
+def _side(exam: str, name: str, questions: Exam, today: RetrieverResult,
           approved: Mapping[str, Sequence[str]], recorded: Mapping[str, Sequence[str]] | None,
           kept: Mapping[str, Mapping[str, float]], scorer: Scorer, labels: Collection[str]) -> Side:
-    bar = as_recorded(scorer(name, questions, approved), kept, labels)
-    last = as_recorded(scorer(name, questions, recorded), labels=labels) if recorded is not None else None
+    bar = as_recorded(questions.score(scorer, name, approved), kept, labels)
+    last = as_recorded(questions.score(scorer, name, recorded), labels=labels) if recorded is not None else None
     return Side(exam, bar, today, last)
 
 
-def leaving(entry: Recorded, base: Mapping[str, Question] | None, label: str, ids: Collection[str],
+def leaving(entry: Recorded, base: Exam | None, label: str, ids: Collection[str],
             scorer: Scorer, name: str) -> dict[str, float]:
     """The approved values of questions that leave the comparison (removed, or their query changed):
     their approved rankings scored under the base's exam; a question the exam lacks (a file that keeps no
@@ -122,9 +98,8 @@ def leaving(entry: Recorded, base: Mapping[str, Question] | None, label: str, id
     stored = {qid: value for qid, value in entry.bar_values(label).items() if qid in ids}
     if base is None:
         return stored
-    exam = [base[qid] for qid in sorted(ids) if qid in base and qid in entry.questions]
     kept = entry.bar.get(label, {})
-    scored = scorer(name, exam, entry.approved_rankings())
+    scored = base.score(scorer, name, entry.approved_rankings(), sorted(qid for qid in ids if qid in entry.questions))
     found = {qid: value for qid, value in stored.items() if qid not in base}
     found.update({q.id: kept.get(q.id, q.values[label]) for q in scored.questions if label in q.values})
     return found

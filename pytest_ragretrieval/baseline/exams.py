@@ -14,15 +14,7 @@ from typing import Any, Protocol
 
 from ..core.digest import digest as _digest
 from ..evalset.records import Question, Span
-from ..record.exam import (
-    digest_problem,
-    exam_value,
-    keeps_labels,
-    kept_clusters,
-    kept_labels,
-    kept_sides,
-    kept_spans,
-)
+from ..record.exam import digest_problem, exam_value, keeps_labels
 
 
 class Approving(Protocol):
@@ -33,22 +25,6 @@ class Approving(Protocol):
 TODAY = "today"
 BASE = "base"
 EXAM_NAMES = {TODAY: "today's exam", BASE: "the base's exam (the labels the baseline was recorded under)"}
-
-
-def recorded_exam(fingerprint: Mapping[str, Any]) -> dict[str, Question] | None:
-    """The base's exam: each question the file was recorded under, with its graded chunks (grade 0
-    included) and gold spans; None for a file that keeps no labels (format 3 and older). Queries are not
-    kept, only their digests: an exam needs the judgments, not the words."""
-    section = fingerprint.get("questions", {})
-    if not isinstance(section, Mapping) or not keeps_labels(section):
-        return None
-    labels, spans = kept_labels(section), kept_spans(section)
-    clusters, sides = kept_clusters(section), kept_sides(section)
-    ids = sorted(set(section.get("digests", {})) | set(labels))
-    return {qid: Question(qid, "", {chunk_id: int(grade) for chunk_id, grade in labels.get(qid, {}).items()},
-                          spans=tuple(Span(doc, int(start), int(end), int(grade))
-                                      for doc, start, end, grade in spans.get(qid, ())),
-                          cluster=clusters.get(qid), side=sides.get(qid)) for qid in ids}
 
 
 LOCAL = ("the base's exam is the labels the work tree's baseline keeps (in a pull request's CI the gate reads "

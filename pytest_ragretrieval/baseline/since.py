@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.values import DIGITS, listed
-from ..record.exam import keeps_labels, kept_labels, kept_spans
+from ..evalset.records import Question
+from ..record.exam import kept_questions, spans_of
 from ..scoring.evaluate import mean
 from .fingerprint import ITEMIZE_LIMIT
 from .format import Baseline, Recorded
@@ -193,18 +194,18 @@ def _edit(old: Mapping[str, Any], new: Mapping[str, Any], qid: str, corpus: Corp
     return " and ".join(parts)
 
 
-def _label_work(old: Mapping[str, Any], new: Mapping[str, Any], corpus: CorpusChange | None,
-                spans: tuple[Any, Any] = (None, None)) -> bool:
+def _label_work(old: Question | None, new: Question | None, corpus: CorpusChange | None) -> bool:
     """A change of a question's labels that is label work alone: every chunk whose grade changed is the same
     chunk on both sides, and its gold spans (documents mode) moved only where the corpus did not change. A
     label moved to a chunk that was edited, added or removed (a re-chunk and its relabel, a document edited
     in documents mode), or a span whose offsets moved with an edited document, changes what the ids and
     offsets mean: the base's labels cannot judge today's chunks, so the question is edited."""
-    if not isinstance(old, Mapping) or not isinstance(new, Mapping):
-        return False
+    before = old.relevance if old is not None else {}
+    after = new.relevance if new is not None else {}
+    spans = [spans_of(question) if question is not None else [] for question in (old, new)]
     if spans[0] != spans[1] and corpus is not None:
         return False
-    moved = {cid for cid in set(old) | set(new) if old.get(cid) != new.get(cid)}
+    moved = {cid for cid in set(before) | set(after) if before.get(cid) != after.get(cid)}
     if corpus is None or not moved:
         return True
     if corpus.edited is None:
@@ -230,15 +231,14 @@ def question_changes(
         return QuestionChanges(ids, itemized=False) if same else QuestionChanges(ids, note=note, itemized=False)
     if same:  # the same ids, queries, grades and tags
         return QuestionChanges(frozenset(after))
-    both_keep = keeps_labels(old) and keeps_labels(new)
-    old_labels, new_labels = kept_labels(old), kept_labels(new)
+    old_exam, new_exam = kept_questions(old), kept_questions(new)
     same, edited, retagged, relabelled = [], [], [], []
     for qid in sorted(set(before) & set(after)):
         was, now = before[qid], after[qid]
         same_query = was.get("query") == now.get("query")
         if same_query and (was.get("gold") == now.get("gold") or (
-                both_keep and _label_work(old_labels.get(qid, {}), new_labels.get(qid, {}), corpus, (
-                    kept_spans(old).get(qid), kept_spans(new).get(qid))))):
+                old_exam is not None and new_exam is not None and _label_work(old_exam.get(qid), new_exam.get(qid),
+                                                                              corpus))):
             same.append(qid)
             if was.get("gold") != now.get("gold"):
                 relabelled.append(qid)

@@ -95,7 +95,7 @@ def plan_update(
     `selected` maps each retriever to its selected metric labels; one selected in part keeps its
     old entry whole. When any retriever is in `refused` (a value would lower its bar) nothing is
     written, whatever the file's format. `bars` holds each recorded entry's bar where it differs
-    from what it records: its approved rankings and a kept format-3 value bar (`next_approved`).
+    from what it records: its approved rankings and a kept format-3 value bar (`bar/approved.py`, `next_approved`).
     """
     unrun = _unrun(runs, selected)
     if unrun is not None:

@@ -188,7 +188,7 @@ def review(old: Baseline, new: Baseline, today: Today | None = None) -> tuple[li
     scored = exams(old, new, today, found)
     if scored.base is not None:
         old, new = scored_view(old, scored), scored_view(new, scored)
-        under = f"{EXAM_NAMES[TODAY]} ({scored.source})" if scored.today is not None else EXAM_NAMES[BASE]
+        under = f"{EXAM_NAMES[TODAY]} ({scored.today.source})" if scored.today is not None else EXAM_NAMES[BASE]
         lines.append(f"values scored here from each file's recorded rankings under {under}")
     else:
         lines.append(STORED)

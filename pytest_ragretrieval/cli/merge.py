@@ -16,17 +16,16 @@ from ..baseline.format import load as load_baseline
 from ..baseline.verify import verify
 from ..config.outputs import check_outputs
 from ..config.settings import load_config
-from ..core.env import in_github_actions
-from ..evalset.corpus import documents_corpus, recorded_digest
-from ..evalset.jsonl import load_chunks, load_evalset
 from ..evalset.split import gate_questions
-from ..files.paths import ChangedSince, Snapshot, changed_since, display, snapshot, write_atomic, write_problem
+from ..files.paths import display, snapshot
 from ..gate.evaluation import evaluate
 from ..gate.items import item_keys
 from ..gate.report import described
+from ..glue.inputs import load_inputs
+from ..glue.outputs import Judgement, Writer, write_judgement
 from ..glue.trust import kept_exam
 from ..labels.explain import missed, recorded_rankings
-from ..record.codec import encode
+from ..record.report import ReportInput
 from ..record.types import Status
 from ..report.terminal import summary_lines
 from ..report.view import view
@@ -77,15 +76,9 @@ def run(args: argparse.Namespace) -> Result:
     check_outputs(config, outputs, args.update_baseline)
     baseline_read = snapshot(config.baseline)  # before the read: a write meanwhile is seen
     baseline = load_baseline(config.baseline)
-    if config.documents is not None and config.chunker is not None:
-        chunks, questions = documents_corpus(config.documents, config.chunker, config.root, config.evalset,
-                                             config.chunkings,
-                                             recorded=recorded_digest(baseline.fingerprint if baseline else None),
-                                             cache=config.cache_dir)
-    else:
-        chunks = load_chunks(config.chunks_file(f"{PROG} merge"))
-        questions = load_evalset(config.evalset, chunks)
-    questions = gate_questions(questions, config.split, config.min_questions, config.where)  # a shard ran no tune one
+    loaded = load_inputs(config, baseline, f"{PROG} merge", config_path=getattr(args, "config", None))
+    chunks = loaded.chunks
+    questions = gate_questions(loaded.questions, config.split, config.min_questions, config.where)  # no tune one ran
     if baseline is not None:
         verify(baseline, config.k, chunks, questions)
     measured = set(baseline.retrievers) if baseline is not None else set()
@@ -106,54 +99,24 @@ def run(args: argparse.Namespace) -> Result:
     record = evaluation.record
     result.out += summary_lines(view(record), args.tags)
     result.out += evaluation.warnings
-    written = Written(result)
-    if args.json_path is not None:
-        written(Path(args.json_path), encode(record))
-    if args.report or in_github_actions():
+    write = writer(result)
+    reports = {name: Path(path) for name, path in args.report}
+
+    def data() -> ReportInput:
         explained = missed(config, chunks, questions, recorded_rankings("this run", record.retrievers)
-                           ) if any(name == "html" for name, _ in args.report) else None
-        _reports(view(record, questions, chunks, described(config, merged.runs, merged.described["embedder"],
-                                                           merged.described["database"]), explained),
-                 {name: Path(path) for name, path in args.report}, written, result)
-    plan = evaluation.update
-    if plan is not None:
-        result.out += plan.lines
-        if plan.record is not None:
-            written(config.baseline, encode(plan.record), baseline_read)
-        written.failed = written.failed or plan.failed
+                           ) if "html" in reports else None
+        return view(record, questions, chunks, described(config, merged.runs, merged.described["embedder"],
+                                                         merged.described["database"]), explained)
+
+    result.out += write_judgement(Judgement(
+        reports, data, None if args.json_path is None else Path(args.json_path), lambda: record, evaluation.update,
+        config.baseline, baseline_read), write, said=result.out)
     result.out += evaluation.failed
     failed = any(verdict.status == Status.FAILED for verdict in evaluation.verdicts.values())
-    result.code = FAILED if failed or evaluation.failed or written.failed else OK
+    result.code = FAILED if failed or evaluation.failed or write.failed else OK
     return result
 
 
-class Written:
-    """Writes the requested files: `wrote PATH`, or one error line that fails the command."""
-
-    def __init__(self, result: Result) -> None:
-        self.result = result
-        self.failed = False
-
-    def __call__(self, path: Path, text: str, since: Snapshot | None = None) -> None:
-        try:
-            write_atomic(path, text, since=since)
-        except ChangedSince:
-            self.result.err.append(f"ragretrieval: error: {changed_since(path, f'`{PROG} merge`')}")
-            self.failed = True
-        except OSError as exc:
-            self.result.err.append(f"ragretrieval: error: could not write {display(path)}: {write_problem(path, exc)}")
-            self.failed = True
-        else:
-            self.result.out.append(f"wrote {display(path)}")
-
-
-def _reports(data: Any, targets: dict[str, Path], written: Written, result: Result) -> None:
-    from ..report.formats import write_reports
-
-    write_reports(targets, data, written)
-    if in_github_actions():
-        from ..report.github import append_summary, error_annotations
-
-        warning = append_summary(data)
-        result.out += [warning] if warning else []
-        result.out += error_annotations(data)
+def writer(result: Result) -> Writer:
+    """The merge's writer: `wrote PATH` among its output, a file it cannot write one error line."""
+    return Writer(result.out, result.err, f"`{PROG} merge`", prefix="", error=f"{PROG}: error: ")

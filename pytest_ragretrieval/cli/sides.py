@@ -22,20 +22,19 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ..baseline.exams import recorded_exam
+from ..bar.exam import Exam
 from ..baseline.fingerprint import chunk_record
 from ..baseline.format import Baseline, parse, read
 from ..config.files import find_settings
 from ..config.outputs import inputs
 from ..config.settings import Config, load_config
 from ..core.errors import RagError
-from ..evalset.corpus import documents_corpus, recorded_digest
-from ..evalset.jsonl import load_chunks, load_evalset
 from ..files.jsontext import strings
 from ..files.paths import display
+from ..glue.inputs import load_inputs
 from ..review.changes import GateSettings, gate_settings
 from ..review.rescore import Today
-from ..scoring.evaluate import chunk_spans
+from .common import PROG
 
 
 class GitError(RagError):
@@ -232,7 +231,7 @@ def _today(old: Baseline | None, config: Config, notes: list[str]) -> Today | No
     compared on its stored values where the work tree's eval set cannot be read (a note says why)."""
     if old is None:
         return None
-    if recorded_exam(old.fingerprint) is None:
+    if Exam.of_baseline(old.fingerprint, "the base's exam") is None:
         try:
             return today_exam(config, old)
         except RagError as exc:
@@ -260,17 +259,10 @@ def today_exam(config: Config, base: Baseline | None = None) -> Today | None:
     """The work tree's eval set as the gate reads it (documents mode: cut and labelled, its documents
     unedited where the base recorded their digest; with the chunks' places), or None when the corpus is
     the team's table, which needs a database."""
-    if config.documents is not None and config.chunker is not None:
-        chunks, questions = documents_corpus(config.documents, config.chunker, config.root, config.evalset,
-                                             config.chunkings,
-                                             recorded=recorded_digest(base.fingerprint if base else None),
-                                             cache=config.cache_dir)
-        places = chunk_spans(chunks)
-    elif config.chunks is not None:
-        chunks = load_chunks(config.chunks)
-        questions, places = load_evalset(config.evalset, chunks), None
-    else:
+    if config.documents is None and config.chunks is None:
         return None
+    loaded = load_inputs(config, base, f"{PROG} diff")
     chunkings = {spec.name: spec.chunking for spec in config.retrievers} if config.chunkings else None
-    digests = {chunk.id: chunk_record(chunk) for chunk in chunks}
-    return Today(tuple(questions), f"the eval set {display(config.evalset)}", places, chunkings, digests=digests)
+    digests = {chunk.id: chunk_record(chunk) for chunk in loaded.chunks}
+    return Today(loaded.questions, f"the eval set {display(config.evalset)}", loaded.places, chunkings,
+                 digests=digests)

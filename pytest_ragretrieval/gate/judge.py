@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 from msgspec import structs
 
-from ..bar.exam import Exam
+from ..bar.exam import Exam, Scorer
 from ..bar.rule import Replacement, replacement
-from ..bar.sides import Scorer, Side, common_mean, leaving, sides
+from ..bar.sides import Side, common_mean, leaving, sides
 from ..baseline.exams import BASE, EXAM_NAMES, TODAY, KeptExam
 from ..baseline.format import RERECORD, Baseline, Recorded
 from ..baseline.since import Since, since
@@ -21,7 +21,6 @@ from ..baseline.update import partial_lines
 from ..config.settings import Config
 from ..core.errors import RagError
 from ..core.values import fmt, signed
-from ..evalset.corpus import chunking_share
 from ..evalset.records import Question, Span
 from ..files.paths import display
 from ..labels.gold import EditedGold, by_question, edited_gold, recorded_gold, review_line
@@ -188,22 +187,20 @@ class Judge:
             return None
         return self.baseline.retrievers.get(name)
 
-    def questions_of(self, name: str) -> tuple[Question, ...]:
-        """Today's questions as `name` is scored on them: with chunkings side by side, labelled in its own."""
-        if not self.config.chunkings:
-            return self.questions
-        return chunking_share(self.config.retriever(name).chunking, (), self.questions)[1]
+    def today_exam(self, name: str) -> Exam:
+        """Today's exam as `name` is scored on it: with chunkings side by side, labelled in its own."""
+        exam = Exam.of_today(self.questions, EXAM_NAMES[TODAY])
+        return exam.cut(self.config.retriever(name).chunking if self.config.chunkings else None)
 
-    def base_exam(self, name: str) -> dict[str, Question] | None:
+    def base_exam(self, name: str) -> Exam | None:
         """The base's exam as `name` is scored on it (None: the baseline keeps no labels, format 3): the work
         tree's baseline's, or in a pull request's CI the base revision's (`kept`, `glue/trust.py`)."""
         if self.baseline is None:
             return None
         source = self.baseline.fingerprint if self.kept is None else self.kept.fingerprint
         exam = None if source is None else Exam.of_baseline(source, EXAM_NAMES[BASE])
-        if exam is None:
-            return None
-        return dict(exam.cut(self.config.retriever(name).chunking if self.config.chunkings else None).questions)
+        return None if exam is None else exam.cut(self.config.retriever(name).chunking if self.config.chunkings
+                                                  else None)
 
     def earlier(self) -> Scorer:
         """How the baseline's rankings are scored: without the places of chunks edited or removed since."""
@@ -219,7 +216,7 @@ class Judge:
         if name not in self._sides:
             recorded, run, found = self.recorded(name), self.runs.get(name), self.since()
             self._sides[name] = () if recorded is None or run is None or run.result is None or found is None else sides(
-                name, recorded, run.result, self.questions_of(name), self.base_exam(name),
+                name, recorded, run.result, self.today_exam(name), self.base_exam(name),
                 found.questions.comparable, self.scorer, self.earlier())
         return self._sides[name]
 
@@ -373,9 +370,10 @@ class Judge:
         found = self.since()
         assert found is not None
         metric = next(s for s in self.config.metrics if s.label == label)
-        judged = {q.id: frozenset(q.relevance) for q in self.questions_of(name)}
-        if side.exam == BASE:  # a chunk judged since is no false miss to pool, whichever exam found the drop
-            for question in (self.base_exam(name) or {}).values():
+        judged = {q.id: frozenset(q.relevance) for q in self.today_exam(name).questions.values()}
+        base = self.base_exam(name) if side.exam == BASE else None
+        if base is not None:  # a chunk judged since is no false miss to pool, whichever exam found the drop
+            for question in base.questions.values():
                 judged[question.id] = judged.get(question.id, frozenset()) | frozenset(question.relevance)
         check = MetricCheck(
             name, metric, self.config.tolerance.for_metric(metric), self.config.significance,

@@ -7,12 +7,11 @@ from typing import Any
 from msgspec import UNSET, UnsetType, structs
 
 from .. import __version__
-from ..bar.rule import kept_bar
+from ..bar.approved import Approved, next_approved
 from ..baseline.exams import BASE
 from ..baseline.format import Baseline, retriever_record
 from ..baseline.update import UpdatePlan, plan_update
 from ..config.settings import Config
-from ..core.values import EPSILON
 from ..files.jsontext import escaped
 from ..files.paths import display
 from ..record.types import (
@@ -31,7 +30,7 @@ from ..record.types import (
     SinceBaseline,
 )
 from ..scoring.evaluate import Run, latency_summary
-from .checks import Outcome, per_question
+from .checks import Outcome
 from .items import ItemKey
 from .judge import Judge
 
@@ -142,54 +141,23 @@ def baseline_update(
         reason = judge.refused(key)
         if reason is not None:
             refused.setdefault(key.retriever, []).append(f"rag: {reason}")
-    bars = {name: next_approved(judge, name) for name in chosen if name not in refused}
+    bars = {name: approved_of(judge, name) for name in chosen if name not in refused}
     plan = plan_update(config, baseline, fingerprint, runs, chosen, refused, bars)
     lines = [line for reasons in refused.values() for line in reasons] + plan.lines
     return UpdatePlan(plan.record, lines, plan.failed)
 
 
-def next_approved(judge: Judge, name: str) -> tuple[dict[str, tuple[str, ...]], dict[str, dict[str, float]]]:
-    """What an update writes as `name`'s bar, where it differs from what it records: (the approved
-    rankings, a value bar kept from a format-3 file). Today's rankings become the approved ones only where
-    the update raises the bar: under every exam no gated metric is below its approved value (within 1e-9)
-    and one rose by more than its tolerance; or where it lowers it (with --rag-allow-regression, refused
-    otherwise), or the baseline holds nothing comparable. Any other update keeps the approved rankings of
-    the questions still compared, and so a kept value bar (docs/verdicts.md, "The bar")."""
+def approved_of(judge: Judge, name: str) -> Approved:
+    """`bar/approved.py`'s rule over what the judge found for `name`: each exam's differences from the bar, the
+    tolerances and whether a gated verdict failed."""
     entry, found, run, sides = judge.recorded(name), judge.since(), judge.runs.get(name), judge.sides(name)
     if entry is None or found is None or run is None or run.result is None or not sides:
         return {}, {}
-    raised = _raises(judge, name)
-    lowered = any(not judge.metric_verdict(name, spec.label).passed for spec in judge.config.metrics
+    gated = judge.config.metrics
+    deltas = [{spec.label: comparison.delta for spec in gated
+               if (comparison := judge.comparison(name, spec.label, side.exam)) is not None
+               and comparison.delta is not None} for side in sides]
+    lowered = any(not judge.metric_verdict(name, spec.label).passed for spec in gated
                   if judge.comparison(name, spec.label) is not None)
-    if raised or lowered:
-        return {}, {}
-    comparable = found.questions.comparable
-    approved = entry.approved_rankings()
-    today = {q.id: q.ranking for q in run.result.questions}
-    kept = {qid: approved[qid] for qid in sorted(today) if qid in comparable and qid in approved
-            and approved[qid] != today[qid]}
-    values = per_question(run.result)
-    bars = {}
-    for label, bar in entry.bar.items():
-        new = {qid: v[label] for qid, v in values.items() if label in v}
-        held = kept_bar(bar, new, comparable)
-        if held:
-            bars[label] = held
-    return kept, bars
-
-
-def _raises(judge: Judge, name: str) -> bool:
-    """Under every exam, no gated metric of `name` below its bar (within EPSILON) and one above it by more
-    than its tolerance."""
-    for side in judge.sides(name):
-        rose = False
-        for spec in judge.config.metrics:
-            comparison = judge.comparison(name, spec.label, side.exam)
-            if comparison is None or comparison.delta is None:
-                continue
-            if comparison.delta < -EPSILON:
-                return False
-            rose = rose or comparison.delta > judge.config.tolerance.for_metric(spec) + EPSILON
-        if not rose:
-            return False
-    return True
+    tolerances = {spec.label: judge.config.tolerance.for_metric(spec) for spec in gated}
+    return next_approved(entry, run.result, found.questions.comparable, deltas, tolerances, lowered)

@@ -20,24 +20,20 @@ from ..baseline.verify import verify
 from ..cache.store import Mode as CacheMode
 from ..config.outputs import check_outputs
 from ..config.settings import Config, load_config
-from ..core.env import in_github_actions
-from ..core.errors import ConfigError, FixtureError
+from ..core.errors import ConfigError
 from ..core.progress import Output, PlainOutput
 from ..core.timing import Phases
 from ..core.values import fmt
 from ..database.settings import DbMode
-from ..evalset.corpus import budget_warnings, chunking_share, documents_corpus, recorded_digest
-from ..evalset.jsonl import Unanchored, load_chunks, load_evalset
+from ..evalset.corpus import chunking_share
 from ..evalset.records import Chunk, Question
 from ..evalset.split import check_sizes, leak_line, leaks, sides
-from ..files.paths import ChangedSince, Snapshot, changed_since, display, snapshot, write_atomic, write_problem
+from ..files.paths import Snapshot, display, snapshot
 from ..gate.evaluation import Evaluation, evaluate, verdict
 from ..gate.items import ItemKey, item_keys
 from ..gate.report import described, header_lines
 from ..labels.explain import missed, recorded_rankings
-from ..labels.gold import recorded_digests, recorded_gold
-from ..labels.relabel import anchoring_error, plan
-from ..record.codec import encode
+from ..labels.gold import recorded_gold
 from ..record.report import ReportInput
 from ..record.types import Record, TuneSplit, Verdict
 from ..report.terminal import summary_lines
@@ -51,6 +47,8 @@ from ..scoring.metrics import primary
 from ..shards.assignment import Shard
 from ..shards.items import shard_outcome
 from ..shards.partial import partial_document
+from .inputs import load_inputs
+from .outputs import Judgement, Writer, write_judgement
 from .trust import kept_exam, loosened_line
 
 
@@ -98,7 +96,8 @@ class RagSession:
         self.update_lines: list[str] = []
         self.written: list[str] = []
         self.annotations: list[str] = []
-        self.write_failed = False
+        self.writer = Writer(self.written, self.written, "`pytest --rag-update-baseline`")
+        """Writes the requested files: `rag: wrote PATH`, or one line that fails the run."""
         self._runner: Runner | Chunkings | None = None
         self._evaluation: Evaluation | None = None
         self.phases = Phases()
@@ -122,32 +121,11 @@ class RagSession:
         self.config = load_config(self.options.config_path, self.options.rootpath)
         check_outputs(self.config, self.options.outputs, self.options.update)
         self.baseline_read = snapshot(self.config.baseline)  # before the read: a write meanwhile is seen
-        baseline = None
-        if self.config.documents is not None:
-            assert self.config.chunker is not None
-            baseline = load_baseline(self.config.baseline)  # its documents' digest: are they unedited?
-            self.chunks, self.questions = documents_corpus(
-                self.config.documents, self.config.chunker, self.config.root, self.config.evalset,
-                self.config.chunkings, recorded=recorded_digest(baseline.fingerprint if baseline else None),
-                cache=self.config.cache_dir, mode=self.options.cache_mode)
-            read = {spec.chunking for spec in self.config.retrievers}
-            named = {name: f"chunking {name!r}" if name else "the default chunking" for name in sorted(read)}
-            self.input_warnings = [f"warning: {line}" for line in budget_warnings(
-                (spec.budget for spec in self.config.shown if spec.budget), self.chunks, named)]
-        elif self.config.chunks is not None:
-            self.chunks = load_chunks(self.config.chunks)
-            try:
-                self.questions = load_evalset(self.config.evalset, self.chunks)
-            except Unanchored as exc:
-                raise self._reanchored(exc) from None
-        else:
-            assert self.config.team_corpus is not None
-            from ..database.team import need_dsn, read_corpus
-
-            source = self.config.team_corpus
-            dsn = need_dsn(database_url(self.options.db_url), f"{self.config.where}, without a chunks file,")
-            self.chunks, self.corpus = read_corpus(dsn, source)
-            self.questions = load_evalset(self.config.evalset, self.chunks, source.describe())
+        self.baseline = load_baseline(self.config.baseline)
+        found = load_inputs(self.config, self.baseline, "the gate", mode=self.options.cache_mode,
+                            team=True, db_url=self.options.db_url, config_path=self.options.config_path)
+        self.chunks, self.questions, self.corpus = found.chunks, found.questions, found.corpus
+        self.input_warnings = [f"warning: {line}" for line in found.warnings]
         self._split()
         shard = self.options.shard
         self.share = tuple(q for q in self.questions if shard is None or shard.holds(q.id))
@@ -158,7 +136,6 @@ class RagSession:
                 f"{self.config.where} key 'metrics': abstention is scored on no-answer questions and "
                 f"{display(self.config.evalset)} has none; add some (\"relevant\": []) or drop abstention"
             )
-        self.baseline = baseline if self.config.documents is not None else load_baseline(self.config.baseline)
         if self.baseline is not None:
             recorded_gold(self.baseline)  # a damaged record of the gold texts fails here, before anything runs
             verify(self.baseline, self.config.k, self.chunks, self.questions)
@@ -180,16 +157,6 @@ class RagSession:
             self.config.cache_dir, self.config.tokenizer, self.config.workers, [q.query for q in self.questions],
             self.options.cache_mode)))
         self.questions = gate
-
-    def _reanchored(self, problem: Unanchored) -> FixtureError:
-        """A label naming what the corpus no longer holds: where its text went (for an id, the text the
-        baseline recorded), as a proposal."""
-        baseline = load_baseline(self.config.baseline)
-        recorded = recorded_gold(baseline)
-        found = plan(self.config.evalset, self.chunks, recorded or {}, recorded_digests(baseline))
-        why = (f"there is no baseline at {display(self.config.baseline)}" if baseline is None
-               else f"{display(self.config.baseline)} records no gold texts (recorded before they were kept)")
-        return anchoring_error(problem, found, recorded is not None, self.options.config_path, why)
 
     def header_lines(self) -> list[str]:
         exam = [] if self.baseline is None else [f"rag: {LOCAL if self.kept is None else self.kept.line}"]
@@ -333,49 +300,28 @@ class RagSession:
             setup = self._setup()
             found = fingerprint(self.config, self.chunks, self.questions, setup, self.corpus)
             described = {"embedder": self.runner.embedder_description, "database": self.runner.database_description}
-            self._write(self.options.json_path, dumps(partial_document(
+            self.writer(self.options.json_path, dumps(partial_document(
                 self.config, self.options.shard, found, setup, [key.nodeid for key in self.selected],
                 [q.id for q in self.share], self.runs, described)))
-        with self.phases.phase("reports"):
-            if self.runs and self.options.shard is None and (self.options.reports or in_github_actions()):
-                self._report(self.report_input())
-        if self.options.json_path is not None and self.runs and self.options.shard is None:
-            tune = self.tune_values()
-            record = self.evaluation().timed(self.phases.rounded(),
-                                             TuneSplit(tuple(q.id for q in self.tune), tune) if tune else None)
-            self._write(self.options.json_path, encode(record))
         plan = self.evaluation().update if self.options.update and self.runs else None
         if plan is not None:
             self.update_lines = plan.lines
-            self.write_failed = self.write_failed or plan.failed
-            if plan.record is not None:
-                self._write(self.config.baseline, encode(plan.record), self.baseline_read)
+        if self.runs and self.options.shard is None:
+            self.annotations = write_judgement(Judgement(
+                self.options.reports, self.report_input, self.options.json_path, self._timed, plan,
+                self.config.baseline, self.baseline_read), self.writer, self.phases)
         if self._runner is not None:
             self._runner.finish()
 
-    def _report(self, data: ReportInput) -> None:
-        from ..report.formats import write_reports
+    def _timed(self) -> Record:
+        """The record `--rag-json` writes: with the phases' seconds and the tune questions' values."""
+        tune = self.tune_values()
+        return self.evaluation().timed(self.phases.rounded(),
+                                       TuneSplit(tuple(q.id for q in self.tune), tune) if tune else None)
 
-        write_reports(self.options.reports, data, self._write)
-        if in_github_actions():
-            from ..report.github import append_summary, error_annotations
-
-            warning = append_summary(data)
-            self.written.extend([warning] if warning else [])
-            self.annotations = error_annotations(data)
-
-    def _write(self, path: Path, text: str, since: Snapshot | None = None) -> None:
-        """Write one requested file; a failure is one line after the verdict table and fails the run."""
-        try:
-            write_atomic(path, text, since=since)
-        except ChangedSince:
-            self.written.append(f"rag: error: {changed_since(path, '`pytest --rag-update-baseline`')}")
-            self.write_failed = True
-        except OSError as exc:
-            self.written.append(f"rag: error: could not write {display(path)}: {write_problem(path, exc)}")
-            self.write_failed = True
-        else:
-            self.written.append(f"rag: wrote {display(path)}")
+    @property
+    def write_failed(self) -> bool:
+        return self.writer.failed
 
     @property
     def failed_lines(self) -> list[str]:

@@ -1,8 +1,9 @@
 """The exam as a baseline keeps it: `fingerprint.questions.labels` (question id -> chunk id -> grade, grade 0
 included) and `.spans` (question id -> its gold spans [doc, start, end, grade]), the labels the file was
 recorded under (the base's exam). The one module that knows those keys: written here (`exam_section`), read
-here (`kept_labels`, `kept_spans`), their shape checked here and described here for the JSON Schema, so
-nothing else reads labels out of a fingerprint (`tests/unit/test_layout.py`)."""
+here (`kept_questions`: the exam a file keeps, as questions, which `bar/exam.py` makes a value of), their
+shape checked here and described here for the JSON Schema, so nothing else reads labels out of a fingerprint
+(`tests/unit/test_layout.py`)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -10,7 +11,7 @@ from typing import Any
 
 from ..core.digest import SHORT, digest
 from ..evalset.records import SIDES as SIDE_NAMES
-from ..evalset.records import Question, Side
+from ..evalset.records import Question, Side, Span
 from .checks import json_type, shown
 
 LABELS, SPANS = "labels", "spans"
@@ -41,6 +42,21 @@ def exam_section(questions: Sequence[Question]) -> dict[str, Any]:
 def keeps_labels(section: Mapping[str, Any]) -> bool:
     """Whether a `fingerprint.questions` section keeps an exam (format 4 on)."""
     return isinstance(section.get(LABELS), Mapping)
+
+
+def kept_questions(section: Mapping[str, Any]) -> dict[str, Question] | None:
+    """The exam a `fingerprint.questions` section keeps: each question it was recorded under, with its graded
+    chunks (grade 0 included), gold spans, cluster and side; None for a file that keeps no labels (format 3 and
+    older). Queries are not kept, only their digests: an exam needs the judgments, not the words."""
+    if not keeps_labels(section):
+        return None
+    labels, spans = kept_labels(section), kept_spans(section)
+    clusters, sides = kept_clusters(section), kept_sides(section)
+    ids = sorted(set(section.get("digests", {})) | set(labels))
+    return {qid: Question(qid, "", {chunk_id: int(grade) for chunk_id, grade in labels.get(qid, {}).items()},
+                          spans=tuple(Span(doc, int(start), int(end), int(grade))
+                                      for doc, start, end, grade in spans.get(qid, ())),
+                          cluster=clusters.get(qid), side=sides.get(qid)) for qid in ids}
 
 
 def kept_labels(section: Mapping[str, Any]) -> Mapping[str, Mapping[str, int]]:

@@ -350,8 +350,7 @@ def classify(
     if scored.base is None and today is not None and scored.today is not None:
         # a base that keeps no labels (format 3): its exam is today's on the questions whose graded gold its
         # digests say is unchanged; the others leave the comparison with the values the base file stores
-        scored = replace(scored, base={qid: question for qid, question in scored.today.items()
-                                                   if qid in scored.comparable})
+        scored = replace(scored, base=scored.today.only([qid for qid in scored.today if qid in scored.comparable]))
     said = list(notes)
     used: set[str] = set()
     for name in names:

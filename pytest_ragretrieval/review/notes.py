@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..baseline.exams import BASE, EXAM_NAMES, TODAY, recorded_exam
+from ..bar.exam import Exam
+from ..baseline.exams import BASE, EXAM_NAMES, TODAY
 from ..baseline.format import Baseline
 from ..core.values import listed
 from ..files.paths import display
@@ -31,17 +32,18 @@ def exam_notes(old: Baseline, new: Baseline, scored: Exams, names: Sequence[str]
         return [f"{display(old.path)} keeps no labels (format {old.format_version}): compared its stored values; "
                 "re-record it to compare rankings"]
     found = []
-    if recorded_exam(old.fingerprint) is None:
+    if Exam.of_baseline(old.fingerprint, EXAM_NAMES[BASE]) is None:
         found.append(f"{display(old.path)} keeps no labels (format {old.format_version}): its exam is today's on the "
                      "questions whose graded gold its digests say is unchanged")
     if scored.today is None:
         found.append(f"{display(new.path)} keeps no labels (format {new.format_version}) and no eval set was read: "
                      "its approved rankings were scored under the base's exam only")
+    source = scored.today.source if scored.today is not None else ""
     if used:
-        exams_used = [f"{EXAM_NAMES[TODAY]} ({scored.source})" if exam == TODAY else
+        exams_used = [f"{EXAM_NAMES[TODAY]} ({source})" if exam == TODAY else
                       f"the base's (the labels {display(old.path)} was recorded under)"
                       for exam in (TODAY, BASE) if exam in used]
         found.append("compared the approved rankings of both sides, scored here under " + " and ".join(exams_used)
-                     + ("" if scored.today is None or scored.source.startswith("the eval set") else
+                     + ("" if scored.today is None or source.startswith("the eval set") else
                         "; `diff --against REV` in the checkout scores them under its eval set"))
     return found

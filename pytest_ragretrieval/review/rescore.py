@@ -14,10 +14,10 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from ..bar.exam import Exam
+from ..bar.exam import Exam, Scorer
 from ..bar.rule import Replacement, replacement
-from ..bar.sides import Scorer, as_recorded, leaving, recorded_values
-from ..baseline.exams import BASE, TODAY, recorded_exam, same_labels
+from ..bar.sides import as_recorded, leaving, recorded_values
+from ..baseline.exams import BASE, TODAY
 from ..baseline.fingerprint import questions_record
 from ..baseline.format import Baseline, Recorded, RecordedQuestion
 from ..baseline.since import Since, paired, question_changes
@@ -78,12 +78,11 @@ class Rescored:
 @dataclass(frozen=True)
 class Exams:
     """What both sides are scored under: the base's exam (the old file's labels; None: it keeps none, and
-    nothing is re-scored), today's (None: neither the work tree nor the new file gives one), where today's
-    comes from, and the questions compared (an unchanged query on both sides)."""
+    nothing is re-scored), today's (None: neither the work tree nor the new file gives one; its `source` says
+    where it comes from), and the questions compared (an unchanged query on both sides)."""
 
-    base: Mapping[str, Question] | None = field(hash=False)
-    today: Mapping[str, Question] | None = field(hash=False)
-    source: str
+    base: Exam | None
+    today: Exam | None
     comparable: frozenset[str]
     places: Mapping[str, Span] | None = field(default=None, hash=False)
     chunkings: Mapping[str, str] | None = field(default=None, hash=False)
@@ -103,7 +102,7 @@ def exams(old: Baseline, new: Baseline, today: Today | None, found: Since) -> Ex
     """The exams of a comparison. With the work tree's eval set, which questions are compared is derived
     from it (a question the head's file drops while the eval set still asks it stays compared); else the
     files' own question digests decide (`found`, as `since` compared them)."""
-    base = recorded_exam(old.fingerprint)
+    base = Exam.of_baseline(old.fingerprint, f"the labels {display(old.path)} was recorded under")
     comparable = found.questions.comparable
     if today is not None:
         section = old.fingerprint.get("questions", {})
@@ -115,16 +114,15 @@ def exams(old: Baseline, new: Baseline, today: Today | None, found: Since) -> Ex
             changed, head = _since(old.fingerprint, today.digests), _since(new.fingerprint, today.digests)
         else:
             head = changed
-        return Exams(base, {q.id: q for q in today.questions}, today.source, derived.comparable, today.places,
+        return Exams(base, Exam.of_today(today.questions, today.source), derived.comparable, today.places,
                      today.chunkings, changed, head, fresh)
-    kept = recorded_exam(new.fingerprint)
+    kept = Exam.of_baseline(new.fingerprint, f"the labels {display(new.path)} was recorded under")
     chunkings = None
     if isinstance(old.fingerprint.get("chunks"), Mapping) and "chunkings" in old.fingerprint["chunks"]:
         described = old.fingerprint.get("retrievers", {})
         chunkings = {name: str(entry.get("chunking", "")) for name, entry in described.items()
                      if isinstance(entry, Mapping)}
-    source = f"the labels {display(new.path)} was recorded under"
-    return Exams(base, kept, source, frozenset(comparable), None, chunkings, _changed(found), _changed(found))
+    return Exams(base, kept, frozenset(comparable), None, chunkings, _changed(found), _changed(found))
 
 
 def _fresh(new: Baseline, today: Today) -> dict[str, dict[str, Sequence[str]]]:
@@ -154,12 +152,11 @@ def _changed(found: Since) -> tuple[str, ...] | None:
     return None if corpus.edited is None else (*corpus.edited, *corpus.removed)
 
 
-def _share(name: str, exam: Mapping[str, Question] | None, chunkings: Mapping[str, str] | None
-           ) -> dict[str, Question] | None:
+def _share(name: str, exam: Exam | None, chunkings: Mapping[str, str] | None) -> Exam | None:
     """An exam as retriever `name` is scored on it: its own chunking's labels when chunkings sit side by side."""
     if exam is None:
         return None
-    return dict(Exam(exam, "").cut(chunkings.get(name, "") if chunkings is not None else None).questions)
+    return exam.cut(chunkings.get(name, "") if chunkings is not None else None)
 
 
 def _specs(labels: Collection[str], k: int, places: Mapping[str, Span] | None) -> tuple[list[MetricSpec], list[str]]:
@@ -220,16 +217,16 @@ def rescore(name: str, old: Baseline, new: Baseline, labels: Collection[str], fo
     fresh = found.fresh.get(name, {})
     rankings = {qid: fresh.get(qid, new_rankings.get(qid, ())) for qid in {*new_rankings, *compared, *fresh}}
     sat = [(TODAY, today)] if today is not None else []
-    if today is None or any(qid in today and not same_labels(base[qid], today[qid]) for qid in compared if qid in base):
+    if today is None or today.differs(base, compared):
         sat.append((BASE, base))
     means: dict[str, list[Means]] = {spec.label: [] for spec in specs}
     lost: list[tuple[str, str]] = []
     for exam, questions in sat:
         ids = [qid for qid in compared if qid in questions]
-        asked = [questions[qid] for qid in ids]
-        bar = recorded_values(as_recorded(scorer(name, asked, old_rankings), before.bar))
+        bar = recorded_values(as_recorded(questions.score(scorer, name, old_rankings, ids), before.bar))
         head_bar = _head_bar(after, bar)
-        head = _floor(recorded_values(as_recorded(head_scorer(name, asked, rankings), head_bar)), bar, list(means))
+        head = _floor(recorded_values(as_recorded(questions.score(head_scorer, name, rankings, ids), head_bar)), bar,
+                      list(means))
         for label in means:
             pairs = paired(label, bar, head, ids)
             if pairs.n:
@@ -250,18 +247,17 @@ def _hit(ranking: Sequence[str], question: Question, k: int) -> bool:
     return any(question.relevance.get(chunk_id, 0) >= 1 for chunk_id in ranking[:k])
 
 
-def _replaced(name: str, before: Recorded, after: Recorded, labels: Collection[str], exam: Mapping[str, Question],
-              base: Mapping[str, Question], comparable: Collection[str], scorers: tuple[Scorer, Scorer],
+def _replaced(name: str, before: Recorded, after: Recorded, labels: Collection[str], exam: Exam,
+              base: Exam, comparable: Collection[str], scorers: tuple[Scorer, Scorer],
               rankings: Mapping[str, Sequence[str]]) -> dict[str, Replacement]:
     """Metric label -> what lowers its bar among the questions that leave: the base's approved values of the
     compared questions under `exam` (today's, else the base's), of those that leave under the base's exam,
     against the head's approved values under `exam`; `scorers` score the base's rankings and the head's."""
     scorer, head_scorer = scorers
     kept_ids = [qid for qid in sorted(comparable) if qid in before.questions and qid in exam]
-    kept = recorded_values(as_recorded(scorer(name, [exam[q] for q in kept_ids], before.approved_rankings()),
-                                       before.bar))
-    held = [exam[qid] for qid in sorted({*after.questions, *kept_ids, *rankings}) if qid in exam]
-    head = recorded_values(as_recorded(head_scorer(name, held, rankings), _head_bar(after, kept)))
+    kept = recorded_values(as_recorded(exam.score(scorer, name, before.approved_rankings(), kept_ids), before.bar))
+    held = sorted({*after.questions, *kept_ids, *rankings})
+    head = recorded_values(as_recorded(exam.score(head_scorer, name, rankings, held), _head_bar(after, kept)))
     leaves = set(before.questions) - set(comparable)
     found = {}
     for label in labels:
@@ -284,8 +280,8 @@ def scored_view(side: Baseline, found: Exams) -> Baseline:
         if exam is None:
             return side
         specs, unscored = _specs(entry.metrics, side.k, found.places)
-        asked = [exam[qid] for qid in sorted(entry.questions) if qid in exam]
-        result = Scorer(tuple(specs), found.places)(name, asked, {qid: q.ranking for qid, q in entry.questions.items()})
+        result = exam.score(Scorer(tuple(specs), found.places), name,
+                            {qid: q.ranking for qid, q in entry.questions.items()}, sorted(entry.questions))
         questions = {q.id: RecordedQuestion(q.ranking, {**{label: value for label, value in entry.questions[
             q.id].metrics.items() if label in unscored}, **q.values}) for q in result.questions}
         metrics = {**{label: entry.metrics[label] for label in unscored}, **result.metrics}

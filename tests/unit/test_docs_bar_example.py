@@ -18,7 +18,7 @@ from pytest_ragretrieval.core.values import fmt
 from pytest_ragretrieval.evalset.records import Question
 from pytest_ragretrieval.gate.items import ItemKey
 from pytest_ragretrieval.gate.judge import Judge
-from pytest_ragretrieval.gate.record import next_approved
+from pytest_ragretrieval.gate.record import approved_of
 from pytest_ragretrieval.scoring.evaluate import Run, score
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "verdicts.md"
@@ -181,7 +181,7 @@ def test_label_work_alone_passes_under_both_exams_and_re_records_without_the_fla
     assert all(found.outcome(key).passed for key in keys(cfg))
     recording = judge(cfg, case, update=True)
     assert [recording.refused(key) for key in keys(cfg)] == [None] * len(cfg.metrics)
-    assert next_approved(recording, NAME) == ({}, {})
+    assert approved_of(recording, NAME) == ({}, {})
 
 
 def test_a_retune_behind_new_gold_passes_today_and_fails_under_the_base_exam(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_ragretrieval.baseline.exams import recorded_exam
+from pytest_ragretrieval.bar.exam import Exam
 from pytest_ragretrieval.baseline.fingerprint import placed, questions_record
 from pytest_ragretrieval.core.errors import FixtureError
 from pytest_ragretrieval.evalset.jsonl import load_evalset
@@ -33,7 +33,7 @@ def test_cluster_and_side_are_read_and_kept_with_the_exam(tmp_path: Path) -> Non
         "doc-1", "tune", None, None)
     section = questions_record(questions)
     assert (section["clusters"], section["sides"]) == ({"q1": "doc-1"}, {"q1": "tune"})
-    kept = recorded_exam({"questions": section})
+    kept = Exam.of_baseline({"questions": section}, "the base's exam")
     assert kept is not None and (kept["q1"].cluster, kept["q1"].side, kept["q2"].side) == ("doc-1", "tune", None)
     plain = questions_record(load_evalset(evalset(tmp_path, {"id": "q1", "query": "alpha", "relevant": ["a"]}), CHUNKS))
     assert "clusters" not in plain and "sides" not in plain  # a file without them is written as format 4 wrote it

@@ -334,3 +334,47 @@ def test_only_the_exam_module_names_the_exam_keys() -> None:
         if keys and name != EXAM_MODULE and not (name in OTHER_LABELS and keys == ["labels"]):
             found[name] = keys
     assert found == {}
+
+
+EXAM_READERS = {
+    "bar/exam.py": "`Exam.of_baseline`: the kept exam made a value, which the gate and the review judge with",
+    "baseline/since.py": "`question_changes`: two files' kept exams compared question by question (label work or "
+                         "an edit), before any exam is judged",
+}
+"""The modules that read the kept exam out of a fingerprint through `record/exam.py`, and why."""
+KEPT_READERS = ("kept_questions", "kept_labels", "kept_spans", "kept_clusters", "kept_sides")
+
+
+def test_only_the_exam_value_reads_the_kept_exam() -> None:
+    """`record/exam.py`'s readers of the kept exam (`kept_*`) are called from `bar/exam.py`, where it becomes
+    an `Exam`, and `baseline/since.py` alone; the sides, the update rule and the review take the value
+    (issue 48, item 1)."""
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        name = path.relative_to(PACKAGE).as_posix()
+        names = sorted({alias.name for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+                        if isinstance(node, ast.ImportFrom) and (node.module or "").endswith("record.exam")
+                        for alias in node.names if alias.name in KEPT_READERS})
+        if names and name != EXAM_MODULE and (name not in EXAM_READERS or names != ["kept_questions"]):
+            found[name] = names
+    assert found == {}
+
+
+JUDGES = {"glue/session.py": "the pytest run", "cli/merge.py": "`ragretrieval merge`",
+          "cli/sides.py": "`ragretrieval diff`'s sides"}
+"""The modules that load a config's inputs to judge them (issue 48, item 3)."""
+READERS = {"load_chunks", "load_evalset", "documents_corpus", "read_corpus"}
+WRITERS = {"write_atomic", "write_reports", "append_summary"}
+
+
+def test_one_loader_and_one_writer_serve_every_judge() -> None:
+    """The run, `merge` and `diff`'s sides read the chunks and the eval set through `glue/inputs.py` alone, and
+    the run and `merge` write a judgement's files through `glue/outputs.py` alone: none of them imports a reader
+    or a writer of its own, so the checks and the files cannot drift apart."""
+    found = {}
+    for name in JUDGES:
+        tree = ast.parse((PACKAGE / name).read_text(encoding="utf-8"))
+        names = {alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) for alias in node.names}
+        if names & (READERS | WRITERS):
+            found[name] = sorted(names & (READERS | WRITERS))
+    assert found == {}

@@ -155,7 +155,7 @@ def test_merge_writes_no_baseline_another_run_wrote_meanwhile(tmp_path: Path, mo
     """`ragretrieval merge --update-baseline` writes through the same check: one error line, exit 1, the other
     run's file kept."""
     from pytest_ragretrieval.cli.common import Result
-    from pytest_ragretrieval.cli.merge import Written
+    from pytest_ragretrieval.cli.merge import writer
     from pytest_ragretrieval.files.paths import snapshot
 
     monkeypatch.chdir(tmp_path)
@@ -165,7 +165,7 @@ def test_merge_writes_no_baseline_another_run_wrote_meanwhile(tmp_path: Path, mo
     read = snapshot(target)
     target.write_text("written by another run\n")
     result = Result()
-    written = Written(result)
+    written = writer(result)
     written(target, "this run's update\n", read)
     assert written.failed and result.out == []
     assert result.err == ["ragretrieval: error: baselines/retrieval.json not written: another run wrote it after this "

@@ -276,9 +276,9 @@ def test_whole_floats_in_a_gold_span_load_as_the_schema_reads_them() -> None:
     doc = copy.deepcopy(SMALL)
     doc["fingerprint"]["questions"]["spans"] = {"q01": [["doc.md", 0.0, 5.0, 1.0]]}
     assert BASELINE_SCHEMA.is_valid(doc) and not explained(doc)
-    from pytest_ragretrieval.baseline.exams import recorded_exam
+    from pytest_ragretrieval.bar.exam import Exam
 
-    exam = recorded_exam(decode(Path("b.json"), json.dumps(doc)).record.fingerprint)
+    exam = Exam.of_baseline(decode(Path("b.json"), json.dumps(doc)).record.fingerprint, "the base's exam")
     assert exam is not None and [tuple(map(type, (s.start, s.end, s.grade))) for s in exam["q01"].spans] == [
         (int, int, int)]
 
