@@ -51,6 +51,18 @@ def recorded_exam(fingerprint: Mapping[str, Any]) -> dict[str, Question] | None:
                           cluster=clusters.get(qid), side=sides.get(qid)) for qid in ids}
 
 
+def gate_ids(fingerprint: Mapping[str, Any]) -> frozenset[str]:
+    """The questions the base's exam judged: every question the file records, but one its kept sides put on
+    `tune` (a file records its gate questions only; format 4 and older keep no sides: every one was the gate's)."""
+    section = fingerprint.get("questions", {})
+    if not isinstance(section, Mapping):
+        return frozenset()
+    digests = section.get("digests", {})
+    recorded = {*(digests if isinstance(digests, Mapping) else ()), *kept_labels(section)}
+    tune = {qid for qid, side in kept_sides(section).items() if side == "tune"}
+    return frozenset(recorded - tune)
+
+
 LOCAL = ("the base's exam is the labels the work tree's baseline keeps (in a pull request's CI the gate reads "
          "them from the base revision)")
 

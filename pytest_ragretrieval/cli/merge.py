@@ -12,6 +12,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from ..baseline.exams import gate_ids
 from ..baseline.format import load as load_baseline
 from ..baseline.verify import verify
 from ..config.outputs import check_outputs
@@ -85,7 +86,11 @@ def run(args: argparse.Namespace) -> Result:
     else:
         chunks = load_chunks(config.chunks_file(f"{PROG} merge"))
         questions = load_evalset(config.evalset, chunks)
-    questions = gate_questions(questions, config.split, config.min_questions, config.where)  # a shard ran no tune one
+    kept = kept_exam(config.baseline, baseline)
+    base = kept.fingerprint if kept is not None else baseline.fingerprint if baseline is not None else None
+    judged = gate_ids(base) if base is not None and not args.update_baseline else frozenset()
+    # a shard ran no tune one but those the base's exam judged (evalset/split.py, `held`)
+    questions = gate_questions(questions, config.split, config.min_questions, config.where, judged)
     if baseline is not None:
         verify(baseline, config.k, chunks, questions)
     measured = set(baseline.retrievers) if baseline is not None else set()
@@ -98,7 +103,7 @@ def run(args: argparse.Namespace) -> Result:
     selected = [keys[nodeid] for nodeid in merged.selected]
     evaluation = evaluate(config, questions, baseline, merged.fingerprint, merged.runs, selected,
                           update=args.update_baseline, allow_regression=args.allow_regression,
-                          places=places(chunks, config.shown), kept=kept_exam(config.baseline, baseline))
+                          places=places(chunks, config.shown), kept=kept)
     result = Result()
     for key, verdict in evaluation.verdicts.items():
         result.out.append(f"{verdict.status.name} {key.nodeid}: {verdict.lines[0]}")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 from ..core.errors import ConfigError
@@ -55,14 +55,23 @@ def sides(
 
 
 def gate_questions(questions: Sequence[Question], split: Split | None, min_questions: int,
-                   where: str) -> tuple[Question, ...]:
+                   where: str, judged: Collection[str] = ()) -> tuple[Question, ...]:
     """The questions the gate judges, where they enter judging (a sharded run's merge; the session keeps the
-    tune ones apart itself): the split's sizes checked."""
+    tune ones apart itself): the split's sizes checked; `judged`, the base's gate questions (`held`)."""
     side_of = sides(questions, split)
     gate = tuple(q for q in questions if side_of[q.id] == "gate")
     if len(gate) < len(questions):
         check_sizes(len(gate), len(questions) - len(gate), min_questions, where)
-    return gate
+    kept = {q.id for q in held([q for q in questions if side_of[q.id] == "tune"], judged)}
+    return tuple(q for q in questions if side_of[q.id] == "gate" or q.id in kept)
+
+
+def held(tune: Sequence[Question], judged: Collection[str]) -> tuple[Question, ...]:
+    """The `tune` questions the base's exam judged (`judged`: its gate questions): moved out of the gate by the
+    change under test (a `side` edited, `[split]`'s seed or fraction changed), they are still judged by it, so a
+    change cannot hurt questions and move them out of sight in one step; they leave once a baseline recorded
+    without them is the base's."""
+    return tuple(q for q in tune if q.id in judged)
 
 
 def folds(

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..baseline.exams import LOCAL, KeptExam
+from ..baseline.exams import LOCAL, KeptExam, gate_ids
 from ..baseline.fingerprint import fingerprint
 from ..baseline.format import Baseline, dumps
 from ..baseline.format import load as load_baseline
@@ -24,12 +24,12 @@ from ..core.env import in_github_actions
 from ..core.errors import ConfigError, FixtureError
 from ..core.progress import Output, PlainOutput
 from ..core.timing import Phases
-from ..core.values import fmt
+from ..core.values import fmt, listed
 from ..database.settings import DbMode
 from ..evalset.corpus import budget_warnings, chunking_share, documents_corpus, recorded_digest
 from ..evalset.jsonl import Unanchored, load_chunks, load_evalset
 from ..evalset.records import Chunk, Question
-from ..evalset.split import check_sizes, leak_line, leaks, sides
+from ..evalset.split import check_sizes, held, leak_line, leaks, sides
 from ..files.paths import ChangedSince, Snapshot, changed_since, display, snapshot, write_atomic, write_problem
 from ..gate.evaluation import Evaluation, evaluate, verdict
 from ..gate.items import ItemKey, item_keys
@@ -108,6 +108,9 @@ class RagSession:
         """Every question of the eval set, in its order: what the runner's cache keys name."""
         """The `tune` questions (evalset/split.py): asked, scored apart, never judged."""
         self.leak_line: str | None = None
+        self.held: tuple[Question, ...] = ()
+        """Tune questions the base's exam judged: judged here still (`_hold`)."""
+        self.moved_line: str | None = None
         self._gated: dict[str, Run] = {}
         """The corpus's record as the team's database computed it, without a chunks file."""
         self.input_warnings: list[str] = []
@@ -149,21 +152,23 @@ class RagSession:
             self.chunks, self.corpus = read_corpus(dsn, source)
             self.questions = load_evalset(self.config.evalset, self.chunks, source.describe())
         self._split()
-        shard = self.options.shard
-        self.share = tuple(q for q in self.questions if shard is None or shard.holds(q.id))
-        asked = {q.id for q in (*self.share, *(self.tune if shard is None else ()))}
-        self.asked = tuple(q for q in self.everyone if q.id in asked)  # eval-set order: the reuse cache's key
         if any(spec.on_no_answer for spec in self.config.metrics) and all(q.answerable for q in self.questions):
             raise ConfigError(
                 f"{self.config.where} key 'metrics': abstention is scored on no-answer questions and "
                 f"{display(self.config.evalset)} has none; add some (\"relevant\": []) or drop abstention"
             )
         self.baseline = baseline if self.config.documents is not None else load_baseline(self.config.baseline)
+        shard = self.options.shard
+        # a shard judges nothing (the merge that judges reads the base's exam), but asks the questions it holds
+        kept = kept_exam(self.config.baseline, self.baseline) if shard is None or self.tune else None
+        self._hold(kept)
         if self.baseline is not None:
             recorded_gold(self.baseline)  # a damaged record of the gold texts fails here, before anything runs
             verify(self.baseline, self.config.k, self.chunks, self.questions)
-        # a shard judges nothing: the merge that judges reads the base's exam
-        self.kept = kept_exam(self.config.baseline, self.baseline) if self.options.shard is None else None
+        self.kept = kept if shard is None else None
+        self.share = tuple(q for q in self.questions if shard is None or shard.holds(q.id))
+        asked = {q.id for q in (*self.share, *(self.tune if shard is None else ()))}
+        self.asked = tuple(q for q in self.everyone if q.id in asked)  # eval-set order: the reuse cache's key
 
     def _split(self) -> None:
         """Where the questions enter judging: the gate's stay in `questions`, the tune ones go to `tune`, run
@@ -181,6 +186,31 @@ class RagSession:
             self.options.cache_mode)))
         self.questions = gate
 
+    def _hold(self, kept: KeptExam | None) -> None:
+        """The tune questions the base's exam judged (its gate questions: the base revision's in a pull
+        request's CI, else the work tree's baseline's) stay judged: a change that moves questions out of the
+        gate is still judged on them (evalset/split.py, `held`). An update does not hold them: it records
+        the gate's questions alone, so they leave the bar (the question rule judging their leaving) once it
+        is merged."""
+        self.held = ()
+        fingerprint = kept.fingerprint if kept is not None else (
+            self.baseline.fingerprint if self.baseline is not None else None)
+        if not self.tune or fingerprint is None:
+            return
+        moved = held(self.tune, gate_ids(fingerprint))
+        if self.options.update:
+            self.moved_line = (f"rag: {len(moved)} question(s) the baseline judged are on the tune side now "
+                               f"({listed([q.id for q in moved], limit=5)}): this update records them no more, and "
+                               "the pull-request check judges them under the base revision's exam") if moved else None
+            return
+        self.held = moved
+        ids = {q.id for q in (*self.questions, *moved)}
+        self.questions = tuple(q for q in self.everyone if q.id in ids)
+        if moved:
+            self.moved_line = (f"rag: {len(moved)} question(s) moved to the tune side since the base's exam "
+                               f"({listed([q.id for q in moved], limit=5)}) are judged here still: they leave the "
+                               "bar once a baseline recorded without them is merged")
+
     def _reanchored(self, problem: Unanchored) -> FixtureError:
         """A label naming what the corpus no longer holds: where its text went (for an id, the text the
         baseline recorded), as a proposal."""
@@ -195,6 +225,7 @@ class RagSession:
         exam = [] if self.baseline is None else [f"rag: {LOCAL if self.kept is None else self.kept.line}"]
         lines = header_lines(self.config, self.chunks, self.questions, self.baseline, self.options.update)
         return [*lines, *exam, *([self.leak_line] if self.leak_line else []),
+                *([self.moved_line] if self.moved_line else []),
                 *(f"rag: {line}" for line in self.input_warnings)]
 
     def item_keys(self) -> list[ItemKey]:

@@ -19,13 +19,14 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from ..bar.rule import bar_means, replaced_bars
-from ..baseline.exams import BASE, TODAY, approved_digest, labels_digest
+from ..bar.rule import Replacement, bar_means, replaced_bars
+from ..baseline.exams import BASE, TODAY, approved_digest, gate_ids, labels_digest
 from ..baseline.format import Baseline, Recorded
 from ..baseline.since import Since, held, since
 from ..config.settings import REPORT_LANGUAGES, Config
 from ..core.errors import BaselineError
-from ..core.values import EPSILON
+from ..core.values import EPSILON, listed
+from ..evalset.split import Split, sides
 from ..files.jsonshape import Node, ShapeProblem, decode
 from ..files.jsontext import JSONProblem
 from ..files.paths import Unreadable, display, read_input
@@ -55,6 +56,9 @@ class GateSettings:
     max_latency_ms: Mapping[str, float] = field(default_factory=dict, hash=False)
     ann_tie_epsilon: float = ANN_TIE_EPSILON
     """A larger one counts more of an index's swaps as ties: a lower `ann_recall` reads as a loss less often."""
+    split: Split | None = None
+    """`[split]`: changed, it may move the base's gate questions to `tune`, a loosening where one was hurt
+    (`_moves`)."""
 
 
 def gate_settings(config: Config) -> GateSettings:
@@ -68,6 +72,7 @@ def gate_settings(config: Config) -> GateSettings:
         retrievers=tuple(spec.name for spec in config.retrievers),
         max_latency_ms={s.name: s.max_latency_ms for s in config.retrievers if s.max_latency_ms is not None},
         ann_tie_epsilon=config.ann_tie_epsilon,
+        split=config.split,
     )
 
 
@@ -303,6 +308,42 @@ def _tie_epsilon(old: GateSettings, new: GateSettings, loosened: list[SettingCha
     (loosened if new.ann_tie_epsilon > old.ann_tie_epsilon else tightened).append(change)
 
 
+def _moved(old: Baseline, today: Today | None, new: GateSettings | None) -> frozenset[str]:
+    """The base's gate questions that today's eval set and `[split]` put on `tune` (none without the work tree's
+    eval set)."""
+    if today is None:
+        return frozenset()
+    side_of = sides(today.questions, new.split if new is not None else None)
+    return frozenset(qid for qid in gate_ids(old.fingerprint) if side_of.get(qid) == "tune")
+
+
+def _split_text(split: Split | None) -> str:
+    return "none" if split is None else f"fraction {split.fraction:g}, seed {split.seed}"
+
+
+def _moves(moved: frozenset[str], below: set[str], rule: Sequence[Replacement], scored: bool,
+           old: GateSettings | None, new: GateSettings | None) -> SettingChange | str:
+    """Questions moved out of the gate, as a loosened setting where one's value today is below its approved one
+    or the question rule reads their leaving as a lowering (or they cannot be scored here: fail closed); else
+    a note. The gate still judges them until they leave (evalset/split.py, `held`)."""
+    split = old is not None and new is not None and old.split != new.split
+    cause = (f"[split] {_split_text(old.split)} -> {_split_text(new.split)}" if split and old and new
+             else 'their "side" or cluster')
+    if not moved:
+        return SettingChange("split", "", _split_text(old.split if old else None),
+                             f"{_split_text(new.split if new else None)} (the questions it moves out of the gate "
+                             "cannot be read without the work tree's eval set)")
+    why = ([f"{listed(sorted(below), limit=5)} below {'its' if len(below) == 1 else 'their'} approved value"]
+           if below else [])
+    why += [f"the question rule, as if they left: {rule[0].text()}"] if rule else []
+    if not scored:
+        why.append("not scored here (the base keeps no labels)")
+    if why:
+        return SettingChange("side", listed(sorted(moved), limit=5), "gate", f"tune ({cause}; {'; '.join(why)})")
+    return (f"{len(moved)} question(s) moved out of the gate by {cause} ({listed(sorted(moved), limit=5)}): none "
+            "below its approved value, nor lowering the bar by the question rule")
+
+
 def _ms(value: float | None) -> str:
     return "none" if value is None else f"{value:g}"
 
@@ -346,7 +387,8 @@ def classify(
     question_gated = old_settings is not None and "question" in old_settings.fail_on
     names = sorted(set(old.retrievers) & set(new.retrievers))
     found = since(old.fingerprint, new.fingerprint, set(names), held(old, new))
-    scored = exams(old, new, today, found)
+    moved = _moved(old, today, new_settings)
+    scored = exams(old, new, today, found, moved)
     if scored.base is None and today is not None and scored.today is not None:
         # a base that keeps no labels (format 3): its exam is today's on the questions whose graded gold its
         # digests say is unchanged; the others leave the comparison with the values the base file stores
@@ -354,6 +396,8 @@ def classify(
                                                    if qid in scored.comparable})
     said = list(notes)
     used: set[str] = set()
+    below: set[str] = set()
+    rule: list[Replacement] = []
     for name in names:
         before, after = old.retrievers[name], new.retrievers[name]
         labels = sorted(set(before.metrics) & set(after.metrics), key=metric_order)
@@ -363,6 +407,8 @@ def classify(
             result = rescore(name, old, new, labels, scored, question_gated)
             used |= {m.exam for means in result.means.values() for m in means}
             down, up, gone = _scored(name, result)
+            below |= set(result.moved_below)
+            rule += [result.moved_rule[label] for label in sorted(result.moved_rule, key=metric_order)]
             if result.unscored:
                 more = _stored(name, old, new, found, result.unscored, False)
                 down, up = down + more[0], up + more[1]
@@ -379,6 +425,10 @@ def classify(
     if old_settings is not None and new_settings is not None:
         loosened, tightened, gone_entries = _settings(old_settings, new_settings)
         removed += gone_entries
+    if moved or (today is None and old_settings is not None and new_settings is not None
+                 and old_settings.split != new_settings.split):
+        move = _moves(moved, below, rule, scored.base is not None and today is not None, old_settings, new_settings)
+        (loosened.append(move) if isinstance(move, SettingChange) else said.append(move))
     return Changes(
         old_path=display(old.path), new_path=new_path, fingerprint=tuple(found.system()),
         yardstick=tuple(str(change) for change in found.yardstick), questions=tuple(found.questions.lines()),
