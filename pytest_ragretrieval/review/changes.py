@@ -20,17 +20,19 @@ from pathlib import Path
 from typing import Any
 
 from ..bar.rule import Replacement, bar_means, replaced_bars
-from ..baseline.exams import BASE, TODAY, approved_digest, gate_ids, labels_digest
+from ..baseline.exams import BASE, TODAY, approved_digest, labels_digest
 from ..baseline.format import Baseline, Recorded
 from ..baseline.since import Since, held, since
 from ..config.settings import REPORT_LANGUAGES, Config
 from ..core.errors import BaselineError
-from ..core.values import EPSILON, listed
-from ..evalset.split import Split, sides
+from ..core.values import EPSILON
+from ..evalset.split import Split
 from ..files.jsonshape import Node, ShapeProblem, decode
 from ..files.jsontext import JSONProblem
 from ..files.paths import Unreadable, display, read_input
 from ..scoring.metrics import ANN_TIE_EPSILON, METRICS, metric_order
+from .moves import SettingChange as SettingChange  # where every reader imports it from
+from .moves import moved_questions, moves
 from .notes import exam_notes, rescore_notes
 from .rescore import Rescored, Today, exams, rescore
 
@@ -58,7 +60,7 @@ class GateSettings:
     """A larger one counts more of an index's swaps as ties: a lower `ann_recall` reads as a loss less often."""
     split: Split | None = None
     """`[split]`: changed, it may move the base's gate questions to `tune`, a loosening where one was hurt
-    (`_moves`)."""
+    (`review/moves.py`)."""
 
 
 def gate_settings(config: Config) -> GateSettings:
@@ -103,16 +105,6 @@ class Entry:
     retriever: str
     metric: str
     reason: str
-
-
-@dataclass(frozen=True)
-class SettingChange:
-    """A setting that makes items fail less (loosened) or more (tightened) often."""
-
-    setting: str
-    subject: str
-    old: str
-    new: str
 
 
 @dataclass(frozen=True)
@@ -308,42 +300,6 @@ def _tie_epsilon(old: GateSettings, new: GateSettings, loosened: list[SettingCha
     (loosened if new.ann_tie_epsilon > old.ann_tie_epsilon else tightened).append(change)
 
 
-def _moved(old: Baseline, today: Today | None, new: GateSettings | None) -> frozenset[str]:
-    """The base's gate questions that today's eval set and `[split]` put on `tune` (none without the work tree's
-    eval set)."""
-    if today is None:
-        return frozenset()
-    side_of = sides(today.questions, new.split if new is not None else None)
-    return frozenset(qid for qid in gate_ids(old.fingerprint) if side_of.get(qid) == "tune")
-
-
-def _split_text(split: Split | None) -> str:
-    return "none" if split is None else f"fraction {split.fraction:g}, seed {split.seed}"
-
-
-def _moves(moved: frozenset[str], below: set[str], rule: Sequence[Replacement], scored: bool,
-           old: GateSettings | None, new: GateSettings | None) -> SettingChange | str:
-    """Questions moved out of the gate, as a loosened setting where one's value today is below its approved one
-    or the question rule reads their leaving as a lowering (or they cannot be scored here: fail closed); else
-    a note. The gate still judges them until they leave (evalset/split.py, `held`)."""
-    split = old is not None and new is not None and old.split != new.split
-    cause = (f"[split] {_split_text(old.split)} -> {_split_text(new.split)}" if split and old and new
-             else 'their "side" or cluster')
-    if not moved:
-        return SettingChange("split", "", _split_text(old.split if old else None),
-                             f"{_split_text(new.split if new else None)} (the questions it moves out of the gate "
-                             "cannot be read without the work tree's eval set)")
-    why = ([f"{listed(sorted(below), limit=5)} below {'its' if len(below) == 1 else 'their'} approved value"]
-           if below else [])
-    why += [f"the question rule, as if they left: {rule[0].text()}"] if rule else []
-    if not scored:
-        why.append("not scored here (the base keeps no labels)")
-    if why:
-        return SettingChange("side", listed(sorted(moved), limit=5), "gate", f"tune ({cause}; {'; '.join(why)})")
-    return (f"{len(moved)} question(s) moved out of the gate by {cause} ({listed(sorted(moved), limit=5)}): none "
-            "below its approved value, nor lowering the bar by the question rule")
-
-
 def _ms(value: float | None) -> str:
     return "none" if value is None else f"{value:g}"
 
@@ -387,7 +343,7 @@ def classify(
     question_gated = old_settings is not None and "question" in old_settings.fail_on
     names = sorted(set(old.retrievers) & set(new.retrievers))
     found = since(old.fingerprint, new.fingerprint, set(names), held(old, new))
-    moved = _moved(old, today, new_settings)
+    moved = moved_questions(old, today, new_settings.split if new_settings is not None else None)
     scored = exams(old, new, today, found, moved)
     if scored.base is None and today is not None and scored.today is not None:
         # a base that keeps no labels (format 3): its exam is today's on the questions whose graded gold its
@@ -425,10 +381,10 @@ def classify(
     if old_settings is not None and new_settings is not None:
         loosened, tightened, gone_entries = _settings(old_settings, new_settings)
         removed += gone_entries
-    if moved or (today is None and old_settings is not None and new_settings is not None
-                 and old_settings.split != new_settings.split):
-        move = _moves(moved, below, rule, scored.base is not None and today is not None, old_settings, new_settings)
-        (loosened.append(move) if isinstance(move, SettingChange) else said.append(move))
+    move = moves(moved, below, rule, scored.base is not None and today is not None, today is not None,
+                 (old_settings.split, new_settings.split) if old_settings and new_settings else None)
+    loosened += [move] if isinstance(move, SettingChange) else []
+    said += [move] if isinstance(move, str) else []
     return Changes(
         old_path=display(old.path), new_path=new_path, fingerprint=tuple(found.system()),
         yardstick=tuple(str(change) for change in found.yardstick), questions=tuple(found.questions.lines()),
