@@ -226,9 +226,9 @@ def rescore(name: str, old: Baseline, new: Baseline, labels: Collection[str], fo
     old_rankings = before.approved_rankings()
     new_rankings = after.approved_rankings()
     compared = sorted(qid for qid in found.comparable if qid in before.questions)
-    missing = tuple(qid for qid in compared if qid not in after.questions
-                    and (today is None or qid in today) and qid in base)
     fresh = found.fresh.get(name, {})
+    missing = tuple(qid for qid in compared if qid not in after.questions and qid not in fresh
+                    and (today is None or qid in today) and qid in base)
     rankings = {qid: fresh.get(qid, new_rankings.get(qid, ())) for qid in {*new_rankings, *compared, *fresh}}
     sat = [(TODAY, today)] if today is not None else []
     if today is None or any(qid in today and not same_labels(base[qid], today[qid]) for qid in compared if qid in base):

@@ -129,3 +129,36 @@ def test_a_seed_change_that_moves_a_question_it_hurts_needs_the_label(
     else:
         assert code == 0, out
         assert f"  note: 16 question(s) moved out of the gate by {cause} ({', '.join(moved[:5])}" in out, out
+
+
+def test_moving_the_best_questions_out_of_the_gate_needs_the_label_by_the_question_rule(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Nothing hurt, but the five questions the retriever answers best moved to `tune` by their `side`: the bar
+    left is lower, as the question rule reads a removal; the update needs --rag-allow-regression and the
+    pull-request check the label."""
+    if shutil.which("git") is None:
+        pytest.skip("git is not on PATH")
+    questions, gold = _project(pytester.path)
+    half = {qid: ranking[1:] if qid < "q56" else ranking for qid, ranking in gold.items()}
+    set_rankings(pytester.path, half, questions)
+    assert pytester.runpytest("--rag-update-baseline", *RUN).ret == 0
+    git(pytester.path, "init", "-q", "-b", "main")
+    git(pytester.path, "add", "-A")
+    git(pytester.path, "commit", "-q", "-m", "base")
+    git(pytester.path, "switch", "-q", "-c", "pr")
+    best = ["q56", "q57", "q58", "q59", "q60"]
+    _edit(pytester.path, questions, half, to_tune=best)
+    assert pytester.runpytest("--rag-update-baseline", *RUN).ret != 0  # the question rule: refused
+    assert pytester.runpytest("--rag-update-baseline", "--rag-allow-regression", *RUN).ret == 0
+    git(pytester.path, "commit", "-q", "-am", "the best to tune")
+    for name, value in CI.items():
+        monkeypatch.setenv(name, value)
+    assert _gate(pytester)[0] == 0
+    capsys.readouterr()
+    code = main(["diff", "--against", "main", "--fail-on-lower", "--today", "results.json"])
+    out = capsys.readouterr().out
+    assert code == 1, out
+    assert ('  loosened: side of q56, q57, q58, q59, q60 gate -> tune (their "side" or cluster; the question rule, as '
+            "if they left: the 5 removed questions (q56, q57, q58, q59, q60): bar 0.6667, the bar of the questions "
+            "kept 0.3333)") in out, out  # precision@3, the first metric
+    assert "scored as empty rankings" not in out  # today's rankings, from the gate's results
