@@ -286,7 +286,8 @@ class RagSession:
         label = primary([spec.label for spec in self.config.metrics])
         shown = ", ".join(f"{name} {fmt(values[label])}" for name, values in found.items() if label in values)
         return (f"rag: tune split: {len(self.tune)} questions scored apart, never judged nor recorded "
-                f"({label}: {shown}); {len(self.questions)} gate questions judged")
+                f"({label}: {shown}); {len(self.questions)} gate questions judged"
+                + (f", {len(self.held)} of them moved to tune since the base's exam" if self.held else ""))
 
     def tune_values(self) -> dict[str, dict[str, float]]:
         """Each run's means over the tune questions (what `--rag-json` writes as `tune`)."""

@@ -56,6 +56,7 @@ def test_questions_hurt_and_moved_to_tune_fail_the_gate(pytester: pytest.Pyteste
     assert code == 1, out
     assert ("rag: 5 question(s) moved to the tune side since the base's exam (q41, q42, q43, q44, q45) are judged "
             "here still: they leave the bar once a baseline recorded without them is merged") in out
+    assert "30 gate questions judged, 5 of them moved to tune since the base's exam" in out
     assert set(MOVED) <= set(results["retrievers"]["table"]["questions"])
     assert set(MOVED) <= set(results["tune"]["questions"])  # on the tune side all the same
     _edit(pytester.path, questions, gold, to_tune=MOVED)  # the control: moved, not hurt
@@ -162,3 +163,19 @@ def test_moving_the_best_questions_out_of_the_gate_needs_the_label_by_the_questi
             "if they left: the 5 removed questions (q56, q57, q58, q59, q60): bar 0.6667, the bar of the questions "
             "kept 0.3333)") in out, out  # precision@3, the first metric
     assert "scored as empty rankings" not in out  # today's rankings, from the gate's results
+
+
+def test_a_sharded_run_asks_and_its_merge_judges_the_moved_questions(
+        pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]) -> None:
+    questions, gold = _project(pytester.path)
+    assert pytester.runpytest("--rag-update-baseline", *RUN).ret == 0
+    _edit(pytester.path, questions, gold, to_tune=MOVED, hurt=MOVED)
+    for index in (1, 2):
+        result = pytester.runpytest("--rag-eval", f"--rag-shard={index}/2", f"--rag-json=part{index}.json", *RUN)
+        assert result.ret == 0, result.stdout.str()
+    capsys.readouterr()
+    code = main(["merge", "part1.json", "part2.json", "--json", "merged.json"])
+    out = capsys.readouterr().out
+    assert code == 1, out
+    merged = json.loads((pytester.path / "merged.json").read_text(encoding="utf-8"))
+    assert set(MOVED) <= set(merged["retrievers"]["table"]["questions"])
