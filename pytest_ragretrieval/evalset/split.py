@@ -34,9 +34,10 @@ class Split:
     seed: int = 0
 
 
-def by_id(question: Question) -> str:
-    """The default cluster key: each question on its own."""
-    return question.id
+def by_cluster(question: Question) -> str:
+    """The default key of the draw: the question's `cluster` where its line names one (a cluster's questions
+    land on one side), else its id (each question on its own)."""
+    return question.id if question.cluster is None else question.cluster
 
 
 def drawn(split: Split, key: str) -> Side:
@@ -46,7 +47,7 @@ def drawn(split: Split, key: str) -> Side:
 
 
 def sides(
-    questions: Sequence[Question], split: Split | None, cluster: Callable[[Question], str] = by_id,
+    questions: Sequence[Question], split: Split | None, cluster: Callable[[Question], str] = by_cluster,
 ) -> dict[str, Side]:
     """Each question's side: its line's `side`, else drawn by its cluster key; without `[split]`, every
     question is the gate's unless its line says `tune`."""
@@ -75,7 +76,7 @@ def held(tune: Sequence[Question], judged: Collection[str]) -> tuple[Question, .
 
 
 def folds(
-    questions: Sequence[Question], count: int, seed: int = 0, cluster: Callable[[Question], str] = by_id,
+    questions: Sequence[Question], count: int, seed: int = 0, cluster: Callable[[Question], str] = by_cluster,
 ) -> list[tuple[tuple[Question, ...], tuple[Question, ...]]]:
     """`count` repeated splits for a sweep on a small set: fold i holds out the questions whose key hashes
     to i, and tunes on the rest; (tune, held out) per fold. Never the gate's: each question is tuned on in
