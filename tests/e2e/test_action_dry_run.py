@@ -347,7 +347,8 @@ def test_dry_run_names_the_sweep_where_the_pull_request_adds_or_changes_its_reco
     base = {"pyproject.toml": PYPROJECT, "baselines/retrieval.json": baseline(0.6), "sweep.json": sweep_record(0.05)}
     run = DryRun(tmp_path, base, {"baselines/retrieval.json": baseline(0.5),
                                   **({"sweep.json": sweep_record(0.06)} if changed else {})})
-    assert run.check(**{"sweep-record": "sweep.json"}) == 1, run.log  # lowered, the record or not
+    inputs = {"sweep-record": "sweep.json"}
+    assert run.check(None, "team/repo", None, **inputs) == 1, run.log  # lowered, the record or not
     body = run.ours()["body"]
     assert ("The sweep behind these settings" in body) is changed, body
     if changed:
