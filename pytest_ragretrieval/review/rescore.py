@@ -251,9 +251,9 @@ def rescore(name: str, old: Baseline, new: Baseline, labels: Collection[str], fo
         below |= {qid for qid in moved for label in means if label in bar.get(qid, {})
                   and head.get(qid, {}).get(label, bar[qid][label]) < bar[qid][label] - EPSILON}
         for label in means if moved else ():
-            gone = replacement({qid: bar[qid][label] for qid in ids if label in bar.get(qid, {})},
-                                  {qid: head[qid][label] for qid in ids if qid not in found.moved
-                                   and label in head.get(qid, {})}, set(ids) - found.moved, added=())
+            kept = {qid: head[qid][label] for qid in ids if qid not in found.moved and label in head.get(qid, {})}
+            gone = replacement({qid: bar[qid][label] for qid in ids if label in bar.get(qid, {})}, kept,
+                               set(ids) - found.moved, added=())  # the moved ones leave, none joins
             if gone is not None:
                 rule.setdefault(label, gone)
         if hits:
