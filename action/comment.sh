@@ -5,7 +5,7 @@
 # this same file with a stand-in `gh` first on PATH.
 #
 # Environment: RAG_REPORTS, RAG_PR (the pull request's number), GITHUB_REPOSITORY, GH_TOKEN,
-# RAG_AUTHOR (the login the token posts as), RAG_GATE_OUTCOME, RAG_ARTIFACT_URL and RAG_RUN_URL
+# RAG_AUTHOR (the login the token posts as), RAG_GATE_OUTCOME, RAG_ARTIFACT_URL, RAG_RUN_URL and RAG_SWEEP
 # (each may be empty).
 set -euo pipefail
 
@@ -23,6 +23,12 @@ for kind in changes decision; do
     args+=("$flag" "$file")
   fi
 done
+# The sweep's record (`ragretrieval tune --record`), named where this pull request adds or changes it (an
+# older record is an older sweep's): informational, no verdict reads it.
+if [ -n "${RAG_SWEEP:-}" ] && [ -f "$RAG_SWEEP" ] \
+    && ! git diff --quiet "origin/${GITHUB_BASE_REF:-}" -- "$RAG_SWEEP" 2>/dev/null; then
+  args+=(--sweep "$RAG_SWEEP")
+fi
 args+=(--gate-outcome "${RAG_GATE_OUTCOME:-}" --artifact-url "${RAG_ARTIFACT_URL:-}" --run-url "${RAG_RUN_URL:-}")
 # `>` would write into a device or block on a FIFO: only a regular file (or none yet) is replaced.
 if [ -e "$body" ] && [ ! -f "$body" ]; then

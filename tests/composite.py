@@ -12,7 +12,7 @@ ACTION = ROOT / "action.yml"
 RAG_EVAL = ROOT / ".github" / "workflows" / "rag-eval.yml"
 MARKER = "<!-- pytest-ragretrieval -->"
 INPUTS = ("python-version", "torch", "extras", "install", "config", "pytest-args", "label", "comment",
-          "comment-author", "model-cache-key", "cache-files", "rag-cache", "reports", "artifact-name", "token")
+          "comment-author", "sweep-record", "model-cache-key", "cache-files", "rag-cache", "reports", "artifact-name", "token")
 
 Step = dict[str, Any]
 

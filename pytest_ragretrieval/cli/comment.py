@@ -3,7 +3,8 @@
 It reads the gate's `--rag-json` results and, for the baseline part, either the base branch's
 baseline (`--baseline-diff OLD`, compared with the config's baseline: values only) or the
 changes `ragretrieval diff --json` classified (`--baseline-changes`, values and settings), and
-optionally `pr-check`'s decision (label, fork). It prints; the workflow posts with `gh`.
+optionally `pr-check`'s decision (label, fork) and the record of the sweep behind tuned settings
+(`--sweep`). It prints; the workflow posts with `gh`.
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from ..report.view import results_view
 from ..review.approval import Decision, parse_decision
 from ..review.changes import Changes, classify, read_changes
 from ..review.comment import CommentInput, render
+from ..review.sweep import Sweep, parse_sweep
 from .common import OK, Result, read_json, shape_error
 
 OUTCOMES = ("success", "failure", "cancelled", "skipped", "")
@@ -45,6 +47,9 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
                         help="the changes `ragretrieval diff --json` wrote (values and settings)")
     comment.add_argument("--decision", metavar="DECISION.json", default=None,
                          help="the decision `ragretrieval pr-check --json` wrote (label, fork)")
+    comment.add_argument("--sweep", metavar="SWEEP.json", default=None,
+                         help="the record `ragretrieval tune --record` wrote: the comment names the sweep's optimism "
+                         "(never a verdict)")
     comment.add_argument("--gate-outcome", choices=OUTCOMES, default="",
                          help="the gate step's outcome, for results files that do not list their failures")
     comment.add_argument("--artifact-url", default="", type=link, help="where the uploaded reports are")
@@ -63,6 +68,7 @@ def run(args: argparse.Namespace) -> Result:
     data = CommentInput(
         report=None, failures_recorded=False, gate_outcome=args.gate_outcome, changes=load_changes(args),
         decision=load_decision(args.decision), artifact_url=args.artifact_url, run_url=args.run_url,
+        sweep=load_sweep(args.sweep),
     )
     if args.results is not None:
         path = Path(args.results)
@@ -83,6 +89,17 @@ def load_changes(args: argparse.Namespace) -> Changes | None:
             "and --baseline-changes C")
     return replace(classify(read(Path(args.baseline_diff)), read(config.baseline), notes=[note]),
                    language=config.report_language)
+
+
+def load_sweep(path: str | None) -> Sweep | None:
+    if path is None:
+        return None
+    fix = "write it with `ragretrieval tune NAME --record PATH`"
+    doc = read_json(Path(path), fix)
+    try:
+        return parse_sweep(doc)
+    except ShapeProblem as exc:
+        raise shape_error(Path(path), "not a record written by `ragretrieval tune --record`", exc, fix) from None
 
 
 def load_decision(path: str | None) -> Decision | None:

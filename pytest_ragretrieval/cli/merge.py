@@ -25,6 +25,7 @@ from ..glue.inputs import load_inputs
 from ..glue.outputs import Judgement, Writer, write_judgement
 from ..glue.trust import kept_exam
 from ..labels.explain import missed, recorded_rankings
+from ..record.exam import gate_ids
 from ..record.report import ReportInput
 from ..record.types import Status
 from ..report.terminal import summary_lines
@@ -78,7 +79,11 @@ def run(args: argparse.Namespace) -> Result:
     baseline = load_baseline(config.baseline)
     loaded = load_inputs(config, baseline, f"{PROG} merge", config_path=getattr(args, "config", None))
     chunks = loaded.chunks
-    questions = gate_questions(loaded.questions, config.split, config.min_questions, config.where)  # no tune one ran
+    kept = kept_exam(config.baseline, baseline)
+    base = kept.fingerprint if kept is not None else baseline.fingerprint if baseline is not None else None
+    judged = gate_ids(base) if base is not None and not args.update_baseline else frozenset()
+    # a shard ran no tune one but those the base's exam judged (evalset/split.py, `held`)
+    questions = gate_questions(loaded.questions, config.split, config.min_questions, config.where, judged)
     if baseline is not None:
         verify(baseline, config.k, chunks, questions)
     measured = set(baseline.retrievers) if baseline is not None else set()
@@ -91,7 +96,7 @@ def run(args: argparse.Namespace) -> Result:
     selected = [keys[nodeid] for nodeid in merged.selected]
     evaluation = evaluate(config, questions, baseline, merged.fingerprint, merged.runs, selected,
                           update=args.update_baseline, allow_regression=args.allow_regression,
-                          places=places(chunks, config.shown), kept=kept_exam(config.baseline, baseline))
+                          places=places(chunks, config.shown), kept=kept)
     result = Result()
     for key, verdict in evaluation.verdicts.items():
         result.out.append(f"{verdict.status.name} {key.nodeid}: {verdict.lines[0]}")

@@ -29,6 +29,7 @@ from ..files.paths import display, write_atomic
 from ..report.terminal import table
 from ..retrievers import RetrieverSpec
 from ..retrievers.corpus_tokens import query_tokens
+from ..review.sweep import Sweep, sweep_document
 from ..runner.resources import database_mode, database_url
 from ..runner.runs import Runner
 from ..runner.sweep import Setting, cost, space, swept, values, with_settings
@@ -60,14 +61,18 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     tune.add_argument("--db", choices=DB_MODES, default=None,
                       help="the database mode, as the gate's --rag-db (the cached rankings are reused under the same)")
     tune.add_argument("--out", default=None, metavar="FILE", help="write the winning settings' snippet here")
+    tune.add_argument("--record", default=None, metavar="FILE",
+                      help="write the sweep's record here (JSON): commit it with the pull request that applies the "
+                      "settings, and the action's comment names the sweep's optimism (it never changes a verdict)")
 
 
 def run(args: argparse.Namespace) -> Result:
     config = load_config(args.config, Path.cwd())
     spec = _swept(config, args.retriever)
     where = _where(config, spec.name)
-    out = checked_output("--out", args.out, {"the baseline": config.baseline, "the eval set": config.evalset},
-                         getattr(args, "config", None))
+    inputs = {"the baseline": config.baseline, "the eval set": config.evalset}
+    out = checked_output("--out", args.out, inputs, getattr(args, "config", None))
+    record = checked_output("--record", args.record, inputs, getattr(args, "config", None))
     if config.chunkings:
         raise UsageError(f"{config.where} key 'chunkings': {PROG} tune sweeps one chunking; run it with a config "
                          "without [chunkings]")
@@ -103,6 +108,11 @@ def run(args: argparse.Namespace) -> Result:
     if args.folds is not None:
         lines.append(_folds(names, runs, label, tune, args.folds, args.seed, args.draws))
     snippet = _snippet(config, spec, best.changes)
+    if record is not None:
+        sweep = Sweep(spec.name, label, len(settings), len(tune), len(gate), best.name, _changes(best),
+                      outcome.tune_gain, outcome.gate_gain, outcome.p, outcome.naive_p)
+        write_atomic(record, json.dumps(sweep_document(sweep), ensure_ascii=False, indent=2) + "\n")
+        lines.append(f"the sweep's record, which the pull-request comment names: wrote {display(record)}")
     if out is not None:
         write_atomic(out, "".join(line + "\n" for line in snippet))
         lines.append(f"the best setting as a config snippet (never the baseline): wrote {display(out)}")
@@ -180,8 +190,12 @@ def _table(spec: RetrieverSpec, settings: Sequence[Setting], label: str,
                   for name, cells in ordered])
 
 
+def _changes(best: Setting) -> str:
+    return ", ".join(f"{key} = {_shown(value)}" for key, value in best.changes.items())
+
+
 def _verdict(best: Setting, outcome: Outcome, label: str, draws: int) -> list[str]:
-    changes = ", ".join(f"{key} = {_shown(value)}" for key, value in best.changes.items())
+    changes = _changes(best)
     gate = ("no gate questions" if outcome.gate_gain is None
             else f"gain on the gate's questions {signed(outcome.gate_gain)}")
     optimism = "" if outcome.optimism is None else f"; optimism {signed(outcome.optimism)} (tune gain - gate gain)"

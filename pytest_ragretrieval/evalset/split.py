@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 from ..core.errors import ConfigError
@@ -34,9 +34,10 @@ class Split:
     seed: int = 0
 
 
-def by_id(question: Question) -> str:
-    """The default cluster key: each question on its own."""
-    return question.id
+def by_cluster(question: Question) -> str:
+    """The default key of the draw: the question's `cluster` where its line names one (a cluster's questions
+    land on one side), else its id (each question on its own)."""
+    return question.id if question.cluster is None else question.cluster
 
 
 def drawn(split: Split, key: str) -> Side:
@@ -46,7 +47,7 @@ def drawn(split: Split, key: str) -> Side:
 
 
 def sides(
-    questions: Sequence[Question], split: Split | None, cluster: Callable[[Question], str] = by_id,
+    questions: Sequence[Question], split: Split | None, cluster: Callable[[Question], str] = by_cluster,
 ) -> dict[str, Side]:
     """Each question's side: its line's `side`, else drawn by its cluster key; without `[split]`, every
     question is the gate's unless its line says `tune`."""
@@ -55,18 +56,27 @@ def sides(
 
 
 def gate_questions(questions: Sequence[Question], split: Split | None, min_questions: int,
-                   where: str) -> tuple[Question, ...]:
+                   where: str, judged: Collection[str] = ()) -> tuple[Question, ...]:
     """The questions the gate judges, where they enter judging (a sharded run's merge; the session keeps the
-    tune ones apart itself): the split's sizes checked."""
+    tune ones apart itself): the split's sizes checked; `judged`, the base's gate questions (`held`)."""
     side_of = sides(questions, split)
     gate = tuple(q for q in questions if side_of[q.id] == "gate")
     if len(gate) < len(questions):
         check_sizes(len(gate), len(questions) - len(gate), min_questions, where)
-    return gate
+    kept = {q.id for q in held([q for q in questions if side_of[q.id] == "tune"], judged)}
+    return tuple(q for q in questions if side_of[q.id] == "gate" or q.id in kept)
+
+
+def held(tune: Sequence[Question], judged: Collection[str]) -> tuple[Question, ...]:
+    """The `tune` questions the base's exam judged (`judged`: its gate questions): moved out of the gate by the
+    change under test (a `side` edited, `[split]`'s seed or fraction changed), they are still judged by it, so a
+    change cannot hurt questions and move them out of sight in one step; they leave once a baseline recorded
+    without them is the base's."""
+    return tuple(q for q in tune if q.id in judged)
 
 
 def folds(
-    questions: Sequence[Question], count: int, seed: int = 0, cluster: Callable[[Question], str] = by_id,
+    questions: Sequence[Question], count: int, seed: int = 0, cluster: Callable[[Question], str] = by_cluster,
 ) -> list[tuple[tuple[Question, ...], tuple[Question, ...]]]:
     """`count` repeated splits for a sweep on a small set: fold i holds out the questions whose key hashes
     to i, and tunes on the rest; (tune, held out) per fold. Never the gate's: each question is tuned on in

@@ -23,17 +23,18 @@ from ..config.settings import Config, load_config
 from ..core.errors import ConfigError
 from ..core.progress import Output, PlainOutput
 from ..core.timing import Phases
-from ..core.values import fmt
+from ..core.values import fmt, listed
 from ..database.settings import DbMode
 from ..evalset.corpus import chunking_share
 from ..evalset.records import Chunk, Question
-from ..evalset.split import check_sizes, leak_line, leaks, sides
+from ..evalset.split import check_sizes, held, leak_line, leaks, sides
 from ..files.paths import Snapshot, display, snapshot
 from ..gate.evaluation import Evaluation, evaluate, verdict
 from ..gate.items import ItemKey, item_keys
 from ..gate.report import described, header_lines
 from ..labels.explain import missed, recorded_rankings
 from ..labels.gold import recorded_gold
+from ..record.exam import gate_ids
 from ..record.report import ReportInput
 from ..record.types import Record, TuneSplit, Verdict
 from ..report.terminal import summary_lines
@@ -107,6 +108,9 @@ class RagSession:
         """Every question of the eval set, in its order: what the runner's cache keys name."""
         """The `tune` questions (evalset/split.py): asked, scored apart, never judged."""
         self.leak_line: str | None = None
+        self.held: tuple[Question, ...] = ()
+        """Tune questions the base's exam judged: judged here still (`_hold`)."""
+        self.moved_line: str | None = None
         self._gated: dict[str, Run] = {}
         """The corpus's record as the team's database computed it, without a chunks file."""
         self.input_warnings: list[str] = []
@@ -127,20 +131,22 @@ class RagSession:
         self.chunks, self.questions, self.corpus = found.chunks, found.questions, found.corpus
         self.input_warnings = [f"warning: {line}" for line in found.warnings]
         self._split()
-        shard = self.options.shard
-        self.share = tuple(q for q in self.questions if shard is None or shard.holds(q.id))
-        asked = {q.id for q in (*self.share, *(self.tune if shard is None else ()))}
-        self.asked = tuple(q for q in self.everyone if q.id in asked)  # eval-set order: the reuse cache's key
         if any(spec.on_no_answer for spec in self.config.metrics) and all(q.answerable for q in self.questions):
             raise ConfigError(
                 f"{self.config.where} key 'metrics': abstention is scored on no-answer questions and "
                 f"{display(self.config.evalset)} has none; add some (\"relevant\": []) or drop abstention"
             )
+        shard = self.options.shard
+        # a shard judges nothing (the merge that judges reads the base's exam), but asks the questions it holds
+        kept = kept_exam(self.config.baseline, self.baseline) if shard is None or self.tune else None
+        self._hold(kept)
         if self.baseline is not None:
             recorded_gold(self.baseline)  # a damaged record of the gold texts fails here, before anything runs
             verify(self.baseline, self.config.k, self.chunks, self.questions)
-        # a shard judges nothing: the merge that judges reads the base's exam
-        self.kept = kept_exam(self.config.baseline, self.baseline) if self.options.shard is None else None
+        self.kept = kept if shard is None else None
+        self.share = tuple(q for q in self.questions if shard is None or shard.holds(q.id))
+        asked = {q.id for q in (*self.share, *(self.tune if shard is None else ()))}
+        self.asked = tuple(q for q in self.everyone if q.id in asked)  # eval-set order: the reuse cache's key
 
     def _split(self) -> None:
         """Where the questions enter judging: the gate's stay in `questions`, the tune ones go to `tune`, run
@@ -158,10 +164,36 @@ class RagSession:
             self.options.cache_mode)))
         self.questions = gate
 
+    def _hold(self, kept: KeptExam | None) -> None:
+        """The tune questions the base's exam judged (its gate questions: the base revision's in a pull
+        request's CI, else the work tree's baseline's) stay judged: a change that moves questions out of the
+        gate is still judged on them (evalset/split.py, `held`). An update does not hold them: it records
+        the gate's questions alone, so they leave the bar (the question rule judging their leaving) once it
+        is merged."""
+        self.held = ()
+        fingerprint = kept.fingerprint if kept is not None else (
+            self.baseline.fingerprint if self.baseline is not None else None)
+        if not self.tune or fingerprint is None:
+            return
+        moved = held(self.tune, gate_ids(fingerprint))
+        if self.options.update:
+            self.moved_line = (f"rag: {len(moved)} question(s) the baseline judged are on the tune side now "
+                               f"({listed([q.id for q in moved], limit=5)}): this update records them no more, and "
+                               "the pull-request check judges them under the base revision's exam") if moved else None
+            return
+        self.held = moved
+        ids = {q.id for q in (*self.questions, *moved)}
+        self.questions = tuple(q for q in self.everyone if q.id in ids)
+        if moved:
+            self.moved_line = (f"rag: {len(moved)} question(s) moved to the tune side since the base's exam "
+                               f"({listed([q.id for q in moved], limit=5)}) are judged here still: they leave the "
+                               "bar once a baseline recorded without them is merged")
+
     def header_lines(self) -> list[str]:
         exam = [] if self.baseline is None else [f"rag: {LOCAL if self.kept is None else self.kept.line}"]
         lines = header_lines(self.config, self.chunks, self.questions, self.baseline, self.options.update)
         return [*lines, *exam, *([self.leak_line] if self.leak_line else []),
+                *([self.moved_line] if self.moved_line else []),
                 *(f"rag: {line}" for line in self.input_warnings)]
 
     def item_keys(self) -> list[ItemKey]:
@@ -222,7 +254,8 @@ class RagSession:
         label = primary([spec.label for spec in self.config.metrics])
         shown = ", ".join(f"{name} {fmt(values[label])}" for name, values in found.items() if label in values)
         return (f"rag: tune split: {len(self.tune)} questions scored apart, never judged nor recorded "
-                f"({label}: {shown}); {len(self.questions)} gate questions judged")
+                f"({label}: {shown}); {len(self.questions)} gate questions judged"
+                + (f", {len(self.held)} of them moved to tune since the base's exam" if self.held else ""))
 
     def tune_values(self) -> dict[str, dict[str, float]]:
         """Each run's means over the tune questions (what `--rag-json` writes as `tune`)."""

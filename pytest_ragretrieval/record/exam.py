@@ -59,6 +59,18 @@ def kept_questions(section: Mapping[str, Any]) -> dict[str, Question] | None:
                           cluster=clusters.get(qid), side=sides.get(qid)) for qid in ids}
 
 
+def gate_ids(fingerprint: Mapping[str, Any]) -> frozenset[str]:
+    """The questions the base's exam judged: every question the file records, but one its kept sides put on
+    `tune` (a file records its gate questions only; format 4 and older keep no sides: every one was the gate's)."""
+    section = fingerprint.get("questions", {})
+    if not isinstance(section, Mapping):
+        return frozenset()
+    digests = section.get("digests", {})
+    recorded = {*(digests if isinstance(digests, Mapping) else ()), *kept_labels(section)}
+    tune = {qid for qid, side in kept_sides(section).items() if side == "tune"}
+    return frozenset(recorded - tune)
+
+
 def kept_labels(section: Mapping[str, Any]) -> Mapping[str, Mapping[str, int]]:
     found = section.get(LABELS, {})
     return found if isinstance(found, Mapping) else {}

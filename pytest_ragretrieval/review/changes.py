@@ -19,17 +19,20 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from ..bar.rule import bar_means, replaced_bars
+from ..bar.rule import Replacement, bar_means, replaced_bars
 from ..baseline.exams import BASE, TODAY, approved_digest, labels_digest
 from ..baseline.format import Baseline, Recorded
 from ..baseline.since import Since, held, since
 from ..config.settings import REPORT_LANGUAGES, Config
 from ..core.errors import BaselineError
 from ..core.values import EPSILON
+from ..evalset.split import Split
 from ..files.jsonshape import Node, ShapeProblem, decode
 from ..files.jsontext import JSONProblem
 from ..files.paths import Unreadable, display, read_input
 from ..scoring.metrics import ANN_TIE_EPSILON, METRICS, metric_order
+from .moves import SettingChange as SettingChange  # where every reader imports it from
+from .moves import moved_questions, moves
 from .notes import exam_notes, rescore_notes
 from .rescore import Rescored, Today, exams, rescore
 
@@ -55,6 +58,9 @@ class GateSettings:
     max_latency_ms: Mapping[str, float] = field(default_factory=dict, hash=False)
     ann_tie_epsilon: float = ANN_TIE_EPSILON
     """A larger one counts more of an index's swaps as ties: a lower `ann_recall` reads as a loss less often."""
+    split: Split | None = None
+    """`[split]`: changed, it may move the base's gate questions to `tune`, a loosening where one was hurt
+    (`review/moves.py`)."""
 
 
 def gate_settings(config: Config) -> GateSettings:
@@ -68,6 +74,7 @@ def gate_settings(config: Config) -> GateSettings:
         retrievers=tuple(spec.name for spec in config.retrievers),
         max_latency_ms={s.name: s.max_latency_ms for s in config.retrievers if s.max_latency_ms is not None},
         ann_tie_epsilon=config.ann_tie_epsilon,
+        split=config.split,
     )
 
 
@@ -98,16 +105,6 @@ class Entry:
     retriever: str
     metric: str
     reason: str
-
-
-@dataclass(frozen=True)
-class SettingChange:
-    """A setting that makes items fail less (loosened) or more (tightened) often."""
-
-    setting: str
-    subject: str
-    old: str
-    new: str
 
 
 @dataclass(frozen=True)
@@ -346,13 +343,16 @@ def classify(
     question_gated = old_settings is not None and "question" in old_settings.fail_on
     names = sorted(set(old.retrievers) & set(new.retrievers))
     found = since(old.fingerprint, new.fingerprint, set(names), held(old, new))
-    scored = exams(old, new, today, found)
+    moved = moved_questions(old, today, new_settings.split if new_settings is not None else None)
+    scored = exams(old, new, today, found, moved)
     if scored.base is None and today is not None and scored.today is not None:
         # a base that keeps no labels (format 3): its exam is today's on the questions whose graded gold its
         # digests say is unchanged; the others leave the comparison with the values the base file stores
         scored = replace(scored, base=scored.today.only([qid for qid in scored.today if qid in scored.comparable]))
     said = list(notes)
     used: set[str] = set()
+    below: set[str] = set()
+    rule: list[Replacement] = []
     for name in names:
         before, after = old.retrievers[name], new.retrievers[name]
         labels = sorted(set(before.metrics) & set(after.metrics), key=metric_order)
@@ -362,6 +362,8 @@ def classify(
             result = rescore(name, old, new, labels, scored, question_gated)
             used |= {m.exam for means in result.means.values() for m in means}
             down, up, gone = _scored(name, result)
+            below |= set(result.moved_below)
+            rule += [result.moved_rule[label] for label in sorted(result.moved_rule, key=metric_order)]
             if result.unscored:
                 more = _stored(name, old, new, found, result.unscored, False)
                 down, up = down + more[0], up + more[1]
@@ -378,6 +380,10 @@ def classify(
     if old_settings is not None and new_settings is not None:
         loosened, tightened, gone_entries = _settings(old_settings, new_settings)
         removed += gone_entries
+    move = moves(moved, below, rule, scored.base is not None and today is not None, today is not None,
+                 (old_settings.split, new_settings.split) if old_settings and new_settings else None)
+    loosened += [move] if isinstance(move, SettingChange) else []
+    said += [move] if isinstance(move, str) else []
     return Changes(
         old_path=display(old.path), new_path=new_path, fingerprint=tuple(found.system()),
         yardstick=tuple(str(change) for change in found.yardstick), questions=tuple(found.questions.lines()),

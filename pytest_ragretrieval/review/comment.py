@@ -23,6 +23,7 @@ from ..report.wording import TITLE, colon, format_ci, heading, say, unavailable,
 from .approval import Decision, what_lowered
 from .approved import record_line, reopened
 from .changes import Changes, Entry, SettingChange, ValueChange
+from .sweep import Sweep, sweep_line
 
 MARKER = "<!-- pytest-ragretrieval -->"
 LIMIT = 65_536
@@ -44,6 +45,8 @@ class CommentInput:
     decision: Decision | None = None
     artifact_url: str = ""
     run_url: str = ""
+    sweep: Sweep | None = None
+    """The record of the sweep behind the settings (`ragretrieval tune --record`): named, never judged."""
 
     @property
     def language(self) -> str:
@@ -232,6 +235,17 @@ def changes_section(changes: Changes | None, limit: int | None, language: str = 
     return lines
 
 
+def sweep_section(sweep: Sweep | None, language: str = "both") -> list[str]:
+    """The sweep's optimism where it left a record: informational, no verdict reads it."""
+    if sweep is None:
+        return []
+    return ["### " + say(language, ("调参记录", "The sweep behind these settings")), "",
+            f"- ℹ️ {esc(sweep_line(sweep))}",
+            "- ℹ️ " + say(language, ("仅供参考，不影响任何判定", "informational, no verdict reads it: the gate "
+                                     "judges the tuned settings on its own questions, so expect the gate's gain, not "
+                                     "the tune gain"))]
+
+
 def comparisons_section(data: CommentInput, limit: int | None) -> list[str]:
     """The record's comparisons between configurations, as many as fit (`limit`), the rest counted."""
     comparisons = data.report.pairs if data.report is not None else ()
@@ -290,7 +304,8 @@ def footer(data: CommentInput) -> list[str]:
 
 
 def _assemble(data: CommentInput, questions: int | None, entries: int | None) -> str:
-    sections = [header(data), *results_sections(data, questions), changes_section(data.changes, entries, data.language),
+    sections = [header(data), *results_sections(data, questions), sweep_section(data.sweep, data.language),
+                changes_section(data.changes, entries, data.language),
                 approval_section(data.decision, entries, data.language), comparisons_section(data, entries),
                 footer(data)]
     return "\n\n".join("\n".join(section) for section in sections if section) + "\n"

@@ -21,6 +21,7 @@ from ..baseline.exams import BASE, TODAY
 from ..baseline.fingerprint import questions_record
 from ..baseline.format import Baseline, Recorded, RecordedQuestion
 from ..baseline.since import Since, paired, question_changes
+from ..core.values import EPSILON
 from ..evalset.records import Question, Span
 from ..files.paths import display
 from ..scoring.evaluate import mean
@@ -73,6 +74,11 @@ class Rescored:
     places): compared by their stored values, and said so."""
     missing: tuple[str, ...] = ()
     """Questions compared that the head's entry holds no ranking for: scored as empty rankings."""
+    moved_below: tuple[str, ...] = ()
+    """Questions moved out of the gate (`Exams.moved`) whose value today is below their approved one, under an
+    exam, in a metric compared."""
+    moved_rule: Mapping[str, Replacement] = field(default_factory=dict, hash=False)
+    """Metric label -> the moved questions' leaving as the question rule reads it, where it lowers the bar."""
 
 
 @dataclass(frozen=True)
@@ -95,10 +101,14 @@ class Exams:
     scored at today's places, as the gate scores today's rankings."""
     fresh: Mapping[str, Mapping[str, Sequence[str]]] = field(default_factory=dict, hash=False)
     """Per retriever, today's rankings of the questions the head's file holds no ranking of as asked today
-    (`Today.rankings`): the question rule then sees the values they have today."""
+    (`Today.rankings`), and of the `moved` ones: the question rule then sees the values they have today."""
+    moved: frozenset[str] = frozenset()
+    """The base's gate questions today's split puts on `tune` (a `side` edited, `[split]` changed): compared
+    as any question, and each one's value today against its approved one (`Rescored.moved_below`)."""
 
 
-def exams(old: Baseline, new: Baseline, today: Today | None, found: Since) -> Exams:
+def exams(old: Baseline, new: Baseline, today: Today | None, found: Since, moved: frozenset[str] = frozenset()
+          ) -> Exams:
     """The exams of a comparison. With the work tree's eval set, which questions are compared is derived
     from it (a question the head's file drops while the eval set still asks it stays compared); else the
     files' own question digests decide (`found`, as `since` compared them)."""
@@ -108,14 +118,14 @@ def exams(old: Baseline, new: Baseline, today: Today | None, found: Since) -> Ex
         section = old.fingerprint.get("questions", {})
         derived = question_changes(section if isinstance(section, Mapping) else {}, questions_record(today.questions),
                                    found.corpus)
-        fresh = _fresh(new, today)
+        fresh = _fresh(new, today, moved)
         changed = _changed(found)
         if today.digests is not None:
             changed, head = _since(old.fingerprint, today.digests), _since(new.fingerprint, today.digests)
         else:
             head = changed
         return Exams(base, Exam.of_today(today.questions, today.source), derived.comparable, today.places,
-                     today.chunkings, changed, head, fresh)
+                     today.chunkings, changed, head, fresh, moved)
     kept = Exam.of_baseline(new.fingerprint, f"the labels {display(new.path)} was recorded under")
     chunkings = None
     if isinstance(old.fingerprint.get("chunks"), Mapping) and "chunkings" in old.fingerprint["chunks"]:
@@ -125,14 +135,15 @@ def exams(old: Baseline, new: Baseline, today: Today | None, found: Since) -> Ex
     return Exams(base, kept, frozenset(comparable), None, chunkings, _changed(found), _changed(found))
 
 
-def _fresh(new: Baseline, today: Today) -> dict[str, dict[str, Sequence[str]]]:
-    """Today's rankings of the questions the head's file does not hold as they are asked today."""
+def _fresh(new: Baseline, today: Today, moved: frozenset[str]) -> dict[str, dict[str, Sequence[str]]]:
+    """Today's rankings of the questions the head's file does not hold as they are asked today, and of the
+    questions moved out of the gate: the head's file holds its own ranking of those, not today's."""
     if not today.rankings:
         return {}
     section = new.fingerprint.get("questions", {})
     held = question_changes(section if isinstance(section, Mapping) else {}, questions_record(today.questions),
                             None).comparable
-    return {name: {qid: tuple(ranking) for qid, ranking in found.items() if qid not in held}
+    return {name: {qid: tuple(ranking) for qid, ranking in found.items() if qid not in held or qid in moved}
             for name, found in today.rankings.items()}
 
 
@@ -212,15 +223,17 @@ def rescore(name: str, old: Baseline, new: Baseline, labels: Collection[str], fo
     old_rankings = before.approved_rankings()
     new_rankings = after.approved_rankings()
     compared = sorted(qid for qid in found.comparable if qid in before.questions)
-    missing = tuple(qid for qid in compared if qid not in after.questions
-                    and (today is None or qid in today) and qid in base)
     fresh = found.fresh.get(name, {})
+    missing = tuple(qid for qid in compared if qid not in after.questions and qid not in fresh
+                    and (today is None or qid in today) and qid in base)
     rankings = {qid: fresh.get(qid, new_rankings.get(qid, ())) for qid in {*new_rankings, *compared, *fresh}}
     sat = [(TODAY, today)] if today is not None else []
     if today is None or today.differs(base, compared):
         sat.append((BASE, base))
     means: dict[str, list[Means]] = {spec.label: [] for spec in specs}
     lost: list[tuple[str, str]] = []
+    below: set[str] = set()
+    rule: dict[str, Replacement] = {}
     for exam, questions in sat:
         ids = [qid for qid in compared if qid in questions]
         bar = recorded_values(as_recorded(questions.score(scorer, name, old_rankings, ids), before.bar))
@@ -231,6 +244,15 @@ def rescore(name: str, old: Baseline, new: Baseline, labels: Collection[str], fo
             pairs = paired(label, bar, head, ids)
             if pairs.n:
                 means[label].append(Means(exam, mean(pairs.before), mean(pairs.after), pairs.n))
+        moved = [qid for qid in ids if qid in found.moved]
+        below |= {qid for qid in moved for label in means if label in bar.get(qid, {})
+                  and head.get(qid, {}).get(label, bar[qid][label]) < bar[qid][label] - EPSILON}
+        for label in means if moved else ():
+            kept = {qid: head[qid][label] for qid in ids if qid not in found.moved and label in head.get(qid, {})}
+            gone = replacement({qid: bar[qid][label] for qid in ids if label in bar.get(qid, {})}, kept,
+                               set(ids) - found.moved, added=())  # the moved ones leave, none joins
+            if gone is not None:
+                rule.setdefault(label, gone)
         if hits:
             lost += [(qid, exam) for qid in ids if _hit(old_rankings.get(qid, ()), questions[qid], old.k)
                      and not _hit(rankings.get(qid, ()), questions[qid], old.k)]
@@ -240,7 +262,7 @@ def rescore(name: str, old: Baseline, new: Baseline, labels: Collection[str], fo
     for qid, exam in lost:
         first.setdefault(qid, exam)
     return Rescored({label: tuple(values) for label, values in means.items()}, replaced,
-                    tuple(sorted(first.items())), tuple(unscored), missing)
+                    tuple(sorted(first.items())), tuple(unscored), missing, tuple(sorted(below)), rule)
 
 
 def _hit(ranking: Sequence[str], question: Question, k: int) -> bool:

@@ -30,6 +30,7 @@ from pytest_ragretrieval.baseline.exams import approved_digest, labels_digest
 from pytest_ragretrieval.baseline.format import dumps, parse
 from pytest_ragretrieval.review.approved import approval_of, record_line
 from pytest_ragretrieval.review.changes import Changes, ValueChange
+from pytest_ragretrieval.review.sweep import Sweep, sweep_document
 
 FAKE_GH = ROOT / "tests" / "tools" / "fake_gh.py"
 EXPRESSION = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
@@ -329,6 +330,29 @@ def test_dry_run_of_the_first_baseline(tmp_path: Path) -> None:
     run = DryRun(tmp_path, {"pyproject.toml": PYPROJECT}, {"baselines/retrieval.json": baseline(0.5)})
     assert run.check() == 0, run.log
     assert "note: origin/main has no baselines/retrieval.json: every entry is new" in run.log
+
+
+def sweep_record(tune_gain: float) -> str:
+    found = Sweep("bm25", "ndcg@2", 24, 32, 21, "bm25~3", "k1 = 1.2", tune_gain, 0.01, 0.4, 0.03)
+    return json.dumps(sweep_document(found)) + "\n"
+
+
+@pytest.mark.parametrize("changed", [True, False])
+def test_dry_run_names_the_sweep_where_the_pull_request_adds_or_changes_its_record(
+        tmp_path: Path, changed: bool) -> None:
+    """The `sweep-record` input: the comment names the sweep's optimism where this pull request adds or changes
+    the record (an unchanged one is an older sweep's), and the check's verdict is the same either way."""
+    if shutil.which("git") is None or shutil.which("ragretrieval", path=str(Path(sys.executable).parent)) is None:
+        pytest.skip("the dry run needs git and the ragretrieval command beside this Python")
+    base = {"pyproject.toml": PYPROJECT, "baselines/retrieval.json": baseline(0.6), "sweep.json": sweep_record(0.05)}
+    run = DryRun(tmp_path, base, {"baselines/retrieval.json": baseline(0.5),
+                                  **({"sweep.json": sweep_record(0.06)} if changed else {})})
+    inputs = {"sweep-record": "sweep.json"}
+    assert run.check(None, "team/repo", None, **inputs) == 1, run.log  # lowered, the record or not
+    body = run.ours()["body"]
+    assert ("The sweep behind these settings" in body) is changed, body
+    if changed:
+        assert "optimism +0.0500 (tune gain - gate gain)" in body, body
 
 
 def test_dry_run_where_the_token_cannot_write_fails_the_comment_step_with_the_fix(

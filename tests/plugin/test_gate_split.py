@@ -75,6 +75,26 @@ def test_a_gate_question_repeating_a_tune_one_is_named_at_load(pytester: pytest.
                                  "q41 repeats tune question q04 (the same query)*"])
 
 
+@pytest.mark.parametrize(("shared", "extra", "named"), [(9, 1, True), (89, 11, False), (0, 0, True)])
+def test_a_gate_near_copy_of_a_tune_question_is_named_from_jaccard_0_9(
+        pytester: pytest.Pytester, shared: int, extra: int, named: bool) -> None:
+    """The leak guard at load, under the config's own tokenizer: a gate question whose tokens share 9 of 10 with
+    a tune question's (Jaccard 0.9) is named, 89 of 100 (0.89) is not, an exact copy (case aside) is."""
+    chunks, questions, gold = synthetic(60)
+    for question in questions[:30]:
+        question["side"] = "tune"
+    tune = " ".join(f"w{i}" for i in range(shared)) or "an exact copy"
+    questions[3]["query"] = tune
+    questions[40]["query"] = " ".join([tune, *(f"x{i}" for i in range(extra))]) if extra else tune.upper()
+    write_project(pytester.path, chunks=chunks, questions=questions, rankings=gold, settings='tokenizer = "whitespace"')
+    result = pytester.runpytest("--rag-eval", *RUN)
+    out = result.stdout.str()
+    assert ("rag: warning: 1 gate question(s) repeat a tune question" in out) is named, out
+    if named:
+        why = "the same query" if not extra else "Jaccard 0.90"
+        assert f"q41 repeats tune question q04 ({why})" in out, out
+
+
 def test_a_sharded_run_s_merge_judges_only_gate_questions(
     pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str],
 ) -> None:

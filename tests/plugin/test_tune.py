@@ -2,6 +2,7 @@
 a config snippet, never the baseline."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -86,3 +87,49 @@ def test_folds_hold_out_tune_questions(
     assert main(["tune", "knob", "--draws", "99", "--folds", "3"]) == 0
     line = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("3 folds"))
     assert line.startswith("3 folds of the tune questions: mean gain where picked +1.0000, on the fold held out +1.0000")
+
+
+def test_the_comment_names_the_sweep_s_optimism_from_its_record_and_judges_nothing_by_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Issue 51 item 5: `tune --record` leaves the sweep's record; `comment --sweep` names its optimism under a
+    heading of its own, and the comment's verdict lines are the same without it."""
+    _project(tmp_path, monkeypatch)
+    assert main(["tune", "knob", "--draws", "999", "--record", "sweep.json"]) == 0
+    assert "wrote sweep.json" in capsys.readouterr().out
+    record = json.loads((tmp_path / "sweep.json").read_text(encoding="utf-8"))
+    assert (record["kind"], record["best"], record["tune_gain"], record["gate_gain"], record["optimism"]) == (
+        "ragretrieval-sweep", "knob~3", 1.0, 0.0, 1.0)
+    assert main(["comment", "--gate-outcome", "success"]) == 0
+    without = capsys.readouterr().out.splitlines()
+    assert main(["comment", "--gate-outcome", "success", "--sweep", "sweep.json"]) == 0
+    body = capsys.readouterr().out.splitlines()
+    assert [line for line in body if line not in without] == [
+        "### 调参记录 / The sweep behind these settings",
+        '- ℹ️ ragretrieval tune knob: 4 settings on 30 tune questions, ranked by ndcg@3; best knob\\~3 (options = '
+        '{"good": "t"}): ndcg@3 gain on the tune questions +1.0000 (selection-aware p = 0.0010; as if it were '
+        "the only setting tried: p = 0.0010), on the gate's 30 questions, which picked nothing, +0.0000; optimism "
+        "+1.0000 (tune gain - gate gain)",
+        "- ℹ️ 仅供参考，不影响任何判定 / informational, no verdict reads it: the gate judges the tuned settings on its "
+        "own questions, so expect the gate's gain, not the tune gain"]
+    assert body[:8] == without[:8]  # the gate and baseline lines: no verdict reads the record
+
+
+@pytest.mark.parametrize(("edit", "wanted"), [
+    ({"optimism": 0.5}, "optimism disagrees with tune_gain - gate_gain"),
+    ({"p": 1.5}, "p must be a p-value from 0 to 1, got 1.5"),
+    ({"kind": "other"}, "kind must be 'ragretrieval-sweep'"),
+])
+def test_a_damaged_sweep_record_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], edit: dict[str, object],
+    wanted: str,
+) -> None:
+    _project(tmp_path, monkeypatch)
+    assert main(["tune", "knob", "--draws", "99", "--record", "sweep.json"]) == 0
+    record = json.loads((tmp_path / "sweep.json").read_text(encoding="utf-8"))
+    (tmp_path / "sweep.json").write_text(json.dumps({**record, **edit}), encoding="utf-8")
+    capsys.readouterr()
+    assert main(["comment", "--sweep", "sweep.json"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("ragretrieval: error: sweep.json: not a record written by") \
+        and wanted in err[0], err

@@ -42,6 +42,22 @@ def test_a_cluster_s_questions_land_on_one_side() -> None:
     assert len(set(found.values())) == 2
 
 
+def test_the_eval_set_s_cluster_keeps_its_questions_on_one_side_by_default() -> None:
+    """`cluster` on a line is the draw's key, in the gate's split and in folds alike; a question without one is
+    drawn by its id, as before."""
+    questions = [Question(id=f"t{topic}-{i}", query="q", relevance={"c": 1}, cluster=f"topic {topic}")
+                 for topic in range(40) for i in range(3)]
+    found = sides(questions, Split(fraction=0.5, seed=1))
+    assert all(len({found[f"t{topic}-{i}"] for i in range(3)}) == 1 for topic in range(40))
+    assert len(set(found.values())) == 2
+    for _, held in folds(questions, 4, seed=2):
+        ids = {q.id for q in held}
+        assert all(len({f"t{topic}-{i}" in ids for i in range(3)}) == 1 for topic in range(40))
+    alone = [_q(f"t{topic}-0") for topic in range(40)]
+    assert sides(alone, Split(fraction=0.5, seed=1)) == sides(alone, Split(fraction=0.5, seed=1),
+                                                              cluster=lambda q: q.id)
+
+
 def test_folds_hold_each_question_out_once() -> None:
     questions = [_q(f"q{i}") for i in range(50)]
     found = folds(questions, 5, seed=2)
