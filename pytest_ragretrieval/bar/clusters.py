@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..baseline.exams import BASE, EXAM_NAMES, TODAY
+from ..core.values import p_value
 from ..evalset.records import Question
 
 NAMED, DOCUMENT, OWN = "named", "document", "own"
@@ -82,6 +83,12 @@ def floor(clusters: int) -> float:
     return 2.0 ** -clusters
 
 
+def floor_text(clusters: int) -> str:
+    """`2^-8 = 0.0039` (`2^-20 < 0.0001`)."""
+    shown = p_value(floor(clusters))
+    return f"2^-{clusters} {shown}" if shown.startswith("<") else f"2^-{clusters} = {shown}"
+
+
 def unreachable(clusterings: Clustering | Sequence[Clustering] | None, ids: Iterable[str], alpha: float) -> str:
     """Why no p over `ids` can reach `alpha` under one of `clusterings` (its clusters' floor is at least
     alpha), else ""; "" too where every question is its own cluster (today's rule, unchanged)."""
@@ -91,7 +98,7 @@ def unreachable(clusterings: Clustering | Sequence[Clustering] | None, ids: Iter
         count = clustering.count(ids)
         if clustering.clustered(ids) and floor(count) >= alpha:
             return (f"its {count} cluster{'s' if count != 1 else ''} ({clustering.source}) allow no p below "
-                    f"2^-{count} = {floor(count):.4g}, not below alpha {alpha:g}: judged by the tolerance alone")
+                    f"{floor_text(count)}, not below alpha {alpha:g}: judged by the tolerance alone")
     return ""
 
 
