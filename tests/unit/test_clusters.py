@@ -12,6 +12,7 @@ import numpy as np
 from stages import document, fingerprint, retriever_entry
 
 from pytest_ragretrieval.bar.clusters import Clustering, judged_under, unreachable
+from pytest_ragretrieval.baseline.exams import KeptExam
 from pytest_ragretrieval.baseline.format import Baseline, dumps, parse
 from pytest_ragretrieval.config.settings import Config, load_config
 from pytest_ragretrieval.evalset.records import Question, Span
@@ -159,11 +160,15 @@ def recorded(cfg: Config, base: tuple[Question, ...], values: dict[str, list[flo
 
 
 def verdicts(cfg: Config, base: tuple[Question, ...], today: tuple[Question, ...], bar: dict[str, list[float]],
-             now: dict[str, list[float]]) -> dict[str, tuple[bool, float | None, str]]:
-    """Per metric: passed, p, the verdict's line, judged against a baseline recorded under `base`'s clusters."""
+             now: dict[str, list[float]], revision: tuple[Question, ...] | None = None
+             ) -> dict[str, tuple[bool, float | None, str]]:
+    """Per metric: passed, p, the verdict's line, judged against a baseline recorded under `base`'s clusters;
+    in a pull request's CI (`revision`), the base's exam read from the base revision's baseline, as
+    `glue/trust.py` hands it over."""
     ids = [q.id for q in today]
+    kept = None if revision is None else KeptExam(fingerprint(cfg, revision), "the base revision's exam")
     judge = Judge(cfg, today, recorded(cfg, base, bar), fingerprint(cfg, today),
-                  {"one": Run(result=result(now, ids))}, selected=KEYS)
+                  {"one": Run(result=result(now, ids))}, selected=KEYS, kept=kept)
     found = {}
     for key in KEYS:
         comparison = judge.comparison("one", key.name)
@@ -211,6 +216,9 @@ def test_an_edit_of_the_clusters_cannot_pass_what_the_base_s_clusters_fail(tmp_p
     assert edited[:2] == (False, 2 ** -5)
     approved = verdicts(cfg, asked(merged), asked(merged), bar, now)["ndcg@3"]
     assert approved[:2] == (True, 0.25)
+    # in CI the base revision's clusters judge, whatever the pull request's own baseline file keeps
+    rerecorded = verdicts(cfg, asked(merged), asked(merged), bar, now, revision=asked(EIGHT))["ndcg@3"]
+    assert rerecorded[:2] == (False, 2 ** -5)
 
 
 def test_four_documents_judge_by_the_tolerance_alone_and_the_header_says_so(tmp_path: Path) -> None:
