@@ -118,8 +118,12 @@ def test_max_t_flips_whole_clusters_for_every_item_at_once() -> None:
     # an item whose clusters' sums are all 0 leaves the family, as an item that never moved
     balanced = np.array([1, -1] + [0] * 16, dtype=float)
     assert maxt([balanced, DROP], "randomization", clusters=clusters)[0] is None
-    drawn = maxt([DROP, OTHER], "bootstrap", clusters=clusters)
-    assert all(p is not None and 0 < p <= 1 for p in drawn)
+    # the bootstrap draws clusters for the family as for one item: one member, or two the same up to scale,
+    # keep the single-item test's p
+    single = round(bootstrap_p(OTHER, clusters=clusters), 6)
+    assert maxt([OTHER], "bootstrap", clusters=clusters) == [single]
+    assert maxt([OTHER, 2 * OTHER], "bootstrap", clusters=clusters) == [single, single]
+    assert single != round(bootstrap_p(OTHER), 6)
 
 
 def test_a_question_s_cluster_is_named_else_its_gold_s_document_else_its_own() -> None:
