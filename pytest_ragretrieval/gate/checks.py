@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from msgspec import structs
 
+from ..bar.clusters import Clustering, unreachable
 from ..bar.sides import per_question as per_question
 from ..bar.sides import recorded_values as recorded_values
 from ..baseline.format import Recorded, RecordedQuestion
@@ -113,10 +114,13 @@ def unjudged_line(
 
 
 def compare(
-    label: str, recorded: Recorded, result: RetrieverResult, significance: Significance, comparable: Collection[str]
+    label: str, recorded: Recorded, result: RetrieverResult, significance: Significance, comparable: Collection[str],
+    clustering: Clustering | None = None, alpha: float = 0.05,
 ) -> Comparison | None:
     """Baseline, value and delta over the comparable questions both scored, the minimum detectable
-    effect, and in significance mode the paired test's p and 95% interval; None when no question is shared.
+    effect, and in significance mode the paired test's p and 95% interval, whole clusters flipped or drawn
+    under `clustering`; no p where its clusters cannot reach `alpha` (`unreachable`: judged by the
+    tolerance alone); None when no question is shared.
 
     Both means are taken at the stored precision, from the 6-digit per-question values on both sides
     (the values the test resamples), never from a recorded mean of unrounded values: a kept bar has
@@ -128,11 +132,12 @@ def compare(
     value_all = result.metrics[label] if not pairs.whole and result.metrics[label] != after else None
     found = Comparison(before, after, round(after - before, DIGITS), questions=pairs.n, whole=pairs.whole,
                        value_all=value_all, mde=detectable(pairs.before))
-    if significance == "none":
+    if significance == "none" or unreachable(clustering, pairs.ids, alpha):
         return found
-    from ..scoring.stats import paired_test
+    from ..scoring.stats import labels, paired_test
 
-    test = paired_test(pairs.before, pairs.after, significance)
+    clusters = None if clustering is None else labels([clustering.key(qid) for qid in pairs.ids])
+    test = paired_test(pairs.before, pairs.after, significance, clusters=clusters)
     if test is None:
         return found
     return structs.replace(found, p_value=test.p_value, p_unadjusted=test.p_value, ci95=test.ci95)
@@ -198,6 +203,9 @@ class MetricCheck:
     """Each question's judged chunk ids (any grade), for the line on unjudged chunks in a drop's top k."""
     ann_recall: float | None = None
     """The lowest ANN recall measured for the retriever (or its sources); None where none was measured."""
+    clusterings: Sequence[Clustering] = ()
+    """The clusterings it is judged under: where one's clusters cannot reach alpha (`bar.clusters.unreachable`)
+    it has no p and is judged by the tolerance alone."""
 
     def evaluate(self, recorded: Recorded, result: RetrieverResult, comparison: Comparison | None = None,
                  comparable: Collection[str] | None = None) -> Outcome:
@@ -226,19 +234,22 @@ class MetricCheck:
         assert before is not None
         found = drops(label, recorded, result, comparable)
         fell = before - after > self.tolerance + EPSILON
+        untested = unreachable(self.clusterings, paired(label, recorded_values(recorded), per_question(result),
+                                                        comparable).ids, self.alpha)
         scope, changed = scope_text(comparison), change_text(self.changes)
         head = (
             f"{label} of {self.retriever!r} fell from {fmt(before)} to {fmt(after)} "
             f"({signed(after - before)}, tolerance {fmt(self.tolerance)}){scope}{changed}{older_text(comparison)}"
         )
         if fell and self.significance != "none":
-            test = self._test_text(comparison)
+            test = self._test_text(comparison, untested)
             if comparison.p_value is not None and comparison.p_value >= self.alpha:
                 return Outcome(True, f"{head}, but the drop is not significant ({test})", (), comparison)
             return Outcome(False, f"{head}; {test}", self._drop_details(found, result, recorded), comparison)
         if fell:
             return Outcome(False, head, self._drop_details(found, result, recorded), comparison)
-        tested = f"; {self.significance} test {p_text(comparison)}" if comparison.p_value is not None else ""
+        tested = (f"; {self.significance} test {p_text(comparison)}" if comparison.p_value is not None
+                  else f"; {untested}" if untested and self.significance != "none" else "")
         return Outcome(
             True, f"{label} of {self.retriever!r}: {fmt(after)} ({signed(after - before)} against {fmt(before)})"
             f"{scope}{changed}{tested}{older_text(comparison)}", (), comparison,
@@ -249,9 +260,9 @@ class MetricCheck:
             found, result, self.judged, self.spec.k, recorded.questions, self.ann_recall)
         return (*drop_lines(found, self.edited), *unjudged)
 
-    def _test_text(self, comparison: Comparison) -> str:
+    def _test_text(self, comparison: Comparison, untested: str = "") -> str:
         if comparison.p_value is None:
-            return "too few paired questions for a significance test"
+            return untested or "too few paired questions for a significance test"
         low, high = comparison.ci95 or (0.0, 0.0)
         relation = "<" if comparison.p_value < self.alpha else ">="
         return (

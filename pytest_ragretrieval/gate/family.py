@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Literal
 
 from msgspec import structs
 
+from ..bar.clusters import Clustering
 from ..baseline.format import Recorded
 from ..baseline.since import paired
 from ..config.settings import Config
@@ -60,24 +61,36 @@ def used(configured: Adjusting, members: Sequence[Member]) -> Adjusting:
 
 
 def adjusted(
-    members: Sequence[Member], method: Literal["maxt", "holm"], significance: Method, alpha: float
+    members: Sequence[Member], method: Literal["maxt", "holm"], significance: Method, alpha: float,
+    clustering: Clustering | None = None,
 ) -> dict[Key, Comparison]:
     """Each member's comparison with its p adjusted over the family by `method` ("maxt" or "holm");
-    max-T draws more resamples when a resampled p lands near `alpha`."""
+    max-T draws more resamples when a resampled p lands near `alpha`, and flips or draws whole clusters
+    under `clustering` (Holm adjusts the members' own p's, each already over the clusters)."""
     import numpy as np
 
-    from ..scoring.stats import holm, maxt
+    from ..scoring.stats import holm, labels, maxt
 
     if method == "maxt":
-        found = maxt([np.asarray(item.differences) for item in members], significance, alpha=alpha)
+        clusters = None if clustering is None else labels([clustering.key(qid) for qid in members[0].ids])
+        found = maxt([np.asarray(item.differences) for item in members], significance, alpha=alpha,
+                     clusters=clusters)
     else:
         found = list(holm([item.comparison.p_value or 0.0 for item in members]))
     family = {}
     for item, p in zip(members, found, strict=True):
-        assert p is not None
+        if p is None:  # its clusters' sums are all 0: no resample moves it, its own p (1) stands
+            continue
         family[item.key] = structs.replace(item.comparison, p_value=p, family=len(members),
                                            adjustment=Adjustment(method))
     return family
+
+
+def harshest(found: Sequence[Comparison | None]) -> Comparison | None:
+    """An item's comparison under the clusterings it is judged under, the one that fails it soonest: one
+    whose clusters leave it to the tolerance alone (no p), else the smallest p (the first on a tie)."""
+    present = [comparison for comparison in found if comparison is not None]
+    return min(present, key=lambda c: -1.0 if c.p_value is None else c.p_value) if present else None
 
 
 def power_lines(config: Config, comparisons: Mapping[str, Mapping[str, Comparison]]) -> list[str]:

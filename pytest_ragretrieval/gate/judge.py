@@ -7,16 +7,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from msgspec import structs
 
+from ..bar.clusters import Clustering, changed_lines, judged_under
 from ..bar.exam import Exam, Scorer
 from ..bar.rule import Replacement, replacement
 from ..bar.sides import Side, common_mean, leaving, sides
 from ..baseline.exams import BASE, EXAM_NAMES, TODAY, KeptExam
 from ..baseline.format import RERECORD, Baseline, Recorded
-from ..baseline.since import Since, since
+from ..baseline.since import Since, asked_alike, since
 from ..baseline.update import partial_lines
 from ..config.settings import Config
 from ..core.errors import RagError
@@ -39,7 +41,7 @@ from .checks import (
     per_question,
     scope_text,
 )
-from .family import Key, Member, adjusted, member, power_lines, used
+from .family import Key, Member, adjusted, harshest, member, power_lines, used
 from .items import ItemKey, Skip
 from .pairs import Pairs, compare_configurations
 from .report import baseline_questions, comparable_notes, lowest_ann_recall, small_set_notes
@@ -83,10 +85,10 @@ class Judge:
         for key in selected:
             if key.kind == "metric":
                 self.selected.setdefault(key.retriever, set()).add(key.name)
-        self._raw: dict[Key, Comparison | None] = {}
+        self._raw: dict[tuple[Key, int], Comparison | None] = {}
         self._sides: dict[str, tuple[Side, ...]] = {}
-        self._family: dict[Key, Comparison] | None = None
-        self._members: list[Member] | None = None
+        self._family: dict[int, dict[Key, Comparison]] = {}
+        self._members: dict[int, list[Member]] = {}
         self._pairs: Pairs | None = None
         self._since: Since | None = None
         self._edited: tuple[EditedGold, ...] | None = None
@@ -94,8 +96,14 @@ class Judge:
     def pairs(self) -> Pairs:
         """The comparisons between configurations, computed once for the summary, reports and results."""
         if self._pairs is None:
-            self._pairs = compare_configurations(self.config, self.runs)
+            self._pairs = compare_configurations(self.config, self.runs, clustering=self.clusterings[0])
         return self._pairs
+
+    @cached_property
+    def clusterings(self) -> tuple[Clustering, ...]:
+        """Today's clustering, then the base's where it differs, read where the base's exam is (`base_exam`)."""
+        base = self.base_exam(None)
+        return judged_under(self.questions, None if base is None else base.questions)
 
     def since(self) -> Since | None:
         """What changed since the baseline was recorded; None without a baseline."""
@@ -134,7 +142,8 @@ class Judge:
             fallback = ["p-values Holm-adjusted, not max-T: the metric items were compared on different questions "
                         "(max-T resamples every item over the same ones)"]
         return (small_set_notes(self.config, self.questions) + comparable_notes(self.config, self.questions, changes)
-                + self.value_bar_notes() + self.older_notes() + self.power_notes() + fallback)
+                + self.value_bar_notes() + self.older_notes() + self.power_notes() + fallback
+                + changed_lines(self.config.significance, self.clusterings, [q.id for q in self.questions]))
 
     def older_notes(self) -> list[str]:
         """One line per retriever whose last update was already below its bar (accepted within the tolerance),
@@ -192,14 +201,14 @@ class Judge:
         exam = Exam.of_today(self.questions, EXAM_NAMES[TODAY])
         return exam.cut(self.config.retriever(name).chunking if self.config.chunkings else None)
 
-    def base_exam(self, name: str) -> Exam | None:
+    def base_exam(self, name: str | None) -> Exam | None:
         """The base's exam as `name` is scored on it (None: the baseline keeps no labels, format 3): the work
-        tree's baseline's, or in a pull request's CI the base revision's (`kept`, `glue/trust.py`)."""
+        tree's baseline's, or in a pull request's CI the base revision's (`kept`, `glue/trust.py`); no name: uncut."""
         if self.baseline is None:
             return None
         source = self.baseline.fingerprint if self.kept is None else self.kept.fingerprint
         exam = None if source is None else Exam.of_baseline(source, EXAM_NAMES[BASE])
-        return None if exam is None else exam.cut(self.config.retriever(name).chunking if self.config.chunkings
+        return None if exam is None else exam.cut(self.config.retriever(name).chunking if self.config.chunkings and name
                                                   else None)
 
     def earlier(self) -> Scorer:
@@ -237,52 +246,54 @@ class Judge:
     def comparison(self, name: str, label: str, exam: str = TODAY) -> Comparison | None:
         """Baseline, value, delta (and p, CI in significance mode) of one retriever x metric under one exam,
         over the comparable questions; p is adjusted when the item is one of the session's family."""
-        raw = self._comparison(name, label, exam)
-        if raw is None or raw.p_value is None:
-            return raw
-        return self.family().get((name, label, exam), raw)
+        return harshest([self._clustered(name, label, exam, index) for index in range(len(self.clusterings))])
 
-    def _comparison(self, name: str, label: str, exam: str = TODAY) -> Comparison | None:
-        if (name, label, exam) not in self._raw:
+    def _clustered(self, name: str, label: str, exam: str, clustering: int) -> Comparison | None:
+        raw = self._comparison(name, label, exam, clustering)
+        return raw if raw is None or raw.p_value is None else self.family(clustering).get((name, label, exam), raw)
+
+    def _comparison(self, name: str, label: str, exam: str = TODAY, clustering: int = 0) -> Comparison | None:
+        if ((name, label, exam), clustering) not in self._raw:
             side, changes = self.side(name, exam), self.since()
             found = None
             if side is not None and changes is not None and label in side.bar.metrics:
                 comparable = changes.questions.comparable
-                found = compare(label, side.bar, side.today, self.config.significance, comparable)
+                found = compare(label, side.bar, side.today, self.config.significance, comparable,
+                                self.clusterings[clustering], self.config.alpha)
                 if found is not None and side.last is not None:
                     found = structs.replace(found, last_update=common_mean(label, side.bar, side.last, side.today,
                                                                             comparable))
-            self._raw[(name, label, exam)] = found
-        return self._raw[(name, label, exam)]
+            self._raw[((name, label, exam), clustering)] = found
+        return self._raw[((name, label, exam), clustering)]
 
-    def members(self) -> list[Member]:
+    def members(self, clustering: int = 0) -> list[Member]:
         """The family (see `family.py`): the metric items judged this session that have a p-value and a
         difference from the bar on some question; the items selected by -k/-m (all configured ones when
         none were given), once every selected retriever has run. Each member holds the per-question
         differences its verdict tests (against the bar, as `_comparison`), never those against the
-        recorded values: a re-record that keeps the bar then changes no p."""
-        if self._members is None:
+        recorded values: a re-record that keeps the bar then changes no p. Under `clusterings[clustering]`."""
+        if clustering not in self._members:
             keys = [(name, label) for name, labels in self.selected.items() for label in sorted(labels)] or [
                 (spec.name, metric.label) for spec in self.config.retrievers for metric in self.config.metrics]
-            self._members = []
+            self._members[clustering] = []
             changes = self.since()
             for name, label in keys:
                 for side in self.sides(name):
-                    found = self._comparison(name, label, side.exam)
+                    found = self._comparison(name, label, side.exam, clustering)
                     if found is not None and found.p_value is not None:
                         assert changes is not None
                         item = member((name, label, side.exam), found, side.bar, side.today,
                                       changes.questions.comparable)
-                        self._members += [item] if item is not None else []
-        return self._members
+                        self._members[clustering] += [item] if item is not None else []
+        return self._members[clustering]
 
-    def families(self) -> tuple[list[Member], list[Member]]:
+    def families(self, clustering: int = 0) -> tuple[list[Member], list[Member]]:
         """The base's exam's family (each item as the base's exam judges it: its base member where the labels
         changed, else its member under today's exam, which is the base's), then today's exam's (every member
         under today's exam; empty where no labels changed). Adjusted apart, so an item's p under the base's
         exam depends only on that exam and today's rankings: a label edit can add a failure under today's
         exam, never change a p, a family or max-T into Holm under the base's."""
-        members = self.members()
+        members = self.members(clustering)
         differs = {name for name in self.runs if self.side(name, BASE) is not None}
         base = [found for found in members if (found.key[2] == BASE) == (found.key[0] in differs)]
         return base, [found for found in members if found.key[2] == TODAY] if differs else []
@@ -291,22 +302,23 @@ class Judge:
         """The adjustment used under the base's exam: "maxt", "holm" or "none" (see `family.used`)."""
         return used(self.config.adjustment, self.families()[0])
 
-    def family(self) -> dict[Key, Comparison]:
+    def family(self, clustering: int = 0) -> dict[Key, Comparison]:
         """The members' comparisons, their p adjusted together as `adjustment` says, each exam's family apart
         (`families`): with 18 items at alpha 0.05 the chance that any passing-in-truth item fails stays 5%,
         not 60%. max-T resamples the items together, so items that move together (the metrics of one
         retriever) cost little; Holm holds whatever the dependence. Empty with `adjustment = "none"`: every
-        p is the test's own."""
-        if self._family is None:
-            self._family = {}
+        p is the test's own. Under `clustering` (an index of `clusterings`), whole clusters resampled."""
+        if clustering not in self._family:
+            self._family[clustering] = {}
             significance = self.config.significance
-            base, today = self.families()
+            base, today = self.families(clustering)
             for members in (today, base):  # an item both hold (no labels changed) takes the base's family's p
                 method = used(self.config.adjustment, members)
                 # without significance no item has a p-value, so the family is empty either way
                 if members and method != "none" and significance != "none":
-                    self._family.update(adjusted(members, method, significance, self.config.alpha))
-        return self._family
+                    self._family[clustering].update(adjusted(members, method, significance, self.config.alpha,
+                                                             self.clusterings[clustering]))
+        return self._family[clustering]
 
     def outcome(self, key: ItemKey) -> Outcome:
         """The verdict of one item whose retriever has run; raises Skip when it could not run here."""
@@ -379,6 +391,7 @@ class Judge:
             name, metric, self.config.tolerance.for_metric(metric), self.config.significance,
             self.config.alpha, self.changes(name), edited=by_question(self.edited_gold()),
             judged=judged, ann_recall=lowest_ann_recall(name, self.config, self.runs),
+            clusterings=self.clusterings,
         )
         return check.evaluate(side.bar, side.today, self.comparison(name, label, side.exam),
                               found.questions.comparable)
@@ -463,7 +476,7 @@ class Judge:
         comparable = found.questions.comparable
         gone = set(entry.questions) - comparable
         if asked:
-            gone -= self.asked_alike()
+            gone -= asked_alike(self.baseline.fingerprint if self.baseline is not None else {}, self.fingerprint)
         bar = self.bar(name)
         kept = {qid: q.metrics[label] for qid, q in (bar.questions.items() if bar is not None else ())
                 if qid in comparable and label in q.metrics}
@@ -471,16 +484,6 @@ class Judge:
         new = {qid: values[label] for qid, values in per_question(run.result).items()
                if label in values and (qid in gone or qid not in entry.questions or qid in comparable)}
         return replacement({**kept, **left}, new, comparable)
-
-    def asked_alike(self) -> set[str]:
-        """Questions asked as before (the same query digest): one of them that left the comparison changed its gold."""
-        assert self.baseline is not None
-        was = self.baseline.fingerprint.get("questions", {}).get("digests")
-        now = self.fingerprint.get("questions", {}).get("digests", {})
-        if not isinstance(was, Mapping):
-            return set()
-        return {qid for qid, entry in was.items() if isinstance(entry, Mapping) and qid in now
-                and entry.get("query") == now[qid].get("query")}
 
     def refused(self, key: ItemKey) -> str | None:
         """Why this item's values will not be recorded: they would lower its bar (`lowering`) and

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..bar.clusters import Clustering
 from ..config.settings import Config
 from ..core.values import DIGITS, EPSILON
 from ..record.types import PairComparison
@@ -43,8 +44,10 @@ def pairs(config: Config) -> list[tuple[str, str]]:
     return [(spec.name, source) for spec in config.retrievers if spec.type in COMBINING for source in spec.sources]
 
 
-def compare_pair(a: RetrieverResult, b: RetrieverResult, label: str, method: Method) -> PairComparison:
-    """One pair on one metric, with `method`'s p and the bootstrap interval."""
+def compare_pair(a: RetrieverResult, b: RetrieverResult, label: str, method: Method,
+                 clustering: Clustering | None = None) -> PairComparison:
+    """One pair on one metric, with `method`'s p and the bootstrap interval, whole clusters flipped or
+    drawn under `clustering`."""
     mine = {q.id: q.values[label] for q in a.questions if label in q.values}
     theirs = {q.id: q.values[label] for q in b.questions if label in q.values}
     shared = [qid for qid in mine if qid in theirs]
@@ -54,16 +57,19 @@ def compare_pair(a: RetrieverResult, b: RetrieverResult, label: str, method: Met
     losses = sum(1 for x, y in zip(after, before, strict=True) if x < y - EPSILON)
     delta = round(a.metrics.get(label, 0.0) - b.metrics.get(label, 0.0), DIGITS)
     found = PairComparison(a.name, b.name, label, delta, wins, len(shared) - wins - losses, losses)
-    from ..scoring.stats import paired_test
+    from ..scoring.stats import labels, paired_test
 
-    test = paired_test(before, after, method, alternative="two-sided")
+    clusters = None if clustering is None else labels([clustering.key(qid) for qid in shared])
+    test = paired_test(before, after, method, alternative="two-sided", clusters=clusters)
     if test is None:
         return found
     return PairComparison(found.a, found.b, label, delta, found.wins, found.ties, found.losses, test.p_value, test.ci95)
 
 
-def compare_configurations(config: Config, runs: Mapping[str, Run], labels: Sequence[str] | None = None) -> Pairs:
-    """Every configured pair whose two retrievers ran this session, on every metric."""
+def compare_configurations(config: Config, runs: Mapping[str, Run], labels: Sequence[str] | None = None,
+                           clustering: Clustering | None = None) -> Pairs:
+    """Every configured pair whose two retrievers ran this session, on every metric, over `clustering`'s
+    clusters (today's)."""
     method: Method = config.significance if config.significance != "none" else "randomization"
     notes: list[str] = []
     found: list[PairComparison] = []
@@ -84,5 +90,5 @@ def compare_configurations(config: Config, runs: Mapping[str, Run], labels: Sequ
             notes.append(f"{a} vs {b}: chunkings {named} differ, so they are compared on span metrics only; "
                          "their chunk-id metrics are shown, never compared")
         for label in wanted:
-            found.append(compare_pair(results[0], results[1], label, method))
+            found.append(compare_pair(results[0], results[1], label, method, clustering))
     return Pairs(tuple(found), method, tuple(notes))

@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
+from ..bar.clusters import Clustering, floor, floor_text
+from ..baseline.exams import EXAM_NAMES, TODAY
 from ..baseline.fingerprint import gold_texts, questions_record
 from ..baseline.format import Baseline
 from ..baseline.since import QuestionChanges, question_changes
@@ -83,12 +85,30 @@ def header_lines(config: Config, chunks: Sequence[Chunk], questions: Sequence[Qu
     if config.significance != "none":
         lines.append(f"rag: a drop fails only when {tolerance_clause(config)}a paired {config.significance} test "
                      f"gives p < {config.alpha:g}")
+    lines += cluster_lines(config, questions)
     notes = small_set_notes(config, questions)
     if baseline is not None:
         notes += comparable_notes(config, questions, baseline_questions(baseline, config, questions))
         review = review_line(edited_gold(recorded_gold(baseline), gold_texts(chunks, questions), questions))
         notes += [review] if review else []
     return lines + [f"rag: warning: {note}" for note in notes]
+
+
+def cluster_lines(config: Config, questions: Sequence[Question]) -> list[str]:
+    """Once, where questions share clusters (`bar/clusters.py`): how many clusters the answerable questions
+    fall in, where they came from, and the smallest p they allow; in significance mode, when that is not
+    below alpha, that every item is judged by the tolerance alone. Nothing where each question is its own."""
+    clustering = Clustering.of(questions, EXAM_NAMES[TODAY])
+    ids = [question.id for question in questions if question.answerable]
+    if not clustering.clustered(ids):
+        return []
+    count = clustering.count(ids)
+    line = (f"rag: clusters: the {len(ids)} answerable questions fall in {clustering.described(ids)}; tests flip "
+            f"and resample whole clusters, so no p falls below {floor_text(count)}")
+    if config.significance != "none" and floor(count) >= config.alpha:
+        line += (f", not below alpha {config.alpha:g}: no item can reach it, so a drop beyond the tolerance fails "
+                 'by the tolerance alone (as significance = "none")')
+    return [line]
 
 
 def small_set_notes(config: Config, questions: Sequence[Question]) -> list[str]:
