@@ -20,6 +20,7 @@ from ..record.exam import (
     keeps_labels,
     kept_clusters,
     kept_labels,
+    kept_segments,
     kept_sides,
     kept_spans,
 )
@@ -43,12 +44,13 @@ def recorded_exam(fingerprint: Mapping[str, Any]) -> dict[str, Question] | None:
     if not isinstance(section, Mapping) or not keeps_labels(section):
         return None
     labels, spans = kept_labels(section), kept_spans(section)
-    clusters, sides = kept_clusters(section), kept_sides(section)
+    clusters, sides, segments = kept_clusters(section), kept_sides(section), kept_segments(section)
     ids = sorted(set(section.get("digests", {})) | set(labels))
     return {qid: Question(qid, "", {chunk_id: int(grade) for chunk_id, grade in labels.get(qid, {}).items()},
                           spans=tuple(Span(doc, int(start), int(end), int(grade))
                                       for doc, start, end, grade in spans.get(qid, ())),
-                          cluster=clusters.get(qid), side=sides.get(qid)) for qid in ids}
+                          cluster=clusters.get(qid), side=sides.get(qid), metadata=dict(segments.get(qid, {})))
+            for qid in ids}
 
 
 LOCAL = ("the base's exam is the labels the work tree's baseline keeps (in a pull request's CI the gate reads "
@@ -64,6 +66,14 @@ class KeptExam:
     line: str
     revision: str = ""
     """The base revision it was read from (`origin/main`)."""
+
+
+def base_questions(fingerprint: Mapping[str, Any] | None, kept: KeptExam | None) -> tuple[Question, ...]:
+    """The base's exam, question by question (none for a file that keeps no labels): the base revision's
+    (`kept`, a pull request's CI), else that of the work tree's baseline (its `fingerprint`)."""
+    source = fingerprint if kept is None else kept.fingerprint
+    found = recorded_exam(source) if source is not None else None
+    return tuple((found or {}).values())
 
 
 KEEPS_LABELS = 4

@@ -12,6 +12,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from ..baseline.exams import base_questions
 from ..baseline.format import load as load_baseline
 from ..baseline.verify import verify
 from ..config.outputs import check_outputs
@@ -19,6 +20,7 @@ from ..config.settings import load_config
 from ..core.env import in_github_actions
 from ..evalset.corpus import documents_corpus, recorded_digest
 from ..evalset.jsonl import load_chunks, load_evalset
+from ..evalset.segments import check_values
 from ..evalset.split import gate_questions
 from ..files.paths import ChangedSince, Snapshot, changed_since, display, snapshot, write_atomic, write_problem
 from ..gate.evaluation import evaluate
@@ -90,7 +92,10 @@ def run(args: argparse.Namespace) -> Result:
         verify(baseline, config.k, chunks, questions)
     measured = set(baseline.retrievers) if baseline is not None else set()
     merged = merge([read_partial(part) for part in parts], config, chunks, questions, measured)
-    keys = {key.nodeid: key for key in item_keys(config, questions)}
+    check_values(questions, config.segments, config.evalset)
+    kept = kept_exam(config.baseline, baseline)
+    base = base_questions(baseline.fingerprint if baseline is not None else None, kept)
+    keys = {key.nodeid: key for key in item_keys(config, questions, base)}
     unknown = next((nodeid for nodeid in merged.selected if nodeid not in keys), None)
     if unknown is not None:
         raise PartialError(f"{display(parts[0])}: item {unknown} is not an item of {config.where}; merge in the "
@@ -98,7 +103,7 @@ def run(args: argparse.Namespace) -> Result:
     selected = [keys[nodeid] for nodeid in merged.selected]
     evaluation = evaluate(config, questions, baseline, merged.fingerprint, merged.runs, selected,
                           update=args.update_baseline, allow_regression=args.allow_regression,
-                          places=places(chunks, config.shown), kept=kept_exam(config.baseline, baseline))
+                          places=places(chunks, config.shown), kept=kept)
     result = Result()
     for key, verdict in evaluation.verdicts.items():
         result.out.append(f"{verdict.status.name} {key.nodeid}: {verdict.lines[0]}")

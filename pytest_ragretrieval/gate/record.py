@@ -8,7 +8,7 @@ from msgspec import UNSET, UnsetType, structs
 
 from .. import __version__
 from ..bar.rule import kept_bar
-from ..baseline.exams import BASE
+from ..baseline.exams import BASE, TODAY
 from ..baseline.format import Baseline, retriever_record
 from ..baseline.update import UpdatePlan, plan_update
 from ..config.settings import Config
@@ -34,6 +34,7 @@ from ..scoring.evaluate import Run, latency_summary
 from .checks import Outcome, per_question
 from .items import ItemKey
 from .judge import Judge
+from .segments import Segments, by_key
 
 
 def run_record(
@@ -43,6 +44,7 @@ def run_record(
     judge: Judge,
     failures: Mapping[ItemKey, Outcome],
     phases: Mapping[str, float] | None = None,
+    segments: Segments | None = None,
 ) -> Record:
     """The one output of judging, which `--rag-json` writes and every report is a view of: the baseline's
     part plus latency, diagnostics, the comparison with the baseline, what changed, the answerable
@@ -74,6 +76,8 @@ def run_record(
             diagnostics=dict(run.diagnostics) if run.diagnostics else UNSET,
             loads_ms={what: round(ms, 3) for what, ms in run.loads_ms.items()} if run.loads_ms else UNSET,
             comparison=comparisons or UNSET, comparison_base=base or UNSET,
+            segments=(segments.record(name, TODAY) or UNSET) if segments is not None else UNSET,
+            segments_base=(segments.record(name, BASE) or UNSET) if segments is not None else UNSET,
             changes=tuple(since.of(name)) if since is not None and since.of(name) else UNSET,
             wrongly_empty=tuple(run.result.wrongly_empty), notes=tuple(run.notes),
             recorded=_recorded(judge, name),
@@ -130,9 +134,10 @@ def baseline_update(
     runs: Mapping[str, Run],
     selected: Sequence[ItemKey],
     judge: Judge,
+    segments: Segments | None = None,
 ) -> UpdatePlan:
     """The update the selected items ask for, with the bar each entry keeps, and the refusals (values
-    that would lower a bar without --rag-allow-regression) first among its lines."""
+    that would lower a bar, a segment's included, without --rag-allow-regression) first among its lines."""
     chosen: dict[str, set[str]] = {}
     refused: dict[str, list[str]] = {}
     for key in selected:
@@ -142,25 +147,29 @@ def baseline_update(
         reason = judge.refused(key)
         if reason is not None:
             refused.setdefault(key.retriever, []).append(f"rag: {reason}")
-    bars = {name: next_approved(judge, name) for name in chosen if name not in refused}
+    for name, reasons in (by_key(segments, selected) if segments is not None else {}).items():
+        refused.setdefault(name, []).extend(reasons)
+    bars = {name: next_approved(judge, name, segments) for name in chosen if name not in refused}
     plan = plan_update(config, baseline, fingerprint, runs, chosen, refused, bars)
     lines = [line for reasons in refused.values() for line in reasons] + plan.lines
     return UpdatePlan(plan.record, lines, plan.failed)
 
 
-def next_approved(judge: Judge, name: str) -> tuple[dict[str, tuple[str, ...]], dict[str, dict[str, float]]]:
+def next_approved(judge: Judge, name: str, segments: Segments | None = None
+                  ) -> tuple[dict[str, tuple[str, ...]], dict[str, dict[str, float]]]:
     """What an update writes as `name`'s bar, where it differs from what it records: (the approved
     rankings, a value bar kept from a format-3 file). Today's rankings become the approved ones only where
-    the update raises the bar: under every exam no gated metric is below its approved value (within 1e-9)
-    and one rose by more than its tolerance; or where it lowers it (with --rag-allow-regression, refused
-    otherwise), or the baseline holds nothing comparable. Any other update keeps the approved rankings of
-    the questions still compared, and so a kept value bar (docs/verdicts.md, "The bar")."""
+    the update raises the bar: under every exam no gated metric is below its approved value (within 1e-9),
+    nor any judged segment's, and one rose by more than its tolerance; or where it lowers it, a segment's
+    too (with --rag-allow-regression, refused otherwise), or the baseline holds nothing comparable. Any other
+    update keeps the approved rankings of the questions still compared, and so a kept value bar
+    (docs/verdicts.md, "The bar")."""
     entry, found, run, sides = judge.recorded(name), judge.since(), judge.runs.get(name), judge.sides(name)
     if entry is None or found is None or run is None or run.result is None or not sides:
         return {}, {}
-    raised = _raises(judge, name)
+    raised = _raises(judge, name) and (segments is None or not segments.lowered(name))
     lowered = any(not judge.metric_verdict(name, spec.label).passed for spec in judge.config.metrics
-                  if judge.comparison(name, spec.label) is not None)
+                  if judge.comparison(name, spec.label) is not None) or (segments is not None and segments.fails(name))
     if raised or lowered:
         return {}, {}
     comparable = found.questions.comparable

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..baseline.exams import LOCAL, KeptExam
+from ..baseline.exams import LOCAL, KeptExam, base_questions
 from ..baseline.fingerprint import fingerprint
 from ..baseline.format import Baseline, dumps
 from ..baseline.format import load as load_baseline
@@ -29,6 +29,7 @@ from ..database.settings import DbMode
 from ..evalset.corpus import budget_warnings, chunking_share, documents_corpus, recorded_digest
 from ..evalset.jsonl import Unanchored, load_chunks, load_evalset
 from ..evalset.records import Chunk, Question
+from ..evalset.segments import check_values
 from ..evalset.split import check_sizes, leak_line, leaks, sides
 from ..files.paths import ChangedSince, Snapshot, changed_since, display, snapshot, write_atomic, write_problem
 from ..gate.evaluation import Evaluation, evaluate, verdict
@@ -148,6 +149,7 @@ class RagSession:
             dsn = need_dsn(database_url(self.options.db_url), f"{self.config.where}, without a chunks file,")
             self.chunks, self.corpus = read_corpus(dsn, source)
             self.questions = load_evalset(self.config.evalset, self.chunks, source.describe())
+        check_values(self.questions, self.config.segments, self.config.evalset)
         self._split()
         shard = self.options.shard
         self.share = tuple(q for q in self.questions if shard is None or shard.holds(q.id))
@@ -198,7 +200,9 @@ class RagSession:
                 *(f"rag: {line}" for line in self.input_warnings)]
 
     def item_keys(self) -> list[ItemKey]:
-        return item_keys(self.config, self.questions)
+        """The gate's items; a segment value only the base's exam names still has its items."""
+        return item_keys(self.config, self.questions, base_questions(
+            self.baseline.fingerprint if self.baseline is not None else None, self.kept))
 
     def select(self, keys: list[ItemKey]) -> None:
         """Remember which items survived -k/-m: an update changes only their entries."""
