@@ -100,7 +100,7 @@ def run_record(
         phases=dict(phases) if phases is not None else UNSET,
         errors=errors or UNSET,
         comparable=judge.baseline is not None and judge.comparable() is None,
-        notes=tuple(judge.notes()),
+        notes=(*judge.notes(), *(segments.notes() if segments is not None else ())),
         pair_notes=pairs.notes,
         settings=Settings(
             retrievers=tuple(spec.name for spec in config.retrievers if spec.name in runs),

@@ -208,6 +208,18 @@ class Segments:
                 "--rag-allow-regression to record it, which lowers the segment's bar: the pull request then needs "
                 "the approval label")
 
+    def notes(self) -> list[str]:
+        """One line per segment value shown, not judged: fewer comparable questions than `min_questions`."""
+        found = []
+        for segment in self.membership():
+            counts = [comparison.questions for name in self.judge.runs for metric in self.config.metrics
+                      if (comparison := self.raw(segment.name, name, metric.label)) is not None
+                      and not self.judged(comparison)]
+            if counts:
+                found.append(f"segment {segment.name}: {min(counts)} comparable questions, fewer than min_questions = "
+                             f"{self.config.min_questions}: its items are shown, not judged")
+        return found
+
     def record(self, name: str, exam: str) -> dict[str, dict[str, Comparison]]:
         """`name`'s segment comparisons under `exam`, by segment name then label, as `--rag-json` writes them."""
         found: dict[str, dict[str, Comparison]] = {}
