@@ -71,3 +71,19 @@ def members(keys: Sequence[str], *exams: Iterable[Question]) -> dict[Segment, fr
     order = {key: index for index, key in enumerate(keys)}
     return {segment: frozenset(found[segment])
             for segment in sorted(found, key=lambda s: (order[s.key], s.value))}
+
+
+Change = tuple[str, str, str, str]
+"""A setting changed: (setting, subject, old, new)."""
+
+
+def setting_changes(old: Sequence[str], new: Sequence[str], old_min: int, new_min: int
+                    ) -> tuple[list[Change], list[Change]]:
+    """(loosened, tightened) between two configs' `segments` and `min_questions`: a key removed is loosened (its
+    values' items are gone), one added tightened; `min_questions` raised while segments are judged is loosened
+    (more values are shown, not judged), lowered tightened."""
+    loosened: list[Change] = [("segments", key, "judged", "removed") for key in old if key not in new]
+    tightened: list[Change] = [("segments", key, "none", "judged") for key in new if key not in old]
+    if (old or new) and old_min != new_min:
+        (loosened if new_min > old_min else tightened).append(("min_questions", "", str(old_min), str(new_min)))
+    return loosened, tightened

@@ -26,6 +26,7 @@ from ..baseline.since import Since, held, since
 from ..config.settings import REPORT_LANGUAGES, Config
 from ..core.errors import BaselineError
 from ..core.values import EPSILON
+from ..evalset.segments import setting_changes
 from ..files.jsonshape import Node, ShapeProblem, decode
 from ..files.jsontext import JSONProblem
 from ..files.paths import Unreadable, display, read_input
@@ -57,7 +58,6 @@ class GateSettings:
     """A larger one counts more of an index's swaps as ties: a lower `ann_recall` reads as a loss less often."""
     segments: tuple[str, ...] = ()
     min_questions: int = 20
-    """Below it a segment value is shown, not judged."""
 
 
 def gate_settings(config: Config) -> GateSettings:
@@ -292,7 +292,9 @@ def _settings(old: GateSettings, new: GateSettings) -> tuple[list[SettingChange]
         elif after_ms is not None and (before_ms is None or after_ms < before_ms):
             tightened.append(change)
     _tie_epsilon(old, new, loosened, tightened)
-    _segments(old, new, loosened, tightened)
+    eased, stricter = setting_changes(old.segments, new.segments, old.min_questions, new.min_questions)
+    loosened += [SettingChange(*change) for change in eased]
+    tightened += [SettingChange(*change) for change in stricter]
     gone = [Entry(name, "", "no longer configured") for name in old.retrievers if name not in new.retrievers]
     gone += [Entry("", label, "no longer in the configured metrics")
              for label in old.metrics if label not in new.metrics]
@@ -307,21 +309,6 @@ def _tie_epsilon(old: GateSettings, new: GateSettings, loosened: list[SettingCha
         return
     change = SettingChange("ann_tie_epsilon", "", f"{old.ann_tie_epsilon:g}", f"{new.ann_tie_epsilon:g}")
     (loosened if new.ann_tie_epsilon > old.ann_tie_epsilon else tightened).append(change)
-
-
-def _segments(old: GateSettings, new: GateSettings, loosened: list[SettingChange],
-              tightened: list[SettingChange]) -> None:
-    """A segment key removed is loosened (its values' items are gone), one added tightened; `min_questions`
-    raised while segments are judged is loosened (more values are shown, not judged), lowered tightened."""
-    for key in old.segments:
-        if key not in new.segments:
-            loosened.append(SettingChange("segments", key, "judged", "removed"))
-    for key in new.segments:
-        if key not in old.segments:
-            tightened.append(SettingChange("segments", key, "none", "judged"))
-    if (old.segments or new.segments) and old.min_questions != new.min_questions:
-        change = SettingChange("min_questions", "", str(old.min_questions), str(new.min_questions))
-        (loosened if new.min_questions > old.min_questions else tightened).append(change)
 
 
 def _ms(value: float | None) -> str:
