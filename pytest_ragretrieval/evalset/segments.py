@@ -1,5 +1,5 @@
 """Segments: the questions grouped by a key of their `metadata` (`segments = ["lang"]` in the config), each
-value (`lang=de`) judged as items of its own (the Verdicts page, "Segments").
+value (`lang:de`) judged as items of its own (the Verdicts page, "Segments").
 
 A question belongs to a value where today's eval set or the base's exam (which keeps each question's segment
 values, `record/exam.py`) puts it there: a retag moves no question out of a segment the base judged it in.
@@ -16,8 +16,8 @@ from ..files.paths import display
 from .records import Question
 
 NAME = re.compile(r"[\w.+/\[\]-]+")
-"""What a segment key or value may hold: what -k can name in a node id (`rag::NAME::segment::lang=de::recall@5`),
-less ':' and '=' (which separate the parts)."""
+"""What a segment key or value may hold: what -k can name in a node id (`rag::NAME::segment::lang:de::recall@5`),
+less ':' (which separates the parts: `-k "lang:de"` selects a value's items)."""
 
 
 @dataclass(frozen=True, order=True)
@@ -29,11 +29,11 @@ class Segment:
 
     @property
     def name(self) -> str:
-        return f"{self.key}={self.value}"
+        return f"{self.key}:{self.value}"
 
     @classmethod
     def parse(cls, name: str) -> Segment:
-        key, _, value = name.partition("=")
+        key, _, value = name.partition(":")
         return cls(key, value)
 
 

@@ -12,13 +12,13 @@ if TYPE_CHECKING:  # a pytest-xdist worker imports this module for ItemKey alone
 
 ItemKind = Literal["metric", "question", "latency", "segment"]
 """A metric's item, a question's (`fail_on = ["question"]`), the latency item (`max_latency_ms`), or a metric's
-item over one segment value (`segments`: name `KEY=VALUE::LABEL`)."""
+item over one segment value (`segments`: name `KEY:VALUE::LABEL`)."""
 
 
 @dataclass(frozen=True, order=True)
 class ItemKey:
     """One collected item: `rag::<retriever>::<name>`, where name is a metric label, `question::<id>` or
-    `segment::<key>=<value>::<label>`."""
+    `segment::<key>:<value>::<label>`."""
 
     retriever: str
     kind: ItemKind
@@ -34,7 +34,7 @@ class ItemKey:
 
     @property
     def segment(self) -> tuple[str, str]:
-        """A segment item's (segment name `KEY=VALUE`, metric label)."""
+        """A segment item's (segment name `KEY:VALUE`, metric label)."""
         name, _, label = self.name.rpartition("::")
         return name, label
 

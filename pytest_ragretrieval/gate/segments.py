@@ -31,7 +31,7 @@ from .items import ItemKey, Skip
 from .judge import Judge
 
 Key = tuple[str, str, str, str]
-"""One segment item under one exam: (segment name `KEY=VALUE`, retriever, metric label, exam)."""
+"""One segment item under one exam: (segment name `KEY:VALUE`, retriever, metric label, exam)."""
 
 
 class Segments:

@@ -184,7 +184,7 @@ class Retriever(Struct, frozen=True):
     """Where the labels changed since the baseline: the comparison under the base's exam (the labels the
     baseline was recorded under); `comparison` is under today's."""
     segments: dict[str, dict[str, Comparison]] | UnsetType = UNSET
-    """With `segments` configured: each segment value's comparison (`KEY=VALUE` -> metric label -> comparison),
+    """With `segments` configured: each segment value's comparison (`KEY:VALUE` -> metric label -> comparison),
     its p adjusted in the value's own family (`p_value` null where fewer than `min_questions` questions make it
     shown, not judged); under today's exam."""
     segments_base: dict[str, dict[str, Comparison]] | UnsetType = UNSET

@@ -47,22 +47,25 @@ def results(pytester: pytest.Pytester) -> dict[str, Any]:
 def test_a_change_that_hurts_one_language_fails_its_segment_and_passes_the_whole(pytester: pytest.Pytester) -> None:
     found, gold = project(pytester, SETTINGS + '\nsegments = ["lang"]')
     collected = pytester.runpytest("--rag-eval", "--collect-only", "-q", *RUN)
-    collected.stdout.fnmatch_lines(["rag::table::recall@3", "rag::table::ndcg@3", "rag::table::segment::lang=de::recall@3",
-                                    "rag::table::segment::lang=de::ndcg@3", "rag::table::segment::lang=en::recall@3"])
+    collected.stdout.fnmatch_lines(["rag::table::recall@3", "rag::table::ndcg@3", "rag::table::segment::lang:de::recall@3",
+                                    "rag::table::segment::lang:de::ndcg@3", "rag::table::segment::lang:en::recall@3"])
+    selected = pytester.runpytest("--rag-eval", "--collect-only", "-q", "-k", "lang:de", *RUN)
+    assert [line for line in selected.stdout.lines if line.startswith("rag::")] == [
+        "rag::table::segment::lang:de::recall@3", "rag::table::segment::lang:de::ndcg@3"]
     hurt(pytester, found, gold)
     result = pytester.runpytest("--rag-eval", "-rA", "--rag-json", "results.json", *RUN)
     result.assert_outcomes(passed=4, failed=2)
     result.stdout.fnmatch_lines([
-        "segment lang=de: recall@3 of 'table' fell from 1.0000 to 0.7000 (-0.3000, tolerance 0.1000) over the 20 "
+        "segment lang:de: recall@3 of 'table' fell from 1.0000 to 0.7000 (-0.3000, tolerance 0.1000) over the 20 "
         "questions both runs share; randomization test p = 0.0156 < alpha 0.05 (max-T-adjusted over 2 items; "
         "unadjusted 0.0156)*", "  q86: 1.0000 -> 0.0000 (-1.0000)"])
     result.stdout.fnmatch_lines(["PASSED rag::table::recall@3", "PASSED rag::table::ndcg@3",
-                                 "PASSED rag::table::segment::lang=en::recall@3"])
+                                 "PASSED rag::table::segment::lang:en::recall@3"])
     segments = results(pytester)["retrievers"]["table"]["segments"]
-    assert segments["lang=de"]["recall@3"]["family"] == 2  # German's two metrics, nothing else
-    assert segments["lang=en"]["recall@3"]["delta"] == 0.0
+    assert segments["lang:de"]["recall@3"]["family"] == 2  # German's two metrics, nothing else
+    assert segments["lang:en"]["recall@3"]["delta"] == 0.0
     assert [failure["item"] for failure in results(pytester)["failures"]] == [
-        "rag::table::segment::lang=de::ndcg@3", "rag::table::segment::lang=de::recall@3"]
+        "rag::table::segment::lang:de::ndcg@3", "rag::table::segment::lang:de::recall@3"]
 
 
 def test_adding_segments_leaves_every_whole_set_p_unchanged(pytester: pytest.Pytester) -> None:
@@ -86,10 +89,10 @@ def test_a_value_below_min_questions_is_shown_not_judged(pytester: pytest.Pytest
     result = pytester.runpytest("--rag-eval", "-rA", "--rag-json", "results.json", *RUN)
     result.assert_outcomes(passed=6)
     result.stdout.fnmatch_lines([
-        "*warning: segment lang=de: 20 comparable questions, fewer than min_questions = 21: its items are shown, not "
+        "*warning: segment lang:de: 20 comparable questions, fewer than min_questions = 21: its items are shown, not "
         "judged*"])
-    assert "segment lang=en" not in result.stdout.str()  # 80 questions: judged
-    shown = results(pytester)["retrievers"]["table"]["segments"]["lang=de"]["recall@3"]
+    assert "segment lang:en" not in result.stdout.str()  # 80 questions: judged
+    shown = results(pytester)["retrievers"]["table"]["segments"]["lang:de"]["recall@3"]
     assert shown["p_value"] is None and shown["p_unadjusted"] is not None and shown["family"] == 0
 
 
@@ -103,9 +106,9 @@ def test_a_retag_cannot_take_a_failing_segment_below_min_questions(pytester: pyt
     hurt(pytester, retagged, gold)
     result = pytester.runpytest("--rag-eval", "-rA", *RUN)
     result.stdout.fnmatch_lines([
-        "segment lang=de: recall@3 of 'table' fell from 1.0000 to 0.7000 (-0.3000, tolerance 0.1000) over the 20 "
+        "segment lang:de: recall@3 of 'table' fell from 1.0000 to 0.7000 (-0.3000, tolerance 0.1000) over the 20 "
         "questions both runs share; randomization test p = 0.0156 < alpha 0.05*",
-        "warning: segment lang=xx: 6 comparable questions, fewer than min_questions = 20: its items are shown, not "
+        "warning: segment lang:xx: 6 comparable questions, fewer than min_questions = 20: its items are shown, not "
         "judged"])
     result.assert_outcomes(passed=6, failed=2)
 
@@ -116,7 +119,7 @@ def test_an_update_that_lowers_a_segment_is_refused(pytester: pytest.Pytester) -
     hurt(pytester, found, gold)
     refused = pytester.runpytest("--rag-update-baseline", *RUN)
     assert refused.ret != 0
-    refused.stdout.fnmatch_lines(["rag: refused to record 'table': segment lang=de: recall@3 of 'table' fell from "
+    refused.stdout.fnmatch_lines(["rag: refused to record 'table': segment lang:de: recall@3 of 'table' fell from "
                                   "1.0000 to 0.7000*--rag-allow-regression*"])
     assert baseline_bytes(pytester.path) == before
     allowed = pytester.runpytest("--rag-update-baseline", "--rag-allow-regression", *RUN)

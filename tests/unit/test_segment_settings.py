@@ -50,6 +50,7 @@ def test_segments_default_to_none_and_are_read(tmp_path: Path, monkeypatch: pyte
     ('segments = "lang"', "must be a list of non-empty strings, got 'lang'"),
     ('segments = ["lang", "lang"]', "lists an entry twice"),
     ('segments = ["la=ng"]', "entry 'la=ng' must be a non-empty string of letters, digits and _ . + / [ ] -"),
+    ('segments = ["la:ng"]', "entry 'la:ng' must be a non-empty string"),
     ('segments = ["a::b"]', "entry 'a::b' must be a non-empty string"),
 ])
 def test_a_bad_segment_key_is_one_line_naming_the_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, line: str,
@@ -109,10 +110,11 @@ def test_segment_items_follow_the_metric_items_for_values_today_or_the_base_name
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     settings = config(tmp_path, 'segments = ["lang"]', monkeypatch)
     keys = item_keys(settings, [question("q1", lang="en")], [question("q1", lang="de")])
-    assert [key.nodeid for key in keys] == ["rag::bm25::recall@3", "rag::bm25::segment::lang=de::recall@3",
-                                            "rag::bm25::segment::lang=en::recall@3"]
-    assert keys[1].segment == ("lang=de", "recall@3")
-    assert ItemKey("bm25", "segment", "lang=a:b::recall@3").segment == ("lang=a:b", "recall@3")
+    assert [key.nodeid for key in keys] == ["rag::bm25::recall@3", "rag::bm25::segment::lang:de::recall@3",
+                                            "rag::bm25::segment::lang:en::recall@3"]
+    assert keys[1].segment == ("lang:de", "recall@3")
+    assert ItemKey("bm25", "segment", "src:a.b[1]::recall@3").segment == ("src:a.b[1]", "recall@3")
+    assert Segment.parse("src:a.b[1]") == Segment("src", "a.b[1]")
     assert [key.nodeid for key in item_keys(replace(settings, segments=()), [question("q1", lang="en")])
             ] == ["rag::bm25::recall@3"]
 
