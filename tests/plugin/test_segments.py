@@ -135,3 +135,22 @@ def test_segment_values_are_checked_where_the_eval_set_names_them(pytester: pyte
     assert result.ret != 0
     result.stderr.fnmatch_lines(["*evalset.jsonl: question 'q05': metadata.lang = 'two words' is a segment (the "
                                  "config's `segments` lists 'lang') and must be a non-empty string of letters*"])
+
+
+def test_an_update_that_raises_the_whole_keeps_the_bar_where_a_segment_fell(pytester: pytest.Pytester) -> None:
+    """English gains 0.3 while three German questions lose their hit (-0.15, p 1/8: it passes): the update keeps
+    the approved rankings, so German's drop stays visible against the same bar; without segments it would not."""
+    chunks, found, gold = questions()
+    missed = [f"q{i:02d}" for i in range(1, 31)]
+    write_project(pytester.path, retrievers=TABLE_ONLY, settings=SETTINGS + '\nsegments = ["lang"]', chunks=chunks,
+                  questions=found, rankings={qid: ["z-noise"] if qid in missed else r for qid, r in gold.items()})
+    assert pytester.runpytest("--rag-update-baseline", *RUN).ret == 0
+    fell = ["q81", "q82", "q83"]
+    set_rankings(pytester.path, {qid: ["z-noise"] if qid in fell else ranking for qid, ranking in gold.items()}, found)
+    assert pytester.runpytest("--rag-eval", *RUN).ret == 0
+    assert pytester.runpytest("--rag-update-baseline", *RUN).ret == 0
+    approved = json.loads(baseline_bytes(pytester.path))["retrievers"]["table"]["approved"]
+    assert sorted(approved) == [*missed, *fell] and approved["q81"] == gold["q81"]
+    configure(pytester, '\nsegments = ["lang"]', "")
+    assert pytester.runpytest("--rag-update-baseline", *RUN).ret == 0
+    assert "approved" not in json.loads(baseline_bytes(pytester.path))["retrievers"]["table"]  # raised: today's

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_ragretrieval.baseline.exams import base_questions, recorded_exam
+from pytest_ragretrieval.baseline.exams import KeptExam, base_questions, recorded_exam
 from pytest_ragretrieval.baseline.fingerprint import questions_record
 from pytest_ragretrieval.config.settings import Config, load_config
 from pytest_ragretrieval.core.errors import ConfigError, FixtureError
@@ -93,6 +93,10 @@ def test_the_exam_keeps_each_questions_values_of_the_configured_keys(tmp_path: P
     kept = recorded_exam({"questions": section})
     assert kept is not None and (dict(kept["q1"].metadata), dict(kept["q2"].metadata)) == ({"lang": "de"}, {})
     assert [q.id for q in base_questions({"questions": section}, None) if q.metadata] == ["q1"]
+    retagged = {"questions": {**section, "segments": {"q2": {"lang": "en"}}}}
+    base = KeptExam({"questions": section}, "the base revision's")  # a pull request's CI reads the base revision's
+    assert [(q.id, dict(q.metadata)) for q in base_questions(retagged, base) if q.metadata] == [("q1", {"lang": "de"})]
+    assert base_questions(None, None) == () and base_questions(retagged, KeptExam(None, "none kept")) == ()
 
 
 @pytest.mark.parametrize(("segments", "problem"), [
