@@ -94,7 +94,7 @@ def run(args: argparse.Namespace) -> Result:
     merged = merge([read_partial(part) for part in parts], config, chunks, questions, measured)
     check_values(questions, config.segments, config.evalset)
     kept = kept_exam(config.baseline, baseline)
-    base = base_questions(baseline.fingerprint if baseline is not None else None, kept)
+    base = base_questions(baseline.fingerprint, kept) if config.segments and baseline is not None else ()
     keys = {key.nodeid: key for key in item_keys(config, questions, base)}
     unknown = next((nodeid for nodeid in merged.selected if nodeid not in keys), None)
     if unknown is not None:

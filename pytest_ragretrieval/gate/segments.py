@@ -49,7 +49,8 @@ class Segments:
         """Each segment value's questions: where today's eval set or the base's exam puts them."""
         if self._members is None:
             judge = self.judge
-            base = () if judge.baseline is None else base_questions(judge.baseline.fingerprint, judge.kept)
+            base = () if judge.baseline is None or not self.config.segments else base_questions(
+                judge.baseline.fingerprint, judge.kept)
             self._members = members(self.config.segments, judge.questions, base)
         return self._members
 

@@ -201,8 +201,9 @@ class RagSession:
 
     def item_keys(self) -> list[ItemKey]:
         """The gate's items; a segment value only the base's exam names still has its items."""
-        return item_keys(self.config, self.questions, base_questions(
-            self.baseline.fingerprint if self.baseline is not None else None, self.kept))
+        base = base_questions(self.baseline.fingerprint, self.kept) \
+            if self.config.segments and self.baseline is not None else ()
+        return item_keys(self.config, self.questions, base)
 
     def select(self, keys: list[ItemKey]) -> None:
         """Remember which items survived -k/-m: an update changes only their entries."""

@@ -154,3 +154,23 @@ def test_an_update_that_raises_the_whole_keeps_the_bar_where_a_segment_fell(pyte
     configure(pytester, '\nsegments = ["lang"]', "")
     assert pytester.runpytest("--rag-update-baseline", *RUN).ret == 0
     assert "approved" not in json.loads(baseline_bytes(pytester.path))["retrievers"]["table"]  # raised: today's
+
+
+def test_shards_merged_judge_the_segments_as_one_run(pytester: pytest.Pytester,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    from pytest_ragretrieval.cli import main
+
+    found, gold = project(pytester, SETTINGS + '\nsegments = ["lang"]')
+    hurt(pytester, found, gold)
+    pytester.runpytest("--rag-eval", "--rag-json=whole.json", *RUN)
+    for index in (1, 2):
+        shard = pytester.runpytest("--rag-eval", f"--rag-shard={index}/2", f"--rag-json=part{index}.json", *RUN)
+        assert shard.ret == 0  # a shard judges nothing
+    capsys.readouterr()
+    assert main(["merge", "part1.json", "part2.json", "--json", "merged.json"]) == 1
+    out = capsys.readouterr().out
+    assert sorted(line.split(" ", 2)[1].rstrip(":") for line in out.splitlines() if line.startswith("FAILED ")) == [
+        "rag::table::segment::lang:de::ndcg@3", "rag::table::segment::lang:de::recall@3"]
+    merged, whole = (json.loads((pytester.path / name).read_text(encoding="utf-8"))
+                     for name in ("merged.json", "whole.json"))
+    assert merged["retrievers"]["table"]["segments"] == whole["retrievers"]["table"]["segments"]
