@@ -34,7 +34,7 @@ from ..scoring.evaluate import Run, latency_summary
 from .checks import Outcome, per_question
 from .items import ItemKey
 from .judge import Judge
-from .segments import Segments, by_key
+from .segments import Segments, refusals
 
 
 def run_record(
@@ -147,7 +147,7 @@ def baseline_update(
         reason = judge.refused(key)
         if reason is not None:
             refused.setdefault(key.retriever, []).append(f"rag: {reason}")
-    for name, reasons in (by_key(segments, selected) if segments is not None else {}).items():
+    for name, reasons in (refusals(segments, selected) if segments is not None else {}).items():
         refused.setdefault(name, []).extend(reasons)
     bars = {name: next_approved(judge, name, segments) for name in chosen if name not in refused}
     plan = plan_update(config, baseline, fingerprint, runs, chosen, refused, bars)

@@ -21,7 +21,7 @@ from msgspec import structs
 from ..bar.sides import Side
 from ..baseline.exams import BASE, EXAM_NAMES, TODAY, base_questions
 from ..core.errors import RagError
-from ..core.values import fmt, signed
+from ..core.values import EPSILON, fmt, signed
 from ..evalset.segments import Segment, members
 from ..labels.gold import by_question
 from ..record.types import Comparison
@@ -61,6 +61,7 @@ class Segments:
         return ids & found.questions.comparable if found is not None else frozenset()
 
     def judged(self, comparison: Comparison) -> bool:
+        """Whether a comparison is over enough questions to be judged (`min_questions`), not only shown."""
         return comparison.questions >= self.config.min_questions
 
     def raw(self, segment: str, name: str, label: str, exam: str = TODAY) -> Comparison | None:
@@ -89,7 +90,7 @@ class Segments:
     def _items(self) -> list[tuple[str, str, str]]:
         """(segment, retriever, label) of the items judged: those selected, else every configured one."""
         if self.selected:
-            return [(*key.segment[:1], key.retriever, key.segment[1]) for key in self.selected]
+            return [(key.segment[0], key.retriever, key.segment[1]) for key in self.selected]
         return [(segment.name, spec.name, metric.label) for segment in self.membership()
                 for spec in self.config.retrievers for metric in self.config.metrics]
 
@@ -191,7 +192,7 @@ class Segments:
             for metric in self.config.metrics:
                 for side in self.judge.sides(name):
                     found = self.raw(segment.name, name, metric.label, side.exam)
-                    if found is not None and self.judged(found) and found.delta is not None and found.delta < -1e-9:
+                    if found is not None and self.judged(found) and (found.delta or 0.0) < -EPSILON:
                         return True
         return False
 
@@ -232,7 +233,7 @@ class Segments:
         return found
 
 
-def by_key(segments: Segments, keys: Sequence[ItemKey]) -> Mapping[str, list[str]]:
+def refusals(segments: Segments, keys: Sequence[ItemKey]) -> Mapping[str, list[str]]:
     """The update's refusals from the selected segment items, by retriever."""
     found: dict[str, list[str]] = {}
     for key in keys:
