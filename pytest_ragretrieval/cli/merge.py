@@ -92,7 +92,7 @@ def run(args: argparse.Namespace) -> Result:
         verify(baseline, config.k, chunks, questions)
     measured = set(baseline.retrievers) if baseline is not None else set()
     merged = merge([read_partial(part) for part in parts], config, chunks, questions, measured)
-    check_values(questions, config.segments, config.evalset)
+    unnamed = check_values(questions, config.segments, config.evalset)
     kept = kept_exam(config.baseline, baseline)
     base = base_questions(baseline.fingerprint, kept) if config.segments and baseline is not None else ()
     keys = {key.nodeid: key for key in item_keys(config, questions, base)}
@@ -110,7 +110,7 @@ def run(args: argparse.Namespace) -> Result:
         result.out += [f"    {line}" for line in verdict.lines[1:]]
     record = evaluation.record
     result.out += summary_lines(view(record), args.tags)
-    result.out += evaluation.warnings
+    result.out += [*evaluation.warnings, *unnamed]
     written = Written(result)
     if args.json_path is not None:
         written(Path(args.json_path), encode(record))

@@ -49,8 +49,9 @@ def segments_of(question: Question, keys: Iterable[str]) -> dict[str, str]:
     return {key: question.metadata[key] for key in keys if isinstance(question.metadata.get(key), str)}
 
 
-def check_values(questions: Sequence[Question], keys: Sequence[str], evalset: Path) -> None:
-    """Every value a question's metadata gives a segment key is a name (`NAME`); one line otherwise."""
+def check_values(questions: Sequence[Question], keys: Sequence[str], evalset: Path) -> list[str]:
+    """Every value a question's metadata gives a segment key is a name (`NAME`); one line otherwise. Returns a
+    warning per key no question names (a misspelt key would judge nothing, silently)."""
     for question in questions:
         for key in keys:
             if key in question.metadata and name_problem(question.metadata[key]) is not None:
@@ -58,6 +59,9 @@ def check_values(questions: Sequence[Question], keys: Sequence[str], evalset: Pa
                     f"{display(evalset)}: question {question.id!r}: metadata.{key} = {question.metadata[key]!r} "
                     f"is a segment (the config's `segments` lists {key!r}) and {name_problem(question.metadata[key])}"
                     "; rename it, or leave the key out for a question in no segment")
+    return [f"warning: segments lists {key!r}, which no question of {display(evalset)} names in its metadata: "
+            "it adds no items; check its spelling" for key in keys
+            if not any(key in question.metadata for question in questions)]
 
 
 def members(keys: Sequence[str], *exams: Iterable[Question]) -> dict[Segment, frozenset[str]]:

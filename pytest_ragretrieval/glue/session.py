@@ -149,7 +149,7 @@ class RagSession:
             dsn = need_dsn(database_url(self.options.db_url), f"{self.config.where}, without a chunks file,")
             self.chunks, self.corpus = read_corpus(dsn, source)
             self.questions = load_evalset(self.config.evalset, self.chunks, source.describe())
-        check_values(self.questions, self.config.segments, self.config.evalset)
+        self.input_warnings += check_values(self.questions, self.config.segments, self.config.evalset)
         self._split()
         shard = self.options.shard
         self.share = tuple(q for q in self.questions if shard is None or shard.holds(q.id))

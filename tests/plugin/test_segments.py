@@ -84,10 +84,13 @@ def test_adding_segments_leaves_every_whole_set_p_unchanged(pytester: pytest.Pyt
 
 def test_a_value_below_min_questions_is_shown_not_judged(pytester: pytest.Pytester) -> None:
     found, gold = project(pytester, SETTINGS.replace("min_questions = 20", "min_questions = 21")
-                          + '\nsegments = ["lang"]')
+                          + '\nsegments = ["lang", "region"]')
     hurt(pytester, found, gold)
     result = pytester.runpytest("--rag-eval", "-rA", "--rag-json", "results.json", *RUN)
     result.assert_outcomes(passed=6)
+    result.stdout.fnmatch_lines([
+        "rag: warning: segments lists 'region', which no question of fixtures/evalset.jsonl names in its metadata: "
+        "it adds no items; check its spelling"])
     result.stdout.fnmatch_lines([
         "*warning: segment lang:de: 20 comparable questions, fewer than min_questions = 21: its items are shown, not "
         "judged*"])

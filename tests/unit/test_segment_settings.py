@@ -64,8 +64,10 @@ def test_a_bad_segment_key_is_one_line_naming_the_key(tmp_path: Path, monkeypatc
 
 def test_values_are_checked_only_for_the_configured_keys(tmp_path: Path) -> None:
     found = [question("q1", lang="de", note="free text, any words"), question("q2", lang=3)]
-    check_values(found[:1], ("lang",), tmp_path / "evalset.jsonl")  # `note` is no segment: any value
-    check_values(found, ("source",), tmp_path / "evalset.jsonl")  # neither names `source`: in no segment
+    assert check_values(found[:1], ("lang",), tmp_path / "evalset.jsonl") == []  # `note` is no segment: any value
+    assert check_values(found, ("source",), Path("evalset.jsonl")) == [  # a misspelt key would judge nothing
+        "warning: segments lists 'source', which no question of evalset.jsonl names in its metadata: it adds no "
+        "items; check its spelling"]
     with pytest.raises(FixtureError, match=r"^evalset.jsonl: question 'q2': metadata.lang = 3 is a segment .*; rename "
                                            r"it, or leave the key out for a question in no segment$"):
         check_values(found, ("lang",), Path("evalset.jsonl"))
