@@ -27,13 +27,14 @@ def raises(deltas: Sequence[Mapping[str, float]], tolerances: Mapping[str, float
 
 
 def next_approved(entry: Recorded, today: RetrieverResult, comparable: Collection[str],
-                  deltas: Sequence[Mapping[str, float]], tolerances: Mapping[str, float], lowered: bool) -> Approved:
+                  deltas: Sequence[Mapping[str, float]], tolerances: Mapping[str, float], lowered: bool,
+                  may_raise: bool = True) -> Approved:
     """What an update writes as the bar, where it differs from what it records: (the approved rankings, a value
     bar kept from a format-3 file). Today's rankings become the approved ones only where the update raises the
-    bar (`raises`), or lowers it (`lowered`: a gated verdict failed, recorded with --rag-allow-regression,
-    refused otherwise). Any other update keeps the approved rankings of the questions still compared, and so a
-    kept value bar."""
-    if lowered or raises(deltas, tolerances):
+    bar (`raises`; never where `may_raise` is false: a judged segment below its bar), or lowers it (`lowered`:
+    a gated verdict failed, recorded with --rag-allow-regression, refused otherwise). Any other update keeps
+    the approved rankings of the questions still compared, and so a kept value bar."""
+    if lowered or (may_raise and raises(deltas, tolerances)):
         return {}, {}
     approved = entry.approved_rankings()
     rankings = {q.id: q.ranking for q in today.questions}

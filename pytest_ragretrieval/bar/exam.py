@@ -9,7 +9,7 @@ from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..baseline.exams import same_labels
+from ..baseline.exams import BASE, EXAM_NAMES, KeptExam, same_labels
 from ..evalset.corpus import chunking_share
 from ..evalset.records import Question, Span
 from ..record.exam import kept_questions
@@ -93,3 +93,11 @@ class Exam:
         default: all), by `scorer`: the metrics, and the chunks' places, less those of chunks changed since the
         rankings were made (`Scorer.without`)."""
         return scorer(name, self.asked(self.questions if ids is None else ids), rankings)
+
+
+def base_questions(fingerprint: Mapping[str, Any] | None, kept: KeptExam | None) -> tuple[Question, ...]:
+    """The base's exam, question by question (none for a file that keeps no labels): the base revision's
+    (`kept`, a pull request's CI), else that of the work tree's baseline (its `fingerprint`)."""
+    source = fingerprint if kept is None else kept.fingerprint
+    exam = Exam.of_baseline(source, EXAM_NAMES[BASE]) if source is not None else None
+    return () if exam is None else tuple(exam.questions.values())

@@ -87,7 +87,7 @@ def question_record(question: Question) -> dict[str, Any]:
     return found
 
 
-def questions_record(questions: Sequence[Question]) -> dict[str, Any]:
+def questions_record(questions: Sequence[Question], segments: Sequence[str] = ()) -> dict[str, Any]:
     """The eval set's digest, size and questions; `machine_labels` counts the judgments an LLM judge
     made (present only when there are any, so a set labelled by people records what it always did).
     `labels` and `spans` are the exam itself, each question's graded chunks (grade 0 included) and gold
@@ -96,7 +96,7 @@ def questions_record(questions: Sequence[Question]) -> dict[str, Any]:
         "sha256": evalset_digest(questions),
         "count": len(questions),
         "digests": {question.id: question_record(question) for question in questions},
-        **exam_section(questions),
+        **exam_section(questions, segments),
     }
     machine = sum(len(question.machine_labels) for question in questions)
     if machine:
@@ -131,7 +131,7 @@ def fingerprint(
         "tokenizer": config.described_tokenizer(),
         "chunks": (dict(corpus) if corpus is not None
                    else {**corpus_record(chunks), "gold": gold_texts(chunks, questions), **chunking(config, chunks)}),
-        "questions": questions_record(questions),
+        "questions": questions_record(questions, config.segments),
         "retrievers": {spec.name: retriever_fingerprint(config, spec.name, setup)
                        for spec in config.retrievers if spec.name in setup},
     }

@@ -12,10 +12,12 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from ..bar.exam import base_questions
 from ..baseline.format import load as load_baseline
 from ..baseline.verify import verify
 from ..config.outputs import check_outputs
 from ..config.settings import load_config
+from ..evalset.segments import check_values
 from ..evalset.split import gate_questions
 from ..files.paths import display, snapshot
 from ..gate.evaluation import evaluate
@@ -88,7 +90,9 @@ def run(args: argparse.Namespace) -> Result:
         verify(baseline, config.k, chunks, questions)
     measured = set(baseline.retrievers) if baseline is not None else set()
     merged = merge([read_partial(part) for part in parts], config, chunks, questions, measured)
-    keys = {key.nodeid: key for key in item_keys(config, questions)}
+    unnamed = check_values(questions, config.segments, config.evalset)
+    base_exam = base_questions(baseline.fingerprint, kept) if config.segments and baseline is not None else ()
+    keys = {key.nodeid: key for key in item_keys(config, questions, base_exam)}
     unknown = next((nodeid for nodeid in merged.selected if nodeid not in keys), None)
     if unknown is not None:
         raise PartialError(f"{display(parts[0])}: item {unknown} is not an item of {config.where}; merge in the "
@@ -103,7 +107,7 @@ def run(args: argparse.Namespace) -> Result:
         result.out += [f"    {line}" for line in verdict.lines[1:]]
     record = evaluation.record
     result.out += summary_lines(view(record), args.tags)
-    result.out += evaluation.warnings
+    result.out += [*evaluation.warnings, *unnamed]
     write = writer(result)
     reports = {name: Path(path) for name, path in args.report}
 

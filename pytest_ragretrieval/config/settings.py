@@ -14,6 +14,7 @@ from ..database.settings import DbMode, IndexKind, IndexSettings
 from ..embedding import PROMPT_KEYS, check_spec
 from ..embedding.base import DEFAULT_RETRIES, DEFAULT_TIMEOUT, EmbedderSettings
 from ..evalset.chunkers import Chunker
+from ..evalset.segments import name_problem
 from ..evalset.split import Split
 from ..files.paths import absolute
 from ..files.tables import Table
@@ -85,6 +86,8 @@ class Config:
     detect: float = 0.05
     """The smallest drop the team wants to catch: a larger minimum detectable effect is named."""
     min_questions: int = 20
+    segments: tuple[str, ...] = ()
+    """Metadata keys whose values are judged apart, each value a family of its own (evalset/segments.py)."""
     fail_on: tuple[str, ...] = ("metric",)
     compare: tuple[tuple[str, str], ...] | None = None
     """Pairs of retrievers to compare; None: each hybrid or rerank retriever against its sources."""
@@ -173,6 +176,16 @@ def cores() -> int:
     if hasattr(os, "sched_getaffinity"):
         return max(1, len(os.sched_getaffinity(0)))
     return os.cpu_count() or 1
+
+
+def _segments(table: Table) -> tuple[str, ...]:
+    """`segments`: distinct metadata keys, each a name a node id carries."""
+    keys = table.texts("segments", [], non_empty=False)
+    for key in keys:
+        problem = name_problem(key)
+        if problem is not None:
+            raise table.error("segments", f"entry {key!r} {problem}")
+    return tuple(keys)
 
 
 def _detect(table: Table) -> float:
@@ -386,6 +399,7 @@ def load_config(config_option: str | None, rootpath: Path) -> Config:
         adjustment=table.choice("adjustment", "maxt", ADJUSTMENTS),
         detect=_detect(table),
         min_questions=table.integer("min_questions", 20, minimum=1),
+        segments=_segments(table),
         fail_on=tuple(table.texts("fail_on", ["metric"])),
         workers=table.integer("workers", cores(), minimum=1),
         keep_database=table.boolean("keep_database", True),

@@ -326,7 +326,8 @@ def load_evalset(
         cluster = _cluster(where, record)
         questions.append(
             Question(id=question_id, query=query, relevance=grades, tags=tags, snippet_ids=frozenset(matched),
-                     machine_labels=machine, spans=spans, cluster=cluster, side=_side(where, record))
+                     machine_labels=machine, spans=spans, cluster=cluster, side=_side(where, record),
+                     metadata=record.get("metadata", {}))
         )
     if not questions:
         raise FixtureError(f"{display(path)}: no questions")

@@ -49,6 +49,8 @@ class Question:
     template, move together). Kept with the exam (format 5); no verdict reads it yet."""
     side: Side | None = None
     """`side` on its line: `tune` or `gate`, whatever the config's `[split]` would draw (evalset/split.py)."""
+    metadata: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
+    """`metadata` on its line: the config's `segments` name its keys (evalset/segments.py); in no digest."""
 
     @property
     def answerable(self) -> bool:

@@ -27,6 +27,7 @@ from .checks import Outcome
 from .items import ItemKey, Skip
 from .judge import Judge
 from .record import baseline_update, run_record
+from .segments import Segments
 
 
 @dataclass(frozen=True)
@@ -88,17 +89,18 @@ def evaluate(
     fingerprint = placed(fingerprint, ranked)
     judge = Judge(config, questions, baseline, fingerprint, runs, update=update, allow_regression=allow_regression,
                   selected=selected, places=places, kept=kept)
+    segments = Segments(judge, selected)
     verdicts: dict[ItemKey, Verdict] = {}
     failures: dict[ItemKey, Outcome] = {}
     for key in selected:
-        verdicts[key], found = verdict(partial(judge.outcome, key))
+        verdicts[key], found = verdict(partial(segments.outcome if key.kind == "segment" else judge.outcome, key))
         if found is not None and not found.passed:
             failures[key] = found
-    record = run_record(config, fingerprint, runs, judge, failures)
+    record = run_record(config, fingerprint, runs, judge, failures, segments=segments)
     return Evaluation(
         record=structs.replace(record, reused=tuple(sorted(reused)) or UNSET, reused_questions={
             name: QuestionsReused(*counts) for name, counts in sorted((reused_questions or {}).items())} or UNSET),
         verdicts=verdicts,
-        update=baseline_update(config, baseline, fingerprint, runs, selected, judge) if update else None,
+        update=baseline_update(config, baseline, fingerprint, runs, selected, judge, segments) if update else None,
         failed=tuple(judge.missing_baseline()),
     )

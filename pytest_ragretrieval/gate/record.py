@@ -8,7 +8,7 @@ from msgspec import UNSET, UnsetType, structs
 
 from .. import __version__
 from ..bar.approved import Approved, next_approved
-from ..baseline.exams import BASE
+from ..baseline.exams import BASE, TODAY
 from ..baseline.format import Baseline, retriever_record
 from ..baseline.update import UpdatePlan, plan_update
 from ..config.settings import Config
@@ -33,6 +33,7 @@ from ..scoring.evaluate import Run, latency_summary
 from .checks import Outcome
 from .items import ItemKey
 from .judge import Judge
+from .segments import Segments, refusals
 
 
 def run_record(
@@ -42,6 +43,7 @@ def run_record(
     judge: Judge,
     failures: Mapping[ItemKey, Outcome],
     phases: Mapping[str, float] | None = None,
+    segments: Segments | None = None,
 ) -> Record:
     """The one output of judging, which `--rag-json` writes and every report is a view of: the baseline's
     part plus latency, diagnostics, the comparison with the baseline, what changed, the answerable
@@ -73,6 +75,8 @@ def run_record(
             diagnostics=dict(run.diagnostics) if run.diagnostics else UNSET,
             loads_ms={what: round(ms, 3) for what, ms in run.loads_ms.items()} if run.loads_ms else UNSET,
             comparison=comparisons or UNSET, comparison_base=base or UNSET,
+            segments=(segments.record(name, TODAY) or UNSET) if segments is not None else UNSET,
+            segments_base=(segments.record(name, BASE) or UNSET) if segments is not None else UNSET,
             changes=tuple(since.of(name)) if since is not None and since.of(name) else UNSET,
             wrongly_empty=tuple(run.result.wrongly_empty), notes=tuple(run.notes),
             recorded=_recorded(judge, name),
@@ -95,7 +99,7 @@ def run_record(
         phases=dict(phases) if phases is not None else UNSET,
         errors=errors or UNSET,
         comparable=judge.baseline is not None and judge.comparable() is None,
-        notes=tuple(judge.notes()),
+        notes=(*judge.notes(), *(segments.notes() if segments is not None else ())),
         pair_notes=pairs.notes,
         settings=Settings(
             retrievers=tuple(spec.name for spec in config.retrievers if spec.name in runs),
@@ -129,9 +133,10 @@ def baseline_update(
     runs: Mapping[str, Run],
     selected: Sequence[ItemKey],
     judge: Judge,
+    segments: Segments | None = None,
 ) -> UpdatePlan:
     """The update the selected items ask for, with the bar each entry keeps, and the refusals (values
-    that would lower a bar without --rag-allow-regression) first among its lines."""
+    that would lower a bar, a segment's included, without --rag-allow-regression) first among its lines."""
     chosen: dict[str, set[str]] = {}
     refused: dict[str, list[str]] = {}
     for key in selected:
@@ -141,15 +146,18 @@ def baseline_update(
         reason = judge.refused(key)
         if reason is not None:
             refused.setdefault(key.retriever, []).append(f"rag: {reason}")
-    bars = {name: approved_of(judge, name) for name in chosen if name not in refused}
+    for name, reasons in (refusals(segments, selected) if segments is not None else {}).items():
+        refused.setdefault(name, []).extend(reasons)
+    bars = {name: approved_of(judge, name, segments) for name in chosen if name not in refused}
     plan = plan_update(config, baseline, fingerprint, runs, chosen, refused, bars)
     lines = [line for reasons in refused.values() for line in reasons] + plan.lines
     return UpdatePlan(plan.record, lines, plan.failed)
 
 
-def approved_of(judge: Judge, name: str) -> Approved:
+def approved_of(judge: Judge, name: str, segments: Segments | None = None) -> Approved:
     """`bar/approved.py`'s rule over what the judge found for `name`: each exam's differences from the bar, the
-    tolerances and whether a gated verdict failed."""
+    tolerances, whether a gated verdict failed (a judged segment's included) and whether a judged segment is below
+    its bar, which keeps the approved rankings."""
     entry, found, run, sides = judge.recorded(name), judge.since(), judge.runs.get(name), judge.sides(name)
     if entry is None or found is None or run is None or run.result is None or not sides:
         return {}, {}
@@ -158,6 +166,7 @@ def approved_of(judge: Judge, name: str) -> Approved:
                if (comparison := judge.comparison(name, spec.label, side.exam)) is not None
                and comparison.delta is not None} for side in sides]
     lowered = any(not judge.metric_verdict(name, spec.label).passed for spec in gated
-                  if judge.comparison(name, spec.label) is not None)
+                  if judge.comparison(name, spec.label) is not None) or (segments is not None and segments.fails(name))
     tolerances = {spec.label: judge.config.tolerance.for_metric(spec) for spec in gated}
-    return next_approved(entry, run.result, found.questions.comparable, deltas, tolerances, lowered)
+    return next_approved(entry, run.result, found.questions.comparable, deltas, tolerances, lowered,
+                         may_raise=segments is None or not segments.lowered(name))

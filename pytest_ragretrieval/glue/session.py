@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from ..bar.exam import base_questions
 from ..baseline.exams import LOCAL, KeptExam
 from ..baseline.fingerprint import fingerprint
 from ..baseline.format import Baseline, dumps
@@ -27,6 +28,7 @@ from ..core.values import fmt, listed
 from ..database.settings import DbMode
 from ..evalset.corpus import chunking_share
 from ..evalset.records import Chunk, Question
+from ..evalset.segments import check_values
 from ..evalset.split import check_sizes, held, leak_line, leaks, sides
 from ..files.paths import Snapshot, display, snapshot
 from ..gate.evaluation import Evaluation, evaluate, verdict
@@ -130,6 +132,7 @@ class RagSession:
                             team=True, db_url=self.options.db_url, config_path=self.options.config_path)
         self.chunks, self.questions, self.corpus = found.chunks, found.questions, found.corpus
         self.input_warnings = [f"warning: {line}" for line in found.warnings]
+        self.input_warnings += check_values(self.questions, self.config.segments, self.config.evalset)
         self._split()
         if any(spec.on_no_answer for spec in self.config.metrics) and all(q.answerable for q in self.questions):
             raise ConfigError(
@@ -197,7 +200,10 @@ class RagSession:
                 *(f"rag: {line}" for line in self.input_warnings)]
 
     def item_keys(self) -> list[ItemKey]:
-        return item_keys(self.config, self.questions)
+        """The gate's items; a segment value only the base's exam names still has its items."""
+        base = base_questions(self.baseline.fingerprint, self.kept) \
+            if self.config.segments and self.baseline is not None else ()
+        return item_keys(self.config, self.questions, base)
 
     def select(self, keys: list[ItemKey]) -> None:
         """Remember which items survived -k/-m: an update changes only their entries."""

@@ -12,11 +12,15 @@ from typing import Any
 from ..core.digest import SHORT, digest
 from ..evalset.records import SIDES as SIDE_NAMES
 from ..evalset.records import Question, Side, Span
+from ..evalset.segments import NAME, name_problem, segments_of
 from .checks import json_type, shown
 
 LABELS, SPANS = "labels", "spans"
 CLUSTERS, SIDES = "clusters", "sides"
 """Format 5: each question's cluster and its side (`tune` or `gate`), where the eval set names them."""
+SEGMENTS = "segments"
+"""Format 5: each question's values of the config's `segments` keys (evalset/segments.py), where it has any:
+the base's membership, which a retag cannot take a question out of."""
 
 
 def spans_of(question: Question) -> list[list[Any]]:
@@ -24,9 +28,9 @@ def spans_of(question: Question) -> list[list[Any]]:
     return sorted([span.doc, span.start, span.end, span.grade] for span in question.spans)
 
 
-def exam_section(questions: Sequence[Question]) -> dict[str, Any]:
-    """The exam's part of `fingerprint.questions`: every labelled question's graded chunks, and the gold spans
-    of those that have any (documents mode)."""
+def exam_section(questions: Sequence[Question], segments: Sequence[str] = ()) -> dict[str, Any]:
+    """The exam's part of `fingerprint.questions`: every labelled question's graded chunks, the gold spans
+    of those that have any (documents mode), and their values of the `segments` keys."""
     found: dict[str, Any] = {LABELS: {question.id: dict(sorted(question.relevance.items()))
                                       for question in questions if question.relevance}}
     spans = {question.id: spans_of(question) for question in questions if question.spans}
@@ -36,6 +40,8 @@ def exam_section(questions: Sequence[Question]) -> dict[str, Any]:
     sides = {question.id: question.side for question in questions if question.side is not None}
     found.update({CLUSTERS: clusters} if clusters else {})
     found.update({SIDES: sides} if sides else {})
+    values = {question.id: found_values for question in questions if (found_values := segments_of(question, segments))}
+    found.update({SEGMENTS: values} if values else {})
     return found
 
 
@@ -51,12 +57,13 @@ def kept_questions(section: Mapping[str, Any]) -> dict[str, Question] | None:
     if not keeps_labels(section):
         return None
     labels, spans = kept_labels(section), kept_spans(section)
-    clusters, sides = kept_clusters(section), kept_sides(section)
+    clusters, sides, segments = kept_clusters(section), kept_sides(section), kept_segments(section)
     ids = sorted(set(section.get("digests", {})) | set(labels))
     return {qid: Question(qid, "", {chunk_id: int(grade) for chunk_id, grade in labels.get(qid, {}).items()},
                           spans=tuple(Span(doc, int(start), int(end), int(grade))
                                       for doc, start, end, grade in spans.get(qid, ())),
-                          cluster=clusters.get(qid), side=sides.get(qid)) for qid in ids}
+                          cluster=clusters.get(qid), side=sides.get(qid), metadata=dict(segments.get(qid, {})))
+            for qid in ids}
 
 
 def gate_ids(fingerprint: Mapping[str, Any]) -> frozenset[str]:
@@ -90,6 +97,11 @@ def kept_sides(section: Mapping[str, Any]) -> Mapping[str, Side]:
     found = section.get(SIDES, {})
     return {qid: side for qid, value in found.items() for side in SIDE_NAMES if value == side} \
         if isinstance(found, Mapping) else {}
+
+
+def kept_segments(section: Mapping[str, Any]) -> Mapping[str, Mapping[str, str]]:
+    found = section.get(SEGMENTS, {})
+    return found if isinstance(found, Mapping) else {}
 
 
 def exam_value(section: Mapping[str, Any]) -> list[Any]:
@@ -153,6 +165,21 @@ def _membership_problem(section: Mapping[str, object]) -> str | None:
             if not (isinstance(value, str) and value) or (allowed is not None and value not in allowed):
                 wanted = "tune or gate" if allowed is not None else "a non-empty string"
                 return f"fingerprint.questions.{key}.{qid} = {shown(value)} is not {wanted}"
+    return _segments_problem(section.get(SEGMENTS, {}))
+
+
+def _segments_problem(found: object) -> str | None:
+    """`segments` map question ids to objects of segment keys to values, each a name (evalset/segments.py)."""
+    if not isinstance(found, dict):
+        return f"fingerprint.questions.{SEGMENTS} must map question ids to objects, got {json_type(found)}"
+    for qid, values in found.items():
+        if not isinstance(values, dict):
+            return f"fingerprint.questions.{SEGMENTS}.{qid} must map segment keys to values, got {json_type(values)}"
+        for key, value in values.items():
+            problem = name_problem(key) or name_problem(value)
+            if problem is not None:
+                return (f"fingerprint.questions.{SEGMENTS}.{qid}.{key} = {shown(value)}: a segment key and value "
+                        f"{problem}")
     return None
 
 
@@ -191,4 +218,7 @@ def exam_schema() -> dict[str, Any]:
                    "additionalProperties": {"type": "string", "minLength": 1}},
         SIDES: {"type": "object", "description": "question id -> tune or gate (format 5)",
                 "additionalProperties": {"enum": list(SIDE_NAMES)}},
+        SEGMENTS: {"type": "object", "description": "question id -> segment key -> its value (format 5)",
+                   "additionalProperties": {"type": "object", "additionalProperties": {
+                       "type": "string", "pattern": f"^{NAME.pattern}$"}}},
     }

@@ -183,6 +183,12 @@ class Retriever(Struct, frozen=True):
     comparison_base: dict[str, Comparison] | UnsetType = UNSET
     """Where the labels changed since the baseline: the comparison under the base's exam (the labels the
     baseline was recorded under); `comparison` is under today's."""
+    segments: dict[str, dict[str, Comparison]] | UnsetType = UNSET
+    """With `segments` configured: each segment value's comparison (`KEY:VALUE` -> metric label -> comparison),
+    its p adjusted in the value's own family (`p_value` null where fewer than `min_questions` questions make it
+    shown, not judged); under today's exam."""
+    segments_base: dict[str, dict[str, Comparison]] | UnsetType = UNSET
+    """`segments` under the base's exam, where the labels changed since the baseline."""
     changes: tuple[str, ...] | UnsetType = UNSET
     wrongly_empty: tuple[str, ...] | UnsetType = UNSET
     """Answerable questions it answered with nothing, by id (as many as the run lists)."""

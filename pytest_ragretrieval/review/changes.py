@@ -26,6 +26,7 @@ from ..baseline.since import Since, held, since
 from ..config.settings import REPORT_LANGUAGES, Config
 from ..core.errors import BaselineError
 from ..core.values import EPSILON
+from ..evalset.segments import setting_changes
 from ..evalset.split import Split
 from ..files.jsonshape import Node, ShapeProblem, decode
 from ..files.jsontext import JSONProblem
@@ -61,6 +62,8 @@ class GateSettings:
     split: Split | None = None
     """`[split]`: changed, it may move the base's gate questions to `tune`, a loosening where one was hurt
     (`review/moves.py`)."""
+    segments: tuple[str, ...] = ()
+    min_questions: int = 20
 
 
 def gate_settings(config: Config) -> GateSettings:
@@ -75,6 +78,8 @@ def gate_settings(config: Config) -> GateSettings:
         max_latency_ms={s.name: s.max_latency_ms for s in config.retrievers if s.max_latency_ms is not None},
         ann_tie_epsilon=config.ann_tie_epsilon,
         split=config.split,
+        segments=config.segments,
+        min_questions=config.min_questions,
     )
 
 
@@ -284,6 +289,9 @@ def _settings(old: GateSettings, new: GateSettings) -> tuple[list[SettingChange]
         elif after_ms is not None and (before_ms is None or after_ms < before_ms):
             tightened.append(change)
     _tie_epsilon(old, new, loosened, tightened)
+    eased, stricter = setting_changes(old.segments, new.segments, old.min_questions, new.min_questions)
+    loosened += [SettingChange(*change) for change in eased]
+    tightened += [SettingChange(*change) for change in stricter]
     gone = [Entry(name, "", "no longer configured") for name in old.retrievers if name not in new.retrievers]
     gone += [Entry("", label, "no longer in the configured metrics")
              for label in old.metrics if label not in new.metrics]

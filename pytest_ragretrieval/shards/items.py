@@ -34,6 +34,9 @@ def shard_outcome(key: ItemKey, run: Run, shard: Shard) -> Outcome:
             raise Skip(f"question {key.name} is in shard {shard_of(key.name, shard.count)}/{shard.count}, not {shard}")
         shown = ", ".join(f"{label} {fmt(value)}" for label, value in found.values.items())
         return Outcome(True, f"question {key.name} of {key.retriever!r}: {shown}; {LATER}")
+    if key.kind == "segment":
+        segment, label = key.segment
+        return Outcome(True, f"segment {segment}: {label} of {key.retriever!r} on {where}; {LATER}")
     value = run.result.metrics.get(key.name)
     return Outcome(True, f"{key.name} of {key.retriever!r}: {fmt(value)} on {where}; {LATER}")
 

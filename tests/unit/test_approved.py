@@ -175,8 +175,10 @@ def test_a_removal_approves_what_it_removed_and_any_smaller_lowering_of_it() -> 
     ("significance", "randomization", "t-test", False),
     ("fail_on", "metric", "metric, latency", True),
     ("tolerance", "0.02", "lots", False),
+    ("min_questions", "30", "25", True),
+    ("min_questions", "30", "40", False),
 ], ids=["same", "tighter", "looser", "no-limit-approved", "lower-limit", "limit-dropped", "alpha-higher",
-        "alpha-lower", "same-test", "other-test", "fail-on", "not-a-number"])
+        "alpha-lower", "same-test", "other-test", "fail-on", "not-a-number", "fewer-unjudged", "more-unjudged"])
 def test_a_loosened_setting_stays_approved_while_no_looser(setting: str, approved: str, now: str,
                                                            covered: bool) -> None:
     subject = "question" if setting == "fail_on" else "ndcg@5" if setting == "tolerance" else ""
