@@ -20,6 +20,7 @@ from ..record.types import (
     Adjustment,
     Counterpart,
     Failure,
+    Finding,
     LabelToReview,
     Language,
     Latency,
@@ -179,15 +180,17 @@ def next_approved(judge: Judge, name: str) -> tuple[dict[str, tuple[str, ...]], 
 
 
 def _raises(judge: Judge, name: str) -> bool:
-    """Under every exam, no gated metric of `name` below its bar (within EPSILON) and one above it by more
-    than its tolerance."""
+    """Under every exam, no gated metric of `name` below its bar (within EPSILON) or inconclusive (an
+    inconclusive item raises nothing: its bar stays for the next change to be judged against), and one
+    above it by more than its tolerance."""
     for side in judge.sides(name):
         rose = False
         for spec in judge.config.metrics:
             comparison = judge.comparison(name, spec.label, side.exam)
             if comparison is None or comparison.delta is None:
                 continue
-            if comparison.delta < -EPSILON:
+            if comparison.delta < -EPSILON or \
+                    judge.exam_verdict(name, spec.label, side).finding == Finding.INCONCLUSIVE:
                 return False
             rose = rose or comparison.delta > judge.config.tolerance.for_metric(spec) + EPSILON
         if not rose:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from ..core.values import fmt, listed, moved, p_value, signed
 from ..record.report import ADJUSTED, ReportInput, RetrieverView
 from ..record.types import Adjustment, Comparison, PairComparison
-from .wording import unavailable, width
+from .wording import inconclusive_lines, outcome_counts, unavailable, width
 
 LISTED = 5
 """Question ids listed in a line of the summary; the rest are counted."""
@@ -213,6 +213,9 @@ def summary_lines(data: ReportInput, every_tag: bool = False, columns: int | Non
     lines = [f"k={data.k}" + (f", {answerable} answerable questions" if answerable is not None else "")
              + (f"; {absent}" if absent else "")]
     lines.extend(data.since)
+    if data.outcomes:
+        lines.append(f"outcomes: {len(data.failures)} failed{outcome_counts(data, 'en')}")
+        lines.extend(inconclusive_lines(data))
     if table.rows:
         lines.extend(fitted(["retriever", *data.metrics], table.rows, 1, columns))
     if table.partial:

@@ -55,6 +55,8 @@ class GateSettings:
     max_latency_ms: Mapping[str, float] = field(default_factory=dict, hash=False)
     ann_tie_epsilon: float = ANN_TIE_EPSILON
     """A larger one counts more of an index's swaps as ties: a lower `ann_recall` reads as a loss less often."""
+    inconclusive: str = "pass"
+    """`fail`: an item the data can neither show non-inferior nor a regression fails (docs/verdicts.md)."""
 
 
 def gate_settings(config: Config) -> GateSettings:
@@ -68,6 +70,7 @@ def gate_settings(config: Config) -> GateSettings:
         retrievers=tuple(spec.name for spec in config.retrievers),
         max_latency_ms={s.name: s.max_latency_ms for s in config.retrievers if s.max_latency_ms is not None},
         ann_tie_epsilon=config.ann_tie_epsilon,
+        inconclusive=config.inconclusive,
     )
 
 
@@ -287,6 +290,7 @@ def _settings(old: GateSettings, new: GateSettings) -> tuple[list[SettingChange]
         elif after_ms is not None and (before_ms is None or after_ms < before_ms):
             tightened.append(change)
     _tie_epsilon(old, new, loosened, tightened)
+    _inconclusive(old, new, loosened, tightened)
     gone = [Entry(name, "", "no longer configured") for name in old.retrievers if name not in new.retrievers]
     gone += [Entry("", label, "no longer in the configured metrics")
              for label in old.metrics if label not in new.metrics]
@@ -301,6 +305,14 @@ def _tie_epsilon(old: GateSettings, new: GateSettings, loosened: list[SettingCha
         return
     change = SettingChange("ann_tie_epsilon", "", f"{old.ann_tie_epsilon:g}", f"{new.ann_tie_epsilon:g}")
     (loosened if new.ann_tie_epsilon > old.ann_tie_epsilon else tightened).append(change)
+
+
+def _inconclusive(old: GateSettings, new: GateSettings, loosened: list[SettingChange],
+                  tightened: list[SettingChange]) -> None:
+    """`inconclusive` from "fail" to "pass" is loosened: an item the data cannot decide no longer fails."""
+    if old.inconclusive != new.inconclusive:
+        change = SettingChange("inconclusive", "", old.inconclusive, new.inconclusive)
+        (loosened if new.inconclusive == "pass" else tightened).append(change)
 
 
 def _ms(value: float | None) -> str:

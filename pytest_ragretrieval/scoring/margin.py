@@ -1,0 +1,46 @@
+"""Non-inferiority: how far below 0 the mean difference may plausibly lie, and how many questions would tell.
+
+A pass says only that the drop is not shown to be real. The lower bound says how large a drop the data
+still allow: the alpha-quantile of the same percentile bootstrap as the 95% interval (same seed, same
+draws), a one-sided (1 - alpha) bound, so "the bound is at or above -margin" is a one-sided test at alpha
+that the mean drop is smaller than `margin`. The questions needed are the non-inferiority sample size at
+80% power when nothing changed in truth: ((z(1 - alpha) + z(0.80)) sd / margin)^2, sd the spread of the
+observed per-question differences.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from statistics import NormalDist
+
+import numpy as np
+
+from ..core.values import DIGITS
+from .stats import _bootstrap_distribution
+
+POWER = 0.80
+
+
+def lower_bound(differences: Sequence[float], alpha: float) -> float | None:
+    """The one-sided (1 - alpha) lower bound of the mean per-question difference (after - before): the
+    alpha-quantile of the bootstrap means; None below 2 questions, 0 when no question moved."""
+    data = np.asarray(differences, dtype=float)
+    if data.size < 2:
+        return None
+    if not data.any():
+        return 0.0
+    return round(float(np.percentile(_bootstrap_distribution(data), 100 * alpha)), DIGITS)
+
+
+def questions_needed(differences: Sequence[float], margin: float, alpha: float) -> int | None:
+    """The questions that would show the item non-inferior at `margin` with 80% power if nothing changed
+    in truth, at the observed spread of `differences`; None below 2 questions, when nothing moved (no
+    spread: nothing to decide) or when `margin` is 0 (no number of questions shows a drop below 0)."""
+    data = [float(value) for value in differences]
+    if len(data) < 2 or margin <= 0 or not any(data):
+        return None
+    average = math.fsum(data) / len(data)
+    sd = math.sqrt(math.fsum((value - average) ** 2 for value in data) / (len(data) - 1))
+    normal = NormalDist()
+    z = normal.inv_cdf(1 - alpha) + normal.inv_cdf(POWER)
+    return max(2, math.ceil((z * sd / margin) ** 2 - 1e-9))
