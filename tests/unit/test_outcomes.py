@@ -1,0 +1,125 @@
+"""Three outcomes, unit by unit: the lower bound, the questions needed (against a simulated 80% power), the
+classification, the settings and the loosened one, the reports' counts."""
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+from msgspec import structs
+from test_config import MINIMAL, config_at, error_of
+
+from pytest_ragretrieval.gate.checks import classify
+from pytest_ragretrieval.record.report import ReportInput
+from pytest_ragretrieval.record.types import Comparison, Finding, ItemOutcome
+from pytest_ragretrieval.report.terminal import summary_lines
+from pytest_ragretrieval.report.wording import verdict
+from pytest_ragretrieval.review.changes import GateSettings, loosened_settings
+from pytest_ragretrieval.scoring.margin import lower_bound, questions_needed
+from pytest_ragretrieval.scoring.stats import paired_test
+
+OBSERVED = np.array([-1.0] * 3 + [1.0] * 3 + [0.0] * 24)
+"""A hit metric's per-question differences: 3 questions lost their hit, 3 gained one, 24 did not move."""
+
+
+def simulated_power(n: int, margin: float, sims: int = 3000, resamples: int = 2000) -> float:
+    """The share of `sims` eval sets of `n` questions drawn from OBSERVED (nothing changed in truth: its mean
+    is 0) whose percentile-bootstrap lower bound at alpha 0.05 is at or above -margin, the gate's rule
+    for non-inferior. Each resample's mean is a count matrix times the data, so 3000 sets take a second."""
+    rng = np.random.default_rng(20261208)
+    data = rng.choice(OBSERVED, (sims, n))
+    drawn = rng.integers(0, n, (resamples, n))
+    counts = np.zeros((resamples, n))
+    np.add.at(counts, (np.arange(resamples)[:, None], drawn), 1)
+    lows = np.percentile(data @ counts.T / n, 5, axis=1)
+    for row in range(3):  # the same bound the gate computes, for a few of the sets
+        assert lower_bound(data[row], 0.05) == pytest.approx(lows[row], abs=0.02)
+    return float(np.mean(lows >= -margin - 1e-9))
+
+
+def test_the_questions_needed_are_within_ten_percent_of_a_simulated_80_percent_power() -> None:
+    needed = questions_needed(OBSERVED, 0.2, 0.05)
+    assert needed == 32  # ((1.6449 + 0.8416) * 0.4549 / 0.2)^2 = 31.97
+    assert simulated_power(int(0.9 * needed), 0.2) < 0.8 < simulated_power(int(np.ceil(1.1 * needed)), 0.2)
+
+
+def test_the_lower_bound_is_the_bootstraps_alpha_quantile() -> None:
+    differences = [-0.5, 0.0, 0.25, -0.25, 0.0, 0.5, -0.5, 0.0, 0.0, -0.25]
+    test = paired_test([0.5] * 10, [0.5 + d for d in differences], "bootstrap")
+    assert test is not None and lower_bound(differences, 0.025) == test.ci95[0]
+    assert lower_bound(differences, 0.05) is not None and lower_bound(differences, 0.05) > test.ci95[0]
+    assert lower_bound([0.0, 0.0, 0.0], 0.05) == 0.0
+    assert lower_bound([-1.0], 0.05) is None
+
+
+def test_nothing_to_decide_without_spread_or_below_margin_zero() -> None:
+    assert questions_needed([0.0] * 10, 0.05, 0.05) is None
+    assert questions_needed([-1.0, 0.0, 1.0], 0.0, 0.05) is None
+    assert questions_needed([-1.0], 0.05, 0.05) is None
+
+
+COMPARISON = Comparison(0.8, 0.79, -0.01, questions=40, lower=-0.03)
+
+
+@pytest.mark.parametrize(("passed", "unchanged", "lower", "margin", "finding"), [
+    (False, False, -0.03, 0.05, Finding.REGRESSION),
+    (False, True, -0.03, 0.05, Finding.REGRESSION),  # the rule's fail stays a regression
+    (True, False, -0.03, 0.05, Finding.NON_INFERIOR),
+    (True, False, -0.03, 0.02, Finding.INCONCLUSIVE),
+    (True, False, None, 0.05, Finding.INCONCLUSIVE),  # one question bounds nothing
+    (True, False, 0.0, 0.0, Finding.NON_INFERIOR),  # margin 0: no question dropped
+])
+def test_classify(passed: bool, unchanged: bool, lower: float | None, margin: float, finding: Finding) -> None:
+    assert classify(structs.replace(COMPARISON, lower=lower), passed, unchanged, margin) == finding
+
+
+def test_unchanged_needs_the_approved_rankings_and_no_difference() -> None:
+    same = Comparison(0.8, 0.8, 0.0, questions=40, lower=0.0)
+    assert classify(same, True, True, 0.0) == Finding.UNCHANGED
+    assert classify(same, True, False, 0.0) == Finding.NON_INFERIOR
+
+
+def test_margin_defaults_to_the_tolerance_and_reads_as_it(tmp_path: Path) -> None:
+    config = config_at(tmp_path, MINIMAL.replace("[tool.ragretrieval]\n", "[tool.ragretrieval]\ntolerance = 0.02\n", 1))
+    assert (config.margin, config.inconclusive, config.margin_for("ndcg@5")) == (None, "pass", 0.02)
+    given = MINIMAL.replace("[tool.ragretrieval]\n", '[tool.ragretrieval]\ntolerance = 0.02\ninconclusive = "fail"\n'
+                            "margin = { default = 0.05, recall = 0.1 }\n", 1)
+    config = config_at(tmp_path, given)
+    assert (config.inconclusive, config.margin_for("ndcg@5"), config.margin_for("recall@5")) == ("fail", 0.05, 0.1)
+
+
+@pytest.mark.parametrize(("line", "message"), [
+    ('inconclusive = "skip"', "key 'inconclusive'"), ("margin = -0.1", "key 'margin'"),
+    ("margin = { recal = 0.1 }", "key 'margin.recal'"),
+])
+def test_bad_outcome_settings_are_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, line: str,
+                                           message: str) -> None:
+    assert message in error_of(tmp_path, MINIMAL.replace("[tool.ragretrieval]\n", f"[tool.ragretrieval]\n{line}\n", 1),
+                               monkeypatch)
+
+
+def test_inconclusive_from_fail_to_pass_is_loosened() -> None:
+    strict = GateSettings(metrics=("ndcg@5",), tolerances={"ndcg@5": 0.0}, inconclusive="fail")
+    lenient = replace(strict, inconclusive="pass")
+    [change] = loosened_settings(strict, lenient)
+    assert (change.setting, change.old, change.new) == ("inconclusive", "fail", "pass")
+    assert loosened_settings(lenient, strict) == []
+
+
+def report(*outcomes: Finding) -> ReportInput:
+    return ReportInput(k=5, metrics=("ndcg@5",), definitions={}, questions=(), chunks={}, retrievers=(),
+                       embedder="", rerankers=(), database="", baseline_path="b.json", comparable=True,
+                       language="en", outcomes=tuple(ItemOutcome(f"rag::r{i}::ndcg@5", f"r{i}", "ndcg@5", finding,
+                                                                 "today", -0.01, None, True, 120)
+                                                     for i, finding in enumerate(outcomes)))
+
+
+def test_every_report_counts_the_outcomes() -> None:
+    data = report(Finding.INCONCLUSIVE, Finding.NON_INFERIOR, Finding.INCONCLUSIVE, Finding.UNCHANGED)
+    assert verdict(data) == "✅ no failures; 1 non-inferior, 2 inconclusive, 1 unchanged"
+    lines = summary_lines(data)
+    assert "outcomes: 0 failed; 1 non-inferior, 2 inconclusive, 1 unchanged" in lines
+    assert ("inconclusive: ndcg@5 of r0 passes: a drop of its margin is not ruled out; about 120 questions would "
+            "decide it") in lines
+    assert verdict(report()) == "✅ no failures"
