@@ -39,8 +39,8 @@ def simulated_power(n: int, margin: float, sims: int = 3000, resamples: int = 20
 
 
 def test_the_questions_needed_are_within_ten_percent_of_a_simulated_80_percent_power() -> None:
-    needed = questions_needed(OBSERVED, 0.2, 0.05)
-    assert needed == 32  # ((1.6449 + 0.8416) * 0.4549 / 0.2)^2 = 31.97
+    needed = questions_needed(OBSERVED.tolist(), 0.2, 0.05)
+    assert needed is not None and needed == 32  # ((1.6449 + 0.8416) * 0.4549 / 0.2)^2 = 31.97
     assert simulated_power(int(0.9 * needed), 0.2) < 0.8 < simulated_power(int(np.ceil(1.1 * needed)), 0.2)
 
 
@@ -48,7 +48,8 @@ def test_the_lower_bound_is_the_bootstraps_alpha_quantile() -> None:
     differences = [-0.5, 0.0, 0.25, -0.25, 0.0, 0.5, -0.5, 0.0, 0.0, -0.25]
     test = paired_test([0.5] * 10, [0.5 + d for d in differences], "bootstrap")
     assert test is not None and lower_bound(differences, 0.025) == test.ci95[0]
-    assert lower_bound(differences, 0.05) is not None and lower_bound(differences, 0.05) > test.ci95[0]
+    bound = lower_bound(differences, 0.05)
+    assert bound is not None and bound > test.ci95[0]
     assert lower_bound([0.0, 0.0, 0.0], 0.05) == 0.0
     assert lower_bound([-1.0], 0.05) is None
 
