@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from msgspec import structs
+from test_comment import render_doc, results
 from test_config import MINIMAL, config_at, error_of
 
 from pytest_ragretrieval.gate.checks import classify
@@ -124,3 +125,10 @@ def test_every_report_counts_the_outcomes() -> None:
     assert ("inconclusive: ndcg@5 of r0 passes: a drop of its margin is not ruled out; about 120 questions would "
             "decide it") in lines
     assert verdict(report()) == "✅ no failures"
+
+
+def test_the_pull_request_comment_counts_the_outcomes_from_the_results_file() -> None:
+    inconclusive = {"item": "rag::hybrid::ndcg@5", "retriever": "hybrid", "metric": "ndcg@5", "outcome": "inconclusive",
+                    "exam": "today", "delta": -0.1, "p_value": None, "passed": True, "needed": 150}
+    body = render_doc(results([], outcomes=[inconclusive]))
+    assert "- **门禁 / gate**：✅ 无失败项 / no failures; 1 项无定论 / 1 inconclusive" in body
