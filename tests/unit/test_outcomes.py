@@ -55,6 +55,17 @@ def test_the_lower_bound_is_the_bootstraps_alpha_quantile() -> None:
     assert lower_bound([-1.0], 0.05) is None
 
 
+def test_from_a_thousand_questions_the_bound_is_the_bootstraps_normal_limit() -> None:
+    """The bootstrap's own bound at 1,000 questions (one below LARGE: 999) against the normal one, within a
+    twentieth of the standard error (the resamples' Monte Carlo error is about that)."""
+    rng = np.random.default_rng(3)
+    data = rng.choice(OBSERVED, 999).tolist()
+    bootstrap = lower_bound(data, 0.05)
+    normal = lower_bound([*data, 0.0], 0.05)
+    assert bootstrap is not None and normal is not None
+    assert abs(bootstrap - normal) < 0.05 * float(np.std(data)) / np.sqrt(999)
+
+
 def test_nothing_to_decide_without_spread_or_below_margin_zero() -> None:
     assert questions_needed([0.0] * 10, 0.05, 0.05) is None
     assert questions_needed([-1.0, 0.0, 1.0], 0.0, 0.05) is None
