@@ -42,7 +42,7 @@ from .checks import (
 )
 from .family import Key, Member, adjusted, member, power_lines, used
 from .items import ItemKey, Skip
-from .outcomes import decided, gated, unchanged
+from .outcomes import decided, gated, through_questions, unchanged
 from .pairs import Pairs, compare_configurations
 from .report import baseline_questions, comparable_notes, lowest_ann_recall, small_set_notes
 
@@ -359,9 +359,7 @@ class Judge:
         failed = [(exam, outcome) for exam, outcome in outcomes if not outcome.passed]
         replaced = None if failed else self.question_rule(name, label, asked=True)
         if replaced is not None:
-            return Outcome(False, f"{label} of {name!r} lowers the bar through its questions: {replaced.text()}, "
-                           "below the bar, as the update and the pull-request check count it; restore them, or "
-                           "record it with --rag-allow-regression and the approval label")
+            return through_questions(name, label, replaced.text(), outcomes[0])
         exam, outcome = decided(outcomes)
         if len(outcomes) == 1:
             return outcome

@@ -30,6 +30,15 @@ def decided(outcomes: Sequence[tuple[str, Outcome]]) -> tuple[str, Outcome]:
     return exam, dataclasses.replace(outcome, exam=exam) if outcome.finding is not None else outcome
 
 
+def through_questions(name: str, label: str, text: str, first: tuple[str, Outcome]) -> Outcome:
+    """A metric item that lowers the bar through its questions (`bar.rule.replacement`, `text` what): a
+    regression, reported with the comparison of its first exam."""
+    return Outcome(False, f"{label} of {name!r} lowers the bar through its questions: {text}, below the bar, as the "
+                   "update and the pull-request check count it; restore them, or record it with "
+                   "--rag-allow-regression and the approval label", comparison=first[1].comparison,
+                   finding=Finding.REGRESSION if first[1].comparison is not None else None, exam=first[0])
+
+
 def unchanged(side: Side, comparable: Collection[str]) -> bool:
     """Whether today's rankings of the comparable questions are the approved ones (the bar's)."""
     today = {question.id: question.ranking for question in side.today.questions}
