@@ -206,16 +206,14 @@ def _footer_lines(table: _Table) -> list[str]:
 
 def summary_lines(data: ReportInput, every_tag: bool = False, columns: int | None = None) -> list[str]:
     """The changes since the baseline, the summary table (split to fit `columns`), the per-tag table,
-    the comparisons, and the no-answer and latency lines; judged@k is shown even when not listed."""
+    the comparisons, the no-answer and latency lines, and the judged items' outcomes; judged@k is shown
+    even when not listed."""
     table = _table(data)
     answerable = table.answerable
     absent = unavailable(data)
     lines = [f"k={data.k}" + (f", {answerable} answerable questions" if answerable is not None else "")
              + (f"; {absent}" if absent else "")]
     lines.extend(data.since)
-    if data.outcomes:
-        lines.append(f"outcomes: {len(data.failures)} failed{outcome_counts(data, 'en')}")
-        lines.extend(inconclusive_lines(data))
     if table.rows:
         lines.extend(fitted(["retriever", *data.metrics], table.rows, 1, columns))
     if table.partial:
@@ -232,6 +230,9 @@ def summary_lines(data: ReportInput, every_tag: bool = False, columns: int | Non
     lines.extend(_footer_lines(table))
     if data.since_comparable is False:
         lines.append("deltas not shown: the baseline's yardstick differs from this run's")
+    if data.outcomes:
+        lines.append(f"outcomes: {len(data.failures)} failed{outcome_counts(data, 'en')}")
+        lines.extend(inconclusive_lines(data))
     return lines
 
 
