@@ -57,6 +57,8 @@ class GateSettings:
     """A larger one counts more of an index's swaps as ties: a lower `ann_recall` reads as a loss less often."""
     inconclusive: str = "pass"
     """`fail`: an item the data can neither show non-inferior nor a regression fails (docs/verdicts.md)."""
+    margins: Mapping[str, float] = field(default_factory=dict, hash=False)
+    """Per gated metric, the margin a pass must be shown within (`margin`, else the tolerance)."""
 
 
 def gate_settings(config: Config) -> GateSettings:
@@ -71,6 +73,7 @@ def gate_settings(config: Config) -> GateSettings:
         max_latency_ms={s.name: s.max_latency_ms for s in config.retrievers if s.max_latency_ms is not None},
         ann_tie_epsilon=config.ann_tie_epsilon,
         inconclusive=config.inconclusive,
+        margins={spec.label: config.margin_for(spec.label) for spec in config.metrics},
     )
 
 
@@ -309,10 +312,21 @@ def _tie_epsilon(old: GateSettings, new: GateSettings, loosened: list[SettingCha
 
 def _inconclusive(old: GateSettings, new: GateSettings, loosened: list[SettingChange],
                   tightened: list[SettingChange]) -> None:
-    """`inconclusive` from "fail" to "pass" is loosened: an item the data cannot decide no longer fails."""
+    """`inconclusive` from "fail" to "pass" is loosened: an item the data cannot decide no longer fails; so
+    is a margin raised while both fail the inconclusive items (more of them pass as non-inferior)."""
     if old.inconclusive != new.inconclusive:
         change = SettingChange("inconclusive", "", old.inconclusive, new.inconclusive)
         (loosened if new.inconclusive == "pass" else tightened).append(change)
+        return
+    if new.inconclusive != "fail":
+        return
+    for label in sorted(set(old.margins) & set(new.margins), key=metric_order):
+        before, after = old.margins[label], new.margins[label]
+        change = SettingChange("margin", label, f"{before:g}", f"{after:g}")
+        if after > before + EPSILON:
+            loosened.append(change)
+        elif after < before - EPSILON:
+            tightened.append(change)
 
 
 def _ms(value: float | None) -> str:

@@ -120,6 +120,14 @@ def test_inconclusive_from_fail_to_pass_is_loosened() -> None:
     assert loosened_settings(lenient, strict) == []
 
 
+def test_a_margin_raised_while_inconclusive_items_fail_is_loosened() -> None:
+    strict = GateSettings(metrics=("ndcg@5",), tolerances={"ndcg@5": 0.0}, inconclusive="fail", margins={"ndcg@5": 0.02})
+    wider = replace(strict, margins={"ndcg@5": 0.05})
+    [change] = loosened_settings(strict, wider)
+    assert (change.setting, change.subject, change.old, change.new) == ("margin", "ndcg@5", "0.02", "0.05")
+    assert loosened_settings(replace(strict, inconclusive="pass"), replace(wider, inconclusive="pass")) == []
+
+
 def report(*outcomes: Finding) -> ReportInput:
     return ReportInput(k=5, metrics=("ndcg@5",), definitions={}, questions=(), chunks={}, retrievers=(),
                        embedder="", rerankers=(), database="", baseline_path="b.json", comparable=True,
