@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 from msgspec import structs
 from test_comment import render_doc, results
+from test_compare import SPEC, recorded, result
 from test_config import MINIMAL, config_at, error_of
 
-from pytest_ragretrieval.gate.checks import classify
+from pytest_ragretrieval.gate.checks import MetricCheck, classify
 from pytest_ragretrieval.record.report import ReportInput
 from pytest_ragretrieval.record.types import Comparison, Finding, ItemOutcome
 from pytest_ragretrieval.report.terminal import summary_lines
@@ -151,3 +152,19 @@ def test_the_pull_request_comment_counts_the_outcomes_from_the_results_file() ->
                     "exam": "today", "delta": -0.1, "p_value": None, "passed": True, "needed": 150}
     body = render_doc(results([], outcomes=[inconclusive]))
     assert "- **门禁 / gate**：✅ 无失败项 / no failures; 1 项无定论 / 1 inconclusive" in body
+
+
+def test_a_drop_past_the_tolerance_that_the_test_cannot_tell_from_noise_is_inconclusive() -> None:
+    """One question of ten lost 0.5: -0.05 is past the tolerance 0.01, but p = 0.5, so the rule passes it; it
+    used to pass as any other pass did, and is now inconclusive, with the questions that would decide it."""
+    ids = [f"q{i}" for i in range(10)]
+    before = dict.fromkeys(ids, 1.0)
+    after = {**before, "q0": 0.5}
+    check = MetricCheck("r", SPEC, 0.01, "randomization")
+    outcome = check.evaluate(recorded(1.0, before), result(0.95, after))
+    assert outcome.passed and outcome.finding == Finding.INCONCLUSIVE
+    assert outcome.comparison is not None and outcome.comparison.needed is not None
+    assert outcome.details[-1].startswith("inconclusive: the one-sided 95% lower bound of the difference, -0.1500,")
+    assert f"about {outcome.comparison.needed} questions moving as these did would decide it" in outcome.details[-1]
+    same = check.evaluate(recorded(1.0, before), result(1.0, before), unchanged=True)
+    assert same.finding == Finding.UNCHANGED and same.details[-1] == "unchanged: today's rankings are the approved ones"
