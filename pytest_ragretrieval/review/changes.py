@@ -56,7 +56,6 @@ class GateSettings:
     ann_tie_epsilon: float = ANN_TIE_EPSILON
     """A larger one counts more of an index's swaps as ties: a lower `ann_recall` reads as a loss less often."""
     inconclusive: str = "pass"
-    """`fail`: an item the data can neither show non-inferior nor a regression fails (docs/verdicts.md)."""
     margins: Mapping[str, float] = field(default_factory=dict, hash=False)
     """Per gated metric, the margin a pass must be shown within (`margin`, else the tolerance)."""
 
@@ -264,13 +263,7 @@ def _settings(old: GateSettings, new: GateSettings) -> tuple[list[SettingChange]
     """(loosened, tightened, entries no longer gated) between two configurations."""
     loosened: list[SettingChange] = []
     tightened: list[SettingChange] = []
-    for label in sorted(set(old.metrics) & set(new.metrics), key=metric_order):
-        before, after = old.tolerances[label], new.tolerances[label]
-        change = SettingChange("tolerance", label, f"{before:g}", f"{after:g}")
-        if after > before + EPSILON:
-            loosened.append(change)
-        elif after < before - EPSILON:
-            tightened.append(change)
+    _per_metric("tolerance", old.tolerances, new.tolerances, loosened, tightened)
     if old.significance != new.significance:
         change = SettingChange("significance", "", old.significance, new.significance)
         (tightened if new.significance == "none" else loosened).append(change)
@@ -312,20 +305,22 @@ def _tie_epsilon(old: GateSettings, new: GateSettings, loosened: list[SettingCha
 
 def _inconclusive(old: GateSettings, new: GateSettings, loosened: list[SettingChange],
                   tightened: list[SettingChange]) -> None:
-    """`inconclusive` from "fail" to "pass" is loosened: an item the data cannot decide no longer fails; so
-    is a margin raised while both fail the inconclusive items (more of them pass as non-inferior)."""
+    """`inconclusive` from "fail" to "pass" is loosened, and so is a margin raised while both are "fail"."""
     if old.inconclusive != new.inconclusive:
         change = SettingChange("inconclusive", "", old.inconclusive, new.inconclusive)
         (loosened if new.inconclusive == "pass" else tightened).append(change)
-        return
-    if new.inconclusive != "fail":
-        return
-    for label in sorted(set(old.margins) & set(new.margins), key=metric_order):
-        before, after = old.margins[label], new.margins[label]
-        change = SettingChange("margin", label, f"{before:g}", f"{after:g}")
-        if after > before + EPSILON:
+    elif new.inconclusive == "fail":
+        _per_metric("margin", old.margins, new.margins, loosened, tightened)
+
+
+def _per_metric(setting: str, old: Mapping[str, float], new: Mapping[str, float], loosened: list[SettingChange],
+                tightened: list[SettingChange]) -> None:
+    """A per-metric setting (`tolerance`, `margin`) raised is loosened, lowered tightened, for each metric both gate."""
+    for label in sorted(set(old) & set(new), key=metric_order):
+        change = SettingChange(setting, label, f"{old[label]:g}", f"{new[label]:g}")
+        if new[label] > old[label] + EPSILON:
             loosened.append(change)
-        elif after < before - EPSILON:
+        elif new[label] < old[label] - EPSILON:
             tightened.append(change)
 
 
