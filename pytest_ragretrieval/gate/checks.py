@@ -310,9 +310,10 @@ def finding_text(comparison: Comparison, finding: Finding, margin: float, alpha:
     bound = f"the one-sided {1 - alpha:.0%} lower bound of the difference, {signed(comparison.lower)},"
     if finding == Finding.NON_INFERIOR:
         return f"non-inferior: {bound} is at or above -{fmt(margin)} (margin)"
-    needed = (f"; about {comparison.needed} questions moving as these did would decide it (80% power at the "
-              "margin)" if comparison.needed is not None
-              else "; no number of questions rules out a drop at margin 0: set a margin above 0")
+    needed = (f"; about {comparison.needed} questions would decide it (80% power at the margin, at the observed "
+              "mean and spread)" if comparison.needed is not None
+              else "; no number of questions rules out a drop at margin 0: set a margin above 0" if margin <= 0
+              else "; the observed drop reaches the margin: more questions would rather show it")
     return f"inconclusive: {bound} is below -{fmt(margin)} (margin): a drop of the margin is not ruled out{needed}"
 
 

@@ -124,7 +124,7 @@ class Comparison(Struct, frozen=True):
     """The drop the item is shown not to exceed when `lower` is at or above -margin (`margin`, else the tolerance)."""
     needed: Count | None = None
     """The questions that would show the item non-inferior at `margin` with 80% power at the observed
-    spread of its per-question differences, if nothing changed in truth."""
+    mean (a rise counted as 0) and spread of its per-question differences (`scoring/margin.py`)."""
 
 
 class PairComparison(Struct, frozen=True):

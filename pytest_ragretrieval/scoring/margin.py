@@ -4,8 +4,8 @@ A pass says only that the drop is not shown to be real. The lower bound says how
 still allow: the alpha-quantile of the same percentile bootstrap as the 95% interval (same seed, same
 draws), a one-sided (1 - alpha) bound, so "the bound is at or above -margin" is a one-sided test at alpha
 that the mean drop is smaller than `margin`. The questions needed are the non-inferiority sample size at
-80% power when nothing changed in truth: ((z(1 - alpha) + z(0.80)) sd / margin)^2, sd the spread of the
-observed per-question differences.
+80% power, ((z(1 - alpha) + z(0.80)) sd / margin)^2 when nothing changed in truth, sd the spread of the
+observed per-question differences; an observed drop leaves less room below the margin, and is counted.
 """
 from __future__ import annotations
 
@@ -42,14 +42,19 @@ def lower_bound(differences: Sequence[float], alpha: float) -> float | None:
 
 
 def questions_needed(differences: Sequence[float], margin: float, alpha: float) -> int | None:
-    """The questions that would show the item non-inferior at `margin` with 80% power if nothing changed
-    in truth, at the observed spread of `differences`; None below 2 questions, when nothing moved (no
-    spread: nothing to decide) or when `margin` is 0 (no number of questions shows a drop below 0)."""
+    """The questions that would show the item non-inferior at `margin` with 80% power at the observed
+    spread of `differences`, if its true mean difference were the observed one, or 0 where that rose (a
+    rise is not counted on): ((z(1 - alpha) + z(0.80)) sd / (margin + min(mean, 0)))^2. None below 2
+    questions, when nothing moved (no spread: nothing to decide), and when the observed drop is the
+    margin or more (more questions would rather show the drop: no number shows it ruled out)."""
     data = [float(value) for value in differences]
-    if len(data) < 2 or margin <= 0 or not any(data):
+    if len(data) < 2 or not any(data):
         return None
     average = math.fsum(data) / len(data)
+    room = margin + min(average, 0.0)
+    if room <= 1e-9:
+        return None
     sd = math.sqrt(math.fsum((value - average) ** 2 for value in data) / (len(data) - 1))
     normal = NormalDist()
     z = normal.inv_cdf(1 - alpha) + normal.inv_cdf(POWER)
-    return max(2, math.ceil((z * sd / margin) ** 2 - 1e-9))
+    return max(2, math.ceil((z * sd / room) ** 2 - 1e-9))
