@@ -249,6 +249,7 @@ class RagItem(pytest.Item):
         from .record.types import Status
 
         verdict = _verdict(self.config, self.key)
+        self.user_properties.extend(verdict.properties)
         if verdict.status == Status.SKIPPED:
             pytest.skip(verdict.lines[0])
         if verdict.status == Status.FAILED:
@@ -412,6 +413,7 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         return
     from .core.errors import RagError
 
+    _count_inconclusive(terminalreporter)
     terminalreporter.section("rag retrieval")
     if terminalreporter.config.stash.get(INTERRUPTED, False):
         for line in rag.update_lines:
@@ -425,6 +427,16 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         terminalreporter.write_line(line)
     for line in rag.annotations:
         terminalreporter.write_line(line)
+
+
+def _count_inconclusive(terminalreporter: Any) -> None:
+    """pytest's last line counts the inconclusive items beside the passed (or, under `inconclusive = "fail"`,
+    failed) ones they stay among: `5 passed, 2 inconclusive`. Each is a passed test with a property
+    (`rag_outcome`), never a skip or an xfail."""
+    found = [report for status in ("passed", "failed") for report in terminalreporter.stats.get(status, ())
+             if getattr(report, "when", "") == "call" and ("rag_outcome", "inconclusive") in report.user_properties]
+    if found:
+        terminalreporter.stats["inconclusive"] = found
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

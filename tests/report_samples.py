@@ -11,7 +11,7 @@ from pytest_ragretrieval.record.report import (
     ReportInput,
     RetrieverView,
 )
-from pytest_ragretrieval.record.types import Comparison, PairComparison
+from pytest_ragretrieval.record.types import Comparison, Finding, ItemOutcome, PairComparison
 
 CJK = re.compile("[\u2e80-\u2fff\u3000-\u303f\u3040-\u9fff\uac00-\ud7af\uf900-\ufaff\ufe30-\ufe4f\uff00-\uffef]")
 """Any CJK character, full-width punctuation included: what an English-only report must not hold."""
@@ -65,6 +65,10 @@ def sample_input() -> ReportInput:
         since=("compared across changes: hybrid.weights [1.0, 0.5] -> [0.2, 1.0]",
                "questions: 2 comparable, 1 added (q03), 0 removed, 0 edited; added ones are scored, never judged"),
         significance="randomization", family=2,
+        outcomes=(ItemOutcome("rag::hybrid::precision@5", "hybrid", "precision@5", Finding.INCONCLUSIVE, "today", 0.0,
+                              1.0, True, 44),
+                  ItemOutcome("rag::hybrid::ndcg@5", "hybrid", "ndcg@5", Finding.REGRESSION, "today", -0.1, 0.0155,
+                              False)),
     )
 
 

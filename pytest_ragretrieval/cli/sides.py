@@ -32,8 +32,8 @@ from ..core.errors import RagError
 from ..files.jsontext import strings
 from ..files.paths import display
 from ..glue.inputs import load_inputs
-from ..review.changes import GateSettings, gate_settings
 from ..review.rescore import Today
+from ..review.settings import GateSettings, gate_settings
 from .common import PROG
 
 

@@ -36,6 +36,9 @@ SIGNIFICANCE: tuple[Significance, ...] = ("none", "randomization", "bootstrap")
 ADJUSTMENTS: tuple[Adjustment, ...] = ("maxt", "holm", "none")
 """How the p-values of the session's metric items are adjusted together (see `Judge.family`)."""
 FAIL_ON = ("metric", "question")
+Inconclusive = Literal["pass", "fail"]
+INCONCLUSIVE: tuple[Inconclusive, ...] = ("pass", "fail")
+"""`inconclusive`: whether an item whose drop the data can neither rule out nor show passes or fails."""
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 
 
@@ -47,6 +50,7 @@ class Tolerance:
     per_metric: Mapping[str, float] = field(default_factory=dict, hash=False)
 
     def for_metric(self, spec: MetricSpec) -> float:
+        """The metric's own value (by label, then by name), else the default."""
         if spec.label in self.per_metric:
             return self.per_metric[spec.label]
         return self.per_metric.get(spec.name, self.default)
@@ -85,6 +89,9 @@ class Config:
     adjustment: Adjustment = "maxt"
     detect: float = 0.05
     """The smallest drop the team wants to catch: a larger minimum detectable effect is named."""
+    margin: Tolerance | None = None
+    """`margin`: the drop a passing item must be shown not to exceed to be non-inferior; None: the tolerance."""
+    inconclusive: Inconclusive = "pass"
     min_questions: int = 20
     segments: tuple[str, ...] = ()
     """Metadata keys whose values are judged apart, each value a family of its own (evalset/segments.py)."""
@@ -111,6 +118,12 @@ class Config:
     """The named chunkings (`[chunkings.NAME]`), side by side with the default `chunker`."""
     split: Split | None = None
     """`[split]`: the share of the questions drawn to `tune` (never judged) and its seed (evalset/split.py)."""
+
+    def margin_for(self, label: str) -> float:
+        """The non-inferiority margin of a shown metric (`recall@5`): `margin` read as `tolerance` is, else
+        its tolerance."""
+        spec = next(spec for spec in self.shown if spec.label == label)
+        return (self.margin or self.tolerance).for_metric(spec)
 
     @property
     def shown(self) -> tuple[MetricSpec, ...]:
@@ -196,21 +209,22 @@ def _detect(table: Table) -> float:
     return value
 
 
-def _tolerance(table: Table) -> Tolerance:
-    value = table.raw("tolerance", 0.0)
+def _tolerance(table: Table, name: str = "tolerance") -> Tolerance:
+    """`tolerance` (or `margin`, read alike): a number, or a table of them by metric with a `default`."""
+    value = table.raw(name, 0.0)
     if not isinstance(value, dict):
-        return Tolerance(default=table.check_number("tolerance", value, 0.0, 1.0))
+        return Tolerance(default=table.check_number(name, value, 0.0, 1.0))
     per_metric: dict[str, float] = {}
     default = 0.0
     for key, number in value.items():
-        amount = table.check_number(f"tolerance.{key}", number, 0.0, 1.0)
+        amount = table.check_number(f"{name}.{key}", number, 0.0, 1.0)
         if key == "default":
             default = amount
             continue
         try:
             MetricSpec.parse(key, 1)
         except ValueError as exc:
-            raise table.error(f"tolerance.{key}", str(exc)) from None
+            raise table.error(f"{name}.{key}", str(exc)) from None
         per_metric[key] = amount
     return Tolerance(default=default, per_metric=per_metric)
 
@@ -398,6 +412,8 @@ def load_config(config_option: str | None, rootpath: Path) -> Config:
         alpha=table.number("alpha", 0.05, minimum=0.0, maximum=1.0),
         adjustment=table.choice("adjustment", "maxt", ADJUSTMENTS),
         detect=_detect(table),
+        margin=_tolerance(table, "margin") if table.has("margin") else None,
+        inconclusive=table.choice("inconclusive", "pass", INCONCLUSIVE),
         min_questions=table.integer("min_questions", 20, minimum=1),
         segments=_segments(table),
         fail_on=tuple(table.texts("fail_on", ["metric"])),

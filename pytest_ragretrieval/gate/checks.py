@@ -1,6 +1,7 @@
 """Regression checks as small objects: one per retriever x metric, pure and testable alone."""
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -16,7 +17,7 @@ from ..core.values import DIGITS, EPSILON, fmt, listed, p_clause, p_value, signe
 from ..evalset.records import Question
 from ..files.jsontext import escaped
 from ..record.report import ADJUSTED
-from ..record.types import Adjustment, Comparison
+from ..record.types import Adjustment, Comparison, Finding
 from ..scoring.evaluate import QuestionResult, RetrieverResult, mean
 from ..scoring.metrics import MetricSpec, hit_rate
 
@@ -34,6 +35,10 @@ class Outcome:
     summary: str
     details: tuple[str, ...] = ()
     comparison: Comparison | None = None
+    finding: Finding | None = None
+    """A metric item's outcome (docs/verdicts.md, "Three outcomes"); None where nothing was compared."""
+    exam: str = ""
+    """The exam whose comparison decided it (`today` or `base`), where a metric item was compared."""
 
     @property
     def lines(self) -> list[str]:
@@ -115,12 +120,13 @@ def unjudged_line(
 
 def compare(
     label: str, recorded: Recorded, result: RetrieverResult, significance: Significance, comparable: Collection[str],
-    clustering: Clustering | None = None, alpha: float = 0.05,
+    clustering: Clustering | None = None, alpha: float = 0.05, margin: float = 0.0,
 ) -> Comparison | None:
     """Baseline, value and delta over the comparable questions both scored, the minimum detectable
-    effect, and in significance mode the paired test's p and 95% interval, whole clusters flipped or drawn
-    under `clustering`; no p where its clusters cannot reach `alpha` (`unreachable`: judged by the
-    tolerance alone); None when no question is shared.
+    effect, the one-sided (1 - alpha) lower bound and the questions that would show it non-inferior at
+    `margin` (`scoring/margin.py`), and in significance mode the paired test's p and 95% interval, whole
+    clusters flipped or drawn under `clustering`; no p where its clusters cannot reach `alpha`
+    (`unreachable`: judged by the tolerance alone); None when no question is shared.
 
     Both means are taken at the stored precision, from the 6-digit per-question values on both sides
     (the values the test resamples), never from a recorded mean of unrounded values: a kept bar has
@@ -130,8 +136,12 @@ def compare(
         return None
     before, after = mean(pairs.before), mean(pairs.after)
     value_all = result.metrics[label] if not pairs.whole and result.metrics[label] != after else None
+    from ..scoring.margin import lower_bound, questions_needed
+
+    differences = [new - old for old, new in zip(pairs.before, pairs.after, strict=True)]
     found = Comparison(before, after, round(after - before, DIGITS), questions=pairs.n, whole=pairs.whole,
-                       value_all=value_all, mde=detectable(pairs.before))
+                       value_all=value_all, mde=detectable(pairs.before), lower=lower_bound(differences, alpha),
+                       margin=margin, needed=questions_needed(differences, margin, alpha))
     if significance == "none" or unreachable(clustering, pairs.ids, alpha):
         return found
     from ..scoring.stats import labels, paired_test
@@ -206,16 +216,29 @@ class MetricCheck:
     clusterings: Sequence[Clustering] = ()
     """The clusterings it is judged under: where one's clusters cannot reach alpha (`bar.clusters.unreachable`)
     it has no p and is judged by the tolerance alone."""
+    margin: float | None = None
+    """The drop a pass must be shown not to exceed to be non-inferior (None: the tolerance)."""
 
     def evaluate(self, recorded: Recorded, result: RetrieverResult, comparison: Comparison | None = None,
-                 comparable: Collection[str] | None = None) -> Outcome:
+                 comparable: Collection[str] | None = None, unchanged: bool = False) -> Outcome:
         """`comparable`: the questions both sides share (default: every question of this run);
-        `comparison`: the judge's, p adjusted (default: computed here, unadjusted)."""
+        `comparison`: the judge's, p adjusted (default: computed here, unadjusted); `unchanged`: today's
+        rankings of those questions are the approved ones. The outcome names what the evidence says
+        (`classify`)."""
+        found = self._evaluate(recorded, result, comparison, comparable)
+        if found.comparison is None:
+            return found
+        return classified(found, unchanged, self.tolerance if self.margin is None else self.margin, self.alpha)
+
+    def _evaluate(self, recorded: Recorded, result: RetrieverResult, comparison: Comparison | None,
+                  comparable: Collection[str] | None) -> Outcome:
         label = self.spec.label
         if comparable is None:
             comparable = {question.id for question in result.questions}
         if comparison is None and label in recorded.metrics:
-            comparison = compare(label, recorded, result, self.significance, comparable)
+            margin = self.tolerance if self.margin is None else self.margin
+            comparison = compare(label, recorded, result, self.significance, comparable, alpha=self.alpha,
+                                 margin=margin)
         if label not in recorded.metrics:
             held = sorted(other for other in recorded.metrics if other.partition("@")[0] == self.spec.name)
             hint = (f" (it holds {', '.join(held)}: a value at another cutoff measures something else)"
@@ -269,6 +292,49 @@ class MetricCheck:
             f"{self.significance} test {p_clause(comparison.p_value)} {relation} alpha {self.alpha:g}"
             f"{adjustment_note(comparison)}, 95% CI of the mean difference [{signed(low)}, {signed(high)}]"
         )
+
+
+def classify(comparison: Comparison, passed: bool, unchanged: bool, margin: float) -> Finding:
+    """What the evidence says of one comparison: a regression where the gate's rule fails it; else
+    unchanged (today's rankings the approved ones, so no difference); else non-inferior when the lower
+    bound is at or above -margin (within 1e-9: at margin 0, no question dropped); else inconclusive, one
+    question alone included (no bound)."""
+    if not passed:
+        return Finding.REGRESSION
+    if unchanged and comparison.delta is not None and abs(comparison.delta) < EPSILON:
+        return Finding.UNCHANGED
+    if comparison.lower is not None and comparison.lower >= -margin - EPSILON:
+        return Finding.NON_INFERIOR
+    return Finding.INCONCLUSIVE
+
+
+def finding_text(comparison: Comparison, finding: Finding, margin: float, alpha: float) -> str:
+    """`non-inferior: the one-sided 95% lower bound of the difference, -0.0120, is at or above -0.0200
+    (margin)`, and the like; nothing for a regression (its lines say why)."""
+    if finding == Finding.UNCHANGED:
+        return "unchanged: today's rankings are the approved ones"
+    if finding == Finding.REGRESSION:
+        return ""
+    if comparison.lower is None:
+        return f"inconclusive: {comparison.questions} question is too few to bound a drop"
+    bound = f"the one-sided {1 - alpha:.0%} lower bound of the difference, {signed(comparison.lower)},"
+    if finding == Finding.NON_INFERIOR:
+        return f"non-inferior: {bound} is at or above -{fmt(margin)} (margin)"
+    needed = (f"; about {comparison.needed} questions would decide it (80% power at the margin, at the observed "
+              "mean and spread)" if comparison.needed is not None
+              else "; no number of questions rules out a drop at margin 0: set a margin above 0" if margin <= 0
+              else "; the observed drop reaches the margin: more questions would rather show it")
+    return f"inconclusive: {bound} is below -{fmt(margin)} (margin): a drop of the margin is not ruled out{needed}"
+
+
+def classified(outcome: Outcome, unchanged: bool, margin: float, alpha: float) -> Outcome:
+    """The outcome with what its evidence says (its last detail line) and the margin it was judged at."""
+    comparison = outcome.comparison
+    assert comparison is not None
+    finding = classify(comparison, outcome.passed, unchanged, margin)
+    text = finding_text(comparison, finding, margin, alpha)
+    return dataclasses.replace(outcome, details=(*outcome.details, text) if text else outcome.details,
+                               finding=finding, comparison=structs.replace(comparison, margin=margin))
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from ..baseline.format import Baseline
 from ..baseline.update import UpdatePlan
 from ..config.settings import Config
 from ..evalset.records import Question, Span
-from ..record.types import QuestionsReused, Record, Status, TuneSplit, Verdict
+from ..record.types import ItemOutcome, QuestionsReused, Record, Status, TuneSplit, Verdict
 from ..scoring.evaluate import Run
 from .checks import Outcome
 from .items import ItemKey, Skip
@@ -59,7 +59,27 @@ def verdict(judged: Callable[[], Outcome]) -> tuple[Verdict, Outcome | None]:
         found = judged()
     except Skip as exc:
         return Verdict(Status.SKIPPED, (str(exc),)), None
-    return Verdict(Status.PASSED if found.passed else Status.FAILED, tuple(found.lines)), found
+    return Verdict(Status.PASSED if found.passed else Status.FAILED, tuple(found.lines), properties(found)), found
+
+
+def properties(found: Outcome) -> tuple[tuple[str, str], ...]:
+    """What `--junitxml` records of a metric item (pytest's `record_property`): its outcome, the exam that
+    decided it, its delta and p there; nothing for an item that compared nothing."""
+    comparison = found.comparison
+    if found.finding is None or comparison is None:
+        return ()
+    numbers = (("rag_delta", comparison.delta), ("rag_p", comparison.p_value))
+    return (("rag_outcome", str(found.finding)), ("rag_exam", found.exam),
+            *((name, repr(value)) for name, value in numbers if value is not None))
+
+
+def item_outcome(key: ItemKey, found: Outcome) -> ItemOutcome | None:
+    """The item's outcome as `--rag-json` records it; None for an item that compared nothing."""
+    comparison = found.comparison
+    if found.finding is None or comparison is None:
+        return None
+    return ItemOutcome(key.nodeid, key.retriever, key.name, found.finding, found.exam, comparison.delta,
+                       comparison.p_value, found.passed, comparison.needed)
 
 
 def evaluate(
@@ -92,14 +112,18 @@ def evaluate(
     segments = Segments(judge, selected)
     verdicts: dict[ItemKey, Verdict] = {}
     failures: dict[ItemKey, Outcome] = {}
+    outcomes: list[ItemOutcome] = []
     for key in selected:
         verdicts[key], found = verdict(partial(segments.outcome if key.kind == "segment" else judge.outcome, key))
         if found is not None and not found.passed:
             failures[key] = found
+        judged = item_outcome(key, found) if found is not None and not update else None
+        outcomes += [judged] if judged is not None else []
     record = run_record(config, fingerprint, runs, judge, failures, segments=segments)
     return Evaluation(
         record=structs.replace(record, reused=tuple(sorted(reused)) or UNSET, reused_questions={
-            name: QuestionsReused(*counts) for name, counts in sorted((reused_questions or {}).items())} or UNSET),
+            name: QuestionsReused(*counts) for name, counts in sorted((reused_questions or {}).items())} or UNSET,
+            outcomes=tuple(outcomes) or UNSET),
         verdicts=verdicts,
         update=baseline_update(config, baseline, fingerprint, runs, selected, judge, segments) if update else None,
         failed=tuple(judge.missing_baseline()),

@@ -43,6 +43,7 @@ from .checks import (
 )
 from .family import Key, Member, adjusted, harshest, member, power_lines, used
 from .items import ItemKey, Skip
+from .outcomes import decided, gated, through_questions, unchanged
 from .pairs import Pairs, compare_configurations
 from .report import baseline_questions, comparable_notes, lowest_ann_recall, small_set_notes
 
@@ -259,7 +260,8 @@ class Judge:
             if side is not None and changes is not None and label in side.bar.metrics:
                 comparable = changes.questions.comparable
                 found = compare(label, side.bar, side.today, self.config.significance, comparable,
-                                self.clusterings[clustering], self.config.alpha)
+                                self.clusterings[clustering], self.config.alpha,
+                                self.config.margin_for(label))
                 if found is not None and side.last is not None:
                     found = structs.replace(found, last_update=common_mean(label, side.bar, side.last, side.today,
                                                                             comparable))
@@ -356,7 +358,7 @@ class Judge:
             bar = self.bar(key.retriever)
             assert bar is not None
             return QuestionCheck(key.retriever, question, self.config.k, gold_edited).evaluate(bar, run.result, edited)
-        return self.metric_verdict(key.retriever, key.name)
+        return gated(self.config, key.retriever, key.name, self.metric_verdict(key.retriever, key.name))
 
     def metric_verdict(self, name: str, label: str) -> Outcome:
         """One retriever x metric judged against its bar under each exam, by the gate's rule: it fails when
@@ -366,10 +368,8 @@ class Judge:
         failed = [(exam, outcome) for exam, outcome in outcomes if not outcome.passed]
         replaced = None if failed else self.question_rule(name, label, asked=True)
         if replaced is not None:
-            return Outcome(False, f"{label} of {name!r} lowers the bar through its questions: {replaced.text()}, "
-                           "below the bar, as the update and the pull-request check count it; restore them, or "
-                           "record it with --rag-allow-regression and the approval label")
-        exam, outcome = failed[0] if failed else outcomes[0]
+            return through_questions(name, label, replaced.text(), outcomes[0])
+        exam, outcome = decided(outcomes)
         if len(outcomes) == 1:
             return outcome
         other = next(found for name_, found in outcomes if name_ != exam)
@@ -392,9 +392,10 @@ class Judge:
             self.config.alpha, self.changes(name), edited=by_question(self.edited_gold()),
             judged=judged, ann_recall=lowest_ann_recall(name, self.config, self.runs),
             clusterings=self.clusterings,
+            margin=self.config.margin_for(label),
         )
         return check.evaluate(side.bar, side.today, self.comparison(name, label, side.exam),
-                              found.questions.comparable)
+                              found.questions.comparable, unchanged(side, found.questions.comparable))
 
     def missing_baseline(self) -> list[str]:
         """The one line a gate run without a baseline fails with, its items skipped each with one short

@@ -19,6 +19,7 @@ from ..record.types import (
     Adjustment,
     Counterpart,
     Failure,
+    Finding,
     LabelToReview,
     Language,
     Latency,
@@ -162,11 +163,18 @@ def approved_of(judge: Judge, name: str, segments: Segments | None = None) -> Ap
     if entry is None or found is None or run is None or run.result is None or not sides:
         return {}, {}
     gated = judge.config.metrics
-    deltas = [{spec.label: comparison.delta for spec in gated
-               if (comparison := judge.comparison(name, spec.label, side.exam)) is not None
-               and comparison.delta is not None} for side in sides]
+    deltas: list[dict[str, float]] = []
+    inconclusive = False  # an inconclusive item raises nothing: its bar stays for the next change to be judged by
+    for side in sides:
+        deltas.append({})
+        for spec in gated:
+            comparison = judge.comparison(name, spec.label, side.exam)
+            if comparison is None or comparison.delta is None:
+                continue
+            deltas[-1][spec.label] = comparison.delta
+            inconclusive = inconclusive or judge.exam_verdict(name, spec.label, side).finding == Finding.INCONCLUSIVE
     lowered = any(not judge.metric_verdict(name, spec.label).passed for spec in gated
                   if judge.comparison(name, spec.label) is not None) or (segments is not None and segments.fails(name))
     tolerances = {spec.label: judge.config.tolerance.for_metric(spec) for spec in gated}
     return next_approved(entry, run.result, found.questions.comparable, deltas, tolerances, lowered,
-                         may_raise=segments is None or not segments.lowered(name))
+                         may_raise=not inconclusive and (segments is None or not segments.lowered(name)))

@@ -19,7 +19,7 @@ from ..config.settings import Config, load_config
 from ..core.env import truthy
 from ..core.errors import BaselineError, RagError
 from ..files.paths import display
-from ..review.changes import gate_settings, loosened_settings
+from ..review.settings import gate_settings, loosened_settings
 
 PULL_REQUEST_EVENTS = ("pull_request", "pull_request_target")
 DEPTH = ("set `fetch-depth: 0` on actions/checkout (or fetch the base branch before the gate: "

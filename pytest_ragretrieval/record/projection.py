@@ -11,7 +11,8 @@ from msgspec import UNSET, Struct, structs
 from .types import Record, Retriever
 
 RUN_ONLY = ("failures", "comparisons", "since_baseline", "labels_to_review", "significance", "phases", "reused",
-            "reused_questions", "errors", "comparable", "notes", "pair_notes", "settings", "tune")
+            "reused_questions", "errors", "comparable", "notes", "pair_notes", "settings", "tune",
+            "outcomes")
 """Top-level fields `--rag-json` adds to the baseline's: what one run found, measured or judged."""
 RUN_ONLY_PER_RETRIEVER = ("latency_ms", "loads_ms", "diagnostics", "comparison", "comparison_base", "segments",
                           "segments_base", "changes",

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from ..core.values import EPSILON, p_clause, signed
 from ..scoring.metrics import primary
 from .explain import Explanation
-from .types import Adjustment, Comparison, PairComparison, Retriever
+from .types import Adjustment, Comparison, ItemOutcome, PairComparison, Retriever
 
 
 @dataclass(frozen=True)
@@ -132,6 +132,8 @@ class ReportInput:
     explanations: Mapping[str, Mapping[str, Explanation]] = field(default_factory=dict, hash=False)
     """Question id -> retriever -> why it missed a gold chunk within k (the HTML's per-question view);
     empty when rendered from a results file."""
+    outcomes: tuple[ItemOutcome, ...] = ()
+    """Each judged metric item's outcome (docs/verdicts.md, "Three outcomes"), in the items' order."""
 
     @property
     def primary(self) -> str:

@@ -70,12 +70,25 @@ class Status(enum.StrEnum):
     SKIPPED = "skipped"
 
 
+class Finding(enum.StrEnum):
+    """What a metric item's evidence says (docs/verdicts.md, "Three outcomes"): a drop the gate's rule
+    fails; a change shown not to hurt by more than the margin; a pass the data cannot tell from a drop of
+    the margin; today's rankings the approved ones."""
+
+    REGRESSION = "regression"
+    NON_INFERIOR = "non-inferior"
+    INCONCLUSIVE = "inconclusive"
+    UNCHANGED = "unchanged"
+
+
 class Verdict(Struct, frozen=True):
     """One item's verdict: its status and the lines pytest shows for it (a skip's reason first). The
     pytest-xdist controller, which judges, hands them to its workers, which only report them."""
 
     status: Status
     lines: tuple[str, ...]
+    properties: tuple[tuple[str, str], ...] = ()
+    """What `--junitxml` records for the item (`rag_outcome`, `rag_exam`, `rag_delta`, `rag_p`)."""
 
 
 class Comparison(Struct, frozen=True):
@@ -105,6 +118,13 @@ class Comparison(Struct, frozen=True):
     last_update: float | None = None
     """Where the approved rankings differ from those of the last update: the last update's mean over the
     same questions under the same exam (a drop it already held is older than this change)."""
+    lower: float | None = None
+    """The one-sided (1 - alpha) lower bound of the mean difference: the bootstrap's alpha-quantile."""
+    margin: float | None = None
+    """The drop the item is shown not to exceed when `lower` is at or above -margin (`margin`, else the tolerance)."""
+    needed: Count | None = None
+    """The questions that would show the item non-inferior at `margin` with 80% power at the observed
+    mean (a rise counted as 0) and spread of its per-question differences (`scoring/margin.py`)."""
 
 
 class PairComparison(Struct, frozen=True):
@@ -206,6 +226,23 @@ class Failure(Struct, frozen=True):
     details: tuple[str, ...] = ()
 
 
+class ItemOutcome(Struct, frozen=True):
+    """A judged metric item: its node id, what the evidence says, under which exam (the one that decided:
+    `today` or `base`), its delta and p there (docs/verdicts.md, "Three outcomes")."""
+
+    item: str
+    retriever: str
+    metric: str
+    outcome: Finding
+    exam: str
+    delta: float | None = None
+    p_value: float | None = None
+    passed: bool = True
+    """Whether the item passed: an inconclusive one fails only under `inconclusive = "fail"`."""
+    needed: Count | None = None
+    """The questions that would show it non-inferior at its margin with 80% power (`Comparison.needed`)."""
+
+
 class SinceBaseline(Struct, frozen=True):
     """What changed since the baseline: the yardstick (then nothing is comparable), the system under
     test, the questions, and the header lines that say so."""
@@ -301,5 +338,7 @@ class Record(Struct, frozen=True):
     pair_notes: tuple[str, ...] | UnsetType = UNSET
     """What kept configured pairs from being compared."""
     settings: Settings | UnsetType = UNSET
+    outcomes: tuple[ItemOutcome, ...] | UnsetType = UNSET
+    """Each judged metric item's outcome, exam, delta and p, in the items' order."""
     tune: TuneSplit | UnsetType = UNSET
     """The `tune` questions (`[split]`, `side`): scored apart, never judged, never in the baseline."""

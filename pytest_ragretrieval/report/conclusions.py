@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ..core.values import fmt, p_clause
 from ..record.report import ReportInput, RetrieverView, by_pair, conclusion
-from ..record.types import PairComparison
+from ..record.types import Finding, PairComparison
 from ..scoring.metrics import of_retriever
 from .wording import ran
 
@@ -68,6 +68,18 @@ def _pair_step(data: ReportInput, group: list[PairComparison], views: dict[str, 
     )
 
 
+def _inconclusive_steps(data: ReportInput) -> list[str]:
+    """One step for the inconclusive items: passes whose drop of the margin is not ruled out, and the
+    questions that would decide the one that needs most."""
+    found = [item for item in data.outcomes if item.outcome == Finding.INCONCLUSIVE]
+    if not found:
+        return []
+    needed = [item.needed for item in found if item.needed is not None]
+    most = f"; about {max(needed)} questions would decide them all" if needed else ""
+    return [f"{len(found)} item(s) inconclusive ({', '.join(f'{i.retriever} {i.metric}' for i in found[:5])}"
+            f"{', ...' if len(found) > 5 else ''}): they pass, but a drop of the margin is not ruled out{most}"]
+
+
 def next_steps(data: ReportInput) -> list[str]:
     views = {view.name: view for view in ran(data)}
     steps: list[str] = []
@@ -76,6 +88,7 @@ def next_steps(data: ReportInput) -> list[str]:
             f"{len(data.failures)} item(s) failed against the baseline: fix the regression, or, if it is intended, "
             "record it with `pytest --rag-update-baseline --rag-allow-regression`"
         )
+    steps += _inconclusive_steps(data)
     if data.pairs:
         steps += [_pair_step(data, group, views) for group in by_pair(data.pairs)]
     answerable = sum(1 for q in data.questions if q.answerable)

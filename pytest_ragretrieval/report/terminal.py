@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from ..core.values import fmt, listed, moved, p_value, signed
 from ..record.report import ADJUSTED, ReportInput, RetrieverView
 from ..record.types import Adjustment, Comparison, PairComparison
-from .wording import unavailable, width
+from .wording import inconclusive_lines, outcome_counts, unavailable, width
 
 LISTED = 5
 """Question ids listed in a line of the summary; the rest are counted."""
@@ -206,7 +206,8 @@ def _footer_lines(table: _Table) -> list[str]:
 
 def summary_lines(data: ReportInput, every_tag: bool = False, columns: int | None = None) -> list[str]:
     """The changes since the baseline, the summary table (split to fit `columns`), the per-tag table,
-    the comparisons, and the no-answer and latency lines; judged@k is shown even when not listed."""
+    the comparisons, the no-answer and latency lines, and the judged items' outcomes; judged@k is shown
+    even when not listed."""
     table = _table(data)
     answerable = table.answerable
     absent = unavailable(data)
@@ -229,6 +230,9 @@ def summary_lines(data: ReportInput, every_tag: bool = False, columns: int | Non
     lines.extend(_footer_lines(table))
     if data.since_comparable is False:
         lines.append("deltas not shown: the baseline's yardstick differs from this run's")
+    if data.outcomes:
+        lines.append(f"outcomes: {len(data.failures)} failed{outcome_counts(data, 'en')}")
+        lines.extend(inconclusive_lines(data))
     return lines
 
 

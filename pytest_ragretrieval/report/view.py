@@ -69,6 +69,7 @@ def view(record: Record, questions: Sequence[Question] = (), chunks: Sequence[Ch
         info=_reused(record),
         language=str(settings.language) if settings is not None else "both",
         explanations=explanations or {},
+        outcomes=record.outcomes or (),
     )
 
 

@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 
 from ..core.values import fmt, moved, signed
 from ..record.report import QuestionView, ReportInput, RetrieverView
+from ..record.types import Finding
 
 LANGUAGES = ("both", "en")
 """`report_language`: each heading and label in Chinese then English (the default), or English alone."""
@@ -150,11 +151,43 @@ def status_text(view: RetrieverView) -> str:
     return f"{view.status}: {view.reason}" if view.reason else view.status
 
 
+OUTCOME_WORDS = {Finding.NON_INFERIOR: ("非劣", "non-inferior"), Finding.INCONCLUSIVE: ("无定论", "inconclusive"),
+                 Finding.UNCHANGED: ("未变", "unchanged")}
+"""The passes' outcomes as reports count them (docs/verdicts.md, "Three outcomes"); regressions are the failures."""
+
+
 def verdict(data: ReportInput) -> str:
+    """`✅ no failures; 2 non-inferior, 1 inconclusive`: the failures, then the judged items' outcomes."""
     count = len(data.failures)
+    counts = outcome_counts(data)
     if count:
-        return "❌ " + say(data.language, (f"{count} 项未通过", f"{count} failed"))
-    return "✅ " + say(data.language, ("无失败项", "no failures"))
+        return "❌ " + say(data.language, (f"{count} 项未通过", f"{count} failed")) + counts
+    return "✅ " + say(data.language, ("无失败项", "no failures")) + counts
+
+
+def outcome_counts(data: ReportInput, language: str | None = None) -> str:
+    """`; 2 non-inferior, 1 inconclusive` (each outcome a judged pass had, in a fixed order), or nothing;
+    in `language` (the report's when None)."""
+    counted = [(sum(1 for item in data.outcomes if item.outcome == finding), words)
+               for finding, words in OUTCOME_WORDS.items()]
+    shown = [(count, words) for count, words in counted if count]
+    if not shown:
+        return ""
+    return "; " + say(language or data.language, ("，".join(f"{count} 项{words[0]}" for count, words in shown),
+                                      ", ".join(f"{count} {words[1]}" for count, words in shown)))
+
+
+def inconclusive_lines(data: ReportInput) -> list[str]:
+    """One line per inconclusive item: its drop not ruled out, and the questions that would decide it."""
+    lines = []
+    for item in data.outcomes:
+        if item.outcome != Finding.INCONCLUSIVE:
+            continue
+        needed = f"; about {item.needed} questions would decide it" if item.needed is not None else ""
+        verdict_word = "passes" if item.passed else 'fails (inconclusive = "fail")'
+        lines.append(f"inconclusive: {item.metric} of {item.retriever} {verdict_word}: a drop of its margin is "
+                     f"not ruled out{needed}")
+    return lines
 
 
 def unavailable(data: ReportInput, name: Callable[[str], str] = str, text: Callable[[str], str] = str) -> str:

@@ -10,7 +10,7 @@ sticky comment, and every later run checks that the pull request lowers nothing 
 - a removed entry, a loosened setting or a lost hit is approved when the set holds the same one;
   a removed retriever (or a metric removed for every retriever) also approves any lowering or
   removal of what it removed, a lost hit of its questions included;
-- a loosened setting stays approved while it is no looser than approved: a tolerance,
+- a loosened setting stays approved while it is no looser than approved: a tolerance, a margin,
   `max_latency_ms` or `min_questions` no higher (`none`, no limit, is the loosest), an `alpha` no lower; a
   `significance` test must be the same one (the two are not ordered), `fail_on` the same move.
 
@@ -151,7 +151,7 @@ def _number(text: str) -> float | None:
 
 def _no_looser(setting: str, new: str, approved: str) -> bool:
     """Whether a loosened setting's value is within the approved one (see the module's docstring)."""
-    if setting in ("tolerance", "max_latency_ms", "min_questions"):
+    if setting in ("tolerance", "max_latency_ms", "min_questions", "margin"):
         if approved == "none":
             return True
         value, limit = _number(new), _number(approved)

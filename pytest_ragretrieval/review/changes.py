@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,64 +23,24 @@ from ..bar.rule import Replacement, bar_means, replaced_bars
 from ..baseline.exams import BASE, TODAY, approved_digest, labels_digest
 from ..baseline.format import Baseline, Recorded
 from ..baseline.since import Since, held, since
-from ..config.settings import REPORT_LANGUAGES, Config
+from ..config.settings import REPORT_LANGUAGES
 from ..core.errors import BaselineError
 from ..core.values import EPSILON
-from ..evalset.segments import setting_changes
-from ..evalset.split import Split
 from ..files.jsonshape import Node, ShapeProblem, decode
 from ..files.jsontext import JSONProblem
 from ..files.paths import Unreadable, display, read_input
-from ..scoring.metrics import ANN_TIE_EPSILON, METRICS, metric_order
+from ..scoring.metrics import METRICS, metric_order
 from .moves import SettingChange as SettingChange  # where every reader imports it from
 from .moves import moved_questions, moves
 from .notes import exam_notes, rescore_notes
 from .rescore import Rescored, Today, exams, rescore
+from .settings import GateSettings, setting_moves
 
-STRICTEST = ("none", "maxt", "holm")  # each p at most the next one's: a later one fails fewer items
 KIND = "ragretrieval-baseline-changes"
 VERSION = 1
 DIGESTS = ("approved_digest", "labels_digest")
 """The head's digests an approval binds (`review/approved.py`); files written before approvals bound them lack them."""
 DIGEST = re.compile(r"[0-9a-f]{64}")
-
-
-@dataclass(frozen=True)
-class GateSettings:
-    """The parts of `[tool.ragretrieval]` that decide whether an item fails, besides the baseline."""
-
-    metrics: tuple[str, ...]
-    tolerances: Mapping[str, float] = field(hash=False)
-    significance: str = "none"
-    alpha: float = 0.05
-    adjustment: str = "maxt"
-    fail_on: tuple[str, ...] = ("metric",)
-    retrievers: tuple[str, ...] = ()
-    max_latency_ms: Mapping[str, float] = field(default_factory=dict, hash=False)
-    ann_tie_epsilon: float = ANN_TIE_EPSILON
-    """A larger one counts more of an index's swaps as ties: a lower `ann_recall` reads as a loss less often."""
-    split: Split | None = None
-    """`[split]`: changed, it may move the base's gate questions to `tune`, a loosening where one was hurt
-    (`review/moves.py`)."""
-    segments: tuple[str, ...] = ()
-    min_questions: int = 20
-
-
-def gate_settings(config: Config) -> GateSettings:
-    return GateSettings(
-        metrics=tuple(spec.label for spec in config.metrics),
-        tolerances={spec.label: config.tolerance.for_metric(spec) for spec in config.metrics},
-        significance=config.significance,
-        alpha=config.alpha,
-        adjustment=config.adjustment,
-        fail_on=config.fail_on,
-        retrievers=tuple(spec.name for spec in config.retrievers),
-        max_latency_ms={s.name: s.max_latency_ms for s in config.retrievers if s.max_latency_ms is not None},
-        ann_tie_epsilon=config.ann_tie_epsilon,
-        split=config.split,
-        segments=config.segments,
-        min_questions=config.min_questions,
-    )
 
 
 @dataclass(frozen=True)
@@ -251,67 +211,6 @@ def _baseline_entries(old: Baseline, new: Baseline) -> tuple[list[Entry], list[E
     return removed, added
 
 
-def loosened_settings(old: GateSettings, new: GateSettings) -> list[SettingChange]:
-    """The settings `new` loosens against `old` (the gate's own verdicts cannot see them)."""
-    return _settings(old, new)[0]
-
-
-def _settings(old: GateSettings, new: GateSettings) -> tuple[list[SettingChange], list[SettingChange], list[Entry]]:
-    """(loosened, tightened, entries no longer gated) between two configurations."""
-    loosened: list[SettingChange] = []
-    tightened: list[SettingChange] = []
-    for label in sorted(set(old.metrics) & set(new.metrics), key=metric_order):
-        before, after = old.tolerances[label], new.tolerances[label]
-        change = SettingChange("tolerance", label, f"{before:g}", f"{after:g}")
-        if after > before + EPSILON:
-            loosened.append(change)
-        elif after < before - EPSILON:
-            tightened.append(change)
-    if old.significance != new.significance:
-        change = SettingChange("significance", "", old.significance, new.significance)
-        (tightened if new.significance == "none" else loosened).append(change)
-    elif new.significance != "none" and abs(new.alpha - old.alpha) > EPSILON:
-        change = SettingChange("alpha", "", f"{old.alpha:g}", f"{new.alpha:g}")
-        (loosened if new.alpha < old.alpha else tightened).append(change)
-    if new.significance == old.significance != "none" and old.adjustment != new.adjustment:
-        change = SettingChange("adjustment", "", old.adjustment, new.adjustment)
-        (loosened if STRICTEST.index(new.adjustment) > STRICTEST.index(old.adjustment) else tightened).append(change)
-    if ("question" in old.fail_on) != ("question" in new.fail_on):
-        change = SettingChange("fail_on", "question", ", ".join(old.fail_on), ", ".join(new.fail_on))
-        (loosened if "question" in old.fail_on else tightened).append(change)
-    for name in sorted(set(old.max_latency_ms) | set(new.max_latency_ms)):
-        if name not in new.retrievers:
-            continue
-        before_ms, after_ms = old.max_latency_ms.get(name), new.max_latency_ms.get(name)
-        change = SettingChange("max_latency_ms", name, _ms(before_ms), _ms(after_ms))
-        if before_ms is not None and (after_ms is None or after_ms > before_ms):
-            loosened.append(change)
-        elif after_ms is not None and (before_ms is None or after_ms < before_ms):
-            tightened.append(change)
-    _tie_epsilon(old, new, loosened, tightened)
-    eased, stricter = setting_changes(old.segments, new.segments, old.min_questions, new.min_questions)
-    loosened += [SettingChange(*change) for change in eased]
-    tightened += [SettingChange(*change) for change in stricter]
-    gone = [Entry(name, "", "no longer configured") for name in old.retrievers if name not in new.retrievers]
-    gone += [Entry("", label, "no longer in the configured metrics")
-             for label in old.metrics if label not in new.metrics]
-    return loosened, tightened, gone
-
-
-def _tie_epsilon(old: GateSettings, new: GateSettings, loosened: list[SettingChange],
-                 tightened: list[SettingChange]) -> None:
-    """`ann_tie_epsilon` raised is loosened: more of the index's swaps count as ties, so an index's loss (which
-    keeps a question that lost its hit from reading as a labelling problem) is seen less often."""
-    if new.ann_tie_epsilon == old.ann_tie_epsilon:
-        return
-    change = SettingChange("ann_tie_epsilon", "", f"{old.ann_tie_epsilon:g}", f"{new.ann_tie_epsilon:g}")
-    (loosened if new.ann_tie_epsilon > old.ann_tie_epsilon else tightened).append(change)
-
-
-def _ms(value: float | None) -> str:
-    return "none" if value is None else f"{value:g}"
-
-
 def _merge(entries: Sequence[Entry]) -> tuple[Entry, ...]:
     """One entry per (retriever, metric); the config's and the baseline's reasons joined."""
     merged: dict[tuple[str, str], Entry] = {}
@@ -386,8 +285,11 @@ def classify(
     loosened: list[SettingChange] = []
     tightened: list[SettingChange] = []
     if old_settings is not None and new_settings is not None:
-        loosened, tightened, gone_entries = _settings(old_settings, new_settings)
-        removed += gone_entries
+        loosened, tightened = setting_moves(old_settings, new_settings)
+        removed += [Entry(name, "", "no longer configured") for name in old_settings.retrievers
+                    if name not in new_settings.retrievers]
+        removed += [Entry("", label, "no longer in the configured metrics")
+                    for label in old_settings.metrics if label not in new_settings.metrics]
     move = moves(moved, below, rule, scored.base is not None and today is not None, today is not None,
                  (old_settings.split, new_settings.split) if old_settings and new_settings else None)
     loosened += [move] if isinstance(move, SettingChange) else []

@@ -57,7 +57,7 @@ def test_results_list_the_gate_s_failures_and_the_comment_renders_them(
     assert main(["comment", "results.json"]) == 0
     comment = capsys.readouterr().out.splitlines()
     assert comment[0] == MARKER
-    assert "- **门禁 / gate**：❌ 4 项未通过 / 4 failed" in comment
+    assert "- **门禁 / gate**：❌ 4 项未通过 / 4 failed; 4 项未变 / 4 unchanged" in comment
     assert "- ❌ **table · ndcg@3** — rag::table::ndcg@3" in comment
     assert "    q01: 1.0000 -> 0.0000 (-1.0000)" in comment
 

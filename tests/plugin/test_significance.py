@@ -73,7 +73,8 @@ def test_strict_mode_reports_the_comparison_without_a_test(pytester: pytest.Pyte
     comparison = json.loads((pytester.path / "results.json").read_text(encoding="utf-8"))["retrievers"]["table"]["comparison"]
     assert comparison["recall@3"] == {"baseline": 1.0, "value": 1.0, "delta": 0.0, "p_value": None, "ci95": None,
                                       "p_unadjusted": None, "family": 0, "questions": 10, "whole": True,
-                                      "value_all": None, "mde": 0.0, "adjustment": None, "last_update": None}
+                                      "value_all": None, "mde": 0.0, "adjustment": None, "last_update": None,
+                                      "lower": 0.0, "margin": 0.0, "needed": None}
     assert comparison["ndcg@3"]["delta"] < 0
 
 

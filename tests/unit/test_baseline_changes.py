@@ -14,7 +14,6 @@ from pytest_ragretrieval.core.errors import BaselineError
 from pytest_ragretrieval.record.exam import gold_digest
 from pytest_ragretrieval.review.changes import (
     Entry,
-    GateSettings,
     LostHit,
     SettingChange,
     ValueChange,
@@ -22,6 +21,7 @@ from pytest_ragretrieval.review.changes import (
     dumps_changes,
     parse_changes,
 )
+from pytest_ragretrieval.review.settings import GateSettings
 
 QUESTION_DIGESTS = {qid: {"query": f"{qid}-query", "gold": f"{qid}-gold", "tags": []} for qid in ("q1", "q2", "q3")}
 FINGERPRINT: dict[str, Any] = {

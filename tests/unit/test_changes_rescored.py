@@ -16,7 +16,6 @@ from pytest_ragretrieval.core.errors import BaselineError
 from pytest_ragretrieval.evalset.records import Question
 from pytest_ragretrieval.record.codec import encode
 from pytest_ragretrieval.review.changes import (
-    GateSettings,
     LostHit,
     ValueChange,
     classify,
@@ -24,6 +23,7 @@ from pytest_ragretrieval.review.changes import (
     parse_changes,
 )
 from pytest_ragretrieval.review.rescore import Today
+from pytest_ragretrieval.review.settings import GateSettings
 from pytest_ragretrieval.scoring.evaluate import score
 from pytest_ragretrieval.scoring.metrics import MetricSpec
 

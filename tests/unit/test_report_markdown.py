@@ -131,7 +131,7 @@ def test_failures_are_listed_with_their_message() -> None:
     text = section(render_markdown(sample_input()), "failures")
     assert "- ❌ **hybrid · ndcg@5** — rag::hybrid::ndcg@5" in text
     assert "  ndcg@5 of 'hybrid' fell from 0.8500 to 0.7500" in text.splitlines()
-    assert render_markdown(sample_input()).splitlines()[2] == "结果 / result：❌ 1 项未通过 / 1 failed"
+    assert render_markdown(sample_input()).splitlines()[2] == "结果 / result：❌ 1 项未通过 / 1 failed; 1 项无定论 / 1 inconclusive"
 
 
 def test_a_failure_message_with_backticks_gets_a_longer_fence() -> None:

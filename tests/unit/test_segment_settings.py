@@ -18,7 +18,8 @@ from pytest_ragretrieval.evalset.records import Chunk, Question
 from pytest_ragretrieval.evalset.segments import Segment, check_values, members
 from pytest_ragretrieval.gate.items import ItemKey, item_keys
 from pytest_ragretrieval.record.exam import shape_problem
-from pytest_ragretrieval.review.changes import GateSettings, SettingChange, loosened_settings
+from pytest_ragretrieval.review.changes import SettingChange
+from pytest_ragretrieval.review.settings import GateSettings, loosened_settings
 
 CONFIG = """
 [tool.ragretrieval]
