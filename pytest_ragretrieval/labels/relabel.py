@@ -191,6 +191,23 @@ def plan(path: Path, chunks: Sequence[Chunk], recorded: Mapping[str, str], diges
     return Plan(path, tuple(moves))
 
 
+def unit_map(chunks: Sequence[Chunk], recorded: Mapping[str, str]) -> dict[str, tuple[str, ...]]:
+    """The mapping a relabel applies after a re-chunk: every gold id the baseline recorded a text for whose
+    text its id no longer holds (gone, or given to other text) -> the chunks that text went to, the one
+    holding most of it first (ties in the text's order); ids found nowhere are left out."""
+    today = {chunk.id: squeezed(chunk.text) for chunk in chunks}
+    matcher = Matcher(chunks)
+    found: dict[str, tuple[str, ...]] = {}
+    for old, text in sorted(recorded.items()):
+        if old in today and squeezed(text) in today[old]:
+            continue
+        anchor = matcher.anchor(text)
+        if anchor.chunks and anchor.chunks != (old,):
+            order = sorted(range(len(anchor.chunks)), key=lambda i: -anchor.shares[i])
+            found[old] = tuple(anchor.chunks[i] for i in order)
+    return found
+
+
 def _by_doc(chunks: Sequence[Chunk]) -> dict[str | None, list[Chunk]]:
     found: dict[str | None, list[Chunk]] = {}
     for chunk in chunks:

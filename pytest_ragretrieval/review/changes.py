@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..bar.rule import bar_means, replaced_bars
+from ..bar.units import RETRIEVER, UNIT_ONLY, UnitDrops
 from ..baseline.exams import BASE, TODAY, approved_digest, labels_digest
 from ..baseline.format import Baseline, Recorded
 from ..baseline.since import Since, held, since
@@ -76,7 +77,9 @@ class ValueChange:
     """One bar that moved (a recorded value when `tag` is set): means over the questions both sides share,
     or over questions whose bar values were replaced, `scope` saying which (`the 12 edited questions ...`);
     `exam` the exam both sides' approved rankings were scored under (`today`, `base`, `both`: lowered under
-    each, today's means given), empty where stored values were compared."""
+    each, today's means given), empty where stored values were compared; across a chunk-id re-chunk, `unit`
+    says whether the lowering only comes from the changed unit (`unit-only`) or not (`retriever`), and `why`
+    which questions dropped (`bar.units`)."""
 
     retriever: str
     metric: str
@@ -85,6 +88,8 @@ class ValueChange:
     tag: str = ""
     scope: str = ""
     exam: str = ""
+    unit: str = ""
+    why: str = ""
 
     @property
     def delta(self) -> float:
@@ -160,6 +165,15 @@ class Changes:
         return bool(self.lowered or self.removed or self.loosened or self.lost_hits or self.unreadable)
 
     @property
+    def unit_counts(self) -> str:
+        """`4 unit-only, 16 real drops` across a chunk-id re-chunk (`ValueChange.unit`); "" elsewhere."""
+        unit = sum(change.unit == UNIT_ONLY for change in self.lowered)
+        real = sum(change.unit == RETRIEVER for change in self.lowered)
+        if not unit and not real:
+            return ""
+        return f"{unit} unit-only, {real} real drop{'' if real == 1 else 's'}"
+
+    @property
     def unchanged(self) -> bool:
         return not (self.lowers_the_bar or self.raised or self.added or self.tightened or self.fingerprint
                     or self.tags_lowered or self.tags_raised or self.yardstick or self.questions)
@@ -230,7 +244,15 @@ def _scored(name: str, result: Rescored) -> tuple[list[ValueChange], list[ValueC
             lowered.append(ValueChange(name, label, r.before, r.after, scope=r.text()))
         elif means and means[0].new > means[0].old + EPSILON:
             raised.append(ValueChange(name, label, means[0].old, means[0].new, exam=means[0].exam))
+    lowered = [_unit(change, result.units.get(change.metric)) for change in lowered]
     return lowered, raised, [LostHit(name, qid, exam) for qid, exam in result.lost]
+
+
+def _unit(change: ValueChange, drops: UnitDrops | None) -> ValueChange:
+    """A lowering across a chunk-id re-chunk, told unit-only or not by its dropping questions."""
+    if drops is None or not drops.kind:
+        return change
+    return replace(change, unit=drops.kind, why=drops.text())
 
 
 def _baseline_entries(old: Baseline, new: Baseline) -> tuple[list[Entry], list[Entry]]:
@@ -400,6 +422,9 @@ _LISTS = {
 def changes_document(changes: Changes) -> dict[str, Any]:
     doc: dict[str, Any] = {"kind": KIND, "version": VERSION, "lowers_the_bar": changes.lowers_the_bar}
     doc.update(asdict(changes))
+    for key in ("lowered", "raised", "tags_lowered", "tags_raised"):  # a re-chunk's fields only where they say so
+        doc[key] = [{name: value for name, value in item.items() if name not in ("unit", "why") or value}
+                    for item in doc[key]]
     return {key: value for key, value in doc.items()
             if (key not in DIGESTS or value) and (key != "language" or value != "both")}
 
@@ -464,7 +489,7 @@ def read_digest(node: Node) -> str:
     return text
 
 
-_LATER = ("scope", "exam")
+_LATER = ("scope", "exam", "unit", "why")
 """Fields of a listed change that files written before them lack."""
 
 
