@@ -29,12 +29,10 @@ from ..config.files import find_settings
 from ..config.outputs import inputs
 from ..config.settings import Config, load_config
 from ..core.errors import RagError
-from ..evalset.records import Chunk
 from ..files.jsontext import strings
 from ..files.paths import display
 from ..glue.inputs import load_inputs
-from ..labels.gold import recorded_gold
-from ..labels.relabel import unit_map
+from ..labels.relabel import units
 from ..review.changes import GateSettings, gate_settings
 from ..review.rescore import Today
 from .common import PROG
@@ -269,11 +267,3 @@ def today_exam(config: Config, base: Baseline | None = None) -> Today | None:
     digests = {chunk.id: chunk_record(chunk) for chunk in loaded.chunks}
     return Today(loaded.questions, f"the eval set {display(config.evalset)}", loaded.places, chunkings,
                  digests=digests, units=units(config, base, loaded.chunks))
-
-
-def units(config: Config, base: Baseline | None, chunks: Sequence[Chunk]) -> dict[str, tuple[str, ...]]:
-    """The relabel's mapping in chunk-id mode (a chunks file, no documents): the base's gold ids whose text
-    went to other chunks; empty where documents are given (a chunker change is judged by places there)."""
-    if config.documents is not None or base is None:
-        return {}
-    return unit_map(chunks, recorded_gold(base) or {})

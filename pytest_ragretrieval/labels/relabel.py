@@ -30,12 +30,15 @@ from pathlib import Path
 from typing import Any
 
 from ..baseline.fingerprint import chunk_record
+from ..baseline.format import Baseline
+from ..config.settings import Config
 from ..core.errors import FixtureError
 from ..core.values import LISTED, listed
 from ..evalset.jsonl import records
 from ..evalset.records import Chunk
 from ..files.paths import display
 from .anchor import Anchor, Matcher, squeezed
+from .gold import recorded_gold
 
 
 @dataclass(frozen=True)
@@ -196,16 +199,26 @@ def unit_map(chunks: Sequence[Chunk], recorded: Mapping[str, str]) -> dict[str, 
     text its id no longer holds (gone, or given to other text) -> the chunks that text went to, the one
     holding most of it first (ties in the text's order); ids found nowhere are left out."""
     today = {chunk.id: squeezed(chunk.text) for chunk in chunks}
-    matcher = Matcher(chunks)
+    matcher: Matcher | None = None  # built only when a gold text left its id
     found: dict[str, tuple[str, ...]] = {}
     for old, text in sorted(recorded.items()):
         if old in today and squeezed(text) in today[old]:
             continue
+        matcher = matcher or Matcher(chunks)
         anchor = matcher.anchor(text)
         if anchor.chunks and anchor.chunks != (old,):
             order = sorted(range(len(anchor.chunks)), key=lambda i: -anchor.shares[i])
             found[old] = tuple(anchor.chunks[i] for i in order)
     return found
+
+
+def units(config: Config, baseline: Baseline | None, chunks: Sequence[Chunk]) -> dict[str, tuple[str, ...]]:
+    """`unit_map` in chunk-id mode (a chunks file, no documents) against `baseline`'s gold texts: what tells
+    a lowering that only comes from the changed unit (`bar/units.py`); empty where documents are given (a
+    chunker change is judged by places there) or no baseline records gold texts."""
+    if config.documents is not None or baseline is None:
+        return {}
+    return unit_map(chunks, recorded_gold(baseline) or {})
 
 
 def _by_doc(chunks: Sequence[Chunk]) -> dict[str | None, list[Chunk]]:
