@@ -13,9 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
+from ..baseline.format import Recorded
 from ..core.values import EPSILON, listed
-from ..scoring.evaluate import RetrieverResult
+from ..scoring.evaluate import RetrieverResult, Run
 from .exam import Exam, Scorer
 
 
@@ -92,6 +94,31 @@ def unit_drops(label: str, name: str, approved: Mapping[str, Sequence[str]], bas
         else:
             unexplained.append(qid)
     return UnitDrops(tuple(unit_only), tuple(untouched), tuple(unexplained))
+
+
+class Judging(Protocol):
+    """What `note` reads of the gate's judge (`gate/judge.py`), which the bar does not import."""
+
+    units: Mapping[str, Sequence[str]]
+    scorer: Scorer
+    runs: Mapping[str, Run]
+
+    def recorded(self, name: str) -> Recorded | None: ...
+    def base_exam(self, name: str) -> Exam | None: ...
+    def today_exam(self, name: str) -> Exam: ...
+    def asked_alike(self) -> set[str]: ...
+
+
+def note(judge: Judging, name: str, label: str) -> str:
+    """` [unit-only: ...]` or ` [not from the changed unit: ...]`, what the gate's failure and the update's
+    refusal add after a chunk-id re-chunk (the judge holds the relabel's mapping); "" elsewhere."""
+    entry, run, base = judge.recorded(name), judge.runs.get(name), judge.base_exam(name)
+    if not judge.units or entry is None or run is None or run.result is None or base is None:
+        return ""
+    rankings = {q.id: q.ranking for q in run.result.questions}
+    drops = unit_drops(label, name, entry.approved_rankings(), base, judge.today_exam(name), rankings, judge.units,
+                       judge.scorer, judge.asked_alike())
+    return f" [{drops.text()}]" if drops.kind else ""
 
 
 def _values(result: RetrieverResult, label: str) -> dict[str, float]:

@@ -14,7 +14,7 @@ from msgspec import structs
 from ..bar.exam import Exam, Scorer
 from ..bar.rule import Replacement, replacement
 from ..bar.sides import Side, common_mean, leaving, sides
-from ..bar.units import UnitDrops, unit_drops
+from ..bar.units import note
 from ..baseline.exams import BASE, EXAM_NAMES, TODAY, KeptExam
 from ..baseline.format import RERECORD, Baseline, Recorded
 from ..baseline.since import Since, since
@@ -68,12 +68,10 @@ class Judge:
         allow_regression: bool = False,
         selected: Sequence[ItemKey] = (),
         places: Mapping[str, Span] | None = None,
-        kept: KeptExam | None = None,
-        units: Mapping[str, Sequence[str]] | None = None,
+        kept: KeptExam | None = None, units: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
         self.config = config
-        self.kept = kept
-        self.units = units or {}
+        self.kept, self.units = kept, units or {}
         self.scorer = Scorer(tuple(config.shown), places)
         self.questions = tuple(questions)
         self.baseline = baseline
@@ -347,30 +345,12 @@ class Judge:
             bar = self.bar(key.retriever)
             assert bar is not None
             return QuestionCheck(key.retriever, question, self.config.k, gold_edited).evaluate(bar, run.result, edited)
-        return self.metric_verdict(key.retriever, key.name)
+        out = self.metric_verdict(key.retriever, key.name)  # a failure says whether it is unit-only (bar/units.py)
+        return out if out.passed else replace(out, summary=out.summary + note(self, key.retriever, key.name))
 
     def metric_verdict(self, name: str, label: str) -> Outcome:
         """One retriever x metric judged against its bar under each exam, by the gate's rule: it fails when
-        it fails under either, and says under which; across a chunk-id re-chunk, whether the lowering only
-        comes from the changed unit (`bar/units.py`), a failure either way."""
-        found = self._metric_verdict(name, label)
-        drops = None if found.passed else self.unit_drops(name, label)
-        if drops is None or not drops.kind:
-            return found
-        return replace(found, summary=f"{found.summary} [{drops.text()}]")
-
-    def unit_drops(self, name: str, label: str) -> UnitDrops | None:
-        """`name`'s dropping questions on `label` told apart by the relabel's mapping (None: no re-chunk in
-        chunk-id mode, or nothing to compare)."""
-        entry, run, base = self.recorded(name), self.runs.get(name), self.base_exam(name)
-        if not self.units or entry is None or run is None or run.result is None or base is None:
-            return None
-        rankings = {q.id: q.ranking for q in run.result.questions}
-        asked = self.asked_alike() & {q.id for q in self.questions}
-        return unit_drops(label, name, entry.approved_rankings(), base, self.today_exam(name), rankings,
-                          self.units, self.scorer, asked)
-
-    def _metric_verdict(self, name: str, label: str) -> Outcome:
+        it fails under either, and says under which."""
         outcomes = [(side.exam, self.exam_verdict(name, label, side)) for side in self.sides(name)]
         assert outcomes
         failed = [(exam, outcome) for exam, outcome in outcomes if not outcome.passed]
@@ -470,13 +450,9 @@ class Judge:
                 return (f"{fmt(comparison.value)} is below the bar's {fmt(comparison.baseline)} "
                         f"({signed(comparison.value - comparison.baseline)}, tolerance {fmt(tolerance)}"
                         f"{tested}){scope_text(comparison)}{under}{change_text(self.changes(name))}"
-                        f"{self._unit_text(name, label)}")
+                        f"{note(self, name, label)}")
         replaced = self.question_rule(name, label)
-        return None if replaced is None else f"{replaced.text()}, below the bar{self._unit_text(name, label)}"
-
-    def _unit_text(self, name: str, label: str) -> str:
-        drops = self.unit_drops(name, label)
-        return f" [{drops.text()}]" if drops is not None and drops.kind else ""
+        return None if replaced is None else f"{replaced.text()}, below the bar{note(self, name, label)}"
 
     def question_rule(self, name: str, label: str, asked: bool = False) -> Replacement | None:
         """What lowers `name`'s bar of `label` through its questions, else None: questions that leave the

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..bar.rule import bar_means, replaced_bars
-from ..bar.units import RETRIEVER, UNIT_ONLY, UnitDrops
+from ..bar.units import RETRIEVER, UNIT_ONLY
 from ..baseline.exams import BASE, TODAY, approved_digest, labels_digest
 from ..baseline.format import Baseline, Recorded
 from ..baseline.since import Since, held, since
@@ -244,15 +244,10 @@ def _scored(name: str, result: Rescored) -> tuple[list[ValueChange], list[ValueC
             lowered.append(ValueChange(name, label, r.before, r.after, scope=r.text()))
         elif means and means[0].new > means[0].old + EPSILON:
             raised.append(ValueChange(name, label, means[0].old, means[0].new, exam=means[0].exam))
-    lowered = [_unit(change, result.units.get(change.metric)) for change in lowered]
+    drops = {label: found for label, found in result.units.items() if found.kind}  # a chunk-id re-chunk's kinds
+    lowered = [replace(c, unit=drops[c.metric].kind, why=drops[c.metric].text()) if c.metric in drops else c
+               for c in lowered]
     return lowered, raised, [LostHit(name, qid, exam) for qid, exam in result.lost]
-
-
-def _unit(change: ValueChange, drops: UnitDrops | None) -> ValueChange:
-    """A lowering across a chunk-id re-chunk, told unit-only or not by its dropping questions."""
-    if drops is None or not drops.kind:
-        return change
-    return replace(change, unit=drops.kind, why=drops.text())
 
 
 def _baseline_entries(old: Baseline, new: Baseline) -> tuple[list[Entry], list[Entry]]:
