@@ -198,11 +198,11 @@ def unit_map(chunks: Sequence[Chunk], recorded: Mapping[str, str]) -> dict[str, 
     """The mapping a relabel applies after a re-chunk: every gold id the baseline recorded a text for whose
     text its id no longer holds (gone, or given to other text) -> the chunks that text went to, the one
     holding most of it first (ties in the text's order); ids found nowhere are left out."""
-    today = {chunk.id: squeezed(chunk.text) for chunk in chunks}
+    known = {chunk.id: chunk.text for chunk in chunks}
     matcher: Matcher | None = None  # built only when a gold text left its id
     found: dict[str, tuple[str, ...]] = {}
     for old, text in sorted(recorded.items()):
-        if old in today and squeezed(text) in today[old]:
+        if old in known and squeezed(text) in squeezed(known[old]):
             continue
         matcher = matcher or Matcher(chunks)
         anchor = matcher.anchor(text)
