@@ -174,7 +174,7 @@ def _lowering(changes: Changes, limit: int | None, language: str) -> list[str]:
     real = [change for change in changes.lowered if change.unit != UNIT_ONLY]
     unit = [change for change in changes.lowered if change.unit == UNIT_ONLY]
     if real:
-        title = ("降低（真实下降）", "lowered: real drops") if unit or changes.unit_counts else ("降低", "lowered")
+        title = ("降低（真实下降）", "lowered: real drops") if changes.unit_counts else ("降低", "lowered")
         lines += _block("⬇️ " + say(language, title), len(real), _values_table(real, limit, language))
     if unit:
         title = ("降低（仅因切块单位变化）", "lowered only by the changed unit (unit-only: split gold chunks, "
