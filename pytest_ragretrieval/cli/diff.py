@@ -16,6 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ..bar.units import UNIT_ONLY
 from ..baseline.exams import BASE, EXAM_NAMES, TODAY
 from ..baseline.format import Baseline, Recorded
 from ..baseline.since import Since, common_means, held, since
@@ -229,7 +230,8 @@ def verdict_line(changes: Changes) -> str:
     if not changes.lowers_the_bar:
         return "the baseline does not lower the bar"
     parts = [
-        _count(len(changes.lowered), "value", "values") + " lowered" if changes.lowered else "",
+        _count(len(changes.lowered), "value", "values") + " lowered"
+        + (f" ({changes.unit_counts})" if changes.unit_counts else "") if changes.lowered else "",
         _count(len(changes.removed), "entry", "entries") + " removed" if changes.removed else "",
         _count(len(changes.loosened), "setting", "settings") + " loosened" if changes.loosened else "",
         _count(len(changes.lost_hits), "question", "questions") + " no longer a hit" if changes.lost_hits else "",
@@ -247,10 +249,12 @@ def _moved(kind: str, change: ValueChange, exams: int = 1) -> str:
     """`  lowered: ndcg@5 of 'bm25' 0.8 -> 0.7 (-0.1)`, or over replaced questions: `...: the 12 edited ...`;
     ` under the base's exam (...)` where both sides were scored under more than one."""
     under = f" {UNDER[change.exam]}" if exams > 1 and change.exam in UNDER else ""
+    why = f" [{change.why}]" if change.why else ""
+    kind += f" ({change.unit})" if change.unit == UNIT_ONLY else ""
     if change.scope:
-        return f"  {kind}: {subject(change.retriever, change.metric)}: {change.scope}"
+        return f"  {kind}: {subject(change.retriever, change.metric)}: {change.scope}{why}"
     return (f"  {kind}: {subject(change.retriever, change.metric)} {fmt(change.old)} -> {fmt(change.new)} "
-            f"({signed(change.new - change.old)}){under}")
+            f"({signed(change.new - change.old)}){under}{why}")
 
 
 def change_lines(changes: Changes) -> list[str]:
@@ -266,7 +270,8 @@ def change_lines(changes: Changes) -> list[str]:
     lines += [f"  {line}" for line in changes.questions]
     lines += [f"  unreadable: {why}" for why in changes.unreadable]
     exams = len(changes.rescored)
-    lines += [_moved("lowered", c, exams) for c in changes.lowered]
+    # across a chunk-id re-chunk the real drops first, then those only from the changed unit
+    lines += [_moved("lowered", c, exams) for c in sorted(changes.lowered, key=lambda c: c.unit == UNIT_ONLY)]
     lines += [f"  removed: {subject(e.retriever, e.metric)} ({e.reason})" for e in changes.removed]
     lines += [f"  loosened: {s.setting}{' of ' + s.subject if s.subject else ''} {s.old} -> {s.new}"
               for s in changes.loosened]

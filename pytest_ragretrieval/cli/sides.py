@@ -32,6 +32,7 @@ from ..core.errors import RagError
 from ..files.jsontext import strings
 from ..files.paths import display
 from ..glue.inputs import load_inputs
+from ..labels.relabel import units
 from ..review.rescore import Today
 from ..review.settings import GateSettings, gate_settings
 from .common import PROG
@@ -265,4 +266,4 @@ def today_exam(config: Config, base: Baseline | None = None) -> Today | None:
     chunkings = {spec.name: spec.chunking for spec in config.retrievers} if config.chunkings else None
     digests = {chunk.id: chunk_record(chunk) for chunk in loaded.chunks}
     return Today(loaded.questions, f"the eval set {display(config.evalset)}", loaded.places, chunkings,
-                 digests=digests)
+                 digests=digests, units=units(config, base, loaded.chunks))

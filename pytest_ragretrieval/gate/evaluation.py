@@ -96,19 +96,22 @@ def evaluate(
     reused_questions: Mapping[str, tuple[int, int]] | None = None,
     places: Mapping[str, Span] | None = None,
     kept: KeptExam | None = None,
+    units: Mapping[str, Sequence[str]] | None = None,
 ) -> Evaluation:
     """Judge the selected items of `runs` (every selected retriever has run) against the baseline.
     `fingerprint` is what ran, as data; `reused` names the retrievers whose rankings came from their
     cached run, `reused_questions` (reused, searched) those run for new or edited questions alone;
     `update` plans the baseline the selection asks for (`--rag-update-baseline`); `places` are the
     chunks' spans when a span metric is listed (the bar's rankings are scored as today's are); `kept`, where
-    the base's exam is read from the base revision (a pull request's CI), not the baseline."""
+    the base's exam is read from the base revision (a pull request's CI), not the baseline; `units`, after a
+    chunk-id re-chunk, the relabel's mapping (`labels.relabel.units`), which tells lowerings that only come from
+    the changed unit."""
     ranked = {cid for run in runs.values() if run.result is not None for q in run.result.questions for cid in q.ranking}
     ranked |= {cid for entry in (baseline.retrievers.values() if baseline is not None else ())
                for ranking in entry.approved_rankings().values() for cid in ranking}
     fingerprint = placed(fingerprint, ranked)
     judge = Judge(config, questions, baseline, fingerprint, runs, update=update, allow_regression=allow_regression,
-                  selected=selected, places=places, kept=kept)
+                  selected=selected, places=places, kept=kept, units=units)
     segments = Segments(judge, selected)
     verdicts: dict[ItemKey, Verdict] = {}
     failures: dict[ItemKey, Outcome] = {}

@@ -16,6 +16,7 @@ from ..bar.clusters import Clustering, changed_lines, judged_under
 from ..bar.exam import Exam, Scorer
 from ..bar.rule import Replacement, replacement
 from ..bar.sides import Side, common_mean, leaving, sides
+from ..bar.units import note
 from ..baseline.exams import BASE, EXAM_NAMES, TODAY, KeptExam
 from ..baseline.format import RERECORD, Baseline, Recorded
 from ..baseline.since import Since, asked_alike, since
@@ -36,13 +37,13 @@ from .checks import (
     QuestionCheck,
     change_text,
     compare,
-    older_text,
     p_text,
     per_question,
     scope_text,
 )
 from .family import Key, Member, adjusted, harshest, member, power_lines, used
 from .items import ItemKey, Skip
+from .older import older_notes
 from .outcomes import decided, gated, through_questions, unchanged
 from .pairs import Pairs, compare_configurations
 from .report import baseline_questions, comparable_notes, lowest_ann_recall, small_set_notes
@@ -70,10 +71,10 @@ class Judge:
         allow_regression: bool = False,
         selected: Sequence[ItemKey] = (),
         places: Mapping[str, Span] | None = None,
-        kept: KeptExam | None = None,
+        kept: KeptExam | None = None, units: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
         self.config = config
-        self.kept = kept
+        self.kept, self.units = kept, units or {}
         self.scorer = Scorer(tuple(config.shown), places)
         self.questions = tuple(questions)
         self.baseline = baseline
@@ -143,21 +144,8 @@ class Judge:
             fallback = ["p-values Holm-adjusted, not max-T: the metric items were compared on different questions "
                         "(max-T resamples every item over the same ones)"]
         return (small_set_notes(self.config, self.questions) + comparable_notes(self.config, self.questions, changes)
-                + self.value_bar_notes() + self.older_notes() + self.power_notes() + fallback
+                + self.value_bar_notes() + older_notes(self) + self.power_notes() + fallback
                 + changed_lines(self.config.significance, self.clusterings, [q.id for q in self.questions]))
-
-    def older_notes(self) -> list[str]:
-        """One line per retriever whose last update was already below its bar (accepted within the tolerance),
-        from what the file holds: a drop there is older than this change (today's exam)."""
-        found = []
-        for spec in self.config.retrievers:
-            held = [f"{metric.label} recorded {fmt(c.last_update or 0.0)}, approved {fmt(c.baseline or 0.0)}, this "
-                    f"change moved it by {signed(c.value - (c.last_update or 0.0))}"
-                    for metric in self.config.metrics
-                    if (c := self.comparison(spec.name, metric.label)) is not None and older_text(c)]
-            if held:
-                found.append(f"{spec.name} was already below the bar at the last update: " + "; ".join(held))
-        return found
 
     def value_bar_notes(self) -> list[str]:
         """Once: the entries whose bar is still a value bar kept from a format-3 file, compared as stored until
@@ -358,7 +346,9 @@ class Judge:
             bar = self.bar(key.retriever)
             assert bar is not None
             return QuestionCheck(key.retriever, question, self.config.k, gold_edited).evaluate(bar, run.result, edited)
-        return gated(self.config, key.retriever, key.name, self.metric_verdict(key.retriever, key.name))
+        out = gated(self.config, key.retriever, key.name, self.metric_verdict(key.retriever, key.name))
+        # a failure says whether it is unit-only (bar/units.py)
+        return out if out.passed else replace(out, summary=out.summary + note(self, key.retriever, key.name))
 
     def metric_verdict(self, name: str, label: str) -> Outcome:
         """One retriever x metric judged against its bar under each exam, by the gate's rule: it fails when
@@ -461,9 +451,10 @@ class Judge:
                 under = f" under {EXAM_NAMES[side.exam]}" if len(sides) > 1 else ""
                 return (f"{fmt(comparison.value)} is below the bar's {fmt(comparison.baseline)} "
                         f"({signed(comparison.value - comparison.baseline)}, tolerance {fmt(tolerance)}"
-                        f"{tested}){scope_text(comparison)}{under}{change_text(self.changes(name))}")
+                        f"{tested}){scope_text(comparison)}{under}{change_text(self.changes(name))}"
+                        f"{note(self, name, label)}")
         replaced = self.question_rule(name, label)
-        return None if replaced is None else f"{replaced.text()}, below the bar"
+        return None if replaced is None else f"{replaced.text()}, below the bar{note(self, name, label)}"
 
     def question_rule(self, name: str, label: str, asked: bool = False) -> Replacement | None:
         """What lowers `name`'s bar of `label` through its questions, else None: questions that leave the

@@ -36,6 +36,7 @@ from ..gate.items import ItemKey, item_keys
 from ..gate.report import described, header_lines
 from ..labels.explain import missed, recorded_rankings
 from ..labels.gold import recorded_gold
+from ..labels.relabel import units
 from ..record.exam import gate_ids
 from ..record.report import ReportInput
 from ..record.types import Record, TuneSplit, Verdict
@@ -283,6 +284,7 @@ class RagSession:
                 update=self.options.update, allow_regression=self.options.allow_regression, reused=reused,
                 reused_questions=partly,
                 places=places(self.chunks, self.config.shown), kept=self.kept,
+                units=units(self.config, self.baseline, self.chunks),
             )
         return self._evaluation
 

@@ -30,12 +30,15 @@ from pathlib import Path
 from typing import Any
 
 from ..baseline.fingerprint import chunk_record
+from ..baseline.format import Baseline
+from ..config.settings import Config
 from ..core.errors import FixtureError
 from ..core.values import LISTED, listed
 from ..evalset.jsonl import records
 from ..evalset.records import Chunk
 from ..files.paths import display
 from .anchor import Anchor, Matcher, squeezed
+from .gold import recorded_gold
 
 
 @dataclass(frozen=True)
@@ -189,6 +192,33 @@ def plan(path: Path, chunks: Sequence[Chunk], recorded: Mapping[str, str], diges
             if isinstance(snippet, str) and snippet.strip() and not any(snippet in c.text for c in chunks):
                 moves.append(Move(qid, where, snippet, 1, matcher.anchor(snippet), snippet=True))
     return Plan(path, tuple(moves))
+
+
+def unit_map(chunks: Sequence[Chunk], recorded: Mapping[str, str]) -> dict[str, tuple[str, ...]]:
+    """The mapping a relabel applies after a re-chunk: every gold id the baseline recorded a text for whose
+    text its id no longer holds (gone, or given to other text) -> the chunks that text went to, the one
+    holding most of it first (ties in the text's order); ids found nowhere are left out."""
+    known = {chunk.id: chunk.text for chunk in chunks}
+    matcher: Matcher | None = None  # built only when a gold text left its id
+    found: dict[str, tuple[str, ...]] = {}
+    for old, text in sorted(recorded.items()):
+        if old in known and squeezed(text) in squeezed(known[old]):
+            continue
+        matcher = matcher or Matcher(chunks)
+        anchor = matcher.anchor(text)
+        if anchor.chunks and anchor.chunks != (old,):
+            order = sorted(range(len(anchor.chunks)), key=lambda i: -anchor.shares[i])
+            found[old] = tuple(anchor.chunks[i] for i in order)
+    return found
+
+
+def units(config: Config, baseline: Baseline | None, chunks: Sequence[Chunk]) -> dict[str, tuple[str, ...]]:
+    """`unit_map` in chunk-id mode (a chunks file, no documents) against `baseline`'s gold texts: what tells
+    a lowering that only comes from the changed unit (`bar/units.py`); empty where documents are given (a
+    chunker change is judged by places there) or no baseline records gold texts."""
+    if config.documents is not None or baseline is None:
+        return {}
+    return unit_map(chunks, recorded_gold(baseline) or {})
 
 
 def _by_doc(chunks: Sequence[Chunk]) -> dict[str | None, list[Chunk]]:

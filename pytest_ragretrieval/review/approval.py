@@ -102,8 +102,9 @@ class Decision:
 
 def what_lowered(changes: Changes) -> str:
     """`3 lowered, 1 removed, 1 setting loosened`: the counts of what lowers the bar."""
+    units = f" ({changes.unit_counts})" if changes.unit_counts else ""
     counts = (
-        (len(changes.lowered), "lowered", "lowered"),
+        (len(changes.lowered), "lowered" + units, "lowered" + units),
         (len(changes.removed), "removed", "removed"),
         (len(changes.loosened), "setting loosened", "settings loosened"),
         (len(changes.lost_hits), "question no longer a hit", "questions no longer a hit"),

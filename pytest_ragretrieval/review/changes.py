@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..bar.rule import Replacement, bar_means, replaced_bars
+from ..bar.units import RETRIEVER, UNIT_ONLY
 from ..baseline.exams import BASE, TODAY, approved_digest, labels_digest
 from ..baseline.format import Baseline, Recorded
 from ..baseline.since import Since, held, since
@@ -48,7 +49,9 @@ class ValueChange:
     """One bar that moved (a recorded value when `tag` is set): means over the questions both sides share,
     or over questions whose bar values were replaced, `scope` saying which (`the 12 edited questions ...`);
     `exam` the exam both sides' approved rankings were scored under (`today`, `base`, `both`: lowered under
-    each, today's means given), empty where stored values were compared."""
+    each, today's means given), empty where stored values were compared; across a chunk-id re-chunk, `unit`
+    says whether the lowering only comes from the changed unit (`unit-only`) or not (`retriever`), and `why`
+    which questions dropped (`bar.units`)."""
 
     retriever: str
     metric: str
@@ -57,6 +60,8 @@ class ValueChange:
     tag: str = ""
     scope: str = ""
     exam: str = ""
+    unit: str = ""
+    why: str = ""
 
     @property
     def delta(self) -> float:
@@ -120,6 +125,15 @@ class Changes:
     def lowers_the_bar(self) -> bool:
         """What `--fail-on-lower` exits 1 for, and what the pull-request label must approve."""
         return bool(self.lowered or self.removed or self.loosened or self.lost_hits or self.unreadable)
+
+    @property
+    def unit_counts(self) -> str:
+        """`4 unit-only, 16 real drops` across a chunk-id re-chunk (`ValueChange.unit`); "" elsewhere."""
+        unit = sum(change.unit == UNIT_ONLY for change in self.lowered)
+        real = sum(change.unit == RETRIEVER for change in self.lowered)
+        if not unit and not real:
+            return ""
+        return f"{unit} unit-only, {real} real drop{'' if real == 1 else 's'}"
 
     @property
     def unchanged(self) -> bool:
@@ -192,6 +206,9 @@ def _scored(name: str, result: Rescored) -> tuple[list[ValueChange], list[ValueC
             lowered.append(ValueChange(name, label, r.before, r.after, scope=r.text()))
         elif means and means[0].new > means[0].old + EPSILON:
             raised.append(ValueChange(name, label, means[0].old, means[0].new, exam=means[0].exam))
+    drops = {label: found for label, found in result.units.items() if found.kind}  # a chunk-id re-chunk's kinds
+    lowered = [replace(c, unit=drops[c.metric].kind, why=drops[c.metric].text()) if c.metric in drops else c
+               for c in lowered]
     return lowered, raised, [LostHit(name, qid, exam) for qid, exam in result.lost]
 
 
@@ -316,6 +333,9 @@ _LISTS = {
 def changes_document(changes: Changes) -> dict[str, Any]:
     doc: dict[str, Any] = {"kind": KIND, "version": VERSION, "lowers_the_bar": changes.lowers_the_bar}
     doc.update(asdict(changes))
+    for key in ("lowered", "raised", "tags_lowered", "tags_raised"):  # a re-chunk's fields only where they say so
+        doc[key] = [{name: value for name, value in item.items() if name not in ("unit", "why") or value}
+                    for item in doc[key]]
     return {key: value for key, value in doc.items()
             if (key not in DIGESTS or value) and (key != "language" or value != "both")}
 
@@ -380,7 +400,7 @@ def read_digest(node: Node) -> str:
     return text
 
 
-_LATER = ("scope", "exam")
+_LATER = ("scope", "exam", "unit", "why")
 """Fields of a listed change that files written before them lack."""
 
 

@@ -16,6 +16,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from ..bar.units import UNIT_ONLY
 from ..core.values import fmt, p_value, signed
 from ..record.report import Failure, ReportInput
 from ..report.markdown import code, esc, failures_section, metrics_section, table
@@ -173,9 +174,15 @@ def _lowering(changes: Changes, limit: int | None, language: str) -> list[str]:
     if changes.unreadable:
         lines += _block("⛔ " + say(language, ("无法读取", "the base cannot be read")), len(changes.unreadable),
                         [f"- {esc(why)}" for why in changes.unreadable])
-    if changes.lowered:
-        lines += _block("⬇️ " + say(language, ("降低", "lowered")), len(changes.lowered),
-                        _values_table(changes.lowered, limit, language))
+    real = [change for change in changes.lowered if change.unit != UNIT_ONLY]
+    unit = [change for change in changes.lowered if change.unit == UNIT_ONLY]
+    if real:
+        title = ("降低（真实下降）", "lowered: real drops") if changes.unit_counts else ("降低", "lowered")
+        lines += _block("⬇️ " + say(language, title), len(real), _values_table(real, limit, language))
+    if unit:
+        title = ("降低（仅因切块单位变化）", "lowered only by the changed unit (unit-only: split gold chunks, "
+                 "reproduced through the relabel's mapping)")
+        lines += _block("✂️ " + say(language, title), len(unit), _values_table(unit, limit, language))
     if changes.removed:
         lines += _block("🗑️ " + say(language, ("移除", "removed")), len(changes.removed),
                         _cut([_entry(e) for e in changes.removed], limit, ("项", "entries"), language))

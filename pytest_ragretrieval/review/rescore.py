@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from ..bar.exam import Exam, Scorer
 from ..bar.rule import Replacement, replacement
 from ..bar.sides import as_recorded, leaving, recorded_values
+from ..bar.units import UnitDrops, unit_drops
 from ..baseline.exams import BASE, TODAY
 from ..baseline.fingerprint import questions_record
 from ..baseline.format import Baseline, Recorded, RecordedQuestion
@@ -47,6 +48,9 @@ class Today:
     """Today's rankings (retriever -> question id -> ranking), from the gate's own `--rag-json` of the same job
     (`diff --today`), never from the head's baseline: where the head's file holds no ranking of a question as
     it is asked today (its query edited since, or added), the head's side is today's."""
+    units: Mapping[str, tuple[str, ...]] | None = field(default=None, hash=False)
+    """The relabel's mapping after a chunk-id re-chunk (`labels.relabel.unit_map`: old gold id -> the chunks its
+    text went to): which lowerings only come from the changed unit (`bar.units`)."""
 
 
 @dataclass(frozen=True)
@@ -79,6 +83,8 @@ class Rescored:
     exam, in a metric compared."""
     moved_rule: Mapping[str, Replacement] = field(default_factory=dict, hash=False)
     """Metric label -> the moved questions' leaving as the question rule reads it, where it lowers the bar."""
+    units: Mapping[str, UnitDrops] = field(default_factory=dict, hash=False)
+    """Metric label -> its dropping questions told apart by the relabel's mapping (a chunk-id re-chunk only)."""
 
 
 @dataclass(frozen=True)
@@ -105,6 +111,10 @@ class Exams:
     moved: frozenset[str] = frozenset()
     """The base's gate questions today's split puts on `tune` (a `side` edited, `[split]` changed): compared
     as any question, and each one's value today against its approved one (`Rescored.moved_below`)."""
+    units: Mapping[str, tuple[str, ...]] = field(default_factory=dict, hash=False)
+    """`Today.units`, the relabel's mapping."""
+    asked: frozenset[str] = frozenset()
+    """Questions the base asks as today does (the same query digest), their labels changed or not."""
 
 
 def exams(old: Baseline, new: Baseline, today: Today | None, found: Since, moved: frozenset[str] = frozenset()
@@ -124,8 +134,9 @@ def exams(old: Baseline, new: Baseline, today: Today | None, found: Since, moved
             changed, head = _since(old.fingerprint, today.digests), _since(new.fingerprint, today.digests)
         else:
             head = changed
+        asked = derived.comparable | {qid for qid, why in derived.edited if "query" not in why}
         return Exams(base, Exam.of_today(today.questions, today.source), derived.comparable, today.places,
-                     today.chunkings, changed, head, fresh, moved)
+                     today.chunkings, changed, head, fresh, moved, dict(today.units or {}), frozenset(asked))
     kept = Exam.of_baseline(new.fingerprint, f"the labels {display(new.path)} was recorded under")
     chunkings = None
     if isinstance(old.fingerprint.get("chunks"), Mapping) and "chunkings" in old.fingerprint["chunks"]:
@@ -261,8 +272,12 @@ def rescore(name: str, old: Baseline, new: Baseline, labels: Collection[str], fo
     first: dict[str, str] = {}
     for qid, exam in lost:
         first.setdefault(qid, exam)
+    units = {}
+    if found.units and today is not None:
+        units = {label: unit_drops(label, name, old_rankings, base, today, rankings, found.units, head_scorer,
+                                   found.asked) for label in means}
     return Rescored({label: tuple(values) for label, values in means.items()}, replaced,
-                    tuple(sorted(first.items())), tuple(unscored), missing, tuple(sorted(below)), rule)
+                    tuple(sorted(first.items())), tuple(unscored), missing, tuple(sorted(below)), rule, units)
 
 
 def _hit(ranking: Sequence[str], question: Question, k: int) -> bool:
