@@ -187,7 +187,9 @@ def review(old: Baseline, new: Baseline, today: Today | None = None) -> tuple[li
     lines.extend(more_lines)
     scored = exams(old, new, today, found)
     if scored.base is not None:
-        old, new = scored_view(old, scored), scored_view(new, scored)
+        cut = scored.cut  # across a chunker change each file's rankings at its own places
+        old = scored_view(old, scored, cut.old if cut is not None else None)
+        new = scored_view(new, scored, cut.new if cut is not None else None)
         under = f"{EXAM_NAMES[TODAY]} ({scored.source})" if scored.today is not None else EXAM_NAMES[BASE]
         lines.append(f"values scored here from each file's recorded rankings under {under}")
     else:

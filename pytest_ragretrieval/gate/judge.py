@@ -12,11 +12,12 @@ from typing import TYPE_CHECKING, Any
 from msgspec import structs
 
 from ..bar.exam import Exam
+from ..bar.places import Rechunk
 from ..bar.rule import Replacement, replacement
 from ..bar.sides import Scorer, Side, common_mean, leaving, sides
 from ..baseline.exams import BASE, EXAM_NAMES, TODAY, KeptExam
 from ..baseline.format import RERECORD, Baseline, Recorded
-from ..baseline.since import Since, since
+from ..baseline.since import Since, asked_alike, since
 from ..baseline.update import partial_lines
 from ..config.settings import Config
 from ..core.errors import RagError
@@ -43,6 +44,7 @@ from .checks import (
 from .family import Key, Member, adjusted, member, power_lines, used
 from .items import ItemKey, Skip
 from .pairs import Pairs, compare_configurations
+from .rechunk import comparable_of, rechunk, rechunked
 from .report import baseline_questions, comparable_notes, lowest_ann_recall, small_set_notes
 
 if TYPE_CHECKING:
@@ -91,6 +93,7 @@ class Judge:
         self._pairs: Pairs | None = None
         self._since: Since | None = None
         self._edited: tuple[EditedGold, ...] | None = None
+        self._rechunk: tuple[Rechunk | None] | None = None
 
     def pairs(self) -> Pairs:
         """The comparisons between configurations, computed once for the summary, reports and results."""
@@ -113,13 +116,16 @@ class Judge:
             questions = baseline_questions(self.baseline, self.config, self.questions)
             if questions.note:
                 found = replace(found, questions=questions)
-            self._since = replace(found, labels=review_line(self.edited_gold()) or "")
+            self._since = found
+            self._since = rechunked(self, found) or replace(found, labels=review_line(self.edited_gold()) or "")
         return self._since
 
     def edited_gold(self) -> tuple[EditedGold, ...]:
         """Gold chunks whose text changed since the baseline recorded it, with the questions they are gold of
         (computed once)."""
-        if self._edited is None:
+        if self._edited is None and self.baseline is not None and rechunk(self) is not None:
+            self._edited = ()  # a chunker change moves every gold chunk; the gold spans did not move
+        elif self._edited is None:
             today = self.fingerprint.get("chunks", {}).get("gold", {})
             self._edited = edited_gold(recorded_gold(self.baseline), today, self.questions)
         return self._edited
@@ -209,6 +215,8 @@ class Judge:
         """How the baseline's rankings are scored: without the places of chunks edited or removed since."""
         found = self.since()
         corpus = found.corpus if found is not None else None
+        if found is not None and (cut := rechunk(self)) is not None:  # each ranking at its own chunking's places
+            return Scorer(self.scorer.specs, cut.places)
         if corpus is None:
             return self.scorer
         return self.scorer.without(None if corpus.edited is None else (*corpus.edited, *corpus.removed))
@@ -250,7 +258,7 @@ class Judge:
             side, changes = self.side(name, exam), self.since()
             found = None
             if side is not None and changes is not None and label in side.bar.metrics:
-                comparable = changes.questions.comparable
+                comparable = comparable_of(self, name, label)
                 found = compare(label, side.bar, side.today, self.config.significance, comparable)
                 if found is not None and side.last is not None:
                     found = structs.replace(found, last_update=common_mean(label, side.bar, side.last, side.today,
@@ -275,7 +283,7 @@ class Judge:
                     if found is not None and found.p_value is not None:
                         assert changes is not None
                         item = member((name, label, side.exam), found, side.bar, side.today,
-                                      changes.questions.comparable)
+                                      comparable_of(self, name, label))
                         self._members += [item] if item is not None else []
         return self._members
 
@@ -383,7 +391,7 @@ class Judge:
             judged=judged, ann_recall=lowest_ann_recall(name, self.config, self.runs),
         )
         return check.evaluate(side.bar, side.today, self.comparison(name, label, side.exam),
-                              found.questions.comparable)
+                              comparable_of(self, name, label))
 
     def missing_baseline(self) -> list[str]:
         """The one line a gate run without a baseline fails with, its items skipped each with one short
@@ -462,10 +470,10 @@ class Judge:
         found, run, entry = self.since(), self.runs.get(name), self.recorded(name)
         if entry is None or found is None or run is None or run.result is None:
             return None
-        comparable = found.questions.comparable
-        gone = set(entry.questions) - comparable
+        comparable, cut = comparable_of(self, name, label), rechunk(self)
+        gone = set(entry.questions) - comparable - (cut.asked if cut is not None else set())  # a re-chunk's stay
         if asked:
-            gone -= self.asked_alike()
+            gone -= asked_alike(self.baseline.fingerprint if self.baseline else {}, self.fingerprint)
         bar = self.bar(name)
         kept = {qid: q.metrics[label] for qid, q in (bar.questions.items() if bar is not None else ())
                 if qid in comparable and label in q.metrics}
@@ -473,16 +481,6 @@ class Judge:
         new = {qid: values[label] for qid, values in per_question(run.result).items()
                if label in values and (qid in gone or qid not in entry.questions or qid in comparable)}
         return replacement({**kept, **left}, new, comparable)
-
-    def asked_alike(self) -> set[str]:
-        """Questions asked as before (the same query digest): one of them that left the comparison changed its gold."""
-        assert self.baseline is not None
-        was = self.baseline.fingerprint.get("questions", {}).get("digests")
-        now = self.fingerprint.get("questions", {}).get("digests", {})
-        if not isinstance(was, Mapping):
-            return set()
-        return {qid for qid, entry in was.items() if isinstance(entry, Mapping) and qid in now
-                and entry.get("query") == now[qid].get("query")}
 
     def refused(self, key: ItemKey) -> str | None:
         """Why this item's values will not be recorded: they would lower its bar (`lowering`) and

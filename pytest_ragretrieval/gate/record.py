@@ -34,6 +34,7 @@ from ..scoring.evaluate import Run, latency_summary
 from .checks import Outcome, per_question
 from .items import ItemKey
 from .judge import Judge
+from .rechunk import rechunk
 
 
 def run_record(
@@ -153,10 +154,13 @@ def next_approved(judge: Judge, name: str) -> tuple[dict[str, tuple[str, ...]], 
     rankings, a value bar kept from a format-3 file). Today's rankings become the approved ones only where
     the update raises the bar: under every exam no gated metric is below its approved value (within 1e-9)
     and one rose by more than its tolerance; or where it lowers it (with --rag-allow-regression, refused
-    otherwise), or the baseline holds nothing comparable. Any other update keeps the approved rankings of
+    otherwise), or the baseline holds nothing comparable, or across a chunker change (no judged item fell, or the
+    update is refused). Any other update keeps the approved rankings of
     the questions still compared, and so a kept value bar (docs/verdicts.md, "The bar")."""
     entry, found, run, sides = judge.recorded(name), judge.since(), judge.runs.get(name), judge.sides(name)
     if entry is None or found is None or run is None or run.result is None or not sides:
+        return {}, {}
+    if rechunk(judge) is not None:  # the approved chunks' places are another chunking's: today's replace them
         return {}, {}
     raised = _raises(judge, name)
     lowered = any(not judge.metric_verdict(name, spec.label).passed for spec in judge.config.metrics

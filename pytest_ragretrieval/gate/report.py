@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from ..baseline.fingerprint import gold_texts, questions_record
 from ..baseline.format import Baseline
-from ..baseline.since import QuestionChanges, question_changes
+from ..baseline.since import QuestionChanges, chunker_changes, question_changes
 from ..baseline.verify import reproduced
 from ..config.settings import Config
 from ..evalset.records import Chunk, Question
@@ -87,8 +87,17 @@ def header_lines(config: Config, chunks: Sequence[Chunk], questions: Sequence[Qu
     if baseline is not None:
         notes += comparable_notes(config, questions, baseline_questions(baseline, config, questions))
         review = review_line(edited_gold(recorded_gold(baseline), gold_texts(chunks, questions), questions))
-        notes += [review] if review else []
+        notes += [review] if review and not rechunked(config, baseline) else []
     return lines + [f"rag: warning: {note}" for note in notes]
+
+
+def rechunked(config: Config, baseline: Baseline) -> bool:
+    """Whether the chunker changed since the baseline (documents mode on both sides): every gold chunk then
+    moves with the chunks, and the gold spans are what the verdicts read (`bar/places.py`)."""
+    if config.chunker is None:
+        return False
+    named = {"chunkings": {name: c.described() for name, c in config.chunkings.items()}} if config.chunkings else {}
+    return bool(chunker_changes(baseline.fingerprint, {"chunks": {"chunker": config.chunker.described(), **named}}))
 
 
 def small_set_notes(config: Config, questions: Sequence[Question]) -> list[str]:

@@ -1,0 +1,61 @@
+"""The judge across a chunker change (the Verdicts page, "A chunker change"): which change, read once, and the
+questions each item is compared on (`bar/places.py` decides both from the fingerprints and places)."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from ..bar.places import Rechunk
+from ..bar.places import rechunk as cut_between
+from ..bar.sides import Scorer
+from ..baseline.exams import KeptExam
+from ..baseline.format import Baseline, Recorded
+from ..baseline.since import Since
+from ..config.settings import Config
+
+
+class Judging(Protocol):
+    """What of the judge (`judge.Judge`) these read."""
+
+    config: Config
+    baseline: Baseline | None
+    kept: KeptExam | None
+    fingerprint: Mapping[str, Any]
+    scorer: Scorer
+    _rechunk: tuple[Rechunk | None] | None
+
+    def since(self) -> Since | None: ...
+
+    def recorded(self, name: str) -> Recorded | None: ...
+
+
+def rechunk(judge: Judging) -> Rechunk | None:
+    """The chunker change since the baseline, computed once: the approved places read from the base revision's
+    file in a pull request's CI (`kept`), else from the baseline's; None without one."""
+    if judge._rechunk is None:
+        found, source = judge.since(), judge.kept.fingerprint if judge.kept is not None else None
+        assert found is not None and judge.baseline is not None
+        judge._rechunk = (cut_between(found, source or judge.baseline.fingerprint, judge.fingerprint,
+                                      judge.scorer.places),)
+    return judge._rechunk[0]
+
+
+def comparable_of(judge: Judging, name: str, label: str) -> frozenset[str]:
+    """The questions `name`'s `label` is compared on: those both sides share (`Since`), but across a chunker
+    change (`Rechunk.on`)."""
+    found, cut, entry = judge.since(), rechunk(judge), judge.recorded(name)
+    assert found is not None
+    if cut is None:
+        return found.questions.comparable
+    spans = any(spec.label == label and spec.metric.spans for spec in judge.config.shown)
+    return cut.on(spans, entry.approved_rankings() if entry is not None else {}, judge.config.k)
+
+
+def rechunked(judge: Judging, found: Since) -> Since | None:
+    """`found` as the header says it across a chunker change (`Rechunk.since`), None without one."""
+    cut = rechunk(judge)
+    if cut is None:
+        return None
+    approved = {spec.name: entry.approved_rankings() for spec in judge.config.retrievers
+                if (entry := judge.recorded(spec.name)) is not None}
+    return cut.since(found, approved, judge.config.k)

@@ -1,0 +1,110 @@
+"""A pull request that changes `[chunker]` (issue 49 items 1, 2 and 6): today's rankings at today's places are
+judged against the approved rankings at their recorded places, by the gold spans, with the deltas the two
+chunkings side by side give; chunk-id items compare only where the approved top k kept its places."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from projects import DOCUMENTS, OVERLAP, OVERLAP_TABLE, RUN, documents_config, write_documents_project
+
+METRICS = ["recall", "char_recall", "char_iou", "answer_hit"]
+BM25 = '[tool.ragretrieval.retrievers.bm25]\ntype = "bm25"\n'
+ONE, THREE = 'type = "sentences"\nsize = 1\n', 'type = "sentences"\nsize = 3\n'
+
+
+def config(chunker: str, tables: str = BM25, lines: str = "") -> str:
+    """The documents project's config with `chunker` as its `[chunker]` table."""
+    return documents_config(METRICS, tables, lines=lines).replace(ONE, chunker)
+
+
+def results(path: Path) -> dict[str, Any]:
+    found: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return found
+
+
+def test_a_chunker_change_is_judged_with_the_side_by_side_deltas(pytester: pytest.Pytester) -> None:
+    """Baseline at one sentence a chunk, the pull request at three: every span item is judged (it said "not in
+    the baseline; record it"), char_iou@2 fails naming the chunker change, with the bar and today's value the
+    two chunkings side by side give; recall@2 is not comparable (no approved top k kept its places) and fails
+    nothing; the update then replaces the approved rankings, and the next run passes."""
+    side_by_side = ('[tool.ragretrieval.chunkings.big]\n' + THREE + '\n' + BM25
+                    + '\n[tool.ragretrieval.retrievers.bm25_big]\ntype = "bm25"\nchunking = "big"\n')
+    write_documents_project(pytester.path, config(ONE, side_by_side, 'compare = [["bm25_big", "bm25"]]\n'))
+    assert pytester.runpytest("--rag-update-baseline", "--rag-json=both.json", *RUN).ret == 0
+    both = results(pytester.path / "both.json")
+    pairs = {c["metric"]: c for c in both["comparisons"]}
+    (pytester.path / "baselines" / "retrieval.json").unlink()
+    pytester.path.joinpath("pyproject.toml").write_text(config(ONE), encoding="utf-8")
+    assert pytester.runpytest("--rag-update-baseline", *RUN).ret == 0
+    pytester.path.joinpath("pyproject.toml").write_text(config(THREE), encoding="utf-8")
+    result = pytester.runpytest("--rag-eval", "-v", "--rag-json=pr.json", *RUN)
+    assert result.ret == 1, result.stdout.str()
+    out = result.stdout.str()
+    assert "is not in the baseline" not in out
+    result.stdout.fnmatch_lines([
+        "*::recall@2 PASSED*", "*char_recall@2 PASSED*", "*char_iou@2 FAILED*", "*answer_hit@2 PASSED*",
+        "char_iou@2 of 'bm25' fell from 0.4147 to 0.2896 (-0.1251, tolerance 0.0000) after a change of chunker.size",
+        "compared across changes: chunker.size 1 -> 3; chunks: *",
+        "bm25 across the chunker change (chunker.size 1 -> 3): span metrics compared on 4 questions, the approved "
+        "rankings at their recorded places, today's at today's; chunk-id metrics on the 0 whose approved top k kept "
+        "its places, not comparable on 4 (hotel, laptop, refund, taxi)",
+    ], consecutive=False)
+    assert "labels to review" not in out  # the labels cut from the spans moved with the chunks
+    compared = results(pytester.path / "pr.json")["retrievers"]["bm25"]["comparison"]
+    small, big = (both["retrievers"][name]["metrics"] for name in ("bm25", "bm25_big"))
+    for label in ("char_recall@2", "char_iou@2", "answer_hit@2"):
+        assert compared[label]["questions"] == 4
+        assert compared[label]["baseline"] == pytest.approx(small[label], abs=1e-6)
+        assert compared[label]["value"] == pytest.approx(big[label], abs=1e-6)
+        assert compared[label]["delta"] == pytest.approx(pairs[label]["delta"], abs=2e-6)
+    assert compared["char_iou@2"]["delta"] < -0.1
+    assert "recall@2" not in compared  # chunk-id recall is compared on no question: not comparable
+    refused = pytester.runpytest("--rag-update-baseline", *RUN)
+    assert refused.ret == 1
+    refused.stdout.fnmatch_lines(["*refused to record char_iou@2 of 'bm25': 0.2896 is below the bar's 0.4147*"])
+    allowed = pytester.runpytest("--rag-update-baseline", "--rag-allow-regression", *RUN)
+    assert allowed.ret == 0, allowed.stdout.str()
+    recorded = results(pytester.path / "baselines" / "retrieval.json")
+    laptop = recorded["fingerprint"]["chunks"]["places"]["it/laptop.txt#0"]  # the three sentences: today's place
+    assert laptop[1:3] == [0, len(DOCUMENTS["it/laptop.txt"])]
+    assert all("approved" not in q for q in recorded["retrievers"]["bm25"]["questions"].values())
+    assert pytester.runpytest("--rag-eval", *RUN).ret == 0
+
+
+def test_identical_places_under_another_chunker_pass_with_zero_deltas(pytester: pytest.Pytester) -> None:
+    """A chunker change that cuts the same places (a cap no sentence reaches): every item, chunk-id ones
+    included, is compared on every question with a zero delta, and the run passes naming the change."""
+    write_documents_project(pytester.path, config(ONE))
+    assert pytester.runpytest("--rag-update-baseline", *RUN).ret == 0
+    pytester.path.joinpath("pyproject.toml").write_text(config(ONE + "cap = 5000\n"), encoding="utf-8")
+    result = pytester.runpytest("--rag-eval", "--rag-json=pr.json", *RUN)
+    assert result.ret == 0, result.stdout.str()
+    result.stdout.fnmatch_lines(["*chunk-id metrics on the 4 whose approved top k kept its places, not comparable "
+                                 "on 0"])
+    compared = results(pytester.path / "pr.json")["retrievers"]["bm25"]["comparison"]
+    assert {label: (c["delta"], c["questions"]) for label, c in compared.items()} == dict.fromkeys(("recall@2", "char_recall@2", "char_iou@2", "answer_hit@2"), (0.0, 4))
+
+
+def test_a_changed_overlap_with_a_worse_retriever_fails(pytester: pytest.Pytester) -> None:
+    """`overlap` 16 -> 15 of 64-character windows, and the retriever made worse (its ranking reversed): the
+    span items fail on every question, naming the chunker change; recall@2 is judged on the one question whose
+    approved top 2 kept its places (a document of two windows, both cut where they were), and fails there."""
+    windows = 'type = "tokens"\ntokenizer = "characters"\nsize = 64\noverlap = 16\n'
+    write_documents_project(pytester.path, config(windows, OVERLAP_TABLE))
+    (pytester.path / "overlap_retriever.py").write_text(OVERLAP, encoding="utf-8")
+    assert pytester.runpytest("--rag-update-baseline", *RUN).ret == 0
+    worse = config(windows.replace("16", "15"), OVERLAP_TABLE.replace("reverse = false", "reverse = true"))
+    pytester.path.joinpath("pyproject.toml").write_text(worse, encoding="utf-8")
+    result = pytester.runpytest("--rag-eval", *RUN)
+    assert result.ret == 1, result.stdout.str()
+    result.stdout.fnmatch_lines([
+        "recall@2 of 'overlap' fell from 1.0000 to 0.0000 (-1.0000, tolerance 0.0000) over the 1 question both runs "
+        "share after changes of overlap.options.reverse; chunker.overlap",
+        "char_recall@2 of 'overlap' fell from 1.0000 to 0.0667 (-0.9333, tolerance 0.0000) after changes of "
+        "overlap.options.reverse; chunker.overlap",
+        "overlap across the chunker change (chunker.overlap 16 -> 15): span metrics compared on 4 questions, * "
+        "chunk-id metrics on the 1 whose approved top k kept its places, not comparable on 3 (hotel, laptop, taxi)",
+    ], consecutive=False)
