@@ -22,7 +22,7 @@ from ..bar.sides import Scorer, as_recorded, leaving, recorded_values
 from ..baseline.exams import BASE, TODAY, recorded_exam, same_labels
 from ..baseline.fingerprint import questions_record
 from ..baseline.format import Baseline, Recorded, RecordedQuestion
-from ..baseline.since import Since, chunker_changes, paired, question_changes
+from ..baseline.since import QuestionChanges, Since, chunker_changes, paired, question_changes
 from ..evalset.records import Question, Span
 from ..files.paths import display
 from ..scoring.evaluate import mean
@@ -119,6 +119,11 @@ class Cut:
     """The head's side's places: its file's recorded ones, over today's (`--today`'s rankings are today's)."""
     asked: frozenset[str]
     """Questions asked alike with the same gold spans: what the span metrics compare."""
+
+    def questions(self, found: QuestionChanges) -> QuestionChanges:
+        """`found` as the header says it across this change: a question asked alike with the same gold spans is
+        no edited one (its labels moved with the chunks)."""
+        return replace(found, edited=tuple((qid, why) for qid, why in found.edited if qid not in self.asked))
 
     def comparable(self, label: str, comparable: Collection[str], approved: Mapping[str, Sequence[str]],
                    k: int) -> frozenset[str]:

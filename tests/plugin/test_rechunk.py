@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 from projects import DOCUMENTS, OVERLAP, OVERLAP_TABLE, RUN, documents_config, write_documents_project
 
+from pytest_ragretrieval.cli import main
+
 METRICS = ["recall", "char_recall", "char_iou", "answer_hit"]
 BM25 = '[tool.ragretrieval.retrievers.bm25]\ntype = "bm25"\n'
 ONE, THREE = 'type = "sentences"\nsize = 1\n', 'type = "sentences"\nsize = 3\n'
@@ -25,11 +27,14 @@ def results(path: Path) -> dict[str, Any]:
     return found
 
 
-def test_a_chunker_change_is_judged_with_the_side_by_side_deltas(pytester: pytest.Pytester) -> None:
+def test_a_chunker_change_is_judged_with_the_side_by_side_deltas(pytester: pytest.Pytester,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
     """Baseline at one sentence a chunk, the pull request at three: every span item is judged (it said "not in
     the baseline; record it"), char_iou@2 fails naming the chunker change, with the bar and today's value the
     two chunkings side by side give; recall@2 is not comparable (no approved top k kept its places) and fails
-    nothing; the update then replaces the approved rankings, and the next run passes."""
+    nothing; the update is refused, then with --rag-allow-regression replaces the approved rankings, and the next
+    run passes; `diff --fail-on-lower` of the two files lowers char_iou@2 by the gate's delta and nothing else,
+    each file's rankings scored at its own places."""
     side_by_side = ('[tool.ragretrieval.chunkings.big]\n' + THREE + '\n' + BM25
                     + '\n[tool.ragretrieval.retrievers.bm25_big]\ntype = "bm25"\nchunking = "big"\n')
     write_documents_project(pytester.path, config(ONE, side_by_side, 'compare = [["bm25_big", "bm25"]]\n'))
@@ -62,6 +67,7 @@ def test_a_chunker_change_is_judged_with_the_side_by_side_deltas(pytester: pytes
         assert compared[label]["delta"] == pytest.approx(pairs[label]["delta"], abs=2e-6)
     assert compared["char_iou@2"]["delta"] < -0.1
     assert "recall@2" not in compared  # chunk-id recall is compared on no question: not comparable
+    (pytester.path / "old.json").write_bytes((pytester.path / "baselines" / "retrieval.json").read_bytes())
     refused = pytester.runpytest("--rag-update-baseline", *RUN)
     assert refused.ret == 1
     refused.stdout.fnmatch_lines(["*refused to record char_iou@2 of 'bm25': 0.2896 is below the bar's 0.4147*"])
@@ -72,6 +78,15 @@ def test_a_chunker_change_is_judged_with_the_side_by_side_deltas(pytester: pytes
     assert laptop[1:3] == [0, len(DOCUMENTS["it/laptop.txt"])]
     assert all("approved" not in q for q in recorded["retrievers"]["bm25"]["questions"].values())
     assert pytester.runpytest("--rag-eval", *RUN).ret == 0
+    capsys.readouterr()
+    assert main(["diff", "old.json", "baselines/retrieval.json", "--fail-on-lower"]) == 1
+    lowered = [line.strip() for line in capsys.readouterr().out.splitlines() if "lowered:" in line]
+    assert lowered == ["lowered: char_iou@2 of 'bm25' 0.4147 -> 0.2896 (-0.1251) under today's exam and the base's "
+                       "(today's means)"]  # each file's rankings at its own places, as the gate judged them
+    assert main(["diff", "old.json", "baselines/retrieval.json"]) == 1
+    rows = {line.split()[1]: line.split()[-2:] for line in capsys.readouterr().out.splitlines()
+            if line.startswith("bm25 ")}
+    assert rows["recall@2"] == ["not", "comparable"] and rows["char_iou@2"][-1] == "-0.1251"
 
 
 def test_identical_places_under_another_chunker_pass_with_zero_deltas(pytester: pytest.Pytester) -> None:
