@@ -123,3 +123,42 @@ def test_a_changed_overlap_with_a_worse_retriever_fails(pytester: pytest.Pyteste
         "overlap across the chunker change (chunker.overlap 16 -> 15): span metrics compared on 4 questions, * "
         "chunk-id metrics on the 1 whose approved top k kept its places, not comparable on 3 (hotel, laptop, taxi)",
     ], consecutive=False)
+
+
+LOSSY = '''
+import re
+
+
+def split(text):
+    """One chunk a sentence, those about hours left out (a chunker that drops what it takes for boilerplate)."""
+    return [(m.start(), m.end()) for m in re.finditer(r"[^.]+[.]?", text)
+            if m.group().strip() and "hours" not in m.group()]
+'''
+LOSSY_TABLE = 'type = "python"\npython = "lossy:split"\n'
+
+
+def test_a_chunking_that_leaves_the_answer_out_scores_it_0(pytester: pytest.Pytester) -> None:
+    """The laptop question's answer ("reported to IT within two hours") is in no chunk of the lossy chunking: its
+    span metrics score 0 there, side by side and on a pull request to that chunker (it was a no-answer question
+    in that chunking, left out of the means: the lossy chunking scored 1.0 like the whole one)."""
+    side_by_side = (f"[tool.ragretrieval.chunkings.lossy]\n{LOSSY_TABLE}\n{BM25}\n"
+                    '[tool.ragretrieval.retrievers.bm25_lossy]\ntype = "bm25"\nchunking = "lossy"\n')
+    write_documents_project(pytester.path, config(ONE, side_by_side, 'compare = [["bm25_lossy", "bm25"]]\n'))
+    (pytester.path / "lossy.py").write_text(LOSSY, encoding="utf-8")
+    first = pytester.runpytest("--rag-update-baseline", "--rag-json=both.json", *RUN)
+    assert first.ret == 0, first.stdout.str()
+    both = results(pytester.path / "both.json")
+    lossy = both["retrievers"]["bm25_lossy"]["questions"]["laptop"]["metrics"]
+    assert lossy["char_recall@2"] == 0.0 == lossy["answer_hit@2"]
+    pairs = {c["metric"]: c for c in both["comparisons"]}
+    assert (pairs["char_recall@2"]["delta"], pairs["char_recall@2"]["losses"]) == (-0.25, 1)
+    (pytester.path / "baselines" / "retrieval.json").unlink()
+    pytester.path.joinpath("pyproject.toml").write_text(config(ONE), encoding="utf-8")
+    assert pytester.runpytest("--rag-update-baseline", *RUN).ret == 0
+    pytester.path.joinpath("pyproject.toml").write_text(config(LOSSY_TABLE), encoding="utf-8")
+    result = pytester.runpytest("--rag-eval", *RUN)
+    assert result.ret == 1, result.stdout.str()
+    result.stdout.fnmatch_lines([
+        "char_recall@2 of 'bm25' fell from 1.0000 to 0.7500 (-0.2500, tolerance 0.0000) after changes of chunker.*",
+        "  laptop: 1.0000 -> 0.0000 (-1.0000)",
+    ], consecutive=False)
