@@ -14,7 +14,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..baseline.fingerprint import PLACES
+from ..baseline.fingerprint import recorded_places
 from ..baseline.since import Since
 from ..baseline.since import asked_alike as same_query
 from ..core.values import listed
@@ -23,22 +23,6 @@ from ..record.exam import kept_spans
 
 LISTED = 10
 """Questions named in the header's line; the rest are counted."""
-
-
-def recorded_places(fingerprint: Mapping[str, Any]) -> dict[str, tuple[Span, str]]:
-    """Chunk id -> (its recorded place, its document's short digest) as a fingerprint keeps them; entries of
-    another shape are left out (the schema refuses them in a baseline)."""
-    chunks = fingerprint.get("chunks")
-    places = chunks.get(PLACES) if isinstance(chunks, Mapping) else None
-    if not isinstance(places, Mapping):
-        return {}
-    found = {}
-    for cid, place in places.items():
-        if (isinstance(place, Sequence) and len(place) == 4 and isinstance(place[0], str)
-                and all(isinstance(n, int) and not isinstance(n, bool) for n in place[1:3])
-                and isinstance(place[3], str)):
-            found[cid] = (Span(place[0], place[1], place[2]), place[3])
-    return found
 
 
 def _documents(fingerprint: Mapping[str, Any]) -> Any:

@@ -18,7 +18,7 @@ from ..config.settings import Config
 from ..core.digest import SHORT, digest
 from ..evalset.documents import documents_digest, load_documents
 from ..evalset.jsonl import GRADING_VERSION
-from ..evalset.records import Chunk, Question
+from ..evalset.records import Chunk, Question, Span
 from ..record.exam import exam_section, gold_digest, spans_of
 from ..scoring.evaluate import chunk_spans
 from ..scoring.metrics import METRICS_VERSION
@@ -157,6 +157,22 @@ PLACES = "places"
 """Format 5, documents mode: chunk id -> [doc, start, end, the document's short digest], for every chunk of a
 recorded or approved ranking (`placed`): where the bar's chunks were, so a later chunking can be judged
 against them (the chunk-size issue)."""
+
+
+def recorded_places(fingerprint: Mapping[str, Any]) -> dict[str, tuple[Span, str]]:
+    """Chunk id -> (its recorded place, its document's short digest) as a fingerprint keeps them; entries of
+    another shape are left out (the schema refuses them in a baseline)."""
+    chunks = fingerprint.get("chunks")
+    places = chunks.get(PLACES) if isinstance(chunks, Mapping) else None
+    if not isinstance(places, Mapping):
+        return {}
+    found = {}
+    for cid, place in places.items():
+        if (isinstance(place, Sequence) and len(place) == 4 and isinstance(place[0], str)
+                and all(isinstance(n, int) and not isinstance(n, bool) for n in place[1:3])
+                and isinstance(place[3], str)):
+            found[cid] = (Span(place[0], place[1], place[2]), place[3])
+    return found
 
 
 def placed(fingerprint: Mapping[str, Any], ranked: Collection[str]) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from ..baseline.exams import LOCAL, KeptExam
 from ..baseline.fingerprint import fingerprint
 from ..baseline.format import Baseline, dumps
 from ..baseline.format import load as load_baseline
-from ..baseline.verify import verify
+from ..baseline.verify import verify, verify_places
 from ..cache.store import Mode as CacheMode
 from ..config.outputs import check_outputs
 from ..config.settings import Config, load_config
@@ -27,6 +27,7 @@ from ..core.timing import Phases
 from ..core.values import fmt
 from ..database.settings import DbMode
 from ..evalset.corpus import budget_warnings, chunking_share, documents_corpus, recorded_digest
+from ..evalset.documents import load_documents
 from ..evalset.jsonl import Unanchored, load_chunks, load_evalset
 from ..evalset.records import Chunk, Question
 from ..evalset.split import check_sizes, leak_line, leaks, sides
@@ -162,6 +163,8 @@ class RagSession:
         if self.baseline is not None:
             recorded_gold(self.baseline)  # a damaged record of the gold texts fails here, before anything runs
             verify(self.baseline, self.config.k, self.chunks, self.questions)
+            if self.config.documents is not None:
+                verify_places(self.baseline, load_documents(self.config.documents))
         # a shard judges nothing: the merge that judges reads the base's exam
         self.kept = kept_exam(self.config.baseline, self.baseline) if self.options.shard is None else None
 

@@ -16,11 +16,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..bar.exam import Exam
-from ..bar.places import asked_alike, recorded_places
+from ..bar.places import asked_alike
 from ..bar.rule import Replacement, replacement
 from ..bar.sides import Scorer, as_recorded, leaving, recorded_values
 from ..baseline.exams import BASE, TODAY, recorded_exam, same_labels
-from ..baseline.fingerprint import questions_record
+from ..baseline.fingerprint import questions_record, recorded_places
 from ..baseline.format import Baseline, Recorded, RecordedQuestion
 from ..baseline.since import QuestionChanges, Since, chunker_changes, paired, question_changes
 from ..evalset.records import Question, Span

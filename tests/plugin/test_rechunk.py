@@ -8,7 +8,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from projects import DOCUMENTS, OVERLAP, OVERLAP_TABLE, RUN, documents_config, write_documents_project
+from projects import (
+    DOCUMENTS,
+    OVERLAP,
+    OVERLAP_TABLE,
+    RUN,
+    documents_config,
+    one_line_error,
+    write_documents_project,
+)
 
 from pytest_ragretrieval.cli import main
 
@@ -162,3 +170,25 @@ def test_a_chunking_that_leaves_the_answer_out_scores_it_0(pytester: pytest.Pyte
         "char_recall@2 of 'bm25' fell from 1.0000 to 0.7500 (-0.2500, tolerance 0.0000) after changes of chunker.*",
         "  laptop: 1.0000 -> 0.0000 (-1.0000)",
     ], consecutive=False)
+
+
+@pytest.mark.parametrize(("index", "value", "problem"), [
+    (2, 10_000, "is no slice of 'it/laptop.txt' (154 characters), the document whose digest it records"),
+    (1, 1, "is not where the gold text recorded for 'it/laptop.txt#0' is in 'it/laptop.txt', the document whose "
+           "digest it records"),
+    (3, "0" * 12, "records a digest that is not its document's, and the documents are the ones it was recorded on"),
+])
+def test_a_place_its_document_contradicts_is_damage(pytester: pytest.Pytester, index: int, value: object,
+                                                    problem: str) -> None:
+    """A recorded place is what a chunker change is judged by: one whose slice or digest its (unchanged) document
+    contradicts stops the run in one line naming the place, as any damaged value does."""
+    write_documents_project(pytester.path, config(ONE))
+    assert pytester.runpytest("--rag-update-baseline", *RUN).ret == 0
+    path = pytester.path / "baselines" / "retrieval.json"
+    recorded = results(path)
+    place = recorded["fingerprint"]["chunks"]["places"]["it/laptop.txt#0"]
+    place[index] = value
+    path.write_text(json.dumps(recorded, indent=2), encoding="utf-8")
+    pytester.path.joinpath("pyproject.toml").write_text(config(THREE), encoding="utf-8")
+    line = one_line_error(pytester.runpytest("--rag-eval", *RUN))
+    assert f"baselines/retrieval.json: fingerprint.chunks.places.it/laptop.txt#0 = {json.dumps(place)} {problem}" in line
