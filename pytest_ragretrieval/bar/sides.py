@@ -84,16 +84,18 @@ class Scorer:
 def sides(
     name: str, entry: Recorded, today: RetrieverResult, questions: Sequence[Question],
     base: Mapping[str, Question] | None, comparable: Collection[str], scorer: Scorer, earlier: Scorer | None = None,
+    extra: Collection[str] = (),
 ) -> tuple[Side, ...]:
     """Today's exam's side, then the base's where a comparable question's labels differ from those the
     baseline keeps. `questions` are today's (as the retriever is scored on them), `base` the base's exam;
-    `earlier` scores the approved and recorded rankings (`Scorer.without` the chunks changed since)."""
+    `earlier` scores the approved and recorded rankings (`Scorer.without` the chunks changed since); `extra`:
+    metrics the bar holds though the entry does not (judged across a chunker change: `Config.across`)."""
     earlier = earlier or scorer
     approved = entry.approved_rankings()
     recorded = {qid: q.ranking for qid, q in entry.questions.items()}
     differs = approved != recorded or bool(entry.bar)
     held = [q for q in questions if q.id in entry.questions]
-    labels = set(entry.metrics)
+    labels = set(entry.metrics) | set(extra)
     found = [_side(TODAY, name, held, today, approved, recorded if differs else None, entry.bar, earlier, labels)]
     if base is not None:
         by_id = {q.id: q for q in questions}

@@ -44,7 +44,7 @@ def item_keys(config: Config, questions: Sequence[Question]) -> list[ItemKey]:
     and a latency item when `max_latency_ms` is set."""
     keys: list[ItemKey] = []
     for spec in config.retrievers:
-        keys.extend(ItemKey(spec.name, "metric", metric.label) for metric in config.metrics)
+        keys.extend(ItemKey(spec.name, "metric", metric.label) for metric in (*config.metrics, *config.across))
         if "question" in config.fail_on:
             keys.extend(ItemKey(spec.name, "question", q.id) for q in questions if q.answerable)
         if spec.max_latency_ms is not None:

@@ -228,7 +228,7 @@ class Judge:
             recorded, run, found = self.recorded(name), self.runs.get(name), self.since()
             self._sides[name] = () if recorded is None or run is None or run.result is None or found is None else sides(
                 name, recorded, run.result, self.questions_of(name), self.base_exam(name),
-                found.questions.comparable, self.scorer, self.earlier())
+                found.questions.comparable, self.scorer, self.earlier(), [s.label for s in self.config.across])
         return self._sides[name]
 
     def side(self, name: str, exam: str = TODAY) -> Side | None:
@@ -380,7 +380,7 @@ class Judge:
         """One retriever x metric judged against its bar under one exam."""
         found = self.since()
         assert found is not None
-        metric = next(s for s in self.config.metrics if s.label == label)
+        metric = next(s for s in self.config.shown if s.label == label)
         judged = {q.id: frozenset(q.relevance) for q in self.questions_of(name)}
         if side.exam == BASE:  # a chunk judged since is no false miss to pool, whichever exam found the drop
             for question in (self.base_exam(name) or {}).values():
@@ -451,7 +451,7 @@ class Judge:
             if comparison is None or comparison.baseline is None or label not in side.bar.metrics:
                 continue
             if not self.exam_verdict(name, label, side).passed:
-                tolerance = self.config.tolerance.for_metric(next(s for s in self.config.metrics if s.label == label))
+                tolerance = self.config.tolerance.for_metric(next(s for s in self.config.shown if s.label == label))
                 tested = (f"; {self.config.significance} test {p_text(comparison)}"
                           if comparison.p_value is not None else "")
                 under = f" under {EXAM_NAMES[side.exam]}" if len(sides) > 1 else ""

@@ -12,6 +12,10 @@ from ..baseline.exams import KeptExam
 from ..baseline.format import Baseline, Recorded
 from ..baseline.since import Since
 from ..config.settings import Config
+from ..scoring.metrics import MetricSpec
+
+ACROSS = ("char_recall", "answer_hit")
+"""The span metrics every chunker change is judged on: how much of the answer the top k hold, and whether any."""
 
 
 class Judging(Protocol):
@@ -59,3 +63,12 @@ def rechunked(judge: Judging, found: Since) -> Since | None:
     approved = {spec.name: entry.approved_rankings() for spec in judge.config.retrievers
                 if (entry := judge.recorded(spec.name)) is not None}
     return cut.since(found, approved, judge.config.k)
+
+
+def across(config: Config) -> tuple[MetricSpec, ...]:
+    """What a chunker change is always judged on beside the listed metrics: `char_recall@k` and `answer_hit@k`
+    at each k a listed metric gates (budgets and abstention aside), those `metrics` does not list."""
+    listed = {spec.label for spec in config.metrics}
+    cutoffs = sorted({spec.k for spec in config.metrics if not spec.budget and not spec.on_no_answer})
+    found = (MetricSpec.parse(f"{name}@{k}", config.k) for k in cutoffs for name in ACROSS)
+    return tuple(spec for spec in found if spec.label not in listed)

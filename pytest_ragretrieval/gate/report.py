@@ -87,11 +87,11 @@ def header_lines(config: Config, chunks: Sequence[Chunk], questions: Sequence[Qu
     if baseline is not None:
         notes += comparable_notes(config, questions, baseline_questions(baseline, config, questions))
         review = review_line(edited_gold(recorded_gold(baseline), gold_texts(chunks, questions), questions))
-        notes += [review] if review and not rechunked(config, baseline) else []
+        notes += [review] if review and not chunker_changed(config, baseline) else []
     return lines + [f"rag: warning: {note}" for note in notes]
 
 
-def rechunked(config: Config, baseline: Baseline) -> bool:
+def chunker_changed(config: Config, baseline: Baseline) -> bool:
     """Whether the chunker changed since the baseline (documents mode on both sides): every gold chunk then
     moves with the chunks, and the gold spans are what the verdicts read (`bar/places.py`)."""
     if config.chunker is None:

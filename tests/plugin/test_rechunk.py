@@ -192,3 +192,22 @@ def test_a_place_its_document_contradicts_is_damage(pytester: pytest.Pytester, i
     pytester.path.joinpath("pyproject.toml").write_text(config(THREE), encoding="utf-8")
     line = one_line_error(pytester.runpytest("--rag-eval", *RUN))
     assert f"baselines/retrieval.json: fingerprint.chunks.places.it/laptop.txt#0 = {json.dumps(place)} {problem}" in line
+
+
+def test_a_chunker_change_is_always_judged_on_char_recall_and_answer_hit(pytester: pytest.Pytester) -> None:
+    """`metrics` lists chunk-id ones only: across the chunker change the gate adds char_recall@2 and answer_hit@2
+    items, judged against the approved rankings at their recorded places, and the update records what `metrics`
+    lists, nothing more."""
+    write_documents_project(pytester.path, documents_config(["recall", "ndcg"], BM25))
+    assert pytester.runpytest("--rag-update-baseline", *RUN).ret == 0
+    pytester.path.joinpath("pyproject.toml").write_text(
+        documents_config(["recall", "ndcg"], BM25).replace(ONE, THREE), encoding="utf-8")
+    result = pytester.runpytest("--rag-eval", "-v", *RUN)
+    assert result.ret == 0, result.stdout.str()
+    result.stdout.fnmatch_lines(["*::recall@2 PASSED*", "*::ndcg@2 PASSED*", "*::char_recall@2 PASSED*",
+                                 "*::answer_hit@2 PASSED*"], consecutive=False)
+    assert pytester.runpytest("--rag-update-baseline", *RUN).ret == 0
+    recorded = results(pytester.path / "baselines" / "retrieval.json")
+    assert set(recorded["retrievers"]["bm25"]["metrics"]) == {"recall@2", "ndcg@2"}
+    again = pytester.runpytest("--rag-eval", "-v", *RUN)
+    assert again.ret == 0 and "char_recall@2" not in again.stdout.str()
