@@ -12,11 +12,13 @@ not change a digest, changing a text, an id, a grade or a tag does.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from ..config.settings import Config
 from ..core.digest import SHORT, digest
-from ..evalset.documents import documents_digest, load_documents
+from ..evalset.chunkers import Chunker, chunk_documents
+from ..evalset.documents import Document, documents_digest, load_documents
 from ..evalset.jsonl import GRADING_VERSION
 from ..evalset.records import Chunk, Question, Span
 from ..record.exam import exam_section, gold_digest, spans_of
@@ -173,6 +175,30 @@ def recorded_places(fingerprint: Mapping[str, Any]) -> dict[str, tuple[Span, str
                 and isinstance(place[3], str)):
             found[cid] = (Span(place[0], place[1], place[2]), place[3])
     return found
+
+
+def recut(fingerprint: Mapping[str, Any], documents: Sequence[Document], root: Path) -> dict[str, Any] | None:
+    """A fingerprint that keeps no places (format 4), given them by cutting its documents again with the chunker
+    it records, when they are today's documents and it is a built-in one this version cuts alike (its
+    description round-trips); None where the places cannot be had that way. A `python` chunker's code is gone."""
+    chunks = fingerprint.get("chunks")
+    if not isinstance(chunks, Mapping) or PLACES in chunks or not isinstance(chunks.get("chunker"), Mapping):
+        return None
+    recorded = dict(chunks["chunker"])
+    if chunks.get("chunkings") or recorded.get("type") == "python" or chunks.get("documents", {}).get(
+            "sha256") != documents_digest(documents):
+        return None
+    known = {name for name in Chunker.__dataclass_fields__ if name != "timeout"}
+    try:
+        chunker = Chunker(**{key: value for key, value in recorded.items() if key in known})
+    except TypeError:
+        return None
+    if chunker.described() != recorded:
+        return None
+    texts = {document.id: _digest(document.text, SHORT) for document in documents}
+    places = {cid: [span.doc, span.start, span.end, texts[span.doc]]
+              for cid, span in chunk_spans(chunk_documents(documents, chunker, root)).items()}
+    return {**fingerprint, "chunks": {**chunks, PLACES: places}}
 
 
 def placed(fingerprint: Mapping[str, Any], ranked: Collection[str]) -> dict[str, Any]:

@@ -2,16 +2,22 @@
 questions each item is compared on (`bar/places.py` decides both from the fingerprints and places)."""
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
 from typing import Any, Protocol
 
 from ..bar.places import Rechunk
 from ..bar.places import rechunk as cut_between
 from ..bar.sides import Scorer
 from ..baseline.exams import KeptExam
+from ..baseline.fingerprint import PLACES, recut
 from ..baseline.format import Baseline, Recorded
 from ..baseline.since import Since
 from ..config.settings import Config
+from ..core.errors import BaselineError
+from ..evalset.documents import Document
+from ..files.paths import display
 from ..scoring.metrics import MetricSpec
 
 ACROSS = ("char_recall", "answer_hit")
@@ -72,3 +78,21 @@ def across(config: Config) -> tuple[MetricSpec, ...]:
     cutoffs = sorted({spec.k for spec in config.metrics if not spec.budget and not spec.on_no_answer})
     found = (MetricSpec.parse(f"{name}@{k}", config.k) for k in cutoffs for name in ACROSS)
     return tuple(spec for spec in found if spec.label not in listed)
+
+
+def with_places(baseline: Baseline, documents: Sequence[Document], root: Path) -> Baseline:
+    """A baseline to judge a chunker change against: its places, or a format-4 file's taken by re-cutting its
+    unchanged documents with the built-in chunker it records (`recut`); refused in one line where its chunker
+    was a `python` one, whose code then is gone."""
+    chunks = baseline.fingerprint.get("chunks", {})
+    if not isinstance(chunks, Mapping) or PLACES in chunks:
+        return baseline
+    found = recut(baseline.fingerprint, documents, root)
+    if found is not None:
+        return replace(baseline, fingerprint=found)
+    if chunks.get("chunker", {}).get("type") == "python":
+        raise BaselineError(
+            f"{display(baseline.path)} keeps no places of its chunks (format 4) and they were cut by a `python` "
+            "chunker, whose old code is gone, so the chunker change cannot be judged against it; re-record it "
+            "with `pytest --rag-update-baseline --rag-allow-regression` and merge with the approval label")
+    return baseline

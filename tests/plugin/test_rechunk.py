@@ -211,3 +211,32 @@ def test_a_chunker_change_is_always_judged_on_char_recall_and_answer_hit(pyteste
     assert set(recorded["retrievers"]["bm25"]["metrics"]) == {"recall@2", "ndcg@2"}
     again = pytester.runpytest("--rag-eval", "-v", *RUN)
     assert again.ret == 0 and "char_recall@2" not in again.stdout.str()
+
+
+def test_a_format_4_bar_takes_its_places_by_re_cutting(pytester: pytest.Pytester) -> None:
+    """A baseline that keeps no places (format 4) over unchanged documents cut by a built-in chunker: the chunker
+    change is judged as with them, the places re-cut with the chunker it records (the same failure); by a
+    `python` chunker, whose old code is gone, it is refused in one line naming the re-record with the label."""
+    write_documents_project(pytester.path, config(ONE))
+    assert pytester.runpytest("--rag-update-baseline", *RUN).ret == 0
+    path = pytester.path / "baselines" / "retrieval.json"
+    recorded = results(path)
+    del recorded["fingerprint"]["chunks"]["places"]
+    path.write_text(json.dumps(recorded, indent=2), encoding="utf-8")
+    pytester.path.joinpath("pyproject.toml").write_text(config(THREE), encoding="utf-8")
+    result = pytester.runpytest("--rag-eval", *RUN)
+    assert result.ret == 1, result.stdout.str()
+    result.stdout.fnmatch_lines(["char_iou@2 of 'bm25' fell from 0.4147 to 0.2896 (-0.1251, tolerance 0.0000) after "
+                                 "a change of chunker.size"])
+    (pytester.path / "lossy.py").write_text(LOSSY, encoding="utf-8")
+    path.unlink()
+    pytester.path.joinpath("pyproject.toml").write_text(config(LOSSY_TABLE), encoding="utf-8")
+    assert pytester.runpytest("--rag-update-baseline", *RUN).ret == 0
+    recorded = results(path)
+    del recorded["fingerprint"]["chunks"]["places"]
+    path.write_text(json.dumps(recorded, indent=2), encoding="utf-8")
+    pytester.path.joinpath("pyproject.toml").write_text(config(ONE), encoding="utf-8")
+    line = one_line_error(pytester.runpytest("--rag-eval", *RUN))
+    assert ("baselines/retrieval.json keeps no places of its chunks (format 4) and they were cut by a `python` "
+            "chunker, whose old code is gone, so the chunker change cannot be judged against it; re-record it with "
+            "`pytest --rag-update-baseline --rag-allow-regression` and merge with the approval label") in line
