@@ -23,6 +23,7 @@ from ..evalset.split import gate_questions
 from ..files.paths import ChangedSince, Snapshot, changed_since, display, snapshot, write_atomic, write_problem
 from ..gate.evaluation import evaluate
 from ..gate.items import item_keys
+from ..gate.rechunk import prepared
 from ..gate.report import described
 from ..glue.trust import kept_exam
 from ..labels.explain import missed, recorded_rankings
@@ -76,7 +77,7 @@ def run(args: argparse.Namespace) -> Result:
     outputs = {option: path for option, value in wanted.items() if (path := checked_output(option, value, read))}
     check_outputs(config, outputs, args.update_baseline)
     baseline_read = snapshot(config.baseline)  # before the read: a write meanwhile is seen
-    baseline = load_baseline(config.baseline)
+    config, baseline = prepared(config, load_baseline(config.baseline))  # a chunker change, as the session does
     if config.documents is not None and config.chunker is not None:
         chunks, questions = documents_corpus(config.documents, config.chunker, config.root, config.evalset,
                                              config.chunkings,

@@ -16,9 +16,10 @@ from ..baseline.format import Baseline, Recorded
 from ..baseline.since import Since
 from ..config.settings import Config
 from ..core.errors import BaselineError
-from ..evalset.documents import Document
+from ..evalset.documents import Document, load_documents
 from ..files.paths import display
 from ..scoring.metrics import MetricSpec
+from .report import chunker_changed
 
 ACROSS = ("char_recall", "answer_hit")
 """The span metrics every chunker change is judged on: how much of the answer the top k hold, and whether any."""
@@ -78,6 +79,14 @@ def across(config: Config) -> tuple[MetricSpec, ...]:
     cutoffs = sorted({spec.k for spec in config.metrics if not spec.budget and not spec.on_no_answer})
     found = (MetricSpec.parse(f"{name}@{k}", config.k) for k in cutoffs for name in ACROSS)
     return tuple(spec for spec in found if spec.label not in listed)
+
+
+def prepared(config: Config, baseline: Baseline | None) -> tuple[Config, Baseline | None]:
+    """The config and baseline a session (or `ragretrieval merge`) judges with: across a chunker change, with
+    `across`'s items and the baseline's places (`with_places`); as they are otherwise."""
+    if baseline is None or config.documents is None or not chunker_changed(config, baseline):
+        return config, baseline
+    return replace(config, across=across(config)), with_places(baseline, load_documents(config.documents), config.root)
 
 
 def with_places(baseline: Baseline, documents: Sequence[Document], root: Path) -> Baseline:

@@ -34,8 +34,8 @@ from ..evalset.split import check_sizes, leak_line, leaks, sides
 from ..files.paths import ChangedSince, Snapshot, changed_since, display, snapshot, write_atomic, write_problem
 from ..gate.evaluation import Evaluation, evaluate, verdict
 from ..gate.items import ItemKey, item_keys
-from ..gate.rechunk import across, with_places
-from ..gate.report import chunker_changed, described, header_lines
+from ..gate.rechunk import prepared
+from ..gate.report import described, header_lines
 from ..labels.explain import missed, recorded_rankings
 from ..labels.gold import recorded_digests, recorded_gold
 from ..labels.relabel import anchoring_error, plan
@@ -132,9 +132,7 @@ class RagSession:
                 self.config.documents, self.config.chunker, self.config.root, self.config.evalset,
                 self.config.chunkings, recorded=recorded_digest(baseline.fingerprint if baseline else None),
                 cache=self.config.cache_dir, mode=self.options.cache_mode)
-            if baseline is not None and chunker_changed(self.config, baseline):  # judged by the gold spans
-                baseline = with_places(baseline, load_documents(self.config.documents), self.config.root)
-                self.config = replace(self.config, across=across(self.config))
+            self.config, baseline = prepared(self.config, baseline)  # a chunker change: judged by the gold spans
             read = {spec.chunking for spec in self.config.retrievers}
             named = {name: f"chunking {name!r}" if name else "the default chunking" for name in sorted(read)}
             self.input_warnings = [f"warning: {line}" for line in budget_warnings(

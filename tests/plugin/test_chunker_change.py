@@ -240,3 +240,21 @@ def test_a_format_4_bar_takes_its_places_by_re_cutting(pytester: pytest.Pytester
     assert ("baselines/retrieval.json keeps no places of its chunks (format 4) and they were cut by a `python` "
             "chunker, whose old code is gone, so the chunker change cannot be judged against it; re-record it with "
             "`pytest --rag-update-baseline --rag-allow-regression` and merge with the approval label") in line
+
+
+def test_shards_merge_across_a_chunker_change(pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]) -> None:
+    """`ragretrieval merge` judges a chunker change as the session does: the items the shards ran (char_recall@2
+    and answer_hit@2 added) are its own, and char_iou@2 fails by the same delta."""
+    write_documents_project(pytester.path, documents_config(["recall", "char_iou"], BM25))
+    assert pytester.runpytest("--rag-update-baseline", *RUN).ret == 0
+    pytester.path.joinpath("pyproject.toml").write_text(
+        documents_config(["recall", "char_iou"], BM25).replace(ONE, THREE), encoding="utf-8")
+    for index in (1, 2):
+        result = pytester.runpytest("--rag-eval", f"--rag-shard={index}/2", f"--rag-json=part{index}.json", *RUN)
+        assert result.ret == 0, result.stdout.str()
+    capsys.readouterr()
+    assert main(["merge", "part1.json", "part2.json"]) == 1
+    out = capsys.readouterr().out
+    assert "PASSED rag::bm25::char_recall@2" in out and "PASSED rag::bm25::answer_hit@2" in out
+    assert ("FAILED rag::bm25::char_iou@2: char_iou@2 of 'bm25' fell from 0.4147 to 0.2896 (-0.1251, tolerance "
+            "0.0000) after a change of chunker.size") in out
