@@ -12,6 +12,7 @@ It prints each span item's delta both ways (the pull request's against its bar, 
 FROM), their largest difference, the items that failed and how many questions each kind of metric compared on.
 
     python benchmarks/chunker_change.py /tmp/cmrc2018_dev.json [--questions 3219] [--from 512/64] [--to 256/32]
+        [--metrics recall,char_recall,answer_hit,char_recall@1000c,answer_hit@1000c]
 """
 from __future__ import annotations
 
@@ -26,8 +27,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-METRICS = ["recall", "char_recall", "answer_hit", "char_recall@1000c", "answer_hit@1000c"]
-SPAN_ITEMS = ("char_recall@5", "answer_hit@5", "char_recall@1000c", "answer_hit@1000c")
+METRICS = "recall,char_recall,answer_hit,char_recall@1000c,answer_hit@1000c"
 
 
 def chunking_module() -> Any:
@@ -66,12 +66,14 @@ def main() -> None:
     parser.add_argument("--questions", type=int, default=10_000)
     parser.add_argument("--from", dest="before", default="512/64")
     parser.add_argument("--to", dest="after", default="256/32")
+    parser.add_argument("--metrics", default=METRICS, help=f"the config's `metrics`, comma-separated ({METRICS})")
     args = parser.parse_args()
     module = chunking_module()
     with tempfile.TemporaryDirectory(prefix="rag-chunker-change-") as folder:
         work = Path(folder)
         settings = module.cmrc_settings(args.cmrc, work, args.questions)
-        settings.update(k=5, metrics=METRICS, significance="randomization", baseline=str(work / "baseline.json"))
+        metrics = args.metrics.split(",")
+        settings.update(k=5, metrics=metrics, significance="randomization", baseline=str(work / "baseline.json"))
         bm25 = settings["retrievers"]["bm25"]
         both = {**settings, "chunker": tokens(args.before), "chunkings": {"to": tokens(args.after)},
                 "retrievers": {"bm25": bm25, "bm25_to": {**bm25, "chunking": "to"}}, "compare": [["bm25_to", "bm25"]]}
@@ -85,7 +87,7 @@ def main() -> None:
     print(f"CMRC 2018 dev, bm25 (jieba), k=5: a pull request from {args.before} to {args.after}")
     print(f"{'item':<20} {'pull request':>12} {'side by side':>12} {'p':>8}")
     gap = 0.0
-    for label in SPAN_ITEMS:
+    for label in [label for label in compared if label in pairs]:
         ours, theirs = compared[label]["delta"], pairs[label]["delta"]
         gap = max(gap, abs(ours - theirs))
         print(f"{label:<20} {ours:>+12.4f} {theirs:>+12.4f} {compared[label]['p_value']:>8.4f}  "

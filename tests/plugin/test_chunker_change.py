@@ -4,6 +4,7 @@ chunkings side by side give; chunk-id items compare only where the approved top 
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -258,3 +259,22 @@ def test_shards_merge_across_a_chunker_change(pytester: pytest.Pytester, capsys:
     assert "PASSED rag::bm25::char_recall@2" in out and "PASSED rag::bm25::answer_hit@2" in out
     assert ("FAILED rag::bm25::char_iou@2: char_iou@2 of 'bm25' fell from 0.4147 to 0.2896 (-0.1251, tolerance "
             "0.0000) after a change of chunker.size") in out
+
+
+def test_diff_against_the_base_scores_each_side_at_its_own_places(pytester: pytest.Pytester,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """`diff --against main` in a checkout whose chunker changed and whose baseline was not re-recorded: both
+    files are the base's, each scored at its recorded places, so nothing moved (it scored the base's 1-sentence
+    rankings at the 3-sentence chunks' places, a value of neither chunking)."""
+    write_documents_project(pytester.path, config(ONE))
+    assert pytester.runpytest("--rag-update-baseline", *RUN).ret == 0
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "base"]):
+        subprocess.run(["git", "-c", "user.email=t@example.com", "-c", "user.name=t", *args], cwd=pytester.path,
+                       check=True, capture_output=True)
+    pytester.path.joinpath("pyproject.toml").write_text(config(THREE), encoding="utf-8")
+    capsys.readouterr()
+    assert main(["diff", "--against", "main"]) == 0
+    out = capsys.readouterr().out
+    rows = {line.split()[1]: line.split()[2:] for line in out.splitlines() if line.startswith("bm25 ")}
+    assert rows["char_iou@2"] == ["0.4147", "0.4147", "+0.0000"], out
+    assert main(["diff", "--against", "main", "--fail-on-lower"]) == 0
