@@ -278,3 +278,33 @@ def test_diff_against_the_base_scores_each_side_at_its_own_places(pytester: pyte
     rows = {line.split()[1]: line.split()[2:] for line in out.splitlines() if line.startswith("bm25 ")}
     assert rows["char_iou@2"] == ["0.4147", "0.4147", "+0.0000"], out
     assert main(["diff", "--against", "main", "--fail-on-lower"]) == 0
+
+
+def test_in_ci_the_approved_places_are_the_base_revision_s(pytester: pytest.Pytester,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """The head's baseline with the places of its chunks that are no gold widened to their whole documents (valid
+    slices, the documents' digests: no damage to see): in a pull request's CI the gate reads the approved places
+    from the base revision's file and judges as with the truth; the work tree's run reads the head's."""
+    write_documents_project(pytester.path, config(ONE))
+    assert pytester.runpytest("--rag-update-baseline", *RUN).ret == 0
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "base"],
+                 ["switch", "-q", "-c", "pr"]):
+        subprocess.run(["git", "-c", "user.email=t@example.com", "-c", "user.name=t", *args], cwd=pytester.path,
+                       check=True, capture_output=True)
+    path = pytester.path / "baselines" / "retrieval.json"
+    recorded = results(path)
+    chunks = recorded["fingerprint"]["chunks"]
+    for cid, place in chunks["places"].items():
+        if cid not in chunks["gold"]:
+            place[1:3] = [0, len(DOCUMENTS[place[0]])]
+    path.write_text(json.dumps(recorded, indent=2), encoding="utf-8")
+    pytester.path.joinpath("pyproject.toml").write_text(config(THREE), encoding="utf-8")
+    honest = "char_iou@2 of 'bm25' fell from 0.4147 to 0.2896 (-0.1251, tolerance 0.0000) after a change of chunker.size"
+    local = pytester.runpytest("--rag-eval", *RUN)
+    assert honest not in local.stdout.str()
+    for name, value in {"GITHUB_ACTIONS": "true", "GITHUB_BASE_REF": "main", "GITHUB_EVENT_NAME": "pull_request"
+                        }.items():
+        monkeypatch.setenv(name, value)
+    in_ci = pytester.runpytest("--rag-eval", *RUN)
+    assert in_ci.ret == 1, in_ci.stdout.str()
+    in_ci.stdout.fnmatch_lines([honest])
