@@ -349,7 +349,7 @@ class Judge:
         if key.kind == "question":
             question = next(q for q in self.questions if q.id == key.name)
             edited = dict(found.questions.edited).get(key.name)
-            if edited is None and key.name not in found.questions.comparable and key.name in recorded.questions:
+            if edited is None and key.name in set(recorded.questions) - comparable_of(self, key.retriever, ""):
                 edited = found.questions.note or "not comparable"
             gold_edited = by_question(self.edited_gold()).get(key.name, ())
             bar = self.bar(key.retriever)

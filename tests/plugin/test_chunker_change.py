@@ -308,3 +308,19 @@ def test_in_ci_the_approved_places_are_the_base_revision_s(pytester: pytest.Pyte
     in_ci = pytester.runpytest("--rag-eval", *RUN)
     assert in_ci.ret == 1, in_ci.stdout.str()
     in_ci.stdout.fnmatch_lines([honest])
+
+
+def test_question_items_across_a_chunker_change_are_not_compared(pytester: pytest.Pytester) -> None:
+    """With `fail_on = ["metric", "question"]` and a worse retriever (its ranking reversed) across the chunker
+    change: the span items fail; a question item, a hit read by chunk ids, is not compared where the approved top
+    2 kept no place (it failed where the old ids still matched today's labels)."""
+    lines = 'fail_on = ["metric", "question"]\n'
+    write_documents_project(pytester.path, config(ONE, OVERLAP_TABLE, lines))
+    (pytester.path / "overlap_retriever.py").write_text(OVERLAP, encoding="utf-8")
+    assert pytester.runpytest("--rag-update-baseline", *RUN).ret == 0
+    worse = config(THREE, OVERLAP_TABLE.replace("reverse = false", "reverse = true"), lines)
+    pytester.path.joinpath("pyproject.toml").write_text(worse, encoding="utf-8")
+    result = pytester.runpytest("--rag-eval", "--rag-json=pr.json", *RUN)
+    assert result.ret == 1, result.stdout.str()
+    failed = {f["item"] for f in results(pytester.path / "pr.json")["failures"]}
+    assert failed == {"rag::overlap::char_recall@2", "rag::overlap::char_iou@2", "rag::overlap::answer_hit@2"}
