@@ -275,6 +275,28 @@ DOCUMENT_QUESTIONS: list[dict[str, Any]] = [
 """Gold as a span and as snippets, over DOCUMENTS."""
 
 
+OVERLAP_TABLE = ('[tool.ragretrieval.retrievers.overlap]\ntype = "python"\nfactory = "overlap_retriever:make"\n'
+                 "options = {reverse = false}\n")
+OVERLAP = '''
+import re
+
+
+def words(text):
+    return set(re.findall(r"[a-z0-9]+", text.lower()))
+
+
+def make(ctx):
+    chunks = ctx.chunks
+    reverse = ctx.options["reverse"]
+
+    def search(query, k):
+        ranked = [c.id for c in sorted(chunks, key=lambda c: (-len(words(query) & words(c.text)), c.id))]
+        return (ranked[::-1] if reverse else ranked)[:k]
+    return search
+'''
+"""A python retriever over the documents' chunks: by words shared with the query, or reversed (a worse one)."""
+
+
 def documents_config(metrics: Sequence[str], tables: str, *, k: int = 2, lines: str = "") -> str:
     """pyproject.toml of the documents project: `kb/` cut one sentence a chunk, English tokens, k and
     `metrics`, `lines` more in [tool.ragretrieval], then `tables` (retrievers, chunkings)."""

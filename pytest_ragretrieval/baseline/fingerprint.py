@@ -12,13 +12,15 @@ not change a digest, changing a text, an id, a grade or a tag does.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from ..config.settings import Config
 from ..core.digest import SHORT, digest
-from ..evalset.documents import documents_digest, load_documents
+from ..evalset.chunkers import Chunker, chunk_documents
+from ..evalset.documents import Document, documents_digest, load_documents
 from ..evalset.jsonl import GRADING_VERSION
-from ..evalset.records import Chunk, Question
+from ..evalset.records import Chunk, Question, Span
 from ..record.exam import exam_section, gold_digest, spans_of
 from ..scoring.evaluate import chunk_spans
 from ..scoring.metrics import METRICS_VERSION
@@ -157,6 +159,46 @@ PLACES = "places"
 """Format 5, documents mode: chunk id -> [doc, start, end, the document's short digest], for every chunk of a
 recorded or approved ranking (`placed`): where the bar's chunks were, so a later chunking can be judged
 against them (the chunk-size issue)."""
+
+
+def recorded_places(fingerprint: Mapping[str, Any]) -> dict[str, tuple[Span, str]]:
+    """Chunk id -> (its recorded place, its document's short digest) as a fingerprint keeps them; entries of
+    another shape are left out (the schema refuses them in a baseline)."""
+    chunks = fingerprint.get("chunks")
+    places = chunks.get(PLACES) if isinstance(chunks, Mapping) else None
+    if not isinstance(places, Mapping):
+        return {}
+    found = {}
+    for cid, place in places.items():
+        if (isinstance(place, Sequence) and len(place) == 4 and isinstance(place[0], str)
+                and all(isinstance(n, int) and not isinstance(n, bool) for n in place[1:3])
+                and isinstance(place[3], str)):
+            found[cid] = (Span(place[0], place[1], place[2]), place[3])
+    return found
+
+
+def recut(fingerprint: Mapping[str, Any], documents: Sequence[Document], root: Path) -> dict[str, Any] | None:
+    """A fingerprint that keeps no places (format 4), given them by cutting its documents again with the chunker
+    it records, when they are today's documents and it is a built-in one this version cuts alike (its
+    description round-trips); None where the places cannot be had that way. A `python` chunker's code is gone."""
+    chunks = fingerprint.get("chunks")
+    if not isinstance(chunks, Mapping) or PLACES in chunks or not isinstance(chunks.get("chunker"), Mapping):
+        return None
+    recorded = dict(chunks["chunker"])
+    if chunks.get("chunkings") or recorded.get("type") == "python" or chunks.get("documents", {}).get(
+            "sha256") != documents_digest(documents):
+        return None
+    known = {name for name in Chunker.__dataclass_fields__ if name != "timeout"}
+    try:
+        chunker = Chunker(**{key: value for key, value in recorded.items() if key in known})
+    except TypeError:
+        return None
+    if chunker.described() != recorded:
+        return None
+    texts = {document.id: _digest(document.text, SHORT) for document in documents}
+    places = {cid: [span.doc, span.start, span.end, texts[span.doc]]
+              for cid, span in chunk_spans(chunk_documents(documents, chunker, root)).items()}
+    return {**fingerprint, "chunks": {**chunks, PLACES: places}}
 
 
 def placed(fingerprint: Mapping[str, Any], ranked: Collection[str]) -> dict[str, Any]:

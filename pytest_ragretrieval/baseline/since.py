@@ -264,6 +264,11 @@ class Since:
     retrievers: Mapping[str, tuple[Change, ...]] = field(hash=False)
     labels: str = ""
     """`labels to review: ...`: the questions whose gold chunk's text was edited (`gold.py`); the judge adds it."""
+    chunker: tuple[Change, ...] = ()
+    """Documents mode: the chunker's (and each named chunking's) parameters that changed: a re-chunk, judged by
+    the gold spans at each side's places (`bar/places.py`)."""
+    rechunk: str = ""
+    """The header's line on how a chunker change is judged (the judge adds it)."""
 
     @property
     def comparable(self) -> bool:
@@ -283,7 +288,8 @@ class Since:
         """What changed for one retriever, by short path (`hybrid.weights`, `tokenizer`, `chunks`), each
         once: what an item names, the header having said once how each changed (`lines`)."""
         found = [c.path for c in self.retrievers.get(name, ())] + [c.path for c in self.shared]
-        return list(dict.fromkeys(found + (["chunks"] if self.corpus is not None else [])))
+        found += [c.path for c in self.chunker]  # the chunks changed with the chunker: it names the change
+        return list(dict.fromkeys(found + (["chunks"] if self.corpus is not None and not self.chunker else [])))
 
     def system(self) -> list[str]:
         """Every change of the system under test, once: a source's change is named under the source's
@@ -295,7 +301,7 @@ class Since:
                 source = change.path.partition(".reads.")[2]
                 if not (source and (source, show(change.old), show(change.new)) in own):
                     found.append(str(change))
-        found += [str(change) for change in self.shared]
+        found += [str(change) for change in (*self.shared, *self.chunker)]
         return found + ([str(self.corpus)] if self.corpus else [])
 
     def lines(self) -> list[str]:
@@ -306,7 +312,8 @@ class Since:
         system = self.system()
         if system and not self.yardstick:
             found.append("compared across changes: " + "; ".join(system))
-        return found + self.questions.lines() + ([self.labels] if self.labels else [])
+        return (found + ([self.rechunk] if self.rechunk else []) + self.questions.lines()
+                + ([self.labels] if self.labels else []))
 
 
 def retriever_changes(old: Mapping[str, Any], new: Mapping[str, Any], name: str) -> tuple[Change, ...]:
@@ -330,7 +337,23 @@ def since(
     corpus = corpus_change(old.get("chunks", {}), new.get("chunks", {}))
     questions = question_changes(old.get("questions", {}), new.get("questions", {}), corpus, fallback, rule)
     retrievers = {name: retriever_changes(old, new, name) for name in sorted(names)}
-    return Since(yardstick, shared, corpus, questions, {k: v for k, v in retrievers.items() if v})
+    return Since(yardstick, shared, corpus, questions, {k: v for k, v in retrievers.items() if v},
+                 chunker=chunker_changes(old, new))
+
+
+CHUNKING = ("chunker", "chunkings")
+"""The keys of a fingerprint's `chunks` that say how documents were cut."""
+
+
+def chunker_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> tuple[Change, ...]:
+    """Documents mode on both sides: each parameter of the chunker (and of a named chunking) that changed,
+    `chunker.size 512 -> 256`; nothing where either side read a chunks file."""
+    before, after = old.get("chunks", {}), new.get("chunks", {})
+    if not (isinstance(before, Mapping) and isinstance(after, Mapping)
+            and isinstance(before.get("chunker"), Mapping) and isinstance(after.get("chunker"), Mapping)):
+        return ()
+    return tuple(change for key in CHUNKING
+                 for change in changes(before.get(key, ABSENT), after.get(key, ABSENT), key))
 
 
 # Values over the questions both sides share.
@@ -389,6 +412,16 @@ def common_means(
         elif pairs.n:
             before[label], after[label] = mean(pairs.before), mean(pairs.after)
     return before, after
+
+
+def asked_alike(old: Mapping[str, Any], new: Mapping[str, Any]) -> frozenset[str]:
+    """Questions both fingerprints itemize asked as before (the same query digest): one of them that left the
+    comparison changed its gold."""
+    was, now = old.get("questions", {}).get("digests"), new.get("questions", {}).get("digests")
+    if not isinstance(was, Mapping) or not isinstance(now, Mapping):
+        return frozenset()
+    return frozenset(qid for qid, entry in was.items() if isinstance(entry, Mapping)
+                     and isinstance(now.get(qid), Mapping) and entry.get("query") == now[qid].get("query"))
 
 
 def held(old: Baseline, new: Baseline) -> frozenset[str]:

@@ -101,6 +101,7 @@ def plan_update(
     if unrun is not None:
         return unrun
     all_labels = {spec.label for spec in config.metrics}
+    judged = {name: labels - {spec.label for spec in config.across} for name, labels in selected.items()}
     found = since(baseline.fingerprint, fingerprint) if baseline is not None else None
     what = _together(found)
     changed = bool(what)
@@ -109,7 +110,7 @@ def plan_update(
         partial = [
             spec.name
             for spec in config.retrievers
-            if not runs.get(spec.name, Run()).skipped and selected.get(spec.name) != all_labels
+            if not runs.get(spec.name, Run()).skipped and judged.get(spec.name) != all_labels
         ]
         if partial:
             return UpdatePlan(

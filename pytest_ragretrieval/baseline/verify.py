@@ -9,18 +9,21 @@ an edited or damaged file, and the gate must not compare with it.
 """
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..core.digest import SHORT, digest
 from ..core.values import EPSILON, fmt
 from ..evalset.corpus import chunking_of, chunking_share
+from ..evalset.documents import Document, documents_digest
 from ..evalset.jsonl import GRADING_VERSION
 from ..evalset.records import Chunk, Question, Span
 from ..record.checks import damaged
 from ..scoring.evaluate import RetrieverResult, chunk_spans, score
 from ..scoring.metrics import METRICS_VERSION, MetricSpec
-from .fingerprint import chunks_digest, evalset_digest, question_record
+from .fingerprint import chunks_digest, evalset_digest, question_record, recorded_places
 from .format import Baseline, Recorded
 
 
@@ -44,6 +47,33 @@ def verify(baseline: Baseline, k: int, chunks: Sequence[Chunk], questions: Seque
     for name, recorded in baseline.retrievers.items():
         held = [q for q in same if q.id in recorded.questions]
         _agrees_per_question(baseline, name, recorded, k, _labelled(baseline, name, chunks, held), spans)
+
+
+def verify_places(baseline: Baseline, documents: Sequence[Document]) -> None:
+    """Raise a one-line BaselineError for a recorded place (`fingerprint.chunks.places`, what a chunker change is
+    judged by) its document contradicts: the document whose digest it records holds no such slice, or the gold
+    text recorded for the chunk is not that slice; or, the documents being unchanged, it records a digest that
+    is not its document's."""
+    fingerprint = baseline.fingerprint
+    texts = {document.id: document.text for document in documents}
+    digests = {doc: digest(text, SHORT) for doc, text in texts.items()}
+    chunks = fingerprint.get("chunks", {})
+    unchanged = chunks.get("documents", {}).get("sha256") == documents_digest(documents)
+    gold = chunks.get("gold", {})
+    for cid, (span, recorded) in sorted(recorded_places(fingerprint).items()):
+        where = f"fingerprint.chunks.places.{cid} = {json.dumps([span.doc, span.start, span.end, recorded])}"
+        if digests.get(span.doc) != recorded:
+            if unchanged:
+                raise damaged(baseline.path, f"{where} records a digest that is not its document's, and the "
+                                             "documents are the ones it was recorded on")
+            continue
+        text = texts[span.doc]
+        if not 0 <= span.start < span.end <= len(text):
+            raise damaged(baseline.path, f"{where} is no slice of {span.doc!r} ({len(text)} characters), the "
+                                         "document whose digest it records")
+        if isinstance(gold, Mapping) and isinstance(gold.get(cid), str) and gold[cid] != text[span.start:span.end]:
+            raise damaged(baseline.path, f"{where} is not where the gold text recorded for {cid!r} is in "
+                                         f"{span.doc!r}, the document whose digest it records")
 
 
 def _labelled(baseline: Baseline, name: str, chunks: Sequence[Chunk], questions: Sequence[Question]) -> list[Question]:

@@ -25,7 +25,7 @@ from ..files.jsontext import cutoff
 from ..files.paths import display, write_atomic
 from ..report.terminal import table
 from ..review.changes import Changes, ValueChange, classify, dumps_changes
-from ..review.rescore import Today, exams, scored_view
+from ..review.rescore import Cut, Today, exams, scored_view
 from ..scoring.metrics import metric_order, of_retriever
 from .common import FAILED, OK, Result, UsageError, checked_output
 from .sides import Sides, from_files, from_revision, with_rankings
@@ -78,9 +78,11 @@ def run(args: argparse.Namespace) -> Result:
 # The review view.
 
 
-def since_lines(old: Baseline, new: Baseline) -> tuple[list[str], Since]:
-    """What changed between the two files, by the gate's rules, and the comparison itself."""
-    found = since(old.fingerprint, new.fingerprint, set(old.retrievers) & set(new.retrievers), held(old, new))
+def since_lines(old: Baseline, new: Baseline, found: Since | None = None) -> tuple[list[str], Since]:
+    """What changed between the two files, by the gate's rules, and the comparison itself (`found`, where
+    known)."""
+    if found is None:
+        found = since(old.fingerprint, new.fingerprint, set(old.retrievers) & set(new.retrievers), held(old, new))
     lines = [line for line in found.lines() if not line.startswith("not comparable")]
     if found.yardstick:
         lines.insert(0, f"not comparable: the yardstick differs in {'; '.join(map(str, found.yardstick))}; "
@@ -97,16 +99,33 @@ def _delta_cell(before: float | None, after: float | None) -> str:
     return signed(delta if abs(delta) > EPSILON else 0.0)
 
 
-def metric_rows(name: str, old: Recorded, new: Recorded, found: Since) -> tuple[list[list[str]], int, int]:
+def compared_on(label: str, old: Recorded, found: Since, cut: Cut | None, k: int) -> frozenset[str]:
+    """The questions `label` is compared on: the comparable ones, but across a chunker change (`Cut`)."""
+    if cut is None:
+        return found.questions.comparable
+    return cut.comparable(label, found.questions.comparable, old.approved_rankings(), k)
+
+
+def metric_rows(name: str, old: Recorded, new: Recorded, found: Since, cut: Cut | None = None,
+                k: int = 0) -> tuple[list[list[str]], int, int]:
     """(rows, metrics dropped, metrics improved) for one retriever present in both files: over the
-    comparable questions both scored when the yardstick is the same, as recorded otherwise.
-    judged@k is shown but counts neither way: it measures the labels, not the retriever."""
+    comparable questions both scored when the yardstick is the same (across a chunker change, each metric's:
+    `compared_on`), as recorded otherwise. judged@k is shown but counts neither way: it measures the labels,
+    not the retriever."""
     rows: list[list[str]] = []
     dropped = improved = 0
     shared: tuple[dict[str, float], dict[str, float]] = (dict(old.metrics), dict(new.metrics))
     if found.comparable:
         shared = common_means(old, new, found.questions.comparable)
+        for label in (old.metrics if cut is not None else ()):
+            means = common_means(old, new, compared_on(label, old, found, cut, k))
+            for side, found_means in zip(shared, means, strict=True):
+                side.pop(label, None)
+                side.update({label: found_means[label]} if label in found_means else {})
     for label in sorted(set(old.metrics) | set(new.metrics), key=metric_order):
+        if cut is not None and label in old.metrics and label in new.metrics and label not in shared[0]:
+            rows.append([name, label, fmt(old.metrics[label]), fmt(new.metrics[label]), "not comparable"])
+            continue  # across the chunker change no approved top k kept its places: chunk ids name other text
         before = shared[0].get(label, old.metrics.get(label)) if label in old.metrics else None
         after = shared[1].get(label, new.metrics.get(label)) if label in new.metrics else None
         if before is not None and after is not None and of_retriever(label):
@@ -161,17 +180,18 @@ def question_set_lines(name: str, old: Recorded, new: Recorded) -> list[str]:
     return lines
 
 
-def per_question_lines(old: Baseline, new: Baseline, shared: Sequence[str], found: Since) -> list[str]:
+def per_question_lines(old: Baseline, new: Baseline, shared: Sequence[str], found: Since,
+                       cut: Cut | None = None) -> list[str]:
     body: list[str] = []
     for name in shared:
         before, after = old.retrievers[name], new.retrievers[name]
         comparable = set(before.questions) & set(after.questions)
-        if not found.questions.itemized or not found.comparable:  # which questions changed is not known
+        known = found.questions.itemized and found.comparable
+        if not known:  # which questions changed is not known
             body.extend(question_set_lines(name, before, after))
-        else:
-            comparable &= found.questions.comparable
         for label in sorted(set(before.metrics) & set(after.metrics), key=metric_order):
-            body.extend(question_lines(name, label, before, after, comparable))
+            on = comparable & compared_on(label, before, found, cut, old.k) if known else comparable
+            body.extend(question_lines(name, label, before, after, on))
     return ["", "per-question changes, worst drop first:", *body] if body else []
 
 
@@ -185,11 +205,21 @@ def review(old: Baseline, new: Baseline, today: Today | None = None) -> tuple[li
     the work tree's eval set, else the new file's labels), never read: label work then moves no value."""
     lines = [f"old: {display(old.path)} (k={old.k})  new: {display(new.path)} (k={new.k})"]
     more_lines, found = since_lines(old, new)
-    lines.extend(more_lines)
     scored = exams(old, new, today, found)
+    cut = scored.cut  # across a chunker change each file's rankings at its own places
+    if cut is not None:
+        found = replace(found, questions=cut.questions(found.questions))
+        more_lines = since_lines(old, new, found)[0]
+    lines.extend(more_lines)
     if scored.base is not None:
+<<<<<<< HEAD
         old, new = scored_view(old, scored), scored_view(new, scored)
         under = f"{EXAM_NAMES[TODAY]} ({scored.today.source})" if scored.today is not None else EXAM_NAMES[BASE]
+=======
+        old = scored_view(old, scored, cut.old if cut is not None else None)
+        new = scored_view(new, scored, cut.new if cut is not None else None)
+        under = f"{EXAM_NAMES[TODAY]} ({scored.source})" if scored.today is not None else EXAM_NAMES[BASE]
+>>>>>>> w/rechunk
         lines.append(f"values scored here from each file's recorded rankings under {under}")
     else:
         lines.append(STORED)
@@ -198,7 +228,7 @@ def review(old: Baseline, new: Baseline, today: Today | None = None) -> tuple[li
     rows: list[list[str]] = []
     dropped = improved = 0
     for name in shared:
-        more, down, up = metric_rows(name, old.retrievers[name], new.retrievers[name], found)
+        more, down, up = metric_rows(name, old.retrievers[name], new.retrievers[name], found, cut, old.k)
         rows.extend(more)
         dropped, improved = dropped + down, improved + up
     if rows:
@@ -207,7 +237,7 @@ def review(old: Baseline, new: Baseline, today: Today | None = None) -> tuple[li
         lines.append(retriever_line(name, new, old, "added"))
     for name in sorted(set(old.retrievers) - set(new.retrievers)):
         lines.append(retriever_line(name, old, new, "removed"))
-    lines.extend(per_question_lines(old, new, shared, found))
+    lines.extend(per_question_lines(old, new, shared, found, cut))
     verdict = f"{dropped} metric{'s' if dropped != 1 else ''} dropped, {improved} improved"
     lines.append(verdict if comparable else verdict + "; not comparable: the yardstick differs")
     return lines, OK if comparable and not dropped else FAILED

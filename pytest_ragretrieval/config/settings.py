@@ -118,6 +118,9 @@ class Config:
     """The named chunkings (`[chunkings.NAME]`), side by side with the default `chunker`."""
     split: Split | None = None
     """`[split]`: the share of the questions drawn to `tune` (never judged) and its seed (evalset/split.py)."""
+    across: tuple[MetricSpec, ...] = ()
+    """Across a chunker change (set once the baseline is read: `glue/session.py`): `char_recall@k` and
+    `answer_hit@k` at each gated k that `metrics` does not list, judged like them, never recorded."""
 
     def margin_for(self, label: str) -> float:
         """The non-inferiority margin of a shown metric (`recall@5`): `margin` read as `tolerance` is, else
@@ -131,7 +134,7 @@ class Config:
         are not listed: always scored and shown beside the others, but gated and recorded in the baseline
         only when `metrics` lists them, so adding one changed no baseline's comparability."""
         listed = {spec.name for spec in self.metrics}
-        return (*self.metrics, *(spec for spec in always_shown(self.k) if spec.name not in listed))
+        return (*self.metrics, *self.across, *(spec for spec in always_shown(self.k) if spec.name not in listed))
 
     @property
     def depth(self) -> int:

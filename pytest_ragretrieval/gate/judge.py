@@ -12,8 +12,13 @@ from typing import TYPE_CHECKING, Any
 
 from msgspec import structs
 
+<<<<<<< HEAD
 from ..bar.clusters import Clustering, changed_lines, judged_under
 from ..bar.exam import Exam, Scorer
+=======
+from ..bar.exam import Exam
+from ..bar.places import Rechunk
+>>>>>>> w/rechunk
 from ..bar.rule import Replacement, replacement
 from ..bar.sides import Side, common_mean, leaving, sides
 from ..bar.units import note
@@ -46,6 +51,7 @@ from .items import ItemKey, Skip
 from .older import older_notes
 from .outcomes import decided, gated, through_questions, unchanged
 from .pairs import Pairs, compare_configurations
+from .rechunk import comparable_of, rechunk, rechunked
 from .report import baseline_questions, comparable_notes, lowest_ann_recall, small_set_notes
 
 if TYPE_CHECKING:
@@ -94,6 +100,7 @@ class Judge:
         self._pairs: Pairs | None = None
         self._since: Since | None = None
         self._edited: tuple[EditedGold, ...] | None = None
+        self._rechunk: tuple[Rechunk | None] | None = None
 
     def pairs(self) -> Pairs:
         """The comparisons between configurations, computed once for the summary, reports and results."""
@@ -122,13 +129,16 @@ class Judge:
             questions = baseline_questions(self.baseline, self.config, self.questions)
             if questions.note:
                 found = replace(found, questions=questions)
-            self._since = replace(found, labels=review_line(self.edited_gold()) or "")
+            self._since = found
+            self._since = rechunked(self, found) or replace(found, labels=review_line(self.edited_gold()) or "")
         return self._since
 
     def edited_gold(self) -> tuple[EditedGold, ...]:
         """Gold chunks whose text changed since the baseline recorded it, with the questions they are gold of
         (computed once)."""
-        if self._edited is None:
+        if self._edited is None and self.baseline is not None and rechunk(self) is not None:
+            self._edited = ()  # a chunker change moves every gold chunk; the gold spans did not move
+        elif self._edited is None:
             today = self.fingerprint.get("chunks", {}).get("gold", {})
             self._edited = edited_gold(recorded_gold(self.baseline), today, self.questions)
         return self._edited
@@ -204,6 +214,8 @@ class Judge:
         """How the baseline's rankings are scored: without the places of chunks edited or removed since."""
         found = self.since()
         corpus = found.corpus if found is not None else None
+        if found is not None and (cut := rechunk(self)) is not None:  # each ranking at its own chunking's places
+            return Scorer(self.scorer.specs, cut.places)
         if corpus is None:
             return self.scorer
         return self.scorer.without(None if corpus.edited is None else (*corpus.edited, *corpus.removed))
@@ -214,8 +226,13 @@ class Judge:
         if name not in self._sides:
             recorded, run, found = self.recorded(name), self.runs.get(name), self.since()
             self._sides[name] = () if recorded is None or run is None or run.result is None or found is None else sides(
+<<<<<<< HEAD
                 name, recorded, run.result, self.today_exam(name), self.base_exam(name),
                 found.questions.comparable, self.scorer, self.earlier())
+=======
+                name, recorded, run.result, self.questions_of(name), self.base_exam(name),
+                found.questions.comparable, self.scorer, self.earlier(), [s.label for s in self.config.across])
+>>>>>>> w/rechunk
         return self._sides[name]
 
     def side(self, name: str, exam: str = TODAY) -> Side | None:
@@ -246,10 +263,15 @@ class Judge:
             side, changes = self.side(name, exam), self.since()
             found = None
             if side is not None and changes is not None and label in side.bar.metrics:
+<<<<<<< HEAD
                 comparable = changes.questions.comparable
                 found = compare(label, side.bar, side.today, self.config.significance, comparable,
                                 self.clusterings[clustering], self.config.alpha,
                                 self.config.margin_for(label))
+=======
+                comparable = comparable_of(self, name, label)
+                found = compare(label, side.bar, side.today, self.config.significance, comparable)
+>>>>>>> w/rechunk
                 if found is not None and side.last is not None:
                     found = structs.replace(found, last_update=common_mean(label, side.bar, side.last, side.today,
                                                                             comparable))
@@ -273,9 +295,15 @@ class Judge:
                     if found is not None and found.p_value is not None:
                         assert changes is not None
                         item = member((name, label, side.exam), found, side.bar, side.today,
+<<<<<<< HEAD
                                       changes.questions.comparable)
                         self._members[clustering] += [item] if item is not None else []
         return self._members[clustering]
+=======
+                                      comparable_of(self, name, label))
+                        self._members += [item] if item is not None else []
+        return self._members
+>>>>>>> w/rechunk
 
     def families(self, clustering: int = 0) -> tuple[list[Member], list[Member]]:
         """The base's exam's family (each item as the base's exam judges it: its base member where the labels
@@ -340,7 +368,7 @@ class Judge:
         if key.kind == "question":
             question = next(q for q in self.questions if q.id == key.name)
             edited = dict(found.questions.edited).get(key.name)
-            if edited is None and key.name not in found.questions.comparable and key.name in recorded.questions:
+            if edited is None and key.name in set(recorded.questions) - comparable_of(self, key.retriever, ""):
                 edited = found.questions.note or "not comparable"
             gold_edited = by_question(self.edited_gold()).get(key.name, ())
             bar = self.bar(key.retriever)
@@ -371,11 +399,18 @@ class Judge:
         """One retriever x metric judged against its bar under one exam."""
         found = self.since()
         assert found is not None
+<<<<<<< HEAD
         metric = next(s for s in self.config.metrics if s.label == label)
         judged = {q.id: frozenset(q.relevance) for q in self.today_exam(name).questions.values()}
         base = self.base_exam(name) if side.exam == BASE else None
         if base is not None:  # a chunk judged since is no false miss to pool, whichever exam found the drop
             for question in base.questions.values():
+=======
+        metric = next(s for s in self.config.shown if s.label == label)
+        judged = {q.id: frozenset(q.relevance) for q in self.questions_of(name)}
+        if side.exam == BASE:  # a chunk judged since is no false miss to pool, whichever exam found the drop
+            for question in (self.base_exam(name) or {}).values():
+>>>>>>> w/rechunk
                 judged[question.id] = judged.get(question.id, frozenset()) | frozenset(question.relevance)
         check = MetricCheck(
             name, metric, self.config.tolerance.for_metric(metric), self.config.significance,
@@ -385,7 +420,11 @@ class Judge:
             margin=self.config.margin_for(label),
         )
         return check.evaluate(side.bar, side.today, self.comparison(name, label, side.exam),
+<<<<<<< HEAD
                               found.questions.comparable, unchanged(side, found.questions.comparable))
+=======
+                              comparable_of(self, name, label))
+>>>>>>> w/rechunk
 
     def missing_baseline(self) -> list[str]:
         """The one line a gate run without a baseline fails with, its items skipped each with one short
@@ -445,7 +484,7 @@ class Judge:
             if comparison is None or comparison.baseline is None or label not in side.bar.metrics:
                 continue
             if not self.exam_verdict(name, label, side).passed:
-                tolerance = self.config.tolerance.for_metric(next(s for s in self.config.metrics if s.label == label))
+                tolerance = self.config.tolerance.for_metric(next(s for s in self.config.shown if s.label == label))
                 tested = (f"; {self.config.significance} test {p_text(comparison)}"
                           if comparison.p_value is not None else "")
                 under = f" under {EXAM_NAMES[side.exam]}" if len(sides) > 1 else ""
@@ -465,10 +504,14 @@ class Judge:
         found, run, entry = self.since(), self.runs.get(name), self.recorded(name)
         if entry is None or found is None or run is None or run.result is None:
             return None
-        comparable = found.questions.comparable
-        gone = set(entry.questions) - comparable
+        comparable, cut = comparable_of(self, name, label), rechunk(self)
+        gone = set(entry.questions) - comparable - (cut.asked if cut is not None else set())  # a re-chunk's stay
         if asked:
+<<<<<<< HEAD
             gone -= asked_alike(self.baseline.fingerprint if self.baseline is not None else {}, self.fingerprint)
+=======
+            gone -= asked_alike(self.baseline.fingerprint if self.baseline else {}, self.fingerprint)
+>>>>>>> w/rechunk
         bar = self.bar(name)
         kept = {qid: q.metrics[label] for qid, q in (bar.questions.items() if bar is not None else ())
                 if qid in comparable and label in q.metrics}

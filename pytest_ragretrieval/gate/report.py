@@ -10,7 +10,7 @@ from ..bar.clusters import Clustering, floor, floor_text
 from ..baseline.exams import EXAM_NAMES, TODAY
 from ..baseline.fingerprint import gold_texts, questions_record
 from ..baseline.format import Baseline
-from ..baseline.since import QuestionChanges, question_changes
+from ..baseline.since import QuestionChanges, chunker_changes, question_changes
 from ..baseline.verify import reproduced
 from ..config.settings import Config
 from ..evalset.records import Chunk, Question
@@ -90,10 +90,11 @@ def header_lines(config: Config, chunks: Sequence[Chunk], questions: Sequence[Qu
     if baseline is not None:
         notes += comparable_notes(config, questions, baseline_questions(baseline, config, questions))
         review = review_line(edited_gold(recorded_gold(baseline), gold_texts(chunks, questions), questions))
-        notes += [review] if review else []
+        notes += [review] if review and not chunker_changed(config, baseline) else []
     return lines + [f"rag: warning: {note}" for note in notes]
 
 
+<<<<<<< HEAD
 def cluster_lines(config: Config, questions: Sequence[Question]) -> list[str]:
     """Once, where questions share clusters (`bar/clusters.py`): how many clusters the answerable questions
     fall in, where they came from, and the smallest p they allow; in significance mode, when that is not
@@ -109,6 +110,15 @@ def cluster_lines(config: Config, questions: Sequence[Question]) -> list[str]:
         line += (f", not below alpha {config.alpha:g}: no item can reach it, so a drop beyond the tolerance fails "
                  'by the tolerance alone (as significance = "none")')
     return [line]
+=======
+def chunker_changed(config: Config, baseline: Baseline) -> bool:
+    """Whether the chunker changed since the baseline (documents mode on both sides): every gold chunk then
+    moves with the chunks, and the gold spans are what the verdicts read (`bar/places.py`)."""
+    if config.chunker is None:
+        return False
+    named = {"chunkings": {name: c.described() for name, c in config.chunkings.items()}} if config.chunkings else {}
+    return bool(chunker_changes(baseline.fingerprint, {"chunks": {"chunker": config.chunker.described(), **named}}))
+>>>>>>> w/rechunk
 
 
 def small_set_notes(config: Config, questions: Sequence[Question]) -> list[str]:

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
+<<<<<<< HEAD
 from ..bar.exam import Exam, Scorer
 from ..bar.rule import Replacement, replacement
 from ..bar.sides import as_recorded, leaving, recorded_values
@@ -23,6 +25,16 @@ from ..baseline.fingerprint import questions_record
 from ..baseline.format import Baseline, Recorded, RecordedQuestion
 from ..baseline.since import Since, paired, question_changes
 from ..core.values import EPSILON
+=======
+from ..bar.exam import Exam
+from ..bar.places import asked_alike
+from ..bar.rule import Replacement, replacement
+from ..bar.sides import Scorer, as_recorded, leaving, recorded_values
+from ..baseline.exams import BASE, TODAY, recorded_exam, same_labels
+from ..baseline.fingerprint import questions_record, recorded_places
+from ..baseline.format import Baseline, Recorded, RecordedQuestion
+from ..baseline.since import QuestionChanges, Since, chunker_changes, paired, question_changes
+>>>>>>> w/rechunk
 from ..evalset.records import Question, Span
 from ..files.paths import display
 from ..scoring.evaluate import mean
@@ -42,15 +54,23 @@ class Today:
     changed: tuple[str, ...] | None = ()
     """Chunks edited or removed between the files (None: the corpus changed, not itemized): rankings are
     scored without their places (`Scorer.without`), as the gate scores the bar."""
+    documents: Mapping[str, str] | None = field(default=None, hash=False)
+    """Documents mode: each document's short digest today (a recorded place in another text is none)."""
     digests: Mapping[str, str] | None = field(default=None, hash=False)
     """Today's chunks' short digests (`chunk_record`): which chunks each file's rankings saw as they are today."""
     rankings: Mapping[str, Mapping[str, Sequence[str]]] | None = field(default=None, hash=False)
     """Today's rankings (retriever -> question id -> ranking), from the gate's own `--rag-json` of the same job
     (`diff --today`), never from the head's baseline: where the head's file holds no ranking of a question as
     it is asked today (its query edited since, or added), the head's side is today's."""
+<<<<<<< HEAD
     units: Mapping[str, tuple[str, ...]] | None = field(default=None, hash=False)
     """The relabel's mapping after a chunk-id re-chunk (`labels.relabel.unit_map`: old gold id -> the chunks its
     text went to): which lowerings only come from the changed unit (`bar.units`)."""
+=======
+    chunking: Mapping[str, Any] | None = field(default=None, hash=False)
+    """How the work tree cuts its documents, as a fingerprint's `chunks` records it (`chunker`, `chunkings`):
+    whether the chunker changed since the base's file."""
+>>>>>>> w/rechunk
 
 
 @dataclass(frozen=True)
@@ -107,6 +127,7 @@ class Exams:
     scored at today's places, as the gate scores today's rankings."""
     fresh: Mapping[str, Mapping[str, Sequence[str]]] = field(default_factory=dict, hash=False)
     """Per retriever, today's rankings of the questions the head's file holds no ranking of as asked today
+<<<<<<< HEAD
     (`Today.rankings`), and of the `moved` ones: the question rule then sees the values they have today."""
     moved: frozenset[str] = frozenset()
     """The base's gate questions today's split puts on `tune` (a `side` edited, `[split]` changed): compared
@@ -119,6 +140,65 @@ class Exams:
 
 def exams(old: Baseline, new: Baseline, today: Today | None, found: Since, moved: frozenset[str] = frozenset()
           ) -> Exams:
+=======
+    (`Today.rankings`): the question rule then sees the values they have today."""
+    cut: Cut | None = None
+    """Across a chunker change: each side's places and the questions each kind of metric compares."""
+
+
+@dataclass(frozen=True)
+class Cut:
+    """A chunker change between the base's file and the head's side (the work tree's chunking, or the head's
+    file's): each side's rankings at its own places, never the other chunking's (`bar/places.py`)."""
+
+    old: Mapping[str, Span] = field(hash=False)
+    """The base's file's recorded places, where its approved rankings are scored."""
+    new: Mapping[str, Span] = field(hash=False)
+    """The head's side's places: its file's recorded ones, over today's (`--today`'s rankings are today's)."""
+    asked: frozenset[str]
+    """Questions asked alike with the same gold spans: what the span metrics compare."""
+
+    def questions(self, found: QuestionChanges) -> QuestionChanges:
+        """`found` as the header says it across this change: a question asked alike with the same gold spans is
+        no edited one (its labels moved with the chunks)."""
+        return replace(found, edited=tuple((qid, why) for qid, why in found.edited if qid not in self.asked))
+
+    def comparable(self, label: str, comparable: Collection[str], approved: Mapping[str, Sequence[str]],
+                   k: int) -> frozenset[str]:
+        """A span metric's questions (`asked`), else the comparable ones whose approved top k kept its places."""
+        metric = of_label(label)
+        if metric is not None and metric.spans:
+            return self.asked
+        return frozenset(qid for qid in comparable if all(
+            cid in self.old and self.new.get(cid) == self.old[cid] for cid in approved.get(qid, ())[:k]))
+
+
+def exams(old: Baseline, new: Baseline, today: Today | None, found: Since) -> Exams:
+    """The exams of a comparison, and across a chunker change each side's places (`_cut`)."""
+    return replace(_exams(old, new, today, found), cut=_cut(old, new, today, found))
+
+
+def _cut(old: Baseline, new: Baseline, today: Today | None, found: Since) -> Cut | None:
+    """Each side's places where the chunker changed between the base's file and the head's side and the base's
+    file keeps its places (format 5); a place in a document edited since is none (its text moved)."""
+    head: Mapping[str, Any] = new.fingerprint
+    if today is not None and today.chunking is not None:
+        head = {"chunks": today.chunking, "questions": questions_record(today.questions)}
+    if not chunker_changes(old.fingerprint, head if today is not None else new.fingerprint):
+        return None
+    recorded, held = recorded_places(old.fingerprint), recorded_places(new.fingerprint)
+    if not recorded:
+        return None
+    documents = today.documents if today is not None and today.documents is not None else {
+        span.doc: digest for span, digest in held.values()}
+    places = {**(today.places or {} if today is not None else {}),
+              **{cid: span for cid, (span, digest) in held.items() if documents.get(span.doc) == digest}}
+    before = {cid: span for cid, (span, digest) in recorded.items() if documents.get(span.doc) == digest}
+    return Cut(before, places, asked_alike(old.fingerprint, head))
+
+
+def _exams(old: Baseline, new: Baseline, today: Today | None, found: Since) -> Exams:
+>>>>>>> w/rechunk
     """The exams of a comparison. With the work tree's eval set, which questions are compared is derived
     from it (a question the head's file drops while the eval set still asks it stays compared); else the
     files' own question digests decide (`found`, as `since` compared them)."""
@@ -228,12 +308,22 @@ def rescore(name: str, old: Baseline, new: Baseline, labels: Collection[str], fo
     base = _share(name, found.base, found.chunkings)
     assert base is not None
     today = _share(name, found.today, found.chunkings)
-    specs, unscored = _specs(labels, old.k, found.places)
-    scorer = Scorer(tuple(specs), found.places).without(found.changed)
-    head_scorer = Scorer(tuple(specs), found.places).without(found.head_changed)
+    cut = found.cut
+    specs, unscored = _specs(labels, old.k, found.places if cut is None else cut.new)
+    scorer = Scorer(tuple(specs), found.places).without(found.changed) if cut is None else Scorer(tuple(specs), cut.old)
+    head_scorer = (Scorer(tuple(specs), found.places).without(found.head_changed) if cut is None
+                   else Scorer(tuple(specs), cut.new))
     old_rankings = before.approved_rankings()
     new_rankings = after.approved_rankings()
+<<<<<<< HEAD
     compared = sorted(qid for qid in found.comparable if qid in before.questions)
+=======
+    on = {label: found.comparable if cut is None else cut.comparable(label, found.comparable, old_rankings, old.k)
+          for label in [*labels, ""]}  # "": a chunk-id metric's (the lost hits')
+    compared = sorted(qid for qid in set().union(found.comparable, *on.values()) if qid in before.questions)
+    missing = tuple(qid for qid in compared if qid not in after.questions
+                    and (today is None or qid in today) and qid in base)
+>>>>>>> w/rechunk
     fresh = found.fresh.get(name, {})
     missing = tuple(qid for qid in compared if qid not in after.questions and qid not in fresh
                     and (today is None or qid in today) and qid in base)
@@ -252,7 +342,7 @@ def rescore(name: str, old: Baseline, new: Baseline, labels: Collection[str], fo
         head = _floor(recorded_values(as_recorded(questions.score(head_scorer, name, rankings, ids), head_bar)), bar,
                       list(means))
         for label in means:
-            pairs = paired(label, bar, head, ids)
+            pairs = paired(label, bar, head, [qid for qid in ids if qid in on[label]])
             if pairs.n:
                 means[label].append(Means(exam, mean(pairs.before), mean(pairs.after), pairs.n))
         moved = [qid for qid in ids if qid in found.moved]
@@ -265,10 +355,11 @@ def rescore(name: str, old: Baseline, new: Baseline, labels: Collection[str], fo
             if gone is not None:
                 rule.setdefault(label, gone)
         if hits:
-            lost += [(qid, exam) for qid in ids if _hit(old_rankings.get(qid, ()), questions[qid], old.k)
+            lost += [(qid, exam) for qid in ids if qid in on[""]
+                     and _hit(old_rankings.get(qid, ()), questions[qid], old.k)
                      and not _hit(rankings.get(qid, ()), questions[qid], old.k)]
-    replaced = _replaced(name, before, after, means, sat[0][1], base, found.comparable, (scorer, head_scorer),
-                         rankings)
+    replaced = _replaced(name, before, after, means, sat[0][1], base, on, (scorer, head_scorer),
+                         rankings, cut.asked if cut is not None else frozenset())
     first: dict[str, str] = {}
     for qid, exam in lost:
         first.setdefault(qid, exam)
@@ -284,41 +375,66 @@ def _hit(ranking: Sequence[str], question: Question, k: int) -> bool:
     return any(question.relevance.get(chunk_id, 0) >= 1 for chunk_id in ranking[:k])
 
 
+<<<<<<< HEAD
 def _replaced(name: str, before: Recorded, after: Recorded, labels: Collection[str], exam: Exam,
               base: Exam, comparable: Collection[str], scorers: tuple[Scorer, Scorer],
               rankings: Mapping[str, Sequence[str]]) -> dict[str, Replacement]:
+=======
+def _replaced(name: str, before: Recorded, after: Recorded, labels: Collection[str], exam: Mapping[str, Question],
+              base: Mapping[str, Question], on: Mapping[str, Collection[str]], scorers: tuple[Scorer, Scorer],
+              rankings: Mapping[str, Sequence[str]], asked: Collection[str]) -> dict[str, Replacement]:
+>>>>>>> w/rechunk
     """Metric label -> what lowers its bar among the questions that leave: the base's approved values of the
-    compared questions under `exam` (today's, else the base's), of those that leave under the base's exam,
-    against the head's approved values under `exam`; `scorers` score the base's rankings and the head's."""
+    compared questions (`on` the label) under `exam` (today's, else the base's), of those that leave under the
+    base's exam, against the head's approved values under `exam`; `scorers` score the base's rankings and the
+    head's. Across a chunker change a question `asked` alike with the same gold spans stays, compared or not."""
     scorer, head_scorer = scorers
+<<<<<<< HEAD
     kept_ids = [qid for qid in sorted(comparable) if qid in before.questions and qid in exam]
     kept = recorded_values(as_recorded(exam.score(scorer, name, before.approved_rankings(), kept_ids), before.bar))
     held = sorted({*after.questions, *kept_ids, *rankings})
     head = recorded_values(as_recorded(exam.score(head_scorer, name, rankings, held), _head_bar(after, kept)))
     leaves = set(before.questions) - set(comparable)
+=======
+    kept_ids = [qid for qid in sorted(set().union(*on.values())) if qid in before.questions and qid in exam]
+    kept = recorded_values(as_recorded(scorer(name, [exam[q] for q in kept_ids], before.approved_rankings()),
+                                       before.bar))
+    held = [exam[qid] for qid in sorted({*after.questions, *kept_ids, *rankings}) if qid in exam]
+    head = recorded_values(as_recorded(head_scorer(name, held, rankings), _head_bar(after, kept)))
+>>>>>>> w/rechunk
     found = {}
     for label in labels:
+        comparable = on[label]
+        leaves = set(before.questions) - set(comparable) - set(asked)
         left = leaving(before, base, label, leaves, scorer, name)
-        bar = {qid: row[label] for qid, row in kept.items() if label in row}
-        lowered = replacement({**bar, **left}, {qid: row[label] for qid, row in head.items() if label in row},
-                              comparable)
+        bar = {qid: row[label] for qid, row in kept.items() if label in row and qid in comparable}
+        lowered = replacement({**bar, **left}, {qid: row[label] for qid, row in head.items() if label in row
+                                                and (qid in comparable or qid not in asked)}, comparable)
         if lowered is not None:
             found[label] = lowered
     return found
 
 
-def scored_view(side: Baseline, found: Exams) -> Baseline:
+def scored_view(side: Baseline, found: Exams, places: Mapping[str, Span] | None = None) -> Baseline:
     """`side` with every entry's values scored here from its recorded rankings under today's exam (the base's
     where there is none): what the review view shows of a file, never the values it stores. A label that
-    cannot be scored here keeps its stored values; a question the exam does not ask is left out."""
+    cannot be scored here keeps its stored values; a question the exam does not ask is left out. `places`:
+    the side's own (across a chunker change), else today's."""
+    places = found.places if places is None else places
     entries = {}
     for name, entry in side.retrievers.items():
         exam = _share(name, found.today if found.today is not None else found.base, found.chunkings)
         if exam is None:
             return side
+<<<<<<< HEAD
         specs, unscored = _specs(entry.metrics, side.k, found.places)
         result = exam.score(Scorer(tuple(specs), found.places), name,
                             {qid: q.ranking for qid, q in entry.questions.items()}, sorted(entry.questions))
+=======
+        specs, unscored = _specs(entry.metrics, side.k, places)
+        asked = [exam[qid] for qid in sorted(entry.questions) if qid in exam]
+        result = Scorer(tuple(specs), places)(name, asked, {qid: q.ranking for qid, q in entry.questions.items()})
+>>>>>>> w/rechunk
         questions = {q.id: RecordedQuestion(q.ranking, {**{label: value for label, value in entry.questions[
             q.id].metrics.items() if label in unscored}, **q.values}) for q in result.questions}
         metrics = {**{label: entry.metrics[label] for label in unscored}, **result.metrics}

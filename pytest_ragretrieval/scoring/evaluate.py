@@ -88,6 +88,12 @@ def _gold(question: Question) -> bool:
     return any(span.grade >= 1 for span in question.spans)
 
 
+def answered(question: Question) -> bool:
+    """Whether a question has an answer: a relevant chunk, or a gold span (the exam's answerability, whatever a
+    chunking cut: one that leaves the answer out of every chunk scores the question 0, never no-answer)."""
+    return question.answerable or _gold(question)
+
+
 def score(
     name: str,
     questions: Sequence[Question],
@@ -104,14 +110,14 @@ def score(
     measured = [(spec.label, spec.metric, spec.k, spec.on_no_answer, spec.budget) for spec in specs]
     if spans is None and any(metric.spans for _, metric, *_ in measured):
         raise ValueError("a span metric is listed and no chunk spans were given")
-    answerable = {question.id: question.answerable for question in questions}
+    answerable = {question.id: answered(question) for question in questions}
     per_question: list[QuestionResult] = []
     raw: dict[str, dict[str, float]] = {}
     for question in questions:
         ranking = tuple(rankings.get(question.id, ()))
         values = {label: metric(ranking, question.relevance, k) for label, metric, k, no_answer, _ in measured
                   if answerable[question.id] != no_answer and not metric.spans}
-        if spans is not None and answerable[question.id] and _gold(question):
+        if spans is not None and _gold(question):
             for label, metric, k, _, chars in measured:
                 placed = [spans.get(chunk_id) for chunk_id in ranking[:k]] if metric.spans else [None]
                 if None not in placed:  # an approved ranking may hold a chunk the corpus no longer has
@@ -137,7 +143,7 @@ def score(
 
     every_tag = sorted({tag for q in questions for tag in q.tags})
     tags = {tag: means([q for q in questions if tag in q.tags]) for tag in every_tag}
-    no_answer = [q for q in questions if not q.answerable]
+    no_answer = [q for q in questions if not answerable[q.id]]
     return RetrieverResult(
         name=name,
         metrics=means(questions),
@@ -145,8 +151,8 @@ def score(
         questions=tuple(per_question),
         no_answer_total=len(no_answer),
         no_answer_empty=sum(1 for q in no_answer if not rankings.get(q.id)),
-        answerable_empty=sum(1 for q in questions if q.answerable and not rankings.get(q.id)),
-        wrongly_empty=tuple(q.id for q in questions if q.answerable and not rankings.get(q.id)),
+        answerable_empty=sum(1 for q in questions if answerable[q.id] and not rankings.get(q.id)),
+        wrongly_empty=tuple(q.id for q in questions if answerable[q.id] and not rankings.get(q.id)),
     )
 
 

@@ -7,11 +7,17 @@ import json
 from typing import Any
 
 import pytest
-from projects import DOCUMENTS, RUN, documents_config, merged_shards, write_documents_project
+from projects import (
+    DOCUMENTS,
+    OVERLAP,
+    OVERLAP_TABLE,
+    RUN,
+    documents_config,
+    merged_shards,
+    write_documents_project,
+)
 
 BM25 = '[tool.ragretrieval.retrievers.bm25]\ntype = "bm25"\n'
-OVERLAP_TABLE = ('[tool.ragretrieval.retrievers.overlap]\ntype = "python"\nfactory = "overlap_retriever:make"\n'
-                 "options = {reverse = false}\n")
 CONFIG = documents_config(["recall", "ndcg"], BM25)
 
 
@@ -53,23 +59,6 @@ def test_shards_merge_in_documents_mode(project: pytest.Pytester, capsys: pytest
 
 
 SPANS_CONFIG = documents_config(["recall", "ndcg", "char_recall", "char_iou", "answer_hit"], OVERLAP_TABLE)
-OVERLAP = '''
-import re
-
-
-def words(text):
-    return set(re.findall(r"[a-z0-9]+", text.lower()))
-
-
-def make(ctx):
-    chunks = ctx.chunks
-    reverse = ctx.options["reverse"]
-
-    def search(query, k):
-        ranked = [c.id for c in sorted(chunks, key=lambda c: (-len(words(query) & words(c.text)), c.id))]
-        return (ranked[::-1] if reverse else ranked)[:k]
-    return search
-'''
 
 
 def test_span_metrics_are_gated_like_any_metric(project: pytest.Pytester) -> None:
