@@ -19,7 +19,7 @@ from ..baseline.since import Since
 from ..baseline.since import asked_alike as same_query
 from ..core.values import listed
 from ..evalset.records import Span
-from ..record.exam import kept_spans
+from .exam import Exam
 
 LISTED = 10
 """Questions named in the header's line; the rest are counted."""
@@ -90,9 +90,11 @@ def rechunk(found: Since, old: Mapping[str, Any], new: Mapping[str, Any], today:
 
 def asked_alike(old: Mapping[str, Any], new: Mapping[str, Any]) -> frozenset[str]:
     """Questions both fingerprints itemize asked as before and with the same gold spans."""
-    then, now = kept_spans(old.get("questions", {})), kept_spans(new.get("questions", {}))
-    return frozenset(qid for qid in same_query(old, new) if _sorted(then.get(qid)) == _sorted(now.get(qid)))
+    then, now = Exam.of_baseline(old, "the base's exam"), Exam.of_baseline(new, "the head's exam")
+    return frozenset(qid for qid in same_query(old, new) if _spans(then, qid) == _spans(now, qid))
 
 
-def _sorted(spans: Any) -> list[list[Any]]:
-    return sorted(list(span) for span in spans) if isinstance(spans, Sequence) else []
+def _spans(exam: Exam | None, qid: str) -> list[tuple[str, int, int, int]]:
+    if exam is None or qid not in exam:
+        return []
+    return sorted((span.doc, span.start, span.end, span.grade) for span in exam[qid].spans)

@@ -58,37 +58,21 @@ def as_recorded(result: RetrieverResult, kept: Mapping[str, Mapping[str, float]]
 
 
 def sides(
-<<<<<<< HEAD
     name: str, entry: Recorded, today: RetrieverResult, questions: Exam, base: Exam | None,
-    comparable: Collection[str], scorer: Scorer, earlier: Scorer | None = None,
+    comparable: Collection[str], scorer: Scorer, earlier: Scorer | None = None, extra: Collection[str] = (),
 ) -> tuple[Side, ...]:
     """Today's exam's side, then the base's where a comparable question's labels differ from those the
     baseline keeps. `questions` is today's exam (as the retriever is scored on it), `base` the base's;
-    `earlier` scores the approved and recorded rankings (`Scorer.without` the chunks changed since)."""
-=======
-    name: str, entry: Recorded, today: RetrieverResult, questions: Sequence[Question],
-    base: Mapping[str, Question] | None, comparable: Collection[str], scorer: Scorer, earlier: Scorer | None = None,
-    extra: Collection[str] = (),
-) -> tuple[Side, ...]:
-    """Today's exam's side, then the base's where a comparable question's labels differ from those the
-    baseline keeps. `questions` are today's (as the retriever is scored on them), `base` the base's exam;
     `earlier` scores the approved and recorded rankings (`Scorer.without` the chunks changed since); `extra`:
     metrics the bar holds though the entry does not (judged across a chunker change: `Config.across`)."""
->>>>>>> w/rechunk
     earlier = earlier or scorer
     approved = entry.approved_rankings()
     recorded = {qid: q.ranking for qid, q in entry.questions.items()}
     differs = approved != recorded or bool(entry.bar)
-<<<<<<< HEAD
     held = [qid for qid in questions if qid in entry.questions]
-    labels = set(entry.metrics)
+    labels = set(entry.metrics) | set(extra)
     found = [_side(TODAY, name, questions.only(held), today, approved, recorded if differs else None, entry.bar,
                    earlier, labels)]
-=======
-    held = [q for q in questions if q.id in entry.questions]
-    labels = set(entry.metrics) | set(extra)
-    found = [_side(TODAY, name, held, today, approved, recorded if differs else None, entry.bar, earlier, labels)]
->>>>>>> w/rechunk
     if base is not None:
         shared = sorted(qid for qid in comparable if qid in base and qid in questions and qid in entry.questions)
         if base.differs(questions, shared):

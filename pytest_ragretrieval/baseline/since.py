@@ -430,14 +430,3 @@ def held(old: Baseline, new: Baseline) -> frozenset[str]:
     def ids(side: Baseline) -> set[str]:
         return {qid for entry in side.retrievers.values() for qid in entry.questions}
     return frozenset(ids(old) & ids(new))
-
-
-def asked_alike(recorded: Mapping[str, Any], today: Mapping[str, Any]) -> set[str]:
-    """Questions asked as before (the same query digest in both fingerprints): one of them that left the
-    comparison changed its gold."""
-    was = recorded.get("questions", {}).get("digests")
-    now = today.get("questions", {}).get("digests", {})
-    if not isinstance(was, Mapping):
-        return set()
-    return {qid for qid, entry in was.items() if isinstance(entry, Mapping) and qid in now
-            and entry.get("query") == now[qid].get("query")}

@@ -212,14 +212,9 @@ def review(old: Baseline, new: Baseline, today: Today | None = None) -> tuple[li
         more_lines = since_lines(old, new, found)[0]
     lines.extend(more_lines)
     if scored.base is not None:
-<<<<<<< HEAD
-        old, new = scored_view(old, scored), scored_view(new, scored)
-        under = f"{EXAM_NAMES[TODAY]} ({scored.today.source})" if scored.today is not None else EXAM_NAMES[BASE]
-=======
         old = scored_view(old, scored, cut.old if cut is not None else None)
         new = scored_view(new, scored, cut.new if cut is not None else None)
-        under = f"{EXAM_NAMES[TODAY]} ({scored.source})" if scored.today is not None else EXAM_NAMES[BASE]
->>>>>>> w/rechunk
+        under = f"{EXAM_NAMES[TODAY]} ({scored.today.source})" if scored.today is not None else EXAM_NAMES[BASE]
         lines.append(f"values scored here from each file's recorded rankings under {under}")
     else:
         lines.append(STORED)

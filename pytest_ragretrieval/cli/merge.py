@@ -80,8 +80,7 @@ def run(args: argparse.Namespace) -> Result:
     outputs = {option: path for option, value in wanted.items() if (path := checked_output(option, value, read))}
     check_outputs(config, outputs, args.update_baseline)
     baseline_read = snapshot(config.baseline)  # before the read: a write meanwhile is seen
-<<<<<<< HEAD
-    baseline = load_baseline(config.baseline)
+    config, baseline = prepared(config, load_baseline(config.baseline))  # a chunker change, as the session does
     loaded = load_inputs(config, baseline, f"{PROG} merge", config_path=getattr(args, "config", None))
     chunks = loaded.chunks
     kept = kept_exam(config.baseline, baseline)
@@ -89,18 +88,6 @@ def run(args: argparse.Namespace) -> Result:
     judged = gate_ids(base) if base is not None and not args.update_baseline else frozenset()
     # a shard ran no tune one but those the base's exam judged (evalset/split.py, `held`)
     questions = gate_questions(loaded.questions, config.split, config.min_questions, config.where, judged)
-=======
-    config, baseline = prepared(config, load_baseline(config.baseline))  # a chunker change, as the session does
-    if config.documents is not None and config.chunker is not None:
-        chunks, questions = documents_corpus(config.documents, config.chunker, config.root, config.evalset,
-                                             config.chunkings,
-                                             recorded=recorded_digest(baseline.fingerprint if baseline else None),
-                                             cache=config.cache_dir)
-    else:
-        chunks = load_chunks(config.chunks_file(f"{PROG} merge"))
-        questions = load_evalset(config.evalset, chunks)
-    questions = gate_questions(questions, config.split, config.min_questions, config.where)  # a shard ran no tune one
->>>>>>> w/rechunk
     if baseline is not None:
         verify(baseline, config.k, chunks, questions)
     measured = set(baseline.retrievers) if baseline is not None else set()

@@ -31,12 +31,7 @@ from ..config.outputs import inputs
 from ..config.settings import Config, load_config
 from ..core.digest import SHORT, digest
 from ..core.errors import RagError
-<<<<<<< HEAD
-=======
-from ..evalset.corpus import documents_corpus, recorded_digest
 from ..evalset.documents import load_documents
-from ..evalset.jsonl import load_chunks, load_evalset
->>>>>>> w/rechunk
 from ..files.jsontext import strings
 from ..files.paths import display
 from ..glue.inputs import load_inputs
@@ -272,14 +267,9 @@ def today_exam(config: Config, base: Baseline | None = None) -> Today | None:
         return None
     loaded = load_inputs(config, base, f"{PROG} diff")
     chunkings = {spec.name: spec.chunking for spec in config.retrievers} if config.chunkings else None
-<<<<<<< HEAD
     digests = {chunk.id: chunk_record(chunk) for chunk in loaded.chunks}
     return Today(loaded.questions, f"the eval set {display(config.evalset)}", loaded.places, chunkings,
-                 digests=digests, units=units(config, base, loaded.chunks))
-=======
-    digests = {chunk.id: chunk_record(chunk) for chunk in chunks}
-    return Today(tuple(questions), f"the eval set {display(config.evalset)}", places, chunkings, digests=digests,
-                 **_documents(config))
+                 digests=digests, units=units(config, base, loaded.chunks), **_documents(config))
 
 
 def _documents(config: Config) -> dict[str, Any]:
@@ -290,4 +280,3 @@ def _documents(config: Config) -> dict[str, Any]:
     texts = {document.id: digest(document.text, SHORT) for document in load_documents(config.documents)}
     return {"chunking": {"chunker": config.chunker.described(), **({"chunkings": named} if named else {})},
             "documents": texts}
->>>>>>> w/rechunk

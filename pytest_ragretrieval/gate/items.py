@@ -56,13 +56,9 @@ def item_keys(config: Config, questions: Sequence[Question], base: Sequence[Ques
     keys: list[ItemKey] = []
     segments = list(members(config.segments, questions, base)) if config.segments else []
     for spec in config.retrievers:
-<<<<<<< HEAD
-        keys.extend(ItemKey(spec.name, "metric", metric.label) for metric in config.metrics)
+        keys.extend(ItemKey(spec.name, "metric", metric.label) for metric in (*config.metrics, *config.across))
         keys.extend(ItemKey(spec.name, "segment", f"{segment.name}::{metric.label}")
                     for segment in segments for metric in config.metrics)
-=======
-        keys.extend(ItemKey(spec.name, "metric", metric.label) for metric in (*config.metrics, *config.across))
->>>>>>> w/rechunk
         if "question" in config.fail_on:
             keys.extend(ItemKey(spec.name, "question", q.id) for q in questions if q.answerable)
         if spec.max_latency_ms is not None:

@@ -12,13 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 from msgspec import structs
 
-<<<<<<< HEAD
 from ..bar.clusters import Clustering, changed_lines, judged_under
 from ..bar.exam import Exam, Scorer
-=======
-from ..bar.exam import Exam
 from ..bar.places import Rechunk
->>>>>>> w/rechunk
 from ..bar.rule import Replacement, replacement
 from ..bar.sides import Side, common_mean, leaving, sides
 from ..bar.units import note
@@ -226,13 +222,9 @@ class Judge:
         if name not in self._sides:
             recorded, run, found = self.recorded(name), self.runs.get(name), self.since()
             self._sides[name] = () if recorded is None or run is None or run.result is None or found is None else sides(
-<<<<<<< HEAD
                 name, recorded, run.result, self.today_exam(name), self.base_exam(name),
-                found.questions.comparable, self.scorer, self.earlier())
-=======
-                name, recorded, run.result, self.questions_of(name), self.base_exam(name),
-                found.questions.comparable, self.scorer, self.earlier(), [s.label for s in self.config.across])
->>>>>>> w/rechunk
+                found.questions.comparable, self.scorer, self.earlier(),
+                [s.label for s in self.config.across])
         return self._sides[name]
 
     def side(self, name: str, exam: str = TODAY) -> Side | None:
@@ -263,15 +255,10 @@ class Judge:
             side, changes = self.side(name, exam), self.since()
             found = None
             if side is not None and changes is not None and label in side.bar.metrics:
-<<<<<<< HEAD
-                comparable = changes.questions.comparable
+                comparable = comparable_of(self, name, label)
                 found = compare(label, side.bar, side.today, self.config.significance, comparable,
                                 self.clusterings[clustering], self.config.alpha,
                                 self.config.margin_for(label))
-=======
-                comparable = comparable_of(self, name, label)
-                found = compare(label, side.bar, side.today, self.config.significance, comparable)
->>>>>>> w/rechunk
                 if found is not None and side.last is not None:
                     found = structs.replace(found, last_update=common_mean(label, side.bar, side.last, side.today,
                                                                             comparable))
@@ -295,15 +282,9 @@ class Judge:
                     if found is not None and found.p_value is not None:
                         assert changes is not None
                         item = member((name, label, side.exam), found, side.bar, side.today,
-<<<<<<< HEAD
-                                      changes.questions.comparable)
+                                      comparable_of(self, name, label))
                         self._members[clustering] += [item] if item is not None else []
         return self._members[clustering]
-=======
-                                      comparable_of(self, name, label))
-                        self._members += [item] if item is not None else []
-        return self._members
->>>>>>> w/rechunk
 
     def families(self, clustering: int = 0) -> tuple[list[Member], list[Member]]:
         """The base's exam's family (each item as the base's exam judges it: its base member where the labels
@@ -399,18 +380,11 @@ class Judge:
         """One retriever x metric judged against its bar under one exam."""
         found = self.since()
         assert found is not None
-<<<<<<< HEAD
-        metric = next(s for s in self.config.metrics if s.label == label)
+        metric = next(s for s in self.config.shown if s.label == label)
         judged = {q.id: frozenset(q.relevance) for q in self.today_exam(name).questions.values()}
         base = self.base_exam(name) if side.exam == BASE else None
         if base is not None:  # a chunk judged since is no false miss to pool, whichever exam found the drop
             for question in base.questions.values():
-=======
-        metric = next(s for s in self.config.shown if s.label == label)
-        judged = {q.id: frozenset(q.relevance) for q in self.questions_of(name)}
-        if side.exam == BASE:  # a chunk judged since is no false miss to pool, whichever exam found the drop
-            for question in (self.base_exam(name) or {}).values():
->>>>>>> w/rechunk
                 judged[question.id] = judged.get(question.id, frozenset()) | frozenset(question.relevance)
         check = MetricCheck(
             name, metric, self.config.tolerance.for_metric(metric), self.config.significance,
@@ -420,11 +394,7 @@ class Judge:
             margin=self.config.margin_for(label),
         )
         return check.evaluate(side.bar, side.today, self.comparison(name, label, side.exam),
-<<<<<<< HEAD
-                              found.questions.comparable, unchanged(side, found.questions.comparable))
-=======
-                              comparable_of(self, name, label))
->>>>>>> w/rechunk
+                              (comparable := comparable_of(self, name, label)), unchanged(side, comparable))
 
     def missing_baseline(self) -> list[str]:
         """The one line a gate run without a baseline fails with, its items skipped each with one short
@@ -507,11 +477,7 @@ class Judge:
         comparable, cut = comparable_of(self, name, label), rechunk(self)
         gone = set(entry.questions) - comparable - (cut.asked if cut is not None else set())  # a re-chunk's stay
         if asked:
-<<<<<<< HEAD
             gone -= asked_alike(self.baseline.fingerprint if self.baseline is not None else {}, self.fingerprint)
-=======
-            gone -= asked_alike(self.baseline.fingerprint if self.baseline else {}, self.fingerprint)
->>>>>>> w/rechunk
         bar = self.bar(name)
         kept = {qid: q.metrics[label] for qid, q in (bar.questions.items() if bar is not None else ())
                 if qid in comparable and label in q.metrics}

@@ -7,9 +7,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from ..bar.exam import Scorer
 from ..bar.places import Rechunk
 from ..bar.places import rechunk as cut_between
-from ..bar.sides import Scorer
 from ..baseline.exams import KeptExam
 from ..baseline.fingerprint import PLACES, recut
 from ..baseline.format import Baseline, Recorded

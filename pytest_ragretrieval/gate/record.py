@@ -34,11 +34,8 @@ from ..scoring.evaluate import Run, latency_summary
 from .checks import Outcome
 from .items import ItemKey
 from .judge import Judge
-<<<<<<< HEAD
-from .segments import Segments, refusals
-=======
 from .rechunk import rechunk
->>>>>>> w/rechunk
+from .segments import Segments, refusals
 
 
 def run_record(
@@ -159,13 +156,15 @@ def baseline_update(
     return UpdatePlan(plan.record, lines, plan.failed)
 
 
-<<<<<<< HEAD
 def approved_of(judge: Judge, name: str, segments: Segments | None = None) -> Approved:
     """`bar/approved.py`'s rule over what the judge found for `name`: each exam's differences from the bar, the
     tolerances, whether a gated verdict failed (a judged segment's included) and whether a judged segment is below
-    its bar, which keeps the approved rankings."""
+    its bar, which keeps the approved rankings. Across a chunker change today's rankings replace the approved
+    ones (no judged item fell, or the update is refused)."""
     entry, found, run, sides = judge.recorded(name), judge.since(), judge.runs.get(name), judge.sides(name)
     if entry is None or found is None or run is None or run.result is None or not sides:
+        return {}, {}
+    if rechunk(judge) is not None:  # the approved chunks' places are another chunking's: today's replace them
         return {}, {}
     gated = judge.config.metrics
     deltas: list[dict[str, float]] = []
@@ -173,47 +172,6 @@ def approved_of(judge: Judge, name: str, segments: Segments | None = None) -> Ap
     for side in sides:
         deltas.append({})
         for spec in gated:
-=======
-def next_approved(judge: Judge, name: str) -> tuple[dict[str, tuple[str, ...]], dict[str, dict[str, float]]]:
-    """What an update writes as `name`'s bar, where it differs from what it records: (the approved
-    rankings, a value bar kept from a format-3 file). Today's rankings become the approved ones only where
-    the update raises the bar: under every exam no gated metric is below its approved value (within 1e-9)
-    and one rose by more than its tolerance; or where it lowers it (with --rag-allow-regression, refused
-    otherwise), or the baseline holds nothing comparable, or across a chunker change (no judged item fell, or the
-    update is refused). Any other update keeps the approved rankings of
-    the questions still compared, and so a kept value bar (docs/verdicts.md, "The bar")."""
-    entry, found, run, sides = judge.recorded(name), judge.since(), judge.runs.get(name), judge.sides(name)
-    if entry is None or found is None or run is None or run.result is None or not sides:
-        return {}, {}
-    if rechunk(judge) is not None:  # the approved chunks' places are another chunking's: today's replace them
-        return {}, {}
-    raised = _raises(judge, name)
-    lowered = any(not judge.metric_verdict(name, spec.label).passed for spec in judge.config.metrics
-                  if judge.comparison(name, spec.label) is not None)
-    if raised or lowered:
-        return {}, {}
-    comparable = found.questions.comparable
-    approved = entry.approved_rankings()
-    today = {q.id: q.ranking for q in run.result.questions}
-    kept = {qid: approved[qid] for qid in sorted(today) if qid in comparable and qid in approved
-            and approved[qid] != today[qid]}
-    values = per_question(run.result)
-    bars = {}
-    for label, bar in entry.bar.items():
-        new = {qid: v[label] for qid, v in values.items() if label in v}
-        held = kept_bar(bar, new, comparable)
-        if held:
-            bars[label] = held
-    return kept, bars
-
-
-def _raises(judge: Judge, name: str) -> bool:
-    """Under every exam, no gated metric of `name` below its bar (within EPSILON) and one above it by more
-    than its tolerance."""
-    for side in judge.sides(name):
-        rose = False
-        for spec in judge.config.metrics:
->>>>>>> w/rechunk
             comparison = judge.comparison(name, spec.label, side.exam)
             if comparison is None or comparison.delta is None:
                 continue

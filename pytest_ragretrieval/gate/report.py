@@ -94,7 +94,6 @@ def header_lines(config: Config, chunks: Sequence[Chunk], questions: Sequence[Qu
     return lines + [f"rag: warning: {note}" for note in notes]
 
 
-<<<<<<< HEAD
 def cluster_lines(config: Config, questions: Sequence[Question]) -> list[str]:
     """Once, where questions share clusters (`bar/clusters.py`): how many clusters the answerable questions
     fall in, where they came from, and the smallest p they allow; in significance mode, when that is not
@@ -110,7 +109,8 @@ def cluster_lines(config: Config, questions: Sequence[Question]) -> list[str]:
         line += (f", not below alpha {config.alpha:g}: no item can reach it, so a drop beyond the tolerance fails "
                  'by the tolerance alone (as significance = "none")')
     return [line]
-=======
+
+
 def chunker_changed(config: Config, baseline: Baseline) -> bool:
     """Whether the chunker changed since the baseline (documents mode on both sides): every gold chunk then
     moves with the chunks, and the gold spans are what the verdicts read (`bar/places.py`)."""
@@ -118,7 +118,6 @@ def chunker_changed(config: Config, baseline: Baseline) -> bool:
         return False
     named = {"chunkings": {name: c.described() for name, c in config.chunkings.items()}} if config.chunkings else {}
     return bool(chunker_changes(baseline.fingerprint, {"chunks": {"chunker": config.chunker.described(), **named}}))
->>>>>>> w/rechunk
 
 
 def small_set_notes(config: Config, questions: Sequence[Question]) -> list[str]:

@@ -26,13 +26,8 @@ from ..core.progress import Output, PlainOutput
 from ..core.timing import Phases
 from ..core.values import fmt, listed
 from ..database.settings import DbMode
-<<<<<<< HEAD
 from ..evalset.corpus import chunking_share
-=======
-from ..evalset.corpus import budget_warnings, chunking_share, documents_corpus, recorded_digest
 from ..evalset.documents import load_documents
-from ..evalset.jsonl import Unanchored, load_chunks, load_evalset
->>>>>>> w/rechunk
 from ..evalset.records import Chunk, Question
 from ..evalset.segments import check_values
 from ..evalset.split import check_sizes, held, leak_line, leaks, sides
@@ -135,42 +130,14 @@ class RagSession:
         self.config = load_config(self.options.config_path, self.options.rootpath)
         check_outputs(self.config, self.options.outputs, self.options.update)
         self.baseline_read = snapshot(self.config.baseline)  # before the read: a write meanwhile is seen
-<<<<<<< HEAD
         self.baseline = load_baseline(self.config.baseline)
         found = load_inputs(self.config, self.baseline, "the gate", mode=self.options.cache_mode,
                             team=True, db_url=self.options.db_url, config_path=self.options.config_path)
         self.chunks, self.questions, self.corpus = found.chunks, found.questions, found.corpus
         self.input_warnings = [f"warning: {line}" for line in found.warnings]
         self.input_warnings += check_values(self.questions, self.config.segments, self.config.evalset)
-=======
-        baseline = None
-        if self.config.documents is not None:
-            assert self.config.chunker is not None
-            baseline = load_baseline(self.config.baseline)  # its documents' digest: are they unedited?
-            self.chunks, self.questions = documents_corpus(
-                self.config.documents, self.config.chunker, self.config.root, self.config.evalset,
-                self.config.chunkings, recorded=recorded_digest(baseline.fingerprint if baseline else None),
-                cache=self.config.cache_dir, mode=self.options.cache_mode)
-            self.config, baseline = prepared(self.config, baseline)  # a chunker change: judged by the gold spans
-            read = {spec.chunking for spec in self.config.retrievers}
-            named = {name: f"chunking {name!r}" if name else "the default chunking" for name in sorted(read)}
-            self.input_warnings = [f"warning: {line}" for line in budget_warnings(
-                (spec.budget for spec in self.config.shown if spec.budget), self.chunks, named)]
-        elif self.config.chunks is not None:
-            self.chunks = load_chunks(self.config.chunks)
-            try:
-                self.questions = load_evalset(self.config.evalset, self.chunks)
-            except Unanchored as exc:
-                raise self._reanchored(exc) from None
-        else:
-            assert self.config.team_corpus is not None
-            from ..database.team import need_dsn, read_corpus
-
-            source = self.config.team_corpus
-            dsn = need_dsn(database_url(self.options.db_url), f"{self.config.where}, without a chunks file,")
-            self.chunks, self.corpus = read_corpus(dsn, source)
-            self.questions = load_evalset(self.config.evalset, self.chunks, source.describe())
->>>>>>> w/rechunk
+        if self.config.documents is not None:  # a chunker change: judged by the gold spans
+            self.config, self.baseline = prepared(self.config, self.baseline)
         self._split()
         if any(spec.on_no_answer for spec in self.config.metrics) and all(q.answerable for q in self.questions):
             raise ConfigError(
@@ -184,17 +151,12 @@ class RagSession:
         if self.baseline is not None:
             recorded_gold(self.baseline)  # a damaged record of the gold texts fails here, before anything runs
             verify(self.baseline, self.config.k, self.chunks, self.questions)
-<<<<<<< HEAD
+            if self.config.documents is not None:
+                verify_places(self.baseline, load_documents(self.config.documents))
         self.kept = kept if shard is None else None
         self.share = tuple(q for q in self.questions if shard is None or shard.holds(q.id))
         asked = {q.id for q in (*self.share, *(self.tune if shard is None else ()))}
         self.asked = tuple(q for q in self.everyone if q.id in asked)  # eval-set order: the reuse cache's key
-=======
-            if self.config.documents is not None:
-                verify_places(self.baseline, load_documents(self.config.documents))
-        # a shard judges nothing: the merge that judges reads the base's exam
-        self.kept = kept_exam(self.config.baseline, self.baseline) if self.options.shard is None else None
->>>>>>> w/rechunk
 
     def _split(self) -> None:
         """Where the questions enter judging: the gate's stay in `questions`, the tune ones go to `tune`, run

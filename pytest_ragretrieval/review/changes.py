@@ -239,6 +239,18 @@ def _merge(entries: Sequence[Entry]) -> tuple[Entry, ...]:
     return tuple(sorted(merged.values(), key=lambda e: (e.retriever, metric_order(e.metric))))
 
 
+def _configured(old: GateSettings | None, new: GateSettings | None
+                ) -> tuple[list[SettingChange], list[SettingChange], list[Entry]]:
+    """(loosened, tightened, entries no longer gated) between two configurations; nothing where one is unknown."""
+    if old is None or new is None:
+        return [], [], []
+    loosened, tightened = setting_moves(old, new)
+    gone = [Entry(name, "", "no longer configured") for name in old.retrievers if name not in new.retrievers]
+    gone += [Entry("", label, "no longer in the configured metrics") for label in old.metrics
+             if label not in new.metrics]
+    return loosened, tightened, gone
+
+
 def classify(
     old: Baseline | None,
     new: Baseline,
@@ -267,14 +279,10 @@ def classify(
     question_gated = old_settings is not None and "question" in old_settings.fail_on
     names = sorted(set(old.retrievers) & set(new.retrievers))
     found = since(old.fingerprint, new.fingerprint, set(names), held(old, new))
-<<<<<<< HEAD
     moved = moved_questions(old, today, new_settings.split if new_settings is not None else None)
     scored = exams(old, new, today, found, moved)
-=======
-    scored = exams(old, new, today, found)
     if scored.cut is not None:  # a chunker change: the questions asked alike with the same gold spans are no edits
         found = replace(found, questions=scored.cut.questions(found.questions))
->>>>>>> w/rechunk
     if scored.base is None and today is not None and scored.today is not None:
         # a base that keeps no labels (format 3): its exam is today's on the questions whose graded gold its
         # digests say is unchanged; the others leave the comparison with the values the base file stores
@@ -305,14 +313,8 @@ def classify(
                 tags_lowered, tags_raised = tags_lowered + down, tags_raised + up
     said += exam_notes(old, new, scored, names, used)
     removed, added = _baseline_entries(old, new)
-    loosened: list[SettingChange] = []
-    tightened: list[SettingChange] = []
-    if old_settings is not None and new_settings is not None:
-        loosened, tightened = setting_moves(old_settings, new_settings)
-        removed += [Entry(name, "", "no longer configured") for name in old_settings.retrievers
-                    if name not in new_settings.retrievers]
-        removed += [Entry("", label, "no longer in the configured metrics")
-                    for label in old_settings.metrics if label not in new_settings.metrics]
+    loosened, tightened, gone_entries = _configured(old_settings, new_settings)
+    removed += gone_entries
     move = moves(moved, below, rule, scored.base is not None and today is not None, today is not None,
                  (old_settings.split, new_settings.split) if old_settings and new_settings else None)
     loosened += [move] if isinstance(move, SettingChange) else []

@@ -15,26 +15,16 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-<<<<<<< HEAD
 from ..bar.exam import Exam, Scorer
+from ..bar.places import asked_alike
 from ..bar.rule import Replacement, replacement
 from ..bar.sides import as_recorded, leaving, recorded_values
 from ..bar.units import UnitDrops, unit_drops
 from ..baseline.exams import BASE, TODAY
-from ..baseline.fingerprint import questions_record
-from ..baseline.format import Baseline, Recorded, RecordedQuestion
-from ..baseline.since import Since, paired, question_changes
-from ..core.values import EPSILON
-=======
-from ..bar.exam import Exam
-from ..bar.places import asked_alike
-from ..bar.rule import Replacement, replacement
-from ..bar.sides import Scorer, as_recorded, leaving, recorded_values
-from ..baseline.exams import BASE, TODAY, recorded_exam, same_labels
 from ..baseline.fingerprint import questions_record, recorded_places
 from ..baseline.format import Baseline, Recorded, RecordedQuestion
 from ..baseline.since import QuestionChanges, Since, chunker_changes, paired, question_changes
->>>>>>> w/rechunk
+from ..core.values import EPSILON
 from ..evalset.records import Question, Span
 from ..files.paths import display
 from ..scoring.evaluate import mean
@@ -62,15 +52,12 @@ class Today:
     """Today's rankings (retriever -> question id -> ranking), from the gate's own `--rag-json` of the same job
     (`diff --today`), never from the head's baseline: where the head's file holds no ranking of a question as
     it is asked today (its query edited since, or added), the head's side is today's."""
-<<<<<<< HEAD
     units: Mapping[str, tuple[str, ...]] | None = field(default=None, hash=False)
     """The relabel's mapping after a chunk-id re-chunk (`labels.relabel.unit_map`: old gold id -> the chunks its
     text went to): which lowerings only come from the changed unit (`bar.units`)."""
-=======
     chunking: Mapping[str, Any] | None = field(default=None, hash=False)
     """How the work tree cuts its documents, as a fingerprint's `chunks` records it (`chunker`, `chunkings`):
     whether the chunker changed since the base's file."""
->>>>>>> w/rechunk
 
 
 @dataclass(frozen=True)
@@ -127,7 +114,6 @@ class Exams:
     scored at today's places, as the gate scores today's rankings."""
     fresh: Mapping[str, Mapping[str, Sequence[str]]] = field(default_factory=dict, hash=False)
     """Per retriever, today's rankings of the questions the head's file holds no ranking of as asked today
-<<<<<<< HEAD
     (`Today.rankings`), and of the `moved` ones: the question rule then sees the values they have today."""
     moved: frozenset[str] = frozenset()
     """The base's gate questions today's split puts on `tune` (a `side` edited, `[split]` changed): compared
@@ -136,12 +122,6 @@ class Exams:
     """`Today.units`, the relabel's mapping."""
     asked: frozenset[str] = frozenset()
     """Questions the base asks as today does (the same query digest), their labels changed or not."""
-
-
-def exams(old: Baseline, new: Baseline, today: Today | None, found: Since, moved: frozenset[str] = frozenset()
-          ) -> Exams:
-=======
-    (`Today.rankings`): the question rule then sees the values they have today."""
     cut: Cut | None = None
     """Across a chunker change: each side's places and the questions each kind of metric compares."""
 
@@ -173,9 +153,10 @@ class Cut:
             cid in self.old and self.new.get(cid) == self.old[cid] for cid in approved.get(qid, ())[:k]))
 
 
-def exams(old: Baseline, new: Baseline, today: Today | None, found: Since) -> Exams:
+def exams(old: Baseline, new: Baseline, today: Today | None, found: Since, moved: frozenset[str] = frozenset()
+          ) -> Exams:
     """The exams of a comparison, and across a chunker change each side's places (`_cut`)."""
-    return replace(_exams(old, new, today, found), cut=_cut(old, new, today, found))
+    return replace(_exams(old, new, today, found, moved), cut=_cut(old, new, today, found))
 
 
 def _cut(old: Baseline, new: Baseline, today: Today | None, found: Since) -> Cut | None:
@@ -197,8 +178,7 @@ def _cut(old: Baseline, new: Baseline, today: Today | None, found: Since) -> Cut
     return Cut(before, places, asked_alike(old.fingerprint, head))
 
 
-def _exams(old: Baseline, new: Baseline, today: Today | None, found: Since) -> Exams:
->>>>>>> w/rechunk
+def _exams(old: Baseline, new: Baseline, today: Today | None, found: Since, moved: frozenset[str]) -> Exams:
     """The exams of a comparison. With the work tree's eval set, which questions are compared is derived
     from it (a question the head's file drops while the eval set still asks it stays compared); else the
     files' own question digests decide (`found`, as `since` compared them)."""
@@ -315,15 +295,9 @@ def rescore(name: str, old: Baseline, new: Baseline, labels: Collection[str], fo
                    else Scorer(tuple(specs), cut.new))
     old_rankings = before.approved_rankings()
     new_rankings = after.approved_rankings()
-<<<<<<< HEAD
-    compared = sorted(qid for qid in found.comparable if qid in before.questions)
-=======
     on = {label: found.comparable if cut is None else cut.comparable(label, found.comparable, old_rankings, old.k)
           for label in [*labels, ""]}  # "": a chunk-id metric's (the lost hits')
     compared = sorted(qid for qid in set().union(found.comparable, *on.values()) if qid in before.questions)
-    missing = tuple(qid for qid in compared if qid not in after.questions
-                    and (today is None or qid in today) and qid in base)
->>>>>>> w/rechunk
     fresh = found.fresh.get(name, {})
     missing = tuple(qid for qid in compared if qid not in after.questions and qid not in fresh
                     and (today is None or qid in today) and qid in base)
@@ -375,33 +349,18 @@ def _hit(ranking: Sequence[str], question: Question, k: int) -> bool:
     return any(question.relevance.get(chunk_id, 0) >= 1 for chunk_id in ranking[:k])
 
 
-<<<<<<< HEAD
 def _replaced(name: str, before: Recorded, after: Recorded, labels: Collection[str], exam: Exam,
-              base: Exam, comparable: Collection[str], scorers: tuple[Scorer, Scorer],
-              rankings: Mapping[str, Sequence[str]]) -> dict[str, Replacement]:
-=======
-def _replaced(name: str, before: Recorded, after: Recorded, labels: Collection[str], exam: Mapping[str, Question],
-              base: Mapping[str, Question], on: Mapping[str, Collection[str]], scorers: tuple[Scorer, Scorer],
+              base: Exam, on: Mapping[str, Collection[str]], scorers: tuple[Scorer, Scorer],
               rankings: Mapping[str, Sequence[str]], asked: Collection[str]) -> dict[str, Replacement]:
->>>>>>> w/rechunk
     """Metric label -> what lowers its bar among the questions that leave: the base's approved values of the
     compared questions (`on` the label) under `exam` (today's, else the base's), of those that leave under the
     base's exam, against the head's approved values under `exam`; `scorers` score the base's rankings and the
     head's. Across a chunker change a question `asked` alike with the same gold spans stays, compared or not."""
     scorer, head_scorer = scorers
-<<<<<<< HEAD
-    kept_ids = [qid for qid in sorted(comparable) if qid in before.questions and qid in exam]
+    kept_ids = [qid for qid in sorted(set().union(*on.values())) if qid in before.questions and qid in exam]
     kept = recorded_values(as_recorded(exam.score(scorer, name, before.approved_rankings(), kept_ids), before.bar))
     held = sorted({*after.questions, *kept_ids, *rankings})
     head = recorded_values(as_recorded(exam.score(head_scorer, name, rankings, held), _head_bar(after, kept)))
-    leaves = set(before.questions) - set(comparable)
-=======
-    kept_ids = [qid for qid in sorted(set().union(*on.values())) if qid in before.questions and qid in exam]
-    kept = recorded_values(as_recorded(scorer(name, [exam[q] for q in kept_ids], before.approved_rankings()),
-                                       before.bar))
-    held = [exam[qid] for qid in sorted({*after.questions, *kept_ids, *rankings}) if qid in exam]
-    head = recorded_values(as_recorded(head_scorer(name, held, rankings), _head_bar(after, kept)))
->>>>>>> w/rechunk
     found = {}
     for label in labels:
         comparable = on[label]
@@ -426,15 +385,9 @@ def scored_view(side: Baseline, found: Exams, places: Mapping[str, Span] | None 
         exam = _share(name, found.today if found.today is not None else found.base, found.chunkings)
         if exam is None:
             return side
-<<<<<<< HEAD
-        specs, unscored = _specs(entry.metrics, side.k, found.places)
-        result = exam.score(Scorer(tuple(specs), found.places), name,
-                            {qid: q.ranking for qid, q in entry.questions.items()}, sorted(entry.questions))
-=======
         specs, unscored = _specs(entry.metrics, side.k, places)
-        asked = [exam[qid] for qid in sorted(entry.questions) if qid in exam]
-        result = Scorer(tuple(specs), places)(name, asked, {qid: q.ranking for qid, q in entry.questions.items()})
->>>>>>> w/rechunk
+        result = exam.score(Scorer(tuple(specs), places), name,
+                            {qid: q.ranking for qid, q in entry.questions.items()}, sorted(entry.questions))
         questions = {q.id: RecordedQuestion(q.ranking, {**{label: value for label, value in entry.questions[
             q.id].metrics.items() if label in unscored}, **q.values}) for q in result.questions}
         metrics = {**{label: entry.metrics[label] for label in unscored}, **result.metrics}
