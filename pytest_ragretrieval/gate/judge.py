@@ -456,15 +456,16 @@ class Judge:
     def question_rule(self, name: str, label: str, asked: bool = False) -> Replacement | None:
         """What lowers `name`'s bar of `label` through its questions, else None: questions that leave the
         comparison replaced by lower values (`bar.rule.replacement`: their approved rankings scored under the
-        base's exam). With `asked` (the gate's verdict), only those removed or whose query changed, as the
-        update and `diff` count them whether or not the baseline was re-recorded; the update also counts
-        those whose gold changed with the corpus (a re-chunk)."""
+        base's exam). With `asked` (the gate's verdict), those removed, whose query changed, or whose gold
+        changed over an unchanged corpus (label work a file that keeps no labels cannot judge: the update and
+        `diff` count it), whether or not the baseline was re-recorded; the update also counts those whose gold
+        changed with the corpus (a re-chunk)."""
         found, run, entry = self.since(), self.runs.get(name), self.recorded(name)
         if entry is None or found is None or run is None or run.result is None:
             return None
         comparable = found.questions.comparable
         gone = set(entry.questions) - comparable
-        if asked:
+        if asked and found.corpus is not None:
             gone -= self.asked_alike()
         bar = self.bar(name)
         kept = {qid: q.metrics[label] for qid, q in (bar.questions.items() if bar is not None else ())
