@@ -12,7 +12,8 @@ through public surfaces, so that it runs against any tree:
 
 1. the gate: `pytest --rag-eval --rag-json gate.json` on the head (its `failures`: retriever x metric);
 2. the update's plan: `pytest --rag-update-baseline --rag-json plan.json` (no `--rag-allow-regression`):
-   refused or not (the baseline's bytes), its failures;
+   refused or not (the baseline's bytes), its failures; both as a pull request's CI runs them (`CI`: the
+   base's exam read from the base revision, as `diff --against` reads it);
 3. the head re-recorded with `--rag-update-baseline --rag-allow-regression` and committed, then
    `ragretrieval diff --against BASE --fail-on-lower --json changes.json`: what it lowers.
 
@@ -477,12 +478,34 @@ def inside(folder: Path) -> Iterator[None]:
         os.chdir(old)
 
 
-def pytest_run(folder: Path, *args: str) -> tuple[int, str]:
-    """`pytest ARGS` in `folder`, in this process: its exit code and what it printed."""
+CI = {"GITHUB_ACTIONS": "true", "GITHUB_BASE_REF": "base", "GITHUB_EVENT_NAME": "pull_request"}
+"""The environment of a pull request's CI whose base is the tag `base`: the gate and the update's plan read
+the base's exam from the base revision, as `diff --against base` does (locally they read the work tree's,
+and say so: a label-only update recorded in the pull request is green there by design)."""
+
+
+@contextlib.contextmanager
+def environment(values: Mapping[str, str]) -> Iterator[None]:
+    old = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in old.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def pytest_run(folder: Path, *args: str, ci: bool = False) -> tuple[int, str]:
+    """`pytest ARGS` in `folder`, in this process (`ci`: as a pull request's CI runs it): its exit code and
+    what it printed."""
     import pytest
 
     out = io.StringIO()
-    with inside(folder), contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+    with inside(folder), environment(CI if ci else {}), contextlib.redirect_stdout(out), \
+            contextlib.redirect_stderr(out):
         code = pytest.main([*args, "-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-q",
                             "--rootdir", str(folder)])
     return int(code), out.getvalue()
@@ -607,16 +630,17 @@ def judge(work: Path, case: Case, edits: Sequence[Edit] | None = None) -> Outcom
     unedited = [e for e in edits if e.kind not in ORACLE_KINDS]
     if len(unedited) < len(edits) and unedited:
         folder, _ = head(work, case, unedited)
-        pytest_run(folder, "--rag-eval", "--rag-json", "gate.out.json")
+        pytest_run(folder, "--rag-eval", "--rag-json", "gate.out.json", ci=True)
         outcome.unedited_failed = failures(folder / "gate.out.json")
     folder, kept = head(work, case, edits)
     if not kept:
         outcome.skipped = "the base keeps no labels to edit"
     baseline = folder / "baselines" / "retrieval.json"
-    outcome.gate_rc, gate_out = pytest_run(folder, "--rag-eval", "--rag-json", "gate.out.json")
+    outcome.gate_rc, gate_out = pytest_run(folder, "--rag-eval", "--rag-json", "gate.out.json", ci=True)
     outcome.gate_failed = failures(folder / "gate.out.json")
     before = baseline.read_bytes()
-    outcome.update_rc, update_out = pytest_run(folder, "--rag-update-baseline", "--rag-json", "plan.out.json")
+    outcome.update_rc, update_out = pytest_run(folder, "--rag-update-baseline", "--rag-json", "plan.out.json",
+                                               ci=True)
     outcome.update_failed = failures(folder / "plan.out.json")
     outcome.update_refused = outcome.update_rc != 0 and "refus" in update_out
     if outcome.update_rc not in (0, 1):
@@ -739,8 +763,10 @@ def reproduction(work: Path, case: Case, edits: Sequence[Edit]) -> str:
         "# base: pytest --rag-update-baseline" + (f", rewritten to format {case.base_format}"
                                                   if case.base_format != "current" else "") + "; git commit; git tag base",
         "# head: the pull request's files, committed:", patch.strip(), baseline_patch.strip(),
+        "export GITHUB_ACTIONS=true GITHUB_BASE_REF=base GITHUB_EVENT_NAME=pull_request  # as a PR's CI",
         "pytest --rag-eval --rag-json gate.json",
         "pytest --rag-update-baseline            # the plan (baseline restored after)",
+        "unset GITHUB_ACTIONS GITHUB_BASE_REF GITHUB_EVENT_NAME",
         "pytest --rag-update-baseline --rag-allow-regression && git commit -am recorded",
         "ragretrieval diff --against base --fail-on-lower --json changes.json",
     ])

@@ -355,7 +355,7 @@ class Judge:
         outcomes = [(side.exam, self.exam_verdict(name, label, side)) for side in self.sides(name)]
         assert outcomes
         failed = [(exam, outcome) for exam, outcome in outcomes if not outcome.passed]
-        replaced = None if failed else self.question_rule(name, label, asked=True)
+        replaced = None if failed else self.question_rule(name, label)
         if replaced is not None:
             return Outcome(False, f"{label} of {name!r} lowers the bar through its questions: {replaced.text()}, "
                            "below the bar, as the update and the pull-request check count it; restore them, or "
@@ -453,37 +453,23 @@ class Judge:
         replaced = self.question_rule(name, label)
         return None if replaced is None else f"{replaced.text()}, below the bar"
 
-    def question_rule(self, name: str, label: str, asked: bool = False) -> Replacement | None:
+    def question_rule(self, name: str, label: str) -> Replacement | None:
         """What lowers `name`'s bar of `label` through its questions, else None: questions that leave the
-        comparison replaced by lower values (`bar.rule.replacement`: their approved rankings scored under the
-        base's exam). With `asked` (the gate's verdict), those removed, whose query changed, or whose gold
-        changed over an unchanged corpus (label work a file that keeps no labels cannot judge: the update and
-        `diff` count it), whether or not the baseline was re-recorded; the update also counts those whose gold
-        changed with the corpus (a re-chunk)."""
+        comparison (removed, their query edited, or their gold changed where the base's exam cannot judge it:
+        label work on a file that keeps no labels, gold moved with the corpus) replaced by lower values
+        (`bar.rule.replacement`: their approved rankings scored under the base's exam). One rule for the gate's
+        verdict and the update, as `diff` counts it, whether or not the baseline was re-recorded."""
         found, run, entry = self.since(), self.runs.get(name), self.recorded(name)
         if entry is None or found is None or run is None or run.result is None:
             return None
         comparable = found.questions.comparable
         gone = set(entry.questions) - comparable
-        if asked and found.corpus is not None:
-            gone -= self.asked_alike()
         bar = self.bar(name)
         kept = {qid: q.metrics[label] for qid, q in (bar.questions.items() if bar is not None else ())
                 if qid in comparable and label in q.metrics}
         left = leaving(entry, self.base_exam(name), label, gone, self.earlier(), name)
-        new = {qid: values[label] for qid, values in per_question(run.result).items()
-               if label in values and (qid in gone or qid not in entry.questions or qid in comparable)}
+        new = {qid: values[label] for qid, values in per_question(run.result).items() if label in values}
         return replacement({**kept, **left}, new, comparable)
-
-    def asked_alike(self) -> set[str]:
-        """Questions asked as before (the same query digest): one of them that left the comparison changed its gold."""
-        assert self.baseline is not None
-        was = self.baseline.fingerprint.get("questions", {}).get("digests")
-        now = self.fingerprint.get("questions", {}).get("digests", {})
-        if not isinstance(was, Mapping):
-            return set()
-        return {qid for qid, entry in was.items() if isinstance(entry, Mapping) and qid in now
-                and entry.get("query") == now[qid].get("query")}
 
     def refused(self, key: ItemKey) -> str | None:
         """Why this item's values will not be recorded: they would lower its bar (`lowering`) and
