@@ -303,3 +303,24 @@ def test_label_work_a_format_3_base_cannot_judge_fails_the_gate_as_the_update_re
     code = main(["diff", "--against", "main", "--fail-on-lower"])
     out = capsys.readouterr().out
     assert code == 1 and f"  lowered: ndcg@3 of 'mine': {left}" in out, out
+
+
+def test_gold_moved_with_a_prepended_sentence_fails_the_gate_as_the_update_refuses_it(
+        pytester: pytest.Pytester) -> None:
+    """Documents mode: a sentence prepended to refunds.txt moves its sentences' ids, so the question's gold moves
+    with the corpus and the run file, unchanged, now ranks the preface. The question leaves the comparison (the
+    base's exam cannot judge ids that changed meaning), and the question rule fails the gate as the update
+    refuses it (on b30c1d3 the gate left gold moved with the corpus to the update: the differential harness's
+    case 311)."""
+    config = documents_config(["recall"], retriever("mine", "run", path="runs/mine.jsonl"))
+    write_documents_project(pytester.path, config)
+    set_run(pytester.path, {"laptop": ["it/laptop.txt#0"], "hotel": [], "refund": ["refunds.txt#0"], "taxi": []})
+    assert pytester.runpytest("--rag-update-baseline", *RUN).ret == 0
+    refunds = pytester.path / "kb" / "refunds.txt"
+    refunds.write_text("Refund rules. " + refunds.read_text(encoding="utf-8"), encoding="utf-8")
+    code, failed, out = gate(pytester)
+    assert code == 1 and failed == ["rag::mine::recall@2"], out
+    rule = "the 1 edited question (refund): bar 1.0000, their new values 0.0000"
+    assert f"recall@2 of 'mine' lowers the bar through its questions: {rule}" in out
+    update = pytester.runpytest("--rag-update-baseline", *RUN)
+    assert update.ret == 1 and f"refused to record recall@2 of 'mine': {rule}" in update.stdout.str()
