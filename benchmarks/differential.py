@@ -308,10 +308,12 @@ def generate(count: int, seed: int) -> list[Case]:
     return cases
 
 
-SAMPLE = (0, 1, 2, 3, 5, 6, 7, 9, 16, 18, 34, 41, 43, 44, 63)
+SAMPLE = (0, 1, 2, 3, 5, 6, 7, 9, 16, 18, 34, 43, 63, 254, 311)
 """The suite's fixed sample, indices into `generate(_, 48)` (a case depends on its index and the seed
 alone): every edit kind, both modes, every base format, gates that fail and pass, and on 0e2421b both
-agreeing cases and each kind of disagreement (tests/plugin/test_differential.py)."""
+agreeing cases and each kind of disagreement; 254 (a label-only update, then a worse run file: green
+locally, red in a pull request's CI) and 311 (a sentence prepended, a stale run file) disagreed on b30c1d3
+(tests/plugin/test_differential.py)."""
 
 
 def sample() -> list[Case]:
