@@ -12,7 +12,8 @@ through public surfaces, so that it runs against any tree:
 
 1. the gate: `pytest --rag-eval --rag-json gate.json` on the head (its `failures`: retriever x metric);
 2. the update's plan: `pytest --rag-update-baseline --rag-json plan.json` (no `--rag-allow-regression`):
-   refused or not (the baseline's bytes), its failures;
+   refused or not (the baseline's bytes), its failures; both as a pull request's CI runs them (`CI`: the
+   base's exam read from the base revision, as `diff --against` reads it);
 3. the head re-recorded with `--rag-update-baseline --rag-allow-regression` and committed, then
    `ragretrieval diff --against BASE --fail-on-lower --json changes.json`: what it lowers.
 
@@ -26,7 +27,10 @@ failure, never remove one: issue 48, items 5 and 6). Each disagreement is classi
   (`diff-lowers-other`: something that is no item: a removed entry, a loosened setting, a lost hit);
 - `update-refuses-gate-passes`: the gate is green where the update (and so the pull-request check) is red;
 - `edit-hides-gate-failure`, `edit-hides-diff-lowering`: an item the gate fails without the label or
-  query edits passes the gate, or is not lowered by `diff`, with them.
+  query edits passes the gate, or is not lowered by `diff`, with them;
+- `refusals-differ`: a judge refuses the head's baseline (one line, exit 4 or 2) where another does not,
+  or for another reason. A file all three refuse alike (kept labels edited or deleted: damage) is a case
+  they agree on, `refused`, and nothing is recorded or diffed.
 
 Counted beside them, `gate-fails-update-takes`. Each kind's first disagreeing cases are minimised: the
 case's edits dropped one at a time while its disagreements remain.
@@ -74,7 +78,8 @@ them is judged too, and what its gate fails the edited one's gate must fail and 
 FORMATS = ("2", "3", "current")
 """Base formats: rewritten to 2 or 3, or as the tree under test records it (4 on 577255f, 5 after issue 48)."""
 DISAGREEMENTS = ("gate-fails-diff-silent", "diff-lowers-gate-passed", "diff-lowers-other",
-                 "update-refuses-gate-passes", "edit-hides-gate-failure", "edit-hides-diff-lowering")
+                 "update-refuses-gate-passes", "edit-hides-gate-failure", "edit-hides-diff-lowering",
+                 "refusals-differ")
 
 
 # The knowledge base -------------------------------------------------------------------------------
@@ -303,10 +308,12 @@ def generate(count: int, seed: int) -> list[Case]:
     return cases
 
 
-SAMPLE = (0, 1, 2, 3, 5, 6, 7, 9, 16, 18, 34, 41, 43, 44, 63)
+SAMPLE = (0, 1, 2, 3, 5, 6, 7, 9, 16, 18, 34, 43, 63, 254, 311)
 """The suite's fixed sample, indices into `generate(_, 48)` (a case depends on its index and the seed
 alone): every edit kind, both modes, every base format, gates that fail and pass, and on 0e2421b both
-agreeing cases and each kind of disagreement (tests/plugin/test_differential.py)."""
+agreeing cases and each kind of disagreement; 254 (a label-only update, then a worse run file: green
+locally, red in a pull request's CI) and 311 (a sentence prepended, a stale run file) disagreed on b30c1d3
+(tests/plugin/test_differential.py)."""
 
 
 def sample() -> list[Case]:
@@ -473,12 +480,34 @@ def inside(folder: Path) -> Iterator[None]:
         os.chdir(old)
 
 
-def pytest_run(folder: Path, *args: str) -> tuple[int, str]:
-    """`pytest ARGS` in `folder`, in this process: its exit code and what it printed."""
+CI = {"GITHUB_ACTIONS": "true", "GITHUB_BASE_REF": "base", "GITHUB_EVENT_NAME": "pull_request"}
+"""The environment of a pull request's CI whose base is the tag `base`: the gate and the update's plan read
+the base's exam from the base revision, as `diff --against base` does (locally they read the work tree's,
+and say so: a label-only update recorded in the pull request is green there by design)."""
+
+
+@contextlib.contextmanager
+def environment(values: Mapping[str, str]) -> Iterator[None]:
+    old = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in old.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def pytest_run(folder: Path, *args: str, ci: bool = False) -> tuple[int, str]:
+    """`pytest ARGS` in `folder`, in this process (`ci`: as a pull request's CI runs it): its exit code and
+    what it printed."""
     import pytest
 
     out = io.StringIO()
-    with inside(folder), contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+    with inside(folder), environment(CI if ci else {}), contextlib.redirect_stdout(out), \
+            contextlib.redirect_stderr(out):
         code = pytest.main([*args, "-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-q",
                             "--rootdir", str(folder)])
     return int(code), out.getvalue()
@@ -553,6 +582,8 @@ class Outcome:
     update_refused: bool = False
     update_failed: list[tuple[str, str]] = field(default_factory=list)
     record_rc: int = 0
+    refused: str = ""
+    """The one line all three judges refused the head's baseline with (damage), where they did."""
     diff_rc: int = 0
     lowered: list[tuple[str, str, str]] = field(default_factory=list)
     lowered_other: list[str] = field(default_factory=list)
@@ -601,16 +632,17 @@ def judge(work: Path, case: Case, edits: Sequence[Edit] | None = None) -> Outcom
     unedited = [e for e in edits if e.kind not in ORACLE_KINDS]
     if len(unedited) < len(edits) and unedited:
         folder, _ = head(work, case, unedited)
-        pytest_run(folder, "--rag-eval", "--rag-json", "gate.out.json")
+        pytest_run(folder, "--rag-eval", "--rag-json", "gate.out.json", ci=True)
         outcome.unedited_failed = failures(folder / "gate.out.json")
     folder, kept = head(work, case, edits)
     if not kept:
         outcome.skipped = "the base keeps no labels to edit"
     baseline = folder / "baselines" / "retrieval.json"
-    outcome.gate_rc, gate_out = pytest_run(folder, "--rag-eval", "--rag-json", "gate.out.json")
+    outcome.gate_rc, gate_out = pytest_run(folder, "--rag-eval", "--rag-json", "gate.out.json", ci=True)
     outcome.gate_failed = failures(folder / "gate.out.json")
     before = baseline.read_bytes()
-    outcome.update_rc, update_out = pytest_run(folder, "--rag-update-baseline", "--rag-json", "plan.out.json")
+    outcome.update_rc, update_out = pytest_run(folder, "--rag-update-baseline", "--rag-json", "plan.out.json",
+                                               ci=True)
     outcome.update_failed = failures(folder / "plan.out.json")
     outcome.update_refused = outcome.update_rc != 0 and "refus" in update_out
     if outcome.update_rc not in (0, 1):
@@ -618,6 +650,19 @@ def judge(work: Path, case: Case, edits: Sequence[Edit] | None = None) -> Outcom
     if outcome.gate_rc not in (0, 1):
         outcome.details.append("gate: " + last_lines(gate_out))
     baseline.write_bytes(before)
+    refusals = [refusal(gate_out) if outcome.gate_rc == 4 else None,
+                refusal(update_out) if outcome.update_rc == 4 else None]
+    if any(refusals):
+        diff_rc, diff_out = cli_run(folder, "diff", "--against", "base", "--fail-on-lower")
+        refusals.append(refusal(diff_out) if diff_rc == 2 else None)
+        if len(set(refusals)) == 1:
+            outcome.refused = str(refusals[0])
+        else:
+            outcome.disagreements.append("refusals-differ")
+            outcome.details.append("refused by " + ", ".join(
+                f"{judge}: {line or 'none'}" for judge, line in zip(("gate", "update", "diff"), refusals, strict=True)))
+        outcome.seconds = round(time.perf_counter() - started, 2)
+        return outcome
     outcome.record_rc, record_out = pytest_run(folder, "--rag-update-baseline", "--rag-allow-regression")
     if outcome.record_rc != 0:
         outcome.skipped = "the head could not be recorded: " + last_lines(record_out)
@@ -641,6 +686,16 @@ def judge(work: Path, case: Case, edits: Sequence[Edit] | None = None) -> Outcom
             line.strip() for line in diff_out.splitlines() if "lowered" in line or "lower the bar" in line)[:600])
     outcome.seconds = round(time.perf_counter() - started, 2)
     return outcome
+
+
+def refusal(text: str) -> str | None:
+    """The one line a judge refused its inputs with (pytest's `ERROR: ...`, the command's `ragretrieval:
+    error: ...`), from the file it names on; None where it printed none."""
+    for line in text.splitlines():
+        for prefix in ("ERROR: ", "ragretrieval: error: "):
+            if line.startswith(prefix):
+                return line.removeprefix(prefix).strip()
+    return None
 
 
 def last_lines(text: str, count: int = 3) -> str:
@@ -710,8 +765,10 @@ def reproduction(work: Path, case: Case, edits: Sequence[Edit]) -> str:
         "# base: pytest --rag-update-baseline" + (f", rewritten to format {case.base_format}"
                                                   if case.base_format != "current" else "") + "; git commit; git tag base",
         "# head: the pull request's files, committed:", patch.strip(), baseline_patch.strip(),
+        "export GITHUB_ACTIONS=true GITHUB_BASE_REF=base GITHUB_EVENT_NAME=pull_request  # as a PR's CI",
         "pytest --rag-eval --rag-json gate.json",
         "pytest --rag-update-baseline            # the plan (baseline restored after)",
+        "unset GITHUB_ACTIONS GITHUB_BASE_REF GITHUB_EVENT_NAME",
         "pytest --rag-update-baseline --rag-allow-regression && git commit -am recorded",
         "ragretrieval diff --against base --fail-on-lower --json changes.json",
     ])
@@ -766,7 +823,7 @@ def run_all(cases: Sequence[Case], work: Path, workers: int, minimise_each: int)
 
 # The summary --------------------------------------------------------------------------------------
 
-def summary(outcomes: Sequence[Outcome], seconds: float, workers: int) -> dict[str, Any]:
+def summary(outcomes: Sequence[Outcome], seconds: float, workers: int, load: Sequence[float] = ()) -> dict[str, Any]:
     judged = [o for o in outcomes if not o.skipped]
     by_kind: dict[str, dict[str, int]] = {}
     for kind in KINDS:
@@ -779,19 +836,22 @@ def summary(outcomes: Sequence[Outcome], seconds: float, workers: int) -> dict[s
         "cases": len(outcomes), "judged": len(judged), "skipped": len(outcomes) - len(judged),
         "gate_fails": sum(o.gate_rc != 0 for o in judged),
         "label_edits": sum(o.kind in LABEL_KINDS for o in judged),
+        "refused": sum(bool(o.refused) for o in judged),
         "agree": sum(not o.disagreements for o in judged),
         "by_kind": by_kind, "disagreements": dict(disagreements), "also": dict(also),
         "by_format": dict(Counter(o.base_format for o in judged)), "by_mode": dict(Counter(o.mode for o in judged)),
         "seconds": round(seconds, 1), "workers": workers,
+        "load": [round(value, 2) for value in (*load, *os.getloadavg())],
         "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
     }
 
 
 def print_summary(found: Mapping[str, Any], outcomes: Sequence[Outcome]) -> None:
     print(f"{found['cases']} cases ({found['judged']} judged, {found['skipped']} skipped) in {found['seconds']} s "
-          f"on {found['workers']} processes; {found['machine']}")
-    print(f"gate fails: {found['gate_fails']}; label or kept-label edits: {found['label_edits']}; "
-          f"agree: {found['agree']}")
+          f"on {found['workers']} processes; {found['machine']}; load average at the start (1 min) "
+          f"{found['load'][0]}, at the end (1, 5, 15 min) {', '.join(map(str, found['load'][1:]))}")
+    print(f"gate fails: {found['gate_fails']} (of them refused alike as damage: {found['refused']}); "
+          f"label or kept-label edits: {found['label_edits']}; agree: {found['agree']}")
     print(f"bases by format: {found['by_format']}; by mode: {found['by_mode']}")
     print(f"{'edit kind':<20} {'cases':>6} {'gate fails':>11} {'disagree':>9}")
     for kind, row in found["by_kind"].items():
@@ -823,10 +883,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Run as a script, this folder leads sys.path, and its xdist.py would shadow pytest-xdist's plugin.
     sys.path[:] = [entry for entry in sys.path if Path(entry or ".").resolve() != HERE]
     cases = sample() if args.sample else generate(args.cases, args.seed)
-    started = time.perf_counter()
+    started, load = time.perf_counter(), os.getloadavg()[:1]
     with tempfile.TemporaryDirectory(prefix="differential-") as scratch:
         outcomes = run_all(cases, Path(args.work or scratch), args.workers, 0 if args.sample else args.minimise)
-    found = summary(outcomes, time.perf_counter() - started, args.workers)
+    found = summary(outcomes, time.perf_counter() - started, args.workers, load)
     print_summary(found, outcomes)
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps({"seed": args.seed, "summary": found,

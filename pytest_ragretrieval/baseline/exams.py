@@ -50,8 +50,9 @@ def kept_exam_problem(fingerprint: Mapping[str, Any], version: int) -> str | Non
     """Why a file's kept exam cannot be trusted, else None: a format-4 (or later) file without its labels,
     or a question whose kept labels and spans do not give the gold digest the same run recorded
     (`record/exam.py`, `digest_problem`)."""
-    section = fingerprint.get("questions", {})
-    return digest_problem(section, version, KEEPS_LABELS) if isinstance(section, Mapping) else None
+    section, chunks = fingerprint.get("questions", {}), fingerprint.get("chunks", {})
+    documents = isinstance(chunks, Mapping) and "documents" in chunks
+    return digest_problem(section, version, KEEPS_LABELS, documents) if isinstance(section, Mapping) else None
 
 
 def same_labels(one: Question, other: Question) -> bool:

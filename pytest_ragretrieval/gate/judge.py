@@ -20,7 +20,7 @@ from ..bar.sides import Side, common_mean, leaving, sides
 from ..bar.units import note
 from ..baseline.exams import BASE, EXAM_NAMES, TODAY, KeptExam
 from ..baseline.format import RERECORD, Baseline, Recorded
-from ..baseline.since import Since, asked_alike, since
+from ..baseline.since import Since, since
 from ..baseline.update import partial_lines
 from ..config.settings import Config
 from ..core.errors import RagError
@@ -365,7 +365,7 @@ class Judge:
         outcomes = [(side.exam, self.exam_verdict(name, label, side)) for side in self.sides(name)]
         assert outcomes
         failed = [(exam, outcome) for exam, outcome in outcomes if not outcome.passed]
-        replaced = None if failed else self.question_rule(name, label, asked=True)
+        replaced = None if failed else self.question_rule(name, label)
         if replaced is not None:
             return through_questions(name, label, replaced.text(), outcomes[0])
         exam, outcome = decided(outcomes)
@@ -465,25 +465,22 @@ class Judge:
         replaced = self.question_rule(name, label)
         return None if replaced is None else f"{replaced.text()}, below the bar{note(self, name, label)}"
 
-    def question_rule(self, name: str, label: str, asked: bool = False) -> Replacement | None:
+    def question_rule(self, name: str, label: str) -> Replacement | None:
         """What lowers `name`'s bar of `label` through its questions, else None: questions that leave the
-        comparison replaced by lower values (`bar.rule.replacement`: their approved rankings scored under the
-        base's exam). With `asked` (the gate's verdict), only those removed or whose query changed, as the
-        update and `diff` count them whether or not the baseline was re-recorded; the update also counts
-        those whose gold changed with the corpus (a re-chunk)."""
+        comparison (removed, their query edited, or their gold changed where the base's exam cannot judge it:
+        label work on a file that keeps no labels, gold moved with the corpus) replaced by lower values
+        (`bar.rule.replacement`: their approved rankings scored under the base's exam). One rule for the gate's
+        verdict and the update, as `diff` counts it, whether or not the baseline was re-recorded."""
         found, run, entry = self.since(), self.runs.get(name), self.recorded(name)
         if entry is None or found is None or run is None or run.result is None:
             return None
         comparable, cut = comparable_of(self, name, label), rechunk(self)
         gone = set(entry.questions) - comparable - (cut.asked if cut is not None else set())  # a re-chunk's stay
-        if asked:
-            gone -= asked_alike(self.baseline.fingerprint if self.baseline is not None else {}, self.fingerprint)
         bar = self.bar(name)
         kept = {qid: q.metrics[label] for qid, q in (bar.questions.items() if bar is not None else ())
                 if qid in comparable and label in q.metrics}
         left = leaving(entry, self.base_exam(name), label, gone, self.earlier(), name)
-        new = {qid: values[label] for qid, values in per_question(run.result).items()
-               if label in values and (qid in gone or qid not in entry.questions or qid in comparable)}
+        new = {qid: values[label] for qid, values in per_question(run.result).items() if label in values}
         return replacement({**kept, **left}, new, comparable)
 
     def refused(self, key: ItemKey) -> str | None:

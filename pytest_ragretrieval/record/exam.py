@@ -183,11 +183,11 @@ def _segments_problem(found: object) -> str | None:
     return None
 
 
-def digest_problem(section: Mapping[str, Any], version: int, keeps_from: int) -> str | None:
+def digest_problem(section: Mapping[str, Any], version: int, keeps_from: int, documents: bool = False) -> str | None:
     """Why a file's kept exam cannot be trusted, else None: a file of format `keeps_from` or later without its
     labels, or a question whose kept labels and spans do not give the gold digest the same run recorded
-    (labels or spans edited or deleted by hand). Either would let a pull request lower the bar it is
-    judged by."""
+    (labels or spans edited or deleted by hand; a `documents`-mode file without its spans is named as
+    such). Either would let a pull request lower the bar it is judged by."""
     digests = section.get("digests")
     if version < keeps_from or not isinstance(digests, Mapping):
         return None
@@ -199,6 +199,9 @@ def digest_problem(section: Mapping[str, Any], version: int, keeps_from: int) ->
         gold = entry.get("gold") if isinstance(entry, Mapping) else None
         graded = {chunk_id: int(grade) for chunk_id, grade in labels.get(qid, {}).items()}
         if gold is not None and gold != gold_digest(graded, spans.get(qid, ())):
+            if documents and SPANS not in section:
+                return (f"fingerprint.questions.spans is missing: a format-{version} baseline in documents mode keeps "
+                        f"the gold spans it was recorded under (fingerprint.questions.digests.{qid}.gold needs them)")
             return (f"fingerprint.questions.labels.{qid} (with its spans) does not give "
                     f"fingerprint.questions.digests.{qid}.gold: the kept exam was edited by hand")
     return None

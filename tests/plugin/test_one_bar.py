@@ -237,8 +237,11 @@ def test_deleted_kept_spans_are_damage_in_documents_mode(pytester: pytest.Pytest
     (pytester.path / BASELINE).write_text(dumps(doc), encoding="utf-8")
     code, _, out = gate(pytester)
     assert code != 0
-    assert "fingerprint.questions.labels.hotel (with its spans) does not give fingerprint.questions.digests.hotel.gold" \
-        in out
+    line = (f"{BASELINE}: fingerprint.questions.spans is missing: a format-5 baseline in documents mode keeps the "
+            "gold spans it was recorded under")  # on b30c1d3: "labels.hotel ... edited by hand"
+    assert line in out
+    update = pytester.runpytest("--rag-update-baseline", *RUN)
+    assert update.ret != 0 and line in update.stdout.str() + update.stderr.str()  # the update refuses alike
 
 
 def test_in_ci_the_gate_says_a_loosened_setting_will_need_the_label(
@@ -260,3 +263,64 @@ def test_in_ci_the_gate_says_a_loosened_setting_will_need_the_label(
     assert ("rag: the pull-request check will need the approval label: settings loosened against main (tolerance "
             "of precision@3 0 -> 0.5; tolerance of recall@3 0 -> 0.5; tolerance of f1@3 0 -> 0.5; tolerance of ndcg@3 "
             "0 -> 0.5), which the verdicts above do not judge") in out, out  # main: no origin in this repository
+
+
+def as_format_3(folder: Path) -> None:
+    """The base's baseline as format 3 wrote it: no kept labels, no approved rankings, so no base's exam."""
+    doc = baseline(folder)
+    doc["format_version"] = 3
+    for key in ("labels", "spans"):
+        doc["fingerprint"]["questions"].pop(key, None)
+    for entry in doc["retrievers"].values():
+        entry.pop("approved", None)
+        entry.pop("bar", None)
+    git(folder, "switch", "-q", "main")
+    (folder / BASELINE).write_text(dumps(doc), encoding="utf-8")
+    git(folder, "commit", "-q", "-am", "a format-3 base")
+    git(folder, "switch", "-q", "-C", "pr")
+
+
+@pytest.mark.parametrize(("edit", "left"), [
+    ({"q01": []}, "the 1 removed question (q01)"),  # answerable made no-answer: it leaves the answerable bar
+    ({"q04": ["refund-001"]}, "the 1 edited question (q04)"),  # gold moved where the run ranks it lower
+], ids=["answerable-made-no-answer", "gold-moved"])
+def test_label_work_a_format_3_base_cannot_judge_fails_the_gate_as_the_update_refuses_it(
+        base: pytest.Pytester, capsys: pytest.CaptureFixture[str], edit: dict[str, list[str]], left: str) -> None:
+    """A base that keeps no labels has no base's exam: a question whose gold changed over an unchanged corpus
+    leaves the comparison, and the question rule holds the bar for the gate as for the update and `diff`
+    (on b30c1d3 the gate passed what the update refused: the differential harness's case 43)."""
+    as_format_3(base.path)
+    questions = [{**q, "relevant": edit[q["id"]]} if q["id"] in edit else q for q in QUESTIONS]
+    (base.path / "fixtures" / "evalset.jsonl").write_text(jsonl(questions), encoding="utf-8")
+    code, failed, out = gate(base)
+    assert code == 1 and "rag::mine::ndcg@3" in failed, out
+    assert f"ndcg@3 of 'mine' lowers the bar through its questions: {left}" in out
+    update = base.runpytest("--rag-update-baseline", *RUN)
+    assert update.ret == 1 and f"refused to record ndcg@3 of 'mine': {left}" in update.stdout.str()
+    assert base.runpytest("--rag-update-baseline", "--rag-allow-regression", *RUN).ret == 0
+    git(base.path, "commit", "-q", "-am", "recorded")
+    capsys.readouterr()
+    code = main(["diff", "--against", "main", "--fail-on-lower"])
+    out = capsys.readouterr().out
+    assert code == 1 and f"  lowered: ndcg@3 of 'mine': {left}" in out, out
+
+
+def test_gold_moved_with_a_prepended_sentence_fails_the_gate_as_the_update_refuses_it(
+        pytester: pytest.Pytester) -> None:
+    """Documents mode: a sentence prepended to refunds.txt moves its sentences' ids, so the question's gold moves
+    with the corpus and the run file, unchanged, now ranks the preface. The question leaves the comparison (the
+    base's exam cannot judge ids that changed meaning), and the question rule fails the gate as the update
+    refuses it (on b30c1d3 the gate left gold moved with the corpus to the update: the differential harness's
+    case 311)."""
+    config = documents_config(["recall"], retriever("mine", "run", path="runs/mine.jsonl"))
+    write_documents_project(pytester.path, config)
+    set_run(pytester.path, {"laptop": ["it/laptop.txt#0"], "hotel": [], "refund": ["refunds.txt#0"], "taxi": []})
+    assert pytester.runpytest("--rag-update-baseline", *RUN).ret == 0
+    refunds = pytester.path / "kb" / "refunds.txt"
+    refunds.write_text("Refund rules. " + refunds.read_text(encoding="utf-8"), encoding="utf-8")
+    code, failed, out = gate(pytester)
+    assert code == 1 and failed == ["rag::mine::recall@2"], out
+    rule = "the 1 edited question (refund): bar 1.0000, their new values 0.0000"
+    assert f"recall@2 of 'mine' lowers the bar through its questions: {rule}" in out
+    update = pytester.runpytest("--rag-update-baseline", *RUN)
+    assert update.ret == 1 and f"refused to record recall@2 of 'mine': {rule}" in update.stdout.str()
