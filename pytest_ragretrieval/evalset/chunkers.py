@@ -31,6 +31,9 @@ from ..core.fork import ChildFailed, TooLate, answer, forkable, serve, stop
 from ..core.loader import load_object
 from .documents import Document
 from .records import Chunk
+from .tokenizers import NAMES as EMBEDDER_TOKENIZERS
+from .tokenizers import counter as embedder_counter
+from .tokenizers import identity as tokenizer_identity
 
 TYPES = ("tokens", "sentences", "markdown", "recursive", "python")
 TIMEOUT = 60.0
@@ -40,7 +43,8 @@ TOKENIZERS = ("unicode", "chars", "characters")
 token; `chars`: every non-space code point is one (kept for the configs that name it: 512 of them are about
 612 characters of English); `characters`: every code point is one, spaces and line ends included."""
 UNITS = ("characters", "tokens")
-"""What a cap counts: every character, or the tokens of the chunker's `tokenizer`."""
+"""What a cap counts: every character, or the tokens of the chunker's `tokenizer`: one of TOKENIZERS, or an
+embedder's own (evalset/tokenizers.py: `embedder`, the configured one's, or one named)."""
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af"
 _TOKEN = {
     "unicode": re.compile(rf"[{_CJK}]|(?:(?![{_CJK}])\w)+|\S"),
@@ -85,8 +89,13 @@ class Chunker:
     def described(self) -> dict[str, Any]:
         """What the fingerprint records: the type and the parameters it uses. `sentences` and `markdown`
         record `version` 2 (abbreviations, 。！？ without ；, no chunk over the cap): a baseline recorded
-        by an older gate shows a changed chunker, as its chunks may differ."""
-        unit = {"unit": self.unit, **({"tokenizer": self.tokenizer} if self.unit == "tokens" else {})}
+        by an older gate shows a changed chunker, as its chunks may differ. An embedder's tokenizer is
+        recorded with its identity (`tokenizer_id`): a new vocabulary is a new chunker."""
+        unit: dict[str, Any] = {"unit": self.unit}
+        if self.unit == "tokens":
+            unit["tokenizer"] = self.tokenizer
+            if self.tokenizer in EMBEDDER_TOKENIZERS:
+                unit["tokenizer_id"] = tokenizer_identity(self.tokenizer)
         if self.type == "tokens":
             return {"type": self.type, "size": self.size, "overlap": self.overlap, "tokenizer": self.tokenizer}
         if self.type == "sentences":
@@ -328,14 +337,25 @@ def _fenced(text: str) -> list[tuple[int, int]]:
 
 
 class Measure:
-    """How big a slice of one text is in the chunker's unit: its characters, or the tokens that start in
-    it (so the sizes of slices that tile a span add up to the span's)."""
+    """How big a slice of one text is in the chunker's unit: its characters, the tokens that start in it
+    (so the sizes of slices that tile a span add up to the span's), or, for an embedder's tokenizer, the
+    tokens of the slice's text read alone (evalset/tokenizers.py), each slice counted once."""
 
     def __init__(self, text: str, chunker: Chunker) -> None:
         self.text = text
-        self.starts = token_bounds(text, chunker.tokenizer)[:-1] if chunker.unit == "tokens" else None
+        self.starts: list[int] | None = None
+        self.count: Callable[[str], int] | None = None
+        self.known: dict[tuple[int, int], int] = {}
+        if chunker.unit == "tokens" and chunker.tokenizer in EMBEDDER_TOKENIZERS:
+            self.count = embedder_counter(chunker.tokenizer)
+        elif chunker.unit == "tokens":
+            self.starts = token_bounds(text, chunker.tokenizer)[:-1]
 
     def __call__(self, start: int, end: int) -> int:
+        if self.count is not None:
+            if (start, end) not in self.known:
+                self.known[start, end] = self.count(self.text[start:end])
+            return self.known[start, end]
         if self.starts is None:
             return end - start
         return bisect_left(self.starts, end) - bisect_left(self.starts, start)
@@ -378,20 +398,17 @@ def pieces_within(measure: Measure, start: int, end: int, size: int, level: int 
 
 def packed(measure: Measure, start: int, end: int, size: int, overlap: int) -> list[tuple[int, int]]:
     """[start, end)'s pieces (`pieces_within`) packed greedily into chunks of at most `size`, each next
-    chunk starting with the last pieces of the one before that add up to at most `overlap`, as
+    chunk starting with the last pieces of the one before that measure at most `overlap` together, as
     LangChain's RecursiveCharacterTextSplitter merges its splits (which strips what we keep)."""
     pieces = pieces_within(measure, start, end, size)
     found: list[tuple[int, int]] = []
     first = 0
-    total = 0
-    for number, (begin, finish) in enumerate(pieces):
-        grows = measure(begin, finish)
-        if total + grows > size and number > first:
+    for number, (_, finish) in enumerate(pieces):
+        if number > first and measure(pieces[first][0], finish) > size:
             found.append((pieces[first][0], pieces[number - 1][1]))
-            while first < number and (total > overlap or total + grows > size):
-                total -= measure(*pieces[first])
+            while first < number and (measure(pieces[first][0], pieces[number - 1][1]) > overlap
+                                      or measure(pieces[first][0], finish) > size):
                 first += 1
-        total += grows
     if first < len(pieces):
         found.append((pieces[first][0], pieces[-1][1]))
     return [(a, b) for a, b in found if measure.text[a:b].strip()]
