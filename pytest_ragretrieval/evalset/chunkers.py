@@ -360,10 +360,9 @@ class Measure:
             self.starts = token_bounds(text, chunker.tokenizer)[:-1]
 
     def within(self, start: int, end: int, size: int) -> bool:
-        """Whether [start, end) is at most `size`. A slice of more than `LONGEST` characters (but
-        whitespace) a token is over without being counted: a model's token is a word piece, and
-        counting a whole document costs seconds where its paragraphs cost the same once; a slice cut
-        that fitted is packed back."""
+        """Whether [start, end) is at most `size`. For an embedder's tokenizer, a slice with more than
+        `LONGEST` non-space characters a token is over without being counted (a token is a word piece):
+        counting a whole document costs seconds, and a slice cut that fitted is packed back together."""
         if self.count is not None and self.solid[end] - self.solid[start] > size * LONGEST:
             return False
         return self(start, end) <= size

