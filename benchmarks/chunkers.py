@@ -22,7 +22,9 @@ copy). `--libraries-site`: a site-packages holding pysbd, sentencex and semantic
 sentence ends beside ours on the suite's cases (tests/unit/data/chunking/sentences.json: a case is right
 when the sentences, whitespace stripped, are the expected ones) and their time on each text, and
 whether their offsets tile the text. `--excerpts DIR` writes the first ~20,000 characters of each text (cut at a paragraph) for the
-suite (tests/unit/data/chunking/).
+suite (tests/unit/data/chunking/). `--tokenizers`: instead, each text in our `unicode` tokens and in the
+embedders' own (evalset/tokenizers.py): characters per token, and `recursive` 256/32 in each, with how many
+chunks of `unicode` 256/32 hold more than 256 of that tokenizer's tokens.
 """
 from __future__ import annotations
 
@@ -41,6 +43,8 @@ sys.path.insert(0, str(HERE))
 
 from pytest_ragretrieval.evalset.chunkers import Chunker, chunk_documents, token_bounds  # noqa: E402
 from pytest_ragretrieval.evalset.documents import Document  # noqa: E402
+from pytest_ragretrieval.evalset.tokenizers import NAMES as EMBEDDER_TOKENIZERS  # noqa: E402
+from pytest_ragretrieval.evalset.tokenizers import counter  # noqa: E402
 
 CHUNKERS = (
     ("recursive 1000/200 characters", Chunker("recursive", size=1000, overlap=200), 1000),
@@ -123,6 +127,22 @@ def check(name: str, text: str, chunker: Chunker, cap: int) -> str:
     largest = max(c.end - c.start for c in chunks if c.start is not None and c.end is not None)
     return (f"| {name} | {len(chunks):,} | {largest:,} | {max(sizes):,} {unit} | "
             f"{cap or '—'} | {over} | {lost} | {sliced} | {seconds:.2f} |")
+
+
+def tokenizers(path: Path) -> None:
+    """One text in each tokenizer: its tokens, characters per token, `recursive` 256/32 counted in it."""
+    text = path.read_text(encoding="utf-8")
+    ours = chunk_documents([Document("t", text)], Chunker("recursive", size=256, overlap=32, unit="tokens"), HERE)
+    for name in ("unicode", *EMBEDDER_TOKENIZERS):
+        count = counter(name) if name in EMBEDDER_TOKENIZERS else (lambda t: len(token_bounds(t, "unicode")) - 1)
+        started = time.process_time()  # CPU seconds: the machine is shared
+        chunks = chunk_documents([Document("t", text)], Chunker("recursive", size=256, overlap=32, unit="tokens",
+                                                                tokenizer=name), HERE)
+        seconds = time.process_time() - started
+        tokens = count(text)
+        over = sum(1 for chunk in ours if count(chunk.text) > 256)
+        print(f"| {path.name} | {name} | {tokens:,} | {len(text) / tokens:.2f} | {len(chunks):,} | "
+              f"{max(count(chunk.text) for chunk in chunks)} | {over} of {len(ours):,} | {seconds:.2f} |")
 
 
 def _stripped(text: str, size: int, overlap: int) -> set[tuple[int, str]]:
@@ -221,7 +241,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--excerpts", type=Path, help="write ~20,000-character excerpts of the texts here")
     parser.add_argument("--langchain-site", help="a site-packages with langchain-text-splitters")
     parser.add_argument("--libraries-site", help="a site-packages with pysbd, sentencex, semantic-text-splitter")
+    parser.add_argument("--tokenizers", action="store_true", help="the texts in each tokenizer's tokens")
     args = parser.parse_args(argv)
+    if args.tokenizers:
+        print("| text | tokenizer | tokens | characters per token | recursive 256/32 chunks | largest (tokens) "
+              "| unicode 256/32 chunks over 256 | CPU seconds |")
+        print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+        for path in args.texts:
+            tokenizers(path)
+        return
     if args.build:
         build(args.build)
         return

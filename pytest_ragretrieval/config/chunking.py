@@ -11,12 +11,14 @@ from ..evalset.chunkers import TOKENIZERS as CHUNK_TOKENIZERS
 from ..evalset.chunkers import TYPES as CHUNKER_TYPES
 from ..evalset.chunkers import UNITS as CHUNK_UNITS
 from ..evalset.chunkers import Chunker
+from ..evalset.tokenizers import NAMES as EMBEDDER_TOKENIZERS
+from ..evalset.tokenizers import SMALLEST, of_embedding
 from ..files.tables import Table
 from ..retrievers import RetrieverSpec
 
 
-def chunker(table: Table) -> Chunker | None:
-    """`[chunker]`: needed by `documents`, and only there."""
+def chunker(table: Table, embedding: str) -> Chunker | None:
+    """`[chunker]`: needed by `documents`, and only there; `tokenizer = "embedder"` is `embedding`'s."""
     if not table.has("chunker"):
         if table.has("documents"):
             raise table.error("chunker", "documents need a chunker; add [tool.ragretrieval.chunker] with "
@@ -28,10 +30,11 @@ def chunker(table: Table) -> Chunker | None:
     value = table.raw("chunker")
     if not isinstance(value, dict):
         raise table.error("chunker", "must be a table: [tool.ragretrieval.chunker] with type = \"tokens\"")
-    return _chunker_table(Table(value, f"{table.where} chunker", table.root))
+    return _chunker_table(Table(value, f"{table.where} chunker", table.root), embedding)
 
 
-def chunkings(table: Table, retrievers: Sequence[RetrieverSpec], label: Callable[[str], str]) -> dict[str, Chunker]:
+def chunkings(table: Table, retrievers: Sequence[RetrieverSpec], label: Callable[[str], str],
+              embedding: str) -> dict[str, Chunker]:
     """`[chunkings.NAME]`: more chunkers over the same documents, each read by the retrievers naming it
     (`chunking = "NAME"`); a hybrid or rerank reads sources of its own chunking only."""
     value = table.raw("chunkings", {})
@@ -46,7 +49,7 @@ def chunkings(table: Table, retrievers: Sequence[RetrieverSpec], label: Callable
             raise table.error(f"chunkings.{name}", "chunking names may hold letters, digits, '_' and '-' only")
         if not isinstance(body, dict):
             raise table.error(f"chunkings.{name}", "must be a table like [tool.ragretrieval.chunker]")
-        found[name] = _chunker_table(Table(body, f"{table.where} chunkings.{name}", table.root))
+        found[name] = _chunker_table(Table(body, f"{table.where} chunkings.{name}", table.root), embedding)
     by_name = {spec.name: spec for spec in retrievers}
     for spec in retrievers:
         if spec.chunking and spec.chunking not in found:
@@ -63,7 +66,7 @@ def chunkings(table: Table, retrievers: Sequence[RetrieverSpec], label: Callable
     return found
 
 
-def _chunker_table(sub: Table) -> Chunker:
+def _chunker_table(sub: Table, embedding: str) -> Chunker:
     """One chunker table: `[chunker]` or a `[chunkings.NAME]`."""
     kind = (sub.text("type", "python", choices=CHUNKER_TYPES) if sub.has("python")
             else sub.text("type", choices=CHUNKER_TYPES))
@@ -73,19 +76,19 @@ def _chunker_table(sub: Table) -> Chunker:
         if ":" not in found.python:
             raise sub.error("python", f"must be \"module:function\", got {found.python!r}")
     elif kind in ("markdown", "recursive"):
-        unit, tokenizer = _unit(sub)
-        size = sub.integer("size", 2000 if kind == "markdown" else 1000, minimum=1)
+        unit, tokenizer = _unit(sub, embedding)
+        size = sub.integer("size", 2000 if kind == "markdown" else 1000, minimum=_least(tokenizer))
         overlap = _overlap(sub, size, 0) if kind == "recursive" else 0
         found = Chunker(kind, size=size, overlap=overlap, unit=unit, tokenizer=tokenizer)
     else:
         defaults = (512, 64) if kind == "tokens" else (3, 0)
         size = sub.integer("size", defaults[0], minimum=1)
         overlap = _overlap(sub, size, defaults[1])
-        tokenizer = sub.text("tokenizer", "unicode", choices=CHUNK_TOKENIZERS) if kind == "tokens" else "unicode"
+        tokenizer = _windows_tokenizer(sub) if kind == "tokens" else "unicode"
         found = Chunker(kind, size=size, overlap=overlap, tokenizer=tokenizer)
         if kind == "sentences" and sub.has("cap"):
-            unit, tokenizer = _unit(sub)
-            found = replace(found, cap=sub.integer("cap", minimum=1), unit=unit, tokenizer=tokenizer)
+            unit, tokenizer = _unit(sub, embedding)
+            found = replace(found, cap=sub.integer("cap", minimum=_least(tokenizer)), unit=unit, tokenizer=tokenizer)
     sub.finish()
     return found
 
@@ -100,13 +103,37 @@ def _overlap(sub: Table, size: int, default: int) -> int:
     return overlap
 
 
-def _unit(sub: Table) -> tuple[str, str]:
-    """`unit` (what a cap counts) and, for `tokens`, `tokenizer`."""
+def _unit(sub: Table, embedding: str) -> tuple[str, str]:
+    """`unit` (what a cap counts) and, for `tokens`, `tokenizer`: one of ours, an embedder's named, or
+    `embedder`, the configured embedding's own."""
     unit = sub.text("unit", "characters", choices=CHUNK_UNITS)
     if unit == "characters" and sub.has("tokenizer"):
         raise sub.error("tokenizer", "counts tokens, and this chunker's unit is characters; set unit = \"tokens\" "
                         "or remove the tokenizer")
-    return unit, sub.text("tokenizer", "unicode", choices=CHUNK_TOKENIZERS) if unit == "tokens" else "unicode"
+    if unit == "characters":
+        return unit, "unicode"
+    tokenizer = sub.text("tokenizer", "unicode", choices=(*CHUNK_TOKENIZERS, "embedder", *EMBEDDER_TOKENIZERS))
+    if tokenizer != "embedder":
+        return unit, tokenizer
+    own = of_embedding(embedding)
+    if own is None:
+        raise sub.error("tokenizer", f"\"embedder\" is the configured embedding's tokenizer, and {embedding!r} "
+                        f"carries none available offline; name one ({' or '.join(map(repr, EMBEDDER_TOKENIZERS))}) "
+                        "or set tokenizer = \"unicode\"")
+    return unit, own
+
+
+def _windows_tokenizer(sub: Table) -> str:
+    """`tokens`' `tokenizer`: ours only, as an embedder's subword at a window's start reads differently alone."""
+    if sub.raw("tokenizer", None) in ("embedder", *EMBEDDER_TOKENIZERS):
+        raise sub.error("tokenizer", "type = \"tokens\" counts our tokenizers only (unicode, chars, characters); "
+                        "for an embedder's tokens set type = \"recursive\" with unit = \"tokens\" and this tokenizer")
+    return sub.text("tokenizer", "unicode", choices=CHUNK_TOKENIZERS)
+
+
+def _least(tokenizer: str) -> int:
+    """The smallest cap: one token, or two of an embedder's (a character alone can read as two)."""
+    return SMALLEST if tokenizer in EMBEDDER_TOKENIZERS else 1
 
 
 _CHUNKING = re.compile(r"[A-Za-z0-9_-]+")

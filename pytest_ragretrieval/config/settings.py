@@ -432,8 +432,9 @@ def load_config(config_option: str | None, rootpath: Path) -> Config:
     if table.has("documents") and table.has("chunks"):
         raise table.error("documents", "and chunks cannot both be set: a chunks file is already chunked; "
                           "keep one")
-    config = replace(config, documents=path("documents") if table.has("documents") else None, chunker=chunker(table),
-                     chunkings=chunkings(table, config.retrievers, label))
+    config = replace(config, documents=path("documents") if table.has("documents") else None,
+                     chunker=chunker(table, config.embedding),
+                     chunkings=chunkings(table, config.retrievers, label, config.embedding))
     if config.chunks is None and config.documents is None:
         config = replace(config, team_corpus=team_corpus(table, config.retrievers, label))
     for entry in config.fail_on:

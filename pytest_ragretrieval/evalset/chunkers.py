@@ -11,26 +11,25 @@ compiled core and an HTTP client; these are small, exact and need nothing. pysbd
 semantic-text-splitter were set beside the sentence ends and `recursive` on the project's texts
 (benchmarks/chunkers.py, docs/performance.md): slower, one language per document, or trimmed chunks.
 
-A team's chunker (`python`) runs in one process forked for it (core/fork.py), document after document,
-each under a deadline: a chunker that hangs, raises, exits or kills its process is one line naming it and
-the document, and the gate's own process, its output and its exit status stay the gate's.
+A team's chunker (`python`) runs in a process of its own (evalset/team_chunker.py).
 """
 from __future__ import annotations
 
-import json
 import re
-import time
 from bisect import bisect_left
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import ConfigError, FixtureError
-from ..core.fork import ChildFailed, TooLate, answer, forkable, serve, stop
-from ..core.loader import load_object
+from ..core.errors import FixtureError
 from .documents import Document
 from .records import Chunk
+from .team_chunker import Piece, team_pieces
+from .tokenizers import NAMES as EMBEDDER_TOKENIZERS
+from .tokenizers import counter as embedder_counter
+from .tokenizers import identity as tokenizer_identity
 
 TYPES = ("tokens", "sentences", "markdown", "recursive", "python")
 TIMEOUT = 60.0
@@ -40,7 +39,8 @@ TOKENIZERS = ("unicode", "chars", "characters")
 token; `chars`: every non-space code point is one (kept for the configs that name it: 512 of them are about
 612 characters of English); `characters`: every code point is one, spaces and line ends included."""
 UNITS = ("characters", "tokens")
-"""What a cap counts: every character, or the tokens of the chunker's `tokenizer`."""
+"""What a cap counts: every character, or the tokens of the chunker's `tokenizer`: one of TOKENIZERS, or an
+embedder's own (evalset/tokenizers.py: `embedder`, the configured one's, or one named)."""
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af"
 _TOKEN = {
     "unicode": re.compile(rf"[{_CJK}]|(?:(?![{_CJK}])\w)+|\S"),
@@ -85,8 +85,13 @@ class Chunker:
     def described(self) -> dict[str, Any]:
         """What the fingerprint records: the type and the parameters it uses. `sentences` and `markdown`
         record `version` 2 (abbreviations, 。！？ without ；, no chunk over the cap): a baseline recorded
-        by an older gate shows a changed chunker, as its chunks may differ."""
-        unit = {"unit": self.unit, **({"tokenizer": self.tokenizer} if self.unit == "tokens" else {})}
+        by an older gate shows a changed chunker, as its chunks may differ. An embedder's tokenizer is
+        recorded with its identity (`tokenizer_id`): a new vocabulary is a new chunker."""
+        unit: dict[str, Any] = {"unit": self.unit}
+        if self.unit == "tokens":
+            unit["tokenizer"] = self.tokenizer
+            if self.tokenizer in EMBEDDER_TOKENIZERS:
+                unit["tokenizer_id"] = tokenizer_identity(self.tokenizer)
         if self.type == "tokens":
             return {"type": self.type, "size": self.size, "overlap": self.overlap, "tokenizer": self.tokenizer}
         if self.type == "sentences":
@@ -99,15 +104,11 @@ class Chunker:
         return {"type": self.type, "python": self.python}
 
 
-Piece = tuple[int, int, Mapping[str, Any]]
-"""A chunk's span in its document and the chunker's metadata for it."""
-
-
 def chunk_documents(documents: Sequence[Document], chunker: Chunker, root: Path) -> tuple[Chunk, ...]:
     """Every document cut by the chunker; ids `<doc>#<n>` from 0 in document order, so an unchanged
     document keeps its ids whatever happens to the others."""
     if chunker.type == "python":
-        cuts = team_pieces(documents, chunker, root)
+        cuts = team_pieces(documents, chunker.python, chunker.timeout, root)
     else:
         cut = _splitter(chunker)
         cuts = [cut(document) for document in documents]
@@ -131,104 +132,6 @@ def _splitter(chunker: Chunker) -> Callable[[Document], list[Piece]]:
     if chunker.type == "recursive":
         return lambda d: _plain(recursive_spans(d.text, chunker))
     return lambda d: markdown_pieces(d.text, chunker.size, chunker)
-
-
-def team_pieces(documents: Sequence[Document], chunker: Chunker, root: Path) -> list[list[Piece]]:
-    """A team's chunker's pieces of each document, cut in one forked process: its module imported there,
-    then each document under `chunker.timeout`; the process is gone when this returns or raises. Where
-    forking is unsafe (core/fork.py's `forkable`) it runs here, with the same checks and no deadline."""
-    if not forkable():
-        answers: list[bytes] = []
-        _cut_all(chunker.python, documents, root, answers.append)
-        decoded = [_decoded(number, data) for number, data in enumerate(answers, start=-1)]
-        return [pieces for pieces in decoded if pieces is not None]
-    child = serve(lambda send: _cut_all(chunker.python, documents, root, send))
-    try:
-        found: list[list[Piece]] = []
-        for number in range(-1, len(documents)):
-            data = answer(child, time.monotonic() + chunker.timeout)
-            if data is None:
-                raise ChildFailed("it ended before its answer")
-            pieces = _decoded(number, data)
-            if pieces is not None:
-                found.append(pieces)
-        assert answer(child, time.monotonic() + chunker.timeout) is None  # its end: one answer a document
-        return found
-    except TooLate:
-        raise FixtureError(f"chunker {chunker.python!r} did not return within {chunker.timeout:g} s "
-                           f"{_on(documents, number)} (its process was stopped); make it faster, or raise "
-                           "its table's timeout") from None
-    except ChildFailed as exc:
-        raise FixtureError(f"chunker {chunker.python!r} {_on(documents, number)}: its process failed ({exc}); "
-                           "a chunker returns its pairs, it must not exit or end its process") from None
-    except BaseException:
-        stop([child])  # a signal, or the one line of its answer: the process ends with this call
-        raise
-
-
-def _on(documents: Sequence[Document], number: int) -> str:
-    return "while its module was imported" if number < 0 else f"on document {documents[number].id!r}"
-
-
-def _decoded(number: int, data: bytes) -> list[Piece] | None:
-    """One answer of `_cut_all`: the pieces of document `number` (None: the module was imported), or its
-    one line raised."""
-    answered = json.loads(data)
-    if "error" in answered:
-        raise (ConfigError if answered.get("config") else FixtureError)(answered["error"])
-    if number < 0:
-        return None
-    return [(start, end, metadata) for start, end, metadata in answered["pieces"]]
-
-
-def _cut_all(name: str, documents: Sequence[Document], root: Path, send: Callable[[bytes], None]) -> None:
-    """Where the team's chunker runs: its module imported, then each document cut and checked, every answer
-    JSON handed back through `send`; the first problem is the last answer, one line."""
-    try:
-        split = load_object(name, root, "chunker python")
-    except ConfigError as exc:
-        send(json.dumps({"error": str(exc), "config": True}).encode())
-        return
-    except KeyboardInterrupt:
-        raise  # here only where it runs in the gate's process (not forkable): the gate's Ctrl-C or SIGTERM
-    except BaseException as exc:  # noqa: BLE001 - the team's module: whatever it raises is one line
-        send(_error(f"chunker {name!r} raised {_said(exc)} while its module was imported; fix the module"))
-        return
-    send(b"{}")
-    for document in documents:
-        try:
-            spans = split(document.text)
-        except KeyboardInterrupt:
-            raise
-        except BaseException as exc:  # noqa: BLE001 - the team's code: SystemExit and RecursionError too
-            send(_error(f"chunker {name!r} raised {_said(exc)} on document {document.id!r}; fix the chunker"))
-            return
-        try:
-            send(_pieces_json(name, document, spans))
-        except FixtureError as exc:
-            send(_error(str(exc)))
-            return
-
-
-def _error(line: str) -> bytes:
-    return json.dumps({"error": line}).encode()
-
-
-def _said(exc: BaseException) -> str:
-    """An exception as one short line: its type and the first line of its message."""
-    lines = str(exc).strip().splitlines()
-    said = f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
-    return said if len(said) <= 200 else said[:199] + "…"
-
-
-def _pieces_json(name: str, document: Document, spans: Any) -> bytes:
-    """The checked pieces as JSON, metadata included: what cannot be written as JSON is refused here."""
-    pieces = _checked(name, document, spans)
-    try:
-        return json.dumps({"pieces": pieces}, allow_nan=False, ensure_ascii=False).encode()
-    except (TypeError, ValueError) as exc:
-        raise FixtureError(f"chunker {name!r} returned metadata that is not JSON for document {document.id!r} "
-                           f"({exc}); return strings, numbers, booleans, None, lists and dicts") from None
 
 
 def _plain(spans: Iterable[tuple[int, int]]) -> list[Piece]:
@@ -327,15 +230,41 @@ def _fenced(text: str) -> list[tuple[int, int]]:
     return [(marks[i], marks[i + 1] if i + 1 < len(marks) else len(text)) for i in range(0, len(marks), 2)]
 
 
+LONGEST = 32
+"""Characters a token of an embedder's tokenizer is taken to cover at most, to skip counting long slices."""
+
+
 class Measure:
-    """How big a slice of one text is in the chunker's unit: its characters, or the tokens that start in
-    it (so the sizes of slices that tile a span add up to the span's)."""
+    """How big a slice of one text is in the chunker's unit: its characters, the tokens that start in it
+    (so the sizes of slices that tile a span add up to the span's), or, for an embedder's tokenizer, the
+    tokens of the slice's text read alone (evalset/tokenizers.py), each slice counted once."""
 
     def __init__(self, text: str, chunker: Chunker) -> None:
         self.text = text
-        self.starts = token_bounds(text, chunker.tokenizer)[:-1] if chunker.unit == "tokens" else None
+        self.starts: list[int] | None = None
+        self.count: Callable[[str], int] | None = None
+        self.known: dict[tuple[int, int], int] = {}
+        self.solid: list[int] = []
+        """For an embedder's tokenizer: how many characters before each offset are not whitespace."""
+        if chunker.unit == "tokens" and chunker.tokenizer in EMBEDDER_TOKENIZERS:
+            self.count = embedder_counter(chunker.tokenizer)
+            self.solid = list(accumulate((not character.isspace() for character in text), initial=0))
+        elif chunker.unit == "tokens":
+            self.starts = token_bounds(text, chunker.tokenizer)[:-1]
+
+    def within(self, start: int, end: int, size: int) -> bool:
+        """Whether [start, end) is at most `size`. For an embedder's tokenizer, a slice with more than
+        `LONGEST` non-space characters a token is over without being counted (a token is a word piece):
+        counting a whole document costs seconds, and a slice cut that fitted is packed back together."""
+        if self.count is not None and self.solid[end] - self.solid[start] > size * LONGEST:
+            return False
+        return self(start, end) <= size
 
     def __call__(self, start: int, end: int) -> int:
+        if self.count is not None:
+            if (start, end) not in self.known:
+                self.known[start, end] = self.count(self.text[start:end])
+            return self.known[start, end]
         if self.starts is None:
             return end - start
         return bisect_left(self.starts, end) - bisect_left(self.starts, start)
@@ -365,7 +294,7 @@ LEVELS = 5
 def pieces_within(measure: Measure, start: int, end: int, size: int, level: int = 0) -> list[tuple[int, int]]:
     """[start, end) cut into pieces that tile it, each at most `size`: at blank lines, then each piece
     still over at line ends, then sentences, then spaces, then characters."""
-    if measure(start, end) <= size or level >= LEVELS:
+    if level >= LEVELS or measure.within(start, end, size):
         return [(start, end)]
     found: list[tuple[int, int]] = []
     begin = start
@@ -378,23 +307,59 @@ def pieces_within(measure: Measure, start: int, end: int, size: int, level: int 
 
 def packed(measure: Measure, start: int, end: int, size: int, overlap: int) -> list[tuple[int, int]]:
     """[start, end)'s pieces (`pieces_within`) packed greedily into chunks of at most `size`, each next
-    chunk starting with the last pieces of the one before that add up to at most `overlap`, as
-    LangChain's RecursiveCharacterTextSplitter merges its splits (which strips what we keep)."""
+    chunk starting with the last pieces of the one before that measure at most `overlap` together (and
+    fit in `size` with the piece that did not), as LangChain's RecursiveCharacterTextSplitter merges its
+    splits (which strips what we keep)."""
     pieces = pieces_within(measure, start, end, size)
     found: list[tuple[int, int]] = []
     first = 0
-    total = 0
-    for number, (begin, finish) in enumerate(pieces):
-        grows = measure(begin, finish)
-        if total + grows > size and number > first:
-            found.append((pieces[first][0], pieces[number - 1][1]))
-            while first < number and (total > overlap or total + grows > size):
-                total -= measure(*pieces[first])
-                first += 1
-        total += grows
-    if first < len(pieces):
-        found.append((pieces[first][0], pieces[-1][1]))
+    while first < len(pieces):
+
+        def fits(at: int, begin: int = pieces[first][0]) -> bool:
+            return measure(begin, pieces[at][1]) <= size
+
+        last = _furthest(fits, _summed(measure, pieces, first, size), len(pieces) - 1)
+        found.append((pieces[first][0], pieces[last][1]))
+        if last == len(pieces) - 1:
+            break
+
+        def repeats(at: int, end: int = pieces[last][1], grown: int = pieces[last + 1][1]) -> bool:
+            return measure(pieces[at][0], end) <= overlap and measure(pieces[at][0], grown) <= size
+
+        first = _furthest(repeats, last + 1, first + 1)
     return [(a, b) for a, b in found if measure.text[a:b].strip()]
+
+
+def _summed(measure: Measure, pieces: Sequence[tuple[int, int]], first: int, size: int) -> int:
+    """Where the chunk that starts at piece `first` ends by the sum of its pieces' sizes (at least one
+    piece), back while it is over `size` counted whole: the end itself for characters and our tokens,
+    which add up; a start, close to it, for an embedder's counts, which need not."""
+    last, total = first, measure(*pieces[first])
+    while last + 1 < len(pieces) and total + measure(*pieces[last + 1]) <= size:
+        last += 1
+        total += measure(*pieces[last])
+    while last > first and measure(pieces[first][0], pieces[last][1]) > size:
+        last -= 1
+    return last
+
+
+def _furthest(good: Callable[[int], bool], start: int, stop: int) -> int:
+    """From `start` (taken as good) toward `stop`, the furthest index found good, in steps that double
+    after a good one and halve at a bad one, until the next index is bad or `stop` is reached. Where the
+    measure grows with the slice (characters, our tokens) that is the last good index; an embedder's
+    counts need not grow so (an over-long word is one [UNK]), and a chunk is still counted whole and
+    within `size`, in a few counts rather than one a piece."""
+    sign = 1 if stop >= start else -1
+    at, step = start, 1
+    while at != stop:
+        probe = at + sign * min(step, abs(stop - at))
+        if good(probe):
+            at, step = probe, step * 2
+        elif step > 1:
+            step //= 2
+        else:
+            break
+    return at
 
 
 def recursive_spans(text: str, chunker: Chunker) -> list[tuple[int, int]]:
@@ -425,34 +390,3 @@ def capped_sentences(text: str, chunker: Chunker) -> list[tuple[int, int]]:
             break
         first = max(first + 1, last - chunker.overlap)
     return found
-
-
-def _checked(name: str, document: Document, spans: Any) -> list[Piece]:
-    """A team's chunker's answer: (start, end) or (start, end, metadata) for each chunk, in order (by start,
-    then end, no pair twice), each inside the document and not empty."""
-    found: list[Piece] = []
-    try:
-        items = list(spans)
-    except TypeError:
-        raise FixtureError(f"chunker {name!r} returned {type(spans).__name__} for document {document.id!r}; "
-                           "return a list of (start, end) pairs") from None
-    for item in items:
-        if (not isinstance(item, tuple | list) or len(item) not in (2, 3)
-                or not all(isinstance(n, int) and not isinstance(n, bool) for n in item[:2])
-                or not 0 <= item[0] < item[1] <= len(document.text)
-                or (len(item) == 3 and not isinstance(item[2], dict))):
-            raise FixtureError(f"chunker {name!r} returned {_shown(item)} for document {document.id!r} "
-                               f"({len(document.text)} characters); return (start, end) pairs with "
-                               "0 <= start < end <= len(text), or (start, end, metadata)")
-        if found and (item[0], item[1]) <= found[-1][:2]:
-            twice = (item[0], item[1]) == found[-1][:2]
-            raise FixtureError(f"chunker {name!r} returned {tuple(item[:2])!r} "
-                               f"{'twice' if twice else 'after ' + repr(found[-1][:2])} for document "
-                               f"{document.id!r}; return the pairs in order, by start then end, each once")
-        found.append((item[0], item[1], dict(item[2]) if len(item) == 3 else {}))
-    return found
-
-
-def _shown(item: Any) -> str:
-    shown = repr(item)
-    return shown if len(shown) <= 120 else shown[:119] + "…"

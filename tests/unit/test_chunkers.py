@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from pytest_ragretrieval.core.errors import ConfigError, FixtureError
-from pytest_ragretrieval.evalset import chunkers
+from pytest_ragretrieval.evalset import team_chunker
 from pytest_ragretrieval.evalset.chunkers import Chunker, chunk_documents, sentence_bounds, token_bounds
 from pytest_ragretrieval.evalset.documents import Document, documents_digest, load_documents
 from pytest_ragretrieval.evalset.records import Chunk
@@ -241,7 +241,7 @@ def test_a_chunker_runs_in_a_process_of_its_own(team: Path) -> None:
 
 
 def test_where_forking_is_unsafe_the_same_checks_run_here(team: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(chunkers, "forkable", lambda: False)
+    monkeypatch.setattr(team_chunker, "forkable", lambda: False)
     assert [c.metadata for c in cut(team, "ok")] == [{"n": len(CHINESE.text)}, {"n": len(ENGLISH.text)}]
     with pytest.raises(FixtureError, match=r"chunker 'team:raising' raised ValueError: boom on document 'zh'"):
         cut(team, "raising")
