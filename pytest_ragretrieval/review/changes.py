@@ -8,7 +8,9 @@ replaced by lower values, removed entries, loosened settings, lost hits under pe
 gating) and what does not. It compares bars, never a value the head's file stores: both sides' approved rankings
 scored here under today's exam and the base's (`rescore`; docs/approval.md, "Trust model"); a base file
 that keeps no labels (format 3) has its stored bars compared at the stored precision (`bar.bar_means`).
-Per-tag values (stored ones) are listed but never lower the bar: the gate does not judge them. Pure.
+Each segment value either config judges (`segments`) is compared as the whole set, over its questions, and
+lowers the bar as it does; per-tag values (stored ones) are listed but never lower the bar: the gate does not
+judge them. Pure.
 """
 from __future__ import annotations
 
