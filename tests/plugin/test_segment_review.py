@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from projects import RUN, TABLE_ONLY, set_rankings, synthetic, write_project
+from projects import RUN, TABLE_ONLY, jsonl, set_rankings, synthetic, write_project
 
 from pytest_ragretrieval.cli import main
 
@@ -115,3 +115,19 @@ def test_a_segment_below_min_questions_lowers_nothing(pytester: pytest.Pytester,
     out = capsys.readouterr().out
     assert code == 0, out
     assert "segment" not in out, out
+
+
+def test_a_retag_in_the_same_pull_request_leaves_the_segment_judged(pytester: pytest.Pytester,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """The six hurt German questions retagged `xx`: today's eval set leaves German 14 questions, below
+    min_questions, but the base's exam keeps them German, so the check still compares 20 and lowers."""
+    questions, gold = based(pytester)
+    retagged = [{**q, "metadata": {"lang": "xx"}} if q["id"] in HURT else q for q in questions]
+    (pytester.path / "fixtures" / "evalset.jsonl").write_text(jsonl(retagged), encoding="utf-8")
+    recorded(pytester, retagged, gold, HURT, "--rag-allow-regression")
+    capsys.readouterr()
+    code = main(["diff", "--against", "main", "--fail-on-lower"])
+    out = capsys.readouterr().out
+    assert code == 1, out
+    assert "  lowered: recall@3 of 'table' in segment lang:de 1.0000 -> 0.7000 (-0.3000)" in out, out
+    assert "lang:xx" not in out  # 6 questions: not judged
