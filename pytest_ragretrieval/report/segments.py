@@ -45,11 +45,13 @@ class SegmentRow:
 
 def _outcome(data: ReportInput, retriever: str, segment: str, label: str, comparison: Comparison) -> tuple[str, str]:
     """The item's outcome (a segment item names its metric `KEY:VALUE::LABEL`); an item without one was shown,
-    not judged (fewer questions than `min_questions`: no p), or not selected in this run."""
+    not judged (fewer questions than `min_questions`), or not judged in this run (not selected, an update)."""
+    if comparison.questions < data.min_questions:
+        return SHOWN
     for item in data.outcomes:
         if (item.retriever, item.metric) == (retriever, f"{segment}::{label}"):
             return WORDS[item.outcome]
-    return SHOWN if comparison.p_value is None else NOT_SELECTED
+    return NOT_SELECTED
 
 
 def segment_tables(data: ReportInput) -> list[tuple[str, list[SegmentRow]]]:
