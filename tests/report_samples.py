@@ -11,7 +11,7 @@ from pytest_ragretrieval.record.report import (
     ReportInput,
     RetrieverView,
 )
-from pytest_ragretrieval.record.types import Comparison, Finding, ItemOutcome, PairComparison
+from pytest_ragretrieval.record.types import Comparison, Finding, ItemOutcome, PairComparison, Retriever
 
 CJK = re.compile("[\u2e80-\u2fff\u3000-\u303f\u3040-\u9fff\uac00-\ud7af\uf900-\ufaff\ufe30-\ufe4f\uff00-\uffef]")
 """Any CJK character, full-width punctuation included: what an English-only report must not hold."""
@@ -46,6 +46,12 @@ def sample_input() -> ReportInput:
         baseline_values={"q01": {"precision@5": 0.4, "ndcg@5": 1.0}, "q02": {"precision@5": 0.2, "ndcg@5": 0.7}},
         no_answer_total=1, no_answer_empty=0, latency_p50=1.2, latency_p95=3.4,
         diagnostics={"pool_recall@20": 0.9},
+        entry=Retriever(metrics={"precision@5": 0.3, "ndcg@5": 0.75}, segments={
+            "lang:de": {"ndcg@5": Comparison(0.9, 0.6, -0.3, 0.0156, (-0.5, -0.1), 0.0156, 2, 20)},
+            "lang:en": {"ndcg@5": Comparison(0.8, 0.8, 0.0, 1.0, (0.0, 0.0), 1.0, 2, 30)},
+            # shown, not judged; its `_` and `|` are escaped in Markdown
+            "lang:fr_[ca]|": {"ndcg@5": Comparison(0.7, 0.5, -0.2, None, None, 0.25, 0, 4)},
+        }),
     )
     skipped = RetrieverView(name="hybrid_rerank", type="rerank", status="unavailable", reason="cross-encoder not available")
     return ReportInput(
@@ -68,7 +74,9 @@ def sample_input() -> ReportInput:
         outcomes=(ItemOutcome("rag::hybrid::precision@5", "hybrid", "precision@5", Finding.INCONCLUSIVE, "today", 0.0,
                               1.0, True, 44),
                   ItemOutcome("rag::hybrid::ndcg@5", "hybrid", "ndcg@5", Finding.REGRESSION, "today", -0.1, 0.0155,
-                              False)),
+                              False),
+                  ItemOutcome("rag::hybrid::segment::lang:de::ndcg@5", "hybrid", "lang:de::ndcg@5", Finding.REGRESSION,
+                              "today", -0.3, 0.0156, False)),
     )
 
 

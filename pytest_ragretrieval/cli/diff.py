@@ -276,9 +276,10 @@ def _moved(kind: str, change: ValueChange, exams: int = 1) -> str:
     under = f" {UNDER[change.exam]}" if exams > 1 and change.exam in UNDER else ""
     why = f" [{change.why}]" if change.why else ""
     kind += f" ({change.unit})" if change.unit == UNIT_ONLY else ""
+    what = subject(change.retriever, change.metric) + (f" in segment {change.segment}" if change.segment else "")
     if change.scope:
-        return f"  {kind}: {subject(change.retriever, change.metric)}: {change.scope}{why}"
-    return (f"  {kind}: {subject(change.retriever, change.metric)} {fmt(change.old)} -> {fmt(change.new)} "
+        return f"  {kind}: {what}: {change.scope}{why}"
+    return (f"  {kind}: {what} {fmt(change.old)} -> {fmt(change.new)} "
             f"({signed(change.new - change.old)}){under}{why}")
 
 

@@ -131,7 +131,9 @@ def github_lines(decision: Decision, changes: Changes) -> list[str]:
         title = "rag: baseline lowered" + ("" if decision.failed else " (approved)")
         where = f"file={escape_property(changes.new_path)},title={escape_property(title)}"
         lines.append(f"::{level} {where}::{escape_data(decision.reason)}")
-        lines += [f"::{level} {where}::" + escape_data(f"{c.metric} of {c.retriever!r}: {fmt(c.old)} -> {fmt(c.new)}")
+        lines += [f"::{level} {where}::" + escape_data(f"{c.metric} of {c.retriever!r}"
+                                                             + (f" in segment {c.segment}" if c.segment else "")
+                                                             + f": {fmt(c.old)} -> {fmt(c.new)}")
                   for c in changes.lowered]
     if not decision.comment:
         lines.append(f"::notice title=rag%3A no comment::{escape_data(decision.comment_reason)}")

@@ -24,6 +24,9 @@ from .chart import chart
 from .html_explain import EXPLAIN_STYLE, explanation
 from .html_pairs import conclusions, next_section, pairs, since
 from .markup import attrs, e, el, number
+from .segments import HEADERS as SEGMENT_HEADERS
+from .segments import HINT as SEGMENTS_HINT
+from .segments import NUMBERS, segment_tables
 from .wording import (
     DEFINITIONS,
     DELTA_HINT,
@@ -196,7 +199,25 @@ def metrics(data: ReportInput) -> list[str]:
     body += chart(data)
     if has_significance(data):
         body += significance(data)
+    body += segments(data)
     return section(data, "metrics", body)
+
+
+def segments(data: ReportInput) -> list[str]:
+    """Each segment key's table (`report/segments.py`); nothing without segments compared."""
+    tables = segment_tables(data)
+    if not tables:
+        return []
+    body = [el("h3", e(heading(data.language, "segments"))), el("p", e(say(data.language, SEGMENTS_HINT)))]
+    for key, found in tables:
+        rows = []
+        for row in found:
+            cells = row.cells(data.language)
+            tds = "".join(el("td", e(cell)) for cell in cells[:-NUMBERS]) + "".join(map(num_td, cells[-NUMBERS:]))
+            rows.append(el("tr", tds, data_retriever=row.retriever, data_segment=row.segment, data_metric=row.metric,
+                           data_p=number(row.comparison.p_value), data_outcome=row.outcome[1]))
+        body += [el("h4", e(key)), *html_table(list(SEGMENT_HEADERS), rows, cls="segments", data_key=key)]
+    return body
 
 
 def tags(data: ReportInput) -> list[str]:

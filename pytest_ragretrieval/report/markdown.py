@@ -13,6 +13,9 @@ from ..record.report import (
     question_changes,
 )
 from .conclusions import conclusion_lines, next_steps
+from .segments import HEADERS as SEGMENT_HEADERS
+from .segments import HINT as SEGMENTS_HINT
+from .segments import NUMBERS, segment_tables
 from .wording import (
     DEFINITIONS,
     DELTA_HINT,
@@ -192,9 +195,22 @@ def metrics_section(data: ReportInput) -> list[str]:
     if has_significance(data):
         lines += ["", f"### {heading(language, 'significance')}", "", significance_hint(data), "",
                   *significance_table(data)]
+    lines += segments_section(data)
     if data.pairs:
         lines += ["", f"### {heading(language, 'pairs')}", "", pairs_hint(data.pair_method, language), "",
                   *pairs_table(data)]
+    return lines
+
+
+def segments_section(data: ReportInput) -> list[str]:
+    """Each segment key's table (`report/segments.py`); nothing without segments compared."""
+    tables = segment_tables(data)
+    if not tables:
+        return []
+    lines = ["", f"### {heading(data.language, 'segments')}", "", esc(say(data.language, SEGMENTS_HINT))]
+    for key, rows in tables:
+        lines += ["", f"#### {esc(key)}", "",
+                  *table(SEGMENT_HEADERS, [list(map(esc, row.cells(data.language))) for row in rows], numeric=NUMBERS)]
     return lines
 
 

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from ..core.values import fmt, listed, moved, p_value, signed
 from ..record.report import ADJUSTED, ReportInput, RetrieverView
 from ..record.types import Adjustment, Comparison, PairComparison
-from .wording import inconclusive_lines, outcome_counts, unavailable, width
+from .segments import HEADERS, HINT, segment_tables
+from .wording import inconclusive_lines, outcome_counts, say, unavailable, width
 
 LISTED = 5
 """Question ids listed in a line of the summary; the rest are counted."""
@@ -94,6 +95,15 @@ def significance_lines(data: ReportInput, columns: int | None = None) -> list[st
                 f"the {over} comparable questions, per retriever and metric):",
             *fitted(["retriever", *labels], rows, 1, columns),
             adjustment_line(data)]
+
+
+def segment_lines(data: ReportInput, columns: int | None = None) -> list[str]:
+    """With `segments` compared: each key's table of its values' comparisons and outcomes (`report/segments.py`)."""
+    lines = []
+    for key, rows in segment_tables(data):
+        lines += ["", f"segment {key} ({say('en', HINT)}):",
+                  *fitted(list(HEADERS), [row.cells("en") for row in rows], 3, columns)]
+    return lines
 
 
 def adjustment_line(data: ReportInput) -> str:
@@ -221,6 +231,7 @@ def summary_lines(data: ReportInput, every_tag: bool = False, columns: int | Non
                      "values over this run's whole eval set")
     if table.rows:
         lines.extend(significance_lines(data, columns))
+    lines.extend(segment_lines(data, columns))
     lines.extend(tag_lines(data, every_tag, columns))
     notes = list(table.notes)
     if data.retrievers:

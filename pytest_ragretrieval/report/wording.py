@@ -17,6 +17,7 @@ HEADINGS = {
     "significance": ("显著性", "Significance"),
     "since": ("与基线相比的变化", "Since the baseline"),
     "pairs": ("配置对比", "Comparisons"),
+    "segments": ("分段", "Segments"),
     "conclusions": ("结论", "Conclusions"),
     "next": ("下一步", "Next steps"),
     "tags": ("分标签", "Per tag"),

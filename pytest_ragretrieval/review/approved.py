@@ -79,7 +79,7 @@ def approval_of(changes: Changes, pr: int, head: str, label: str) -> Approval:
     """Everything `changes` lowers, as the label approves it now."""
     return Approval(
         pr, head, label,
-        lowered=tuple(ValueChange(c.retriever, c.metric, c.old, c.new) for c in changes.lowered),
+        lowered=tuple(ValueChange(c.retriever, c.metric, c.old, c.new, segment=c.segment) for c in changes.lowered),
         removed=tuple(Entry(e.retriever, e.metric, "") for e in changes.removed),
         loosened=changes.loosened, lost_hits=changes.lost_hits,
         approved_digest=changes.approved_digest, labels_digest=changes.labels_digest,
@@ -99,8 +99,8 @@ def reopened(approval: Approval, changes: Changes) -> str:
 
 def set_document(approval: Approval) -> dict[str, Any]:
     return {
-        "lowered": [{"retriever": c.retriever, "metric": c.metric, "base": c.old, "new": c.new}
-                    for c in approval.lowered],
+        "lowered": [{"retriever": c.retriever, "metric": c.metric, "base": c.old, "new": c.new,
+                     **({"segment": c.segment} if c.segment else {})} for c in approval.lowered],
         "removed": [{"retriever": e.retriever, "metric": e.metric} for e in approval.removed],
         "loosened": [{"setting": s.setting, "subject": s.subject, "base": s.old, "new": s.new}
                      for s in approval.loosened],
@@ -165,7 +165,7 @@ def _no_looser(setting: str, new: str, approved: str) -> bool:
 def _value(change: ValueChange, approval: Approval) -> tuple[bool, str]:
     """(approved, the approved value: "" when the approval holds none for this entry)."""
     for approved in approval.lowered:
-        if (approved.retriever, approved.metric) == (change.retriever, change.metric):
+        if (approved.retriever, approved.metric, approved.segment) == (change.retriever, change.metric, change.segment):
             return change.new >= approved.new - EPSILON, fmt(approved.new)
     return (True, "removed") if _removes(approval, change.retriever, change.metric) else (False, "")
 
@@ -196,7 +196,8 @@ def review(approval: Approval | None, changes: Changes) -> Review:
 
     held = approval or Approval(0, "", "")
     for value in changes.lowered:
-        sort(f"{value.retriever} {value.metric} {fmt(value.old)} -> {fmt(value.new)}", fmt(value.new),
+        segment = f" in segment {value.segment}" if value.segment else ""
+        sort(f"{value.retriever} {value.metric}{segment} {fmt(value.old)} -> {fmt(value.new)}", fmt(value.new),
              *_value(value, held))
     for entry in changes.removed:
         sort(f"{entry_text(entry)} removed", "", _removes(held, entry.retriever, entry.metric), "")
@@ -230,9 +231,10 @@ _FIELDS = {
 def _items(node: Node, key: str) -> list[dict[str, Any]]:
     """The entries of one list of the set: exactly their keys, numbers finite, texts printable."""
     numbers = ("base", "new") if key == "lowered" else ()
+    later = ("segment",) if key == "lowered" else ()  # records written before segments lack it
     return [{name: item[name].number() if name in numbers else item[name].metric_key() if name == "metric"
-             else item[name].text() for name in _FIELDS[key]}
-            for item in (entry.exactly(*_FIELDS[key]) for entry in node[key].items())]
+             else item[name].text() for name in (*_FIELDS[key], *later) if name in item.mapping()}
+            for item in (entry.exactly(*_FIELDS[key], optional=later) for entry in node[key].items())]
 
 
 def parse_record(node: Node) -> Approval:
@@ -248,7 +250,8 @@ def parse_record(node: Node) -> Approval:
     lowered, removed, loosened, hits = (_items(sets, key) for key in _FIELDS)
     approval = Approval(
         node["pr"].integer(1, 2**31 - 1), head, node["label"].text(),
-        lowered=tuple(ValueChange(i["retriever"], i["metric"], i["base"], i["new"]) for i in lowered),
+        lowered=tuple(ValueChange(i["retriever"], i["metric"], i["base"], i["new"], segment=i.get("segment", ""))
+                      for i in lowered),
         removed=tuple(Entry(i["retriever"], i["metric"], "") for i in removed),
         loosened=tuple(SettingChange(i["setting"], i["subject"], i["base"], i["new"]) for i in loosened),
         lost_hits=tuple(LostHit(i["retriever"], i["question"]) for i in hits),

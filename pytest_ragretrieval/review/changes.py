@@ -8,7 +8,9 @@ replaced by lower values, removed entries, loosened settings, lost hits under pe
 gating) and what does not. It compares bars, never a value the head's file stores: both sides' approved rankings
 scored here under today's exam and the base's (`rescore`; docs/approval.md, "Trust model"); a base file
 that keeps no labels (format 3) has its stored bars compared at the stored precision (`bar.bar_means`).
-Per-tag values (stored ones) are listed but never lower the bar: the gate does not judge them. Pure.
+Each segment value either config judges (`segments`) is compared as the whole set, over its questions, and
+lowers the bar as it does; per-tag values (stored ones) are listed but never lower the bar: the gate does not
+judge them. Pure.
 """
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ from ..baseline.since import Since, held, since
 from ..config.settings import REPORT_LANGUAGES
 from ..core.errors import BaselineError
 from ..core.values import EPSILON
+from ..evalset.segments import members
 from ..files.jsonshape import Node, ShapeProblem, decode
 from ..files.jsontext import JSONProblem
 from ..files.paths import Unreadable, display, read_input
@@ -34,7 +37,7 @@ from ..scoring.metrics import METRICS, metric_order
 from .moves import SettingChange as SettingChange  # where every reader imports it from
 from .moves import moved_questions, moves
 from .notes import exam_notes, rescore_notes
-from .rescore import Rescored, Today, exams, rescore
+from .rescore import Exams, Rescored, Today, exams, rescore
 from .settings import GateSettings, setting_moves
 
 KIND = "ragretrieval-baseline-changes"
@@ -51,7 +54,8 @@ class ValueChange:
     `exam` the exam both sides' approved rankings were scored under (`today`, `base`, `both`: lowered under
     each, today's means given), empty where stored values were compared; across a chunk-id re-chunk, `unit`
     says whether the lowering only comes from the changed unit (`unit-only`) or not (`retriever`), and `why`
-    which questions dropped (`bar.units`)."""
+    which questions dropped (`bar.units`); `segment` the segment value (`lang:de`) whose questions' means moved,
+    empty for the whole set (docs/verdicts.md, "Segments")."""
 
     retriever: str
     metric: str
@@ -62,6 +66,7 @@ class ValueChange:
     exam: str = ""
     unit: str = ""
     why: str = ""
+    segment: str = ""
 
     @property
     def delta(self) -> float:
@@ -191,10 +196,13 @@ def _stored(name: str, old: Baseline, new: Baseline, found: Since, labels: Seque
     return down, up, lost
 
 
-def _scored(name: str, result: Rescored) -> tuple[list[ValueChange], list[ValueChange], list[LostHit]]:
+def _scored(name: str, result: Rescored, min_questions: int = 0
+            ) -> tuple[list[ValueChange], list[ValueChange], list[LostHit]]:
     """(lowered, raised, lost hits) from both sides' approved rankings scored here: a metric is lowered when
     under either exam the head's mean is below the base's by more than EPSILON, or when the questions that
-    leave are replaced by lower values; one change per metric, its exam named."""
+    leave are replaced by lower values; one change per metric, its exam named. A segment value's metric is
+    lowered as the whole set's, under an exam where it has at least `min_questions` questions compared (the
+    gate judges no fewer)."""
     lowered, raised = [], []
     for label, means in sorted(result.means.items(), key=lambda item: metric_order(item[0])):
         low = [m for m in means if m.new < m.old - EPSILON]
@@ -209,6 +217,12 @@ def _scored(name: str, result: Rescored) -> tuple[list[ValueChange], list[ValueC
     drops = {label: found for label, found in result.units.items() if found.kind}  # a chunk-id re-chunk's kinds
     lowered = [replace(c, unit=drops[c.metric].kind, why=drops[c.metric].text()) if c.metric in drops else c
                for c in lowered]
+    for segment, found in result.segments.items():
+        for label, means in sorted(found.items(), key=lambda item: metric_order(item[0])):
+            low = [m for m in means if m.new < m.old - EPSILON and m.questions >= min_questions]
+            if low:
+                lowered.append(ValueChange(name, label, low[0].old, low[0].new, exam=low[0].exam if len(low) == 1
+                                           else "both", segment=segment))
     return lowered, raised, [LostHit(name, qid, exam) for qid, exam in result.lost]
 
 
@@ -251,6 +265,26 @@ def _configured(old: GateSettings | None, new: GateSettings | None
     return loosened, tightened, gone
 
 
+def _unlabelled(scored: Exams, today: Today | None) -> Exams:
+    """A base that keeps no labels (format 3): its exam is today's on the questions whose graded gold its digests
+    say is unchanged; the others leave the comparison with the values the base file stores."""
+    if scored.base is None and today is not None and scored.today is not None:
+        return replace(scored, base=scored.today.only([qid for qid in scored.today if qid in scored.comparable]))
+    return scored
+
+
+def _segmented(scored: Exams, old: GateSettings | None, new: GateSettings | None) -> Exams:
+    """`scored` with the segment values either side's config judges, their questions as the base's exam or today's
+    puts them there (as the gate reads membership), and the smaller `min_questions`."""
+    keys = tuple(dict.fromkeys((*(old.segments if old else ()), *(new.segments if new else ()))))
+    if not keys or scored.base is None:
+        return scored
+    exams = [exam.questions.values() for exam in (scored.base, scored.today) if exam is not None]
+    least = min(settings.min_questions for settings in (old, new) if settings is not None)
+    return replace(scored, segments={segment.name: ids for segment, ids in members(keys, *exams).items()},
+                   min_questions=least)
+
+
 def classify(
     old: Baseline | None,
     new: Baseline,
@@ -280,13 +314,9 @@ def classify(
     names = sorted(set(old.retrievers) & set(new.retrievers))
     found = since(old.fingerprint, new.fingerprint, set(names), held(old, new))
     moved = moved_questions(old, today, new_settings.split if new_settings is not None else None)
-    scored = exams(old, new, today, found, moved)
+    scored = _segmented(_unlabelled(exams(old, new, today, found, moved), today), old_settings, new_settings)
     if scored.cut is not None:  # a chunker change: the questions asked alike with the same gold spans are no edits
         found = replace(found, questions=scored.cut.questions(found.questions))
-    if scored.base is None and today is not None and scored.today is not None:
-        # a base that keeps no labels (format 3): its exam is today's on the questions whose graded gold its
-        # digests say is unchanged; the others leave the comparison with the values the base file stores
-        scored = replace(scored, base=scored.today.only([qid for qid in scored.today if qid in scored.comparable]))
     said = list(notes)
     used: set[str] = set()
     below: set[str] = set()
@@ -299,7 +329,7 @@ def classify(
         else:
             result = rescore(name, old, new, labels, scored, question_gated)
             used |= {m.exam for means in result.means.values() for m in means}
-            down, up, gone = _scored(name, result)
+            down, up, gone = _scored(name, result, scored.min_questions)
             below |= set(result.moved_below)
             rule += [result.moved_rule[label] for label in sorted(result.moved_rule, key=metric_order)]
             if result.unscored:
@@ -341,8 +371,8 @@ _LISTS = {
 def changes_document(changes: Changes) -> dict[str, Any]:
     doc: dict[str, Any] = {"kind": KIND, "version": VERSION, "lowers_the_bar": changes.lowers_the_bar}
     doc.update(asdict(changes))
-    for key in ("lowered", "raised", "tags_lowered", "tags_raised"):  # a re-chunk's fields only where they say so
-        doc[key] = [{name: value for name, value in item.items() if name not in ("unit", "why") or value}
+    for key in ("lowered", "raised", "tags_lowered", "tags_raised"):  # a re-chunk's and a segment's fields only
+        doc[key] = [{name: value for name, value in item.items() if name not in ("unit", "why", "segment") or value}
                     for item in doc[key]]
     return {key: value for key, value in doc.items()
             if (key not in DIGESTS or value) and (key != "language" or value != "both")}
@@ -408,7 +438,7 @@ def read_digest(node: Node) -> str:
     return text
 
 
-_LATER = ("scope", "exam", "unit", "why")
+_LATER = ("scope", "exam", "unit", "why", "segment")
 """Fields of a listed change that files written before them lack."""
 
 

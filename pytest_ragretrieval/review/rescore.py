@@ -92,6 +92,8 @@ class Rescored:
     """Metric label -> the moved questions' leaving as the question rule reads it, where it lowers the bar."""
     units: Mapping[str, UnitDrops] = field(default_factory=dict, hash=False)
     """Metric label -> its dropping questions told apart by the relabel's mapping (a chunk-id re-chunk only)."""
+    segments: Mapping[str, Mapping[str, tuple[Means, ...]]] = field(default_factory=dict, hash=False)
+    """Segment value (`lang:de`) -> metric label -> its means over the segment's compared questions, exam by exam."""
 
 
 @dataclass(frozen=True)
@@ -124,6 +126,11 @@ class Exams:
     """Questions the base asks as today does (the same query digest), their labels changed or not."""
     cut: Cut | None = None
     """Across a chunker change: each side's places and the questions each kind of metric compares."""
+    segments: Mapping[str, frozenset[str]] = field(default_factory=dict, hash=False)
+    """Segment value (`lang:de`) -> its questions, as the base's exam or today's puts them there
+    (`evalset.segments.members`): each compared as the whole set is."""
+    min_questions: int = 0
+    """A segment value with fewer compared questions under an exam is shown by the gate, not judged: no lowering."""
 
 
 @dataclass(frozen=True)
@@ -306,6 +313,7 @@ def rescore(name: str, old: Baseline, new: Baseline, labels: Collection[str], fo
     if today is None or today.differs(base, compared):
         sat.append((BASE, base))
     means: dict[str, list[Means]] = {spec.label: [] for spec in specs}
+    parts: dict[str, dict[str, list[Means]]] = {}
     lost: list[tuple[str, str]] = []
     below: set[str] = set()
     rule: dict[str, Replacement] = {}
@@ -319,6 +327,7 @@ def rescore(name: str, old: Baseline, new: Baseline, labels: Collection[str], fo
             pairs = paired(label, bar, head, [qid for qid in ids if qid in on[label]])
             if pairs.n:
                 means[label].append(Means(exam, mean(pairs.before), mean(pairs.after), pairs.n))
+        _segment_means(parts, exam, found.segments, (bar, head), ids, list(means))
         moved = [qid for qid in ids if qid in found.moved]
         below |= {qid for qid in moved for label in means if label in bar.get(qid, {})
                   and head.get(qid, {}).get(label, bar[qid][label]) < bar[qid][label] - EPSILON}
@@ -342,7 +351,23 @@ def rescore(name: str, old: Baseline, new: Baseline, labels: Collection[str], fo
         units = {label: unit_drops(label, name, old_rankings, base, today, rankings, found.units, head_scorer,
                                    found.asked) for label in means}
     return Rescored({label: tuple(values) for label, values in means.items()}, replaced,
-                    tuple(sorted(first.items())), tuple(unscored), missing, tuple(sorted(below)), rule, units)
+                    tuple(sorted(first.items())), tuple(unscored), missing, tuple(sorted(below)), rule, units,
+                    {segment: {label: tuple(values) for label, values in found.items()}
+                     for segment, found in parts.items()})
+
+
+def _segment_means(parts: dict[str, dict[str, list[Means]]], exam: str, segments: Mapping[str, frozenset[str]],
+                   sides: tuple[Mapping[str, Mapping[str, float]], Mapping[str, Mapping[str, float]]],
+                   ids: Sequence[str], labels: Sequence[str]) -> None:
+    """Adds each segment value's means under `exam` to `parts`: both sides' values (`sides`) over its questions
+    among those compared (`ids`)."""
+    bar, head = sides
+    for segment, members in segments.items():
+        for label in labels:
+            pairs = paired(label, bar, head, [qid for qid in ids if qid in members])
+            if pairs.n:
+                parts.setdefault(segment, {}).setdefault(label, []).append(
+                    Means(exam, mean(pairs.before), mean(pairs.after), pairs.n))
 
 
 def _hit(ranking: Sequence[str], question: Question, k: int) -> bool:

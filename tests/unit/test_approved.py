@@ -342,3 +342,18 @@ def test_a_push_that_changes_neither_stays_approved_and_an_older_record_binds_on
     assert decide(replace(moved, lowered=()), pull_request(event()), recorded=BOUND).check == "pass"
     assert decide(moved, pull_request(event(added=LABEL))).approval == replace(
         BOUND, head=LATER, approved_digest="a2" * 32, labels_digest="e2" * 32)
+
+
+def test_a_segment_lowering_is_approved_apart_from_the_whole_set_s() -> None:
+    """A lowered segment (`lang:de`) is its own entry of the set: the whole set's approval of the same metric does
+    not cover it, the record keeps the segment (round trip, digest), and a record without one still reads."""
+    german = replace(BM25, segment="lang:de")
+    assert review(APPROVED, lowered(german)).unapproved == ("bm25 ndcg@5 in segment lang:de 0.6000 -> 0.5000 (new)",)
+    approval = approval_of(lowered(german), 42, SHA, LABEL)
+    assert record_document(approval)["set"]["lowered"] == [
+        {"retriever": "bm25", "metric": "ndcg@5", "base": 0.6, "new": 0.5, "segment": "lang:de"}]
+    assert approval.digest != APPROVED.digest
+    assert parse_record(Node(json.loads(record_line(approval).split(" ", 2)[2][:-4]))) == approval
+    assert review(approval, lowered(german)).approved == ("bm25 ndcg@5 in segment lang:de 0.6000 -> 0.5000",)
+    assert review(approval, lowered(BM25)).unapproved == ("bm25 ndcg@5 0.6000 -> 0.5000 (new)",)
+    assert parse_record(Node(record_document(APPROVED))) == APPROVED  # no `segment` key: the whole set

@@ -13,6 +13,7 @@ from pytest_ragretrieval.baseline.format import dumps, parse
 from pytest_ragretrieval.core.errors import BaselineError
 from pytest_ragretrieval.record.exam import gold_digest
 from pytest_ragretrieval.review.changes import (
+    Changes,
     Entry,
     LostHit,
     SettingChange,
@@ -235,6 +236,16 @@ def test_changes_survive_their_json_file(tmp_path: Path) -> None:
     path = tmp_path / "changes.json"
     path.write_text(dumps_changes(changes), encoding="utf-8")
     assert parse_changes(path, path.read_text(encoding="utf-8")) == changes
+
+
+def test_a_segment_s_lowering_survives_the_file_and_one_without_a_segment_reads_as_the_whole(tmp_path: Path) -> None:
+    changes = Changes("main:b.json", "b.json", lowered=(ValueChange("bm25", "recall@3", 1.0, 0.7, exam="today",
+                                                                    segment="lang:de"),))
+    doc = json.loads(dumps_changes(changes))
+    assert doc["lowered"][0]["segment"] == "lang:de" and doc["lowers_the_bar"]
+    assert parse_changes(tmp_path / "c.json", json.dumps(doc)) == changes
+    del doc["lowered"][0]["segment"]  # a file written before segments: the whole set's lowering
+    assert parse_changes(tmp_path / "c.json", json.dumps(doc)).lowered[0].segment == ""
 
 
 @pytest.mark.parametrize(("text", "message"), [

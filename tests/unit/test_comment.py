@@ -299,3 +299,19 @@ def test_without_results_the_comment_still_shows_the_baseline_check(workspace: P
     assert out.startswith(MARKER) and "- **门禁 / gate**：❌ 未通过 / failed (see the job log)" in out
     assert "the gate wrote no results (it stopped before any retriever ran): see the job log" in out
     assert "| bm25      | ndcg@5 | 0.5885 |  0.5100 | -0.0785 |" in out
+
+
+def test_the_segments_judged_and_a_lowered_segment_are_in_the_comment() -> None:
+    """The results' segment values (read from the file as `--rag-json` writes them) get their key's table; a
+    lowered segment is a row of the lowered values, named."""
+    doc = results([])
+    doc["retrievers"]["hybrid"]["segments"] = {"lang:de": {"ndcg@5": {
+        "baseline": 0.9, "value": 0.6, "delta": -0.3, "p_value": 0.0156, "ci95": None, "questions": 20, "family": 2}}}
+    doc["outcomes"] = [{"item": "rag::hybrid::segment::lang:de::ndcg@5", "retriever": "hybrid",
+                        "metric": "lang:de::ndcg@5", "outcome": "regression", "exam": "today", "delta": -0.3,
+                        "p_value": 0.0156, "passed": False}]
+    german = replace(LOWERED, lowered=(ValueChange("bm25", "recall@3", 1.0, 0.7, exam="today", segment="lang:de"),))
+    body = render_doc(doc, changes=german)
+    assert "#### 分段 / Segments" in body and "##### lang" in body, body
+    assert "| hybrid    | lang:de | ndcg@5 | 退化 / regression |  20 | 0.9000 | 0.6000 | -0.3000 | 0.0156 |" in body, body
+    assert "| bm25      | recall@3, 分段 / segment lang:de | 1.0000 |  0.7000 | -0.3000 |" in body, body

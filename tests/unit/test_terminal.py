@@ -2,8 +2,10 @@
 moved, tables split by columns to fit the terminal, the wrongly empty questions named."""
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
+from report_samples import sample_input
 from stages import GOOD, QUESTIONS, WORSE, baseline, config, fingerprint, ran
 
 from pytest_ragretrieval.gate.judge import Judge
@@ -85,3 +87,17 @@ def test_the_answerable_questions_with_an_empty_result_are_named(tmp_path: Path)
     runs = {"one": ran(cfg, "one", {**GOOD, "q1": [], "q2": []}), "two": ran(cfg, "two", WORSE)}
     lines = summary_lines(summary(Judge(cfg, QUESTIONS, None, fingerprint(cfg), runs)))
     assert "answerable questions that wrongly got an empty result: one 2/2 (q1, q2)" in lines
+
+
+def test_each_segment_key_gets_a_table_of_its_values_with_their_outcomes() -> None:
+    lines = summary_lines(sample_input(), columns=100)
+    start = lines.index("segment lang (each segment value is a family of its own, its p adjusted within it; a value "
+                        "with fewer compared questions than min_questions is shown, not judged):")
+    assert lines[start + 1:start + 6] == [
+        "retriever  segment        metric  outcome                 n   base    value   delta    p",
+        "---------  -------------  ------  ----------------------  --  ------  ------  -------  ------",
+        "hybrid     lang:de        ndcg@5  regression              20  0.9000  0.6000  -0.3000  0.0156",
+        "hybrid     lang:en        ndcg@5  not judged in this run  30  0.8000  0.8000  +0.0000  1.0000",
+        "hybrid     lang:fr_[ca]|  ndcg@5  shown, not judged       4   0.7000  0.5000  -0.2000  —"]
+    plain = replace(sample_input(), retrievers=tuple(replace(v, entry=None) for v in sample_input().retrievers))
+    assert not any(line.startswith("segment ") for line in summary_lines(plain))  # no segments, no table
