@@ -18,7 +18,7 @@ from pytest_ragretrieval.record.report import ReportInput, RetrieverView
 from pytest_ragretrieval.record.types import Comparison
 from pytest_ragretrieval.report.terminal import adjustment_line
 from pytest_ragretrieval.scoring.evaluate import Run
-from pytest_ragretrieval.scoring.margin import clusters_needed, lower_bound, questions_needed
+from pytest_ragretrieval.scoring.margin import LARGE, clusters_needed, lower_bound, questions_needed
 from pytest_ragretrieval.scoring.stats import labels
 
 BLOCKS = [[-1, -1, -1, 0], [1, 1, 0, 1], [0, 0, 0, 0], [-1, 0, -1, 0], [1, 0, 1, 0], [0, 0, 0, 0],
@@ -52,6 +52,19 @@ def test_the_lower_bound_draws_whole_clusters() -> None:
     assert clustered == pytest.approx(independent, abs=0.02)
     assert clustered < alone - 0.05
     assert lower_bound(DATA.tolist(), 0.05, labels([f"q{i}" for i in range(32)])) == alone  # each its own: None
+
+
+def test_from_800_clusters_the_bound_is_the_cluster_bootstraps_normal_limit() -> None:
+    """799 clusters of 2 questions drawn by the bootstrap against 800 (a cluster of two 0s added) by the
+    normal limit of the ratio mean: within a tenth of the standard error."""
+    rng = np.random.default_rng(3)
+    count = LARGE - 1
+    data = rng.choice(np.array([-1.0, 0.0, 1.0, 0.0, 0.0]), 2 * count)
+    drawn = lower_bound(data.tolist(), 0.05, np.repeat(np.arange(count), 2))
+    normal = lower_bound([*data.tolist(), 0.0, 0.0], 0.05, np.repeat(np.arange(count + 1), 2))
+    sums = data.reshape(count, 2).sum(axis=1)
+    assert drawn is not None and normal is not None
+    assert abs(drawn - normal) < 0.1 * float(np.std(sums)) / 2 / np.sqrt(count)
 
 
 def test_the_clusters_needed_are_within_ten_percent_of_a_simulated_80_percent_power() -> None:
