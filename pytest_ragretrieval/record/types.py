@@ -247,6 +247,8 @@ class ItemOutcome(Struct, frozen=True):
     """Whether the item passed: an inconclusive one fails only under `inconclusive = "fail"`."""
     needed: Count | None = None
     """The questions that would show it non-inferior at its margin with 80% power (`Comparison.needed`)."""
+    needed_clusters: Count | None | UnsetType = UNSET
+    """Where clusters are defined, the clusters that would (`Comparison.needed_clusters`); else absent."""
 
 
 class SinceBaseline(Struct, frozen=True):

@@ -15,8 +15,9 @@ from test_clusters import EIGHT, KEYS, asked, config, recorded, result, values
 from pytest_ragretrieval.gate.judge import Judge
 from pytest_ragretrieval.record.codec import to_document
 from pytest_ragretrieval.record.report import ReportInput, RetrieverView
-from pytest_ragretrieval.record.types import Comparison
+from pytest_ragretrieval.record.types import Comparison, Finding, ItemOutcome
 from pytest_ragretrieval.report.terminal import adjustment_line
+from pytest_ragretrieval.report.wording import inconclusive_lines
 from pytest_ragretrieval.scoring.evaluate import Run
 from pytest_ragretrieval.scoring.margin import LARGE, clusters_needed, lower_bound, questions_needed
 from pytest_ragretrieval.scoring.stats import labels
@@ -124,6 +125,21 @@ def test_a_comparison_carries_its_clusters_only_where_clusters_are_defined(tmp_p
     assert alone.clusters is UNSET and alone.needed_clusters is UNSET
     assert "clusters" not in to_document(alone) and "needed_clusters" not in to_document(alone)
     assert alone.lower is not None and found.lower is not None and found.lower < alone.lower
+
+
+def test_the_inconclusive_line_names_the_clusters_that_would_decide_it() -> None:
+    """The terminal's (and every report's) inconclusive line adds the clusters where the item has them; an
+    outcome without clusters writes no key and reads as before."""
+    clustered = ItemOutcome("rag::r::ndcg@5", "r", "ndcg@5", Finding.INCONCLUSIVE, "today", -0.01, 0.4, True, 120, 31)
+    plain = ItemOutcome("rag::s::ndcg@5", "s", "ndcg@5", Finding.INCONCLUSIVE, "today", -0.01, 0.4, True, 120)
+    data = ReportInput(k=5, metrics=("ndcg@5",), definitions={}, questions=(), chunks={}, retrievers=(),
+                       embedder="", rerankers=(), database="", baseline_path="b.json", comparable=True,
+                       language="en", outcomes=(clustered, plain))
+    assert inconclusive_lines(data) == [
+        "inconclusive: ndcg@5 of r passes: a drop of its margin is not ruled out; about 120 questions (or about 31 "
+        "clusters like these) would decide it",
+        "inconclusive: ndcg@5 of s passes: a drop of its margin is not ruled out; about 120 questions would decide it"]
+    assert to_document(clustered)["needed_clusters"] == 31 and "needed_clusters" not in to_document(plain)
 
 
 def report(*comparisons: Comparison) -> ReportInput:
