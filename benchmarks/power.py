@@ -41,6 +41,9 @@ many. Seeds are fixed: the same arguments give the same tables.
 Data: CMRC 2018 dev (https://github.com/ymcui/cmrc2018, squad-style-data/cmrc2018_dev.json:
 848 passages, 3,219 questions, each question's gold its passage), and the bundled sample
 (fixtures/, graded gold; eval sets of 40 and of all its answerable questions).
+Clusters (questions written document by document) and the three outcomes (the inconclusive rate beside
+the false red) are benchmarks/power_outcomes.py's, on the same CMRC data.
+
 Usage: python benchmarks/power.py [CMRC_DEV_JSON] [--trials 2000] [--resamples 9999] [--shares 0.02,0.04,0.08,0.12]
        [--quick] [--work DIR]
 """

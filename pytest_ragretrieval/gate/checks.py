@@ -136,17 +136,20 @@ def compare(
         return None
     before, after = mean(pairs.before), mean(pairs.after)
     value_all = result.metrics[label] if not pairs.whole and result.metrics[label] != after else None
-    from ..scoring.margin import lower_bound, questions_needed
-
-    differences = [new - old for old, new in zip(pairs.before, pairs.after, strict=True)]
-    found = Comparison(before, after, round(after - before, DIGITS), questions=pairs.n, whole=pairs.whole,
-                       value_all=value_all, mde=detectable(pairs.before), lower=lower_bound(differences, alpha),
-                       margin=margin, needed=questions_needed(differences, margin, alpha))
-    if significance == "none" or unreachable(clustering, pairs.ids, alpha):
-        return found
+    from ..scoring.margin import clusters_needed, lower_bound, questions_needed
     from ..scoring.stats import labels, paired_test
 
+    differences = [new - old for old, new in zip(pairs.before, pairs.after, strict=True)]
     clusters = None if clustering is None else labels([clustering.key(qid) for qid in pairs.ids])
+    found = Comparison(before, after, round(after - before, DIGITS), questions=pairs.n, whole=pairs.whole,
+                       value_all=value_all, mde=detectable(pairs.before),
+                       lower=lower_bound(differences, alpha, clusters), margin=margin,
+                       needed=questions_needed(differences, margin, alpha))
+    if clusters is not None:
+        found = structs.replace(found, clusters=int(clusters.max()) + 1,
+                                needed_clusters=clusters_needed(differences, margin, alpha, clusters))
+    if significance == "none" or unreachable(clustering, pairs.ids, alpha):
+        return found
     test = paired_test(pairs.before, pairs.after, significance, clusters=clusters)
     if test is None:
         return found
@@ -317,11 +320,15 @@ def finding_text(comparison: Comparison, finding: Finding, margin: float, alpha:
         return ""
     if comparison.lower is None:
         return f"inconclusive: {comparison.questions} question is too few to bound a drop"
-    bound = f"the one-sided {1 - alpha:.0%} lower bound of the difference, {signed(comparison.lower)},"
+    clustered = (f" over its {comparison.clusters} clusters (whole clusters drawn)"
+                 if isinstance(comparison.clusters, int) else "")
+    bound = f"the one-sided {1 - alpha:.0%} lower bound of the difference{clustered}, {signed(comparison.lower)},"
     if finding == Finding.NON_INFERIOR:
         return f"non-inferior: {bound} is at or above -{fmt(margin)} (margin)"
+    more = (f", or about {comparison.needed_clusters} clusters like these (at their observed spread)"
+            if isinstance(comparison.needed_clusters, int) else "")
     needed = (f"; about {comparison.needed} questions would decide it (80% power at the margin, at the observed "
-              "mean and spread)" if comparison.needed is not None
+              f"mean and spread){more}" if comparison.needed is not None
               else "; no number of questions rules out a drop at margin 0: set a margin above 0" if margin <= 0
               else "; the observed drop reaches the margin: more questions would rather show it")
     return f"inconclusive: {bound} is below -{fmt(margin)} (margin): a drop of the margin is not ruled out{needed}"

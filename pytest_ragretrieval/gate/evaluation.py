@@ -79,7 +79,7 @@ def item_outcome(key: ItemKey, found: Outcome) -> ItemOutcome | None:
     if found.finding is None or comparison is None:
         return None
     return ItemOutcome(key.nodeid, key.retriever, key.name, found.finding, found.exam, comparison.delta,
-                       comparison.p_value, found.passed, comparison.needed)
+                       comparison.p_value, found.passed, comparison.needed, comparison.needed_clusters)
 
 
 def evaluate(

@@ -125,6 +125,12 @@ class Comparison(Struct, frozen=True):
     needed: Count | None = None
     """The questions that would show the item non-inferior at `margin` with 80% power at the observed
     mean (a rise counted as 0) and spread of its per-question differences (`scoring/margin.py`)."""
+    clusters: Count | UnsetType = UNSET
+    """Where some cluster holds two of its questions: the clusters it was judged over (whole clusters
+    flipped and drawn); absent where each question is its own."""
+    needed_clusters: Count | None | UnsetType = UNSET
+    """Beside `clusters`: the clusters that would show it non-inferior at `margin` with 80% power at the
+    observed between-cluster spread (`scoring/margin.py`, `clusters_needed`)."""
 
 
 class PairComparison(Struct, frozen=True):
@@ -241,6 +247,8 @@ class ItemOutcome(Struct, frozen=True):
     """Whether the item passed: an inconclusive one fails only under `inconclusive = "fail"`."""
     needed: Count | None = None
     """The questions that would show it non-inferior at its margin with 80% power (`Comparison.needed`)."""
+    needed_clusters: Count | None | UnsetType = UNSET
+    """Where clusters are defined, the clusters that would (`Comparison.needed_clusters`); else absent."""
 
 
 class SinceBaseline(Struct, frozen=True):

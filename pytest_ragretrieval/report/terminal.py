@@ -112,10 +112,24 @@ def adjustment_line(data: ReportInput) -> str:
     if data.adjustment == "none":
         return f'p-values of {test}, not adjusted for the number of items (adjustment = "none")'
     if not data.family:
-        return f"p-values of {test}: no metric item moved on any question, so none was adjusted"
+        return f"p-values of {test}: {unadjusted(data)}, so none was adjusted"
     items = f"{data.family} metric item{'s' if data.family != 1 else ''}"
     return (f"p-values {ADJUSTED[Adjustment(data.adjustment)]}-adjusted over the {items} judged with {test} that "
             "moved (items with no difference on any question leave the family)")
+
+
+def unadjusted(data: ReportInput) -> str:
+    """Why no p was adjusted: no item moved, or their clusters allow no p below alpha (each judged by the
+    tolerance alone, `bar/clusters.py`), or both, counted."""
+    found = [c for view in ran(data) for c in view.comparisons.values()]
+    untested = sum(1 for c in found if c.p_value is None and isinstance(c.clusters, int))
+    if not untested:
+        return "no metric item moved on any question"
+    every = untested == sum(1 for c in found if c.p_value is not None or isinstance(c.clusters, int))
+    left = ("no metric item was tested: their clusters allow no p below alpha, and each was judged by the "
+            "tolerance alone" if every else f"{untested} metric item{'s' if untested != 1 else ''} judged by the "
+            "tolerance alone (their clusters allow no p below alpha), the others moved on no question")
+    return left
 
 
 def tag_lines(data: ReportInput, every: bool, columns: int | None) -> list[str]:

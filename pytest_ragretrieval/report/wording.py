@@ -184,7 +184,9 @@ def inconclusive_lines(data: ReportInput) -> list[str]:
     for item in data.outcomes:
         if item.outcome != Finding.INCONCLUSIVE:
             continue
-        needed = f"; about {item.needed} questions would decide it" if item.needed is not None else ""
+        clusters = (f" (or about {item.needed_clusters} clusters like these)"
+                    if isinstance(item.needed_clusters, int) else "")
+        needed = f"; about {item.needed} questions{clusters} would decide it" if item.needed is not None else ""
         verdict_word = "passes" if item.passed else 'fails (inconclusive = "fail")'
         lines.append(f"inconclusive: {item.metric} of {item.retriever} {verdict_word}: a drop of its margin is "
                      f"not ruled out{needed}")

@@ -108,18 +108,25 @@ def test_the_side_by_side_comparison_flips_whole_documents(pytester: pytest.Pyte
 def test_four_documents_judge_by_the_tolerance_alone(pytester: pytest.Pytester) -> None:
     """The sample's questions about 4 documents: the header says no item can reach alpha 0.05, and a change
     that lowers the values (bm25 cutting Chinese with the English tokenizer) fails by the tolerance alone,
-    naming the 4 clusters: a test that could never give p < 0.05 does not pass it."""
+    naming the 4 clusters: a test that could never give p < 0.05 does not pass it. The adjustment line says no
+    item was tested (not that nothing moved), and the results file says each was judged over 4 clusters."""
     sample(pytester.path, FOUR, metrics='["char_recall", "answer_hit"]')
     recorded = pytester.runpytest("--rag-update-baseline", "--rag-config", "rag.toml", "-p", "no:xdist", *RUN)
     assert recorded.ret == 0, recorded.stdout.str()
     (pytester.path / "rag.toml").write_text((pytester.path / "rag.toml").read_text(encoding="utf-8").replace(
         'type = "bm25"\n\n', 'type = "bm25"\ntokenizer = "english"\n\n'), encoding="utf-8")
-    result = pytester.runpytest("--rag-eval", "--rag-config", "rag.toml", "-p", "no:xdist", *RUN)
+    result = pytester.runpytest("--rag-eval", "--rag-config", "rag.toml", "--rag-json=r.json", "-p", "no:xdist", *RUN)
     result.stdout.fnmatch_lines([
         "rag: clusters: the 26 answerable questions fall in 4 clusters (the documents holding their gold); tests "
         "flip and resample whole clusters, so no p falls below 2^-4 = 0.0625, not below alpha 0.05: no item can "
         'reach it, so a drop beyond the tolerance fails by the tolerance alone (as significance = "none")',
         "*answer_hit@5 of 'bm25' fell from * its 4 clusters (today's exam) allow no p below 2^-4 = 0.0625, not "
         "below alpha 0.05: judged by the tolerance alone*",
+        "p-values of a randomization test (alpha 0.05): no metric item was tested: their clusters allow no p below "
+        "alpha, and each was judged by the tolerance alone, so none was adjusted",
     ])
+    assert "no metric item moved on any question" not in result.stdout.str()
     assert result.ret == 1
+    found = json.loads((pytester.path / "r.json").read_text(encoding="utf-8"))
+    judged = found["retrievers"]["bm25"]["comparison"]["answer_hit@5"]
+    assert judged["clusters"] == 4 and judged["p_value"] is None
