@@ -34,8 +34,9 @@ from ..scoring.metrics import METRICS, metric_order
 from .moves import SettingChange as SettingChange  # where every reader imports it from
 from .moves import moved_questions, moves
 from .notes import exam_notes, rescore_notes
-from .rescore import Rescored, Today, exams, rescore
+from .rescore import Exams, Rescored, Today, exams, rescore
 from .settings import GateSettings, setting_moves
+from .today import SIDE, dropped, today_side, unchecked
 
 KIND = "ragretrieval-baseline-changes"
 VERSION = 1
@@ -51,7 +52,8 @@ class ValueChange:
     `exam` the exam both sides' approved rankings were scored under (`today`, `base`, `both`: lowered under
     each, today's means given), empty where stored values were compared; across a chunk-id re-chunk, `unit`
     says whether the lowering only comes from the changed unit (`unit-only`) or not (`retriever`), and `why`
-    which questions dropped (`bar.units`)."""
+    which questions dropped (`bar.units`); `side` is `today` where the new side is today's rankings (the gate's
+    own run, `review/today.py`), not the head's approved ones."""
 
     retriever: str
     metric: str
@@ -62,6 +64,7 @@ class ValueChange:
     exam: str = ""
     unit: str = ""
     why: str = ""
+    side: str = ""
 
     @property
     def delta(self) -> float:
@@ -212,6 +215,18 @@ def _scored(name: str, result: Rescored) -> tuple[list[ValueChange], list[ValueC
     return lowered, raised, [LostHit(name, qid, exam) for qid, exam in result.lost]
 
 
+def _today(name: str, old: Baseline, new: Baseline, labels: Sequence[str], scored: Exams, today: Today | None,
+           settings: GateSettings | None) -> list[ValueChange]:
+    """Today's rankings of `name` (`diff --today`, the gate's own run) lowered against the base's bar beyond the
+    base's tolerance (`review/today.py`); none without them."""
+    if today is None or today.rankings is None or name not in today.rankings:
+        return []
+    ran = rescore(name, old, new, labels, today_side(scored, name, today.rankings[name]), False)
+    tolerances = settings.tolerances if settings is not None else {}
+    return [ValueChange(name, label, before, after, exam=exam, side=SIDE)
+            for label, before, after, exam in dropped(ran, tolerances)]
+
+
 def _baseline_entries(old: Baseline, new: Baseline) -> tuple[list[Entry], list[Entry]]:
     """(removed, added) retrievers and metrics; one recorded as unavailable is removed: its items would be skipped."""
     removed, added = [], []
@@ -306,12 +321,14 @@ def classify(
                 more = _stored(name, old, new, found, result.unscored, False)
                 down, up = down + more[0], up + more[1]
             said += rescore_notes(name, new, result)
+            down += _today(name, old, new, labels, scored, today, old_settings)
         lowered, raised, lost = lowered + down, raised + up, lost + gone
         if not found.questions.changed:
             for tag in sorted(set(before.tags) & set(after.tags)):
                 down, up = _values(before.tags[tag], after.tags[tag], name, tag)
                 tags_lowered, tags_raised = tags_lowered + down, tags_raised + up
     said += exam_notes(old, new, scored, names, used)
+    said += unchecked(names, today.rankings) if today is not None and scored.base is not None else []
     removed, added = _baseline_entries(old, new)
     loosened, tightened, gone_entries = _configured(old_settings, new_settings)
     removed += gone_entries
@@ -342,7 +359,7 @@ def changes_document(changes: Changes) -> dict[str, Any]:
     doc: dict[str, Any] = {"kind": KIND, "version": VERSION, "lowers_the_bar": changes.lowers_the_bar}
     doc.update(asdict(changes))
     for key in ("lowered", "raised", "tags_lowered", "tags_raised"):  # a re-chunk's fields only where they say so
-        doc[key] = [{name: value for name, value in item.items() if name not in ("unit", "why") or value}
+        doc[key] = [{name: value for name, value in item.items() if name not in ("unit", "why", "side") or value}
                     for item in doc[key]]
     return {key: value for key, value in doc.items()
             if (key not in DIGESTS or value) and (key != "language" or value != "both")}
@@ -408,7 +425,7 @@ def read_digest(node: Node) -> str:
     return text
 
 
-_LATER = ("scope", "exam", "unit", "why")
+_LATER = ("scope", "exam", "unit", "why", "side")
 """Fields of a listed change that files written before them lack."""
 
 
