@@ -215,16 +215,19 @@ def _scored(name: str, result: Rescored) -> tuple[list[ValueChange], list[ValueC
     return lowered, raised, [LostHit(name, qid, exam) for qid, exam in result.lost]
 
 
-def _today(name: str, old: Baseline, new: Baseline, labels: Sequence[str], scored: Exams, today: Today | None,
-           settings: GateSettings | None) -> list[ValueChange]:
+def _today(name: str, files: tuple[Baseline, Baseline], labels: Sequence[str], scored: Exams, today: Today | None,
+           settings: GateSettings | None, head: Sequence[ValueChange]) -> list[ValueChange]:
     """Today's rankings of `name` (`diff --today`, the gate's own run) lowered against the base's bar beyond the
-    base's tolerance (`review/today.py`); none without them."""
+    base's tolerance (`review/today.py`); none without them. A metric the head's approved rankings already
+    lower is named once, by the head's side, unless today's mean is lower still beyond the tolerance."""
     if today is None or today.rankings is None or name not in today.rankings:
         return []
-    ran = rescore(name, old, new, labels, today_side(scored, name, today.rankings[name]), False)
+    ran = rescore(name, *files, labels, today_side(scored, name, today.rankings[name]), False)
     tolerances = settings.tolerances if settings is not None else {}
+    below = {change.metric: change.new for change in head if not change.scope}
     return [ValueChange(name, label, before, after, exam=exam, side=SIDE)
-            for label, before, after, exam in dropped(ran, tolerances)]
+            for label, before, after, exam in dropped(ran, tolerances)
+            if after < below.get(label, before) - tolerances.get(label, 0.0) - EPSILON]
 
 
 def _baseline_entries(old: Baseline, new: Baseline) -> tuple[list[Entry], list[Entry]]:
@@ -321,7 +324,7 @@ def classify(
                 more = _stored(name, old, new, found, result.unscored, False)
                 down, up = down + more[0], up + more[1]
             said += rescore_notes(name, new, result)
-            down += _today(name, old, new, labels, scored, today, old_settings)
+            down += _today(name, (old, new), labels, scored, today, old_settings, down)
         lowered, raised, lost = lowered + down, raised + up, lost + gone
         if not found.questions.changed:
             for tag in sorted(set(before.tags) & set(after.tags)):

@@ -100,3 +100,17 @@ def test_todays_rankings_within_the_tolerance_lower_nothing(
     git(base.path, "branch", "-f", "main", "HEAD")
     code, out = diff(capsys, "--today", "gate.json")
     assert code == 0, out
+
+
+def test_an_honest_regression_is_named_once_by_the_heads_file(
+        base: pytest.Pytester, capsys: pytest.CaptureFixture[str]) -> None:
+    """The worse run recorded with --rag-allow-regression and left as recorded: the head's approved rankings
+    lower the bar, and today's rankings, which are the same, add no second line for the approval to cover."""
+    set_run(base.path, WORSE)
+    assert base.runpytest("--rag-update-baseline", "--rag-allow-regression", *RUN).ret == 0
+    base.runpytest("--rag-eval", "--rag-json", "gate.json", *RUN)
+    code, out = diff(capsys, "--today", "gate.json")
+    assert code == 1, out
+    lowered = [line for line in out if line.startswith("  lowered")]
+    assert "  lowered: recall@3 of 'mine' 1.0000 -> 0.6000 (-0.4000)" in lowered, out
+    assert not any("today's rankings" in line for line in lowered), out

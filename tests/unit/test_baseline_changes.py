@@ -13,6 +13,7 @@ from pytest_ragretrieval.baseline.format import dumps, parse
 from pytest_ragretrieval.core.errors import BaselineError
 from pytest_ragretrieval.record.exam import gold_digest
 from pytest_ragretrieval.review.changes import (
+    Changes,
     Entry,
     LostHit,
     SettingChange,
@@ -232,6 +233,18 @@ def test_lost_hits_count_only_where_the_base_gates_questions() -> None:
 def test_changes_survive_their_json_file(tmp_path: Path) -> None:
     new = baseline("new.json", {"bm25": retriever({**METRICS, "ndcg@2": 0.5}), "hybrid": retriever()})
     changes = classify(OLD, new, settings(), settings(significance="bootstrap"), ["a note"])
+    path = tmp_path / "changes.json"
+    path.write_text(dumps_changes(changes), encoding="utf-8")
+    assert parse_changes(path, path.read_text(encoding="utf-8")) == changes
+
+
+def test_a_lowering_of_todays_rankings_survives_its_json_file_and_the_heads_write_no_side(tmp_path: Path) -> None:
+    """`side` is written only where the lowering is today's rankings' (`diff --today`): files the head's side
+    alone fills stay as before, and the side is read back."""
+    today = ValueChange("bm25", "recall@2", 0.75, 0.5, exam="base", side="today")
+    changes = Changes("main:b.json", "b.json", lowered=(ValueChange("bm25", "ndcg@2", 0.6, 0.55), today))
+    doc = json.loads(dumps_changes(changes))
+    assert ["side" in item for item in doc["lowered"]] == [False, True] and doc["lowered"][1]["side"] == "today"
     path = tmp_path / "changes.json"
     path.write_text(dumps_changes(changes), encoding="utf-8")
     assert parse_changes(path, path.read_text(encoding="utf-8")) == changes
