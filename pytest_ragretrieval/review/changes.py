@@ -218,8 +218,9 @@ def _scored(name: str, result: Rescored) -> tuple[list[ValueChange], list[ValueC
 def _today(name: str, files: tuple[Baseline, Baseline], labels: Sequence[str], scored: Exams, today: Today | None,
            settings: GateSettings | None, head: Sequence[ValueChange]) -> list[ValueChange]:
     """Today's rankings of `name` (`diff --today`, the gate's own run) lowered against the base's bar beyond the
-    base's tolerance (`review/today.py`); none without them. A metric the head's approved rankings already
-    lower is named once, by the head's side, unless today's mean is lower still beyond the tolerance."""
+    base's tolerance (`review/today.py`), where the gate's own results fail it (the check is never red where the
+    gate was green); none without them. A metric the head's approved rankings already lower is named once, by the
+    head's side, unless today's mean is lower still beyond the tolerance."""
     if today is None or today.rankings is None or name not in today.rankings:
         return []
     ran = rescore(name, *files, labels, today_side(scored, name, today.rankings[name]), False)
@@ -227,7 +228,8 @@ def _today(name: str, files: tuple[Baseline, Baseline], labels: Sequence[str], s
     below = {change.metric: change.new for change in head if not change.scope}
     return [ValueChange(name, label, before, after, exam=exam, side=SIDE)
             for label, before, after, exam in dropped(ran, tolerances)
-            if after < below.get(label, before) - tolerances.get(label, 0.0) - EPSILON]
+            if after < below.get(label, before) - tolerances.get(label, 0.0) - EPSILON
+            and (today.failed is None or (name, label) in today.failed)]
 
 
 def _baseline_entries(old: Baseline, new: Baseline) -> tuple[list[Entry], list[Entry]]:

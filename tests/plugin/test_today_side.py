@@ -79,6 +79,11 @@ def test_a_forged_head_baseline_is_caught_by_todays_rankings(
     assert "  lowered (today's rankings): recall@3 of 'mine' 1.0000 -> 0.6000 (-0.4000)" in lowered, out
     assert all("(today's rankings)" in line for line in lowered), out  # the head's file lowers nothing
     assert not any(TODAY in line for line in out)
+    passed = json.loads((base.path / "gate.json").read_text(encoding="utf-8"))
+    passed["failures"] = []  # a gate that passed the same run (a drop it could not tell from noise, say)
+    (base.path / "passed.json").write_text(json.dumps(passed), encoding="utf-8")
+    code, out = diff(capsys, "--today", "passed.json")
+    assert code == 0, out  # today's side lowers only what the gate failed: never red where the gate was green
 
 
 def test_todays_rankings_within_the_tolerance_lower_nothing(
