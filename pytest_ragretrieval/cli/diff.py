@@ -26,6 +26,7 @@ from ..files.paths import display, write_atomic
 from ..report.terminal import table
 from ..review.changes import Changes, ValueChange, classify, dumps_changes
 from ..review.rescore import Cut, Today, exams, scored_view
+from ..review.today import NAMED, SIDE
 from ..scoring.metrics import metric_order, of_retriever
 from .common import FAILED, OK, Result, UsageError, checked_output
 from .sides import Sides, from_files, from_revision, with_rankings
@@ -49,8 +50,9 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     diff.add_argument("--against", metavar="REV", default=None,
                       help="compare the config's baseline and settings at git revision REV with the work tree's")
     diff.add_argument("--today", metavar="RESULTS.json", default=None,
-                      help="with --against: the gate's own --rag-json of this job, whose rankings stand for the head's "
-                           "where its baseline holds none of a question as asked today (a query edited since)")
+                      help="with --against: the gate's own --rag-json of this job: its rankings are scored against "
+                           "the base's bar as a third side (lowered when below it beyond the base's tolerance), and "
+                           "stand for the head's where its baseline holds none of a question as asked today")
     diff.add_argument("--json", metavar="PATH", default=None, dest="json_path",
                       help="also write the classified changes here (read by pr-check and comment)")
 
@@ -277,6 +279,7 @@ def _moved(kind: str, change: ValueChange, exams: int = 1) -> str:
     why = f" [{change.why}]" if change.why else ""
     kind += f" ({change.unit})" if change.unit == UNIT_ONLY else ""
     what = subject(change.retriever, change.metric) + (f" in segment {change.segment}" if change.segment else "")
+    kind += f" ({NAMED})" if change.side == SIDE else ""
     if change.scope:
         return f"  {kind}: {what}: {change.scope}{why}"
     return (f"  {kind}: {what} {fmt(change.old)} -> {fmt(change.new)} "

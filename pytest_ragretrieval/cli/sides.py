@@ -23,6 +23,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from msgspec import UnsetType
+
 from ..bar.exam import Exam
 from ..baseline.fingerprint import chunk_record
 from ..baseline.format import Baseline, parse, read
@@ -36,6 +38,7 @@ from ..files.jsontext import strings
 from ..files.paths import display
 from ..glue.inputs import load_inputs
 from ..labels.relabel import units
+from ..record.codec import read as read_record
 from ..review.rescore import Today
 from ..review.settings import GateSettings, gate_settings
 from .common import PROG
@@ -255,7 +258,10 @@ def with_rankings(sides: Sides, path: Path) -> Sides:
                 for name, entry in results.retrievers.items()}
     if sides.today is None:
         return sides
-    return replace(sides, today=replace(sides.today, rankings=rankings),
+    verdicts = read_record(path).record.failures  # the gate's own: what it failed
+    failed = None if isinstance(verdicts, UnsetType) else frozenset(
+        (failure.retriever, failure.metric) for failure in verdicts)
+    return replace(sides, today=replace(sides.today, rankings=rankings, failed=failed),
                    inputs={**sides.inputs, display(path): path})
 
 

@@ -39,6 +39,7 @@ from .moves import moved_questions, moves
 from .notes import exam_notes, rescore_notes
 from .rescore import Exams, Rescored, Today, exams, rescore
 from .settings import GateSettings, setting_moves
+from .today import SIDE, dropped, today_side, unchecked
 
 KIND = "ragretrieval-baseline-changes"
 VERSION = 1
@@ -55,7 +56,8 @@ class ValueChange:
     each, today's means given), empty where stored values were compared; across a chunk-id re-chunk, `unit`
     says whether the lowering only comes from the changed unit (`unit-only`) or not (`retriever`), and `why`
     which questions dropped (`bar.units`); `segment` the segment value (`lang:de`) whose questions' means moved,
-    empty for the whole set (docs/verdicts.md, "Segments")."""
+    empty for the whole set (docs/verdicts.md, "Segments"); `side` is `today` where the new side is today's
+    rankings (the gate's own run, `review/today.py`), not the head's approved ones."""
 
     retriever: str
     metric: str
@@ -67,6 +69,7 @@ class ValueChange:
     unit: str = ""
     why: str = ""
     segment: str = ""
+    side: str = ""
 
     @property
     def delta(self) -> float:
@@ -226,6 +229,23 @@ def _scored(name: str, result: Rescored, min_questions: int = 0
     return lowered, raised, [LostHit(name, qid, exam) for qid, exam in result.lost]
 
 
+def _today(name: str, files: tuple[Baseline, Baseline], labels: Sequence[str], scored: Exams, today: Today | None,
+           settings: GateSettings | None, head: Sequence[ValueChange]) -> list[ValueChange]:
+    """Today's rankings of `name` (`diff --today`, the gate's own run) lowered against the base's bar beyond the
+    base's tolerance (`review/today.py`), where the gate's own results fail it (the check is never red where the
+    gate was green); none without them. A metric the head's approved rankings already lower is named once, by the
+    head's side, unless today's mean is lower still beyond the tolerance."""
+    if today is None or today.rankings is None or name not in today.rankings:
+        return []
+    ran = rescore(name, *files, labels, today_side(scored, name, today.rankings[name]), False)
+    tolerances = settings.tolerances if settings is not None else {}
+    below = {change.metric: change.new for change in head if not change.scope}
+    return [ValueChange(name, label, before, after, exam=exam, side=SIDE)
+            for label, before, after, exam in dropped(ran, tolerances)
+            if after < below.get(label, before) - tolerances.get(label, 0.0) - EPSILON
+            and (today.failed is None or (name, label) in today.failed)]
+
+
 def _baseline_entries(old: Baseline, new: Baseline) -> tuple[list[Entry], list[Entry]]:
     """(removed, added) retrievers and metrics; one recorded as unavailable is removed: its items would be skipped."""
     removed, added = [], []
@@ -336,12 +356,14 @@ def classify(
                 more = _stored(name, old, new, found, result.unscored, False)
                 down, up = down + more[0], up + more[1]
             said += rescore_notes(name, new, result)
+            down += _today(name, (old, new), labels, scored, today, old_settings, down)
         lowered, raised, lost = lowered + down, raised + up, lost + gone
         if not found.questions.changed:
             for tag in sorted(set(before.tags) & set(after.tags)):
                 down, up = _values(before.tags[tag], after.tags[tag], name, tag)
                 tags_lowered, tags_raised = tags_lowered + down, tags_raised + up
     said += exam_notes(old, new, scored, names, used)
+    said += unchecked(names, today.rankings) if today is not None and scored.base is not None else []
     removed, added = _baseline_entries(old, new)
     loosened, tightened, gone_entries = _configured(old_settings, new_settings)
     removed += gone_entries
@@ -371,8 +393,9 @@ _LISTS = {
 def changes_document(changes: Changes) -> dict[str, Any]:
     doc: dict[str, Any] = {"kind": KIND, "version": VERSION, "lowers_the_bar": changes.lowers_the_bar}
     doc.update(asdict(changes))
-    for key in ("lowered", "raised", "tags_lowered", "tags_raised"):  # a re-chunk's and a segment's fields only
-        doc[key] = [{name: value for name, value in item.items() if name not in ("unit", "why", "segment") or value}
+    for key in ("lowered", "raised", "tags_lowered", "tags_raised"):  # a re-chunk's, a segment's, a side's fields only
+        doc[key] = [{name: value for name, value in item.items() if name not in ("unit", "why", "segment", "side")
+                     or value}
                     for item in doc[key]]
     return {key: value for key, value in doc.items()
             if (key not in DIGESTS or value) and (key != "language" or value != "both")}
@@ -438,7 +461,7 @@ def read_digest(node: Node) -> str:
     return text
 
 
-_LATER = ("scope", "exam", "unit", "why", "segment")
+_LATER = ("scope", "exam", "unit", "why", "segment", "side")
 """Fields of a listed change that files written before them lack."""
 
 

@@ -25,6 +25,7 @@ from .approval import Decision, what_lowered
 from .approved import record_line, reopened
 from .changes import Changes, Entry, SettingChange, ValueChange
 from .sweep import Sweep, sweep_line
+from .today import NAMED, SIDE
 
 MARKER = "<!-- pytest-ragretrieval -->"
 LIMIT = 65_536
@@ -145,7 +146,8 @@ def _cut_message(failure: Failure, limit: int | None, language: str) -> str:
 def _values_table(changes: Sequence[ValueChange], limit: int | None, language: str) -> list[str]:
     shown = list(changes) if limit is None else list(changes)[:limit]
     rows = [[esc(c.retriever), esc(c.tag), esc(c.metric) + (f", {esc(c.scope.partition(':')[0])}" if c.scope else "")
-             + (f", {say(language, ('分段', 'segment'))} {esc(c.segment)}" if c.segment else ""),
+             + (f", {say(language, ('分段', 'segment'))} {esc(c.segment)}" if c.segment else "")
+             + (f", {NAMED}" if c.side == SIDE else ""),
              fmt(c.old), fmt(c.new), signed(c.delta)] for c in shown]
     headers = ["retriever", "tag", "metric", "base", "this PR", "delta"]
     if not any(c.tag for c in changes):

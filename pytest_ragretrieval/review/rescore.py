@@ -52,6 +52,9 @@ class Today:
     """Today's rankings (retriever -> question id -> ranking), from the gate's own `--rag-json` of the same job
     (`diff --today`), never from the head's baseline: where the head's file holds no ranking of a question as
     it is asked today (its query edited since, or added), the head's side is today's."""
+    failed: frozenset[tuple[str, str]] | None = field(default=None, hash=False)
+    """(retriever, metric) the gate failed in that results file (its `failures`; None: it records none): today's
+    side lowers only what the gate itself failed, so the check is never red where the gate was green."""
     units: Mapping[str, tuple[str, ...]] | None = field(default=None, hash=False)
     """The relabel's mapping after a chunk-id re-chunk (`labels.relabel.unit_map`: old gold id -> the chunks its
     text went to): which lowerings only come from the changed unit (`bar.units`)."""

@@ -219,3 +219,35 @@ def test_a_gate_that_ends_before_its_summary_never_passes(tmp_path: Path, mode: 
         assert "::error::" not in done.stdout
     else:
         assert done.stdout.startswith(line) and done.stdout.count("\n") == 1
+
+
+FAKE_COMMAND = """#!{python}
+import sys
+with open("calls.txt", "a") as log:
+    log.write(" ".join(sys.argv[1:]) + "\\n")
+"""
+
+
+@pytest.mark.parametrize("ran", [True, False])
+def test_the_pull_request_check_scores_the_gates_own_results(tmp_path: Path, ran: bool) -> None:
+    """The baseline step's script, with stand-ins for git and ragretrieval: `diff` is given the gate's own
+    `--rag-json` of this job (the same `reports` input) as `--today`, never a file of the pull request; where
+    the gate wrote none, no `--today` (diff then says in one line that today's rankings were not checked)."""
+    gate, check = by_id("gate"), by_id("baseline")
+    assert gate["env"]["REPORTS"] == check["env"]["RAG_REPORTS"] == "${{ inputs.reports }}"
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name in ("git", "ragretrieval"):
+        (bin_dir / name).write_text(FAKE_COMMAND.format(python=sys.executable), encoding="utf-8")
+        (bin_dir / name).chmod(0o755)
+    (tmp_path / "reports").mkdir()
+    if ran:
+        (tmp_path / "reports" / "rag-eval.json").write_text("{}", encoding="utf-8")
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "GITHUB_BASE_REF": "main",
+           "RAG_REPORTS": "reports", "RAG_CONFIG": "pyproject.toml", "RAG_COMMENT": "false", "RAG_PR": ""}
+    done = subprocess.run(["bash", str(ROOT / "action" / "baseline-check.sh")], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    (diff,) = [call for call in (tmp_path / "calls.txt").read_text(encoding="utf-8").splitlines()
+               if call.startswith("diff ")]
+    assert ("--today reports/rag-eval.json" in diff) is ran, diff

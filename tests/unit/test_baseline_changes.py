@@ -248,6 +248,18 @@ def test_a_segment_s_lowering_survives_the_file_and_one_without_a_segment_reads_
     assert parse_changes(tmp_path / "c.json", json.dumps(doc)).lowered[0].segment == ""
 
 
+def test_a_lowering_of_todays_rankings_survives_its_json_file_and_the_heads_write_no_side(tmp_path: Path) -> None:
+    """`side` is written only where the lowering is today's rankings' (`diff --today`): files the head's side
+    alone fills stay as before, and the side is read back."""
+    today = ValueChange("bm25", "recall@2", 0.75, 0.5, exam="base", side="today")
+    changes = Changes("main:b.json", "b.json", lowered=(ValueChange("bm25", "ndcg@2", 0.6, 0.55), today))
+    doc = json.loads(dumps_changes(changes))
+    assert ["side" in item for item in doc["lowered"]] == [False, True] and doc["lowered"][1]["side"] == "today"
+    path = tmp_path / "changes.json"
+    path.write_text(dumps_changes(changes), encoding="utf-8")
+    assert parse_changes(path, path.read_text(encoding="utf-8")) == changes
+
+
 @pytest.mark.parametrize(("text", "message"), [
     ("{", "not valid JSON"),
     ('{"kind": "something else", "version": 1}', "not a baseline-changes file of version 1"),

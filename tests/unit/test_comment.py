@@ -111,6 +111,12 @@ def test_an_approved_lowering_and_one_without_a_decision() -> None:
         results([]), changes=LOWERED)
 
 
+def test_a_lowering_of_todays_rankings_is_named_in_the_comment() -> None:
+    changes = Changes("main:b.json", "b.json", lowered=(ValueChange("bm25", "recall@2", 0.75, 0.5, side="today"),))
+    (row,) = [line for line in render_doc(results([]), changes=changes).splitlines() if line.startswith("| bm25")]
+    assert "recall@2, today's rankings" in row
+
+
 APPROVAL = approval_of(Changes("a", "b", lowered=(ValueChange("bm25", "ndcg@5", 0.5885, 0.5),)), 42,
                        "4f3c2b1a" + "0" * 32, "rag-baseline-approved")
 BEYOND = Decision("fail", "beyond", "rag-baseline-approved", True, "sticky comment", APPROVAL,
