@@ -12,7 +12,7 @@ from ..database.settings import IndexKind
 from ..evalset.records import Chunk, Question
 from ..record.run import RetrieverRun
 from ..retrievers import TYPES, Closing, Retriever
-from ..retrievers.protocol import Connection, Query, asked
+from ..retrievers.protocol import Connection, Narrowing, Query, asked
 from ..retrievers.tokens import tokenizer
 from .resources import Resources
 from .store import Entry, Memo, Rankings, Reused
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
 
     from ..embedding.prompts import Side
+    from ..retrievers.candidates import Earlier
     from ..retrievers.corpus_tokens import Ahead
 
 
@@ -147,6 +148,8 @@ class Workbench:
         """The retrievers this session will run (`Runner.plan`), whose corpus tokens may be made ahead."""
         self.cached: Callable[[str], RetrieverRun | None] = lambda name: None
         """A source's rankings from its cached run, when they may stand in for running it (`Runner`)."""
+        self.earlier: Callable[[str], Earlier | None] = lambda name: None
+        """An exact search's cached rankings with its vectors' digests, after a corpus edit (`Runner`)."""
 
     def depth(self, name: str) -> int:
         """The deepest any configured consumer reads `name`: the session's depth, a hybrid's, a rerank's."""
@@ -242,7 +245,10 @@ class Workbench:
 
         cached = self.cached(name)
         if cached is None:
-            memo = Memo(name, self._build(name), self.rankings, self.depth(name), sources=sources)
+            built = self._build(name)
+            if isinstance(built, Narrowing) and (earlier := self.earlier(name)) is not None:
+                built.narrow(earlier)
+            memo = Memo(name, built, self.rankings, self.depth(name), sources=sources)
         else:
             # every question's ranking cached: built only if asked anything else; some: built for the rest
             every = all(question.id in cached.rankings for question in self.questions)
@@ -254,6 +260,11 @@ class Workbench:
                         cached.rankings[question.id], cached.depth, cached.latency_ms.get(question.id, 0.0))
         self._memos[name] = memo
         return memo
+
+    def narrowed(self, name: str) -> int:
+        """The questions `name`'s earlier rankings decided after a corpus edit (`Narrowing`); 0 if none."""
+        built = self._built.get(name)
+        return built.narrowed if isinstance(built, Narrowing) else 0
 
     def stored(self, name: str) -> dict[str, tuple[Any, ...]] | None:
         """`name`'s rankings of every question as the session's store holds them, cut to the deepest any
