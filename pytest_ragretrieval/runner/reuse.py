@@ -158,11 +158,10 @@ def _retriever(config: Config, name: str, setup: Mapping[str, Mapping[str, Any]]
 
 def shared(
     config: Config, chunks: Sequence[Chunk], questions: Sequence[Question] | None, database: str,
-    corpus: bool = True,
 ) -> dict[str, Any]:
     """What decides every retriever's rankings alike, computed once per run; `database` the mode the
     run resolved and the server it names (its password masked); `questions` None leaves them out (the
-    `partial` key, for reuse question by question), `corpus` False the chunks (the `narrowed` key)."""
+    `partial` key, for reuse question by question); the `narrowed` key leaves out the chunks too."""
     found = {
         "version": VERSION,
         "code": code_digest(),
@@ -181,8 +180,6 @@ def shared(
     }
     if questions is None:
         del found["questions"]
-    if not corpus:
-        del found["chunks"]
     return found
 
 

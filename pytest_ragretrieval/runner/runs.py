@@ -208,8 +208,8 @@ class Runner:
             if self._common is None or self._partial is None or self._uncut is None:
                 database = f"{self.resources.db_mode} {redact(self.resources.dsn) if self.resources.dsn else ''}"
                 self._common = reuse.shared(self.config, self.chunks, self.questions, database)
-                self._partial = reuse.shared(self.config, self.chunks, None, database)
-                self._uncut = reuse.shared(self.config, (), None, database, corpus=False)
+                self._partial = {name: value for name, value in self._common.items() if name != "questions"}
+                self._uncut = {name: value for name, value in self._partial.items() if name != "chunks"}
             if not corpus:
                 return reuse.key(self.config, name, self._uncut, self.setup([name]), None)
             common = self._common if questions else self._partial

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+from typing import Any
 
 import pytest
 from projects import RUN, jsonl, retriever, toml_string, without_timings, write_project
@@ -28,11 +29,11 @@ RETRIEVERS = (retriever("vector", "vector") + retriever("bm25", "bm25")
               + retriever("hybrid", "hybrid", sources=["vector", "bm25"], depth=10))
 
 
-def corpus() -> tuple[list[dict[str, object]], list[dict[str, object]]]:
+def corpus() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     rng = random.Random(52)
-    chunks = [{"id": f"c{i:03d}", "text": "".join(rng.choices(WORDS, k=rng.randint(3, 8)))} for i in range(80)]
+    chunks: list[dict[str, Any]] = [{"id": f"c{i:03d}", "text": "".join(rng.choices(WORDS, k=rng.randint(3, 8)))} for i in range(80)]
     chunks += [{"id": "c080", "text": chunks[5]["text"]}, {"id": "c081", "text": chunks[5]["text"]}]  # exact ties
-    questions = []
+    questions: list[dict[str, Any]] = []
     for number, chunk in enumerate(rng.sample(chunks, 24)):
         text = str(chunk["text"])
         start = rng.randrange(max(1, len(text) - 4))
