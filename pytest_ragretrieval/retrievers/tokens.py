@@ -229,3 +229,48 @@ def describe(key: str) -> str:
     else:
         found = name
     return found if sha256 is None else f"{found}, user dictionary sha256 {sha256}"
+
+
+def _index(key: str, folder: Path) -> Path | None:
+    """The dictionary index (`jieba_index`) for `key` in the token cache's `folder`: jieba's own tokenizers
+    without a user dictionary only (one changes the dictionary)."""
+    from .jieba_index import index_path
+
+    name, _, path = _parts(key)
+    return index_path(folder) if name in ("jieba", "jieba-search") and path is None else None
+
+
+def few(key: str, texts: Sequence[str], folder: Path) -> bool:
+    """Whether `few_steps` cuts `texts`: few characters, and the index is in the token cache's `folder`."""
+    from .jieba_index import FEW
+
+    if sum(map(len, texts)) > FEW:
+        return False
+    index = _index(key, folder)
+    return index is not None and index.is_file()
+
+
+def few_steps(key: str, texts: Sequence[str], folder: Path) -> Steps | None:
+    """The tokenizer of `key` for `texts` alone (`few`), from the index's words among their substrings: the
+    same tokens as the whole dictionary's, with no dictionary loaded. None when the index cannot be read."""
+    from .jieba_index import words_in
+
+    index = _index(key, folder) if few(key, texts, folder) else None
+    words = words_in(index, list(texts)) if index is not None else None
+    if words is None:
+        return None
+    return Steps(cutter(words, _parts(key)[0] == "jieba-search", force_split(None)), _lower_unless_blank)
+
+
+def keep_index(key: str, folder: Path | None) -> None:
+    """Write the dictionary index into the token cache's `folder` (None: not writable) when `key` reads
+    jieba's dictionary, which this process has loaded (`steps(key)`), and it is not there yet."""
+    from .jieba_index import keep
+
+    index = _index(key, folder) if folder is not None else None
+    if index is not None and not index.is_file():
+        loaded = _jieba_tokenizer(None)
+        try:
+            keep(index, loaded.FREQ, loaded.total)
+        except OSError:
+            pass  # a cache that cannot be written: the next run loads the dictionary again
