@@ -175,16 +175,17 @@ class Workbench:
 
     def load_tokenizer(self, texts: Sequence[str] | None, key: str) -> Mapping[str, float]:
         """The tokenizer of `key` loaded before the first question when `tokens(texts)` would load it (a text
-        the cache lacks and no process tokenizing ahead holds), or outright (`texts` None). By `tokenizer
-        NAME`, in milliseconds."""
-        from ..retrievers.tokens import describe, load
+        the cache lacks, no process tokenizing ahead holds, and too many or no index for `few`), or
+        outright (`texts` None). By `tokenizer NAME`, in milliseconds."""
+        from ..retrievers.tokens import describe, few, load
 
         if texts is not None:
             unique = list(dict.fromkeys(texts))
-            misses = [unique[i] for i in self._token_namespace(key).absent(unique)]
+            space = self._token_namespace(key)
+            misses = [unique[i] for i in space.absent(unique)]
             ahead = self._ahead.get(key)
-            if not misses or (ahead is not None and ahead.texts.issuperset(misses)):
-                return {}
+            if not misses or (ahead is not None and ahead.texts.issuperset(misses)) or few(key, misses, space.folder):
+                return {}  # cached, tokenized ahead, or cut from the dictionary's index: nothing to load
         took = load(key)
         return {} if took is None else {f"tokenizer {describe(key)}": took}
 
