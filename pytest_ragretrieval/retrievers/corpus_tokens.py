@@ -166,8 +166,7 @@ def cached_tokens(
         chosen = few_steps(name, misses, namespace.folder) if part is None else None
         if part is None and chosen is not None:
             part = (*tokenize_batch(name, misses, chosen), misses)
-        kept = namespace.folder if namespace.writable else None
-        vocabulary, fresh = _merged(vocabulary, [part] if part is not None else _tokenize(name, misses, workers, kept))
+        vocabulary, fresh = _merged(vocabulary, [part] if part is not None else _tokenize(name, misses, workers))
         namespace.write(*_own_vocabulary(fresh, vocabulary))
         rows.update(fresh)
     return vocabulary, [rows[text] for text in texts]
@@ -209,23 +208,19 @@ def _own_vocabulary(entries: dict[str, np.ndarray], vocabulary: list[str]) -> tu
     return {text: renumber[ids] for text, ids in entries.items()}, [vocabulary[i] for i in used.tolist()]
 
 
-def _tokenize(name: str, misses: list[str], workers: int, kept: Path | None = None) -> list[Part]:
+def _tokenize(name: str, misses: list[str], workers: int) -> list[Part]:
     """The misses as contiguous parts, in order, so the merged vocabulary (and the pack) is the same
     whatever the split. This process loads the dictionary and tokenizes alone until PROBE_SECONDS
     have passed (at least one block), measuring its speed and the cores idle beside it meanwhile
     (loading jieba's dictionary keeps this process as busy as tokenizing); `fork.processes`
     then says how many processes share the rest, the others forked from this one with the
     dictionary it loaded. With `workers` 1, or where forking is unsafe or absent (`forkable`), it is
-    the sequential run: one part, nothing measured, nothing forked. The dictionary loaded, its index is
-    kept in the token cache's folder `kept` (None: not writable) for a later run's few texts (`few`)."""
+    the sequential run: one part, nothing measured, nothing forked."""
     if workers <= 1 or not forkable():
-        sequential: list[Part] = [(*tokenize_batch(name, misses), misses)]
-        keep_index(name, kept)
-        return sequential
+        return [(*tokenize_batch(name, misses), misses)]
     window = time.perf_counter()
     before = cpu_times()
     tokenizer(name)  # the dictionary, loaded once, here
-    keep_index(name, kept)
     started = time.perf_counter()
     parts: list[Part] = []
     done = 0
@@ -267,8 +262,10 @@ def _split(texts: list[str], count: int) -> list[list[str]]:
 
 def _ahead(name: str, texts: list[str], workers: int, kept: Path | None) -> bytes:
     """The process tokenizing ahead: `texts` split as `_tokenize` splits them (more processes only for
-    idle cores), answered as one part."""
-    words, fresh = _merged([], _tokenize(name, texts, workers, kept))
+    idle cores), answered as one part; the dictionary it loaded is kept as an index in the token cache's
+    folder `kept` (None: not writable) for a later run's few texts (`few`)."""
+    words, fresh = _merged([], _tokenize(name, texts, workers))
+    keep_index(name, kept)
     return _packed(words, [fresh[text] for text in texts])
 
 

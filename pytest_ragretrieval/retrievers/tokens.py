@@ -67,6 +67,10 @@ the stop list and the stemmer's possessive rule see it. Everything else separate
 _APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'"})
 
 
+_PLAIN: list[Any] = []
+"""jieba's tokenizer without a user dictionary, once this process built it: `keep_index` writes its index."""
+
+
 @cache
 def _jieba_tokenizer(user_dict: UserDict | None) -> Any:
     """A jieba.Tokenizer of our own, its dictionary loaded, with the user dictionary's entries added."""
@@ -77,6 +81,8 @@ def _jieba_tokenizer(user_dict: UserDict | None) -> Any:
 
     own = jieba.Tokenizer()
     own.initialize()
+    if user_dict is None:
+        _PLAIN.append(own)
     shared = finalseg.Force_Split_Words
     before = set(shared)
     try:
@@ -264,13 +270,12 @@ def few_steps(key: str, texts: Sequence[str], folder: Path) -> Steps | None:
 
 def keep_index(key: str, folder: Path | None) -> None:
     """Write the dictionary index into the token cache's `folder` (None: not writable) when `key` reads
-    jieba's dictionary, which this process has loaded (`steps(key)`), and it is not there yet."""
+    jieba's dictionary, this process loaded it (never loaded for this), and the index is not there yet."""
     from .jieba_index import keep
 
-    index = _index(key, folder) if folder is not None else None
+    index = _index(key, folder) if folder is not None and _PLAIN else None
     if index is not None and not index.is_file():
-        loaded = _jieba_tokenizer(None)
         try:
-            keep(index, loaded.FREQ, loaded.total)
+            keep(index, _PLAIN[0].FREQ, _PLAIN[0].total)
         except OSError:
             pass  # a cache that cannot be written: the next run loads the dictionary again

