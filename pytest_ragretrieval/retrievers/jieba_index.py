@@ -59,22 +59,24 @@ def keep(path: Path, freq: dict[str, int], total: int) -> None:
 
 def words_in(path: Path, texts: list[str]) -> Any | None:
     """A stand-in for a loaded `jieba.Tokenizer` (its `FREQ` and `total`, what `jieba_cut.Cut` reads) holding
-    the dictionary's entries among `texts`' substrings; None without a readable index."""
+    the dictionary's entries among `texts`' substrings (each entry's prefixes are entries too, so a longer
+    one is looked for only where its prefix was found); None without a readable index."""
     try:
         with np.load(path) as index:
             arrays = {name: index[name] for name in index.files}
     except (OSError, ValueError, KeyError):
         return None
     found: dict[str, int] = {}
-    for name, words in arrays.items():
-        if not name.startswith("words"):
-            continue
-        length = int(name[5:])
-        wanted = np.unique(np.asarray([text[i:i + length] for text in texts for i in range(len(text) - length + 1)],
-                                      dtype=f"<U{length}"))
-        if not wanted.size or not words.size:
-            continue
-        at = np.minimum(np.searchsorted(words, wanted), words.size - 1)
-        hits = words[at] == wanted
-        found.update(zip(wanted[hits].tolist(), arrays[f"counts{length}"][at[hits]].tolist(), strict=True))
+    starts = [(text, i) for text in texts for i in range(len(text))]
+    length = 1
+    while starts and f"words{length}" in arrays:
+        # jieba keeps every prefix of a word: a longer entry starts only where this one was found
+        words, counts = arrays[f"words{length}"], arrays[f"counts{length}"]
+        starts = [(text, i) for text, i in starts if i + length <= len(text)]
+        wanted = np.asarray([text[i:i + length] for text, i in starts], dtype=f"<U{length}")
+        at = np.minimum(np.searchsorted(words, wanted), max(0, words.size - 1))
+        hits = words[at] == wanted if words.size else np.zeros(len(starts), dtype=bool)
+        found.update(zip(wanted[hits].tolist(), counts[at[hits]].tolist(), strict=True))
+        starts = [start for start, hit in zip(starts, hits.tolist(), strict=True) if hit]
+        length += 1
     return SimpleNamespace(FREQ=found, total=int(arrays["total"][0]))
