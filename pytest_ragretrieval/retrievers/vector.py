@@ -48,23 +48,35 @@ class VectorRetriever:
     chunks that can be in each exact top k are found at once (`candidates.py`), and pgvector
     ranks only those, on `workers` connections at once: the same rankings as a full scan. Where
     numpy's bound decides a ranking, or an earlier run's ranking of the same query vector does after
-    a corpus edit (`narrow`), no SQL runs; the database starts on the first query that needs it.
+    a corpus edit (`narrow`), no SQL runs (the database is started all the same: a run of the same
+    settings needs it whatever the data, and says so at build).
     """
 
     def __init__(self, ctx: Context, min_score: float | None, approximate: bool) -> None:
-        need("psycopg.sql", f"retriever {ctx.name!r}")
+        sql = need("psycopg.sql", f"retriever {ctx.name!r}")
         need("pgvector.psycopg", f"retriever {ctx.name!r}")
 
         self.ctx = ctx
-        self._conn: Any = None
+        self._candidates = Candidates(*ctx.corpus_vectors())
+        """The corpus embedded before the database starts, as seeding it needs: a cold run tokenizes ahead meanwhile."""
+        self.conn = ctx.connect()
         self.pool: list[Any] = []
         self.earlier: Earlier | None = None
         self.narrowed = 0
         """Questions whose earlier ranking decided their search (`narrow`)."""
         self.min_score = min_score
         self.approximate = approximate
-        self._candidates = Candidates(*ctx.corpus_vectors())
-        """The corpus embedded at build, before any query: a cold run tokenizes ahead meanwhile."""
+        table = sql.SQL(ctx.table)
+        self.exact_sql = sql.SQL(
+            "SELECT id, embedding <=> %(q)s AS distance FROM {table} ORDER BY distance, id LIMIT %(k)s"
+        ).format(table=table)
+        self.among_sql = sql.SQL(
+            "SELECT id, embedding <=> %(q)s AS distance FROM {table} WHERE id = ANY(%(ids)s) "
+            "ORDER BY distance, id LIMIT %(k)s"
+        ).format(table=table)
+        self.ann_sql = sql.SQL(
+            "SELECT id, embedding <=> %(q)s AS distance FROM {table} ORDER BY embedding <=> %(q)s LIMIT %(k)s"
+        ).format(table=table)
         self.overlaps: dict[int, list[float]] = {}
 
     def _search(self, conn: Any, statement: Any, params: dict[str, Any]) -> list[tuple[str, float]]:
@@ -77,28 +89,6 @@ class VectorRetriever:
         if self.min_score is not None:
             rows = [row for row in rows if 1.0 - row[1] >= self.min_score]
         return rows
-
-    @property
-    def conn(self) -> Any:
-        """The first connection, made (and the database started) when a query first needs SQL."""
-        if self._conn is None:
-            self._conn = self.ctx.connect()
-            self._statements()
-        return self._conn
-
-    def _statements(self) -> None:
-        sql = need("psycopg.sql", f"retriever {self.ctx.name!r}")
-        table = sql.SQL(self.ctx.table)
-        self.exact_sql = sql.SQL(
-            "SELECT id, embedding <=> %(q)s AS distance FROM {table} ORDER BY distance, id LIMIT %(k)s"
-        ).format(table=table)
-        self.among_sql = sql.SQL(
-            "SELECT id, embedding <=> %(q)s AS distance FROM {table} WHERE id = ANY(%(ids)s) "
-            "ORDER BY distance, id LIMIT %(k)s"
-        ).format(table=table)
-        self.ann_sql = sql.SQL(
-            "SELECT id, embedding <=> %(q)s AS distance FROM {table} ORDER BY embedding <=> %(q)s LIMIT %(k)s"
-        ).format(table=table)
 
     def narrow(self, earlier: Earlier) -> None:
         """Search after a corpus edit from an earlier exact run of the same table (`candidates.Earlier`)."""
@@ -182,9 +172,8 @@ class VectorRetriever:
         }
 
     def close(self) -> None:
-        for conn in [self._conn, *self.pool]:
-            if conn is not None:
-                conn.close()
+        for conn in [self.conn, *self.pool]:
+            conn.close()
 
 
 def build(params: Mapping[str, Any], ctx: Context) -> VectorRetriever:
