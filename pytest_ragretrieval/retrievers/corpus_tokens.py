@@ -37,7 +37,7 @@ from ..core.fork import (
     result,
     stop,
 )
-from .tokens import describe, steps, tokenizer, tokenizer_key
+from .tokens import Steps, describe, few, few_steps, keep_index, steps, tokenizer, tokenizer_key
 
 RULE = "tokens 1"
 """Bump when what we do to the tokenizer's output changes: cached tokens then stop matching."""
@@ -103,13 +103,14 @@ def tokenizer_id(name: str) -> str:
     return f"{describe(name)} ({RULE})"
 
 
-def tokenize_batch(name: str, texts: Sequence[str]) -> tuple[list[str], list[np.ndarray]]:
-    """(vocabulary in order of first use, token ids per text) for one batch.
+def tokenize_batch(name: str, texts: Sequence[str], chosen: Steps | None = None) -> tuple[list[str], list[np.ndarray]]:
+    """(vocabulary in order of first use, token ids per text) for one batch, by `chosen` (default: the
+    tokenizer `name`).
 
     Pieces are numbered as they come (a dict whose missing key gets the next number, all in C),
     and only the distinct pieces are finished (lower-cased, blanks dropped): the same vocabulary
     and ids as finishing every piece, since a token's first use is its first piece's."""
-    chosen = steps(name)
+    chosen = chosen or steps(name)
     split, finish = chosen.split, chosen.finish
     pieces: defaultdict[str, int] = defaultdict()
     pieces.default_factory = pieces.__len__
@@ -142,9 +143,10 @@ def tokenize_ahead(texts: Sequence[str], name: str, namespace: Namespace, worker
         return None
     unique = list(dict.fromkeys(texts))
     misses = [unique[i] for i in namespace.absent(unique)]
-    if not misses:
-        return None
-    child = fork(partial(_ahead, name, misses, workers - 1), nice=BESIDE, group=True)
+    if not misses or few(name, misses, namespace.folder):
+        return None  # nothing to do, or little enough to cut here from jieba's dictionary index
+    kept = namespace.folder if namespace.writable else None
+    child = fork(partial(_ahead, name, misses, workers - 1, kept), nice=BESIDE, group=True)
     return Ahead(misses, child, time.monotonic() + BUDGET + _size(misses) / SLOWEST)
 
 
@@ -161,6 +163,9 @@ def cached_tokens(
     rows = {text: ids for text, ids in zip(unique, found, strict=True) if ids is not None}
     if misses:
         part = ahead.part(misses) if ahead is not None else None
+        chosen = few_steps(name, misses, namespace.folder) if part is None else None
+        if part is None and chosen is not None:
+            part = (*tokenize_batch(name, misses, chosen), misses)
         vocabulary, fresh = _merged(vocabulary, [part] if part is not None else _tokenize(name, misses, workers))
         namespace.write(*_own_vocabulary(fresh, vocabulary))
         rows.update(fresh)
@@ -255,10 +260,12 @@ def _split(texts: list[str], count: int) -> list[list[str]]:
     return [texts[a:b] for a, b in zip(bounds, bounds[1:], strict=False) if b > a]
 
 
-def _ahead(name: str, texts: list[str], workers: int) -> bytes:
+def _ahead(name: str, texts: list[str], workers: int, kept: Path | None) -> bytes:
     """The process tokenizing ahead: `texts` split as `_tokenize` splits them (more processes only for
-    idle cores), answered as one part."""
+    idle cores), answered as one part; the dictionary it loaded is kept as an index in the token cache's
+    folder `kept` (None: not writable) for a later run's few texts (`few`)."""
     words, fresh = _merged([], _tokenize(name, texts, workers))
+    keep_index(name, kept)
     return _packed(words, [fresh[text] for text in texts])
 
 

@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
 
+    from .candidates import Earlier
+
 @dataclass(frozen=True)
 class Query:
     """What a retriever may know of a question: its id, its text and its tags, never its judgments."""
@@ -93,6 +95,16 @@ class Batched(Protocol):
     def search_many(
         self, queries: Sequence[str], k: int, tick: Callable[[int], None]
     ) -> list[tuple[Sequence[str], float]]: ...
+
+
+@runtime_checkable
+class Narrowing(Protocol):
+    """An exact search that an earlier run's rankings narrow after a corpus edit (`vector`): `narrowed`
+    counts the questions they decided (runner/reuse.py, `narrowed`)."""
+
+    narrowed: int
+
+    def narrow(self, earlier: Earlier) -> None: ...
 
 
 @runtime_checkable

@@ -67,6 +67,10 @@ the stop list and the stemmer's possessive rule see it. Everything else separate
 _APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'"})
 
 
+_PLAIN: list[Any] = []
+"""jieba's tokenizer without a user dictionary, once this process built it: `keep_index` writes its index."""
+
+
 @cache
 def _jieba_tokenizer(user_dict: UserDict | None) -> Any:
     """A jieba.Tokenizer of our own, its dictionary loaded, with the user dictionary's entries added."""
@@ -77,6 +81,8 @@ def _jieba_tokenizer(user_dict: UserDict | None) -> Any:
 
     own = jieba.Tokenizer()
     own.initialize()
+    if user_dict is None:
+        _PLAIN.append(own)
     shared = finalseg.Force_Split_Words
     before = set(shared)
     try:
@@ -229,3 +235,47 @@ def describe(key: str) -> str:
     else:
         found = name
     return found if sha256 is None else f"{found}, user dictionary sha256 {sha256}"
+
+
+def _index(key: str, folder: Path) -> Path | None:
+    """The dictionary index (`jieba_index`) for `key` in the token cache's `folder`: jieba's own tokenizers
+    without a user dictionary only (one changes the dictionary)."""
+    from .jieba_index import index_path
+
+    name, _, path = _parts(key)
+    return index_path(folder) if name in ("jieba", "jieba-search") and path is None else None
+
+
+def few(key: str, texts: Sequence[str], folder: Path) -> bool:
+    """Whether `few_steps` cuts `texts`: few characters, and the index is in the token cache's `folder`."""
+    from .jieba_index import FEW
+
+    if sum(map(len, texts)) > FEW:
+        return False
+    index = _index(key, folder)
+    return index is not None and index.is_file()
+
+
+def few_steps(key: str, texts: Sequence[str], folder: Path) -> Steps | None:
+    """The tokenizer of `key` for `texts` alone (`few`), from the index's words among their substrings: the
+    same tokens as the whole dictionary's, with no dictionary loaded. None when the index cannot be read."""
+    from .jieba_index import words_in
+
+    index = _index(key, folder) if few(key, texts, folder) else None
+    words = words_in(index, list(texts)) if index is not None else None
+    if words is None:
+        return None
+    return Steps(cutter(words, _parts(key)[0] == "jieba-search", force_split(None)), _lower_unless_blank)
+
+
+def keep_index(key: str, folder: Path | None) -> None:
+    """Write the dictionary index into the token cache's `folder` (None: not writable) when `key` reads
+    jieba's dictionary, this process loaded it (never loaded for this), and the index is not there yet."""
+    from .jieba_index import keep
+
+    index = _index(key, folder) if folder is not None and _PLAIN else None
+    if index is not None and not index.is_file():
+        try:
+            keep(index, _PLAIN[0].FREQ, _PLAIN[0].total)
+        except OSError:
+            pass  # a cache that cannot be written: the next run loads the dictionary again

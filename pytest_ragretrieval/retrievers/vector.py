@@ -11,7 +11,7 @@ from ..core.optional import need
 from ..evalset.records import Question
 from ..files.tables import Table
 from ..scoring.metrics import ann_overlap
-from .candidates import Candidates
+from .candidates import Candidates, Earlier
 from .protocol import Context, Query, Setup
 
 
@@ -46,7 +46,10 @@ class VectorRetriever:
 
     Run over the whole eval set (`search_many`), the queries are embedded in one call, the
     chunks that can be in each exact top k are found at once (`candidates.py`), and pgvector
-    ranks only those, on `workers` connections at once: the same rankings as a full scan.
+    ranks only those, on `workers` connections at once: the same rankings as a full scan. Where
+    numpy's bound decides a ranking, or an earlier run's ranking of the same query vector does after
+    a corpus edit (`narrow`), no SQL runs (the database is started all the same: a run of the same
+    settings needs it whatever the data, and says so at build).
     """
 
     def __init__(self, ctx: Context, min_score: float | None, approximate: bool) -> None:
@@ -54,11 +57,15 @@ class VectorRetriever:
         need("pgvector.psycopg", f"retriever {ctx.name!r}")
 
         self.ctx = ctx
+        self._candidates = Candidates(*ctx.corpus_vectors())
+        """The corpus embedded before the database starts, as seeding it needs: a cold run tokenizes ahead meanwhile."""
         self.conn = ctx.connect()
         self.pool: list[Any] = []
+        self.earlier: Earlier | None = None
+        self.narrowed = 0
+        """Questions whose earlier ranking decided their search (`narrow`)."""
         self.min_score = min_score
         self.approximate = approximate
-        self._candidates: Candidates | None = None
         table = sql.SQL(ctx.table)
         self.exact_sql = sql.SQL(
             "SELECT id, embedding <=> %(q)s AS distance FROM {table} ORDER BY distance, id LIMIT %(k)s"
@@ -82,6 +89,11 @@ class VectorRetriever:
         if self.min_score is not None:
             rows = [row for row in rows if 1.0 - row[1] >= self.min_score]
         return rows
+
+    def narrow(self, earlier: Earlier) -> None:
+        """Search after a corpus edit from an earlier exact run of the same table (`candidates.Earlier`)."""
+        if not self.approximate:
+            self.earlier = earlier
 
     def __call__(self, query: str, k: int) -> list[str]:
         ranking, overlap = self._rank(self.conn, self.ctx.embed([query])[0], k, None)
@@ -114,10 +126,17 @@ class VectorRetriever:
         finding the candidates."""
         started = time.perf_counter()
         vectors = self.ctx.embed(list(queries))
-        if self._candidates is None:
-            self._candidates = Candidates(*self.ctx.corpus_vectors())
-        among = self._candidates.find(vectors, k)
+        plans = self._candidates.plan(vectors, k, self.earlier, order=self.min_score is None and not self.approximate)
+        self.narrowed += sum(plan.earlier for plan in plans)
         share = (time.perf_counter() - started) * 1000.0 / max(1, len(queries))
+        found: list[tuple[Sequence[str], float]] = [((), 0.0)] * len(queries)
+        for position, plan in enumerate(plans):
+            if plan.ranking is not None:
+                found[position] = (list(plan.ranking), share)
+                tick(1)
+        searched = [position for position, plan in enumerate(plans) if plan.ranking is None]
+        if not searched:
+            return found
         while len(self.pool) < self.ctx.workers - 1:
             self.pool.append(self.ctx.connect())
         idle: queue.SimpleQueue[Any] = queue.SimpleQueue()
@@ -128,15 +147,14 @@ class VectorRetriever:
             conn = idle.get()
             try:
                 began = time.perf_counter()
-                ranking, overlap = self._rank(conn, vectors[position], k, among[position])
+                ranking, overlap = self._rank(conn, vectors[position], k, plans[position].among)
                 return position, ranking, overlap, (time.perf_counter() - began) * 1000.0
             finally:
                 idle.put(conn)
 
-        found: list[tuple[Sequence[str], float]] = [((), 0.0)] * len(queries)
         overlaps: list[float | None] = [None] * len(queries)
         with ThreadPoolExecutor(1 + len(self.pool), thread_name_prefix="rag-vector") as pool:
-            for future in as_completed([pool.submit(search, i) for i in range(len(queries))]):
+            for future in as_completed([pool.submit(search, i) for i in searched]):
                 position, ranking, overlap, took = future.result()
                 found[position] = (ranking, took + share)
                 overlaps[position] = overlap

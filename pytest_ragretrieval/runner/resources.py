@@ -154,18 +154,15 @@ class Resources:
         embedder that fails (a dead server, a missing key) costs no database start.
         """
         from ..database.handle import open_database
-        from ..database.seed import seed, storable, table_label, update
+        from ..database.seed import seed, table_label, update
         from ..database.servers import choose
 
-        self.before_embedding()
-        with self.phases.phase("embedding corpus"):
-            vectors = self.embed([chunk.text for chunk in self.chunks], "embedding corpus")
+        vectors = self._embedded()
         stats = self.embedder.stats
-        self._vectors = storable(self.chunks, vectors, self.config.index)
         started = time.perf_counter()
         with self.phases.phase("database start"):
             choice = choose(self.db_mode, self.dsn)
-            kept = self._kept(choice.mode, self._vectors)
+            kept = self._kept(choice.mode, vectors)
             database = open_database(choice, self.dsn, kept)
         self._database = database
         self.out.line(f"rag: database {database.describe()} ({choice.reason}) in {time.perf_counter() - started:.2f}s")
@@ -200,6 +197,18 @@ class Resources:
             self.out.line(f"rag: seeded {what} in {time.perf_counter() - started:.2f}s")
         self._table = table_label(database.schema)
         return database
+
+    def _embedded(self) -> np.ndarray:
+        """The corpus's vectors as the database stores them, embedded through the cache once: an exact
+        search that needs no SQL (`retrievers/candidates.py`) reads them with no database started."""
+        if self._vectors is None:
+            from ..database.seed import storable
+
+            self.before_embedding()
+            with self.phases.phase("embedding corpus"):
+                vectors = self.embed([chunk.text for chunk in self.chunks], "embedding corpus")
+            self._vectors = storable(self.chunks, vectors, self.config.index)
+        return self._vectors
 
     def _kept(self, mode: ServerMode, stored: np.ndarray) -> Kept | None:
         """The kept folder for this corpus, embeddings and index (see database.kept): embedded mode,
@@ -250,10 +259,13 @@ class Resources:
         return conn
 
     def corpus_vectors(self) -> tuple[list[str], np.ndarray]:
-        """(chunk ids, vectors) in the order and precision they were seeded."""
-        self._ready()
-        assert self._vectors is not None
-        return [chunk.id for chunk in self.chunks], self._vectors
+        """(chunk ids, vectors) in the order and precision they are seeded; no database is started for them."""
+        return [chunk.id for chunk in self.chunks], self._embedded()
+
+    @property
+    def embedded(self) -> bool:
+        """Whether the corpus's vectors were read this session (`corpus_vectors` then costs nothing)."""
+        return self._vectors is not None
 
     @property
     def table(self) -> str:

@@ -23,6 +23,12 @@ is reused question by question when every input but the eval set is unchanged (`
 (and tags) are unchanged come from the entry, and only the added or edited questions are searched. A
 `run` retriever is not (its notes name the questions its file lacks, over the whole set).
 
+A vector retriever on an exact index whose every input but the corpus, the eval set and the embedding
+cache's files is unchanged (`narrowed`: the entry's side file, `*.vectors.json`, with the digest of each
+chunk's and each question's vector) searches from its cached rankings after a corpus edit: a question
+whose cached ranking holds no changed or removed chunk is ranked among it and the changed chunks
+(`retrievers/candidates.py`), the others in full; the rankings are those of a full search, byte for byte.
+
 Latency is not measured on a reused run: its per-question latencies are those the cached run
 measured, and the run says so (a note in the reports, `reused` in `--rag-json`, one terminal
 line). A retriever with `max_latency_ms` is never reused, so no latency item is judged on an
@@ -40,7 +46,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from functools import cache
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -54,6 +60,9 @@ from ..record.run import MAX_DEPTH, RetrieverRun, decode, document, read_bytes, 
 from ..scoring.evaluate import Run
 from ..scoring.metrics import MetricSpec
 from .execute import checked_ranking
+
+if TYPE_CHECKING:
+    from ..retrievers.candidates import Earlier
 
 VERSION = 4
 """Bumped when what an entry holds, or what its key covers, changes (2: `depth`, the rankings kept as deep
@@ -152,7 +161,7 @@ def shared(
 ) -> dict[str, Any]:
     """What decides every retriever's rankings alike, computed once per run; `database` the mode the
     run resolved and the server it names (its password masked); `questions` None leaves them out (the
-    `partial` key, for reuse question by question)."""
+    `partial` key, for reuse question by question); the `narrowed` key leaves out the chunks too."""
     found = {
         "version": VERSION,
         "code": code_digest(),
@@ -176,13 +185,14 @@ def shared(
 
 def key(
     config: Config, name: str, common: Mapping[str, Any], setup: Mapping[str, Mapping[str, Any]] | None,
-    vectors: Sequence[str] = (),
+    vectors: Sequence[str] | None = (),
 ) -> str:
     """The digest of everything that decides `name`'s rankings: `common` and the retriever's own inputs;
     with `setup` None, all but what the types add to the fingerprint (checked first: it embeds nothing).
-    `vectors` (the embedding cache's files, `vector_files`) counts only for a retriever that reads vectors."""
+    `vectors` (the embedding cache's files, `vector_files`) counts only for a retriever that reads vectors;
+    None leaves them out (the `narrowed` key: the vectors' own digests stand in for them)."""
     found = {**common, "retriever": _retriever(config, name, setup)}
-    if setup is not None and reads_vectors(config, name):
+    if setup is not None and vectors is not None and reads_vectors(config, name):
         found["vectors"] = list(vectors)
     return _digest(found)
 
@@ -312,8 +322,55 @@ def write(path: Path, inputs: str, wanted: str, name: str, run: Run, depth: int,
     if partial is not None:
         entry.update(partial_inputs=partial[0], partial=partial[1], asked={q.id: asked_digest(q) for q in questions})
     path.parent.mkdir(parents=True, exist_ok=True)
+    vectors_path(path).unlink(missing_ok=True)  # it described the run this one replaces
     ignore = path.parent / ".gitignore"
     if not ignore.exists():
         ignore.write_text("# rankings of local runs: never committed, so CI runs its retrievers\n*\n",
                           encoding="utf-8")
     write_atomic(path, json.dumps(entry, ensure_ascii=False, sort_keys=True))
+
+
+def vectors_path(path: Path) -> Path:
+    """The side file of the entry at `path`: its vectors' digests (`narrowed`), read only after a corpus edit."""
+    return path.with_suffix(".vectors.json")
+
+
+def keep_vectors(path: Path, inputs: str, wanted: str, chunks: Mapping[str, str], questions: Mapping[str, str]) -> None:
+    """Keep, beside the entry at `path` (written under the key `wanted`), the digests of the vectors its run
+    searched with: each chunk's and each question's, by id, under the key without the corpus, the questions
+    and the embedding cache's files (`inputs`)."""
+    write_atomic(vectors_path(path), json.dumps({"format": VERSION, "inputs": inputs, "key": wanted,
+                                                  "chunks": chunks, "questions": questions}, sort_keys=True))
+
+
+def _digests(node: Node) -> dict[str, str]:
+    found = node.mapping()
+    if not all(isinstance(value, str) for value in found.values()):
+        raise node.problem("must map ids to digests")
+    return found
+
+
+def narrowed(path: Path, name: str, inputs: str | None, depth: int) -> Earlier | None:
+    """The cached rankings of `name` by the digest of each question's vector, and its chunks' digests,
+    when the side file holds `inputs` and the entry's rankings are `depth` deep; None on any miss."""
+    from ..retrievers.candidates import Earlier
+
+    if inputs is None:
+        return None
+    try:
+        side = Node(loads(read_bytes(vectors_path(path))))
+        if side.mapping().get("format") != VERSION or side["inputs"].value != inputs:
+            return None
+        chunks, questions = _digests(side["chunks"]), _digests(side["questions"])
+        root = Node(loads(read_bytes(path)))
+        if root.mapping().get("format") != VERSION or root["name"].value != name:
+            return None
+        if root["key"].value != side["key"].value:
+            return None
+        ran = decode(root["run"], root["depth"].integer(1, MAX_DEPTH), root["key"].text())
+    except (Unreadable, JSONProblem, ShapeProblem):
+        return None
+    if ran.depth != depth:
+        return None
+    rankings = {questions[qid]: ranking for qid, ranking in ran.rankings.items() if qid in questions}
+    return Earlier(depth, rankings, chunks)

@@ -13,6 +13,7 @@ from ..core.timing import Phases
 from ..database.dsn import redact
 from ..evalset.records import Chunk, Question
 from ..record.run import RetrieverRun
+from ..retrievers.protocol import asked
 from ..scoring.evaluate import Run, places
 from . import reuse
 from .execute import checked_ranking, execute
@@ -22,6 +23,7 @@ from .workbench import Workbench
 if TYPE_CHECKING:
     from ..cache.store import Mode as CacheMode
     from ..database.settings import DbMode
+    from ..retrievers.candidates import Earlier
 
 
 def required(name: str, config: Config, run: Run) -> Run:
@@ -52,6 +54,7 @@ class Runner:
         self.bench = Workbench(config, self.chunks, self.resources, self.questions)
         self.resources.before_embedding = self.bench.tokenize_ahead
         self.bench.cached = self._source
+        self.bench.earlier = self._earlier
         self.spans = places(self.chunks, config.shown)
         """The chunks' spans by id when a span metric is listed, built once."""
         self.runs: dict[str, Run] = {}
@@ -62,6 +65,7 @@ class Runner:
         """The retrievers run for new or edited questions alone: (questions reused, questions searched)."""
         self._common: dict[str, object] | None = None
         self._partial: dict[str, object] | None = None
+        self._uncut: dict[str, object] | None = None
         self._partial_keys: dict[str, tuple[str | None, str | None]] = {}
         self._setup: dict[str, dict[str, object]] = {}
         self._running: str | None = None
@@ -100,6 +104,11 @@ class Runner:
                 ))
             finally:
                 self._running = None
+            narrowed = self.bench.narrowed(name)
+            if narrowed:
+                self.out.line(f"rag: {name}: {narrowed} of {len(self.questions)} questions ranked from their cached "
+                              "rankings and the chunks changed since (exact search: the same rankings as a full "
+                              "search; --rag-no-reuse searches in full)")
             notes = self.resources.notes.get(name)
             if notes:
                 self.runs[name] = replace(self.runs[name], notes=(*self.runs[name].notes, *notes))
@@ -147,6 +156,31 @@ class Runner:
                           f"reused from its cached run, every other input unchanged; {searched} searched")
         return found
 
+    def _earlier(self, name: str) -> Earlier | None:
+        """`name`'s cached rankings by the digest of each question's vector, with its chunks' digests, when
+        every input but the corpus, the questions and the embedding cache's files is unchanged (an exact
+        vector search after a corpus edit: `reuse.narrowed`) and no latency item counts its latency."""
+        path = self._entry_path(name)
+        if path is None or not self.reuse or reuse.measured(self.config, name):
+            return None
+        with self.phases.phase("reused rankings"):
+            return reuse.narrowed(path, name, self._key(name, questions=False, corpus=False), self.bench.depth(name))
+
+    def _keep_vectors(self, path: Path, name: str, wanted: str) -> None:
+        """Beside a vector search's entry, its vectors' digests (`reuse.keep_vectors`), when this run read
+        the corpus's vectors (a run that searched nothing has none to digest, and keeps none)."""
+        if self.config.retriever(name).type != "vector" or not self.resources.embedded:
+            return
+        inputs = self._key(name, questions=False, corpus=False)
+        if inputs is None:
+            return
+        from ..retrievers.candidates import vector_digests
+
+        ids, matrix = self.resources.corpus_vectors()
+        queries = self.resources.embedder.embed([asked(question).query for question in self.questions], None, "query")
+        reuse.keep_vectors(path, inputs, wanted, dict(zip(ids, vector_digests(matrix), strict=True)),
+                           dict(zip([q.id for q in self.questions], vector_digests(queries), strict=True)))
+
     def _partial_key(self, name: str) -> tuple[str | None, str | None]:
         """`name`'s keys without the questions, as they were before this run embedded anything: a source
         run before it (a vector search of the new questions) adds query vectors to the embedding cache,
@@ -165,15 +199,19 @@ class Runner:
             return None
         return reuse.entry_path(self.resources.cache.folder, name)
 
-    def _key(self, name: str, with_setup: bool = True, questions: bool = True) -> str | None:
+    def _key(self, name: str, with_setup: bool = True, questions: bool = True, corpus: bool = True) -> str | None:
         """The digest of `name`'s inputs; without the set-up (which may embed a chunk to learn the dimension)
         first, so a changed input is known before anything is embedded; without the questions (`questions`
-        False) for reuse question by question. None: the set-up failed."""
+        False) for reuse question by question; without them, the corpus and the embedding cache's files
+        (`corpus` False, with the set-up) for an exact search after a corpus edit. None: the set-up failed."""
         try:
-            if self._common is None or self._partial is None:
+            if self._common is None or self._partial is None or self._uncut is None:
                 database = f"{self.resources.db_mode} {redact(self.resources.dsn) if self.resources.dsn else ''}"
                 self._common = reuse.shared(self.config, self.chunks, self.questions, database)
-                self._partial = reuse.shared(self.config, self.chunks, None, database)
+                self._partial = {name: value for name, value in self._common.items() if name != "questions"}
+                self._uncut = {name: value for name, value in self._partial.items() if name != "chunks"}
+            if not corpus:
+                return reuse.key(self.config, name, self._uncut, self.setup([name]), None)
             common = self._common if questions else self._partial
             if not with_setup:
                 return reuse.key(self.config, name, common, None)
@@ -202,7 +240,8 @@ class Runner:
         try:
             reuse.write(path, inputs, wanted, name, self.runs[name], *self._deep(name), partial=partial,
                         questions=self.questions)
-        except OSError as exc:
+            self._keep_vectors(path, name, wanted)
+        except (OSError, RagError) as exc:
             self.out.line(f"rag: warning: {name}'s rankings not cached ({exc}); it runs again next time")
 
     def _deep(self, name: str) -> tuple[int, dict[str, tuple[str, ...]]]:

@@ -12,7 +12,7 @@ from ..database.settings import IndexKind
 from ..evalset.records import Chunk, Question
 from ..record.run import RetrieverRun
 from ..retrievers import TYPES, Closing, Retriever
-from ..retrievers.protocol import Connection, Query, asked
+from ..retrievers.protocol import Connection, Narrowing, Query, asked
 from ..retrievers.tokens import tokenizer
 from .resources import Resources
 from .store import Entry, Memo, Rankings, Reused
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
 
     from ..embedding.prompts import Side
+    from ..retrievers.candidates import Earlier
     from ..retrievers.corpus_tokens import Ahead
 
 
@@ -147,6 +148,8 @@ class Workbench:
         """The retrievers this session will run (`Runner.plan`), whose corpus tokens may be made ahead."""
         self.cached: Callable[[str], RetrieverRun | None] = lambda name: None
         """A source's rankings from its cached run, when they may stand in for running it (`Runner`)."""
+        self.earlier: Callable[[str], Earlier | None] = lambda name: None
+        """An exact search's cached rankings with its vectors' digests, after a corpus edit (`Runner`)."""
 
     def depth(self, name: str) -> int:
         """The deepest any configured consumer reads `name`: the session's depth, a hybrid's, a rerank's."""
@@ -157,7 +160,16 @@ class Workbench:
         """(vocabulary, token ids per chunk, chunks by id) by tokenizer `key`, once per session, through the cache."""
         if key not in self._tokens:
             self._tokens[key] = self.tokens(self._corpus_texts(), key)
+            self._keep_index(key)
         return self._tokens[key]
+
+    def _keep_index(self, key: str) -> None:
+        """jieba's dictionary, when this process loaded it, kept as an index in the token cache (not while a
+        question is timed): a later run cuts a few new texts from it (`retrievers/jieba_index.py`)."""
+        from ..retrievers.tokens import keep_index
+
+        space = self._token_namespace(key)
+        keep_index(key, space.folder if space.writable else None)
 
     def _corpus_texts(self) -> list[str]:
         return [chunk.text for chunk in sorted(self.chunks, key=lambda c: c.id)]
@@ -172,17 +184,19 @@ class Workbench:
 
     def load_tokenizer(self, texts: Sequence[str] | None, key: str) -> Mapping[str, float]:
         """The tokenizer of `key` loaded before the first question when `tokens(texts)` would load it (a text
-        the cache lacks and no process tokenizing ahead holds), or outright (`texts` None). By `tokenizer
-        NAME`, in milliseconds."""
-        from ..retrievers.tokens import describe, load
+        the cache lacks, no process tokenizing ahead holds, and too many or no index for `few`), or
+        outright (`texts` None). By `tokenizer NAME`, in milliseconds."""
+        from ..retrievers.tokens import describe, few, load
 
         if texts is not None:
             unique = list(dict.fromkeys(texts))
-            misses = [unique[i] for i in self._token_namespace(key).absent(unique)]
+            space = self._token_namespace(key)
+            misses = [unique[i] for i in space.absent(unique)]
             ahead = self._ahead.get(key)
-            if not misses or (ahead is not None and ahead.texts.issuperset(misses)):
-                return {}
+            if not misses or (ahead is not None and ahead.texts.issuperset(misses)) or few(key, misses, space.folder):
+                return {}  # cached, tokenized ahead, or cut from the dictionary's index: nothing to load
         took = load(key)
+        self._keep_index(key)
         return {} if took is None else {f"tokenizer {describe(key)}": took}
 
     def _token_namespace(self, key: str) -> Namespace:
@@ -242,7 +256,10 @@ class Workbench:
 
         cached = self.cached(name)
         if cached is None:
-            memo = Memo(name, self._build(name), self.rankings, self.depth(name), sources=sources)
+            built = self._build(name)
+            if isinstance(built, Narrowing) and (earlier := self.earlier(name)) is not None:
+                built.narrow(earlier)
+            memo = Memo(name, built, self.rankings, self.depth(name), sources=sources)
         else:
             # every question's ranking cached: built only if asked anything else; some: built for the rest
             every = all(question.id in cached.rankings for question in self.questions)
@@ -254,6 +271,11 @@ class Workbench:
                         cached.rankings[question.id], cached.depth, cached.latency_ms.get(question.id, 0.0))
         self._memos[name] = memo
         return memo
+
+    def narrowed(self, name: str) -> int:
+        """The questions `name`'s earlier rankings decided after a corpus edit (`Narrowing`); 0 if none."""
+        built = self._built.get(name)
+        return built.narrowed if isinstance(built, Narrowing) else 0
 
     def stored(self, name: str) -> dict[str, tuple[Any, ...]] | None:
         """`name`'s rankings of every question as the session's store holds them, cut to the deepest any

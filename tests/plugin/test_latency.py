@@ -41,6 +41,9 @@ def test_a_cold_tokenizer_is_loaded_before_the_first_question_and_reported_apart
     so the tokenizer is cold in both."""
     write_project(pytester.path, retrievers=retriever("bm25", "bm25", tokenizer="jieba-search", max_latency_ms=50))
     pytester.runpytest_subprocess("--rag-update-baseline", *RUN).assert_outcomes(passed=5)
+    indexes = list(pytester.path.glob(".rag-cache/tokens/*/jieba-dictionary-*.npz"))
+    assert len(indexes) == 1  # kept by the run that loaded the dictionary: with it, nothing is loaded (below)
+    indexes[0].unlink()
     evalset = pytester.path / "fixtures" / "evalset.jsonl"
     added = {"id": "q07", "query": "差旅住宿标准是多少", "relevant": ["travel-001"]}
     evalset.write_text(evalset.read_text(encoding="utf-8") + json.dumps(added, ensure_ascii=False) + "\n",
@@ -58,6 +61,12 @@ def test_a_cold_tokenizer_is_loaded_before_the_first_question_and_reported_apart
     rerun = pytester.runpytest_subprocess("--rag-eval", "--rag-json", "again.json", *RUN)
     rerun.assert_outcomes(passed=5)
     assert "loads_ms" not in json.loads((pytester.path / "again.json").read_text(encoding="utf-8"))["retrievers"]["bm25"]
+    more = {"id": "q08", "query": "出租车票怎么报销", "relevant": ["travel-001"]}
+    evalset.write_text(evalset.read_text(encoding="utf-8") + json.dumps(more, ensure_ascii=False) + "\n",
+                       encoding="utf-8")
+    indexed = pytester.runpytest_subprocess("--rag-eval", "--rag-json", "indexed.json", *RUN)
+    indexed.assert_outcomes(passed=5)  # the new question cut from the dictionary's index: no tokenizer loaded
+    assert "loads_ms" not in json.loads((pytester.path / "indexed.json").read_text(encoding="utf-8"))["retrievers"]["bm25"]
 
 
 @pytest.fixture(scope="module")

@@ -1,11 +1,12 @@
-"""The candidates of exact search: they always hold the exact top k, as pgvector computes it."""
+"""The candidates of exact search: they always hold the exact top k, as pgvector computes it; a ranking decided
+without SQL, or from an earlier run after a corpus edit, is always pgvector's own top k."""
 from __future__ import annotations
 
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_ragretrieval.retrievers.candidates import Candidates, margin
+from pytest_ragretrieval.retrievers.candidates import Candidates, Earlier, Plan, margin, vector_digests
 
 
 def pgvector_distances(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
@@ -76,3 +77,86 @@ def test_a_zero_vector_means_a_full_search() -> None:
 def test_the_margin_grows_with_the_dimension() -> None:
     assert 6e-5 < margin(256) < 7e-5
     assert margin(16_000) > 50 * margin(256)
+
+
+def resolved(plan: Plan, matrix: np.ndarray, ids: list[str], query: np.ndarray, k: int) -> list[str]:
+    """What the vector retriever returns for a plan: its ranking, or pgvector's top k among its chunks (all)."""
+    if plan.ranking is not None:
+        return list(plan.ranking)
+    full = exact_top(matrix, ids, query, len(ids))
+    return [c for c in full if plan.among is None or c in set(plan.among)][:k]
+
+
+def earlier(matrix: np.ndarray, ids: list[str], queries: np.ndarray, k: int) -> Earlier:
+    return Earlier(k, {digest: exact_top(matrix, ids, q, k) for q, digest in zip(queries, vector_digests(queries))},
+                   dict(zip(ids, vector_digests(matrix), strict=True)))
+
+
+@st.composite
+def edits(draw: st.DrawFn) -> tuple[np.ndarray, list[str], np.ndarray, list[str], np.ndarray, int]:
+    """A corpus with ties before and after an edit: rows changed (copies of others: exact ties), removed, added."""
+    matrix, queries, k = draw(corpora())
+    ids = [f"c{i:03d}" for i in range(len(matrix))]
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    after, kept = matrix.copy(), list(ids)
+    for i in rng.choice(len(ids), size=draw(st.integers(0, len(ids) // 2)), replace=False).tolist():
+        kind = rng.integers(3)
+        after[i] = after[rng.integers(len(ids))] if kind == 0 else (
+            after[i] * np.float32(1.0001) if kind == 1 else rng.standard_normal(matrix.shape[1]).astype(np.float32))
+    removed = set(rng.choice(len(ids), size=draw(st.integers(0, min(3, len(ids)))), replace=False).tolist())
+    rows = [row for i, row in enumerate(after) if i not in removed]
+    kept = [chunk_id for i, chunk_id in enumerate(kept) if i not in removed]
+    for number in range(draw(st.integers(0, 3))):
+        rows.append(matrix[rng.integers(len(matrix))].copy())
+        kept.append(f"a{number}")
+    if not rows:
+        rows, kept = [matrix[0]], ["a9"]
+    return matrix, ids, np.asarray(rows, dtype=np.float32), kept, queries, k
+
+
+@settings(max_examples=100, deadline=None)
+@given(corpora())
+def test_a_ranking_numpy_decides_is_pgvectors(corpus: tuple[np.ndarray, np.ndarray, int]) -> None:
+    matrix, queries, k = corpus
+    ids = [f"c{i:03d}" for i in range(len(matrix))]
+    for query, plan in zip(queries, Candidates(ids, matrix).plan(queries, k), strict=True):
+        assert resolved(plan, matrix, ids, query, k) == exact_top(matrix, ids, query, k)
+
+
+@settings(max_examples=150, deadline=None)
+@given(edits(), st.booleans())
+def test_after_an_edit_the_earlier_rankings_give_a_full_searchs_top_k(
+    case: tuple[np.ndarray, list[str], np.ndarray, list[str], np.ndarray, int], order: bool,
+) -> None:
+    before, ids, after, kept, queries, k = case
+    plans = Candidates(kept, after).plan(queries, k, earlier(before, ids, queries, k), order=order)
+    for query, plan in zip(queries, plans, strict=True):
+        assert resolved(plan, after, kept, query, k) == exact_top(after, kept, query, k)
+
+
+def test_the_cases_by_hand() -> None:
+    """Ties in distance, a removed chunk in a cached top k, an edited chunk that moves into and out of it."""
+    rows = {"a": [1, 0], "b": [1, 0], "c": [0.9, 0.1], "d": [0.5, 0.5], "e": [0, 1], "f": [0.1, 0.9]}
+    ids, matrix = list(rows), np.asarray(list(rows.values()), dtype=np.float32)
+    query = np.asarray([[1, 0]], dtype=np.float32)
+    was = earlier(matrix, ids, query, 2)
+    assert was.rankings[vector_digests(query)[0]] == ["a", "b"]  # a tie, broken by id
+
+    def after(changes: dict[str, list[float]], removed: tuple[str, ...] = ()) -> tuple[Plan, list[str]]:
+        now = {key: changes.get(key, value) for key, value in rows.items() if key not in removed}
+        now.update({key: value for key, value in changes.items() if key not in now})
+        new_ids, new_matrix = list(now), np.asarray(list(now.values()), dtype=np.float32)
+        plan = Candidates(new_ids, new_matrix).plan(query, 2, was)[0]
+        assert resolved(plan, new_matrix, new_ids, query[0], 2) == exact_top(new_matrix, new_ids, query[0], 2)
+        return plan, resolved(plan, new_matrix, new_ids, query[0], 2)
+
+    assert after({"e": [0, 2]}) == (Plan(ranking=("a", "b"), earlier=True), ["a", "b"])  # far: the cached ranking
+    assert after({"0": [1, 0]})[1] == ["0", "a"]  # added, tied at the top: in by id
+    assert after({"f": [1, 0.001]})[1] == ["a", "b"]  # moves up to third: stays out
+    into = after({"d": [1, -0.0001]})  # moves into the top 2 and within the margin of the tie: pgvector ranks
+    assert into[0].among is not None and into[0].earlier and into[1] == ["a", "b"]
+    assert after({"e": [1, 0]})[1] == ["a", "b"]  # an exact tie behind them by id
+    out = after({"a": [0, 1]})  # an edited chunk of the cached top 2 moves out: searched without it
+    assert not out[0].earlier and out[1] == ["b", "c"]
+    gone = after({}, removed=("b",))  # a removed chunk of the cached top 2
+    assert not gone[0].earlier and gone[1] == ["a", "c"]
