@@ -14,7 +14,7 @@ from msgspec import structs
 
 from ..bar.clusters import Clustering, changed_lines, judged_under
 from ..bar.exam import Exam, Scorer
-from ..bar.places import Rechunk
+from ..bar.places import Edit, Rechunk
 from ..bar.rule import Replacement, replacement
 from ..bar.sides import Side, common_mean, leaving, sides
 from ..bar.units import note
@@ -74,8 +74,10 @@ class Judge:
         selected: Sequence[ItemKey] = (),
         places: Mapping[str, Span] | None = None,
         kept: KeptExam | None = None, units: Mapping[str, Sequence[str]] | None = None,
+        edits: Mapping[str, Edit] | None = None,
     ) -> None:
         self.config = config
+        self.edits = edits or {}
         self.kept, self.units = kept, units or {}
         self.scorer = Scorer(tuple(config.shown), places)
         self.questions = tuple(questions)

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..bar.exam import Scorer
-from ..bar.places import Rechunk
+from ..bar.places import Edit, Rechunk
 from ..bar.places import rechunk as cut_between
 from ..baseline.exams import KeptExam
 from ..baseline.fingerprint import PLACES, recut
@@ -34,6 +34,7 @@ class Judging(Protocol):
     fingerprint: Mapping[str, Any]
     scorer: Scorer
     _rechunk: tuple[Rechunk | None] | None
+    edits: Mapping[str, Edit]
 
     def since(self) -> Since | None: ...
 
@@ -47,7 +48,7 @@ def rechunk(judge: Judging) -> Rechunk | None:
         found, source = judge.since(), judge.kept.fingerprint if judge.kept is not None else None
         assert found is not None and judge.baseline is not None
         judge._rechunk = (cut_between(found, source or judge.baseline.fingerprint, judge.fingerprint,
-                                      judge.scorer.places),)
+                                      judge.scorer.places, judge.edits),)
     return judge._rechunk[0]
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..bar.exam import Exam, Scorer
-from ..bar.places import asked_alike
+from ..bar.places import Edit, asked_alike, placed
 from ..bar.rule import Replacement, replacement
 from ..bar.sides import as_recorded, leaving, recorded_values
 from ..bar.units import UnitDrops, unit_drops
@@ -58,6 +58,9 @@ class Today:
     chunking: Mapping[str, Any] | None = field(default=None, hash=False)
     """How the work tree cuts its documents, as a fingerprint's `chunks` records it (`chunker`, `chunkings`):
     whether the chunker changed since the base's file."""
+    edits: Mapping[str, Edit] | None = field(default=None, hash=False)
+    """Each document edited since the base's file recorded its places: its edit (`bar.places.edit`), through
+    which the base's places are carried."""
 
 
 @dataclass(frozen=True)
@@ -137,6 +140,9 @@ class Cut:
     """The head's side's places: its file's recorded ones, over today's (`--today`'s rankings are today's)."""
     asked: frozenset[str]
     """Questions asked alike with the same gold spans: what the span metrics compare."""
+    lost: frozenset[str] = frozenset()
+    """The base's chunks in an edited document whose place its edit did not keep: a question whose approved
+    top k holds one leaves the span metrics' comparison, as edited."""
 
     def questions(self, found: QuestionChanges) -> QuestionChanges:
         """`found` as the header says it across this change: a question asked alike with the same gold spans is
@@ -148,7 +154,7 @@ class Cut:
         """A span metric's questions (`asked`), else the comparable ones whose approved top k kept its places."""
         metric = of_label(label)
         if metric is not None and metric.spans:
-            return self.asked
+            return frozenset(qid for qid in self.asked if not self.lost.intersection(approved.get(qid, ())[:k]))
         return frozenset(qid for qid in comparable if all(
             cid in self.old and self.new.get(cid) == self.old[cid] for cid in approved.get(qid, ())[:k]))
 
@@ -161,7 +167,8 @@ def exams(old: Baseline, new: Baseline, today: Today | None, found: Since, moved
 
 def _cut(old: Baseline, new: Baseline, today: Today | None, found: Since) -> Cut | None:
     """Each side's places where the chunker changed between the base's file and the head's side and the base's
-    file keeps its places (format 5); a place in a document edited since is none (its text moved)."""
+    file keeps its places (format 5); a place in a document edited since is carried through its edit
+    (`Today.edits`), else it is lost."""
     head: Mapping[str, Any] = new.fingerprint
     if today is not None and today.chunking is not None:
         head = {"chunks": today.chunking, "questions": questions_record(today.questions)}
@@ -174,8 +181,9 @@ def _cut(old: Baseline, new: Baseline, today: Today | None, found: Since) -> Cut
         span.doc: digest for span, digest in held.values()}
     places = {**(today.places or {} if today is not None else {}),
               **{cid: span for cid, (span, digest) in held.items() if documents.get(span.doc) == digest}}
-    before = {cid: span for cid, (span, digest) in recorded.items() if documents.get(span.doc) == digest}
-    return Cut(before, places, asked_alike(old.fingerprint, head))
+    moved = today.edits if today is not None and today.edits is not None else {}
+    before, lost = placed(recorded, documents, moved)
+    return Cut(before, places, asked_alike(old.fingerprint, head, moved), lost)
 
 
 def _exams(old: Baseline, new: Baseline, today: Today | None, found: Since, moved: frozenset[str]) -> Exams:
