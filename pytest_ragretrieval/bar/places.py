@@ -28,13 +28,13 @@ LISTED = 10
 """Questions named in the header's line; the rest are counted."""
 
 Edit = tuple[tuple[int, int, int], ...]
-"""One document's edit: the runs of text it kept, (old start, new start, length), in order."""
+"""One document's edit: the runs of text it kept, (old start, new start, length), in order, and last the two
+texts' lengths with length 0."""
 
 
 def edit(old: str, new: str) -> Edit:
     """The runs of `old` that `new` keeps, by a character diff (difflib, no junk heuristic)."""
-    blocks = SequenceMatcher(None, old, new, autojunk=False).get_matching_blocks()
-    return tuple((a, b, n) for a, b, n in blocks if n)
+    return tuple((a, b, n) for a, b, n in SequenceMatcher(None, old, new, autojunk=False).get_matching_blocks())
 
 
 def edits(before: Mapping[str, str], today: Mapping[str, str]) -> dict[str, Edit]:
@@ -43,18 +43,21 @@ def edits(before: Mapping[str, str], today: Mapping[str, str]) -> dict[str, Edit
     return {doc: edit(text, today[doc]) for doc, text in before.items() if doc in today and today[doc] != text}
 
 
-def carried(span: Span, runs: Edit) -> Span | None:
+def carried(span: Span, runs: Edit, whole: bool = False) -> Span | None:
     """`span` moved through its document's edit: where both its ends fall in kept runs (a start inside or at a
-    run's start, an end inside or at a run's end), else None: the text at an end changed."""
+    run's start, an end inside or at a run's end), and with `whole` (a gold span) in one run, its text kept;
+    else None: the text at an end (or inside) changed. A place that began (ended) its document still does: text
+    added before the first kept character (after the last) is the edge chunk's, as a chunker cutting the new
+    text gives it."""
     starts = [a for a, _, _ in runs]
     first, last = bisect.bisect_right(starts, span.start) - 1, bisect.bisect_left(starts, span.end) - 1
     if first < 0 or last < 0:
         return None
-    a, b, n = runs[first]
-    c, d, m = runs[last]
-    if not (a <= span.start < a + n and c < span.end <= c + m):
+    (a, b, n), (c, d, m), (size, new_size, _) = runs[first], runs[last], runs[-1]
+    if not (a <= span.start < a + n and c < span.end <= c + m) or (whole and first != last):
         return None
-    return replace(span, start=span.start - a + b, end=span.end - c + d)
+    return replace(span, start=0 if span.start == 0 else span.start - a + b,
+                   end=new_size if span.end == size else span.end - c + d)
 
 
 def _documents(fingerprint: Mapping[str, Any]) -> Any:
@@ -157,7 +160,7 @@ def asked_alike(old: Mapping[str, Any], new: Mapping[str, Any], moved: Mapping[s
 def _spans(exam: Exam | None, qid: str, moved: Mapping[str, Edit]) -> list[tuple[str, int, int, int]] | None:
     if exam is None or qid not in exam:
         return []
-    found = [carried(span, moved[span.doc]) if span.doc in moved else span for span in exam[qid].spans]
+    found = [carried(span, moved[span.doc], whole=True) if span.doc in moved else span for span in exam[qid].spans]
     if any(span is None for span in found):
         return None
     return sorted((span.doc, span.start, span.end, span.grade) for span in found if span is not None)

@@ -179,11 +179,13 @@ def _cut(old: Baseline, new: Baseline, today: Today | None, found: Since) -> Cut
         return None
     documents = today.documents if today is not None and today.documents is not None else {
         span.doc: digest for span, digest in held.values()}
-    places = {**(today.places or {} if today is not None else {}),
-              **{cid: span for cid, (span, digest) in held.items() if documents.get(span.doc) == digest}}
     moved = today.edits if today is not None and today.edits is not None else {}
+    base = {span.doc: digest for span, digest in recorded.values()}  # the texts `moved` starts from
+    kept, gone = placed({cid: (span, digest) for cid, (span, digest) in held.items()
+                         if digest in (documents.get(span.doc), base.get(span.doc))}, documents, moved)
     before, lost = placed(recorded, documents, moved)
-    return Cut(before, places, asked_alike(old.fingerprint, head, moved), lost)
+    return Cut(before, {**(today.places or {} if today is not None else {}), **kept},
+               asked_alike(old.fingerprint, head, moved), lost | gone)
 
 
 def _exams(old: Baseline, new: Baseline, today: Today | None, found: Since, moved: frozenset[str]) -> Exams:
