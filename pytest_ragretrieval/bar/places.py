@@ -12,6 +12,7 @@ fingerprints, places and texts in, places and question ids out.
 from __future__ import annotations
 
 import bisect
+import itertools
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from difflib import SequenceMatcher
@@ -32,9 +33,62 @@ Edit = tuple[tuple[int, int, int], ...]
 texts' lengths with length 0."""
 
 
+CHARACTERS = 10_000_000
+"""The largest product of two changed stretches' lengths diffed character by character (difflib's matcher is
+quadratic: about 0.05 s here); a larger changed stretch keeps no run, its places lost."""
+
+
 def edit(old: str, new: str) -> Edit:
-    """The runs of `old` that `new` keeps, by a character diff (difflib, no junk heuristic)."""
-    return tuple((a, b, n) for a, b, n in SequenceMatcher(None, old, new, autojunk=False).get_matching_blocks())
+    """The runs of `old` that `new` keeps: the common head and tail, then a diff by lines of what is between, and
+    by characters inside each changed block of lines (difflib, no junk heuristic)."""
+    runs: list[tuple[int, int, int]] = []
+    _stretch(old, new, (0, len(old), 0, len(new)), runs, lines=True)
+    return (*runs, (len(old), len(new), 0))
+
+
+def _stretch(old: str, new: str, where: tuple[int, int, int, int], runs: list[tuple[int, int, int]],
+             lines: bool) -> None:
+    """The runs of `old[o1:o2]` kept in `new[n1:n2]`, appended in order."""
+    o1, o2, n1, n2 = where
+    head = _common(old[o1:o2], new[n1:n2])
+    if head:
+        runs.append((o1, n1, head))
+    o1, n1 = o1 + head, n1 + head
+    tail = _common(old[o1:o2][::-1], new[n1:n2][::-1])
+    o2, n2 = o2 - tail, n2 - tail
+    if o1 < o2 and n1 < n2:
+        if lines:
+            _lines(old, new, (o1, o2, n1, n2), runs)
+        elif (o2 - o1) * (n2 - n1) <= CHARACTERS:
+            blocks = SequenceMatcher(None, old[o1:o2], new[n1:n2], autojunk=False).get_matching_blocks()
+            runs.extend((a + o1, b + n1, n) for a, b, n in blocks if n)
+    if tail:
+        runs.append((o2, n2, tail))
+
+
+def _lines(old: str, new: str, where: tuple[int, int, int, int], runs: list[tuple[int, int, int]]) -> None:
+    """`old[o1:o2]` against `new[n1:n2]` line by line; each replaced block of lines by characters."""
+    o1, o2, n1, n2 = where
+    before, after = old[o1:o2].splitlines(keepends=True), new[n1:n2].splitlines(keepends=True)
+    at = list(itertools.accumulate(map(len, before), initial=o1))
+    to = list(itertools.accumulate(map(len, after), initial=n1))
+    for tag, a1, a2, b1, b2 in SequenceMatcher(None, before, after, autojunk=False).get_opcodes():
+        if tag == "equal":
+            runs.append((at[a1], to[b1], at[a2] - at[a1]))
+        elif tag == "replace":
+            _stretch(old, new, (at[a1], at[a2], to[b1], to[b2]), runs, lines=False)
+
+
+def _common(a: str, b: str) -> int:
+    """The length of the longest common prefix of `a` and `b` (slices compared in C, halving)."""
+    low, high = 0, min(len(a), len(b))
+    while low < high:
+        middle = (low + high + 1) // 2
+        if a[:middle] == b[:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
 
 
 def edits(before: Mapping[str, str], today: Mapping[str, str]) -> dict[str, Edit]:
