@@ -93,12 +93,13 @@ def test_a_newline_before_every_document_keeps_every_question_compared(pytester:
     assert rows["char_iou@2"][-1] == "+0.0000", rows
 
 
-def test_an_edited_document_judges_the_questions_whose_places_map(pytester: pytest.Pytester) -> None:
+def test_an_edited_document_judges_the_questions_whose_places_map(pytester: pytest.Pytester,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
     """The chunker change with two documents edited: refunds.txt's first sentence is now followed by a line break
     (the place of its recorded chunk ends in changed text: lost), travel.md's taxi rule says 11 pm (the taxi question's gold
     text changed). The span items judge the questions whose approved places map, and the header names the
     rest: taxi leaves as edited by its gold, the questions whose approved top 2 held the lost place as edited
-    by the edit."""
+    by the edit. `ragretrieval merge` of two shards judges alike."""
     write_documents_project(pytester.path, config(ONE))
     assert pytester.runpytest("--rag-update-baseline", *RUN).ret == 0
     commit(pytester.path)
@@ -119,3 +120,11 @@ def test_an_edited_document_judges_the_questions_whose_places_map(pytester: pyte
                                  f"edited document not carried through its edit ({', '.join(lost)})"])
     compared = results(pytester.path / "pr.json")["retrievers"]["bm25"]["comparison"]
     assert {compared[label]["questions"] for label in SPANS} == {len(judged)}
+    fell = next(line for line in out.splitlines() if line.startswith("char_iou@2 of 'bm25' fell"))
+    assert f"over the {len(judged)} questions both runs share" in fell
+    for index in (1, 2):
+        shard = pytester.runpytest("--rag-eval", f"--rag-shard={index}/2", f"--rag-json=part{index}.json", *RUN)
+        assert shard.ret == 0, shard.stdout.str()
+    capsys.readouterr()
+    assert main(["merge", "part1.json", "part2.json"]) == 1
+    assert f"FAILED rag::bm25::char_iou@2: {fell}" in capsys.readouterr().out
