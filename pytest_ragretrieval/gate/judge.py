@@ -477,11 +477,16 @@ class Judge:
         if entry is None or found is None or run is None or run.result is None:
             return None
         comparable, cut = comparable_of(self, name, label), rechunk(self)
-        gone = set(entry.questions) - comparable - (cut.asked if cut is not None else set())  # a re-chunk's stay
+        # a re-chunk's questions stay, but those whose approved places an edit lost: they leave as edited, at the
+        # values approved on the text as it was (their places are not today's text)
+        mapped = cut.mapped(entry.approved_rankings(), self.config.k) if cut is not None else frozenset()
+        gone = set(entry.questions) - comparable - mapped
+        lost = {qid: value for qid, value in entry.bar_values(label).items()
+                if cut is not None and qid in gone and qid in cut.asked}
         bar = self.bar(name)
         kept = {qid: q.metrics[label] for qid, q in (bar.questions.items() if bar is not None else ())
                 if qid in comparable and label in q.metrics}
-        left = leaving(entry, self.base_exam(name), label, gone, self.earlier(), name)
+        left = {**leaving(entry, self.base_exam(name), label, gone, self.earlier(), name), **lost}
         new = {qid: values[label] for qid, values in per_question(run.result).items() if label in values}
         return replacement({**kept, **left}, new, comparable)
 

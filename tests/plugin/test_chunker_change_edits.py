@@ -128,3 +128,25 @@ def test_an_edited_document_judges_the_questions_whose_places_map(pytester: pyte
     capsys.readouterr()
     assert main(["merge", "part1.json", "part2.json"]) == 1
     assert f"FAILED rag::bm25::char_iou@2: {fell}" in capsys.readouterr().out
+
+
+def test_a_question_whose_approved_place_was_lost_counts_by_the_question_rule(pytester: pytest.Pytester) -> None:
+    """A chunker change that cuts the same places (a cap no sentence reaches) with refunds.txt's two sentences
+    made one ("approval;\\nrejected"): the refund question's approved place ends in changed text, so it leaves
+    as edited; its new value (the one long chunk) is below its bar, so the question rule fails the item that
+    every question kept equal would pass."""
+    write_documents_project(pytester.path, config(ONE))
+    assert pytester.runpytest("--rag-update-baseline", *RUN).ret == 0
+    commit(pytester.path)
+    documents = {"refunds.txt": DOCUMENTS["refunds.txt"].replace("approval. Rejected", "approval;\\nrejected")}
+    edit(pytester.path, documents, DOCUMENT_QUESTIONS)
+    pytester.path.joinpath("pyproject.toml").write_text(config(ONE + "cap = 5000\n"), encoding="utf-8")
+    result = pytester.runpytest("--rag-eval", *RUN)
+    assert result.ret == 1, result.stdout.str()
+    result.stdout.fnmatch_lines([
+        "char_iou@2 of 'bm25' lowers the bar through its questions: the 1 edited question (refund): bar 0.1622, "
+        "their new values 0.1208, below the bar*",
+        "*span metrics compared on 3 questions*; 1 leave as edited, an approved place in an edited document not "
+        "carried through its edit (refund)",
+    ], consecutive=False)
+    assert "outcomes: 1 failed; 3 unchanged" in result.stdout.str()
