@@ -144,6 +144,10 @@ class Cut:
     """The base's chunks in an edited document whose place its edit did not keep: a question whose approved
     top k holds one leaves the span metrics' comparison, as edited."""
 
+    def mapped(self, approved: Mapping[str, Sequence[str]], k: int) -> frozenset[str]:
+        """The questions asked alike whose approved top k holds no place lost to an edit."""
+        return frozenset(qid for qid in self.asked if not self.lost.intersection(approved.get(qid, ())[:k]))
+
     def questions(self, found: QuestionChanges) -> QuestionChanges:
         """`found` as the header says it across this change: a question asked alike with the same gold spans is
         no edited one (its labels moved with the chunks)."""
@@ -154,7 +158,7 @@ class Cut:
         """A span metric's questions (`asked`), else the comparable ones whose approved top k kept its places."""
         metric = of_label(label)
         if metric is not None and metric.spans:
-            return frozenset(qid for qid in self.asked if not self.lost.intersection(approved.get(qid, ())[:k]))
+            return self.mapped(approved, k)
         return frozenset(qid for qid in comparable if all(
             cid in self.old and self.new.get(cid) == self.old[cid] for cid in approved.get(qid, ())[:k]))
 
@@ -342,8 +346,9 @@ def rescore(name: str, old: Baseline, new: Baseline, labels: Collection[str], fo
             lost += [(qid, exam) for qid in ids if qid in on[""]
                      and _hit(old_rankings.get(qid, ()), questions[qid], old.k)
                      and not _hit(rankings.get(qid, ()), questions[qid], old.k)]
+    mapped = cut.mapped(old_rankings, old.k) if cut is not None else frozenset()
     replaced = _replaced(name, before, after, means, sat[0][1], base, on, (scorer, head_scorer),
-                         rankings, cut.asked if cut is not None else frozenset())
+                         rankings, mapped, cut.asked - mapped if cut is not None else frozenset())
     first: dict[str, str] = {}
     for qid, exam in lost:
         first.setdefault(qid, exam)
@@ -361,11 +366,13 @@ def _hit(ranking: Sequence[str], question: Question, k: int) -> bool:
 
 def _replaced(name: str, before: Recorded, after: Recorded, labels: Collection[str], exam: Exam,
               base: Exam, on: Mapping[str, Collection[str]], scorers: tuple[Scorer, Scorer],
-              rankings: Mapping[str, Sequence[str]], asked: Collection[str]) -> dict[str, Replacement]:
+              rankings: Mapping[str, Sequence[str]], asked: Collection[str], stale: Collection[str] = (),
+              ) -> dict[str, Replacement]:
     """Metric label -> what lowers its bar among the questions that leave: the base's approved values of the
     compared questions (`on` the label) under `exam` (today's, else the base's), of those that leave under the
     base's exam, against the head's approved values under `exam`; `scorers` score the base's rankings and the
-    head's. Across a chunker change a question `asked` alike with the same gold spans stays, compared or not."""
+    head's. Across a chunker change a question `asked` alike with the same gold spans stays, compared or not;
+    one whose approved place an edit lost (`stale`) leaves at the value approved on the text as it was."""
     scorer, head_scorer = scorers
     kept_ids = [qid for qid in sorted(set().union(*on.values())) if qid in before.questions and qid in exam]
     kept = recorded_values(as_recorded(exam.score(scorer, name, before.approved_rankings(), kept_ids), before.bar))
@@ -375,7 +382,8 @@ def _replaced(name: str, before: Recorded, after: Recorded, labels: Collection[s
     for label in labels:
         comparable = on[label]
         leaves = set(before.questions) - set(comparable) - set(asked)
-        left = leaving(before, base, label, leaves, scorer, name)
+        left = {**leaving(before, base, label, leaves, scorer, name),
+                **{qid: value for qid, value in before.bar_values(label).items() if qid in stale}}
         bar = {qid: row[label] for qid, row in kept.items() if label in row and qid in comparable}
         lowered = replacement({**bar, **left}, {qid: row[label] for qid, row in head.items() if label in row
                                                 and (qid in comparable or qid not in asked)}, comparable)

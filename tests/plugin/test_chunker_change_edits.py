@@ -130,11 +130,13 @@ def test_an_edited_document_judges_the_questions_whose_places_map(pytester: pyte
     assert f"FAILED rag::bm25::char_iou@2: {fell}" in capsys.readouterr().out
 
 
-def test_a_question_whose_approved_place_was_lost_counts_by_the_question_rule(pytester: pytest.Pytester) -> None:
+def test_a_question_whose_approved_place_was_lost_counts_by_the_question_rule(
+        pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]) -> None:
     """A chunker change that cuts the same places (a cap no sentence reaches) with refunds.txt's two sentences
     made one ("approval;\\nrejected"): the refund question's approved place ends in changed text, so it leaves
     as edited; its new value (the one long chunk) is below its bar, so the question rule fails the item that
-    every question kept equal would pass."""
+    every question kept equal would pass; `diff --against main --fail-on-lower` counts it alike, before the
+    re-record and after it."""
     write_documents_project(pytester.path, config(ONE))
     assert pytester.runpytest("--rag-update-baseline", *RUN).ret == 0
     commit(pytester.path)
@@ -150,3 +152,11 @@ def test_a_question_whose_approved_place_was_lost_counts_by_the_question_rule(py
         "carried through its edit (refund)",
     ], consecutive=False)
     assert "outcomes: 1 failed; 3 unchanged" in result.stdout.str()
+    line = "lowered: char_iou@2 of 'bm25': the 1 edited question (refund): bar 0.1622, their new values 0.1208"
+    for rerecord in (False, True):
+        if rerecord:
+            assert pytester.runpytest("--rag-update-baseline", "--rag-allow-regression", *RUN).ret == 0
+        capsys.readouterr()
+        assert main(["diff", "--against", "main", "--fail-on-lower"]) == 1
+        lowered = [row.strip() for row in capsys.readouterr().out.splitlines() if "lowered:" in row]
+        assert lowered == [line]
