@@ -53,12 +53,13 @@ def shifted(by: int) -> list[dict[str, Any]]:
     return moved
 
 
-def test_a_newline_before_every_document_keeps_every_question_compared(pytester: pytest.Pytester,
-                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_newline_before_every_document_keeps_every_question_compared(
+        pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     """A newline added at the start of every document with the chunker change 1 -> 3 sentences: every recorded
     place is carried one character on, so every span item compares all 4 questions with the deltas the two
     chunkings give side by side on the new texts (before, every place was lost and the comparison emptied); the
-    same from `diff --against main`."""
+    same from `diff --against main`. Once the pull request is committed, HEAD holds the new texts: the old ones
+    are read from the base revision in a pull request's CI, and without it every place is lost, as before."""
     newline = {name: "\n" + text for name, text in DOCUMENTS.items()}
     side_by_side = ('[tool.ragretrieval.chunkings.big]\n' + THREE + '\n' + BM25
                     + '\n[tool.ragretrieval.retrievers.bm25_big]\ntype = "bm25"\nchunking = "big"\n')
@@ -91,6 +92,17 @@ def test_a_newline_before_every_document_keeps_every_question_compared(pytester:
     rows = {line.split()[1]: line.split()[2:] for line in capsys.readouterr().out.splitlines()
             if line.startswith("bm25 ")}
     assert rows["char_iou@2"][-1] == "+0.0000", rows
+    for args in (["switch", "-q", "-c", "pr"], ["commit", "-q", "-am", "pr"]):
+        subprocess.run(["git", "-c", "user.email=t@example.com", "-c", "user.name=t", *args], cwd=pytester.path,
+                       check=True, capture_output=True)
+    local = pytester.runpytest("--rag-eval", *RUN)
+    local.stdout.fnmatch_lines(["questions: 0 comparable, 0 added, 0 removed, 4 edited *"])
+    for name, value in {"GITHUB_ACTIONS": "true", "GITHUB_BASE_REF": "main", "GITHUB_EVENT_NAME": "pull_request"
+                        }.items():
+        monkeypatch.setenv(name, value)
+    in_ci = pytester.runpytest("--rag-eval", "--rag-json=ci.json", *RUN)
+    assert "leave as edited" not in in_ci.stdout.str()
+    assert results(pytester.path / "ci.json")["retrievers"]["bm25"]["comparison"] == compared
 
 
 def test_an_edited_document_judges_the_questions_whose_places_map(pytester: pytest.Pytester,
