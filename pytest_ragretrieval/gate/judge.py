@@ -47,7 +47,7 @@ from .items import ItemKey, Skip
 from .older import older_notes
 from .outcomes import decided, gated, through_questions, unchanged
 from .pairs import Pairs, compare_configurations
-from .rechunk import comparable_of, rechunk, rechunked
+from .rechunk import comparable_of, leaving_across, rechunk, rechunked
 from .report import baseline_questions, comparable_notes, lowest_ann_recall, small_set_notes
 
 if TYPE_CHECKING:
@@ -476,13 +476,8 @@ class Judge:
         found, run, entry = self.since(), self.runs.get(name), self.recorded(name)
         if entry is None or found is None or run is None or run.result is None:
             return None
-        comparable, cut = comparable_of(self, name, label), rechunk(self)
-        # a re-chunk's questions stay, but those whose approved places an edit lost: they leave as edited, at the
-        # values approved on the text as it was (their places are not today's text)
-        mapped = cut.mapped(entry.approved_rankings(), self.config.k) if cut is not None else frozenset()
-        gone = set(entry.questions) - comparable - mapped
-        lost = {qid: value for qid, value in entry.bar_values(label).items()
-                if cut is not None and qid in gone and qid in cut.asked}
+        comparable = comparable_of(self, name, label)
+        gone, lost = leaving_across(self, entry, comparable, label)
         bar = self.bar(name)
         kept = {qid: q.metrics[label] for qid, q in (bar.questions.items() if bar is not None else ())
                 if qid in comparable and label in q.metrics}

@@ -63,6 +63,19 @@ def comparable_of(judge: Judging, name: str, label: str) -> frozenset[str]:
     return cut.on(spans, entry.approved_rankings() if entry is not None else {}, judge.config.k)
 
 
+def leaving_across(judge: Judging, entry: Recorded, comparable: frozenset[str], label: str,
+                   ) -> tuple[set[str], dict[str, float]]:
+    """The questions that leave `entry`'s bar of `label` (those not compared, but across a chunker change those
+    asked alike, which stay), and of them the ones whose approved place an edit lost, at the values approved
+    on the text as it was (their places are not today's text): they leave as edited."""
+    cut = rechunk(judge)
+    mapped = cut.mapped(entry.approved_rankings(), judge.config.k) if cut is not None else frozenset()
+    gone = set(entry.questions) - comparable - mapped
+    lost = {qid: value for qid, value in entry.bar_values(label).items()
+            if cut is not None and qid in gone and qid in cut.asked}
+    return gone, lost
+
+
 def rechunked(judge: Judging, found: Since) -> Since | None:
     """`found` as the header says it across a chunker change (`Rechunk.since`), None without one."""
     cut = rechunk(judge)
