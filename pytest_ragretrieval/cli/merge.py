@@ -26,7 +26,7 @@ from ..gate.rechunk import prepared
 from ..gate.report import described
 from ..glue.inputs import load_inputs
 from ..glue.outputs import Judgement, Writer, write_judgement
-from ..glue.trust import kept_exam
+from ..glue.trust import edited, kept_exam
 from ..labels.explain import missed, recorded_rankings
 from ..labels.relabel import units
 from ..record.exam import gate_ids
@@ -102,7 +102,8 @@ def run(args: argparse.Namespace) -> Result:
     selected = [keys[nodeid] for nodeid in merged.selected]
     evaluation = evaluate(config, questions, baseline, merged.fingerprint, merged.runs, selected,
                           update=args.update_baseline, allow_regression=args.allow_regression,
-                          places=places(chunks, config.shown), kept=kept, units=units(config, baseline, chunks))
+                          places=places(chunks, config.shown), kept=kept, units=units(config, baseline, chunks),
+                          edits=edited(config, baseline, kept))
     result = Result()
     for key, verdict in evaluation.verdicts.items():
         result.out.append(f"{verdict.status.name} {key.nodeid}: {verdict.lines[0]}")

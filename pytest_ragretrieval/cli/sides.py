@@ -37,6 +37,7 @@ from ..evalset.documents import load_documents
 from ..files.jsontext import strings
 from ..files.paths import display
 from ..glue.inputs import load_inputs
+from ..glue.trust import base_edits
 from ..labels.relabel import units
 from ..record.codec import read as read_record
 from ..review.rescore import Today
@@ -229,6 +230,8 @@ def from_revision(rev: str, config_option: str | None, cwd: Path) -> Sides:
         except RagError as exc:
             unreadable.append(f"the baseline at {rev} ({old_baseline_path}) cannot be read by this version: {exc}")
     today = _today(old, new_config, notes)
+    if today is not None and old is not None:  # a document edited since: the base's places carried through it
+        today = replace(today, edits=base_edits(new_config, old.fingerprint, rev))
     return Sides(old, read(new_config.baseline), old_settings, gate_settings(new_config), tuple(notes),
                  inputs(new_config), tuple(unreadable), today, new_config.report_language)
 

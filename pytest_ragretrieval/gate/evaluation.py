@@ -15,6 +15,7 @@ from typing import Any
 
 from msgspec import UNSET, structs
 
+from ..bar.places import Edit
 from ..baseline.exams import KeptExam
 from ..baseline.fingerprint import placed
 from ..baseline.format import Baseline
@@ -97,6 +98,7 @@ def evaluate(
     places: Mapping[str, Span] | None = None,
     kept: KeptExam | None = None,
     units: Mapping[str, Sequence[str]] | None = None,
+    edits: Mapping[str, Edit] | None = None,
 ) -> Evaluation:
     """Judge the selected items of `runs` (every selected retriever has run) against the baseline.
     `fingerprint` is what ran, as data; `reused` names the retrievers whose rankings came from their
@@ -105,13 +107,14 @@ def evaluate(
     chunks' spans when a span metric is listed (the bar's rankings are scored as today's are); `kept`, where
     the base's exam is read from the base revision (a pull request's CI), not the baseline; `units`, after a
     chunk-id re-chunk, the relabel's mapping (`labels.relabel.units`), which tells lowerings that only come from
-    the changed unit."""
+    the changed unit; `edits`, across a chunker change, each edited document's edit (`bar.places.edit`), through
+    which the bar's recorded places are carried."""
     ranked = {cid for run in runs.values() if run.result is not None for q in run.result.questions for cid in q.ranking}
     ranked |= {cid for entry in (baseline.retrievers.values() if baseline is not None else ())
                for ranking in entry.approved_rankings().values() for cid in ranking}
     fingerprint = placed(fingerprint, ranked)
     judge = Judge(config, questions, baseline, fingerprint, runs, update=update, allow_regression=allow_regression,
-                  selected=selected, places=places, kept=kept, units=units)
+                  selected=selected, places=places, kept=kept, units=units, edits=edits)
     segments = Segments(judge, selected)
     verdicts: dict[ItemKey, Verdict] = {}
     failures: dict[ItemKey, Outcome] = {}

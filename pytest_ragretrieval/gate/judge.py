@@ -14,7 +14,7 @@ from msgspec import structs
 
 from ..bar.clusters import Clustering, changed_lines, judged_under
 from ..bar.exam import Exam, Scorer
-from ..bar.places import Rechunk
+from ..bar.places import Edit, Rechunk
 from ..bar.rule import Replacement, replacement
 from ..bar.sides import Side, common_mean, leaving, sides
 from ..bar.units import note
@@ -47,7 +47,7 @@ from .items import ItemKey, Skip
 from .older import older_notes
 from .outcomes import decided, gated, through_questions, unchanged
 from .pairs import Pairs, compare_configurations
-from .rechunk import comparable_of, rechunk, rechunked
+from .rechunk import comparable_of, leaving_across, rechunk, rechunked
 from .report import baseline_questions, comparable_notes, lowest_ann_recall, small_set_notes
 
 if TYPE_CHECKING:
@@ -74,8 +74,10 @@ class Judge:
         selected: Sequence[ItemKey] = (),
         places: Mapping[str, Span] | None = None,
         kept: KeptExam | None = None, units: Mapping[str, Sequence[str]] | None = None,
+        edits: Mapping[str, Edit] | None = None,
     ) -> None:
         self.config = config
+        self.edits = edits or {}
         self.kept, self.units = kept, units or {}
         self.scorer = Scorer(tuple(config.shown), places)
         self.questions = tuple(questions)
@@ -474,12 +476,12 @@ class Judge:
         found, run, entry = self.since(), self.runs.get(name), self.recorded(name)
         if entry is None or found is None or run is None or run.result is None:
             return None
-        comparable, cut = comparable_of(self, name, label), rechunk(self)
-        gone = set(entry.questions) - comparable - (cut.asked if cut is not None else set())  # a re-chunk's stay
+        comparable = comparable_of(self, name, label)
+        gone, lost = leaving_across(self, entry, comparable, label)
         bar = self.bar(name)
         kept = {qid: q.metrics[label] for qid, q in (bar.questions.items() if bar is not None else ())
                 if qid in comparable and label in q.metrics}
-        left = leaving(entry, self.base_exam(name), label, gone, self.earlier(), name)
+        left = {**leaving(entry, self.base_exam(name), label, gone, self.earlier(), name), **lost}
         new = {qid: values[label] for qid, values in per_question(run.result).items() if label in values}
         return replacement({**kept, **left}, new, comparable)
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..bar.exam import Scorer
-from ..bar.places import Rechunk
+from ..bar.places import Edit, Rechunk
 from ..bar.places import rechunk as cut_between
 from ..baseline.exams import KeptExam
 from ..baseline.fingerprint import PLACES, recut
@@ -34,6 +34,7 @@ class Judging(Protocol):
     fingerprint: Mapping[str, Any]
     scorer: Scorer
     _rechunk: tuple[Rechunk | None] | None
+    edits: Mapping[str, Edit]
 
     def since(self) -> Since | None: ...
 
@@ -47,7 +48,7 @@ def rechunk(judge: Judging) -> Rechunk | None:
         found, source = judge.since(), judge.kept.fingerprint if judge.kept is not None else None
         assert found is not None and judge.baseline is not None
         judge._rechunk = (cut_between(found, source or judge.baseline.fingerprint, judge.fingerprint,
-                                      judge.scorer.places),)
+                                      judge.scorer.places, judge.edits),)
     return judge._rechunk[0]
 
 
@@ -60,6 +61,19 @@ def comparable_of(judge: Judging, name: str, label: str) -> frozenset[str]:
         return found.questions.comparable
     spans = any(spec.label == label and spec.metric.spans for spec in judge.config.shown)
     return cut.on(spans, entry.approved_rankings() if entry is not None else {}, judge.config.k)
+
+
+def leaving_across(judge: Judging, entry: Recorded, comparable: frozenset[str], label: str,
+                   ) -> tuple[set[str], dict[str, float]]:
+    """The questions that leave `entry`'s bar of `label` (those not compared, but across a chunker change those
+    asked alike, which stay), and of them the ones whose approved place an edit lost, at the values approved
+    on the text as it was (their places are not today's text): they leave as edited."""
+    cut = rechunk(judge)
+    mapped = cut.mapped(entry.approved_rankings(), judge.config.k) if cut is not None else frozenset()
+    gone = set(entry.questions) - comparable - mapped
+    lost = {qid: value for qid, value in entry.bar_values(label).items()
+            if cut is not None and qid in gone and qid in cut.asked}
+    return gone, lost
 
 
 def rechunked(judge: Judging, found: Since) -> Since | None:

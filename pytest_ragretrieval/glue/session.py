@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..bar.exam import base_questions
+from ..bar.places import Edit
 from ..baseline.exams import LOCAL, KeptExam
 from ..baseline.fingerprint import fingerprint
 from ..baseline.format import Baseline, dumps
@@ -55,7 +56,7 @@ from ..shards.items import shard_outcome
 from ..shards.partial import partial_document
 from .inputs import load_inputs
 from .outputs import Judgement, Writer, write_judgement
-from .trust import kept_exam, loosened_line
+from .trust import edited, kept_exam, loosened_line
 
 
 @dataclass(frozen=True)
@@ -95,6 +96,8 @@ class RagSession:
     """The baseline's bytes as this run read them: an update writes only over those (`write_atomic`)."""
     kept: KeptExam | None
     """Where the base's exam is read when not from the baseline (a pull request's CI: `glue/trust.py`)."""
+    edits: dict[str, Edit]
+    """Across a chunker change, each document edited since the bar's places were recorded: its edit."""
 
     def __init__(self, options: Options) -> None:
         self.options = options
@@ -154,6 +157,7 @@ class RagSession:
             if self.config.documents is not None:
                 verify_places(self.baseline, load_documents(self.config.documents))
         self.kept = kept if shard is None else None
+        self.edits = edited(self.config, self.baseline, self.kept)
         self.share = tuple(q for q in self.questions if shard is None or shard.holds(q.id))
         asked = {q.id for q in (*self.share, *(self.tune if shard is None else ()))}
         self.asked = tuple(q for q in self.everyone if q.id in asked)  # eval-set order: the reuse cache's key
@@ -289,7 +293,7 @@ class RagSession:
                 self.config, self.questions, self.baseline, found, self.runs, self.selected,
                 update=self.options.update, allow_regression=self.options.allow_regression, reused=reused,
                 reused_questions=partly,
-                places=places(self.chunks, self.config.shown), kept=self.kept,
+                places=places(self.chunks, self.config.shown), kept=self.kept, edits=self.edits,
                 units=units(self.config, self.baseline, self.chunks),
             )
         return self._evaluation

@@ -12,13 +12,19 @@ import subprocess
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
+from ..bar.places import Edit, edits
 from ..baseline.exams import KeptExam
+from ..baseline.fingerprint import recorded_places
 from ..baseline.format import Baseline, parse
 from ..config.settings import Config, load_config
+from ..core.digest import SHORT, digest
 from ..core.env import truthy
 from ..core.errors import BaselineError, RagError
+from ..evalset.documents import load_documents
 from ..files.paths import display
+from ..gate.report import chunker_changed
 from ..review.settings import gate_settings, loosened_settings
 
 PULL_REQUEST_EVENTS = ("pull_request", "pull_request_target")
@@ -96,3 +102,60 @@ def _git(args: list[str], cwd: Path) -> str | None:
         return None
     return done.stdout.strip() if done.returncode == 0 and args[0] != "cat-file" else (
         done.stdout if done.returncode == 0 else None)
+
+
+def edited(config: Config, baseline: Baseline | None, kept: KeptExam | None) -> dict[str, Edit]:
+    """Across a chunker change, the edits of the documents changed since the bar's places were recorded (the
+    base revision's file in a pull request's CI, else the baseline's), read from that revision, else HEAD."""
+    if baseline is None or config.documents is None or not chunker_changed(config, baseline):
+        return {}
+    source = kept.fingerprint if kept is not None and kept.fingerprint is not None else baseline.fingerprint
+    return base_edits(config, source, kept.revision if kept is not None and kept.revision else "HEAD")
+
+
+def base_edits(config: Config, fingerprint: Mapping[str, Any] | None, revision: str) -> dict[str, Edit]:
+    """The edit of each document changed since `fingerprint` recorded its chunks' places (the Verdicts page, "A
+    chunker change"): its old text read from `revision` (the pull request's base in CI, `diff --against`'s REV,
+    else HEAD), taken only where its digest is the recorded one; none where git, the revision or the text is
+    not there (its places are then lost, as before the edit could be read)."""
+    if config.documents is None or fingerprint is None:
+        return {}
+    recorded = {span.doc: short for span, short in recorded_places(fingerprint).values()}
+    today = {document.id: document.text for document in load_documents(config.documents)}
+    changed = {doc for doc, short in recorded.items() if doc in today and digest(today[doc], SHORT) != short}
+    if not changed:
+        return {}
+    before = _documents_at(config.documents, revision)
+    return edits({doc: text for doc, text in before.items()
+                  if doc in changed and digest(text, SHORT) == recorded[doc]}, today)
+
+
+def _documents_at(path: Path, revision: str) -> dict[str, str]:
+    """The documents `path` (a file or a folder) holds at `revision`, read as the gate reads them; none where
+    git cannot give them."""
+    root = _git(["rev-parse", "--show-toplevel"], path.parent)
+    if root is None:
+        return {}
+    try:
+        relative = path.resolve().relative_to(Path(root).resolve()).as_posix()
+    except ValueError:
+        return {}
+    listing = _git(["ls-tree", "-r", "-z", "--name-only", revision, "--", relative], Path(root))
+    if not listing:
+        return {}
+    with tempfile.TemporaryDirectory() as folder:
+        for name in filter(None, listing.split("\0")):
+            try:
+                done = subprocess.run(["git", "cat-file", "blob", f"{revision}:{name}"], cwd=root,
+                                      capture_output=True, timeout=60)
+            except (OSError, subprocess.SubprocessError):
+                return {}
+            if done.returncode != 0:
+                return {}
+            target = Path(folder) / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(done.stdout)
+        try:
+            return {document.id: document.text for document in load_documents(Path(folder) / relative)}
+        except RagError:
+            return {}

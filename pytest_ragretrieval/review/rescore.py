@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..bar.exam import Exam, Scorer
-from ..bar.places import asked_alike
+from ..bar.places import Edit, asked_alike, placed
 from ..bar.rule import Replacement, replacement
 from ..bar.sides import as_recorded, leaving, recorded_values
 from ..bar.units import UnitDrops, unit_drops
@@ -61,6 +61,9 @@ class Today:
     chunking: Mapping[str, Any] | None = field(default=None, hash=False)
     """How the work tree cuts its documents, as a fingerprint's `chunks` records it (`chunker`, `chunkings`):
     whether the chunker changed since the base's file."""
+    edits: Mapping[str, Edit] | None = field(default=None, hash=False)
+    """Each document edited since the base's file recorded its places: its edit (`bar.places.edit`), through
+    which the base's places are carried."""
 
 
 @dataclass(frozen=True)
@@ -147,6 +150,13 @@ class Cut:
     """The head's side's places: its file's recorded ones, over today's (`--today`'s rankings are today's)."""
     asked: frozenset[str]
     """Questions asked alike with the same gold spans: what the span metrics compare."""
+    lost: frozenset[str] = frozenset()
+    """The base's chunks in an edited document whose place its edit did not keep: a question whose approved
+    top k holds one leaves the span metrics' comparison, as edited."""
+
+    def mapped(self, approved: Mapping[str, Sequence[str]], k: int) -> frozenset[str]:
+        """The questions asked alike whose approved top k holds no place lost to an edit."""
+        return frozenset(qid for qid in self.asked if not self.lost.intersection(approved.get(qid, ())[:k]))
 
     def questions(self, found: QuestionChanges) -> QuestionChanges:
         """`found` as the header says it across this change: a question asked alike with the same gold spans is
@@ -158,7 +168,7 @@ class Cut:
         """A span metric's questions (`asked`), else the comparable ones whose approved top k kept its places."""
         metric = of_label(label)
         if metric is not None and metric.spans:
-            return self.asked
+            return self.mapped(approved, k)
         return frozenset(qid for qid in comparable if all(
             cid in self.old and self.new.get(cid) == self.old[cid] for cid in approved.get(qid, ())[:k]))
 
@@ -171,7 +181,8 @@ def exams(old: Baseline, new: Baseline, today: Today | None, found: Since, moved
 
 def _cut(old: Baseline, new: Baseline, today: Today | None, found: Since) -> Cut | None:
     """Each side's places where the chunker changed between the base's file and the head's side and the base's
-    file keeps its places (format 5); a place in a document edited since is none (its text moved)."""
+    file keeps its places (format 5); a place in a document edited since is carried through its edit
+    (`Today.edits`), else it is lost."""
     head: Mapping[str, Any] = new.fingerprint
     if today is not None and today.chunking is not None:
         head = {"chunks": today.chunking, "questions": questions_record(today.questions)}
@@ -182,10 +193,13 @@ def _cut(old: Baseline, new: Baseline, today: Today | None, found: Since) -> Cut
         return None
     documents = today.documents if today is not None and today.documents is not None else {
         span.doc: digest for span, digest in held.values()}
-    places = {**(today.places or {} if today is not None else {}),
-              **{cid: span for cid, (span, digest) in held.items() if documents.get(span.doc) == digest}}
-    before = {cid: span for cid, (span, digest) in recorded.items() if documents.get(span.doc) == digest}
-    return Cut(before, places, asked_alike(old.fingerprint, head))
+    moved = today.edits if today is not None and today.edits is not None else {}
+    base = {span.doc: digest for span, digest in recorded.values()}  # the texts `moved` starts from
+    kept, gone = placed({cid: (span, digest) for cid, (span, digest) in held.items()
+                         if digest in (documents.get(span.doc), base.get(span.doc))}, documents, moved)
+    before, lost = placed(recorded, documents, moved)
+    return Cut(before, {**(today.places or {} if today is not None else {}), **kept},
+               asked_alike(old.fingerprint, head, moved), lost | gone)
 
 
 def _exams(old: Baseline, new: Baseline, today: Today | None, found: Since, moved: frozenset[str]) -> Exams:
@@ -344,8 +358,9 @@ def rescore(name: str, old: Baseline, new: Baseline, labels: Collection[str], fo
             lost += [(qid, exam) for qid in ids if qid in on[""]
                      and _hit(old_rankings.get(qid, ()), questions[qid], old.k)
                      and not _hit(rankings.get(qid, ()), questions[qid], old.k)]
+    mapped = cut.mapped(old_rankings, old.k) if cut is not None else frozenset()
     replaced = _replaced(name, before, after, means, sat[0][1], base, on, (scorer, head_scorer),
-                         rankings, cut.asked if cut is not None else frozenset())
+                         rankings, mapped, cut.asked - mapped if cut is not None else frozenset())
     first: dict[str, str] = {}
     for qid, exam in lost:
         first.setdefault(qid, exam)
@@ -379,11 +394,13 @@ def _hit(ranking: Sequence[str], question: Question, k: int) -> bool:
 
 def _replaced(name: str, before: Recorded, after: Recorded, labels: Collection[str], exam: Exam,
               base: Exam, on: Mapping[str, Collection[str]], scorers: tuple[Scorer, Scorer],
-              rankings: Mapping[str, Sequence[str]], asked: Collection[str]) -> dict[str, Replacement]:
+              rankings: Mapping[str, Sequence[str]], asked: Collection[str], stale: Collection[str] = (),
+              ) -> dict[str, Replacement]:
     """Metric label -> what lowers its bar among the questions that leave: the base's approved values of the
     compared questions (`on` the label) under `exam` (today's, else the base's), of those that leave under the
     base's exam, against the head's approved values under `exam`; `scorers` score the base's rankings and the
-    head's. Across a chunker change a question `asked` alike with the same gold spans stays, compared or not."""
+    head's. Across a chunker change a question `asked` alike with the same gold spans stays, compared or not;
+    one whose approved place an edit lost (`stale`) leaves at the value approved on the text as it was."""
     scorer, head_scorer = scorers
     kept_ids = [qid for qid in sorted(set().union(*on.values())) if qid in before.questions and qid in exam]
     kept = recorded_values(as_recorded(exam.score(scorer, name, before.approved_rankings(), kept_ids), before.bar))
@@ -393,7 +410,8 @@ def _replaced(name: str, before: Recorded, after: Recorded, labels: Collection[s
     for label in labels:
         comparable = on[label]
         leaves = set(before.questions) - set(comparable) - set(asked)
-        left = leaving(before, base, label, leaves, scorer, name)
+        left = {**leaving(before, base, label, leaves, scorer, name),
+                **{qid: value for qid, value in before.bar_values(label).items() if qid in stale}}
         bar = {qid: row[label] for qid, row in kept.items() if label in row and qid in comparable}
         lowered = replacement({**bar, **left}, {qid: row[label] for qid, row in head.items() if label in row
                                                 and (qid in comparable or qid not in asked)}, comparable)
