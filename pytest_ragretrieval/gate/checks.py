@@ -147,7 +147,7 @@ def compare(
     from ..scoring.stats import labels, paired_test
 
     clusters = None if clustering is None else labels([clustering.key(qid) for qid in pairs.ids])
-    test = paired_test(pairs.before, pairs.after, significance, clusters=clusters)
+    test = paired_test(pairs.before, pairs.after, significance, clusters=clusters, alpha=alpha)
     if test is None:
         return found
     return structs.replace(found, p_value=test.p_value, p_unadjusted=test.p_value, ci95=test.ci95)

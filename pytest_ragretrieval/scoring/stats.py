@@ -11,12 +11,16 @@ the sign-flip test is defined as scipy.stats.permutation_test's, with its own ra
 Questions that move together (one document's, one template's) come in clusters: given `clusters`, every
 test flips or resamples whole clusters (a cluster's questions summed), so G clusters allow no one-sided
 p below 2^-G; without, each question is its own cluster and nothing differs.
+Thousands of questions (`_large`): each sign pattern is drawn once per question count and kept packed, and
+each item's resampled sums once per item (`_flip_sums`), shared by its single test, max-T and both exams;
+the interval, and a p that cannot turn a verdict, take the normal limit (`LARGE`, `_normal_p`).
 """
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from statistics import NormalDist
 from typing import Literal
 
 import numpy as np
@@ -42,6 +46,11 @@ MORE = 99_999
 KEPT_DRAWS = 8_000_000
 """Draws kept for the next test of as many questions (a run tests several pairs and metrics over the same
 questions, and the seed makes their draws the same): up to 800 questions, at most 72 MB."""
+LARGE = 1000
+"""From this many questions (clusters) that moved, the large-sample path: the normal limit of the test's
+null (the central limit theorem over the moved questions' flips or draws) for a p at least CLOSE above
+alpha, which no adjustment can turn into a failure, and for the 95% interval, which decides nothing."""
+CLOSE = 0.01
 
 
 @dataclass(frozen=True)
@@ -118,15 +127,47 @@ def _cluster_means(sums: np.ndarray, sizes: np.ndarray) -> np.ndarray:
 
 def _confidence_interval(differences: np.ndarray, clusters: Clusters | None = None) -> tuple[float, float]:
     """Percentile bootstrap 95% interval, equal to scipy.stats.bootstrap(method="percentile")'s; with
-    `clusters`, whole clusters resampled."""
+    `clusters`, whole clusters resampled; from LARGE questions (clusters) the same percentiles of the
+    bootstrap means' normal limit."""
+    units = differences.size if clusters is None else int(clusters.max()) + 1
+    if units >= LARGE:
+        mean, spread = _normal_limit(differences, clusters)
+        z = NormalDist().inv_cdf(0.975)
+        return round(mean - z * spread, DIGITS), round(mean + z * spread, DIGITS)
     distribution = _bootstrap_distribution(differences) if clusters is None else _cluster_means(
         *totals(differences, clusters))
     low, high = np.percentile(distribution, [2.5, 97.5])
     return round(float(low), DIGITS), round(float(high), DIGITS)
 
 
+def _normal_limit(differences: np.ndarray, clusters: Clusters | None = None) -> tuple[float, float]:
+    """The mean difference and the standard deviation of the bootstrap's means about it (over n, as the
+    bootstrap spreads; with `clusters`, the ratio mean's, whole clusters drawn)."""
+    if clusters is None:
+        return float(differences.mean()), float(differences.std()) / differences.size ** 0.5
+    sums, sizes = totals(differences, clusters)
+    mean = float(sums.sum() / sizes.sum())
+    return mean, float(np.sqrt(np.sum((sums - sizes * mean) ** 2)) / sizes.sum())
+
+
+def _normal_p(z: float, alternative: Alternative) -> float:
+    """The p of a statistic `z` standard deviations from its null's mean, in the normal limit."""
+    less = NormalDist().cdf(z)
+    return less if alternative == "less" else min(1.0, 2 * min(less, 1 - less))
+
+
+def _large_p(z: float, moved: int, alternative: Alternative, alpha: float | None) -> float | None:
+    """The large-sample p, where it is used: LARGE questions (clusters) moved, and at least CLOSE above
+    `alpha` (an adjusted p is never below its own, so no adjustment turns it into a failure); else None,
+    and the test resamples."""
+    if alpha is None or moved < LARGE:
+        return None
+    p = _normal_p(z, alternative)
+    return p if p >= alpha + CLOSE else None
+
+
 def randomization_p(differences: np.ndarray, alternative: Alternative = "less", limit: int | None = None, *,
-                    clusters: Clusters | None = None) -> float:
+                    clusters: Clusters | None = None, alpha: float | None = None) -> float:
     """Paired sign-flip permutation test, p as scipy.stats.permutation_test defines it.
 
     Exact (every sign pattern of the questions that moved, no +1) when they have at most `limit`
@@ -137,18 +178,23 @@ def randomization_p(differences: np.ndarray, alternative: Alternative = "less", 
     p, at most 1. Sums within `_slack` of the observed one count as equal to it (the same sum
     added in another order), as scipy's 100 ulp do. Ours, not scipy's: about five times faster,
     and the same p whatever the scipy version. With `clusters`, the same test over the clusters' sums:
-    whole clusters flipped, exact when the clusters whose sum is not 0 are `enumerable`.
+    whole clusters flipped, exact when the clusters whose sum is not 0 are `enumerable`. Given `alpha`,
+    the normal limit (sum over the root of the sum of squares) where `_large_p` allows it.
     """
     data = np.asarray(differences, dtype=float)
     if clusters is not None:
         data = totals(data, clusters)[0]
     moved = data[data != 0]
+    large = None if not moved.size else _large_p(float(moved.sum() / np.sqrt(np.sum(moved ** 2))), moved.size,
+                                                   alternative, alpha)
+    if large is not None:
+        return large
     if enumerable(moved.size, limit):
         null, weights = _sign_null(moved)
         observed = float(_in_order(moved[:, None])[0])
         correction = 0
     else:
-        null = np.concatenate([(signs * data).sum(axis=-1) for signs in _flips(data.size, RESAMPLES)])
+        null = _flip_sums(data, RESAMPLES)
         weights = np.ones(null.size)
         observed = float(data.sum())
         correction = 1
@@ -177,6 +223,55 @@ def _flips(n: int, resamples: int) -> Iterator[np.ndarray]:
     rng = np.random.default_rng(SEED)
     for done in range(0, resamples, BATCH):
         yield np.where(rng.random((min(BATCH, resamples - done), n)) < 0.5, -1, 1).astype(np.int8)
+
+
+def _large(n: int, resamples: int) -> bool:
+    """Whether the draws over `n` questions are too many to keep unpacked (KEPT_DRAWS)."""
+    return n * resamples > KEPT_DRAWS
+
+
+def _flip_sums(data: np.ndarray, resamples: int) -> np.ndarray:
+    """`data`'s sum under each of `_flips`' patterns. Over thousands of questions the patterns are kept
+    packed, 8 questions a byte (`_packed_flips`), and summed by table: per byte, the sum of the 8
+    questions it flips, read for every pattern at once; each item's sums are kept (`_kept_sums`), so
+    its single test, max-T and the other exam read them, not the draws."""
+    if not _large(data.size, resamples):
+        return np.concatenate([(signs * data).sum(axis=-1) for signs in _flips(data.size, resamples)])
+    return _kept_sums(np.ascontiguousarray(data, dtype=float).tobytes(), resamples)
+
+
+@lru_cache(maxsize=64)
+def _kept_sums(raw: bytes, resamples: int) -> np.ndarray:
+    data = np.frombuffer(raw, dtype=float)
+    groups = -(-data.size // 8)
+    padded = np.zeros(groups * 8)
+    padded[:data.size] = data
+    bits = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1).astype(float)
+    table = (padded.reshape(groups, 8) @ bits.T).ravel()
+    offsets = 256 * np.arange(groups, dtype=np.intp)
+    total = float(data.sum())
+    sums = np.concatenate([total - 2 * table[packed.astype(np.intp) + offsets].sum(axis=-1)
+                           for packed in _packed_flips(data.size, resamples)])
+    sums.flags.writeable = False
+    return sums
+
+
+def _packed_flips(n: int, resamples: int) -> Iterator[np.ndarray]:
+    """`_flips`' patterns, BATCH rows at a time, packed 8 questions a byte (a set bit: a flip); those of
+    RESAMPLES draws kept for the next item of as many questions (12.5 MB at 10,000 questions)."""
+    if resamples == RESAMPLES:
+        yield from _kept_packed(n)
+        return
+    rng = np.random.default_rng(SEED)
+    for done in range(0, resamples, BATCH):
+        yield np.packbits(rng.random((min(BATCH, resamples - done), n)) < 0.5, axis=1)
+
+
+@lru_cache(maxsize=2)
+def _kept_packed(n: int) -> tuple[np.ndarray, ...]:
+    rng = np.random.default_rng(SEED)
+    return tuple(np.packbits(rng.random((min(BATCH, RESAMPLES - done), n)) < 0.5, axis=1)
+                 for done in range(0, RESAMPLES, BATCH))
 
 
 def enumerable(moved: int, limit: int | None = None) -> bool:
@@ -216,11 +311,17 @@ def _sign_null(moved: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return values, counts
 
 
-def bootstrap_p(differences: np.ndarray, alternative: Alternative = "less", *, clusters: Clusters | None = None
-                ) -> float:
+def bootstrap_p(differences: np.ndarray, alternative: Alternative = "less", *, clusters: Clusters | None = None,
+                alpha: float | None = None) -> float:
     """Paired bootstrap test: resample the differences shifted to mean 0, count means <= observed
-    (two-sided: means at least as far from 0 as observed); with `clusters`, whole clusters resampled."""
+    (two-sided: means at least as far from 0 as observed); with `clusters`, whole clusters resampled.
+    Given `alpha`, the bootstrap means' normal limit where `_large_p` allows it."""
     data = np.asarray(differences, dtype=float)
+    moved = int(np.count_nonzero(data if clusters is None else totals(data, clusters)[0]))
+    mean, spread = _normal_limit(data, clusters)
+    large = None if not spread else _large_p(mean / spread, moved, alternative, alpha)
+    if large is not None:
+        return large
     observed = float(data.mean())
     distribution = _bootstrap_distribution(data - observed) if clusters is None else _cluster_means(
         *totals(data - observed, clusters))
@@ -233,10 +334,10 @@ def bootstrap_p(differences: np.ndarray, alternative: Alternative = "less", *, c
 
 def paired_test(
     before: Sequence[float], after: Sequence[float], method: Method, alternative: Alternative = "less",
-    clusters: Clusters | None = None,
+    clusters: Clusters | None = None, alpha: float | None = None,
 ) -> PairedTest | None:
     """Test `after` against `before` (same questions, same order, `clusters` theirs); None with fewer than 2
-    pairs."""
+    pairs. `alpha`, where the p is judged against it, allows the large-sample path (`_large_p`)."""
     if len(before) != len(after):
         raise ValueError("paired samples must have the same length")
     if len(before) < 2:
@@ -245,9 +346,9 @@ def paired_test(
     if not differences.any():
         return PairedTest(method, len(differences), 1.0, (0.0, 0.0))
     if method == "randomization":
-        p = randomization_p(differences, alternative, clusters=clusters)
+        p = randomization_p(differences, alternative, clusters=clusters, alpha=alpha)
     else:
-        p = bootstrap_p(differences, alternative, clusters=clusters)
+        p = bootstrap_p(differences, alternative, clusters=clusters, alpha=alpha)
     return PairedTest(method, len(differences), round(p, DIGITS), _confidence_interval(differences, clusters))
 
 
@@ -385,7 +486,8 @@ def _resampled(items: Sequence[np.ndarray], method: Method, limit: int | None, r
         observed = np.array([float(item.mean()) for item in items])
     else:
         stacked = np.column_stack(items)
-        parts = [signs.astype(float) @ stacked for signs in _flips(n, resamples)]
+        parts = [np.column_stack([_flip_sums(item, resamples) for item in items])] if _large(n, resamples) else [
+            signs.astype(float) @ stacked for signs in _flips(n, resamples)]
         observed = np.array([float(item.sum()) for item in items])
     rows = np.concatenate([*parts, observed[None, :]])
     scales = [float(np.abs(item).max()) for item in items]
