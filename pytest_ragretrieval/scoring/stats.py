@@ -156,14 +156,16 @@ def _normal_p(z: float, alternative: Alternative) -> float:
     return less if alternative == "less" else min(1.0, 2 * min(less, 1 - less))
 
 
-def _large_p(z: float, moved: int, alternative: Alternative, alpha: float | None) -> float | None:
+def _large_p(z: float, moved: int, alternative: Alternative, alpha: float | None, step: float = 0.0
+             ) -> float | None:
     """The large-sample p, where it is used: LARGE questions (clusters) moved, and at least CLOSE above
     `alpha` (an adjusted p is never below its own, so no adjustment turns it into a failure); else None,
-    and the test resamples."""
-    if alpha is None or moved < LARGE:
+    and the test resamples. `step`: the continuity correction, in standard deviations: sums of metric
+    values lie on a grid, and the resampled p counts the sums equal to the observed one (1,200 questions
+    of +1 and -1: 0.124 without, 0.135 resampled); the rule reads the p without it, the lower one."""
+    if alpha is None or moved < LARGE or _normal_p(z, alternative) < alpha + CLOSE:
         return None
-    p = _normal_p(z, alternative)
-    return p if p >= alpha + CLOSE else None
+    return _normal_p(z + step if alternative == "less" else z - step if z > 0 else z + step, alternative)
 
 
 def randomization_p(differences: np.ndarray, alternative: Alternative = "less", limit: int | None = None, *,
@@ -179,14 +181,16 @@ def randomization_p(differences: np.ndarray, alternative: Alternative = "less", 
     added in another order), as scipy's 100 ulp do. Ours, not scipy's: about five times faster,
     and the same p whatever the scipy version. With `clusters`, the same test over the clusters' sums:
     whole clusters flipped, exact when the clusters whose sum is not 0 are `enumerable`. Given `alpha`,
-    the normal limit (sum over the root of the sum of squares) where `_large_p` allows it.
+    the normal limit (the sum over the root of the sum of squares, corrected by the smallest moved value
+    for continuity: half a step of the sum) where `_large_p` allows it.
     """
     data = np.asarray(differences, dtype=float)
     if clusters is not None:
         data = totals(data, clusters)[0]
     moved = data[data != 0]
-    large = None if not moved.size else _large_p(float(moved.sum() / np.sqrt(np.sum(moved ** 2))), moved.size,
-                                                   alternative, alpha)
+    spread = float(np.sqrt(np.sum(moved ** 2)))
+    large = None if not moved.size else _large_p(float(moved.sum()) / spread, moved.size, alternative, alpha,
+                                                   float(np.abs(moved).min()) / spread)
     if large is not None:
         return large
     if enumerable(moved.size, limit):
@@ -315,11 +319,14 @@ def bootstrap_p(differences: np.ndarray, alternative: Alternative = "less", *, c
                 alpha: float | None = None) -> float:
     """Paired bootstrap test: resample the differences shifted to mean 0, count means <= observed
     (two-sided: means at least as far from 0 as observed); with `clusters`, whole clusters resampled.
-    Given `alpha`, the bootstrap means' normal limit where `_large_p` allows it."""
+    Given `alpha`, the bootstrap means' normal limit where `_large_p` allows it, corrected for continuity
+    by half the smallest gap between the values (a resample's mean moves by at least that over n)."""
     data = np.asarray(differences, dtype=float)
     moved = int(np.count_nonzero(data if clusters is None else totals(data, clusters)[0]))
     mean, spread = _normal_limit(data, clusters)
-    large = None if not spread else _large_p(mean / spread, moved, alternative, alpha)
+    values = np.unique(data if clusters is None else totals(data, clusters)[0])
+    step = float(np.diff(values).min()) / 2 / data.size / spread if spread and values.size > 1 else 0.0
+    large = None if not spread else _large_p(mean / spread, moved, alternative, alpha, step)
     if large is not None:
         return large
     observed = float(data.mean())
