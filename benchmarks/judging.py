@@ -114,10 +114,12 @@ def shapes(count: int, folder: Path) -> tuple[Callable[[], object], dict[str, Ca
 
 def fresh() -> None:
     """The paired tests' kept draws and sums dropped, where this version of the package keeps them."""
-    for name in ("_kept_sums", "_kept_packed", "_kept_flips", "_kept_indices"):
-        kept = getattr(stats, name, None)
-        if kept is not None:
-            kept.cache_clear()
+    modules = [stats, *(module for module in [sys.modules.get("pytest_ragretrieval.scoring.large")] if module)]
+    for module in modules:
+        for name in ("_kept_sums", "_kept_packed", "_kept_flips", "_kept_indices"):
+            kept = getattr(module, name, None)
+            if kept is not None:
+                kept.cache_clear()
 
 
 def main() -> None:

@@ -11,21 +11,22 @@ the sign-flip test is defined as scipy.stats.permutation_test's, with its own ra
 Questions that move together (one document's, one template's) come in clusters: given `clusters`, every
 test flips or resamples whole clusters (a cluster's questions summed), so G clusters allow no one-sided
 p below 2^-G; without, each question is its own cluster and nothing differs.
-Thousands of questions (`_large`): each sign pattern is drawn once per question count and kept packed, and
-each item's resampled sums once per item (`_flip_sums`), shared by its single test, max-T and both exams;
-the interval, and a p that cannot turn a verdict, take the normal limit (`LARGE`, `_normal_p`).
+Thousands of questions: draws and sums kept and shared, and the normal limit where safe (`scoring/large.py`).
 """
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from statistics import NormalDist
 from typing import Literal
 
 import numpy as np
 
 from ..core.values import DIGITS
+from .clustered import Clusters as Clusters
+from .clustered import labels as labels
+from .clustered import totals as totals
+from .large import LARGE, kept_sums, large_bootstrap_p, large_p, normal_interval, normal_limit
 
 Method = Literal["randomization", "bootstrap"]
 """How a p-value is computed: sign-flip permutations, or bootstrap resamples."""
@@ -46,11 +47,6 @@ MORE = 99_999
 KEPT_DRAWS = 8_000_000
 """Draws kept for the next test of as many questions (a run tests several pairs and metrics over the same
 questions, and the seed makes their draws the same): up to 800 questions, at most 72 MB."""
-LARGE = 1000
-"""From this many questions (clusters) that moved, the large-sample path: the normal limit of the test's
-null (the central limit theorem over the moved questions' flips or draws) for a p at least CLOSE above
-alpha, which no adjustment can turn into a failure, and for the 95% interval, which decides nothing."""
-CLOSE = 0.01
 
 
 @dataclass(frozen=True)
@@ -93,27 +89,6 @@ def _kept_flips(n: int, batch: int, resamples: int) -> tuple[np.ndarray, ...]:
                  for done in range(0, resamples, batch))
 
 
-Clusters = np.ndarray
-"""Each question's cluster as an integer, 0 up in order of the clusters' first questions (`labels`)."""
-
-
-def labels(keys: Sequence[str]) -> Clusters | None:
-    """The questions' cluster keys (in the questions' order) as `Clusters`; None when every question is
-    its own cluster: the tests then run question by question, exactly as without clusters."""
-    first: dict[str, int] = {}
-    found = np.array([first.setdefault(key, len(first)) for key in keys], dtype=np.int64)
-    return None if len(first) == len(keys) else found
-
-
-def totals(data: np.ndarray, clusters: Clusters) -> tuple[np.ndarray, np.ndarray]:
-    """Per cluster, in order, the sum of its questions' `data` (added in question order) and its size."""
-    count = int(clusters.max()) + 1
-    sums = np.zeros(count)
-    for index, value in zip(clusters.tolist(), data.tolist(), strict=True):
-        sums[index] += value
-    return sums, np.bincount(clusters, minlength=count).astype(float)
-
-
 def _cluster_means(sums: np.ndarray, sizes: np.ndarray) -> np.ndarray:
     """Means of RESAMPLES cluster bootstrap resamples: clusters drawn with replacement (as
     `_bootstrap_distribution` draws questions), each resample's mean over the questions it holds."""
@@ -131,41 +106,11 @@ def _confidence_interval(differences: np.ndarray, clusters: Clusters | None = No
     bootstrap means' normal limit."""
     units = differences.size if clusters is None else int(clusters.max()) + 1
     if units >= LARGE:
-        mean, spread = _normal_limit(differences, clusters)
-        z = NormalDist().inv_cdf(0.975)
-        return round(mean - z * spread, DIGITS), round(mean + z * spread, DIGITS)
+        return normal_interval(*normal_limit(differences, None if clusters is None else totals(differences, clusters)))
     distribution = _bootstrap_distribution(differences) if clusters is None else _cluster_means(
         *totals(differences, clusters))
     low, high = np.percentile(distribution, [2.5, 97.5])
     return round(float(low), DIGITS), round(float(high), DIGITS)
-
-
-def _normal_limit(differences: np.ndarray, clusters: Clusters | None = None) -> tuple[float, float]:
-    """The mean difference and the standard deviation of the bootstrap's means about it (over n, as the
-    bootstrap spreads; with `clusters`, the ratio mean's, whole clusters drawn)."""
-    if clusters is None:
-        return float(differences.mean()), float(differences.std()) / differences.size ** 0.5
-    sums, sizes = totals(differences, clusters)
-    mean = float(sums.sum() / sizes.sum())
-    return mean, float(np.sqrt(np.sum((sums - sizes * mean) ** 2)) / sizes.sum())
-
-
-def _normal_p(z: float, alternative: Alternative) -> float:
-    """The p of a statistic `z` standard deviations from its null's mean, in the normal limit."""
-    less = NormalDist().cdf(z)
-    return less if alternative == "less" else min(1.0, 2 * min(less, 1 - less))
-
-
-def _large_p(z: float, moved: int, alternative: Alternative, alpha: float | None, step: float = 0.0
-             ) -> float | None:
-    """The large-sample p, where it is used: LARGE questions (clusters) moved, and at least CLOSE above
-    `alpha` (an adjusted p is never below its own, so no adjustment turns it into a failure); else None,
-    and the test resamples. `step`: the continuity correction, in standard deviations: sums of metric
-    values lie on a grid, and the resampled p counts the sums equal to the observed one (1,200 questions
-    of +1 and -1: 0.124 without, 0.135 resampled); the rule reads the p without it, the lower one."""
-    if alpha is None or moved < LARGE or _normal_p(z, alternative) < alpha + CLOSE:
-        return None
-    return _normal_p(z + step if alternative == "less" else z - step if z > 0 else z + step, alternative)
 
 
 def randomization_p(differences: np.ndarray, alternative: Alternative = "less", limit: int | None = None, *,
@@ -180,18 +125,16 @@ def randomization_p(differences: np.ndarray, alternative: Alternative = "less", 
     p, at most 1. Sums within `_slack` of the observed one count as equal to it (the same sum
     added in another order), as scipy's 100 ulp do. Ours, not scipy's: about five times faster,
     and the same p whatever the scipy version. With `clusters`, the same test over the clusters' sums:
-    whole clusters flipped, exact when the clusters whose sum is not 0 are `enumerable`. Given `alpha`,
-    the normal limit (the sum over the root of the sum of squares, corrected by the smallest moved value
-    for continuity: half a step of the sum) where `_large_p` allows it.
+    whole clusters flipped, exact when the clusters whose sum is not 0 are `enumerable`. Given `alpha`, the
+    normal limit (corrected by the smallest moved value: half a step of the sum) where `large_p` allows it.
     """
     data = np.asarray(differences, dtype=float)
     if clusters is not None:
         data = totals(data, clusters)[0]
     moved = data[data != 0]
     spread = float(np.sqrt(np.sum(moved ** 2)))
-    large = None if not moved.size else _large_p(float(moved.sum()) / spread, moved.size, alternative, alpha,
-                                                   float(np.abs(moved).min()) / spread)
-    if large is not None:
+    if moved.size and (large := large_p(float(moved.sum()) / spread, moved.size, alternative, alpha,
+                                        float(np.abs(moved).min()) / spread)) is not None:
         return large
     if enumerable(moved.size, limit):
         null, weights = _sign_null(moved)
@@ -229,53 +172,11 @@ def _flips(n: int, resamples: int) -> Iterator[np.ndarray]:
         yield np.where(rng.random((min(BATCH, resamples - done), n)) < 0.5, -1, 1).astype(np.int8)
 
 
-def _large(n: int, resamples: int) -> bool:
-    """Whether the draws over `n` questions are too many to keep unpacked (KEPT_DRAWS)."""
-    return n * resamples > KEPT_DRAWS
-
-
 def _flip_sums(data: np.ndarray, resamples: int) -> np.ndarray:
-    """`data`'s sum under each of `_flips`' patterns. Over thousands of questions the patterns are kept
-    packed, 8 questions a byte (`_packed_flips`), and summed by table: per byte, the sum of the 8
-    questions it flips, read for every pattern at once; each item's sums are kept (`_kept_sums`), so
-    its single test, max-T and the other exam read them, not the draws."""
-    if not _large(data.size, resamples):
+    """`data`'s sum under each of `_flips`' patterns; past KEPT_DRAWS, kept per item (`large.kept_sums`)."""
+    if data.size * resamples <= KEPT_DRAWS:
         return np.concatenate([(signs * data).sum(axis=-1) for signs in _flips(data.size, resamples)])
-    return _kept_sums(np.ascontiguousarray(data, dtype=float).tobytes(), resamples)
-
-
-@lru_cache(maxsize=64)
-def _kept_sums(raw: bytes, resamples: int) -> np.ndarray:
-    data = np.frombuffer(raw, dtype=float)
-    groups = -(-data.size // 8)
-    padded = np.zeros(groups * 8)
-    padded[:data.size] = data
-    bits = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1).astype(float)
-    table = (padded.reshape(groups, 8) @ bits.T).ravel()
-    offsets = 256 * np.arange(groups, dtype=np.intp)
-    total = float(data.sum())
-    sums = np.concatenate([total - 2 * table[packed.astype(np.intp) + offsets].sum(axis=-1)
-                           for packed in _packed_flips(data.size, resamples)])
-    sums.flags.writeable = False
-    return sums
-
-
-def _packed_flips(n: int, resamples: int) -> Iterator[np.ndarray]:
-    """`_flips`' patterns, BATCH rows at a time, packed 8 questions a byte (a set bit: a flip); those of
-    RESAMPLES draws kept for the next item of as many questions (12.5 MB at 10,000 questions)."""
-    if resamples == RESAMPLES:
-        yield from _kept_packed(n)
-        return
-    rng = np.random.default_rng(SEED)
-    for done in range(0, resamples, BATCH):
-        yield np.packbits(rng.random((min(BATCH, resamples - done), n)) < 0.5, axis=1)
-
-
-@lru_cache(maxsize=2)
-def _kept_packed(n: int) -> tuple[np.ndarray, ...]:
-    rng = np.random.default_rng(SEED)
-    return tuple(np.packbits(rng.random((min(BATCH, RESAMPLES - done), n)) < 0.5, axis=1)
-                 for done in range(0, RESAMPLES, BATCH))
+    return kept_sums(data, resamples, SEED, BATCH)
 
 
 def enumerable(moved: int, limit: int | None = None) -> bool:
@@ -319,14 +220,9 @@ def bootstrap_p(differences: np.ndarray, alternative: Alternative = "less", *, c
                 alpha: float | None = None) -> float:
     """Paired bootstrap test: resample the differences shifted to mean 0, count means <= observed
     (two-sided: means at least as far from 0 as observed); with `clusters`, whole clusters resampled.
-    Given `alpha`, the bootstrap means' normal limit where `_large_p` allows it, corrected for continuity
-    by half the smallest gap between the values (a resample's mean moves by at least that over n)."""
+    Given `alpha`, the means' normal limit (corrected by half the smallest gap between values, over n)."""
     data = np.asarray(differences, dtype=float)
-    moved = int(np.count_nonzero(data if clusters is None else totals(data, clusters)[0]))
-    mean, spread = _normal_limit(data, clusters)
-    values = np.unique(data if clusters is None else totals(data, clusters)[0])
-    step = float(np.diff(values).min()) / 2 / data.size / spread if spread and values.size > 1 else 0.0
-    large = None if not spread else _large_p(mean / spread, moved, alternative, alpha, step)
+    large = large_bootstrap_p(data, None if clusters is None else totals(data, clusters), alternative, alpha)
     if large is not None:
         return large
     observed = float(data.mean())
@@ -344,7 +240,7 @@ def paired_test(
     clusters: Clusters | None = None, alpha: float | None = None,
 ) -> PairedTest | None:
     """Test `after` against `before` (same questions, same order, `clusters` theirs); None with fewer than 2
-    pairs. `alpha`, where the p is judged against it, allows the large-sample path (`_large_p`)."""
+    pairs. `alpha`, where the p is judged against it, allows the large-sample path (`large.large_p`)."""
     if len(before) != len(after):
         raise ValueError("paired samples must have the same length")
     if len(before) < 2:
@@ -493,7 +389,7 @@ def _resampled(items: Sequence[np.ndarray], method: Method, limit: int | None, r
         observed = np.array([float(item.mean()) for item in items])
     else:
         stacked = np.column_stack(items)
-        parts = [np.column_stack([_flip_sums(item, resamples) for item in items])] if _large(n, resamples) else [
+        parts = [np.column_stack([_flip_sums(item, resamples) for item in items])] if n * resamples > KEPT_DRAWS else [
             signs.astype(float) @ stacked for signs in _flips(n, resamples)]
         observed = np.array([float(item.sum()) for item in items])
     rows = np.concatenate([*parts, observed[None, :]])

@@ -6,8 +6,9 @@ from statistics import NormalDist
 import numpy as np
 import pytest
 
-from pytest_ragretrieval.scoring import stats
-from pytest_ragretrieval.scoring.stats import CLOSE, LARGE, bootstrap_p, maxt, paired_test, randomization_p
+from pytest_ragretrieval.scoring import large, stats
+from pytest_ragretrieval.scoring.large import CLOSE, LARGE
+from pytest_ragretrieval.scoring.stats import bootstrap_p, maxt, paired_test, randomization_p
 
 ALPHA = 0.05
 
@@ -84,9 +85,9 @@ def test_an_items_resampled_sums_are_kept_and_are_the_flips_sums() -> None:
 def test_max_t_reads_the_single_tests_sums_and_gives_the_same_p_as_fresh_draws() -> None:
     rng = np.random.default_rng(8)
     items = [rng.choice([-1.0, 0.0, 0.0, 0.0, 1.0], 1200) for _ in range(3)]
-    stats._kept_sums.cache_clear()
+    large._kept_sums.cache_clear()
     fresh = maxt(items, "randomization")
-    assert stats._kept_sums.cache_info().misses == 3
+    assert large._kept_sums.cache_info().misses == 3
     again = maxt(items, "randomization")
-    assert stats._kept_sums.cache_info().hits == 3
+    assert large._kept_sums.cache_info().hits == 3
     assert fresh == again
