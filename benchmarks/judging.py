@@ -9,7 +9,9 @@ judged run moves 10% of each ranking. Three shapes, alternating in each round wi
   relabel   half the questions gained a pooled gold chunk: two exams;
   kept      as relabel, and the baseline's approved rankings differ from its recorded ones (an update
             that kept the bar), so the last update's rankings are scored as well.
-Printed: the median seconds of each, and each as a multiple of the reference.
+Printed: the median seconds of each, and each as a multiple of the reference. Every judgement starts with
+`scoring/stats.py`'s kept draws and sums cleared, as in a fresh process: a later round reads no sum an
+earlier one kept.
 
 Usage: python benchmarks/judging.py [--questions 2000] [--rounds 5]
 """
@@ -34,6 +36,7 @@ from pytest_ragretrieval.evalset.records import Question
 from pytest_ragretrieval.gate.evaluation import evaluate
 from pytest_ragretrieval.gate.items import ItemKey
 from pytest_ragretrieval.record.codec import encode
+from pytest_ragretrieval.scoring import stats
 from pytest_ragretrieval.scoring.evaluate import Run, score
 from pytest_ragretrieval.scoring.metrics import METRICS_VERSION
 
@@ -109,6 +112,16 @@ def shapes(count: int, folder: Path) -> tuple[Callable[[], object], dict[str, Ca
                        "kept": judge(kept, relabelled)}
 
 
+def fresh() -> None:
+    """The paired tests' kept draws and sums dropped, where this version of the package keeps them."""
+    modules = [stats, *(module for module in [sys.modules.get("pytest_ragretrieval.scoring.large")] if module)]
+    for module in modules:
+        for name in ("_kept_sums", "_kept_packed", "_kept_flips", "_kept_indices"):
+            kept = getattr(module, name, None)
+            if kept is not None:
+                kept.cache_clear()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--questions", type=int, default=2000)
@@ -119,6 +132,7 @@ def main() -> None:
         times: dict[str, list[float]] = {"reference": [], **{name: [] for name in judged}}
         for _ in range(args.rounds):
             for name, work in [("reference", reference), *judged.items()]:
+                fresh()
                 start = time.perf_counter()
                 work()
                 times[name].append(time.perf_counter() - start)

@@ -150,7 +150,7 @@ def compare(
                                 needed_clusters=clusters_needed(differences, margin, alpha, clusters))
     if significance == "none" or unreachable(clustering, pairs.ids, alpha):
         return found
-    test = paired_test(pairs.before, pairs.after, significance, clusters=clusters)
+    test = paired_test(pairs.before, pairs.after, significance, clusters=clusters, alpha=alpha)
     if test is None:
         return found
     return structs.replace(found, p_value=test.p_value, p_unadjusted=test.p_value, ci95=test.ci95)

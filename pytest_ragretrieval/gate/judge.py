@@ -201,12 +201,14 @@ class Judge:
     def base_exam(self, name: str | None) -> Exam | None:
         """The base's exam as `name` is scored on it (None: the baseline keeps no labels, format 3): the work
         tree's baseline's, or in a pull request's CI the base revision's (`kept`, `glue/trust.py`); no name: uncut."""
-        if self.baseline is None:
-            return None
-        source = self.baseline.fingerprint if self.kept is None else self.kept.fingerprint
-        exam = None if source is None else Exam.of_baseline(source, EXAM_NAMES[BASE])
-        return None if exam is None else exam.cut(self.config.retriever(name).chunking if self.config.chunkings and name
-                                                  else None)
+        return None if (exam := self._base_exam) is None else exam.cut(
+            self.config.retriever(name).chunking if self.config.chunkings and name else None)
+
+    @cached_property
+    def _base_exam(self) -> Exam | None:
+        """The base's exam, uncut, read from the baseline once (10,000 questions: 0.2 s a read)."""
+        source = None if self.baseline is None else (self.kept or self.baseline).fingerprint
+        return None if source is None else Exam.of_baseline(source, EXAM_NAMES[BASE])
 
     def earlier(self) -> Scorer:
         """How the baseline's rankings are scored: without the places of chunks edited or removed since."""

@@ -11,6 +11,7 @@ the sign-flip test is defined as scipy.stats.permutation_test's, with its own ra
 Questions that move together (one document's, one template's) come in clusters: given `clusters`, every
 test flips or resamples whole clusters (a cluster's questions summed), so G clusters allow no one-sided
 p below 2^-G; without, each question is its own cluster and nothing differs.
+Thousands of questions: draws and sums kept and shared, and the normal limit where safe (`scoring/large.py`).
 """
 from __future__ import annotations
 
@@ -22,6 +23,10 @@ from typing import Literal
 import numpy as np
 
 from ..core.values import DIGITS
+from .clustered import Clusters as Clusters
+from .clustered import labels as labels
+from .clustered import totals as totals
+from .large import LARGE, kept_sums, large_bootstrap_p, large_p, normal_interval, normal_limit
 
 Method = Literal["randomization", "bootstrap"]
 """How a p-value is computed: sign-flip permutations, or bootstrap resamples."""
@@ -84,27 +89,6 @@ def _kept_flips(n: int, batch: int, resamples: int) -> tuple[np.ndarray, ...]:
                  for done in range(0, resamples, batch))
 
 
-Clusters = np.ndarray
-"""Each question's cluster as an integer, 0 up in order of the clusters' first questions (`labels`)."""
-
-
-def labels(keys: Sequence[str]) -> Clusters | None:
-    """The questions' cluster keys (in the questions' order) as `Clusters`; None when every question is
-    its own cluster: the tests then run question by question, exactly as without clusters."""
-    first: dict[str, int] = {}
-    found = np.array([first.setdefault(key, len(first)) for key in keys], dtype=np.int64)
-    return None if len(first) == len(keys) else found
-
-
-def totals(data: np.ndarray, clusters: Clusters) -> tuple[np.ndarray, np.ndarray]:
-    """Per cluster, in order, the sum of its questions' `data` (added in question order) and its size."""
-    count = int(clusters.max()) + 1
-    sums = np.zeros(count)
-    for index, value in zip(clusters.tolist(), data.tolist(), strict=True):
-        sums[index] += value
-    return sums, np.bincount(clusters, minlength=count).astype(float)
-
-
 def _cluster_means(sums: np.ndarray, sizes: np.ndarray) -> np.ndarray:
     """Means of RESAMPLES cluster bootstrap resamples: clusters drawn with replacement (as
     `_bootstrap_distribution` draws questions), each resample's mean over the questions it holds."""
@@ -118,7 +102,11 @@ def _cluster_means(sums: np.ndarray, sizes: np.ndarray) -> np.ndarray:
 
 def _confidence_interval(differences: np.ndarray, clusters: Clusters | None = None) -> tuple[float, float]:
     """Percentile bootstrap 95% interval, equal to scipy.stats.bootstrap(method="percentile")'s; with
-    `clusters`, whole clusters resampled."""
+    `clusters`, whole clusters resampled; from LARGE questions (clusters) the same percentiles of the
+    bootstrap means' normal limit."""
+    units = differences.size if clusters is None else int(clusters.max()) + 1
+    if units >= LARGE:
+        return normal_interval(*normal_limit(differences, None if clusters is None else totals(differences, clusters)))
     distribution = _bootstrap_distribution(differences) if clusters is None else _cluster_means(
         *totals(differences, clusters))
     low, high = np.percentile(distribution, [2.5, 97.5])
@@ -126,7 +114,7 @@ def _confidence_interval(differences: np.ndarray, clusters: Clusters | None = No
 
 
 def randomization_p(differences: np.ndarray, alternative: Alternative = "less", limit: int | None = None, *,
-                    clusters: Clusters | None = None) -> float:
+                    clusters: Clusters | None = None, alpha: float | None = None) -> float:
     """Paired sign-flip permutation test, p as scipy.stats.permutation_test defines it.
 
     Exact (every sign pattern of the questions that moved, no +1) when they have at most `limit`
@@ -137,18 +125,23 @@ def randomization_p(differences: np.ndarray, alternative: Alternative = "less", 
     p, at most 1. Sums within `_slack` of the observed one count as equal to it (the same sum
     added in another order), as scipy's 100 ulp do. Ours, not scipy's: about five times faster,
     and the same p whatever the scipy version. With `clusters`, the same test over the clusters' sums:
-    whole clusters flipped, exact when the clusters whose sum is not 0 are `enumerable`.
+    whole clusters flipped, exact when the clusters whose sum is not 0 are `enumerable`. Given `alpha`, the
+    normal limit (corrected by the smallest moved value: half a step of the sum) where `large_p` allows it.
     """
     data = np.asarray(differences, dtype=float)
     if clusters is not None:
         data = totals(data, clusters)[0]
     moved = data[data != 0]
+    spread = float(np.sqrt(np.sum(moved ** 2)))
+    if moved.size and (large := large_p(float(moved.sum()) / spread, moved.size, alternative, alpha,
+                                        float(np.abs(moved).min()) / spread)) is not None:
+        return large
     if enumerable(moved.size, limit):
         null, weights = _sign_null(moved)
         observed = float(_in_order(moved[:, None])[0])
         correction = 0
     else:
-        null = np.concatenate([(signs * data).sum(axis=-1) for signs in _flips(data.size, RESAMPLES)])
+        null = _flip_sums(data, RESAMPLES)
         weights = np.ones(null.size)
         observed = float(data.sum())
         correction = 1
@@ -177,6 +170,13 @@ def _flips(n: int, resamples: int) -> Iterator[np.ndarray]:
     rng = np.random.default_rng(SEED)
     for done in range(0, resamples, BATCH):
         yield np.where(rng.random((min(BATCH, resamples - done), n)) < 0.5, -1, 1).astype(np.int8)
+
+
+def _flip_sums(data: np.ndarray, resamples: int) -> np.ndarray:
+    """`data`'s sum under each of `_flips`' patterns; past KEPT_DRAWS, kept per item (`large.kept_sums`)."""
+    if data.size * resamples <= KEPT_DRAWS:
+        return np.concatenate([(signs * data).sum(axis=-1) for signs in _flips(data.size, resamples)])
+    return kept_sums(data, resamples, SEED, BATCH)
 
 
 def enumerable(moved: int, limit: int | None = None) -> bool:
@@ -216,11 +216,15 @@ def _sign_null(moved: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return values, counts
 
 
-def bootstrap_p(differences: np.ndarray, alternative: Alternative = "less", *, clusters: Clusters | None = None
-                ) -> float:
+def bootstrap_p(differences: np.ndarray, alternative: Alternative = "less", *, clusters: Clusters | None = None,
+                alpha: float | None = None) -> float:
     """Paired bootstrap test: resample the differences shifted to mean 0, count means <= observed
-    (two-sided: means at least as far from 0 as observed); with `clusters`, whole clusters resampled."""
+    (two-sided: means at least as far from 0 as observed); with `clusters`, whole clusters resampled.
+    Given `alpha`, the means' normal limit (corrected by half the smallest gap between values, over n)."""
     data = np.asarray(differences, dtype=float)
+    large = large_bootstrap_p(data, None if clusters is None else totals(data, clusters), alternative, alpha)
+    if large is not None:
+        return large
     observed = float(data.mean())
     distribution = _bootstrap_distribution(data - observed) if clusters is None else _cluster_means(
         *totals(data - observed, clusters))
@@ -233,10 +237,10 @@ def bootstrap_p(differences: np.ndarray, alternative: Alternative = "less", *, c
 
 def paired_test(
     before: Sequence[float], after: Sequence[float], method: Method, alternative: Alternative = "less",
-    clusters: Clusters | None = None,
+    clusters: Clusters | None = None, alpha: float | None = None,
 ) -> PairedTest | None:
     """Test `after` against `before` (same questions, same order, `clusters` theirs); None with fewer than 2
-    pairs."""
+    pairs. `alpha`, where the p is judged against it, allows the large-sample path (`large.large_p`)."""
     if len(before) != len(after):
         raise ValueError("paired samples must have the same length")
     if len(before) < 2:
@@ -245,9 +249,9 @@ def paired_test(
     if not differences.any():
         return PairedTest(method, len(differences), 1.0, (0.0, 0.0))
     if method == "randomization":
-        p = randomization_p(differences, alternative, clusters=clusters)
+        p = randomization_p(differences, alternative, clusters=clusters, alpha=alpha)
     else:
-        p = bootstrap_p(differences, alternative, clusters=clusters)
+        p = bootstrap_p(differences, alternative, clusters=clusters, alpha=alpha)
     return PairedTest(method, len(differences), round(p, DIGITS), _confidence_interval(differences, clusters))
 
 
@@ -385,7 +389,8 @@ def _resampled(items: Sequence[np.ndarray], method: Method, limit: int | None, r
         observed = np.array([float(item.mean()) for item in items])
     else:
         stacked = np.column_stack(items)
-        parts = [signs.astype(float) @ stacked for signs in _flips(n, resamples)]
+        parts = [np.column_stack([_flip_sums(item, resamples) for item in items])] if n * resamples > KEPT_DRAWS else [
+            signs.astype(float) @ stacked for signs in _flips(n, resamples)]
         observed = np.array([float(item.sum()) for item in items])
     rows = np.concatenate([*parts, observed[None, :]])
     scales = [float(np.abs(item).max()) for item in items]
