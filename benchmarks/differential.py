@@ -308,12 +308,14 @@ def generate(count: int, seed: int) -> list[Case]:
     return cases
 
 
-SAMPLE = (0, 1, 2, 3, 5, 6, 7, 9, 16, 18, 34, 43, 63, 254, 311)
+SAMPLE = (0, 1, 2, 3, 5, 6, 7, 9, 16, 18, 34, 43, 63, 202, 254, 311, 453)
 """The suite's fixed sample, indices into `generate(_, 48)` (a case depends on its index and the seed
 alone): every edit kind, both modes, every base format, gates that fail and pass, and on 0e2421b both
 agreeing cases and each kind of disagreement; 254 (a label-only update, then a worse run file: green
-locally, red in a pull request's CI) and 311 (a sentence prepended, a stale run file) disagreed on b30c1d3
-(tests/plugin/test_differential.py)."""
+locally, red in a pull request's CI) and 311 (a sentence prepended, a stale run file) disagreed on b30c1d3;
+202 (gold moved to a distractor) and 453 (a question made no-answer), each over a worse run file on a format-2
+base in documents mode, passed the gate on 7a6b1e0, whose failures without the label edit were one cluster
+from the floor (tests/plugin/test_differential.py)."""
 
 
 def sample() -> list[Case]:

@@ -108,7 +108,10 @@ def unreachable(clusterings: Clustering | Sequence[Clustering] | None, ids: Sequ
 def judged_under(today: Iterable[Question], base: Mapping[str, Question] | None) -> tuple[Clustering, ...]:
     """Today's clustering of the questions, then the base's exam's where it groups today's questions
     otherwise: each item is judged under both and fails under either, so an edit of the clusters cannot
-    pass what failed (merging every cluster into one leaves the base's clusters to judge)."""
+    pass what failed (merging every cluster into one leaves the base's clusters to judge). A base that keeps
+    no labels (format 3 and older: `base` empty) was recorded question by question, each its own cluster:
+    so a label edit that takes a dropped question out of the comparison cannot leave the other drops too
+    few clusters to fail, as it could not before clusters (issue 48, item 5). None: no base to judge under."""
     questions = list(today)
     found = Clustering.of(questions, EXAM_NAMES[TODAY])
     kept = None if base is None else Clustering.of(base.values(), EXAM_NAMES[BASE])

@@ -302,3 +302,29 @@ def test_the_null_study_s_questions_move_by_document_and_clusters_hold_alpha() -
     assert found.items_off > found.items_on and found.family_off > found.family_on
     gate, exact = study.power(200, 8, 10, 0.8, 0.15, 0)
     assert gate == exact > 0  # a planted drop: the gate's cluster test is the exact enumeration written there
+
+
+def test_a_base_that_keeps_no_labels_judges_question_by_question_too(tmp_path: Path) -> None:
+    """Issue 48, item 5 (tests/plugin/test_differential.py, cases 202 and 453): a format-3 base keeps no
+    labels, so no clusters; it was recorded question by question. ndcg fell on 5 questions in 4 of 12
+    documents: by today's documents p is 2^-4 = 0.0625 and it passed, so a label edit taking a sixth dropped
+    question out of the comparison hid a failure. Judged under the base's clustering too (each question its
+    own, p 2^-5) it fails, as it did before clusters."""
+    cfg = config(tmp_path)
+    today = tuple(Question(f"q{i:02d}", f"query {i}", {"a": 1}, spans=(Span(f"d{i // 2}.md", 0, 9, 1),))
+                  for i in range(24))
+    bar = {"ndcg@3": [0.75] * 24, "recall@3": [0.75] * 24}
+    now = {"ndcg@3": [0.0 if i in (0, 2, 4, 6, 7) else 0.75 for i in range(24)], "recall@3": [0.75] * 24}
+    ids = [q.id for q in today]
+    fp = fingerprint(cfg, today)
+    fp["questions"] = {key: fp["questions"][key] for key in ("count", "digests", "sha256")}
+    entry = retriever_entry(result(bar, ids), {label: dict(zip(ids, found, strict=True)) for label, found in bar.items()})
+    base = parse(cfg.baseline, dumps({**document(cfg.k, fp, {"one": entry}), "format_version": 3}))
+    judge = Judge(cfg, today, base, fingerprint(cfg, today), {"one": Run(result=result(now, ids))}, selected=KEYS)
+    assert judge.base_exam(None) is None
+    assert [c.count(ids) for c in judge.clusterings] == [12, 24]
+    ndcg = judge.outcome(KEYS[0])
+    assert not ndcg.passed and "p = 0.0312" in ndcg.summary, ndcg.summary
+    alone = Judge(cfg, today, recorded(cfg, today, bar), fingerprint(cfg, today), {"one": Run(result=result(now, ids))},
+                  selected=KEYS)
+    assert len(alone.clusterings) == 1 and alone.outcome(KEYS[0]).passed  # a base keeping the same clusters
