@@ -144,7 +144,7 @@ def test_a_deleted_fork_and_a_push_event_are_no_errors(workspace: Path, capsys: 
         (lambda d: d.update(lowered=[["bm25"]]), "lowered[0] must be an object, got an array"),
         (lambda d: d["lowered"][0].update(new=True), "lowered[0].new must be a finite number, got true"),
         (lambda d: d["lowered"][0].pop("metric"), "lowered[0] lacks the key 'metric'"),
-        (lambda d: d["lowered"][0].update(extra=1), "lowered[0] holds the unknown key 'extra'; known keys: retriever, metric, old, new, tag, scope, exam, unit, why"),
+        (lambda d: d["lowered"][0].update(extra=1), "lowered[0] holds the unknown key 'extra'; known keys: retriever, metric, old, new, tag, scope, exam, unit, why, segment, side"),
         (lambda d: d["added"][0].update(reason="a\rb"), "added[0].reason holds a control character (U+000D)"),
         (lambda d: d.update(notes="x"), "notes must be an array, got the string \"x\""),
         (lambda d: d.update(lowers_the_bar=False), "lowers_the_bar disagrees with the changes the file lists"),
