@@ -108,12 +108,9 @@ class Judge:
 
     @cached_property
     def clusterings(self) -> tuple[Clustering, ...]:
-        """Today's clustering, then the base's where it differs, read where the base's exam is (`base_exam`;
-        a base file that keeps none: each question its own)."""
-        base = self.base_exam(None)
-        if base is None and self.baseline is not None and (self.kept is None or self.kept.fingerprint is not None):
-            return judged_under(self.questions, {})
-        return judged_under(self.questions, None if base is None else base.questions)
+        """Today's clustering, then the base's where it differs (`base_exam`; a file keeping none: by question)."""
+        base, kept = self.base_exam(None), self.baseline is not None and (self.kept is None or self.kept.fingerprint)
+        return judged_under(self.questions, base.questions if base is not None else {} if kept else None)
 
     def since(self) -> Since | None:
         """What changed since the baseline was recorded; None without a baseline."""
