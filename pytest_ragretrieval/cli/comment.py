@@ -9,9 +9,10 @@ optionally `pr-check`'s decision (label, fork) and the record of the sweep behin
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from msgspec import UnsetType
 
@@ -26,6 +27,8 @@ from ..review.changes import Changes, classify, read_changes
 from ..review.comment import CommentInput, render
 from ..review.sweep import Sweep, parse_sweep
 from .common import OK, Result, read_json, shape_error
+
+T = TypeVar("T")
 
 OUTCOMES = ("success", "failure", "cancelled", "skipped", "")
 
@@ -92,22 +95,21 @@ def load_changes(args: argparse.Namespace) -> Changes | None:
 
 
 def load_sweep(path: str | None) -> Sweep | None:
-    if path is None:
-        return None
-    fix = "write it with `ragretrieval tune NAME --record PATH`"
-    doc = read_json(Path(path), fix)
-    try:
-        return parse_sweep(doc)
-    except ShapeProblem as exc:
-        raise shape_error(Path(path), "not a record written by `ragretrieval tune --record`", exc, fix) from None
+    return None if path is None else _side_file(Path(path), parse_sweep, "`ragretrieval tune NAME --record PATH`",
+                                                "a record written by `ragretrieval tune --record`")
 
 
 def load_decision(path: str | None) -> Decision | None:
-    if path is None:
-        return None
-    fix = "write it with `ragretrieval pr-check --json PATH`"
-    doc = read_json(Path(path), fix)
+    return None if path is None else _side_file(Path(path), parse_decision, "`ragretrieval pr-check --json PATH`",
+                                                "a decision written by `ragretrieval pr-check --json`")
+
+
+def _side_file(path: Path, parse: Callable[[Any], T], writer: str, what: str) -> T:
+    """A file another command wrote, parsed; anything else is one line naming the file, its JSON path and the
+    command that writes it."""
+    fix = f"write it with {writer}"
+    doc = read_json(path, fix)
     try:
-        return parse_decision(doc)
+        return parse(doc)
     except ShapeProblem as exc:
-        raise shape_error(Path(path), "not a decision written by `ragretrieval pr-check --json`", exc, fix) from None
+        raise shape_error(path, f"not {what}", exc, fix) from None
