@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import subprocess
 import tempfile
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -130,9 +131,14 @@ def base_edits(config: Config, fingerprint: Mapping[str, Any] | None, revision: 
                   if doc in changed and digest(text, SHORT) == recorded[doc]}, today)
 
 
+
+OLD_TEXTS_BUDGET = 120.0
+"""Seconds, in all, for reading the old texts of the documents at the base revision (one git call each)."""
+
 def _documents_at(path: Path, revision: str) -> dict[str, str]:
     """The documents `path` (a file or a folder) holds at `revision`, read as the gate reads them; none where
-    git cannot give them."""
+    git cannot give them, or not within `OLD_TEXTS_BUDGET` seconds in all (their places are then lost, as
+    without git)."""
     root = _git(["rev-parse", "--show-toplevel"], path.parent)
     if root is None:
         return {}
@@ -143,11 +149,14 @@ def _documents_at(path: Path, revision: str) -> dict[str, str]:
     listing = _git(["ls-tree", "-r", "-z", "--name-only", revision, "--", relative], Path(root))
     if not listing:
         return {}
+    end = time.monotonic() + OLD_TEXTS_BUDGET
     with tempfile.TemporaryDirectory() as folder:
         for name in filter(None, listing.split("\0")):
+            if (left := end - time.monotonic()) <= 0:
+                return {}
             try:
                 done = subprocess.run(["git", "cat-file", "blob", f"{revision}:{name}"], cwd=root,
-                                      capture_output=True, timeout=60)
+                                      capture_output=True, timeout=left)
             except (OSError, subprocess.SubprocessError):
                 return {}
             if done.returncode != 0:
